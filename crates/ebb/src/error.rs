@@ -1,0 +1,139 @@
+//! The crate's one error type.
+//!
+//! Every fallible public call returns [`Result<T>`]. Errors name what went wrong
+//! precisely enough to act on: corruption names the file and offset, I/O names the
+//! path, an invalid argument names the option or input.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The crate's result type.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in Ebb.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    Io {
+        /// The file or directory the call was about.
+        path: PathBuf,
+        /// The operation that failed (`"open"`, `"append"`, `"sync"`, ...).
+        op: &'static str,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Stored data failed a check: a checksum, a magic number, a length.
+    Corruption {
+        /// The file that holds the bad data.
+        file: String,
+        /// Byte offset of the bad data within `file`.
+        offset: u64,
+        /// What check failed.
+        reason: String,
+    },
+    /// An argument, option or input was refused. The message names it.
+    InvalidArgument(String),
+    /// The database directory is locked by another process or another open handle.
+    Busy(String),
+    /// A feature or option value that this build does not support.
+    NotSupported(String),
+    /// An earlier background flush, compaction or fsync failed; the database
+    /// refuses writes until it is reopened.
+    Background(Arc<Error>),
+    /// The operation was cancelled (a compaction cancelled at run time).
+    Cancelled,
+    /// The database was closed.
+    Closed,
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] from an I/O error and the path it concerns.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), op, source }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption { file: file.into(), offset, reason: reason.into() }
+    }
+
+    /// Builds an [`Error::InvalidArgument`].
+    pub fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(msg.into())
+    }
+
+    /// True for [`Error::Corruption`], also when wrapped as a background error.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            Error::Corruption { .. } => true,
+            Error::Background(e) => e.is_corruption(),
+            _ => false,
+        }
+    }
+
+    /// True when the underlying OS error is "no space left on device".
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            Error::Background(e) => e.is_no_space(),
+            _ => false,
+        }
+    }
+
+    /// A copy of this error for a second recipient (background errors are
+    /// reported to every later writer). I/O errors keep their kind and message.
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { path, op, source } => Error::Io {
+                path: path.clone(),
+                op,
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption { file, offset, reason } => {
+                Error::Corruption { file: file.clone(), offset: *offset, reason: reason.clone() }
+            }
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Busy(m) => Error::Busy(m.clone()),
+            Error::NotSupported(m) => Error::NotSupported(m.clone()),
+            Error::Background(e) => Error::Background(e.clone()),
+            Error::Cancelled => Error::Cancelled,
+            Error::Closed => Error::Closed,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, op, source } => {
+                write!(f, "I/O error: {op} {}: {source}", path.display())
+            }
+            Error::Corruption { file, offset, reason } => {
+                write!(f, "corruption in {file} at offset {offset}: {reason}")
+            }
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::Busy(m) => write!(f, "busy: {m}"),
+            Error::NotSupported(m) => write!(f, "not supported: {m}"),
+            Error::Background(e) => {
+                write!(f, "background error, database is read-only until reopened: {e}")
+            }
+            Error::Cancelled => write!(f, "operation cancelled"),
+            Error::Closed => write!(f, "database is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Background(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! placeholder
+pub struct MemFs;
+pub enum CrashMode {}
+pub enum FaultKind {}
+pub enum FaultOp {}

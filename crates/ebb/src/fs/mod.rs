@@ -1,0 +1,119 @@
+//! The filesystem boundary: every byte Ebb reads or writes goes through
+//! [`FileSystem`] (Pebble `vfs.FS`).
+//!
+//! Two implementations: [`PosixFs`] for real directories and [`MemFs`], an
+//! in-memory filesystem that can simulate power loss (it keeps only what was
+//! synced) and inject I/O errors, for tests.
+//!
+//! Durability contract, which both implementations honour:
+//! 1. Data appended to a [`WritableFile`] is durable only after `sync()` returns.
+//! 2. A new file's name, a rename or a removal is durable only after
+//!    `sync_dir()` of its parent directory returns.
+//! 3. `rename` atomically replaces the target.
+//! All implementations are `Send + Sync`; a single file handle is used by one
+//! thread at a time.
+
+mod mem;
+mod posix;
+
+pub use mem::{CrashMode, FaultKind, FaultOp, MemFs};
+pub use posix::PosixFs;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// A file being written sequentially.
+pub trait WritableFile: Send {
+    /// Appends bytes (possibly buffered in user space).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Pushes buffered bytes to the operating system (not durable).
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every appended byte durable.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn size(&self) -> u64;
+    /// Asks the OS to start writing back everything appended so far without
+    /// waiting (`sync_file_range` write-behind); a no-op where unsupported.
+    fn range_sync_hint(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads up to `len` bytes at `offset`; fewer only at end of file.
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// The file's size in bytes.
+    fn size(&self) -> Result<u64>;
+}
+
+/// A file read front to back.
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// A held advisory lock on a file; released when dropped.
+pub trait FileLock: Send + Sync {}
+
+/// The operations Ebb needs from a filesystem.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Creates (or truncates) a file for writing.
+    fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for writing at its end.
+    fn reopen_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens a file for positional reads.
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for sequential reads.
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// True when the file or directory exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The names (not paths) of the entries in a directory.
+    fn list_dir(&self, path: &Path) -> Result<Vec<String>>;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, path: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, path: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (creating it), or fails with
+    /// [`crate::Error::Busy`] when another holder has it.
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Reads a whole file.
+    fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let mut f = self.open_sequential(path)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Writes a whole file durably: a temporary name, sync, rename, directory sync.
+    fn write_file_atomic(&self, path: &Path, data: &[u8]) -> Result<()> {
+        let tmp = path.with_extension("dbtmp");
+        {
+            let mut f = self.new_writable(&tmp)?;
+            f.append(data)?;
+            f.sync()?;
+        }
+        self.rename(&tmp, path)?;
+        if let Some(dir) = path.parent() {
+            self.sync_dir(dir)?;
+        }
+        Ok(())
+    }
+}

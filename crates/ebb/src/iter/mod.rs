@@ -1,0 +1,138 @@
+//! Iterators over internal keys, and the merging iterator that combines them.
+//!
+//! Contract of [`InternalIterator`] (LevelDB `include/leveldb/iterator.h`):
+//! 1. `key()` and `value()` may be called only while `valid()`; the slices they
+//!    return stay valid until the next call that moves the iterator.
+//! 2. Errors do not interrupt movement: an iterator that meets one becomes
+//!    invalid and reports it through `status()`.
+//! 3. Iterators are used by one thread at a time (`Send`, not `Sync`).
+
+pub mod merging;
+
+pub use merging::MergingIterator;
+
+use crate::error::Result;
+
+/// A cursor over a sorted sequence of internal-key / value pairs.
+pub trait InternalIterator: Send {
+    /// True when positioned at an entry.
+    fn valid(&self) -> bool;
+    /// Positions at the first entry.
+    fn seek_to_first(&mut self);
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self);
+    /// Positions at the first entry `>= target` (an internal key).
+    fn seek(&mut self, target: &[u8]);
+    /// Positions at the last entry `<= target` (an internal key).
+    fn seek_for_prev(&mut self, target: &[u8]);
+    /// Moves to the next entry. Requires `valid()`.
+    fn next(&mut self);
+    /// Moves to the previous entry. Requires `valid()`.
+    fn prev(&mut self);
+    /// The current internal key. Requires `valid()`.
+    fn key(&self) -> &[u8];
+    /// The current value. Requires `valid()`.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}
+
+/// An iterator over nothing, optionally carrying an error (for a table that
+/// failed to open, say).
+pub struct EmptyIterator {
+    error: Option<crate::error::Error>,
+}
+
+impl EmptyIterator {
+    /// An empty iterator with no error.
+    pub fn new() -> Self {
+        EmptyIterator { error: None }
+    }
+    /// An empty iterator whose `status()` reports `e`.
+    pub fn with_error(e: crate::error::Error) -> Self {
+        EmptyIterator { error: Some(e) }
+    }
+}
+
+impl Default for EmptyIterator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InternalIterator for EmptyIterator {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _target: &[u8]) {}
+    fn seek_for_prev(&mut self, _target: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An iterator over an owned sorted vector of entries; used for tests and for
+/// small in-memory sequences.
+pub struct VecIterator {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    pos: usize,
+}
+
+impl VecIterator {
+    /// Wraps entries already sorted by internal key.
+    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        let pos = entries.len();
+        VecIterator { entries, pos }
+    }
+}
+
+impl InternalIterator for VecIterator {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+    fn seek_to_first(&mut self) {
+        self.pos = 0;
+    }
+    fn seek_to_last(&mut self) {
+        self.pos = if self.entries.is_empty() { 0 } else { self.entries.len() - 1 };
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.pos = self
+            .entries
+            .partition_point(|(k, _)| crate::key::compare_internal_keys(k, target) == std::cmp::Ordering::Less);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let p = self
+            .entries
+            .partition_point(|(k, _)| crate::key::compare_internal_keys(k, target) != std::cmp::Ordering::Greater);
+        self.pos = if p == 0 { self.entries.len() } else { p - 1 };
+    }
+    fn next(&mut self) {
+        self.pos += 1;
+    }
+    fn prev(&mut self) {
+        self.pos = if self.pos == 0 { self.entries.len() } else { self.pos - 1 };
+    }
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

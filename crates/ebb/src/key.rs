@@ -1,0 +1,233 @@
+//! Internal keys: how a user key, a sequence number and an operation kind are
+//! packed into one byte string that sorts correctly.
+//!
+//! Layout (see docs/format.md, "Internal keys"): `user_key ++ fixed64_le(seq << 8 | kind)`.
+//! Order: user key ascending (bytewise), then sequence number descending, then
+//! kind descending, so the newest version of a key comes first.
+
+use std::cmp::Ordering;
+
+use crate::util::coding::{decode_fixed64, put_fixed64};
+
+/// A sequence number: every write gets the next one; snapshots are sequence numbers.
+pub type SequenceNumber = u64;
+
+/// The largest sequence number an internal key can carry (56 bits).
+pub const MAX_SEQUENCE: SequenceNumber = (1 << 56) - 1;
+
+/// Bytes in the trailer appended to every user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// The kind of an entry. DO NOT CHANGE the numbers: on-disk format (WAL, SSTs),
+/// the same values as LevelDB's and RocksDB's `ValueType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueKind {
+    /// A tombstone: the key was deleted.
+    Deletion = 0,
+    /// A value.
+    Value = 1,
+}
+
+impl ValueKind {
+    /// Parses the on-disk byte.
+    pub fn from_u8(b: u8) -> Option<ValueKind> {
+        match b {
+            0 => Some(ValueKind::Deletion),
+            1 => Some(ValueKind::Value),
+            _ => None,
+        }
+    }
+}
+
+/// The kind used when building a seek target: the highest, so a seek for
+/// `(key, seq)` lands on the newest entry with sequence `<= seq`.
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Value;
+
+/// Packs a sequence number and kind into the trailer value.
+pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
+    debug_assert!(seq <= MAX_SEQUENCE);
+    (seq << 8) | kind as u64
+}
+
+/// Appends the internal key for `(user_key, seq, kind)` to `dst`.
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) {
+    dst.extend_from_slice(user_key);
+    put_fixed64(dst, pack_trailer(seq, kind));
+}
+
+/// Builds an owned internal key.
+pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Vec<u8> {
+    let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    append_internal_key(&mut v, user_key, seq, kind);
+    v
+}
+
+/// The user-key part of an internal key. Requires `ikey.len() >= 8`.
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len() - TRAILER_LEN]
+}
+
+/// The packed trailer of an internal key. Requires `ikey.len() >= 8`.
+pub fn trailer(ikey: &[u8]) -> u64 {
+    decode_fixed64(&ikey[ikey.len() - TRAILER_LEN..]).unwrap_or(0)
+}
+
+/// A decoded internal key borrowing its user key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedKey<'a> {
+    /// The user's key.
+    pub user_key: &'a [u8],
+    /// The write's sequence number.
+    pub seq: SequenceNumber,
+    /// Value or tombstone.
+    pub kind: ValueKind,
+}
+
+/// Decodes an internal key; `None` when it is too short or the kind is unknown.
+pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
+    if ikey.len() < TRAILER_LEN {
+        return None;
+    }
+    let t = trailer(ikey);
+    Some(ParsedKey { user_key: user_key(ikey), seq: t >> 8, kind: ValueKind::from_u8((t & 0xff) as u8)? })
+}
+
+/// The ordering of internal keys: user key ascending, then trailer descending.
+pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        o => o,
+    }
+}
+
+/// An owned internal key with the internal ordering, for ordered containers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InternalKey(pub Vec<u8>);
+
+impl InternalKey {
+    /// Builds the key for `(user_key, seq, kind)`.
+    pub fn new(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Self {
+        InternalKey(make_internal_key(user_key, seq, kind))
+    }
+    /// The encoded bytes.
+    pub fn encoded(&self) -> &[u8] {
+        &self.0
+    }
+    /// The user-key part.
+    pub fn user_key(&self) -> &[u8] {
+        user_key(&self.0)
+    }
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal_keys(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The shortest byte string `s` with `start <= s < limit` (bytewise), used to
+/// shorten index-block separators (LevelDB `FindShortestSeparator`). Falls back to
+/// `start` when no shorter string exists.
+pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    if common < start.len() && common < limit.len() {
+        let byte = start[common];
+        if byte < 0xff && byte + 1 < limit[common] {
+            let mut s = start[..=common].to_vec();
+            s[common] += 1;
+            return s;
+        }
+    }
+    start.to_vec()
+}
+
+/// A short byte string `>= key` (LevelDB `FindShortSuccessor`).
+pub fn short_successor(key: &[u8]) -> Vec<u8> {
+    for (i, &b) in key.iter().enumerate() {
+        if b != 0xff {
+            let mut s = key[..=i].to_vec();
+            s[i] += 1;
+            return s;
+        }
+    }
+    key.to_vec()
+}
+
+/// Shortens the separator between two internal keys while keeping
+/// `start <= result < limit` in internal order. The result is an internal key.
+pub fn internal_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+    let (su, lu) = (user_key(start), user_key(limit));
+    let sep = shortest_separator(su, lu);
+    if sep.len() < su.len() && su < sep.as_slice() {
+        return make_internal_key(&sep, MAX_SEQUENCE, KIND_FOR_SEEK);
+    }
+    start.to_vec()
+}
+
+/// Shortens the last key of a table to a short internal key `>= key`.
+pub fn internal_successor(key: &[u8]) -> Vec<u8> {
+    let u = user_key(key);
+    let succ = short_successor(u);
+    if succ.len() < u.len() && u < succ.as_slice() {
+        return make_internal_key(&succ, MAX_SEQUENCE, KIND_FOR_SEEK);
+    }
+    key.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_versions_sort_first() {
+        let a = make_internal_key(b"k", 10, ValueKind::Value);
+        let b = make_internal_key(b"k", 9, ValueKind::Value);
+        let c = make_internal_key(b"k", 10, ValueKind::Deletion);
+        let d = make_internal_key(b"l", 100, ValueKind::Value);
+        assert_eq!(compare_internal_keys(&a, &b), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a, &c), Ordering::Less);
+        assert_eq!(compare_internal_keys(&b, &d), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a, &a), Ordering::Equal);
+    }
+
+    #[test]
+    fn parse_round_trips_and_refuses_garbage() {
+        let k = make_internal_key(b"user", 77, ValueKind::Deletion);
+        let p = parse_internal_key(&k).unwrap();
+        assert_eq!((p.user_key, p.seq, p.kind), (&b"user"[..], 77, ValueKind::Deletion));
+        assert!(parse_internal_key(b"short").is_none());
+        let mut bad = k.clone();
+        let n = bad.len();
+        bad[n - 8] = 9;
+        assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn separators_stay_between_their_bounds() {
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"abcdefg", b"abzz"),
+            (b"abc", b"abd"),
+            (b"a", b"b"),
+            (b"foo", b"foo\x00"),
+            (b"\xff\xff", b"\xff\xff\x01"),
+        ];
+        for (s, l) in cases {
+            let sep = shortest_separator(s, l);
+            assert!(*s <= sep.as_slice() && sep.as_slice() < *l, "{s:?} {l:?} -> {sep:?}");
+            let is = make_internal_key(s, 5, ValueKind::Value);
+            let il = make_internal_key(l, 3, ValueKind::Value);
+            let isep = internal_separator(&is, &il);
+            assert_ne!(compare_internal_keys(&is, &isep), Ordering::Greater);
+            assert_eq!(compare_internal_keys(&isep, &il), Ordering::Less);
+        }
+        assert_eq!(shortest_separator(b"abcdefg", b"abzz"), b"abd");
+        assert_eq!(short_successor(b"abc"), b"b");
+        assert_eq!(short_successor(b"\xff\xff"), b"\xff\xff");
+    }
+}

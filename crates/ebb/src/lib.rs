@@ -1,0 +1,29 @@
+//! Ebb: an embeddable, persistent LSM-tree key-value store whose background
+//! work tunes itself to the load.
+//!
+//! Layers, bottom up (LevelDB's layout): `util` (coding, checksums,
+//! compression), `fs` (the filesystem boundary), `key` (internal keys), `wal`
+//! (write-ahead log), `memtable`, `sst` (block-based tables), `cache` (block
+//! cache), `version` (MANIFEST and the set of live files), `iter` (merging),
+//! `compaction`, `db` (the public handle).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+pub mod cache;
+mod error;
+pub mod fs;
+pub mod iter;
+pub mod key;
+pub mod memtable;
+mod options;
+pub mod sst;
+pub mod util;
+pub mod wal;
+
+pub use error::{Error, Result};
+pub use options::{
+    CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+};
+pub use util::checksum::ChecksumType;

@@ -1,0 +1,768 @@
+//! Options: every knob, its default, its RocksDB name, and a text form that
+//! round-trips (the OPTIONS file written next to the data, as RocksDB does).
+//!
+//! Defaults live in one place, [`Options::default`]. Names follow RocksDB where
+//! the meaning is the same, so db_bench flags and OPTIONS files carry over.
+//! `set_options` accepts only the options marked dynamic in the table at the
+//! bottom of this file (the ones RocksDB's `SetOptions` accepts).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, PosixFs};
+use crate::key::SequenceNumber;
+use crate::util::checksum::ChecksumType;
+pub use crate::util::compression::CompressionType;
+
+/// How much of a damaged WAL recovery accepts (RocksDB `WALRecoveryMode`).
+/// See docs/format.md, "WAL recovery modes", for what each promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalRecoveryMode {
+    /// Accept a torn or corrupt record only at the very end of the last WAL
+    /// (a crash mid-write); anything else is a corruption error.
+    TolerateCorruptedTailRecords,
+    /// Any damage anywhere is a corruption error.
+    AbsoluteConsistency,
+    /// Stop replay at the first damaged record and keep everything before it:
+    /// the database is recovered to a consistent point in time. The default.
+    #[default]
+    PointInTime,
+    /// Skip damaged records and keep replaying (may lose writes in the middle).
+    SkipAnyCorruptedRecords,
+}
+
+/// How SSTs are organised into levels (RocksDB `CompactionStyle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactionStyle {
+    /// Leveled compaction (the default).
+    #[default]
+    Level,
+    /// Size-tiered ("universal") compaction.
+    Universal,
+    /// Oldest files dropped past a size or age.
+    Fifo,
+}
+
+/// Options for one database. Build with `Options::default()` and the setters,
+/// or parse from text with [`Options::from_text`].
+#[derive(Clone)]
+pub struct Options {
+    // ---- DB options ----
+    /// Create the database if it does not exist. RocksDB `create_if_missing`; default false.
+    pub create_if_missing: bool,
+    /// Fail to open if the database already exists. RocksDB `error_if_exists`; default false.
+    pub error_if_exists: bool,
+    /// Verify checksums of every block read during open and compaction. RocksDB `paranoid_checks`; default true.
+    pub paranoid_checks: bool,
+    /// Total background threads for flushes and compactions when the two limits
+    /// below are not set. RocksDB `max_background_jobs`; default 2. Dynamic.
+    pub max_background_jobs: i32,
+    /// Flush threads; -1 derives it from `max_background_jobs` (a quarter, at least 1). Dynamic.
+    pub max_background_flushes: i32,
+    /// Compaction threads; -1 derives it from `max_background_jobs` (the rest). Dynamic.
+    pub max_background_compactions: i32,
+    /// Threads one compaction may split into by key range. RocksDB `max_subcompactions`; default 1. Dynamic.
+    pub max_subcompactions: u32,
+    /// What recovery accepts from a damaged WAL. RocksDB `wal_recovery_mode`; default point in time.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Writes reach the WAL file only on `flush_wal` (or a full buffer).
+    /// RocksDB `manual_wal_flush`; default false.
+    pub manual_wal_flush: bool,
+    /// Once the live WALs exceed this, the memtables holding the oldest WAL are
+    /// flushed; 0 means 4 x write_buffer_size x max_write_buffer_number. Dynamic.
+    pub max_total_wal_size: u64,
+    /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
+    pub wal_bytes_per_sync: u64,
+    /// Ask the OS to write back SSTs every this many bytes; 0 disables. RocksDB `bytes_per_sync`. Dynamic.
+    pub bytes_per_sync: u64,
+    /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
+    pub max_manifest_file_size: u64,
+    /// Write rate while writes are slowed down, bytes/s. RocksDB `delayed_write_rate`; default 16 MiB/s. Dynamic.
+    pub delayed_write_rate: u64,
+    /// Collect tickers and histograms. RocksDB `statistics` (a pointer there, a switch here); default false.
+    pub statistics: bool,
+    /// Print `ebb.stats` to the info log every this many seconds; 0 disables. Dynamic.
+    pub stats_dump_period_sec: u32,
+    /// Rate limit for flush and compaction writes, bytes/s; 0 disables. RocksDB `rate_limiter` (db_bench `rate_limiter_bytes_per_sec`).
+    pub rate_limiter_bytes_per_sec: u64,
+    // ---- column-family options ----
+    /// Bytes a memtable holds before it is switched for a new one and flushed.
+    /// RocksDB `write_buffer_size`; default 64 MiB. Dynamic.
+    pub write_buffer_size: usize,
+    /// Memtables (the mutable one and the immutable ones awaiting flush) before
+    /// writes stop. RocksDB `max_write_buffer_number`; default 2. Dynamic.
+    pub max_write_buffer_number: usize,
+    /// Immutable memtables merged into one L0 file per flush. RocksDB; default 1.
+    pub min_write_buffer_number_to_merge: usize,
+    /// Compaction organisation. RocksDB `compaction_style`; default level.
+    pub compaction_style: CompactionStyle,
+    /// Number of levels. RocksDB `num_levels`; default 7.
+    pub num_levels: usize,
+    /// L0 files that trigger an L0 compaction. RocksDB; default 4. Dynamic.
+    pub level0_file_num_compaction_trigger: i32,
+    /// L0 files at which writes are slowed. RocksDB; default 20. Dynamic.
+    pub level0_slowdown_writes_trigger: i32,
+    /// L0 files at which writes stop. RocksDB; default 36. Dynamic.
+    pub level0_stop_writes_trigger: i32,
+    /// Target size of L1 in bytes. RocksDB `max_bytes_for_level_base`; default 256 MiB. Dynamic.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels. RocksDB; default 10. Dynamic.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size levels from the last level up (RocksDB's default since 8.4).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Target SST size at L1. RocksDB `target_file_size_base`; default 64 MiB. Dynamic.
+    pub target_file_size_base: u64,
+    /// Growth of the target SST size per level. RocksDB; default 1. Dynamic.
+    pub target_file_size_multiplier: u32,
+    /// Upper bound of input bytes of one compaction; 0 means 25 x target_file_size_base. Dynamic.
+    pub max_compaction_bytes: u64,
+    /// Estimated pending compaction bytes at which writes slow; 0 disables. Default 64 GiB. Dynamic.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated pending compaction bytes at which writes stop; 0 disables. Default 256 GiB. Dynamic.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Schedule no automatic compactions. RocksDB; default false. Dynamic.
+    pub disable_auto_compactions: bool,
+    /// Compression of every level unless `compression_per_level` says otherwise.
+    /// RocksDB `compression`; default snappy. Dynamic.
+    pub compression: CompressionType,
+    /// Compression per level (index = level); empty means `compression`
+    /// everywhere. RocksDB `compression_per_level`. Dynamic.
+    pub compression_per_level: Vec<CompressionType>,
+    /// Compression of the bottommost level; `None` means as the other levels. Dynamic.
+    pub bottommost_compression: Option<CompressionType>,
+    // ---- table options ----
+    /// Uncompressed bytes per data block. RocksDB `block_size`; default 4 KiB.
+    pub block_size: usize,
+    /// Keys between restart points in a data block. RocksDB; default 16.
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 builds no filter. Default 10 (RocksDB has no
+    /// filter by default; db_bench's `bloom_bits` sets it).
+    pub bloom_bits_per_key: u32,
+    /// Checksum of every block. RocksDB `checksum`; default CRC-32C.
+    pub checksum: ChecksumType,
+    /// Block cache capacity in bytes; 0 disables the cache. Default 32 MiB.
+    pub block_cache_size: usize,
+    // ---- not in the text form ----
+    /// The filesystem all I/O goes through; the real one by default.
+    pub fs: Arc<dyn FileSystem>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            paranoid_checks: true,
+            max_background_jobs: 2,
+            max_background_flushes: -1,
+            max_background_compactions: -1,
+            max_subcompactions: 1,
+            wal_recovery_mode: WalRecoveryMode::PointInTime,
+            manual_wal_flush: false,
+            max_total_wal_size: 0,
+            wal_bytes_per_sync: 0,
+            bytes_per_sync: 0,
+            max_manifest_file_size: 1 << 30,
+            delayed_write_rate: 16 << 20,
+            statistics: false,
+            stats_dump_period_sec: 600,
+            rate_limiter_bytes_per_sec: 0,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            min_write_buffer_number_to_merge: 1,
+            compaction_style: CompactionStyle::Level,
+            num_levels: 7,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_compaction_bytes: 0,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            disable_auto_compactions: false,
+            compression: CompressionType::Snappy,
+            compression_per_level: Vec::new(),
+            bottommost_compression: None,
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            checksum: ChecksumType::Crc32c,
+            block_cache_size: 32 << 20,
+            fs: Arc::new(PosixFs::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_text())
+    }
+}
+
+/// Largest user key accepted, in bytes.
+pub const MAX_KEY_SIZE: usize = 8 << 20;
+/// Largest value accepted, in bytes (RocksDB's limit is 3 GiB; ours keeps a
+/// WAL record and a block in memory comfortably).
+pub const MAX_VALUE_SIZE: usize = 256 << 20;
+
+impl Options {
+    /// Sets `create_if_missing`; chainable.
+    pub fn create_if_missing(mut self, yes: bool) -> Self {
+        self.create_if_missing = yes;
+        self
+    }
+
+    /// Uses the given filesystem for all I/O.
+    pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// Flush threads after resolving -1 from `max_background_jobs`.
+    pub fn flush_threads(&self) -> usize {
+        if self.max_background_flushes > 0 {
+            self.max_background_flushes as usize
+        } else {
+            (self.max_background_jobs.max(1) as usize / 4).max(1)
+        }
+    }
+
+    /// Compaction threads after resolving -1 from `max_background_jobs`.
+    pub fn compaction_threads(&self) -> usize {
+        if self.max_background_compactions > 0 {
+            self.max_background_compactions as usize
+        } else {
+            let jobs = self.max_background_jobs.max(1) as usize;
+            (jobs - (jobs / 4).max(1).min(jobs - 1)).max(1)
+        }
+    }
+
+    /// `max_compaction_bytes` with 0 resolved.
+    pub fn effective_max_compaction_bytes(&self) -> u64 {
+        if self.max_compaction_bytes == 0 {
+            self.target_file_size_base.saturating_mul(25)
+        } else {
+            self.max_compaction_bytes
+        }
+    }
+
+    /// `max_total_wal_size` with 0 resolved (RocksDB's rule).
+    pub fn effective_max_total_wal_size(&self) -> u64 {
+        if self.max_total_wal_size == 0 {
+            4 * self.write_buffer_size as u64 * self.max_write_buffer_number as u64
+        } else {
+            self.max_total_wal_size
+        }
+    }
+
+    /// The compression for output at `level`, given the deepest level in use.
+    pub fn compression_for_level(&self, level: usize, bottommost: bool) -> CompressionType {
+        if bottommost {
+            if let Some(c) = self.bottommost_compression {
+                return c;
+            }
+        }
+        if self.compression_per_level.is_empty() {
+            self.compression
+        } else {
+            let i = level.min(self.compression_per_level.len() - 1);
+            self.compression_per_level[i]
+        }
+    }
+
+    /// Target SST size for output at `level`.
+    pub fn target_file_size(&self, level: usize) -> u64 {
+        let mut size = self.target_file_size_base;
+        for _ in 1..level.max(1) {
+            size = size.saturating_mul(u64::from(self.target_file_size_multiplier));
+        }
+        size.max(1)
+    }
+
+    /// Checks every option for a value Ebb cannot run with; the error names it.
+    pub fn validate(&self) -> Result<()> {
+        fn bad(name: &str, why: &str) -> Result<()> {
+            Err(Error::invalid(format!("option {name}: {why}")))
+        }
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size", "must be at least 4096 bytes");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number", "must be at least 2");
+        }
+        if self.min_write_buffer_number_to_merge == 0 {
+            return bad("min_write_buffer_number_to_merge", "must be at least 1");
+        }
+        if self.num_levels < 2 || self.num_levels > 64 {
+            return bad("num_levels", "must be between 2 and 64");
+        }
+        if self.level0_file_num_compaction_trigger < 1 {
+            return bad("level0_file_num_compaction_trigger", "must be at least 1");
+        }
+        if self.level0_slowdown_writes_trigger < 1 || self.level0_stop_writes_trigger < 1 {
+            return bad("level0_slowdown_writes_trigger", "L0 triggers must be at least 1");
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return bad("max_bytes_for_level_base", "must be positive");
+        }
+        if !(self.max_bytes_for_level_multiplier > 0.0 && self.max_bytes_for_level_multiplier.is_finite()) {
+            return bad("max_bytes_for_level_multiplier", "must be a positive number");
+        }
+        if self.target_file_size_base == 0 {
+            return bad("target_file_size_base", "must be positive");
+        }
+        if self.target_file_size_multiplier == 0 {
+            return bad("target_file_size_multiplier", "must be at least 1");
+        }
+        if self.block_size == 0 || self.block_size > (1 << 30) {
+            return bad("block_size", "must be between 1 byte and 1 GiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval", "must be at least 1");
+        }
+        if self.max_background_jobs < 1 {
+            return bad("max_background_jobs", "must be at least 1");
+        }
+        if self.max_background_flushes == 0 || self.max_background_flushes < -1 {
+            return bad("max_background_flushes", "must be -1 or at least 1");
+        }
+        if self.max_background_compactions == 0 || self.max_background_compactions < -1 {
+            return bad("max_background_compactions", "must be -1 or at least 1");
+        }
+        if self.max_subcompactions == 0 {
+            return bad("max_subcompactions", "must be at least 1");
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key", "must be between 0 and 64");
+        }
+        if self.compression_per_level.len() > self.num_levels {
+            return bad("compression_per_level", "has more entries than num_levels");
+        }
+        if self.max_manifest_file_size == 0 {
+            return bad("max_manifest_file_size", "must be positive");
+        }
+        if self.delayed_write_rate == 0 {
+            return bad("delayed_write_rate", "must be positive");
+        }
+        Ok(())
+    }
+
+    /// Sets one option from its text form. Unknown names and unparsable values
+    /// are errors naming the option.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set_by_name(name.trim(), value.trim())
+    }
+
+    /// The text form of one option, `None` for an unknown name.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.get_by_name(name)
+    }
+
+    /// True when `name` can be changed on an open database with `set_options`.
+    pub fn is_dynamic(name: &str) -> Option<bool> {
+        OPTION_TABLE.iter().find(|(n, _, _)| *n == name).map(|(_, _, d)| *d)
+    }
+
+    /// Every option name in the text form.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        OPTION_TABLE.iter().map(|(n, _, _)| *n)
+    }
+
+    /// The OPTIONS-file text: sections `[DBOptions]`, `[CFOptions "default"]`,
+    /// `[TableOptions/BlockBasedTable "default"]`, one `name=value` per line.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("# Ebb options file: parsed by Options::from_text\n");
+        let _ = writeln!(out, "[Version]\n  ebb_version={}\n  options_file_version=1", env!("CARGO_PKG_VERSION"));
+        for section in [Section::Db, Section::Cf, Section::Table] {
+            let _ = writeln!(out, "\n{}", section.header());
+            for (name, s, _) in OPTION_TABLE {
+                if *s == section {
+                    let value = self.get_by_name(name).unwrap_or_default();
+                    let _ = writeln!(out, "  {name}={value}");
+                }
+            }
+        }
+        out
+    }
+
+    /// Parses the text written by [`Options::to_text`] (or by hand) on top of
+    /// the defaults. Lines are `name=value`; `#` starts a comment; section
+    /// headers are accepted and ignored except `[Version]`, whose keys are skipped.
+    pub fn from_text(text: &str) -> Result<Options> {
+        let mut opts = Options::default();
+        opts.apply_text(text)?;
+        Ok(opts)
+    }
+
+    /// Applies the options in `text` on top of `self`.
+    pub fn apply_text(&mut self, text: &str) -> Result<()> {
+        let mut in_version = false;
+        for (lineno, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            if line.starts_with('[') {
+                if !line.ends_with(']') {
+                    return Err(Error::invalid(format!(
+                        "options text line {}: unterminated section header",
+                        lineno + 1
+                    )));
+                }
+                in_version = line == "[Version]";
+                continue;
+            }
+            let Some((name, value)) = line.split_once('=') else {
+                return Err(Error::invalid(format!(
+                    "options text line {}: expected name=value, got {line:?}",
+                    lineno + 1
+                )));
+            };
+            if in_version {
+                continue;
+            }
+            self.set(name, value)?;
+        }
+        Ok(())
+    }
+
+    /// Applies `(name, value)` pairs, refusing options that are not dynamic.
+    /// Used by `Db::set_options`; the whole change is refused if any pair is bad.
+    pub fn apply_dynamic(&self, changes: &[(&str, &str)]) -> Result<Options> {
+        let mut next = self.clone();
+        for (name, value) in changes {
+            match Options::is_dynamic(name) {
+                None => return Err(Error::invalid(format!("unknown option {name:?}"))),
+                Some(false) => {
+                    return Err(Error::invalid(format!("option {name} cannot be changed while the database is open")))
+                }
+                Some(true) => next.set(name, value)?,
+            }
+        }
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+/// Options passed to each write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Wait until the write is durable (the WAL fsynced) before returning.
+    pub sync: bool,
+    /// Skip the WAL: the write survives a crash only once its memtable is flushed.
+    pub disable_wal: bool,
+}
+
+/// Options passed to each read.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Read as of this sequence number (from [`crate::Db::snapshot`]); latest when `None`.
+    pub snapshot: Option<SequenceNumber>,
+    /// Verify block checksums on this read. Default true.
+    pub verify_checksums: bool,
+    /// Put blocks read into the block cache. Default true.
+    pub fill_cache: bool,
+    /// Iterators see no key below this (inclusive).
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators see no key at or above this (exclusive).
+    pub iterate_upper_bound: Option<Vec<u8>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            verify_checksums: true,
+            fill_cache: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+        }
+    }
+}
+
+// ---- text form of each option type ----
+
+trait OptionValue: Sized {
+    fn format(&self) -> String;
+    fn parse(s: &str) -> std::result::Result<Self, String>;
+}
+
+macro_rules! numeric_option_value {
+    ($($t:ty),*) => {$(
+        impl OptionValue for $t {
+            fn format(&self) -> String { self.to_string() }
+            fn parse(s: &str) -> std::result::Result<Self, String> {
+                s.parse::<$t>().map_err(|e| format!("not a valid {}: {e}", stringify!($t)))
+            }
+        }
+    )*};
+}
+numeric_option_value!(i32, u32, u64, usize);
+
+impl OptionValue for f64 {
+    fn format(&self) -> String {
+        format!("{self:?}")
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        s.parse::<f64>().map_err(|e| format!("not a number: {e}"))
+    }
+}
+
+impl OptionValue for bool {
+    fn format(&self) -> String {
+        self.to_string()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err("expected true or false".into()),
+        }
+    }
+}
+
+impl OptionValue for CompressionType {
+    fn format(&self) -> String {
+        self.name().to_string()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        CompressionType::parse(s).map_err(|e| e.to_string())
+    }
+}
+
+impl OptionValue for Option<CompressionType> {
+    fn format(&self) -> String {
+        match self {
+            None => "kDisableCompressionOption".into(),
+            Some(c) => c.name().into(),
+        }
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        if s.eq_ignore_ascii_case("kDisableCompressionOption") || s.is_empty() {
+            Ok(None)
+        } else {
+            CompressionType::parse(s).map(Some).map_err(|e| e.to_string())
+        }
+    }
+}
+
+impl OptionValue for Vec<CompressionType> {
+    fn format(&self) -> String {
+        self.iter().map(|c| c.name()).collect::<Vec<_>>().join(":")
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        if s.is_empty() {
+            return Ok(Vec::new());
+        }
+        s.split([':', ',']).map(|p| CompressionType::parse(p.trim()).map_err(|e| e.to_string())).collect()
+    }
+}
+
+impl OptionValue for ChecksumType {
+    fn format(&self) -> String {
+        self.name().into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        ChecksumType::parse(s).ok_or_else(|| format!("unknown checksum type {s:?} (expected kCRC32c or kXXH3)"))
+    }
+}
+
+impl OptionValue for WalRecoveryMode {
+    fn format(&self) -> String {
+        match self {
+            WalRecoveryMode::TolerateCorruptedTailRecords => "kTolerateCorruptedTailRecords",
+            WalRecoveryMode::AbsoluteConsistency => "kAbsoluteConsistency",
+            WalRecoveryMode::PointInTime => "kPointInTimeRecovery",
+            WalRecoveryMode::SkipAnyCorruptedRecords => "kSkipAnyCorruptedRecords",
+        }
+        .into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "kTolerateCorruptedTailRecords" | "0" => Ok(WalRecoveryMode::TolerateCorruptedTailRecords),
+            "kAbsoluteConsistency" | "1" => Ok(WalRecoveryMode::AbsoluteConsistency),
+            "kPointInTimeRecovery" | "2" => Ok(WalRecoveryMode::PointInTime),
+            "kSkipAnyCorruptedRecords" | "3" => Ok(WalRecoveryMode::SkipAnyCorruptedRecords),
+            _ => Err(format!("unknown WAL recovery mode {s:?}")),
+        }
+    }
+}
+
+impl OptionValue for CompactionStyle {
+    fn format(&self) -> String {
+        match self {
+            CompactionStyle::Level => "kCompactionStyleLevel",
+            CompactionStyle::Universal => "kCompactionStyleUniversal",
+            CompactionStyle::Fifo => "kCompactionStyleFIFO",
+        }
+        .into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "kcompactionstylelevel" | "level" | "0" => Ok(CompactionStyle::Level),
+            "kcompactionstyleuniversal" | "universal" | "1" => Ok(CompactionStyle::Universal),
+            "kcompactionstylefifo" | "fifo" | "2" => Ok(CompactionStyle::Fifo),
+            _ => Err(format!("unknown compaction style {s:?}")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Db,
+    Cf,
+    Table,
+}
+
+impl Section {
+    fn header(self) -> &'static str {
+        match self {
+            Section::Db => "[DBOptions]",
+            Section::Cf => "[CFOptions \"default\"]",
+            Section::Table => "[TableOptions/BlockBasedTable \"default\"]",
+        }
+    }
+}
+
+macro_rules! option_table {
+    ($($field:ident : $section:ident, $dynamic:literal;)*) => {
+        /// (name, section, dynamic) for every option in the text form.
+        const OPTION_TABLE: &[(&str, Section, bool)] = &[$((stringify!($field), Section::$section, $dynamic)),*];
+
+        impl Options {
+            fn set_by_name(&mut self, name: &str, value: &str) -> Result<()> {
+                match name {
+                    $(stringify!($field) => {
+                        self.$field = OptionValue::parse(value)
+                            .map_err(|e| Error::invalid(format!("option {name}={value:?}: {e}")))?;
+                    })*
+                    _ => return Err(Error::invalid(format!("unknown option {name:?}"))),
+                }
+                Ok(())
+            }
+
+            fn get_by_name(&self, name: &str) -> Option<String> {
+                match name {
+                    $(stringify!($field) => Some(OptionValue::format(&self.$field)),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+option_table! {
+    create_if_missing: Db, false;
+    error_if_exists: Db, false;
+    paranoid_checks: Db, false;
+    max_background_jobs: Db, true;
+    max_background_flushes: Db, true;
+    max_background_compactions: Db, true;
+    max_subcompactions: Db, true;
+    wal_recovery_mode: Db, false;
+    manual_wal_flush: Db, false;
+    max_total_wal_size: Db, true;
+    wal_bytes_per_sync: Db, true;
+    bytes_per_sync: Db, true;
+    max_manifest_file_size: Db, false;
+    delayed_write_rate: Db, true;
+    statistics: Db, false;
+    stats_dump_period_sec: Db, true;
+    rate_limiter_bytes_per_sec: Db, true;
+    write_buffer_size: Cf, true;
+    max_write_buffer_number: Cf, true;
+    min_write_buffer_number_to_merge: Cf, false;
+    compaction_style: Cf, false;
+    num_levels: Cf, false;
+    level0_file_num_compaction_trigger: Cf, true;
+    level0_slowdown_writes_trigger: Cf, true;
+    level0_stop_writes_trigger: Cf, true;
+    max_bytes_for_level_base: Cf, true;
+    max_bytes_for_level_multiplier: Cf, true;
+    level_compaction_dynamic_level_bytes: Cf, false;
+    target_file_size_base: Cf, true;
+    target_file_size_multiplier: Cf, true;
+    max_compaction_bytes: Cf, true;
+    soft_pending_compaction_bytes_limit: Cf, true;
+    hard_pending_compaction_bytes_limit: Cf, true;
+    disable_auto_compactions: Cf, true;
+    compression: Cf, true;
+    compression_per_level: Cf, true;
+    bottommost_compression: Cf, true;
+    block_size: Table, false;
+    block_restart_interval: Table, false;
+    bloom_bits_per_key: Table, false;
+    checksum: Table, false;
+    block_cache_size: Table, false;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_form_round_trips_every_option() {
+        let mut o = Options::default();
+        o.write_buffer_size = 12345;
+        o.compression_per_level = vec![CompressionType::None, CompressionType::Lz4, CompressionType::Zstd];
+        o.bottommost_compression = Some(CompressionType::Zstd);
+        o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
+        o.max_bytes_for_level_multiplier = 8.5;
+        o.checksum = ChecksumType::Xxh3;
+        o.compaction_style = CompactionStyle::Universal;
+        o.create_if_missing = true;
+        let text = o.to_text();
+        let back = Options::from_text(&text).unwrap();
+        assert_eq!(back.to_text(), text);
+        for name in Options::names() {
+            assert_eq!(back.get(name), o.get(name), "{name}");
+        }
+        assert_eq!(back.write_buffer_size, 12345);
+        assert_eq!(back.compression_per_level.len(), 3);
+    }
+
+    #[test]
+    fn bad_option_text_names_the_option() {
+        let e = Options::from_text("write_bufer_size=1").unwrap_err().to_string();
+        assert!(e.contains("write_bufer_size"), "{e}");
+        let e = Options::from_text("compression=brotli").unwrap_err().to_string();
+        assert!(e.contains("compression") && e.contains("brotli"), "{e}");
+        let e = Options::from_text("num_levels=seven").unwrap_err().to_string();
+        assert!(e.contains("num_levels"), "{e}");
+        assert!(Options::from_text("no equals sign").is_err());
+    }
+
+    #[test]
+    fn validate_refuses_zero_write_buffer() {
+        let mut o = Options::default();
+        assert!(o.validate().is_ok());
+        o.write_buffer_size = 0;
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("write_buffer_size"), "{e}");
+    }
+
+    #[test]
+    fn dynamic_changes_are_checked() {
+        let o = Options::default();
+        let n = o.apply_dynamic(&[("level0_slowdown_writes_trigger", "8")]).unwrap();
+        assert_eq!(n.level0_slowdown_writes_trigger, 8);
+        assert!(o.apply_dynamic(&[("num_levels", "3")]).unwrap_err().to_string().contains("num_levels"));
+        assert!(o.apply_dynamic(&[("nope", "3")]).unwrap_err().to_string().contains("nope"));
+        assert!(o.apply_dynamic(&[("write_buffer_size", "0")]).is_err());
+    }
+
+    #[test]
+    fn thread_counts_derive_from_jobs() {
+        let mut o = Options::default();
+        assert_eq!((o.flush_threads(), o.compaction_threads()), (1, 1));
+        o.max_background_jobs = 8;
+        assert_eq!((o.flush_threads(), o.compaction_threads()), (2, 6));
+        o.max_background_compactions = 3;
+        assert_eq!(o.compaction_threads(), 3);
+    }
+}
