@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod cache;
+mod db;
 mod error;
 pub mod fs;
 pub mod iter;
@@ -22,7 +23,9 @@ pub mod sst;
 pub mod util;
 pub mod wal;
 
+pub use db::{BatchIter, BatchOp, Db, DbIterator, DbMetrics, Snapshot, WriteBatch};
 pub use error::{Error, Result};
+pub use key::SequenceNumber;
 pub use options::{
     CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };

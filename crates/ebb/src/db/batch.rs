@@ -1,0 +1,263 @@
+//! `WriteBatch`: a group of updates applied atomically.
+//!
+//! Representation (RocksDB's, see docs/format.md "Write batch"): a 12-byte
+//! header — fixed64 sequence number, fixed32 count — then one record per
+//! update: a tag byte (the `ValueKind`), a length-prefixed key and, for a put,
+//! a length-prefixed value. The same bytes are the WAL record payload.
+
+use crate::error::{Error, Result};
+use crate::key::{SequenceNumber, ValueKind};
+use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
+
+/// Bytes of the batch header: sequence number and count.
+pub(crate) const HEADER_LEN: usize = 12;
+
+/// An atomic group of puts and deletes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch").field("count", &self.len()).field("bytes", &self.rep.len()).finish()
+    }
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One update decoded from a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Set `key` to `value`.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Remove `key`.
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch { rep: vec![0; HEADER_LEN] }
+    }
+
+    /// Adds a put. Sizes are checked when the batch is written.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.bump_count();
+    }
+
+    /// Adds a delete.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.bump_count();
+    }
+
+    /// Number of updates.
+    pub fn len(&self) -> usize {
+        decode_fixed32(&self.rep[8..]).unwrap_or(0) as usize
+    }
+
+    /// True when the batch holds no update.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every update.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(HEADER_LEN, 0);
+    }
+
+    /// Size of the encoded batch in bytes.
+    pub fn size_in_bytes(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// The updates in order.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
+    }
+
+    fn bump_count(&mut self) {
+        let n = self.len() as u32 + 1;
+        self.rep[8..12].copy_from_slice(&n.to_le_bytes());
+    }
+
+    pub(crate) fn set_sequence(&mut self, seq: SequenceNumber) {
+        self.rep[..8].copy_from_slice(&seq.to_le_bytes());
+    }
+
+    pub(crate) fn sequence(&self) -> SequenceNumber {
+        decode_fixed64(&self.rep).unwrap_or(0)
+    }
+
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Appends the updates of `other` (the group-commit leader merges batches).
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        let n = (self.len() + other.len()) as u32;
+        self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.rep[8..12].copy_from_slice(&n.to_le_bytes());
+    }
+
+    /// Decodes a batch read from the WAL, checking every record.
+    pub(crate) fn from_data(data: &[u8], file: &str, offset: u64) -> Result<WriteBatch> {
+        if data.len() < HEADER_LEN {
+            return Err(Error::corruption(file, offset, "write batch shorter than its header"));
+        }
+        let b = WriteBatch { rep: data.to_vec() };
+        let mut seen = 0;
+        for op in b.iter() {
+            op.map_err(|reason| Error::corruption(file, offset, reason))?;
+            seen += 1;
+        }
+        if seen != b.len() {
+            return Err(Error::corruption(file, offset, "write batch count does not match its records"));
+        }
+        Ok(b)
+    }
+
+    /// Checks key and value sizes against the documented limits.
+    pub(crate) fn validate(&self) -> Result<()> {
+        for op in self.iter() {
+            let op = op.map_err(Error::invalid)?;
+            let (key, value_len) = match op {
+                BatchOp::Put { key, value } => (key, value.len()),
+                BatchOp::Delete { key } => (key, 0),
+            };
+            if key.len() > MAX_KEY_SIZE {
+                return Err(Error::invalid(format!("key of {} bytes exceeds the limit of {MAX_KEY_SIZE}", key.len())));
+            }
+            if value_len > MAX_VALUE_SIZE {
+                return Err(Error::invalid(format!(
+                    "value of {value_len} bytes exceeds the limit of {MAX_VALUE_SIZE}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over the updates of a [`WriteBatch`]; yields an error string on a
+/// malformed record and then stops.
+pub struct BatchIter<'a> {
+    d: Decoder<'a>,
+    remaining: usize,
+    failed: bool,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = std::result::Result<BatchOp<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || (self.remaining == 0 && self.d.is_empty()) {
+            return None;
+        }
+        if self.remaining == 0 {
+            self.failed = true;
+            return Some(Err("write batch has bytes after its last record".into()));
+        }
+        self.remaining -= 1;
+        let op = (|| {
+            let tag = self.d.u8().ok_or("write batch record truncated")?;
+            match ValueKind::from_u8(tag) {
+                Some(ValueKind::Value) => {
+                    let key = self.d.length_prefixed().ok_or("write batch put key truncated")?;
+                    let value = self.d.length_prefixed().ok_or("write batch put value truncated")?;
+                    Ok(BatchOp::Put { key, value })
+                }
+                Some(ValueKind::Deletion) => {
+                    let key = self.d.length_prefixed().ok_or("write batch delete key truncated")?;
+                    Ok(BatchOp::Delete { key })
+                }
+                None => Err(format!("write batch record has unknown tag {tag}")),
+            }
+        })();
+        if op.is_err() {
+            self.failed = true;
+        }
+        Some(op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_round_trips_through_its_bytes() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.delete(b"b");
+        b.put(b"", b"");
+        b.set_sequence(99);
+        let back = WriteBatch::from_data(b.data(), "wal", 0).unwrap();
+        assert_eq!(back.sequence(), 99);
+        let ops: Vec<_> = back.iter().map(|o| o.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put { key: b"a", value: b"1" },
+                BatchOp::Delete { key: b"b" },
+                BatchOp::Put { key: b"", value: b"" }
+            ]
+        );
+    }
+
+    #[test]
+    fn damaged_batches_are_corruption() {
+        let mut b = WriteBatch::new();
+        b.put(b"key", b"value");
+        let data = b.data().to_vec();
+        for cut in 0..data.len() {
+            assert!(WriteBatch::from_data(&data[..cut], "wal", 7).is_err(), "cut at {cut}");
+        }
+        let mut bad_tag = data.clone();
+        bad_tag[HEADER_LEN] = 9;
+        assert!(WriteBatch::from_data(&bad_tag, "wal", 7).unwrap_err().is_corruption());
+        let mut extra = data;
+        extra.push(0);
+        assert!(WriteBatch::from_data(&extra, "wal", 7).is_err());
+    }
+
+    #[test]
+    fn append_merges_counts() {
+        let mut a = WriteBatch::new();
+        a.put(b"x", b"1");
+        let mut b = WriteBatch::new();
+        b.delete(b"y");
+        b.put(b"z", b"2");
+        a.append(&b);
+        assert_eq!(a.len(), 3);
+        assert_eq!(a.iter().count(), 3);
+        a.clear();
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn oversized_keys_are_refused() {
+        let mut b = WriteBatch::new();
+        b.put(&vec![0u8; MAX_KEY_SIZE + 1], b"v");
+        let e = b.validate().unwrap_err().to_string();
+        assert!(e.contains("key"), "{e}");
+    }
+}
