@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod cache;
+pub mod compaction;
 mod db;
 mod error;
 pub mod fs;
@@ -20,10 +21,12 @@ pub mod key;
 pub mod memtable;
 mod options;
 pub mod sst;
+pub mod stats;
 pub mod util;
+pub mod version;
 pub mod wal;
 
-pub use db::{BatchIter, BatchOp, Db, DbIterator, DbMetrics, Snapshot, WriteBatch};
+pub use db::{BatchIter, BatchOp, Db, DbIterator, DbMetrics, Direction, Entries, IteratorMode, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{

@@ -1,14 +1,48 @@
-//! The public database handle. (API surface; bodies land with the engine core.)
+//! The public database handle and the state shared with its background threads.
+//!
+//! Locks, always taken in this order: the write queue (`queue`), the db state
+//! (`state`), the WAL (`wal`). The super-version slot (`super_version`) is a
+//! leaf lock held only to clone or swap an `Arc`.
+//!
+//! Invariants:
+//! 1. Only the write-group leader appends to the WAL and inserts into the
+//!    mutable memtable; it is the front of `queue`.
+//! 2. `last_sequence` is published only after a group's entries are all in the
+//!    memtable, so readers never see half a batch.
+//! 3. A file is deleted only when no live `Version` (held by a reader or
+//!    iterator) lists it and no running job is writing it.
+//! 4. After a failed WAL write, WAL sync, flush or MANIFEST write, the error is
+//!    sticky (`bg_error`): every later write fails until the database is reopened.
 
 mod batch;
+mod bg;
+mod iter;
+mod open;
+mod table_cache;
+mod write;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use iter::{DbIterator, Entries};
 
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
 
-use crate::error::Result;
-use crate::key::SequenceNumber;
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::memtable::{MemLookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sst::ReadSettings;
+use crate::stats::{self, Stats};
+use crate::version::{Version, VersionSet};
+use crate::wal::LogWriter;
+use table_cache::TableCache;
 
 /// Figures about a running database, for programs (the same figures `ebb.stats` prints).
 #[derive(Debug, Clone, Default)]
@@ -53,10 +87,71 @@ pub struct DbMetrics {
     pub memtable_bytes: u64,
 }
 
-/// An open database. `Send + Sync`: share it between threads by reference or `Arc`.
-pub struct Db {}
+/// What readers need, swapped as a whole: the memtables and the version.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
 
-/// A consistent read view; reads through it see the database as of its creation.
+/// State guarded by the db mutex.
+pub(crate) struct DbState {
+    pub(crate) versions: VersionSet,
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+    pub(crate) bg_error: Option<Arc<Error>>,
+    pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
+    /// File numbers being written by running jobs.
+    pub(crate) pending_outputs: HashSet<u64>,
+    /// Files that are inputs of running compactions.
+    pub(crate) being_compacted: HashSet<u64>,
+    /// Every version handed to a reader; files they list must stay.
+    pub(crate) live_versions: Vec<Weak<Version>>,
+    pub(crate) flush_running: usize,
+    pub(crate) compactions_running: usize,
+    pub(crate) manual_compactions: usize,
+    pub(crate) paused: usize,
+    pub(crate) shutting_down: bool,
+    /// The number of the WAL being written.
+    pub(crate) wal_number: u64,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) options: Mutex<Arc<Options>>,
+    pub(crate) state: Mutex<DbState>,
+    /// Signalled whenever background work finishes or the state changes in a
+    /// way a waiting writer or `flush(wait)` cares about.
+    pub(crate) bg_cv: Condvar,
+    /// Signalled when there may be new background work.
+    pub(crate) work_cv: Condvar,
+    pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,
+    pub(crate) wal: Mutex<Option<LogWriter>>,
+    pub(crate) super_version: Mutex<Arc<SuperVersion>>,
+    /// The newest sequence number visible to readers.
+    pub(crate) last_sequence: AtomicU64,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) stats: Arc<Stats>,
+    /// Set to stop running compactions at their next block boundary.
+    pub(crate) cancel_compactions: AtomicBool,
+    pub(crate) closed: AtomicBool,
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) pool_sizes: Mutex<bg::PoolSizes>,
+    pub(crate) _lock: Box<dyn FileLock>,
+}
+
+/// An open database. `Send + Sync`: share it between threads by reference or `Arc`.
+///
+/// Dropping it closes it as [`Db::close`] does, ignoring errors.
+pub struct Db {
+    pub(crate) inner: Arc<DbInner>,
+}
+
+/// A consistent read view; reads through it see the database as of its
+/// creation. It cannot outlive the [`Db`] it came from.
 pub struct Snapshot<'a> {
     db: &'a Db,
     seq: SequenceNumber,
@@ -75,113 +170,471 @@ impl Snapshot<'_> {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.db.get_opt(key, &self.read_options())
     }
-}
-
-/// A cursor over the database (consistent view taken at creation).
-pub struct DbIterator<'a> {
-    _db: &'a Db,
-}
-
-#[allow(missing_docs, unused_variables)]
-impl<'a> DbIterator<'a> {
-    pub fn valid(&self) -> bool {
-        todo!()
-    }
-    pub fn seek_to_first(&mut self) {
-        todo!()
-    }
-    pub fn seek_to_last(&mut self) {
-        todo!()
-    }
-    pub fn seek(&mut self, key: &[u8]) {
-        todo!()
-    }
-    pub fn seek_for_prev(&mut self, key: &[u8]) {
-        todo!()
-    }
-    pub fn next(&mut self) {
-        todo!()
-    }
-    pub fn prev(&mut self) {
-        todo!()
-    }
-    pub fn key(&self) -> &[u8] {
-        todo!()
-    }
-    pub fn value(&self) -> &[u8] {
-        todo!()
-    }
-    pub fn status(&self) -> Result<()> {
-        todo!()
+    /// An iterator over the database as of this snapshot.
+    pub fn iter(&self) -> DbIterator<'_> {
+        self.db.iter(self.read_options())
     }
 }
 
-#[allow(missing_docs, unused_variables)]
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let mut st = self.db.inner.state.lock();
+        if let Some(n) = st.snapshots.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                st.snapshots.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// Where a Rust iterator from [`Db::iterator`] starts.
+#[derive(Debug, Clone, Copy)]
+pub enum IteratorMode<'k> {
+    /// From the first key, forwards.
+    Start,
+    /// From the last key, backwards.
+    End,
+    /// From `key` (first key `>=` it forwards, or last key `<=` it in reverse).
+    From(&'k [u8], Direction),
+}
+
+/// Iteration direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending keys.
+    Forward,
+    /// Descending keys.
+    Reverse,
+}
+
 impl Db {
+    /// Opens (or, with `create_if_missing`, creates) the database at `path`.
+    ///
+    /// Errors: `Busy` when another handle holds the directory; `InvalidArgument`
+    /// for a bad option or a directory that is not a database (without
+    /// `create_if_missing`); `Corruption` when the MANIFEST or a WAL is damaged
+    /// beyond what `wal_recovery_mode` accepts.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        todo!()
+        open::open(path.as_ref(), options)
     }
+
+    /// Deletes the database at `path` and everything in its directory that
+    /// Ebb created. Fails with `Busy` if it is open.
     pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
-        todo!()
+        open::destroy(path.as_ref(), options)
     }
+
+    /// Closes the database: waits for running writes, syncs the WAL, flushes
+    /// memtables holding writes made without the WAL, stops background work.
+    /// A reopen recovers every acknowledged write.
     pub fn close(self) -> Result<()> {
-        todo!()
+        self.inner.close()
     }
+
+    /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        todo!()
+        self.put_opt(key, value, &WriteOptions::default())
     }
+
+    /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
-        todo!()
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(&b, wo)
     }
+
+    /// Deletes `key`.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        todo!()
+        self.delete_opt(key, &WriteOptions::default())
     }
+
+    /// Deletes `key` with write options.
     pub fn delete_opt(&self, key: &[u8], wo: &WriteOptions) -> Result<()> {
-        todo!()
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(&b, wo)
     }
+
+    /// Applies `batch` atomically.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        todo!()
+        self.write_opt(batch, &WriteOptions::default())
     }
+
+    /// Applies `batch` atomically with write options.
     pub fn write_opt(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
-        todo!()
+        batch.validate()?;
+        self.inner.write(Some(batch.clone()), wo, false)
     }
+
+    /// Reads `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        todo!()
+        self.get_opt(key, &ReadOptions::default())
     }
+
+    /// Reads `key` with read options.
     pub fn get_opt(&self, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        todo!()
+        self.inner.check_open()?;
+        let sv = self.inner.super_version();
+        let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
+        self.inner.get_from(&sv, key, seq, ro)
     }
+
+    /// Reads several keys at one consistent point.
     pub fn multi_get(&self, keys: &[&[u8]], ro: &ReadOptions) -> Vec<Result<Option<Vec<u8>>>> {
-        todo!()
+        if let Err(e) = self.inner.check_open() {
+            return keys.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let sv = self.inner.super_version();
+        let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
+        keys.iter().map(|k| self.inner.get_from(&sv, k, seq, ro)).collect()
     }
+
+    /// A cursor over the database (a consistent view taken now), unpositioned.
     pub fn iter(&self, ro: ReadOptions) -> DbIterator<'_> {
-        todo!()
+        self.inner.new_iterator(ro)
     }
+
+    /// A Rust iterator of `(key, value)` pairs in the given mode.
+    pub fn iterator(&self, ro: ReadOptions, mode: IteratorMode<'_>) -> Entries<'_> {
+        let mut it = self.iter(ro);
+        let reverse = match mode {
+            IteratorMode::Start => {
+                it.seek_to_first();
+                false
+            }
+            IteratorMode::End => {
+                it.seek_to_last();
+                true
+            }
+            IteratorMode::From(k, Direction::Forward) => {
+                it.seek(k);
+                false
+            }
+            IteratorMode::From(k, Direction::Reverse) => {
+                it.seek_for_prev(k);
+                true
+            }
+        };
+        it.into_entries(reverse)
+    }
+
+    /// A forward Rust iterator over the keys starting with `prefix`.
+    pub fn prefix_iterator(&self, prefix: &[u8]) -> Entries<'_> {
+        let mut ro = ReadOptions::default();
+        ro.iterate_lower_bound = Some(prefix.to_vec());
+        ro.iterate_upper_bound = prefix_successor(prefix);
+        self.iterator(ro, IteratorMode::Start)
+    }
+
+    /// Takes a snapshot: reads through it see the database as of now.
     pub fn snapshot(&self) -> Snapshot<'_> {
-        todo!()
+        let mut st = self.inner.state.lock();
+        let seq = self.inner.last_sequence.load(Ordering::Acquire);
+        *st.snapshots.entry(seq).or_insert(0) += 1;
+        Snapshot { db: self, seq }
     }
+
+    /// Switches the memtable and flushes it; with `wait`, returns once every
+    /// memtable that held data at the call is in an SST.
     pub fn flush(&self, wait: bool) -> Result<()> {
-        todo!()
+        self.inner.flush(wait)
     }
+
+    /// Writes buffered WAL records to the file (for `manual_wal_flush`), and
+    /// with `sync` makes them durable.
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
-        todo!()
+        self.inner.flush_wal(sync)
     }
+
+    /// A property's value (`ebb.stats`, `ebb.num-files-at-level<N>`, ...);
+    /// `None` for an unknown name.
     pub fn get_property(&self, name: &str) -> Option<String> {
-        todo!()
+        self.inner.property(name)
     }
+
+    /// Figures about the database, for programs.
     pub fn metrics(&self) -> DbMetrics {
-        todo!()
+        self.inner.metrics()
     }
+
+    /// Changes dynamic options on the open database; the change applies to the
+    /// next decision. Unknown or non-dynamic names are refused and nothing changes.
     pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
-        todo!()
+        self.inner.set_options(changes)
     }
+
+    /// The options in force now.
     pub fn options(&self) -> Options {
-        todo!()
+        Options::clone(&self.inner.options.lock())
     }
+
+    /// Compacts every file overlapping `[begin, end]` down to the last level
+    /// holding data, then returns.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        todo!()
+        self.inner.compact_range(begin, end)
     }
+
+    /// Waits until no flush or compaction is running or needed.
     pub fn wait_for_compact(&self) -> Result<()> {
-        todo!()
+        self.inner.wait_for_compact()
+    }
+
+    /// Stops starting new background jobs (running ones finish) until
+    /// [`Db::continue_background_work`]. Calls nest.
+    pub fn pause_background_work(&self) {
+        let mut st = self.inner.state.lock();
+        st.paused += 1;
+        while st.flush_running > 0 || st.compactions_running > 0 {
+            self.inner.bg_cv.wait(&mut st);
+        }
+    }
+
+    /// Undoes one [`Db::pause_background_work`].
+    pub fn continue_background_work(&self) {
+        let mut st = self.inner.state.lock();
+        st.paused = st.paused.saturating_sub(1);
+        self.inner.work_cv.notify_all();
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.inner.close();
+    }
+}
+
+/// The smallest key greater than every key with `prefix`, `None` if none.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xff {
+            p.push(last + 1);
+            return Some(p);
+        }
+    }
+    None
+}
+
+impl DbInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn opts(&self) -> Arc<Options> {
+        Arc::clone(&self.options.lock())
+    }
+
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.lock())
+    }
+
+    /// Publishes the memtables and version of `st` to readers. Requires the db mutex.
+    pub(crate) fn install_super_version(&self, st: &mut DbState) {
+        let version = st.versions.current();
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.push(Arc::downgrade(&version));
+        let sv = SuperVersion { mem: Arc::clone(&st.mem), imm: st.imm.iter().rev().cloned().collect(), version };
+        *self.super_version.lock() = Arc::new(sv);
+    }
+
+    fn get_from(&self, sv: &SuperVersion, key: &[u8], seq: SequenceNumber, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            match mem.get(key, seq) {
+                Some(MemLookup::Value(v)) => return Ok(Some(v)),
+                Some(MemLookup::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
+        let rs = ReadSettings { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+        // L0 files may overlap in sequence ranges (after L0→L0), so keep the
+        // newest hit, stopping once no remaining file can be newer.
+        let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>)> = None;
+        let mut last_level = 0;
+        for (level, f) in sv.version.files_for_key(key) {
+            if level > 0 && best.is_some() {
+                break;
+            }
+            if level == 0 {
+                if let Some((s, _, _)) = &best {
+                    if f.largest_seq < *s {
+                        continue;
+                    }
+                }
+            }
+            last_level = level;
+            let table = self.tables.get(&f)?;
+            if let Some((ikey, value)) = table.get(&rs, &lookup)? {
+                let p = parse_internal_key(&ikey)
+                    .ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
+                if best.as_ref().is_none_or(|(s, _, _)| p.seq > *s) {
+                    best = Some((p.seq, p.kind, value));
+                }
+                if level > 0 {
+                    break;
+                }
+            }
+        }
+        let _ = last_level;
+        Ok(match best {
+            Some((_, ValueKind::Value, v)) => Some(v),
+            _ => None,
+        })
+    }
+
+    fn new_iterator(&self, ro: ReadOptions) -> DbIterator<'static> {
+        let sv = self.super_version();
+        let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
+        let rs = ReadSettings { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            children.push(Box::new(mem.iter()));
+        }
+        for f in &sv.version.levels[0] {
+            match self.tables.get(f) {
+                Ok(t) => children.push(Box::new(t.iter(rs.clone()))),
+                Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+            }
+        }
+        for files in sv.version.levels.iter().skip(1) {
+            if !files.is_empty() {
+                children.push(Box::new(iter::LevelIterator::new(files.clone(), Arc::clone(&self.tables), rs.clone())));
+            }
+        }
+        let merged = MergingIterator::new(children);
+        let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
+        if let Err(e) = self.check_open() {
+            it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
+        }
+        it
+    }
+
+    fn set_options(self: &Arc<Self>, changes: &[(&str, &str)]) -> Result<()> {
+        self.check_open()?;
+        let mut guard = self.options.lock();
+        let next = guard.apply_dynamic(changes)?;
+        *guard = Arc::new(next);
+        drop(guard);
+        // Grow the thread pools if a limit went up (shrinking is by index).
+        let mut sizes = self.pool_sizes.lock();
+        self.ensure_threads(&mut sizes)?;
+        drop(sizes);
+        let _st = self.state.lock();
+        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn metrics(&self) -> DbMetrics {
+        let opts = self.opts();
+        let st = self.state.lock();
+        let version = st.versions.current();
+        let mut memtable_bytes = st.mem.approximate_memory_usage() as u64;
+        for m in &st.imm {
+            memtable_bytes += m.approximate_memory_usage() as u64;
+        }
+        let s = &self.stats;
+        let (hits, misses) = self.tables.block_cache().map_or((0, 0), |c| c.hit_miss());
+        DbMetrics {
+            uptime_secs: s.started.elapsed().as_secs_f64(),
+            user_writes: stats::read(&s.user_writes),
+            user_keys_written: stats::read(&s.user_keys),
+            user_bytes_written: stats::read(&s.user_bytes),
+            wal_bytes: stats::read(&s.wal_bytes),
+            wal_syncs: stats::read(&s.wal_syncs),
+            flush_bytes_written: stats::read(&s.flush_bytes),
+            compaction_bytes_written: stats::read(&s.compaction_bytes_written),
+            compaction_bytes_read: stats::read(&s.compaction_bytes_read),
+            stall_micros: s.total_stall_micros(),
+            files_per_level: (0..version.num_levels()).map(|l| version.num_files(l)).collect(),
+            bytes_per_level: (0..version.num_levels()).map(|l| version.level_bytes(l)).collect(),
+            pending_compaction_bytes: crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts),
+            running_compactions: st.compactions_running,
+            running_flushes: st.flush_running,
+            compaction_enabled: !opts.disable_auto_compactions && st.paused == 0,
+            block_cache_hits: hits,
+            block_cache_misses: misses,
+            memtable_bytes,
+        }
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        let m = self.metrics();
+        let name = name.strip_prefix("rocksdb.").map(|n| format!("ebb.{n}")).unwrap_or_else(|| name.to_string());
+        if let Some(level) = name.strip_prefix("ebb.num-files-at-level") {
+            let l: usize = level.parse().ok()?;
+            return m.files_per_level.get(l).map(|n| n.to_string());
+        }
+        match name.as_str() {
+            "ebb.estimate-pending-compaction-bytes" => Some(m.pending_compaction_bytes.to_string()),
+            "ebb.num-running-compactions" => Some(m.running_compactions.to_string()),
+            "ebb.num-running-flushes" => Some(m.running_flushes.to_string()),
+            "ebb.compaction-pending" => {
+                let st = self.state.lock();
+                let pending = crate::compaction::picker::pick_compaction(
+                    &st.versions.current(),
+                    &self.opts(),
+                    &st.being_compacted,
+                )
+                .is_some();
+                Some(u8::from(pending).to_string())
+            }
+            "ebb.cur-size-all-mem-tables" => Some(m.memtable_bytes.to_string()),
+            "ebb.num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
+            "ebb.estimate-num-keys" => {
+                let sv = self.super_version();
+                let mut n = sv.mem.num_entries();
+                for i in &sv.imm {
+                    n += i.num_entries();
+                }
+                for f in sv.version.levels.iter().flatten() {
+                    n += f.num_entries.saturating_sub(f.num_deletions);
+                }
+                Some(n.to_string())
+            }
+            "ebb.total-sst-files-size" => Some(m.bytes_per_level.iter().sum::<u64>().to_string()),
+            "ebb.num-snapshots" => Some(self.state.lock().snapshots.values().sum::<usize>().to_string()),
+            "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
+            "ebb.levelstats" => Some(self.level_stats_text(&m)),
+            "ebb.stats" => Some(self.stats_text(&m)),
+            _ => None,
+        }
+    }
+
+    fn level_stats_text(&self, m: &DbMetrics) -> String {
+        let mut s = String::from("Level Files Size(MB)\n--------------------\n");
+        for (l, (files, bytes)) in m.files_per_level.iter().zip(&m.bytes_per_level).enumerate() {
+            s.push_str(&format!("{l:>5} {files:>5} {:>8.0}\n", *bytes as f64 / 1048576.0));
+        }
+        s
+    }
+
+    fn stats_text(&self, m: &DbMetrics) -> String {
+        let opts = self.opts();
+        let st = self.state.lock();
+        let version = st.versions.current();
+        let scores = crate::compaction::picker::level_scores(&version, &opts, &st.being_compacted);
+        let compacting = version
+            .levels
+            .iter()
+            .map(|files| files.iter().filter(|f| st.being_compacted.contains(&f.number)).count())
+            .collect();
+        drop(st);
+        let shape = crate::stats::LevelShape {
+            files: m.files_per_level.clone(),
+            compacting,
+            bytes: m.bytes_per_level.clone(),
+            scores,
+        };
+        self.stats.format(&shape)
     }
 }

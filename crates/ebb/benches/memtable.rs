@@ -1,0 +1,91 @@
+//! Memtable insert and lookup: Ebb's memtable (crossbeam's lock-free skiplist)
+//! beside a `RwLock<BTreeMap>` of the same internal keys, the simplest
+//! alternative. Single-threaded inserts (the write-group leader inserts alone)
+//! and lookups with 1 and 2 concurrent reader threads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ebb::key::{make_internal_key, InternalKey, ValueKind};
+use ebb::memtable::MemTable;
+use parking_lot::RwLock;
+
+const N: u64 = 50_000;
+
+fn key(i: u64) -> Vec<u8> {
+    // Scrambled so inserts are random, as fillrandom's.
+    format!("{:016}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1_000_000_007).into_bytes()
+}
+
+fn bench_insert(c: &mut Criterion) {
+    let value = vec![b'v'; 100];
+    let mut g = c.benchmark_group("memtable_insert");
+    g.throughput(Throughput::Elements(N));
+    g.bench_function("skiplist", |b| {
+        b.iter(|| {
+            let m = MemTable::new(1);
+            for i in 0..N {
+                m.add(i + 1, ValueKind::Value, &key(i), &value);
+            }
+            black_box(m.num_entries())
+        })
+    });
+    g.bench_function("rwlock_btreemap", |b| {
+        b.iter(|| {
+            let m: RwLock<BTreeMap<InternalKey, Vec<u8>>> = RwLock::new(BTreeMap::new());
+            for i in 0..N {
+                m.write().insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
+            }
+            black_box(m.read().len())
+        })
+    });
+    g.finish();
+}
+
+fn bench_lookup(c: &mut Criterion) {
+    let value = vec![b'v'; 100];
+    let skip = Arc::new(MemTable::new(1));
+    let tree: Arc<RwLock<BTreeMap<InternalKey, Vec<u8>>>> = Arc::new(RwLock::new(BTreeMap::new()));
+    for i in 0..N {
+        skip.add(i + 1, ValueKind::Value, &key(i), &value);
+        tree.write().insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
+    }
+    let keys: Vec<Vec<u8>> = (0..N).map(key).collect();
+    let mut g = c.benchmark_group("memtable_lookup");
+    for threads in [1usize, 2] {
+        g.throughput(Throughput::Elements(N * threads as u64));
+        g.bench_with_input(BenchmarkId::new("skiplist", threads), &threads, |b, &t| {
+            b.iter(|| {
+                std::thread::scope(|s| {
+                    for _ in 0..t {
+                        s.spawn(|| {
+                            for k in &keys {
+                                black_box(skip.get(k, u64::MAX >> 8));
+                            }
+                        });
+                    }
+                })
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("rwlock_btreemap", threads), &threads, |b, &t| {
+            b.iter(|| {
+                std::thread::scope(|s| {
+                    for _ in 0..t {
+                        s.spawn(|| {
+                            for k in &keys {
+                                let probe = InternalKey(make_internal_key(k, u64::MAX >> 8, ValueKind::Value));
+                                let m = tree.read();
+                                black_box(m.range(probe..).next().map(|(_, v)| v.len()));
+                            }
+                        });
+                    }
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_insert, bench_lookup);
+criterion_main!(benches);

@@ -1,0 +1,402 @@
+//! The leveled compaction picker (RocksDB's `LevelCompactionPicker`, simplified).
+//!
+//! 1. Scores: L0 = files / `level0_file_num_compaction_trigger`; a deeper
+//!    level = bytes not being compacted / its target size. Highest first; a
+//!    score of at least 1 means the level needs compaction.
+//! 2. Targets: static (`max_bytes_for_level_base` x multiplier^(level-1)) or,
+//!    with `level_compaction_dynamic_level_bytes`, derived from the last
+//!    level's size so that L0 compacts straight into the first level whose
+//!    target is at least the base ("base level"), as RocksDB does.
+//! 3. Within a level, the file whose overlap with the next level is smallest
+//!    relative to its own size goes first.
+//! 4. Trivial move when the inputs overlap nothing in the output level, their
+//!    compression matches the output level's, and they overlap at most
+//!    `10 x target_file_size` of grandparent bytes (seed 001, "trivial move").
+//! 5. L0→L0 when L0→base is blocked by a running compaction and at least 4 L0
+//!    files are free (RocksDB's `kMinFilesForIntraL0Compaction`).
+//!
+//! Requires the db mutex (reads `being_compacted`, which the caller owns).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::{Compaction, CompactionReason};
+use crate::key::user_key;
+use crate::options::Options;
+use crate::version::{FileMetaData, Version};
+
+/// At least this many free L0 files before an L0→L0 compaction is worth it.
+const MIN_FILES_FOR_INTRA_L0: usize = 4;
+
+/// Target sizes per level and the level L0 compacts into.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelTargets {
+    /// The level L0 compacts into.
+    pub base_level: usize,
+    /// Target bytes per level (0 for L0 and for levels above the base).
+    pub targets: Vec<u64>,
+}
+
+/// Computes level targets (point 2 of the module doc).
+pub fn level_targets(version: &Version, opts: &Options) -> LevelTargets {
+    let n = version.num_levels();
+    let mult = opts.max_bytes_for_level_multiplier;
+    let base = opts.max_bytes_for_level_base;
+    let mut targets = vec![0u64; n];
+    if !opts.level_compaction_dynamic_level_bytes || n < 3 {
+        let mut t = base as f64;
+        for target in targets.iter_mut().skip(1) {
+            *target = t.min(u64::MAX as f64) as u64;
+            t *= mult;
+        }
+        return LevelTargets { base_level: 1, targets };
+    }
+    let last = n - 1;
+    let max_level_bytes = (1..n).map(|l| version.level_bytes(l)).max().unwrap_or(0);
+    if max_level_bytes == 0 {
+        targets[last] = base;
+        return LevelTargets { base_level: last, targets };
+    }
+    let mut base_level = last;
+    let mut size = max_level_bytes as f64;
+    while base_level > 1 && size > base as f64 {
+        size /= mult;
+        base_level -= 1;
+    }
+    let mut t = size.max(1.0).min(base as f64).max(size);
+    for target in targets.iter_mut().skip(base_level) {
+        *target = t as u64;
+        t *= mult;
+    }
+    targets[last] = targets[last].max(max_level_bytes);
+    LevelTargets { base_level, targets }
+}
+
+/// Compaction score of every level (index = level).
+pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet<u64>) -> Vec<f64> {
+    let t = level_targets(version, opts);
+    let mut scores = vec![0.0; version.num_levels()];
+    let l0_free = version.levels[0].iter().filter(|f| !being_compacted.contains(&f.number)).count();
+    scores[0] = l0_free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
+    for level in 1..version.num_levels().saturating_sub(1) {
+        if t.targets[level] == 0 {
+            continue;
+        }
+        let bytes: u64 =
+            version.levels[level].iter().filter(|f| !being_compacted.contains(&f.number)).map(|f| f.file_size).sum();
+        scores[level] = bytes as f64 / t.targets[level] as f64;
+    }
+    scores
+}
+
+/// Estimated bytes compaction must rewrite to bring every level under target
+/// (RocksDB's `EstimateCompactionBytesNeeded`, simplified).
+pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u64 {
+    let t = level_targets(version, opts);
+    let mut pending = 0u64;
+    let l0_bytes = version.level_bytes(0);
+    let mut carried = 0u64;
+    if version.num_files(0) >= opts.level0_file_num_compaction_trigger.max(1) as usize {
+        pending += l0_bytes + version.level_bytes(t.base_level);
+        carried = l0_bytes;
+    }
+    for level in t.base_level..version.num_levels().saturating_sub(1) {
+        let bytes = version.level_bytes(level) + carried;
+        carried = 0;
+        if t.targets[level] > 0 && bytes > t.targets[level] {
+            let excess = bytes - t.targets[level];
+            let ratio = if bytes > 0 {
+                version.level_bytes(level + 1) as f64 / version.level_bytes(level).max(1) as f64
+            } else {
+                0.0
+            };
+            pending += excess + (excess as f64 * (ratio + 1.0)) as u64;
+            carried = excess;
+        }
+    }
+    pending
+}
+
+fn any_busy(files: &[Arc<FileMetaData>], busy: &HashSet<u64>) -> bool {
+    files.iter().any(|f| busy.contains(&f.number))
+}
+
+fn range_of(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
+    let lo = files.iter().map(|f| f.smallest_user_key()).min().unwrap_or_default().to_vec();
+    let hi = files.iter().map(|f| f.largest_user_key()).max().unwrap_or_default().to_vec();
+    (lo, hi)
+}
+
+fn total(files: &[Arc<FileMetaData>]) -> u64 {
+    files.iter().map(|f| f.file_size).sum()
+}
+
+/// True when no level below `output_level` holds data in `[lo, hi]`.
+fn is_bottommost(version: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -> bool {
+    ((output_level + 1)..version.num_levels()).all(|l| version.overlapping_files(l, Some(lo), Some(hi)).is_empty())
+}
+
+fn finish(
+    version: &Version,
+    opts: &Options,
+    level: usize,
+    output_level: usize,
+    inputs: Vec<Arc<FileMetaData>>,
+    output_inputs: Vec<Arc<FileMetaData>>,
+    reason: CompactionReason,
+) -> Compaction {
+    let mut all = inputs.clone();
+    all.extend(output_inputs.iter().cloned());
+    let (lo, hi) = range_of(&all);
+    let grandparents = if output_level + 1 < version.num_levels() {
+        version.overlapping_files(output_level + 1, Some(&lo), Some(&hi))
+    } else {
+        Vec::new()
+    };
+    let bottommost = is_bottommost(version, output_level, &lo, &hi);
+    let deepest = version.deepest_nonempty_level().max(output_level);
+    let compression = opts.compression_for_level(output_level, output_level >= deepest && bottommost);
+    let target_file_size = opts.target_file_size(output_level);
+    let inputs_disjoint = level > 0 || {
+        let mut sorted: Vec<_> = inputs.iter().collect();
+        sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+        sorted.windows(2).all(|w| w[0].largest_user_key() < w[1].smallest_user_key())
+    };
+    let source_compression = opts.compression_for_level(level, false);
+    let trivial_move = level != output_level
+        && output_inputs.is_empty()
+        && inputs_disjoint
+        && source_compression == compression
+        && total(&grandparents) <= 10 * target_file_size
+        && reason != CompactionReason::Manual;
+    Compaction {
+        level,
+        output_level,
+        inputs,
+        output_inputs,
+        grandparents,
+        trivial_move,
+        bottommost,
+        target_file_size,
+        compression,
+        reason,
+    }
+}
+
+/// Picks the most urgent compaction, or `None` when no level needs one or
+/// every candidate's files are busy.
+pub fn pick_compaction(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+    let targets = level_targets(version, opts);
+    let scores = level_scores(version, opts, busy);
+    let mut order: Vec<usize> = (0..scores.len()).filter(|l| scores[*l] >= 1.0).collect();
+    order.sort_by(|a, b| scores[*b].partial_cmp(&scores[*a]).unwrap_or(std::cmp::Ordering::Equal));
+    for level in order {
+        let picked = if level == 0 { pick_l0(version, opts, busy, &targets) } else { pick_level(version, opts, busy, level) };
+        if picked.is_some() {
+            return picked;
+        }
+    }
+    None
+}
+
+fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Option<Compaction> {
+    let l0 = &version.levels[0];
+    if l0.is_empty() {
+        return None;
+    }
+    let out = t.base_level;
+    if !any_busy(l0, busy) {
+        // Oldest first, bounded by max_compaction_bytes (always at least one file).
+        let max_bytes = opts.effective_max_compaction_bytes();
+        let mut inputs: Vec<Arc<FileMetaData>> = Vec::new();
+        let mut bytes = 0;
+        for f in l0.iter().rev() {
+            if !inputs.is_empty() && bytes + f.file_size > max_bytes {
+                break;
+            }
+            bytes += f.file_size;
+            inputs.push(Arc::clone(f));
+        }
+        // L0 files are newest first; taking a suffix (the oldest) keeps the
+        // files that stay in L0 newer than everything compacted below them.
+        let (lo, hi) = range_of(&inputs);
+        let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
+        if !any_busy(&output_inputs, busy) {
+            return Some(finish(version, opts, 0, out, inputs, output_inputs, CompactionReason::L0FileCount));
+        }
+    }
+    // L0→base is blocked: merge the newest free run of L0 files into one.
+    let free: Vec<Arc<FileMetaData>> = l0.iter().take_while(|f| !busy.contains(&f.number)).cloned().collect();
+    if free.len() >= MIN_FILES_FOR_INTRA_L0 {
+        let max_bytes = opts.effective_max_compaction_bytes();
+        let mut inputs = Vec::new();
+        let mut bytes = 0;
+        for f in free {
+            if inputs.len() >= MIN_FILES_FOR_INTRA_L0 && bytes + f.file_size > max_bytes {
+                break;
+            }
+            bytes += f.file_size;
+            inputs.push(f);
+        }
+        let mut c = finish(version, opts, 0, 0, inputs, Vec::new(), CompactionReason::IntraL0);
+        c.bottommost = false;
+        c.trivial_move = false;
+        return Some(c);
+    }
+    None
+}
+
+fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
+    let next = level + 1;
+    if next >= version.num_levels() {
+        return None;
+    }
+    let mut best: Option<(f64, Arc<FileMetaData>, Vec<Arc<FileMetaData>>)> = None;
+    for f in &version.levels[level] {
+        if busy.contains(&f.number) {
+            continue;
+        }
+        let overlap = version.overlapping_files(next, Some(f.smallest_user_key()), Some(f.largest_user_key()));
+        if any_busy(&overlap, busy) {
+            continue;
+        }
+        let ratio = total(&overlap) as f64 / f.file_size.max(1) as f64;
+        if best.as_ref().is_none_or(|(r, _, _)| ratio < *r) {
+            best = Some((ratio, Arc::clone(f), overlap));
+        }
+    }
+    let (_, file, overlap) = best?;
+    Some(finish(version, opts, level, next, vec![file], overlap, CompactionReason::LevelSize))
+}
+
+/// Builds a manual compaction of every file overlapping `[begin, end]` at
+/// `level` into `output_level`. `None` when nothing overlaps or a file is busy.
+pub fn manual_compaction(
+    version: &Version,
+    opts: &Options,
+    busy: &HashSet<u64>,
+    level: usize,
+    output_level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<Compaction> {
+    let inputs = version.overlapping_files(level, begin, end);
+    if inputs.is_empty() || any_busy(&inputs, busy) {
+        return None;
+    }
+    let (lo, hi) = range_of(&inputs);
+    let output_inputs =
+        if output_level == level { Vec::new() } else { version.overlapping_files(output_level, Some(&lo), Some(&hi)) };
+    if any_busy(&output_inputs, busy) {
+        return None;
+    }
+    Some(finish(version, opts, level, output_level, inputs, output_inputs, CompactionReason::Manual))
+}
+
+/// True when the user-key ranges of `a` and `b` overlap.
+pub fn ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
+    user_key(&a.smallest) <= user_key(&b.largest) && user_key(&b.smallest) <= user_key(&a.largest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::VersionEdit;
+
+    fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: size,
+            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
+            smallest_seq: seq,
+            largest_seq: seq,
+            num_entries: 1,
+            num_deletions: 0,
+        }
+    }
+
+    fn opts() -> Options {
+        let mut o = Options::default();
+        o.level_compaction_dynamic_level_bytes = false;
+        o.max_bytes_for_level_base = 1000;
+        o.target_file_size_base = 100;
+        o.level0_file_num_compaction_trigger = 2;
+        o.compression = crate::CompressionType::None;
+        o
+    }
+
+    #[test]
+    fn l0_trigger_picks_l0_and_its_overlaps() {
+        let mut e = VersionEdit::default();
+        e.add_file(0, file(1, "a", "c", 10, 1));
+        e.add_file(0, file(2, "b", "d", 10, 2));
+        e.add_file(1, file(3, "c", "e", 10, 0));
+        e.add_file(1, file(4, "x", "z", 10, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        assert_eq!((c.level, c.output_level, c.inputs.len(), c.output_inputs.len()), (0, 1, 2, 1));
+        assert!(!c.trivial_move);
+        // With L1's file busy, L0→L1 is blocked; too few files for L0→L0.
+        let busy: HashSet<u64> = [3].into_iter().collect();
+        assert!(pick_compaction(&v, &opts(), &busy).is_none());
+    }
+
+    #[test]
+    fn disjoint_l0_files_move_trivially() {
+        let mut e = VersionEdit::default();
+        e.add_file(0, file(1, "a", "b", 10, 1));
+        e.add_file(0, file(2, "c", "d", 10, 2));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        assert!(c.trivial_move);
+        let mut o = opts();
+        o.compression_per_level = vec![crate::CompressionType::None, crate::CompressionType::Lz4];
+        let c = pick_compaction(&v, &o, &HashSet::new()).unwrap();
+        assert!(!c.trivial_move, "compression differs between L0 and L1");
+    }
+
+    #[test]
+    fn oversized_level_picks_the_least_overlapping_file() {
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "c", 600, 0));
+        e.add_file(1, file(2, "d", "f", 600, 0));
+        e.add_file(2, file(3, "a", "b", 900, 0));
+        e.add_file(2, file(4, "e", "e", 100, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        assert_eq!((c.level, c.inputs[0].number), (1, 2));
+        assert_eq!(c.output_inputs.len(), 1);
+    }
+
+    #[test]
+    fn intra_l0_when_base_is_busy() {
+        let mut e = VersionEdit::default();
+        for i in 0..5 {
+            e.add_file(0, file(10 + i, "a", "z", 10, 10 + i));
+        }
+        e.add_file(1, file(3, "a", "z", 10, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let busy: HashSet<u64> = [3].into_iter().collect();
+        let c = pick_compaction(&v, &opts(), &busy).unwrap();
+        assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
+        assert!(c.inputs.len() >= MIN_FILES_FOR_INTRA_L0);
+    }
+
+    #[test]
+    fn dynamic_targets_put_the_base_near_the_bottom_when_small() {
+        let mut o = opts();
+        o.level_compaction_dynamic_level_bytes = true;
+        o.max_bytes_for_level_multiplier = 10.0;
+        let mut e = VersionEdit::default();
+        e.add_file(6, file(1, "a", "z", 5000, 0));
+        let v = Version::new(7).apply(&[&e]).unwrap();
+        let t = level_targets(&v, &o);
+        assert_eq!(t.base_level, 5);
+        assert_eq!(t.targets[6], 5000);
+        assert!(t.targets[5] <= 1000 && t.targets[5] > 0);
+        let empty = Version::new(7);
+        assert_eq!(level_targets(&empty, &o).base_level, 6);
+    }
+}

@@ -1,0 +1,533 @@
+//! Background work: the flush and compaction thread pools, the jobs they run,
+//! deletion of obsolete files, and shutdown.
+//!
+//! Flush threads (high priority, `max_background_flushes`) and compaction
+//! threads (low priority, `max_background_compactions`) wait on `work_cv`.
+//! Pools are resized by `set_options`: a thread whose index is at or over the
+//! current limit takes no work, and new threads are spawned when the limit grows.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::{DbInner, DbState};
+use crate::compaction::{job, picker, Compaction};
+use crate::error::{Error, Result};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::memtable::MemTable;
+use crate::sst::{ReadSettings, TableBuilderOptions};
+use crate::stats::{bump, LevelCompactionStats};
+use crate::version::{filename, FileMetaData, VersionEdit};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Pool {
+    Flush,
+    Compaction,
+}
+
+/// Threads spawned so far per pool.
+#[derive(Default)]
+pub(crate) struct PoolSizes {
+    pub(crate) flush: usize,
+    pub(crate) compaction: usize,
+}
+
+impl DbInner {
+    /// Spawns threads until each pool has as many as its option asks for.
+    pub(crate) fn ensure_threads(self: &Arc<Self>, sizes: &mut PoolSizes) -> Result<()> {
+        let opts = self.opts();
+        let mut threads = self.threads.lock();
+        while sizes.flush < opts.flush_threads() {
+            let inner = Arc::clone(self);
+            let index = sizes.flush;
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("ebb-flush-{index}"))
+                    .spawn(move || inner.worker(Pool::Flush, index))
+                    .map_err(|e| Error::io("spawn flush thread", &self.dir, e))?,
+            );
+            sizes.flush += 1;
+        }
+        while sizes.compaction < opts.compaction_threads() {
+            let inner = Arc::clone(self);
+            let index = sizes.compaction;
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("ebb-compact-{index}"))
+                    .spawn(move || inner.worker(Pool::Compaction, index))
+                    .map_err(|e| Error::io("spawn compaction thread", &self.dir, e))?,
+            );
+            sizes.compaction += 1;
+        }
+        Ok(())
+    }
+
+    fn worker(self: Arc<Self>, pool: Pool, index: usize) {
+        let mut st = self.state.lock();
+        loop {
+            if st.shutting_down {
+                return;
+            }
+            let opts = self.opts();
+            let limit = match pool {
+                Pool::Flush => opts.flush_threads(),
+                Pool::Compaction => opts.compaction_threads(),
+            };
+            if index < limit && st.paused == 0 && st.bg_error.is_none() {
+                let did = match pool {
+                    Pool::Flush => self.maybe_flush(&mut st),
+                    Pool::Compaction => self.maybe_compact(&mut st, &opts),
+                };
+                if did {
+                    continue;
+                }
+            }
+            self.work_cv.wait_for(&mut st, Duration::from_millis(250));
+        }
+    }
+
+    /// Flushes the immutable memtables if no flush runs. Returns whether it did work.
+    fn maybe_flush(&self, st: &mut MutexGuard<'_, DbState>) -> bool {
+        if st.imm.is_empty() || st.flush_running > 0 {
+            return false;
+        }
+        st.flush_running += 1;
+        let mems: Vec<Arc<MemTable>> = st.imm.clone();
+        let result = self.flush_memtables(st, &mems);
+        st.flush_running -= 1;
+        if let Err(e) = result {
+            self.set_bg_error_locked(st, e);
+        }
+        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
+        true
+    }
+
+    /// Writes `mems` (oldest first) into one L0 table and installs it.
+    /// Requires the db mutex; releases it during I/O.
+    pub(crate) fn flush_memtables(&self, st: &mut MutexGuard<'_, DbState>, mems: &[Arc<MemTable>]) -> Result<()> {
+        let start = Instant::now();
+        let opts = self.opts();
+        let smallest_snapshot = self.smallest_snapshot(st);
+        let dir = self.dir.clone();
+        let fs = Arc::clone(&self.fs);
+        let table_options = TableBuilderOptions::from_options(&opts, opts.compression_for_level(0, false));
+        // A flush writes exactly one file (no size cut), so one number is reserved.
+        let number = st.versions.new_file_number();
+        st.pending_outputs.insert(number);
+        let mut pool = vec![number];
+        let output = MutexGuard::unlocked(st, || {
+            let children: Vec<Box<dyn InternalIterator>> =
+                mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
+            let mut input = MergingIterator::new(children);
+            input.seek_to_first();
+            let mut alloc = || pool.pop().unwrap_or(u64::MAX);
+            let mut on_bytes = |_b: u64| {};
+            job::run(
+                &mut input,
+                job::JobContext {
+                    dir: &dir,
+                    fs: &fs,
+                    table_options,
+                    target_file_size: u64::MAX,
+                    grandparents: &[],
+                    smallest_snapshot,
+                    drop_tombstones: false,
+                    drop_hidden: true,
+                    cancel: None,
+                    new_file_number: &mut alloc,
+                    on_bytes: &mut on_bytes,
+                },
+            )
+        });
+        st.pending_outputs.remove(&number);
+        let output = output?;
+        let mut edit = VersionEdit::default();
+        let mut written = 0;
+        for f in output.files {
+            written += f.file_size;
+            edit.add_file(0, f);
+        }
+        // Every WAL older than the oldest memtable still unflushed is obsolete.
+        let remaining_log = st
+            .imm
+            .iter()
+            .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
+            .map(|m| m.log_number())
+            .chain(std::iter::once(st.mem.log_number()))
+            .min()
+            .unwrap_or(st.wal_number);
+        edit.log_number = Some(remaining_log);
+        let last = self.last_sequence.load(Ordering::Acquire);
+        st.versions.set_last_sequence(last);
+        st.versions.log_and_apply(edit)?;
+        st.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+        self.install_super_version(st);
+        bump(&self.stats.flush_bytes, written);
+        bump(&self.stats.flushes, 1);
+        self.stats.add_level(
+            0,
+            &LevelCompactionStats {
+                bytes_written: written,
+                micros: start.elapsed().as_micros() as u64,
+                count: 1,
+                keys_in: mems.iter().map(|m| m.num_entries()).sum(),
+                ..Default::default()
+            },
+        );
+        self.delete_obsolete_files(st);
+        Ok(())
+    }
+
+    /// The oldest sequence number any reader may still read at.
+    pub(crate) fn smallest_snapshot(&self, st: &DbState) -> u64 {
+        st.snapshots.keys().next().copied().unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
+    }
+
+    fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
+        if opts.disable_auto_compactions || st.manual_compactions > 0 {
+            return false;
+        }
+        if st.compactions_running >= opts.compaction_threads() {
+            return false;
+        }
+        let version = st.versions.current();
+        let Some(c) = picker::pick_compaction(&version, opts, &st.being_compacted) else {
+            return false;
+        };
+        let r = self.run_compaction(st, c);
+        if let Err(e) = r {
+            if !matches!(e, Error::Cancelled) {
+                self.set_bg_error_locked(st, e);
+            }
+        }
+        true
+    }
+
+    /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
+    /// the result. Requires the db mutex.
+    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, c: Compaction) -> Result<()> {
+        for f in c.all_inputs() {
+            st.being_compacted.insert(f.number);
+        }
+        st.compactions_running += 1;
+        let result = self.run_compaction_inner(st, &c);
+        for f in c.all_inputs() {
+            st.being_compacted.remove(&f.number);
+        }
+        st.compactions_running -= 1;
+        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
+        result
+    }
+
+    fn run_compaction_inner(&self, st: &mut MutexGuard<'_, DbState>, c: &Compaction) -> Result<()> {
+        let start = Instant::now();
+        let mut edit = VersionEdit::default();
+        for f in &c.inputs {
+            edit.delete_file(c.level, f.number);
+        }
+        for f in &c.output_inputs {
+            edit.delete_file(c.output_level, f.number);
+        }
+        let bytes_level: u64 = c.inputs.iter().map(|f| f.file_size).sum();
+        let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
+        if c.trivial_move {
+            for f in &c.inputs {
+                edit.new_files.push((c.output_level, Arc::clone(f)));
+            }
+            st.versions.log_and_apply(edit)?;
+            self.install_super_version(st);
+            self.stats.add_level(
+                c.output_level,
+                &LevelCompactionStats {
+                    bytes_moved: bytes_level,
+                    count: 1,
+                    micros: start.elapsed().as_micros() as u64,
+                    ..Default::default()
+                },
+            );
+            return Ok(());
+        }
+        let opts = self.opts();
+        let smallest_snapshot = self.smallest_snapshot(st);
+        // File numbers are handed out under the mutex from a preallocated pool.
+        let pool_size = (c.input_bytes() / c.target_file_size.max(1) + 4) as usize;
+        let mut pool: Vec<u64> = (0..pool_size).map(|_| st.versions.new_file_number()).collect();
+        for n in &pool {
+            st.pending_outputs.insert(*n);
+        }
+        pool.reverse();
+        let reserved = pool.clone();
+        let dir = self.dir.clone();
+        let fs = Arc::clone(&self.fs);
+        let tables = Arc::clone(&self.tables);
+        let rs = ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false };
+        let table_options = TableBuilderOptions::from_options(&opts, c.compression);
+        let cancel = &self.cancel_compactions;
+        let mut extra_needed = 0u64;
+        let out = MutexGuard::unlocked(st, || {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            if c.level == 0 {
+                for f in &c.inputs {
+                    children.push(Box::new(tables.get(f)?.iter(rs.clone())));
+                }
+            } else {
+                children.push(Box::new(super::iter::LevelIterator::new(c.inputs.clone(), Arc::clone(&tables), rs.clone())));
+            }
+            if !c.output_inputs.is_empty() {
+                children.push(Box::new(super::iter::LevelIterator::new(
+                    c.output_inputs.clone(),
+                    Arc::clone(&tables),
+                    rs.clone(),
+                )));
+            }
+            let mut input = MergingIterator::new(children);
+            input.seek_to_first();
+            let mut alloc = || {
+                pool.pop().unwrap_or_else(|| {
+                    extra_needed += 1;
+                    u64::MAX - extra_needed
+                })
+            };
+            let mut on_bytes = |b: u64| bump(&self.stats.compaction_bytes_written, b);
+            job::run(
+                &mut input,
+                job::JobContext {
+                    dir: &dir,
+                    fs: &fs,
+                    table_options,
+                    target_file_size: c.target_file_size,
+                    grandparents: &c.grandparents,
+                    smallest_snapshot,
+                    drop_tombstones: c.bottommost,
+                    drop_hidden: true,
+                    cancel: Some(cancel),
+                    new_file_number: &mut alloc,
+                    on_bytes: &mut on_bytes,
+                },
+            )
+        });
+        let release = |st: &mut MutexGuard<'_, DbState>| {
+            for n in &reserved {
+                st.pending_outputs.remove(n);
+            }
+        };
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                release(st);
+                return Err(e);
+            }
+        };
+        if out.files.iter().any(|f| f.number > u64::MAX / 2) {
+            release(st);
+            for f in &out.files {
+                let _ = self.fs.remove_file(&filename::table_file(&self.dir, f.number));
+            }
+            return Err(Error::invalid("compaction needed more output files than reserved"));
+        }
+        let written: u64 = out.files.iter().map(|f| f.file_size).sum();
+        for f in out.files {
+            edit.new_files.push((c.output_level, Arc::new(f)));
+        }
+        let r = st.versions.log_and_apply(edit);
+        release(st);
+        r?;
+        self.install_super_version(st);
+        bump(&self.stats.compaction_bytes_read, bytes_level + bytes_next);
+        self.stats.add_level(
+            c.output_level,
+            &LevelCompactionStats {
+                bytes_read_level: bytes_level,
+                bytes_read_next: bytes_next,
+                bytes_written: written,
+                micros: start.elapsed().as_micros() as u64,
+                count: 1,
+                keys_in: out.keys_in,
+                keys_dropped: out.keys_dropped,
+                ..Default::default()
+            },
+        );
+        self.delete_obsolete_files(st);
+        Ok(())
+    }
+
+    /// Deletes files no live version lists and no job is writing: old WALs,
+    /// unreferenced SSTs, old MANIFESTs and OPTIONS files, temporaries.
+    /// Requires the db mutex.
+    pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
+        let Ok(names) = self.fs.list_dir(&self.dir) else { return };
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        let mut live: std::collections::HashSet<u64> = st.versions.current().live_files().collect();
+        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
+            live.extend(v.live_files());
+        }
+        live.extend(st.pending_outputs.iter().copied());
+        let log_number = st.versions.log_number();
+        let manifest = st.versions.manifest_number();
+        let newest_options = names
+            .iter()
+            .filter_map(|n| filename::parse_file_name(n))
+            .filter(|(t, _)| *t == filename::FileType::Options)
+            .map(|(_, n)| n)
+            .max()
+            .unwrap_or(0);
+        for name in names {
+            let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
+            let obsolete = match kind {
+                filename::FileType::Wal => number < log_number && number != st.wal_number,
+                filename::FileType::Table => !live.contains(&number),
+                filename::FileType::Manifest => number < manifest,
+                filename::FileType::Options => number < newest_options,
+                filename::FileType::Temp => !st.pending_outputs.contains(&number),
+                _ => false,
+            };
+            if obsolete {
+                if kind == filename::FileType::Table {
+                    self.tables.evict(number);
+                }
+                let _ = self.fs.remove_file(&self.dir.join(&name));
+            }
+        }
+    }
+
+    pub(crate) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        self.flush(true)?;
+        let mut st = self.state.lock();
+        st.manual_compactions += 1;
+        let r = self.compact_range_locked(&mut st, begin, end);
+        st.manual_compactions -= 1;
+        self.work_cv.notify_all();
+        r
+    }
+
+    fn compact_range_locked(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        // Wait for automatic compactions to finish, so inputs are free.
+        while st.compactions_running > 0 {
+            self.bg_cv.wait(st);
+        }
+        let opts = self.opts();
+        let version = st.versions.current();
+        let deepest = version.deepest_nonempty_level();
+        let mut level = 0;
+        while level < version.num_levels() {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::clone(e)));
+            }
+            let v = st.versions.current();
+            let last = deepest.max(1);
+            if level >= last && level > 0 {
+                // The deepest level is compacted into itself only when it holds
+                // more than one overlapping version of the range; a plain
+                // rewrite would not change it, so stop.
+                break;
+            }
+            let output_level = if level == 0 {
+                picker::level_targets(&v, &opts).base_level.min(last).max(1)
+            } else {
+                level + 1
+            };
+            if let Some(c) = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end) {
+                self.run_compaction(st, c)?;
+            }
+            level = if level == 0 { output_level } else { level + 1 };
+        }
+        Ok(())
+    }
+
+    pub(crate) fn wait_for_compact(&self) -> Result<()> {
+        self.check_open()?;
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::clone(e)));
+            }
+            let opts = self.opts();
+            let needs = !opts.disable_auto_compactions
+                && picker::pick_compaction(&st.versions.current(), &opts, &st.being_compacted).is_some();
+            if st.imm.is_empty() && st.flush_running == 0 && st.compactions_running == 0 && !needs {
+                return Ok(());
+            }
+            if st.paused > 0 {
+                return Err(Error::invalid("background work is paused; wait_for_compact would never return"));
+            }
+            self.work_cv.notify_all();
+            self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+
+    /// Shuts the database down. Idempotent.
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Let queued writes finish: take the queue, then stop new ones.
+        let q = self.queue.lock();
+        let mut result = Ok(());
+        {
+            let mut wal = self.wal.lock();
+            if let Some(w) = wal.as_mut() {
+                if let Err(e) = w.sync() {
+                    result = Err(e);
+                }
+            }
+        }
+        // Writes made without the WAL survive only in an SST.
+        let needs_flush = {
+            let st = self.state.lock();
+            st.bg_error.is_none() && (st.mem.has_unlogged() || st.imm.iter().any(|m| m.has_unlogged()))
+        };
+        if needs_flush && result.is_ok() {
+            let mut st = self.state.lock();
+            if !st.mem.is_empty() {
+                if let Err(e) = self.switch_memtable(&mut st) {
+                    result = Err(e);
+                }
+            }
+            while result.is_ok() && (!st.imm.is_empty() || st.flush_running > 0) {
+                if st.flush_running == 0 {
+                    let mems = st.imm.clone();
+                    st.flush_running += 1;
+                    let r = self.flush_memtables(&mut st, &mems);
+                    st.flush_running -= 1;
+                    if let Err(e) = r {
+                        result = Err(self.set_bg_error_locked(&mut st, e));
+                    }
+                } else {
+                    self.bg_cv.wait(&mut st);
+                }
+            }
+        }
+        self.closed.store(true, Ordering::Release);
+        self.cancel_compactions.store(true, Ordering::Release);
+        {
+            let mut st = self.state.lock();
+            st.shutting_down = true;
+            self.work_cv.notify_all();
+            self.bg_cv.notify_all();
+        }
+        drop(q);
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        *self.wal.lock() = None;
+        result
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<super::Db>();
+    is::<FileMetaData>();
+}

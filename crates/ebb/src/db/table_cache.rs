@@ -1,0 +1,52 @@
+//! Open SST readers, keyed by file number, shared by reads and compactions.
+//!
+//! Thread safety: internally locked; `get` may open a file outside the lock
+//! (two threads racing to open the same file both succeed, one copy is kept).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::cache::BlockCache;
+use crate::error::Result;
+use crate::fs::FileSystem;
+use crate::sst::Table;
+use crate::version::{filename, FileMetaData};
+
+/// Cache of open tables.
+pub struct TableCache {
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    block_cache: Option<Arc<dyn BlockCache>>,
+    tables: Mutex<HashMap<u64, Arc<Table>>>,
+}
+
+impl TableCache {
+    /// A cache for the tables of `dir`, reading blocks through `block_cache`.
+    pub fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, block_cache: Option<Arc<dyn BlockCache>>) -> Self {
+        TableCache { dir, fs, block_cache, tables: Mutex::new(HashMap::new()) }
+    }
+
+    /// The reader for `f`, opening it on first use.
+    pub fn get(&self, f: &FileMetaData) -> Result<Arc<Table>> {
+        if let Some(t) = self.tables.lock().get(&f.number) {
+            return Ok(Arc::clone(t));
+        }
+        let path = filename::table_file(&self.dir, f.number);
+        let file = self.fs.open_random(&path)?;
+        let table = Table::open(file, f.file_size, path.display().to_string(), self.block_cache.clone())?;
+        Ok(Arc::clone(self.tables.lock().entry(f.number).or_insert(table)))
+    }
+
+    /// Forgets the reader of a deleted file.
+    pub fn evict(&self, number: u64) {
+        self.tables.lock().remove(&number);
+    }
+
+    /// The block cache, if any.
+    pub fn block_cache(&self) -> Option<&Arc<dyn BlockCache>> {
+        self.block_cache.as_ref()
+    }
+}

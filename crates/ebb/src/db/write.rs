@@ -1,0 +1,340 @@
+//! The write path: group commit, memtable switching and write stalls.
+//!
+//! Writers queue up; the one at the front is the leader. It makes room
+//! (switching the memtable or stalling), merges the batches of compatible
+//! followers into one WAL record (LevelDB `BuildBatchGroup`), appends and
+//! optionally syncs it, inserts every entry into the memtable, publishes the
+//! new last sequence, and wakes the followers with the shared result.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::{DbInner, DbState, WriteBatch};
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::stats::{bump, StallCause};
+use crate::version::filename;
+use crate::wal::LogWriter;
+
+/// Largest group a leader builds, in bytes (LevelDB's 1 MiB).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+/// A small leader batch only gathers this much more, so its latency stays low.
+const SMALL_BATCH: usize = 128 << 10;
+
+pub(crate) struct WriterSlot {
+    batch: Option<WriteBatch>,
+    sync: bool,
+    disable_wal: bool,
+    /// Switch the memtable even if it is not full (a flush request).
+    force_switch: bool,
+    done: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: bool) -> Result<()> {
+        self.check_open()?;
+        if batch.is_some() {
+            bump(&self.stats.user_writes, 1);
+        }
+        let slot = Arc::new(WriterSlot {
+            batch,
+            sync: wo.sync,
+            disable_wal: wo.disable_wal,
+            force_switch,
+            done: Mutex::new(None),
+            cv: Condvar::new(),
+        });
+        let mut q = self.queue.lock();
+        q.push_back(Arc::clone(&slot));
+        loop {
+            if let Some(r) = slot.done.lock().take() {
+                return r;
+            }
+            if q.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
+                break;
+            }
+            slot.cv.wait(&mut q);
+        }
+        // We lead.
+        let result = self.lead(&mut q, &slot);
+        // `lead` popped the group and answered the followers; wake the next leader.
+        if let Some(front) = q.front() {
+            front.cv.notify_one();
+        }
+        result
+    }
+
+    fn lead(&self, q: &mut MutexGuard<'_, VecDeque<Arc<WriterSlot>>>, leader: &Arc<WriterSlot>) -> Result<()> {
+        let leader_bytes = leader.batch.as_ref().map_or(0, |b| b.size_in_bytes());
+        let mem = match self.make_room_for_write(leader.force_switch, leader_bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                q.pop_front();
+                return Err(e);
+            }
+        };
+        // Build the group from the leader and compatible followers.
+        let mut group = 1;
+        let mut merged: Option<WriteBatch> = leader.batch.clone();
+        let mut sync = leader.sync;
+        if merged.is_some() {
+            let limit = if leader_bytes <= SMALL_BATCH { leader_bytes + SMALL_BATCH } else { MAX_GROUP_BYTES };
+            let mut bytes = leader_bytes;
+            for w in q.iter().skip(1) {
+                let Some(b) = &w.batch else { break };
+                if w.force_switch || w.disable_wal != leader.disable_wal || (w.sync && !leader.sync) {
+                    break;
+                }
+                if bytes + b.size_in_bytes() > limit {
+                    break;
+                }
+                bytes += b.size_in_bytes();
+                if let Some(m) = merged.as_mut() {
+                    m.append(b);
+                }
+                sync |= w.sync;
+                group += 1;
+            }
+        }
+        let result = match merged {
+            None => Ok(()),
+            Some(mut batch) if !batch.is_empty() => {
+                // Release the queue while doing I/O so followers can enqueue.
+                let r = MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mem, sync, leader.disable_wal));
+                r
+            }
+            Some(_) => Ok(()),
+        };
+        for _ in 1..group {
+            if let Some(w) = q.get(1).cloned() {
+                q.remove(1);
+                *w.done.lock() = Some(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                });
+                w.cv.notify_one();
+            }
+        }
+        q.pop_front();
+        result
+    }
+
+    /// Appends the group to the WAL and the memtable. Runs without the queue lock.
+    fn commit_group(&self, batch: &mut WriteBatch, mem: &Arc<MemTable>, sync: bool, disable_wal: bool) -> Result<()> {
+        let first = self.last_sequence.load(Ordering::Acquire) + 1;
+        let count = batch.len() as u64;
+        batch.set_sequence(first);
+        if disable_wal {
+            mem.mark_unlogged();
+        } else {
+            let manual = self.opts().manual_wal_flush;
+            let mut wal = self.wal.lock();
+            let w = wal.as_mut().ok_or(Error::Closed)?;
+            let r = (|| {
+                w.add_record(batch.data())?;
+                if sync {
+                    w.sync()?;
+                    bump(&self.stats.wal_syncs, 1);
+                } else if !manual {
+                    w.flush()?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                return Err(self.set_bg_error(e));
+            }
+            bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
+            bump(&self.stats.wal_writes, 1);
+        }
+        let mut seq = first;
+        let mut user_bytes = 0u64;
+        for op in batch.iter() {
+            match op {
+                Ok(super::BatchOp::Put { key, value }) => {
+                    user_bytes += (key.len() + value.len()) as u64;
+                    mem.add(seq, crate::key::ValueKind::Value, key, value);
+                }
+                Ok(super::BatchOp::Delete { key }) => {
+                    user_bytes += key.len() as u64;
+                    mem.add(seq, crate::key::ValueKind::Deletion, key, &[]);
+                }
+                Err(reason) => return Err(Error::invalid(reason)),
+            }
+            seq += 1;
+        }
+        self.last_sequence.store(first + count - 1, Ordering::Release);
+        bump(&self.stats.user_keys, count);
+        bump(&self.stats.user_bytes, user_bytes);
+        bump(&self.stats.write_groups, 1);
+        Ok(())
+    }
+
+    /// Records `e` as the sticky background error and returns it wrapped.
+    pub(crate) fn set_bg_error(&self, e: Error) -> Error {
+        if matches!(e, Error::Cancelled | Error::Closed) {
+            return e;
+        }
+        let mut st = self.state.lock();
+        let arc = match &st.bg_error {
+            Some(existing) => Arc::clone(existing),
+            None => {
+                let a = Arc::new(e);
+                st.bg_error = Some(Arc::clone(&a));
+                a
+            }
+        };
+        self.bg_cv.notify_all();
+        Error::Background(arc)
+    }
+
+    /// Returns the memtable to write into, after switching a full one and
+    /// waiting out stalls (RocksDB `WriteController` conditions).
+    fn make_room_for_write(&self, force: bool, batch_bytes: usize) -> Result<Arc<MemTable>> {
+        let mut st = self.state.lock();
+        let mut allow_delay = !force;
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::clone(e)));
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            let opts = self.opts();
+            let version = st.versions.current();
+            let l0 = version.num_files(0) as i32;
+            let compaction_on = !opts.disable_auto_compactions;
+            let pending = if compaction_on
+                && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
+            {
+                crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts)
+            } else {
+                0
+            };
+            let unflushed = st.imm.len() + 1;
+            let mem_full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
+            let slowdown = if !compaction_on {
+                None
+            } else if l0 >= opts.level0_slowdown_writes_trigger {
+                Some(StallCause::L0Slowdown)
+            } else if opts.soft_pending_compaction_bytes_limit > 0 && pending >= opts.soft_pending_compaction_bytes_limit
+            {
+                Some(StallCause::PendingCompactionSlowdown)
+            } else {
+                None
+            };
+            if let (true, Some(cause)) = (allow_delay, slowdown) {
+                // Delay this write by its size at the delayed write rate (at
+                // least 1 ms, as LevelDB), once per write.
+                let micros = (batch_bytes as u64 * 1_000_000 / opts.delayed_write_rate.max(1)).clamp(1000, 1_000_000);
+                let start = Instant::now();
+                MutexGuard::unlocked(&mut st, || std::thread::sleep(Duration::from_micros(micros)));
+                self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
+                allow_delay = false;
+                continue;
+            }
+            if !force && !mem_full {
+                return Ok(Arc::clone(&st.mem));
+            }
+            if force && st.mem.is_empty() {
+                return Ok(Arc::clone(&st.mem));
+            }
+            let stop = if unflushed >= opts.max_write_buffer_number {
+                Some(StallCause::MemtableLimit)
+            } else if compaction_on && l0 >= opts.level0_stop_writes_trigger {
+                Some(StallCause::L0Stop)
+            } else if compaction_on
+                && opts.hard_pending_compaction_bytes_limit > 0
+                && pending >= opts.hard_pending_compaction_bytes_limit
+            {
+                Some(StallCause::PendingCompactionStop)
+            } else {
+                None
+            };
+            if let Some(cause) = stop {
+                let start = Instant::now();
+                self.work_cv.notify_all();
+                self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+                self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            self.switch_memtable(&mut st)?;
+            return Ok(Arc::clone(&st.mem));
+        }
+    }
+
+    /// Makes the mutable memtable immutable and starts a new one with a new
+    /// WAL. Requires the db mutex (and the queue, held by the caller).
+    pub(crate) fn switch_memtable(&self, st: &mut DbState) -> Result<()> {
+        let number = st.versions.new_file_number();
+        let path = filename::wal_file(&self.dir, number);
+        let mut wal = self.wal.lock();
+        // The old WAL is synced before a new one is started, so a crash can
+        // never keep a later WAL while losing the tail of an earlier one.
+        if let Some(old) = wal.as_mut() {
+            if let Err(e) = old.sync() {
+                drop(wal);
+                return Err(self.set_bg_error_locked(st, e));
+            }
+        }
+        let file = match self.fs.new_writable(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                drop(wal);
+                return Err(self.set_bg_error_locked(st, e));
+            }
+        };
+        *wal = Some(LogWriter::new(file, path.display().to_string()));
+        drop(wal);
+        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+        st.imm.push(old);
+        st.wal_number = number;
+        self.install_super_version(st);
+        self.work_cv.notify_all();
+        Ok(())
+    }
+
+    pub(crate) fn set_bg_error_locked(&self, st: &mut DbState, e: Error) -> Error {
+        let arc = st.bg_error.get_or_insert_with(|| Arc::new(e)).clone();
+        self.bg_cv.notify_all();
+        Error::Background(arc)
+    }
+
+    pub(crate) fn flush(&self, wait: bool) -> Result<()> {
+        self.write(None, &WriteOptions::default(), true)?;
+        if wait {
+            let mut st = self.state.lock();
+            loop {
+                if let Some(e) = &st.bg_error {
+                    return Err(Error::Background(Arc::clone(e)));
+                }
+                if st.imm.is_empty() && st.flush_running == 0 {
+                    return Ok(());
+                }
+                if st.shutting_down {
+                    return Err(Error::Closed);
+                }
+                self.work_cv.notify_all();
+                self.bg_cv.wait(&mut st);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {
+        self.check_open()?;
+        let mut wal = self.wal.lock();
+        let Some(w) = wal.as_mut() else { return Err(Error::Closed) };
+        let r = if sync { w.sync() } else { w.flush() };
+        drop(wal);
+        if sync && r.is_ok() {
+            bump(&self.stats.wal_syncs, 1);
+        }
+        r.map_err(|e| self.set_bg_error(e))
+    }
+}

@@ -1,0 +1,207 @@
+//! `VersionEdit`: one change to the set of live files, as recorded in the
+//! MANIFEST (see docs/format.md, "MANIFEST").
+//!
+//! Encoding: a sequence of fields, each a varint32 tag followed by its
+//! payload. Unknown tags are corruption (no forward compatibility is promised
+//! yet). The tag numbers are on disk: DO NOT CHANGE.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::key::SequenceNumber;
+use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
+
+// DO NOT CHANGE: on-disk format (MANIFEST field tags).
+const TAG_LOG_NUMBER: u32 = 1;
+const TAG_NEXT_FILE_NUMBER: u32 = 2;
+const TAG_LAST_SEQUENCE: u32 = 3;
+const TAG_DELETED_FILE: u32 = 4;
+const TAG_NEW_FILE: u32 = 5;
+
+/// What the version set knows about one SST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// File number (`NNNNNN.sst`).
+    pub number: u64,
+    /// Size in bytes.
+    pub file_size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Smallest sequence number of any entry.
+    pub smallest_seq: SequenceNumber,
+    /// Largest sequence number of any entry.
+    pub largest_seq: SequenceNumber,
+    /// Entries (every version counts).
+    pub num_entries: u64,
+    /// Tombstones.
+    pub num_deletions: u64,
+}
+
+impl FileMetaData {
+    /// Smallest user key.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        crate::key::user_key(&self.smallest)
+    }
+    /// Largest user key.
+    pub fn largest_user_key(&self) -> &[u8] {
+        crate::key::user_key(&self.largest)
+    }
+}
+
+/// A change to the version: files added and removed, counters advanced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// WALs numbered below this are no longer needed.
+    pub log_number: Option<u64>,
+    /// The next file number to hand out.
+    pub next_file_number: Option<u64>,
+    /// The last sequence number used.
+    pub last_sequence: Option<SequenceNumber>,
+    /// Files removed: (level, file number).
+    pub deleted_files: Vec<(usize, u64)>,
+    /// Files added: (level, metadata).
+    pub new_files: Vec<(usize, Arc<FileMetaData>)>,
+}
+
+impl VersionEdit {
+    /// Records the removal of `number` from `level`.
+    pub fn delete_file(&mut self, level: usize, number: u64) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Records the addition of a file at `level`.
+    pub fn add_file(&mut self, level: usize, f: FileMetaData) {
+        self.new_files.push((level, Arc::new(f)));
+    }
+
+    /// Encodes the edit.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        if let Some(n) = self.log_number {
+            put_varint32(&mut out, TAG_LOG_NUMBER);
+            put_varint64(&mut out, n);
+        }
+        if let Some(n) = self.next_file_number {
+            put_varint32(&mut out, TAG_NEXT_FILE_NUMBER);
+            put_varint64(&mut out, n);
+        }
+        if let Some(n) = self.last_sequence {
+            put_varint32(&mut out, TAG_LAST_SEQUENCE);
+            put_varint64(&mut out, n);
+        }
+        for (level, number) in &self.deleted_files {
+            put_varint32(&mut out, TAG_DELETED_FILE);
+            put_varint32(&mut out, *level as u32);
+            put_varint64(&mut out, *number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint32(&mut out, TAG_NEW_FILE);
+            put_varint32(&mut out, *level as u32);
+            put_varint64(&mut out, f.number);
+            put_varint64(&mut out, f.file_size);
+            put_length_prefixed(&mut out, &f.smallest);
+            put_length_prefixed(&mut out, &f.largest);
+            put_varint64(&mut out, f.smallest_seq);
+            put_varint64(&mut out, f.largest_seq);
+            put_varint64(&mut out, f.num_entries);
+            put_varint64(&mut out, f.num_deletions);
+        }
+        out
+    }
+
+    /// Decodes an edit; `file` and `offset` name the record for errors.
+    pub fn decode(data: &[u8], file: &str, offset: u64) -> Result<VersionEdit> {
+        let bad = |what: &str| Error::corruption(file, offset, format!("MANIFEST record: {what}"));
+        let mut d = Decoder::new(data);
+        let mut edit = VersionEdit::default();
+        while !d.is_empty() {
+            let tag = d.varint32().ok_or_else(|| bad("truncated tag"))?;
+            match tag {
+                TAG_LOG_NUMBER => edit.log_number = Some(d.varint64().ok_or_else(|| bad("log number"))?),
+                TAG_NEXT_FILE_NUMBER => {
+                    edit.next_file_number = Some(d.varint64().ok_or_else(|| bad("next file number"))?)
+                }
+                TAG_LAST_SEQUENCE => edit.last_sequence = Some(d.varint64().ok_or_else(|| bad("last sequence"))?),
+                TAG_DELETED_FILE => {
+                    let level = d.varint32().ok_or_else(|| bad("deleted file level"))? as usize;
+                    let number = d.varint64().ok_or_else(|| bad("deleted file number"))?;
+                    edit.deleted_files.push((level, number));
+                }
+                TAG_NEW_FILE => {
+                    let level = d.varint32().ok_or_else(|| bad("new file level"))? as usize;
+                    let f = (|| {
+                        Some(FileMetaData {
+                            number: d.varint64()?,
+                            file_size: d.varint64()?,
+                            smallest: d.length_prefixed()?.to_vec(),
+                            largest: d.length_prefixed()?.to_vec(),
+                            smallest_seq: d.varint64()?,
+                            largest_seq: d.varint64()?,
+                            num_entries: d.varint64()?,
+                            num_deletions: d.varint64()?,
+                        })
+                    })()
+                    .ok_or_else(|| bad("new file fields truncated"))?;
+                    if f.smallest.len() < 8 || f.largest.len() < 8 {
+                        return Err(bad("new file key shorter than an internal key"));
+                    }
+                    edit.new_files.push((level, Arc::new(f)));
+                }
+                other => return Err(bad(&format!("unknown field tag {other}"))),
+            }
+        }
+        Ok(edit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn sample() -> VersionEdit {
+        let mut e = VersionEdit {
+            log_number: Some(12),
+            next_file_number: Some(40),
+            last_sequence: Some(99_999),
+            ..Default::default()
+        };
+        e.delete_file(1, 7);
+        e.add_file(
+            2,
+            FileMetaData {
+                number: 33,
+                file_size: 4096,
+                smallest: make_internal_key(b"a", 5, ValueKind::Value),
+                largest: make_internal_key(b"z", 9, ValueKind::Deletion),
+                smallest_seq: 5,
+                largest_seq: 9,
+                num_entries: 10,
+                num_deletions: 1,
+            },
+        );
+        e
+    }
+
+    #[test]
+    fn edit_round_trips() {
+        let e = sample();
+        assert_eq!(VersionEdit::decode(&e.encode(), "MANIFEST", 0).unwrap(), e);
+        assert_eq!(VersionEdit::decode(&[], "MANIFEST", 0).unwrap(), VersionEdit::default());
+    }
+
+    #[test]
+    fn every_truncation_is_corruption() {
+        let data = sample().encode();
+        for cut in 1..data.len() {
+            if let Ok(e) = VersionEdit::decode(&data[..cut], "MANIFEST", 3) {
+                // A cut that falls exactly between fields decodes to a prefix of the edit.
+                assert!(e.new_files.is_empty(), "cut {cut} decoded a partial file");
+            }
+        }
+        let e = VersionEdit::decode(&[99, 1], "MANIFEST-000001", 77).unwrap_err();
+        assert!(e.to_string().contains("MANIFEST-000001") && e.to_string().contains("77"), "{e}");
+    }
+}

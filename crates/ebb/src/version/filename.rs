@@ -1,0 +1,111 @@
+//! Names of the files in a database directory (RocksDB's scheme).
+//!
+//! `CURRENT` names the live MANIFEST; `MANIFEST-NNNNNN` holds version edits;
+//! `NNNNNN.log` are WALs; `NNNNNN.sst` tables; `OPTIONS-NNNNNN` the options in
+//! text form; `LOCK` is held while the database is open; `*.dbtmp` are
+//! temporaries. Every numbered file shares one counter.
+
+use std::path::{Path, PathBuf};
+
+/// The kinds of file in a database directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    /// A write-ahead log.
+    Wal,
+    /// An SST.
+    Table,
+    /// A MANIFEST.
+    Manifest,
+    /// The CURRENT pointer.
+    Current,
+    /// The LOCK file.
+    Lock,
+    /// An OPTIONS file.
+    Options,
+    /// A temporary file.
+    Temp,
+    /// The info log.
+    InfoLog,
+}
+
+/// `dir/000012.log`
+pub fn wal_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.log"))
+}
+
+/// `dir/000012.sst`
+pub fn table_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
+
+/// `dir/MANIFEST-000012`
+pub fn manifest_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("MANIFEST-{number:06}"))
+}
+
+/// `dir/OPTIONS-000012`
+pub fn options_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("OPTIONS-{number:06}"))
+}
+
+/// `dir/CURRENT`
+pub fn current_file(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// `dir/LOCK`
+pub fn lock_file(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// `dir/LOG`
+pub fn info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+/// Classifies a directory entry name; `None` for files that are not Ebb's.
+pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
+    match name {
+        "CURRENT" => return Some((FileType::Current, 0)),
+        "LOCK" => return Some((FileType::Lock, 0)),
+        "LOG" => return Some((FileType::InfoLog, 0)),
+        _ => {}
+    }
+    if let Some(rest) = name.strip_prefix("MANIFEST-") {
+        return Some((FileType::Manifest, rest.parse().ok()?));
+    }
+    if let Some(rest) = name.strip_prefix("OPTIONS-") {
+        return Some((FileType::Options, rest.parse().ok()?));
+    }
+    let (stem, ext) = name.split_once('.')?;
+    let number: u64 = stem.parse().ok()?;
+    match ext {
+        "log" => Some((FileType::Wal, number)),
+        "sst" => Some((FileType::Table, number)),
+        "dbtmp" => Some((FileType::Temp, number)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        let d = Path::new("/db");
+        for (path, t, n) in [
+            (wal_file(d, 7), FileType::Wal, 7),
+            (table_file(d, 1234567), FileType::Table, 1234567),
+            (manifest_file(d, 3), FileType::Manifest, 3),
+            (options_file(d, 9), FileType::Options, 9),
+        ] {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            assert_eq!(parse_file_name(name), Some((t, n)));
+        }
+        assert_eq!(parse_file_name("CURRENT"), Some((FileType::Current, 0)));
+        assert_eq!(parse_file_name("000001.txt"), None);
+        assert_eq!(parse_file_name("MANIFEST-x"), None);
+        assert_eq!(parse_file_name("notes"), None);
+    }
+}

@@ -1,0 +1,127 @@
+//! Bad input gets a specific error that names the problem, never a panic.
+
+mod common;
+
+use common::tiny_options;
+use ebb::fs::MemFs;
+use ebb::{Db, Error, Options, WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+
+#[test]
+fn zero_write_buffer_is_refused_by_name() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.write_buffer_size = 0;
+    let e = Db::open("/db", o).err().expect("must fail");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert!(e.to_string().contains("write_buffer_size"), "{e}");
+}
+
+#[test]
+fn unknown_option_and_compression_names_are_refused() {
+    let e = Options::from_text("no_such_option=1").unwrap_err();
+    assert!(e.to_string().contains("no_such_option"), "{e}");
+    let e = Options::from_text("compression=brotli").unwrap_err();
+    assert!(e.to_string().contains("brotli"), "{e}");
+}
+
+#[test]
+fn second_open_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tiny_options(None);
+    let _db = Db::open(dir.path(), o.clone()).unwrap();
+    let e = Db::open(dir.path(), o).err().expect("second open must fail");
+    assert!(matches!(e, Error::Busy(_)), "{e:?}");
+}
+
+#[test]
+fn second_open_on_memfs_is_busy() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs));
+    let _db = Db::open("/db", o.clone()).unwrap();
+    assert!(matches!(Db::open("/db", o), Err(Error::Busy(_))));
+}
+
+#[test]
+fn missing_database_without_create_if_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = tiny_options(None);
+    o.create_if_missing = false;
+    let e = Db::open(dir.path().join("nope"), o.clone()).err().expect("must fail");
+    assert!(e.to_string().contains("create_if_missing"), "{e}");
+    // An existing directory that holds something else is not a database either.
+    std::fs::write(dir.path().join("notes.txt"), b"hello").unwrap();
+    let e = Db::open(dir.path(), o.clone()).err().expect("must fail");
+    assert!(e.to_string().contains("not an Ebb database"), "{e}");
+    o.create_if_missing = true;
+    let e = Db::open(dir.path(), o).err().expect("must refuse to create over foreign files");
+    assert!(e.to_string().contains("not empty"), "{e}");
+}
+
+#[test]
+fn error_if_exists() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    drop(Db::open("/db", o.clone()).unwrap());
+    o.error_if_exists = true;
+    assert!(Db::open("/db", o).err().expect("must fail").to_string().contains("error_if_exists"));
+}
+
+#[test]
+fn oversized_keys_and_values_are_invalid_arguments() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", tiny_options(Some(fs))).unwrap();
+    let e = db.put(&vec![0u8; MAX_KEY_SIZE + 1], b"v").unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("key"), "{e}");
+    let e = db.put(b"k", &vec![0u8; MAX_VALUE_SIZE + 1]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("value"), "{e}");
+    let mut b = WriteBatch::new();
+    b.put(b"ok", b"1");
+    b.put(&vec![1u8; MAX_KEY_SIZE + 1], b"2");
+    assert!(db.write(&b).is_err());
+    // Nothing of the refused batch was applied.
+    assert_eq!(db.get(b"ok").unwrap(), None);
+}
+
+#[test]
+fn set_options_refuses_unknown_and_static_names() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", tiny_options(Some(fs))).unwrap();
+    let e = db.set_options(&[("num_levels", "3")]).unwrap_err();
+    assert!(e.to_string().contains("num_levels"), "{e}");
+    let e = db.set_options(&[("bogus", "3")]).unwrap_err();
+    assert!(e.to_string().contains("bogus"), "{e}");
+    db.set_options(&[("level0_slowdown_writes_trigger", "30"), ("disable_auto_compactions", "true")]).unwrap();
+    assert!(db.options().disable_auto_compactions);
+    assert_eq!(db.options().level0_slowdown_writes_trigger, 30);
+}
+
+#[test]
+fn options_file_is_written_and_parses_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = tiny_options(None);
+    o.write_buffer_size = 123_456;
+    let db = Db::open(dir.path(), o).unwrap();
+    let name = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("OPTIONS-"))
+        .expect("an OPTIONS file");
+    let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let parsed = Options::from_text(&text).unwrap();
+    assert_eq!(parsed.write_buffer_size, 123_456);
+    assert_eq!(parsed.to_text(), db.options().to_text());
+}
+
+#[test]
+fn destroy_removes_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = tiny_options(None);
+    {
+        let db = Db::open(&path, o.clone()).unwrap();
+        db.put(b"a", b"b").unwrap();
+        assert!(matches!(Db::destroy(&path, &o), Err(Error::Busy(_))));
+    }
+    Db::destroy(&path, &o).unwrap();
+    assert!(!path.exists());
+}

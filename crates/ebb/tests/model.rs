@@ -1,0 +1,193 @@
+//! The model test: random operations against Ebb and a `BTreeMap`, with
+//! snapshots, iteration both ways, flushes, compactions and reopens. Any
+//! difference fails with the seed and step.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{scan, scan_reverse, tiny_options};
+use ebb::fs::MemFs;
+use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    format!("key{:05}", rng.gen_range(0..space)).into_bytes()
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = rng.gen_range(0..120);
+    (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+}
+
+/// Checks point reads, a forward and reverse scan and a few seeks.
+fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &str) {
+    for _ in 0..20 {
+        let k = key(rng, 600);
+        assert_eq!(db.get_opt(&k, ro).unwrap(), model.get(&k).cloned(), "{ctx}: get {:?}", String::from_utf8_lossy(&k));
+    }
+    assert_eq!(&scan(db, ro.clone()), model, "{ctx}: forward scan");
+    assert_eq!(&scan_reverse(db, ro.clone()), model, "{ctx}: reverse scan");
+    let mut it = db.iter(ro.clone());
+    for _ in 0..10 {
+        let k = key(rng, 600);
+        it.seek(&k);
+        let want = model.range(k.clone()..).next();
+        assert_eq!(it.valid().then(|| (it.key().to_vec(), it.value().to_vec())), want.map(|(a, b)| (a.clone(), b.clone())), "{ctx}: seek");
+        if it.valid() {
+            it.prev();
+            let want_prev = model.range(..k.clone()).next_back();
+            assert_eq!(it.valid().then(|| it.key().to_vec()), want_prev.map(|(a, _)| a.clone()), "{ctx}: prev after seek");
+        }
+        it.seek_for_prev(&k);
+        let want = model.range(..=k.clone()).next_back();
+        assert_eq!(it.valid().then(|| it.key().to_vec()), want.map(|(a, _)| a.clone()), "{ctx}: seek_for_prev");
+        if it.valid() {
+            it.next();
+            let want_next = model.range((std::ops::Bound::Excluded(k.clone()), std::ops::Bound::Unbounded)).next();
+            assert_eq!(it.valid().then(|| it.key().to_vec()), want_next.map(|(a, _)| a.clone()), "{ctx}: next after seek_for_prev");
+        }
+    }
+}
+
+fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_epoch: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let path = std::path::PathBuf::from(format!("/model-{seed}"));
+    let mut model = Model::new();
+    for epoch in 0..epochs {
+        let db = Db::open(&path, opts_for()).unwrap_or_else(|e| panic!("seed {seed} epoch {epoch}: open: {e}"));
+        assert_eq!(scan(&db, ReadOptions::default()), model, "seed {seed} epoch {epoch}: state after reopen");
+        let mut snaps = Vec::new();
+        for step in 0..ops_per_epoch {
+            let ctx = format!("seed {seed} epoch {epoch} step {step}");
+            match rng.gen_range(0..100) {
+                0..=44 => {
+                    let (k, v) = (key(&mut rng, 600), value(&mut rng));
+                    db.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                45..=59 => {
+                    let k = key(&mut rng, 600);
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                60..=69 => {
+                    let mut b = WriteBatch::new();
+                    for _ in 0..rng.gen_range(1..10) {
+                        let k = key(&mut rng, 600);
+                        if rng.gen_bool(0.7) {
+                            let v = value(&mut rng);
+                            b.put(&k, &v);
+                            model.insert(k, v);
+                        } else {
+                            b.delete(&k);
+                            model.remove(&k);
+                        }
+                    }
+                    let wo = WriteOptions { sync: rng.gen_bool(0.1), disable_wal: false };
+                    db.write_opt(&b, &wo).unwrap();
+                }
+                70..=79 => {
+                    let k = key(&mut rng, 600);
+                    assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{ctx}: get");
+                }
+                80..=82 => {
+                    if snaps.len() < 4 {
+                        snaps.push((db.snapshot(), model.clone()));
+                    } else {
+                        snaps.remove(rng.gen_range(0..snaps.len()));
+                    }
+                }
+                83..=86 => {
+                    if !snaps.is_empty() {
+                        let i = rng.gen_range(0..snaps.len());
+                        let ro = snaps[i].0.read_options();
+                        check_view(&db, &snaps[i].1, &ro, &mut rng, &format!("{ctx} snapshot"));
+                    }
+                }
+                87..=89 => check_view(&db, &model, &ReadOptions::default(), &mut rng, &ctx),
+                90..=93 => db.flush(rng.gen_bool(0.5)).unwrap(),
+                94..=95 => {
+                    let a = key(&mut rng, 600);
+                    let b = key(&mut rng, 600);
+                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                    db.compact_range(Some(&lo), Some(&hi)).unwrap();
+                }
+                _ => {
+                    // Range scan with bounds.
+                    let a = key(&mut rng, 600);
+                    let b = key(&mut rng, 600);
+                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                    let ro = ReadOptions {
+                        iterate_lower_bound: Some(lo.clone()),
+                        iterate_upper_bound: Some(hi.clone()),
+                        ..ReadOptions::default()
+                    };
+                    let want: Model = model.range(lo..hi).map(|(k, v)| (k.clone(), v.clone())).collect();
+                    assert_eq!(scan(&db, ro.clone()), want, "{ctx}: bounded scan");
+                    assert_eq!(scan_reverse(&db, ro), want, "{ctx}: bounded reverse scan");
+                }
+            }
+        }
+        check_view(&db, &model, &ReadOptions::default(), &mut rng, &format!("seed {seed} epoch {epoch} end"));
+        for (s, m) in &snaps {
+            assert_eq!(&scan(&db, s.read_options()), m, "seed {seed} epoch {epoch}: snapshot at end");
+        }
+        drop(snaps);
+        if rng.gen_bool(0.5) {
+            db.close().unwrap();
+        } else {
+            drop(db);
+        }
+    }
+}
+
+#[test]
+fn model_on_memfs_many_seeds() {
+    for seed in 0..12 {
+        let fs = MemFs::new();
+        run_seed(seed, &|| tiny_options(Some(fs.clone())), 4, 1500);
+    }
+}
+
+#[test]
+fn model_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    for seed in 100..103 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let _ = &mut rng;
+        let path = base.join(format!("db{seed}"));
+        let opts = move || {
+            let mut o = tiny_options(None);
+            o.compression = ebb::CompressionType::Lz4;
+            o
+        };
+        run_seed_at(seed, &path, &opts);
+    }
+}
+
+fn run_seed_at(seed: u64, path: &std::path::Path, opts: &dyn Fn() -> Options) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = Model::new();
+    for epoch in 0..3 {
+        let db = Db::open(path, opts()).unwrap();
+        assert_eq!(scan(&db, ReadOptions::default()), model, "seed {seed} epoch {epoch} reopen");
+        for _ in 0..2000 {
+            let k = key(&mut rng, 600);
+            if rng.gen_bool(0.75) {
+                let v = value(&mut rng);
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            } else {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+        }
+        check_view(&db, &model, &ReadOptions::default(), &mut rng, &format!("disk seed {seed} epoch {epoch}"));
+        db.close().unwrap();
+    }
+}
