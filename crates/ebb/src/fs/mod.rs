@@ -10,13 +10,14 @@
 //! 2. A new file's name, a rename or a removal is durable only after
 //!    `sync_dir()` of its parent directory returns.
 //! 3. `rename` atomically replaces the target.
+//!
 //! All implementations are `Send + Sync`; a single file handle is used by one
 //! thread at a time.
 
 mod mem;
 mod posix;
 
-pub use mem::{CrashMode, FaultKind, FaultOp, MemFs};
+pub use mem::{CrashMode, FaultKind, FaultOp, FaultRule, MemFs};
 pub use posix::PosixFs;
 
 use std::path::Path;
