@@ -1,0 +1,509 @@
+//! A decoded block and the iterator over it (LevelDB `table/block.cc`).
+//!
+//! Contract:
+//! 1. [`Block::new`] checks the restart array (count, bounds, increasing
+//!    offsets) once; entries are checked lazily as the iterator decodes them.
+//!    No byte pattern makes either panic: a bad entry makes the iterator
+//!    invalid and [`BlockIterator::corruption`] says why.
+//! 2. A block is immutable and shared through `Arc` (the block cache hands out
+//!    the same block to many readers); an iterator owns its `Arc`, so its
+//!    `value()` slice stays valid until the iterator moves.
+//! 3. Keys are compared in the block's [`KeyOrder`]: internal-key order for
+//!    data and index blocks, bytewise for the metaindex and properties blocks.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::key::{compare_internal_keys, TRAILER_LEN};
+use crate::util::coding::{decode_fixed32, decode_varint32};
+
+/// How the keys of a block are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Plain bytewise order (metaindex, properties).
+    Bytewise,
+    /// Internal-key order; every key must be at least 8 bytes long.
+    Internal,
+}
+
+impl KeyOrder {
+    fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            KeyOrder::Bytewise => a.cmp(b),
+            KeyOrder::Internal => compare_internal_keys(a, b),
+        }
+    }
+
+    fn key_is_well_formed(self, key: &[u8]) -> bool {
+        self == KeyOrder::Bytewise || key.len() >= TRAILER_LEN
+    }
+}
+
+/// The uncompressed contents of one block, checked enough to iterate safely.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    /// Offset of the restart array: entries live in `data[..restart_offset]`.
+    restart_offset: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Wraps block contents, refusing a malformed restart array.
+    pub fn new(data: Vec<u8>) -> Result<Block, String> {
+        let len = data.len();
+        let num_restarts =
+            len.checked_sub(4)
+                .and_then(|at| decode_fixed32(&data[at..]))
+                .ok_or_else(|| format!("block of {len} bytes is too short for a restart count"))? as usize;
+        let max_restarts = (len - 4) / 4;
+        if num_restarts == 0 || num_restarts > max_restarts {
+            return Err(format!("block of {len} bytes claims {num_restarts} restart points"));
+        }
+        let restart_offset = len - 4 - 4 * num_restarts;
+        let block = Block { data, restart_offset, num_restarts };
+        let mut previous = None;
+        for i in 0..num_restarts {
+            let r = block.restart_point(i);
+            let in_bounds = r < restart_offset || (r == 0 && restart_offset == 0);
+            if !in_bounds || previous.is_some_and(|p| r <= p) {
+                return Err(format!("restart point {i} at {r} is out of order or past the entries ({restart_offset})"));
+            }
+            previous = Some(r);
+        }
+        Ok(block)
+    }
+
+    /// Bytes held, for cache charging.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        let at = self.restart_offset + 4 * i;
+        decode_fixed32(&self.data[at..]).unwrap_or(0) as usize
+    }
+}
+
+/// A decoded entry header: where the key delta and value sit in the block.
+struct EntryHeader {
+    shared: usize,
+    key_start: usize,
+    key_end: usize,
+    value_end: usize,
+}
+
+/// A cursor over a [`Block`], in both directions.
+///
+/// Follows the [`crate::iter::InternalIterator`] contract except for error
+/// reporting: a corruption makes it invalid and is reported as a reason by
+/// [`BlockIterator::corruption`], for the owner to wrap with the file name and
+/// block offset.
+pub struct BlockIterator {
+    block: Arc<Block>,
+    order: KeyOrder,
+    /// Offset of the current entry.
+    current: usize,
+    /// Offset just past the current entry (where the next one starts).
+    next_offset: usize,
+    /// Index of the restart region holding `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    value: (usize, usize),
+    valid: bool,
+    corruption: Option<String>,
+}
+
+impl BlockIterator {
+    /// An unpositioned iterator over `block` whose keys are in `order`.
+    pub fn new(block: Arc<Block>, order: KeyOrder) -> Self {
+        BlockIterator {
+            block,
+            order,
+            current: 0,
+            next_offset: 0,
+            restart_index: 0,
+            key: Vec::new(),
+            value: (0, 0),
+            valid: false,
+            corruption: None,
+        }
+    }
+
+    /// True when positioned at an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key; valid until the iterator moves. Requires `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value; valid until the iterator moves. Requires `valid()`.
+    pub fn value(&self) -> &[u8] {
+        self.block.data.get(self.value.0..self.value.1).unwrap_or(&[])
+    }
+
+    /// Why the block is corrupt, once the iterator has met a bad entry. A
+    /// corrupt iterator stays invalid.
+    pub fn corruption(&self) -> Option<&str> {
+        self.corruption.as_deref()
+    }
+
+    /// Positions at the first entry.
+    pub fn seek_to_first(&mut self) {
+        if self.corruption.is_some() {
+            return;
+        }
+        self.seek_to_restart(0);
+        self.parse_next();
+    }
+
+    /// Positions at the last entry.
+    pub fn seek_to_last(&mut self) {
+        if self.corruption.is_some() {
+            return;
+        }
+        self.seek_to_restart(self.block.num_restarts - 1);
+        while self.parse_next() && self.next_offset < self.block.restart_offset {}
+    }
+
+    /// Positions at the first entry `>= target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        if self.corruption.is_some() {
+            return;
+        }
+        // Binary search for the last restart point whose key is < target.
+        let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            let Some((start, end)) = self.restart_key(mid) else {
+                return;
+            };
+            if self.order.compare(&self.block.data[start..end], target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.seek_to_restart(left);
+        while self.parse_next() {
+            if self.order.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    /// Positions at the last entry `<= target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if self.corruption.is_some() {
+            return;
+        }
+        if !self.valid {
+            self.seek_to_last();
+        } else if self.order.compare(&self.key, target) == Ordering::Greater {
+            self.prev();
+        }
+    }
+
+    /// Moves to the next entry. Requires `valid()`.
+    pub fn next(&mut self) {
+        if self.valid {
+            self.parse_next();
+        }
+    }
+
+    /// Moves to the previous entry. Requires `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        // Back up to the restart region that starts before the current entry,
+        // then walk forward to the entry just before it.
+        let original = self.current;
+        while self.block.restart_point(self.restart_index) >= original {
+            if self.restart_index == 0 {
+                self.valid = false;
+                return;
+            }
+            self.restart_index -= 1;
+        }
+        self.seek_to_restart(self.restart_index);
+        while self.parse_next() && self.next_offset < original {}
+    }
+
+    fn seek_to_restart(&mut self, index: usize) {
+        self.key.clear();
+        self.restart_index = index;
+        self.next_offset = self.block.restart_point(index);
+        self.valid = false;
+    }
+
+    /// Decodes the entry header at `offset`, checking every length against
+    /// the entry area.
+    fn decode_header(&self, offset: usize) -> Result<EntryHeader, String> {
+        let limit = self.block.restart_offset;
+        let area = self.block.data.get(offset..limit).ok_or("entry offset past the entries")?;
+        let mut p = 0;
+        let mut field = |name: &str| -> Result<usize, String> {
+            let (v, n) = decode_varint32(&area[p..]).ok_or_else(|| format!("bad {name} varint"))?;
+            p += n;
+            Ok(v as usize)
+        };
+        let shared = field("shared-length")?;
+        let non_shared = field("key-length")?;
+        let value_len = field("value-length")?;
+        let key_start = offset + p;
+        let key_end = key_start.checked_add(non_shared).filter(|&e| e <= limit).ok_or("key runs past the entries")?;
+        let value_end = key_end.checked_add(value_len).filter(|&e| e <= limit).ok_or("value runs past the entries")?;
+        Ok(EntryHeader { shared, key_start, key_end, value_end })
+    }
+
+    /// Where the whole key stored at restart point `index` sits in the block,
+    /// or `None` after recording a corruption.
+    fn restart_key(&mut self, index: usize) -> Option<(usize, usize)> {
+        let offset = self.block.restart_point(index);
+        match self.decode_header(offset) {
+            Ok(h) if h.shared == 0 && self.order.key_is_well_formed(&self.block.data[h.key_start..h.key_end]) => {
+                Some((h.key_start, h.key_end))
+            }
+            Ok(_) => {
+                self.fail(offset, "malformed key at a restart point".into());
+                None
+            }
+            Err(reason) => {
+                self.fail(offset, reason);
+                None
+            }
+        }
+    }
+
+    /// Decodes the entry at `next_offset`; false at the end or on corruption.
+    fn parse_next(&mut self) -> bool {
+        self.current = self.next_offset;
+        if self.current >= self.block.restart_offset {
+            self.valid = false;
+            return false;
+        }
+        let h = match self.decode_header(self.current) {
+            Ok(h) => h,
+            Err(reason) => {
+                self.fail(self.current, reason);
+                return false;
+            }
+        };
+        if h.shared > self.key.len() {
+            self.fail(self.current, format!("entry shares {} bytes of a {}-byte key", h.shared, self.key.len()));
+            return false;
+        }
+        self.key.truncate(h.shared);
+        self.key.extend_from_slice(&self.block.data[h.key_start..h.key_end]);
+        if !self.order.key_is_well_formed(&self.key) {
+            self.fail(self.current, format!("{}-byte key is too short for an internal key", self.key.len()));
+            return false;
+        }
+        self.value = (h.key_end, h.value_end);
+        self.next_offset = h.value_end;
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_index + 1) <= self.current
+        {
+            self.restart_index += 1;
+        }
+        self.valid = true;
+        true
+    }
+
+    fn fail(&mut self, offset: usize, reason: String) {
+        self.valid = false;
+        self.key.clear();
+        self.corruption = Some(format!("{reason} (entry at block offset {offset})"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::sst::block_builder::BlockBuilder;
+    use proptest::prelude::*;
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        Arc::new(Block::new(b.finish()).unwrap())
+    }
+
+    fn collect_forward(it: &mut BlockIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    fn collect_backward(it: &mut BlockIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        out.reverse();
+        out
+    }
+
+    /// Sorted, distinct internal keys built from a small alphabet so that
+    /// neighbours share prefixes, with a few versions per user key.
+    fn entries_strategy() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+        prop::collection::vec(
+            (prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'c']), 0..6), 0u64..4, 0usize..20),
+            0..120,
+        )
+        .prop_map(|raw| {
+            let mut v: Vec<(Vec<u8>, Vec<u8>)> = raw
+                .into_iter()
+                .map(|(uk, seq, vlen)| (make_internal_key(&uk, seq, ValueKind::Value), vec![b'v'; vlen]))
+                .collect();
+            v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            v.dedup_by(|a, b| a.0 == b.0);
+            v
+        })
+    }
+
+    fn target_strategy() -> impl Strategy<Value = Vec<u8>> {
+        (prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'c', b'd']), 0..7), 0u64..5)
+            .prop_map(|(uk, seq)| make_internal_key(&uk, seq, ValueKind::Value))
+    }
+
+    proptest! {
+        #[test]
+        fn block_matches_a_sorted_vec(
+            entries in entries_strategy(),
+            interval in 1usize..8,
+            targets in prop::collection::vec(target_strategy(), 1..30),
+            walk in prop::collection::vec(any::<bool>(), 0..40),
+        ) {
+            let block = build(&entries, interval);
+            let mut it = BlockIterator::new(block, KeyOrder::Internal);
+            prop_assert_eq!(&collect_forward(&mut it), &entries);
+            prop_assert_eq!(&collect_backward(&mut it), &entries);
+            for t in &targets {
+                let ge = entries.partition_point(|(k, _)| compare_internal_keys(k, t) == Ordering::Less);
+                it.seek(t);
+                prop_assert_eq!(it.valid(), ge < entries.len());
+                if ge < entries.len() {
+                    prop_assert_eq!(it.key(), &entries[ge].0[..]);
+                    prop_assert_eq!(it.value(), &entries[ge].1[..]);
+                }
+                let le = entries.partition_point(|(k, _)| compare_internal_keys(k, t) != Ordering::Greater);
+                it.seek_for_prev(t);
+                prop_assert_eq!(it.valid(), le > 0);
+                if le > 0 {
+                    prop_assert_eq!(it.key(), &entries[le - 1].0[..]);
+                }
+                // A random walk from the seek position crosses restart boundaries.
+                let mut pos = le.checked_sub(1);
+                for &forward in &walk {
+                    let Some(p) = pos else { break };
+                    if forward { it.next(); pos = Some(p + 1).filter(|&q| q < entries.len()); }
+                    else { it.prev(); pos = p.checked_sub(1); }
+                    prop_assert_eq!(it.valid(), pos.is_some());
+                    if let Some(q) = pos {
+                        prop_assert_eq!(it.key(), &entries[q].0[..]);
+                        prop_assert_eq!(it.value(), &entries[q].1[..]);
+                    }
+                }
+            }
+            prop_assert!(it.corruption().is_none());
+        }
+
+        #[test]
+        fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..200), target in target_strategy()) {
+            if let Ok(block) = Block::new(data) {
+                let block = Arc::new(block);
+                for order in [KeyOrder::Internal, KeyOrder::Bytewise] {
+                    let mut it = BlockIterator::new(block.clone(), order);
+                    let n = collect_forward(&mut it).len();
+                    prop_assert!(n <= block.size());
+                    collect_backward(&mut it);
+                    it.seek(&target);
+                    it.seek_for_prev(&target);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_block_has_no_entries() {
+        let block = build(&[], 16);
+        assert_eq!(block.size(), 8);
+        let mut it = BlockIterator::new(block, KeyOrder::Internal);
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert!(!it.valid());
+        it.seek(&make_internal_key(b"a", 1, ValueKind::Value));
+        assert!(!it.valid());
+        it.seek_for_prev(&make_internal_key(b"a", 1, ValueKind::Value));
+        assert!(!it.valid());
+        assert!(it.corruption().is_none());
+    }
+
+    #[test]
+    fn malformed_restart_arrays_are_refused() {
+        assert!(Block::new(vec![]).is_err());
+        assert!(Block::new(vec![0, 0, 0]).is_err());
+        assert!(Block::new(vec![0, 0, 0, 0]).unwrap_err().contains("0 restart"));
+        assert!(Block::new(vec![0xff, 0xff, 0xff, 0xff]).is_err());
+        // One restart pointing past the entry area.
+        assert!(Block::new(vec![9, 9, 5, 0, 0, 0, 1, 0, 0, 0]).is_err());
+        // Restarts out of order.
+        let mut b = vec![0u8; 6];
+        b.extend_from_slice(&[3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0]);
+        assert!(Block::new(b).unwrap_err().contains("out of order"));
+    }
+
+    #[test]
+    fn bad_entries_are_reported_not_misread() {
+        let entries: Vec<_> =
+            (0..4u8).map(|i| (make_internal_key(&[b'k', i], 1, ValueKind::Value), vec![i; 3])).collect();
+        let mut raw = {
+            let mut b = BlockBuilder::new(16);
+            for (k, v) in &entries {
+                b.add(k, v);
+            }
+            b.finish()
+        };
+        // The second entry claims to share more bytes than the first key has.
+        let second = 3 + entries[0].0.len() + 3;
+        raw[second] = 40;
+        let mut it = BlockIterator::new(Arc::new(Block::new(raw).unwrap()), KeyOrder::Internal);
+        it.seek_to_first();
+        assert!(it.valid());
+        it.next();
+        assert!(!it.valid());
+        assert!(it.corruption().unwrap().contains("shares 40 bytes"), "{:?}", it.corruption());
+        it.seek_to_first();
+        assert!(!it.valid(), "a corrupt iterator stays invalid");
+    }
+
+    #[test]
+    fn short_internal_keys_are_corruption_but_fine_bytewise() {
+        let mut b = BlockBuilder::new(16);
+        b.add(b"abc", b"1");
+        let block = Arc::new(Block::new(b.finish()).unwrap());
+        let mut bytewise = BlockIterator::new(block.clone(), KeyOrder::Bytewise);
+        bytewise.seek(b"abc");
+        assert_eq!((bytewise.key(), bytewise.value()), (&b"abc"[..], &b"1"[..]));
+        let mut internal = BlockIterator::new(block, KeyOrder::Internal);
+        internal.seek_to_first();
+        assert!(!internal.valid());
+        assert!(internal.corruption().unwrap().contains("too short"));
+    }
+}

@@ -1,0 +1,258 @@
+//! Writes a table file front to back (LevelDB `table/table_builder.cc`).
+//!
+//! File order: data blocks, filter block, index block, properties block,
+//! metaindex block, footer (docs/format-sst.md). The index entry for a data
+//! block is written once the next block's first key is known, so the
+//! separator can be shortened to something between the two blocks.
+//!
+//! One builder writes one file from one thread. After an I/O error every later
+//! call returns that error again; an out-of-order key is refused without
+//! harming the table being built.
+
+use std::cmp::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::block_builder::BlockBuilder;
+use super::filter::BloomFilterBuilder;
+use super::format::{block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN};
+use super::properties::TableProperties;
+use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{compare_internal_keys, internal_separator, internal_successor, user_key, ValueKind, TRAILER_LEN};
+use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::util::checksum::ChecksumType;
+use crate::util::compression::CompressionType;
+
+/// Largest data block target accepted; with the key and value limits this
+/// keeps every block's offsets within the fixed32 restart array.
+const MAX_BLOCK_SIZE: usize = 1 << 30;
+
+/// How tables are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableBuilderOptions {
+    /// Target uncompressed size of a data block (RocksDB `block_size`).
+    pub block_size: usize,
+    /// Keys between restart points in data blocks (RocksDB `block_restart_interval`).
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per distinct user key; 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+    /// Checksum of every block.
+    pub checksum: ChecksumType,
+    /// Compression of data and index blocks.
+    pub compression: CompressionType,
+}
+
+impl TableBuilderOptions {
+    /// The table options of `o`, with the compression chosen for the output level.
+    pub fn from_options(o: &crate::Options, compression: CompressionType) -> Self {
+        TableBuilderOptions {
+            block_size: o.block_size,
+            block_restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            checksum: o.checksum,
+            compression,
+        }
+    }
+}
+
+impl Default for TableBuilderOptions {
+    fn default() -> Self {
+        TableBuilderOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            checksum: ChecksumType::Crc32c,
+            compression: CompressionType::None,
+        }
+    }
+}
+
+/// Builds one table file from keys added in increasing internal-key order.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableBuilderOptions,
+    file_name: String,
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    filter: Option<BloomFilterBuilder>,
+    /// Handle of the last data block written, whose index entry waits for the
+    /// next key (or `finish`).
+    pending_index: Option<BlockHandle>,
+    last_key: Vec<u8>,
+    props: TableProperties,
+    failed: Option<Error>,
+}
+
+impl TableBuilder {
+    /// A builder writing to `file` (positioned at its start). `file_name`
+    /// appears in errors.
+    pub fn new(file: Box<dyn WritableFile>, mut opts: TableBuilderOptions, file_name: String) -> Self {
+        opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE);
+        let filter = (opts.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
+        let props = TableProperties { compression: opts.compression, checksum: opts.checksum, ..Default::default() };
+        TableBuilder {
+            file,
+            data_block: BlockBuilder::new(opts.block_restart_interval),
+            index_block: BlockBuilder::new(1),
+            opts,
+            file_name,
+            offset: 0,
+            filter,
+            pending_index: None,
+            last_key: Vec::new(),
+            props,
+            failed: None,
+        }
+    }
+
+    /// Adds an entry. Keys must be strictly increasing in internal-key order;
+    /// anything else is [`Error::InvalidArgument`] and the entry is not added.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.duplicate());
+        }
+        if internal_key.len() < TRAILER_LEN || internal_key.len() > MAX_KEY_SIZE + TRAILER_LEN {
+            return Err(Error::invalid(format!(
+                "{}: internal key of {} bytes (must be 8 to {} bytes)",
+                self.file_name,
+                internal_key.len(),
+                MAX_KEY_SIZE + TRAILER_LEN
+            )));
+        }
+        if value.len() > MAX_VALUE_SIZE {
+            return Err(Error::invalid(format!("{}: value of {} bytes is too large", self.file_name, value.len())));
+        }
+        if self.props.num_entries > 0 && compare_internal_keys(&self.last_key, internal_key) != Ordering::Less {
+            return Err(Error::invalid(format!(
+                "{}: keys added out of order: {:?} after {:?}",
+                self.file_name,
+                String::from_utf8_lossy(internal_key),
+                String::from_utf8_lossy(&self.last_key)
+            )));
+        }
+        if let Some(handle) = self.pending_index.take() {
+            let separator = internal_separator(&self.last_key, internal_key);
+            self.index_block.add(&separator, &handle.encode());
+        }
+        if let Some(f) = &mut self.filter {
+            f.add_key(user_key(internal_key));
+        }
+        self.track(internal_key, value);
+        self.data_block.add(internal_key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+        if self.data_block.estimated_size() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn track(&mut self, internal_key: &[u8], value: &[u8]) {
+        let t = crate::key::trailer(internal_key);
+        let seq = t >> 8;
+        let p = &mut self.props;
+        if p.num_entries == 0 {
+            p.smallest_key = internal_key.to_vec();
+            p.smallest_seqno = seq;
+            p.largest_seqno = seq;
+        }
+        p.smallest_seqno = p.smallest_seqno.min(seq);
+        p.largest_seqno = p.largest_seqno.max(seq);
+        p.num_entries += 1;
+        if t & 0xff == ValueKind::Deletion as u64 {
+            p.num_deletions += 1;
+        }
+        p.raw_key_size += internal_key.len() as u64;
+        p.raw_value_size += value.len() as u64;
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the data block being filled: what the file
+    /// would hold, give or take the index, filter and footer.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data_block.estimated_size() as u64
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let raw = self.data_block.finish();
+        let handle = self.write_block(&raw, true)?;
+        self.props.num_data_blocks += 1;
+        self.pending_index = Some(handle);
+        Ok(())
+    }
+
+    /// Writes a block and its trailer, compressed when `compress` and it pays.
+    fn write_block(&mut self, raw: &[u8], compress: bool) -> Result<BlockHandle> {
+        let compressed = if compress { maybe_compress(raw, self.opts.compression) } else { None };
+        let (contents, ctype) = match &compressed {
+            Some((c, t)) => (c.as_slice(), *t),
+            None => (raw, CompressionType::None),
+        };
+        let trailer = block_trailer(self.opts.checksum, contents, ctype);
+        let handle = BlockHandle::new(self.offset, contents.len() as u64);
+        let written = self.file.append(contents).and_then(|()| self.file.append(&trailer));
+        written.map_err(|e| self.fail(e))?;
+        self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok(handle)
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        self.failed = Some(e.duplicate());
+        e
+    }
+
+    /// Writes the remaining blocks and the footer, syncs the file, and returns
+    /// the table's properties.
+    pub fn finish(mut self) -> Result<TableProperties> {
+        if let Some(e) = &self.failed {
+            return Err(e.duplicate());
+        }
+        self.flush_data_block()?;
+        self.props.data_size = self.offset;
+        if let Some(handle) = self.pending_index.take() {
+            let successor = internal_successor(&self.last_key);
+            self.index_block.add(&successor, &handle.encode());
+        }
+        self.props.largest_key = self.last_key.clone();
+
+        let mut meta = Vec::new();
+        if let Some(filter) = self.filter.take().and_then(BloomFilterBuilder::finish) {
+            let start = self.offset;
+            meta.push((FILTER_BLOCK_NAME, self.write_block(&filter, false)?));
+            self.props.filter_size = self.offset - start;
+        }
+
+        let index = self.index_block.finish();
+        let start = self.offset;
+        let index_handle = self.write_block(&index, true)?;
+        self.props.index_size = self.offset - start;
+
+        self.props.creation_time = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let props_block = self.props.encode();
+        meta.push((PROPERTIES_BLOCK_NAME, self.write_block(&props_block, false)?));
+
+        // Names are added in bytewise order, as the metaindex block requires.
+        meta.sort_by(|a, b| a.0.cmp(b.0));
+        let mut metaindex = BlockBuilder::new(1);
+        for (name, handle) in &meta {
+            metaindex.add(name.as_bytes(), &handle.encode());
+        }
+        let metaindex_handle = self.write_block(&metaindex.finish(), false)?;
+
+        let footer = Footer::new(self.opts.checksum, metaindex_handle, index_handle).encode();
+        self.file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        self.file.sync()?;
+        self.props.file_size = self.offset;
+        Ok(self.props)
+    }
+}

@@ -1,0 +1,1145 @@
+//! Reads a table: [`Table`] holds what every lookup needs (index block, bloom
+//! filter, properties), [`TableIterator`] walks the index block and, through
+//! it, the data blocks (LevelDB `table/table.cc` and `two_level_iterator.cc`).
+//!
+//! Contract:
+//! 1. `Table::open` reads and checksum-verifies the footer, metaindex, index,
+//!    filter and properties blocks; data blocks are read on demand, verified
+//!    when [`ReadSettings::verify_checksums`] asks, and shared through the
+//!    block cache when one is given.
+//! 2. Any damage found (checksum, magic, lengths, varints, compression, a
+//!    handle past the end) is [`Error::Corruption`] naming the file and the
+//!    offset of the block concerned; no input makes a read panic.
+//! 3. A `Table` is immutable and `Sync`; iterators are used by one thread each.
+//!    A [`TableIterator`] that meets an error becomes invalid for good and
+//!    reports the error through `status()`.
+
+use std::sync::Arc;
+
+use super::block::{Block, BlockIterator, KeyOrder};
+use super::filter::BloomFilter;
+use super::format::{unwrap_block, BlockHandle, Footer, FOOTER_LEN};
+use super::properties::TableProperties;
+use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use crate::cache::{BlockCache, CacheKey};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key::{user_key, TRAILER_LEN};
+use crate::options::ReadOptions;
+use crate::util::checksum::ChecksumType;
+
+/// Per-read settings for data blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSettings {
+    /// Check the checksum of every data block read from the file (blocks
+    /// found in the cache were read before). Default true.
+    pub verify_checksums: bool,
+    /// Put data blocks read from the file into the block cache. Default true.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadSettings {
+    fn default() -> Self {
+        ReadSettings { verify_checksums: true, fill_cache: true }
+    }
+}
+
+impl ReadSettings {
+    /// The settings a user's [`ReadOptions`] ask for.
+    pub fn from_read_options(o: &ReadOptions) -> Self {
+        ReadSettings { verify_checksums: o.verify_checksums, fill_cache: o.fill_cache }
+    }
+}
+
+/// Reads blocks of one file, checking their handles and trailers.
+struct BlockReader {
+    file: Arc<dyn RandomAccessFile>,
+    file_name: String,
+    checksum: ChecksumType,
+    /// Where the footer starts: no block may reach past it.
+    blocks_end: u64,
+}
+
+impl BlockReader {
+    fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
+        Error::corruption(self.file_name.clone(), offset, reason)
+    }
+
+    /// The uncompressed contents of the block at `handle`.
+    fn read_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
+        let end = handle.end_with_trailer().filter(|&e| e <= self.blocks_end).ok_or_else(|| {
+            self.corruption(
+                handle.offset,
+                format!(
+                    "block handle (offset {}, size {}) points past the blocks, which end at {}",
+                    handle.offset, handle.size, self.blocks_end
+                ),
+            )
+        })?;
+        let len = usize::try_from(end - handle.offset)
+            .map_err(|_| self.corruption(handle.offset, "block too large for this platform"))?;
+        let raw = self.file.read_at(handle.offset, len)?;
+        if raw.len() != len {
+            return Err(self.corruption(handle.offset, format!("truncated block: read {} of {len} bytes", raw.len())));
+        }
+        unwrap_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r))
+    }
+
+    /// The block of entries at `handle`.
+    fn read(&self, handle: BlockHandle, verify: bool) -> Result<Block> {
+        let contents = self.read_contents(handle, verify)?;
+        Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
+    }
+}
+
+/// An open table file.
+pub struct Table {
+    reader: BlockReader,
+    file_size: u64,
+    index_offset: u64,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    cache: Option<Arc<dyn BlockCache>>,
+    cache_id: u64,
+}
+
+impl Table {
+    /// Opens the table in `file`, which holds `file_size` bytes. Reads and
+    /// verifies the footer, metaindex, index, filter and properties blocks.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_size: u64,
+        file_name: String,
+        cache: Option<Arc<dyn BlockCache>>,
+    ) -> Result<Arc<Table>> {
+        let Some(footer_at) = file_size.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(
+                file_name,
+                0,
+                format!("file of {file_size} bytes is shorter than the {FOOTER_LEN}-byte footer"),
+            ));
+        };
+        let buf = file.read_at(footer_at, FOOTER_LEN)?;
+        if buf.len() != FOOTER_LEN {
+            return Err(Error::corruption(
+                file_name,
+                footer_at,
+                format!("truncated file: read {} of {FOOTER_LEN} footer bytes", buf.len()),
+            ));
+        }
+        let footer = Footer::decode(&buf).map_err(|r| Error::corruption(file_name.clone(), footer_at, r))?;
+        let reader = BlockReader { file, file_name, checksum: footer.checksum, blocks_end: footer_at };
+
+        let metaindex = Arc::new(reader.read(footer.metaindex, true)?);
+        let mut meta = BlockIterator::new(metaindex, KeyOrder::Bytewise);
+        let mut filter_handle = None;
+        let mut properties_handle = None;
+        meta.seek_to_first();
+        while meta.valid() {
+            let handle = || {
+                BlockHandle::decode_exact(meta.value())
+                    .map_err(|r| reader.corruption(footer.metaindex.offset, format!("metaindex: {r}")))
+            };
+            match meta.key() {
+                k if k == FILTER_BLOCK_NAME.as_bytes() => filter_handle = Some(handle()?),
+                k if k == PROPERTIES_BLOCK_NAME.as_bytes() => properties_handle = Some(handle()?),
+                _ => {}
+            }
+            meta.next();
+        }
+        if let Some(r) = meta.corruption() {
+            return Err(reader.corruption(footer.metaindex.offset, format!("metaindex: {r}")));
+        }
+
+        let properties_handle = properties_handle
+            .ok_or_else(|| reader.corruption(footer.metaindex.offset, "metaindex names no properties block"))?;
+        let mut properties = TableProperties::decode(Arc::new(reader.read(properties_handle, true)?))
+            .map_err(|r| reader.corruption(properties_handle.offset, r))?;
+        properties.file_size = file_size;
+
+        let filter = match filter_handle {
+            Some(h) => {
+                let contents = reader.read_contents(h, true)?;
+                Some(BloomFilter::from_block(contents).map_err(|r| reader.corruption(h.offset, r))?)
+            }
+            None => None,
+        };
+
+        let index = Arc::new(reader.read(footer.index, true)?);
+        let cache_id = cache.as_ref().map_or(0, |c| c.new_id());
+        Ok(Arc::new(Table {
+            reader,
+            file_size,
+            index_offset: footer.index.offset,
+            index,
+            filter,
+            properties,
+            cache,
+            cache_id,
+        }))
+    }
+
+    /// The table's properties; `file_size` is the size given to `open`.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The name given to `open`, used in errors.
+    pub fn file_name(&self) -> &str {
+        &self.reader.file_name
+    }
+
+    /// The size given to `open`.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// False only when the bloom filter proves `user_key` absent; true for a
+    /// table without a filter.
+    pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            Some(f) => f.may_match(user_key),
+            None => true,
+        }
+    }
+
+    /// The first entry whose internal key is `>= lookup`, if its user key is
+    /// `lookup`'s user key. `lookup` is an internal key, normally
+    /// `(user_key, snapshot sequence, KIND_FOR_SEEK)`, so the answer is the
+    /// newest version visible at that sequence (value or tombstone).
+    pub fn get(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if lookup.len() < TRAILER_LEN {
+            return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
+        }
+        let wanted = user_key(lookup);
+        if !self.key_may_match(wanted) {
+            return Ok(None);
+        }
+        let mut index = BlockIterator::new(self.index.clone(), KeyOrder::Internal);
+        index.seek(lookup);
+        if !index.valid() {
+            return match index.corruption() {
+                Some(r) => Err(self.index_corruption(r)),
+                None => Ok(None),
+            };
+        }
+        // The index key of a block is >= its last key and < the next block's
+        // first key, with a user key strictly between them when shortened; so
+        // if this block holds no entry >= lookup, no later block holds one
+        // with lookup's user key.
+        let handle = BlockHandle::decode_exact(index.value()).map_err(|r| self.index_corruption(&r))?;
+        let mut data = BlockIterator::new(self.data_block(handle, rs)?, KeyOrder::Internal);
+        data.seek(lookup);
+        if let Some(r) = data.corruption() {
+            return Err(self.reader.corruption(handle.offset, r));
+        }
+        if data.valid() && user_key(data.key()) == wanted {
+            return Ok(Some((data.key().to_vec(), data.value().to_vec())));
+        }
+        Ok(None)
+    }
+
+    /// An iterator over every entry, unpositioned.
+    pub fn iter(self: &Arc<Self>, rs: ReadSettings) -> TableIterator {
+        TableIterator {
+            index: BlockIterator::new(self.index.clone(), KeyOrder::Internal),
+            table: self.clone(),
+            rs,
+            data: None,
+            data_handle: BlockHandle::default(),
+            error: None,
+        }
+    }
+
+    /// The approximate file offset where entries `>= internal_key` begin: the
+    /// offset of the data block that would hold it, or the end of the data
+    /// blocks when it is past the last key.
+    pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
+        if internal_key.len() < TRAILER_LEN {
+            return 0;
+        }
+        let mut index = BlockIterator::new(self.index.clone(), KeyOrder::Internal);
+        index.seek(internal_key);
+        if index.valid() {
+            if let Ok(h) = BlockHandle::decode_exact(index.value()) {
+                return h.offset;
+            }
+        }
+        self.properties.data_size
+    }
+
+    fn index_corruption(&self, reason: &str) -> Error {
+        self.reader.corruption(self.index_offset, format!("index block: {reason}"))
+    }
+
+    /// The data block at `handle`, from the cache when it is there.
+    fn data_block(&self, handle: BlockHandle, rs: &ReadSettings) -> Result<Arc<Block>> {
+        let Some(cache) = &self.cache else {
+            return Ok(Arc::new(self.reader.read(handle, rs.verify_checksums)?));
+        };
+        let key = CacheKey::new(self.cache_id, handle.offset);
+        if let Some(block) = cache.lookup(&key) {
+            return Ok(block);
+        }
+        let block = Arc::new(self.reader.read(handle, rs.verify_checksums)?);
+        if rs.fill_cache {
+            cache.insert(key, block.clone(), block.size());
+        }
+        Ok(block)
+    }
+}
+
+/// A two-level iterator over a table: the index block picks the data block,
+/// the data block iterator walks its entries. Yields every entry, tombstones
+/// and old versions included.
+pub struct TableIterator {
+    table: Arc<Table>,
+    rs: ReadSettings,
+    index: BlockIterator,
+    data: Option<BlockIterator>,
+    /// Handle of the block `data` iterates.
+    data_handle: BlockHandle,
+    error: Option<Error>,
+}
+
+impl TableIterator {
+    /// Points `data` at the block the index entry names (reusing it when it is
+    /// already there). False when the index is exhausted or on error.
+    fn load_data_block(&mut self) -> bool {
+        if !self.index.valid() {
+            self.data = None;
+            if let Some(r) = self.index.corruption() {
+                self.error = Some(self.table.index_corruption(r));
+            }
+            return false;
+        }
+        let handle = match BlockHandle::decode_exact(self.index.value()) {
+            Ok(h) => h,
+            Err(r) => return self.fail(self.table.index_corruption(&r)),
+        };
+        if self.data.is_some() && self.data_handle == handle {
+            return true;
+        }
+        match self.table.data_block(handle, &self.rs) {
+            Ok(block) => {
+                self.data = Some(BlockIterator::new(block, KeyOrder::Internal));
+                self.data_handle = handle;
+                true
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> bool {
+        self.data = None;
+        self.error = Some(e);
+        false
+    }
+
+    /// True when the data iterator is positioned; records its corruption.
+    fn data_positioned(&mut self) -> bool {
+        match &self.data {
+            Some(d) if d.valid() => true,
+            Some(d) => {
+                if let Some(r) = d.corruption() {
+                    let e = self.table.reader.corruption(self.data_handle.offset, r);
+                    self.fail(e);
+                }
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn skip_empty_blocks_forward(&mut self) {
+        while !self.data_positioned() && self.error.is_none() {
+            if !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            if !self.load_data_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_empty_blocks_backward(&mut self) {
+        while !self.data_positioned() && self.error.is_none() {
+            if !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            if !self.load_data_block() {
+                return;
+            }
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn check_target(&mut self, target: &[u8]) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if target.len() < TRAILER_LEN {
+            let e = Error::invalid(format!("seek target of {} bytes is not an internal key", target.len()));
+            return self.fail(e);
+        }
+        true
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(BlockIterator::valid)
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_first();
+        if self.load_data_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_last();
+        if self.load_data_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        self.index.seek(target);
+        if self.load_data_block() {
+            if let Some(d) = &mut self.data {
+                d.seek(target);
+            }
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if !self.check_target(target) {
+            return;
+        }
+        // The first block whose index key is >= target may hold the answer;
+        // if it holds nothing <= target, the previous block's last entry is it.
+        self.index.seek(target);
+        if !self.index.valid() && self.index.corruption().is_none() {
+            self.index.seek_to_last();
+        }
+        if self.load_data_block() {
+            if let Some(d) = &mut self.data {
+                d.seek_for_prev(target);
+            }
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[][..], BlockIterator::key)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[][..], BlockIterator::value)
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cmp::Ordering;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+
+    use parking_lot::Mutex;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::cache::LruCache;
+    use crate::fs::WritableFile;
+    use crate::iter::VecIterator;
+    use crate::key::{compare_internal_keys, make_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+    use crate::sst::block_builder::BlockBuilder;
+    use crate::sst::table_builder::{TableBuilder, TableBuilderOptions};
+    use crate::util::checksum::mask;
+    use crate::util::compression::CompressionType;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// A writable file in memory that records whether it was synced.
+    struct MemWritable {
+        data: Arc<Mutex<Vec<u8>>>,
+        synced: Arc<AtomicBool>,
+        fail_after: Option<usize>,
+    }
+
+    impl WritableFile for MemWritable {
+        fn append(&mut self, data: &[u8]) -> Result<()> {
+            let mut d = self.data.lock();
+            if self.fail_after.is_some_and(|limit| d.len() + data.len() > limit) {
+                return Err(Error::io("append", "mem.sst", std::io::Error::other("disk full")));
+            }
+            d.extend_from_slice(data);
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> Result<()> {
+            self.synced.store(true, AtomicOrdering::SeqCst);
+            Ok(())
+        }
+        fn size(&self) -> u64 {
+            self.data.lock().len() as u64
+        }
+    }
+
+    /// A read-only file in memory that counts its reads.
+    struct MemRandom {
+        data: Vec<u8>,
+        reads: AtomicUsize,
+    }
+
+    impl MemRandom {
+        fn new(data: Vec<u8>) -> Arc<MemRandom> {
+            Arc::new(MemRandom { data, reads: AtomicUsize::new(0) })
+        }
+    }
+
+    impl RandomAccessFile for MemRandom {
+        fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+            self.reads.fetch_add(1, AtomicOrdering::SeqCst);
+            let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.data.len());
+            let end = start.saturating_add(len).min(self.data.len());
+            Ok(self.data[start..end].to_vec())
+        }
+        fn size(&self) -> Result<u64> {
+            Ok(self.data.len() as u64)
+        }
+    }
+
+    fn opts(compression: CompressionType, checksum: ChecksumType, block_size: usize) -> TableBuilderOptions {
+        TableBuilderOptions { block_size, block_restart_interval: 4, bloom_bits_per_key: 10, checksum, compression }
+    }
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)], o: TableBuilderOptions) -> (Vec<u8>, TableProperties) {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let synced = Arc::new(AtomicBool::new(false));
+        let file = MemWritable { data: data.clone(), synced: synced.clone(), fail_after: None };
+        let mut b = TableBuilder::new(Box::new(file), o, "test.sst".into());
+        for (k, v) in entries {
+            b.add(k, v).unwrap();
+        }
+        assert_eq!(b.num_entries(), entries.len() as u64);
+        let props = b.finish().unwrap();
+        assert!(synced.load(AtomicOrdering::SeqCst), "finish did not sync");
+        let bytes = data.lock().clone();
+        assert_eq!(props.file_size, bytes.len() as u64);
+        (bytes, props)
+    }
+
+    fn open(bytes: &[u8]) -> Result<Arc<Table>> {
+        Table::open(MemRandom::new(bytes.to_vec()), bytes.len() as u64, "test.sst".into(), None)
+    }
+
+    fn ikey(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+        make_internal_key(user_key, seq, kind)
+    }
+
+    /// Distinct user keys, every third with an older version, every seventh
+    /// version a tombstone; values compress well.
+    fn sample_entries(n: usize) -> Entries {
+        let mut out = Vec::new();
+        for i in 0..n {
+            let uk = format!("key{i:06}").into_bytes();
+            let versions: &[u64] = if i % 3 == 0 { &[20, 10] } else { &[15] };
+            for &seq in versions {
+                let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
+                let value = match kind {
+                    ValueKind::Deletion => Vec::new(),
+                    ValueKind::Value => format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes(),
+                };
+                out.push((ikey(&uk, seq, kind), value));
+            }
+        }
+        out
+    }
+
+    fn scan_forward(t: &Arc<Table>, rs: ReadSettings) -> Result<Entries> {
+        let mut it = t.iter(rs);
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().map(|()| out)
+    }
+
+    fn scan_backward(t: &Arc<Table>, rs: ReadSettings) -> Result<Entries> {
+        let mut it = t.iter(rs);
+        let mut out = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        out.reverse();
+        it.status().map(|()| out)
+    }
+
+    #[test]
+    fn round_trip_for_every_compression_and_checksum() {
+        let entries = sample_entries(3000);
+        let rs = ReadSettings::default();
+        let (plain, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 1024));
+        let plain_data_size = open(&plain).unwrap().properties().data_size;
+        for compression in [CompressionType::None, CompressionType::Snappy, CompressionType::Lz4, CompressionType::Zstd]
+        {
+            for checksum in [ChecksumType::Crc32c, ChecksumType::Xxh3] {
+                let ctx = format!("{compression:?}/{checksum:?}");
+                let (bytes, built) = build(&entries, opts(compression, checksum, 1024));
+                let t = open(&bytes).unwrap();
+                let p = t.properties();
+                assert_eq!(p, &built, "{ctx}: properties read back differ from those written");
+                assert_eq!(p.num_entries, entries.len() as u64);
+                assert_eq!(p.num_deletions, entries.iter().filter(|(k, _)| k[k.len() - 8] == 0).count() as u64);
+                assert_eq!(p.raw_key_size, entries.iter().map(|(k, _)| k.len() as u64).sum::<u64>());
+                assert_eq!(p.raw_value_size, entries.iter().map(|(_, v)| v.len() as u64).sum::<u64>());
+                assert_eq!(
+                    (p.smallest_key.as_slice(), p.largest_key.as_slice()),
+                    (&entries[0].0[..], &entries.last().unwrap().0[..])
+                );
+                assert_eq!((p.smallest_seqno, p.largest_seqno), (10, 20));
+                assert_eq!((p.compression, p.checksum), (compression, checksum));
+                assert!(p.num_data_blocks > 10, "{ctx}");
+                assert!(p.filter_size > 0 && p.index_size > 0);
+                assert!(p.data_size + p.filter_size + p.index_size + FOOTER_LEN as u64 <= p.file_size);
+                assert!(p.creation_time > 0);
+                if compression != CompressionType::None {
+                    assert!(p.data_size < plain_data_size * 3 / 4, "{ctx}: {} vs {plain_data_size}", p.data_size);
+                }
+                assert_eq!(scan_forward(&t, rs).unwrap(), entries, "{ctx}");
+                assert_eq!(scan_backward(&t, rs).unwrap(), entries, "{ctx}");
+                for (k, v) in &entries {
+                    assert_eq!(t.get(&rs, k).unwrap(), Some((k.clone(), v.clone())), "{ctx}");
+                }
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    // The newest version is the one a lookup at the latest sequence finds.
+                    let uk = user_key(k);
+                    if i == 0 || user_key(&entries[i - 1].0) != uk {
+                        let got = t.get(&rs, &ikey(uk, MAX_SEQUENCE, KIND_FOR_SEEK)).unwrap();
+                        assert_eq!(got, Some((k.clone(), v.clone())), "{ctx}");
+                    }
+                }
+                for absent in [&b"key"[..], b"key000000a", b"key0015", b"zzz", b""] {
+                    assert_eq!(t.get(&rs, &ikey(absent, MAX_SEQUENCE, KIND_FOR_SEEK)).unwrap(), None, "{ctx}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_at_older_sequences_find_older_versions() {
+        let entries: Entries = vec![
+            (ikey(b"a", 7, ValueKind::Value), b"a7".to_vec()),
+            (ikey(b"k", 5, ValueKind::Value), b"five".to_vec()),
+            (ikey(b"k", 3, ValueKind::Value), b"three".to_vec()),
+            (ikey(b"k", 1, ValueKind::Deletion), Vec::new()),
+            (ikey(b"m", 2, ValueKind::Value), b"m2".to_vec()),
+        ];
+        // Block size 1 puts every entry in its own block, so versions of "k"
+        // straddle block boundaries; 4096 puts them all in one block.
+        for block_size in [1, 4096] {
+            let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, block_size));
+            let t = open(&bytes).unwrap();
+            let rs = ReadSettings::default();
+            let get = |uk: &[u8], seq| t.get(&rs, &ikey(uk, seq, KIND_FOR_SEEK)).unwrap();
+            assert_eq!(get(b"k", 4), Some(entries[2].clone()), "block size {block_size}");
+            assert_eq!(get(b"k", 3), Some(entries[2].clone()));
+            assert_eq!(get(b"k", 5), Some(entries[1].clone()));
+            assert_eq!(get(b"k", 100), Some(entries[1].clone()));
+            assert_eq!(get(b"k", 2), Some(entries[3].clone()), "the tombstone is returned as is");
+            assert_eq!(get(b"k", 0), None);
+            assert_eq!(get(b"a", 6), None);
+            assert_eq!(get(b"j", 100), None);
+            assert_eq!(get(b"n", 100), None);
+            assert_eq!(t.properties().num_deletions, 1);
+            assert_eq!(scan_backward(&t, rs).unwrap(), entries);
+        }
+    }
+
+    /// Applies one random operation to both iterators and checks they agree.
+    fn check_same(ours: &TableIterator, reference: &VecIterator, what: &str) {
+        assert_eq!(ours.valid(), reference.valid(), "{what}");
+        if reference.valid() {
+            assert_eq!(ours.key(), reference.key(), "{what}");
+            assert_eq!(ours.value(), reference.value(), "{what}");
+        }
+    }
+
+    #[test]
+    fn many_blocks_agree_with_a_sorted_vec() {
+        let entries = sample_entries(6000);
+        let (bytes, props) = build(&entries, opts(CompressionType::Lz4, ChecksumType::Crc32c, 256));
+        assert!(props.num_data_blocks > 200, "{} blocks", props.num_data_blocks);
+        let t = open(&bytes).unwrap();
+        let mut ours = t.iter(ReadSettings::default());
+        let mut reference = VecIterator::new(entries.clone());
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let random_target = |rng: &mut rand::rngs::StdRng| {
+            let i = rng.gen_range(0..6100);
+            let mut uk = format!("key{i:06}").into_bytes();
+            if rng.gen_bool(0.2) {
+                uk.push(b'x');
+            }
+            ikey(&uk, rng.gen_range(0..25), KIND_FOR_SEEK)
+        };
+        for step in 0..3000 {
+            let what = format!("step {step}");
+            match rng.gen_range(0..6) {
+                0 => {
+                    let target = random_target(&mut rng);
+                    ours.seek(&target);
+                    reference.seek(&target);
+                }
+                1 => {
+                    let target = random_target(&mut rng);
+                    ours.seek_for_prev(&target);
+                    reference.seek_for_prev(&target);
+                }
+                2 if rng.gen_bool(0.1) => {
+                    ours.seek_to_first();
+                    reference.seek_to_first();
+                }
+                2 => {
+                    ours.seek_to_last();
+                    reference.seek_to_last();
+                }
+                3 | 4 => {
+                    for _ in 0..rng.gen_range(1..40) {
+                        if reference.valid() {
+                            ours.next();
+                            reference.next();
+                            check_same(&ours, &reference, &what);
+                        }
+                    }
+                }
+                _ => {
+                    for _ in 0..rng.gen_range(1..40) {
+                        if reference.valid() {
+                            ours.prev();
+                            reference.prev();
+                            check_same(&ours, &reference, &what);
+                        }
+                    }
+                }
+            }
+            check_same(&ours, &reference, &what);
+        }
+        ours.status().unwrap();
+
+        // Offsets grow with the key and stay within the data blocks.
+        let mut last = 0;
+        for (k, _) in entries.iter().step_by(97) {
+            let off = t.approximate_offset_of(k);
+            assert!(off >= last && off < props.data_size, "{off} after {last}");
+            last = off;
+        }
+        assert_eq!(t.approximate_offset_of(&entries[0].0), 0);
+        assert_eq!(t.approximate_offset_of(&ikey(b"zzz", 1, ValueKind::Value)), props.data_size);
+        assert!(t.approximate_offset_of(&entries[entries.len() / 2].0) > props.data_size / 4);
+    }
+
+    #[test]
+    fn block_cache_serves_repeated_reads() {
+        let entries = sample_entries(500);
+        let (bytes, _) = build(&entries, opts(CompressionType::Snappy, ChecksumType::Crc32c, 512));
+        let file = MemRandom::new(bytes.clone());
+        let cache = Arc::new(LruCache::new(1 << 20));
+        let t = Table::open(file.clone(), bytes.len() as u64, "c.sst".into(), Some(cache.clone())).unwrap();
+        let key = &entries[100].0;
+        let no_fill = ReadSettings { verify_checksums: true, fill_cache: false };
+        assert!(t.get(&no_fill, key).unwrap().is_some());
+        assert_eq!(cache.usage(), 0, "fill_cache = false inserted a block");
+
+        let rs = ReadSettings::default();
+        assert!(t.get(&rs, key).unwrap().is_some());
+        let usage = cache.usage();
+        assert!(usage > 0);
+        let reads = file.reads.load(AtomicOrdering::SeqCst);
+        assert_eq!(t.get(&rs, key).unwrap(), Some(entries[100].clone()));
+        assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads, "second read missed the cache");
+        assert_eq!(cache.usage(), usage);
+
+        // The same file opened again gets its own cache id.
+        let t2 = Table::open(file.clone(), bytes.len() as u64, "c.sst".into(), Some(cache.clone())).unwrap();
+        let reads = file.reads.load(AtomicOrdering::SeqCst);
+        assert!(t2.get(&rs, key).unwrap().is_some());
+        assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1);
+        assert_eq!(cache.usage(), 2 * usage);
+
+        // A full scan through a small cache keeps it within capacity.
+        let small: Arc<dyn BlockCache> = Arc::new(LruCache::with_shard_bits(2048, 0));
+        let t3 = Table::open(file, bytes.len() as u64, "c.sst".into(), Some(small.clone())).unwrap();
+        assert_eq!(scan_forward(&t3, rs).unwrap(), entries);
+        assert!(small.usage() > 0 && small.usage() <= 2048);
+    }
+
+    #[test]
+    fn empty_table_opens_and_holds_nothing() {
+        for bits in [0, 10] {
+            let mut o = opts(CompressionType::Zstd, ChecksumType::Xxh3, 4096);
+            o.bloom_bits_per_key = bits;
+            let (bytes, props) = build(&[], o);
+            assert_eq!((props.num_entries, props.num_data_blocks, props.data_size, props.filter_size), (0, 0, 0, 0));
+            assert!(props.smallest_key.is_empty() && props.largest_key.is_empty());
+            let t = open(&bytes).unwrap();
+            assert_eq!(t.properties(), &props);
+            let target = ikey(b"k", 1, ValueKind::Value);
+            assert_eq!(t.get(&ReadSettings::default(), &target).unwrap(), None);
+            assert!(t.key_may_match(b"anything"), "a table without a filter must not exclude keys");
+            assert_eq!(t.approximate_offset_of(&target), 0);
+            let mut it = t.iter(ReadSettings::default());
+            it.seek_to_first();
+            assert!(!it.valid());
+            it.seek_to_last();
+            assert!(!it.valid());
+            it.seek(&target);
+            assert!(!it.valid());
+            it.seek_for_prev(&target);
+            assert!(!it.valid());
+            it.status().unwrap();
+        }
+    }
+
+    #[test]
+    fn bloom_filter_excludes_absent_keys_and_never_present_ones() {
+        let entries = sample_entries(2000);
+        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 4096));
+        let t = open(&bytes).unwrap();
+        assert!(entries.iter().all(|(k, _)| t.key_may_match(user_key(k))));
+        let passed = (0..10_000).filter(|i| t.key_may_match(format!("absent{i}").as_bytes())).count();
+        assert!(passed < 300, "{passed} of 10000 absent keys passed the filter");
+
+        let mut o = opts(CompressionType::None, ChecksumType::Crc32c, 4096);
+        o.bloom_bits_per_key = 0;
+        let (bytes, props) = build(&entries, o);
+        assert_eq!(props.filter_size, 0);
+        let t = open(&bytes).unwrap();
+        assert!(t.key_may_match(b"absent"));
+    }
+
+    #[test]
+    fn out_of_order_and_malformed_keys_are_refused() {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let file = MemWritable { data: data.clone(), synced: Arc::new(AtomicBool::new(false)), fail_after: None };
+        let mut b = TableBuilder::new(Box::new(file), TableBuilderOptions::default(), "o.sst".into());
+        let k5 = ikey(b"k", 5, ValueKind::Value);
+        b.add(&k5, b"v").unwrap();
+        for bad in [ikey(b"k", 5, ValueKind::Value), ikey(b"k", 6, ValueKind::Value), ikey(b"a", 1, ValueKind::Value)] {
+            let e = b.add(&bad, b"x").unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            assert!(e.to_string().contains("out of order"), "{e}");
+        }
+        assert!(matches!(b.add(b"short", b"x"), Err(Error::InvalidArgument(_))));
+        let k4 = ikey(b"k", 4, ValueKind::Value);
+        b.add(&k4, b"w").unwrap();
+        let props = b.finish().unwrap();
+        assert_eq!(props.num_entries, 2);
+        let bytes = data.lock().clone();
+        let t = open(&bytes).unwrap();
+        assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), vec![(k5, b"v".to_vec()), (k4, b"w".to_vec())]);
+    }
+
+    #[test]
+    fn a_write_error_poisons_the_builder() {
+        let file = MemWritable {
+            data: Arc::new(Mutex::new(Vec::new())),
+            synced: Arc::new(AtomicBool::new(false)),
+            fail_after: Some(1000),
+        };
+        let mut b =
+            TableBuilder::new(Box::new(file), opts(CompressionType::None, ChecksumType::Crc32c, 256), "e.sst".into());
+        let entries = sample_entries(200);
+        let first_error = entries.iter().find_map(|(k, v)| b.add(k, v).err()).expect("no write error");
+        assert!(matches!(first_error, Error::Io { .. }), "{first_error}");
+        let k = ikey(b"zzz", 1, ValueKind::Value);
+        assert!(matches!(b.add(&k, b"v"), Err(Error::Io { .. })));
+        assert!(matches!(b.finish(), Err(Error::Io { .. })));
+    }
+
+    /// Reads everything through every path, checking each entry returned
+    /// against `entries`; the first error stops it.
+    fn read_everything(bytes: &[u8], entries: &Entries, rs: ReadSettings, strict: bool) -> Result<()> {
+        let t = open(bytes)?;
+        let mut it = t.iter(rs);
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            if strict {
+                assert_eq!((it.key(), it.value()), (&entries[n].0[..], &entries[n].1[..]), "wrong entry {n}");
+            }
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        if strict {
+            assert_eq!(n, entries.len(), "entries went missing without an error");
+        }
+        for (k, v) in entries {
+            let got = t.get(&rs, k)?;
+            if strict {
+                assert_eq!(got, Some((k.clone(), v.clone())));
+            }
+        }
+        Ok(())
+    }
+
+    fn small_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
+        let entries = sample_entries(24);
+        let (bytes, props) = build(&entries, opts(compression, checksum, 128));
+        assert!(props.num_data_blocks >= 3);
+        (bytes, entries)
+    }
+
+    #[test]
+    fn every_flipped_byte_is_detected() {
+        for (compression, checksum) in [
+            (CompressionType::None, ChecksumType::Crc32c),
+            (CompressionType::Snappy, ChecksumType::Xxh3),
+            (CompressionType::Zstd, ChecksumType::Crc32c),
+        ] {
+            let (bytes, entries) = small_table(compression, checksum);
+            read_everything(&bytes, &entries, ReadSettings::default(), true).unwrap();
+            for i in 0..bytes.len() {
+                let mut bad = bytes.clone();
+                bad[i] ^= [0x01, 0x80, 0xff, 0x24][i % 4];
+                match read_everything(&bad, &entries, ReadSettings::default(), true) {
+                    Err(e) => assert!(e.is_corruption(), "{compression:?}/{checksum:?} byte {i}: {e}"),
+                    Ok(()) => {
+                        panic!("{compression:?}/{checksum:?}: flip of byte {i} of {} went unnoticed", bytes.len())
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flipped_bytes_without_verification_never_panic() {
+        let rs = ReadSettings { verify_checksums: false, fill_cache: true };
+        for compression in [CompressionType::None, CompressionType::Lz4] {
+            let (bytes, entries) = small_table(compression, ChecksumType::Crc32c);
+            for i in 0..bytes.len() {
+                for mask in [0x01u8, 0xff] {
+                    let mut bad = bytes.clone();
+                    bad[i] ^= mask;
+                    if let Err(e) = read_everything(&bad, &entries, rs, false) {
+                        assert!(e.is_corruption(), "byte {i}: {e}");
+                    }
+                    let Ok(t) = open(&bad) else { continue };
+                    let _ = scan_backward(&t, rs);
+                    let mut it = t.iter(rs);
+                    it.seek_for_prev(&entries[10].0);
+                    it.seek(&entries[3].0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_files_are_corruption() {
+        let (bytes, entries) = small_table(CompressionType::Snappy, ChecksumType::Crc32c);
+        for len in 0..bytes.len() {
+            let cut = &bytes[..len];
+            let e = read_everything(cut, &entries, ReadSettings::default(), true).unwrap_err();
+            assert!(e.is_corruption(), "length {len}: {e}");
+            // The size recorded elsewhere (the MANIFEST) says more than the file holds.
+            let short_file = MemRandom::new(cut.to_vec());
+            match Table::open(short_file, bytes.len() as u64, "t.sst".into(), None) {
+                Err(e) => assert!(e.is_corruption() && e.to_string().contains("truncated"), "length {len}: {e}"),
+                Ok(_) => panic!("opened a table cut to {len} bytes"),
+            }
+        }
+    }
+
+    #[test]
+    fn garbage_files_are_corruption() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let (valid, _) = small_table(CompressionType::None, ChecksumType::Crc32c);
+        let footer = &valid[valid.len() - FOOTER_LEN..];
+        for len in [0usize, 1, 8, FOOTER_LEN - 1, FOOTER_LEN, FOOTER_LEN + 1, 100, 1000, 4096] {
+            for round in 0..20 {
+                let mut garbage: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                if round == 1 {
+                    garbage.fill(0);
+                }
+                let e = open(&garbage).err().expect("garbage opened");
+                assert!(e.is_corruption(), "{e}");
+                // Right magic, random footer.
+                garbage.extend_from_slice(&crate::sst::format::TABLE_MAGIC.to_le_bytes());
+                assert!(open(&garbage).err().expect("garbage opened").is_corruption());
+                // A valid footer whose handles point into garbage.
+                garbage.truncate(len);
+                garbage.resize(valid.len() - FOOTER_LEN, 0x5a);
+                garbage.extend_from_slice(footer);
+                let e = open(&garbage).err().expect("garbage opened");
+                assert!(e.is_corruption(), "{e}");
+            }
+        }
+    }
+
+    /// Replaces the table's index with `index_contents` stored with
+    /// `type_byte` and a valid checksum, appended after the metaindex.
+    fn with_index_block(valid: &[u8], index_contents: &[u8], type_byte: u8) -> Vec<u8> {
+        let footer_at = valid.len() - FOOTER_LEN;
+        let old = Footer::decode(&valid[footer_at..]).unwrap();
+        let mut bytes = valid[..footer_at].to_vec();
+        let handle = BlockHandle::new(bytes.len() as u64, index_contents.len() as u64);
+        bytes.extend_from_slice(index_contents);
+        bytes.push(type_byte);
+        bytes.extend_from_slice(&mask(old.checksum.compute(&[index_contents, &[type_byte]])).to_le_bytes());
+        bytes.extend_from_slice(&Footer::new(old.checksum, old.metaindex, handle).encode());
+        bytes
+    }
+
+    fn index_with_value(value: &[u8]) -> Vec<u8> {
+        let mut b = BlockBuilder::new(1);
+        b.add(&ikey(b"zzz", MAX_SEQUENCE, KIND_FOR_SEEK), value);
+        b.finish()
+    }
+
+    fn expect_read_corruption(bytes: &[u8], words: &str) {
+        let t = open(bytes).unwrap();
+        let rs = ReadSettings::default();
+        let e = t.get(&rs, &ikey(b"key000001", 100, KIND_FOR_SEEK)).unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains(words), "{e}");
+        let e = scan_forward(&t, rs).unwrap_err();
+        assert!(e.is_corruption() && e.to_string().contains(words), "{e}");
+        assert!(e.to_string().contains("test.sst"), "{e}");
+    }
+
+    #[test]
+    fn bad_handles_varints_and_compression_bytes_are_corruption() {
+        let (valid, _) = small_table(CompressionType::None, ChecksumType::Crc32c);
+        // Checksums are valid in each case: the damage is in what they cover.
+        let beyond = with_index_block(&valid, &index_with_value(&BlockHandle::new(1 << 40, 100).encode()), 0);
+        expect_read_corruption(&beyond, "points past");
+        let overflow = with_index_block(&valid, &index_with_value(&BlockHandle::new(u64::MAX - 2, 10).encode()), 0);
+        expect_read_corruption(&overflow, "points past");
+        let bad_varint = with_index_block(&valid, &index_with_value(&[0xff; 11]), 0);
+        expect_read_corruption(&bad_varint, "varint");
+
+        // A data block stored with an unknown compression byte.
+        let mut data_block = valid[..valid.len() - FOOTER_LEN].to_vec();
+        let mut b = BlockBuilder::new(1);
+        b.add(&ikey(b"key000001", 1, ValueKind::Value), b"v");
+        let contents = b.finish();
+        let handle = BlockHandle::new(data_block.len() as u64, contents.len() as u64);
+        data_block.extend_from_slice(&contents);
+        data_block.push(9);
+        data_block.extend_from_slice(&mask(ChecksumType::Crc32c.compute(&[&contents, &[9]])).to_le_bytes());
+        // `with_index_block` expects a footer at the end of its input.
+        let mut padded = data_block.clone();
+        padded.extend_from_slice(&valid[valid.len() - FOOTER_LEN..]);
+        let bad_compression = with_index_block(&padded, &index_with_value(&handle.encode()), 0);
+        expect_read_corruption(&bad_compression, "compression type");
+
+        // An index block that is itself stored with an unknown compression byte.
+        let e = open(&with_index_block(&valid, &index_with_value(&handle.encode()), 9)).err().unwrap();
+        assert!(e.is_corruption() && e.to_string().contains("compression type"), "{e}");
+
+        // A footer whose index handle reaches past the file.
+        let footer_at = valid.len() - FOOTER_LEN;
+        let old = Footer::decode(&valid[footer_at..]).unwrap();
+        let mut bytes = valid[..footer_at].to_vec();
+        bytes.extend_from_slice(
+            &Footer::new(old.checksum, old.metaindex, BlockHandle::new(old.index.offset, 1 << 40)).encode(),
+        );
+        let e = open(&bytes).err().unwrap();
+        assert!(e.is_corruption() && e.to_string().contains("points past"), "{e}");
+        assert!(matches!(e, Error::Corruption { offset, .. } if offset == old.index.offset));
+    }
+
+    #[test]
+    fn short_targets_are_refused_not_misread() {
+        let (bytes, _) = small_table(CompressionType::None, ChecksumType::Crc32c);
+        let t = open(&bytes).unwrap();
+        assert!(matches!(t.get(&ReadSettings::default(), b"abc"), Err(Error::InvalidArgument(_))));
+        let mut it = t.iter(ReadSettings::default());
+        it.seek(b"abc");
+        assert!(!it.valid());
+        assert!(matches!(it.status(), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn round_trip_through_the_posix_filesystem() {
+        use crate::fs::{FileSystem, PosixFs};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let fs = PosixFs::new();
+        let entries = sample_entries(1000);
+        let mut b = TableBuilder::new(
+            fs.new_writable(&path).unwrap(),
+            opts(CompressionType::Zstd, ChecksumType::Crc32c, 4096),
+            path.display().to_string(),
+        );
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        let props = b.finish().unwrap();
+        assert_eq!(fs.file_size(&path).unwrap(), props.file_size);
+        let t = Table::open(fs.open_random(&path).unwrap(), props.file_size, path.display().to_string(), None).unwrap();
+        assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
+        assert_eq!(compare_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
+    }
+}
