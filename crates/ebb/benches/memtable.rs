@@ -37,7 +37,8 @@ fn bench_insert(c: &mut Criterion) {
             for i in 0..N {
                 m.write().insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
             }
-            black_box(m.read().len())
+            let n = m.read().len();
+            black_box(n)
         })
     });
     g.finish();

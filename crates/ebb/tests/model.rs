@@ -27,7 +27,14 @@ fn value(rng: &mut StdRng) -> Vec<u8> {
 fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &str) {
     for _ in 0..20 {
         let k = key(rng, 600);
-        assert_eq!(db.get_opt(&k, ro).unwrap(), model.get(&k).cloned(), "{ctx}: get {:?}", String::from_utf8_lossy(&k));
+        assert_eq!(
+            db.get_opt(&k, ro).unwrap(),
+            model.get(&k).cloned(),
+            "{ctx}: get {:?} at {:?}; {}",
+            String::from_utf8_lossy(&k),
+            ro.snapshot,
+            db.get_property("ebb.levelstats").unwrap_or_default()
+        );
     }
     assert_eq!(&scan(db, ro.clone()), model, "{ctx}: forward scan");
     assert_eq!(&scan_reverse(db, ro.clone()), model, "{ctx}: reverse scan");
@@ -36,11 +43,19 @@ fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &
         let k = key(rng, 600);
         it.seek(&k);
         let want = model.range(k.clone()..).next();
-        assert_eq!(it.valid().then(|| (it.key().to_vec(), it.value().to_vec())), want.map(|(a, b)| (a.clone(), b.clone())), "{ctx}: seek");
+        assert_eq!(
+            it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+            want.map(|(a, b)| (a.clone(), b.clone())),
+            "{ctx}: seek"
+        );
         if it.valid() {
             it.prev();
             let want_prev = model.range(..k.clone()).next_back();
-            assert_eq!(it.valid().then(|| it.key().to_vec()), want_prev.map(|(a, _)| a.clone()), "{ctx}: prev after seek");
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                want_prev.map(|(a, _)| a.clone()),
+                "{ctx}: prev after seek"
+            );
         }
         it.seek_for_prev(&k);
         let want = model.range(..=k.clone()).next_back();
@@ -48,7 +63,11 @@ fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &
         if it.valid() {
             it.next();
             let want_next = model.range((std::ops::Bound::Excluded(k.clone()), std::ops::Bound::Unbounded)).next();
-            assert_eq!(it.valid().then(|| it.key().to_vec()), want_next.map(|(a, _)| a.clone()), "{ctx}: next after seek_for_prev");
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                want_next.map(|(a, _)| a.clone()),
+                "{ctx}: next after seek_for_prev"
+            );
         }
     }
 }

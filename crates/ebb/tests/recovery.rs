@@ -117,7 +117,10 @@ fn power_loss_keeps_synced_writes_in_every_crash_mode() {
             let Some(at) = matching else {
                 panic!("seed {seed} {mode:?}: recovered state matches no prefix of the history");
             };
-            assert!(at >= last_synced, "seed {seed} {mode:?}: recovered prefix {at} is before the last sync {last_synced}");
+            assert!(
+                at >= last_synced,
+                "seed {seed} {mode:?}: recovered prefix {at} is before the last sync {last_synced}"
+            );
         }
     }
 }

@@ -124,6 +124,8 @@ pub struct LruCache {
     shard_bits: u32,
     capacity: usize,
     next_id: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl LruCache {
@@ -142,7 +144,14 @@ impl LruCache {
         let shard_bits = shard_bits.min(MAX_SHARD_BITS);
         let n = 1usize << shard_bits;
         let shards = (0..n).map(|i| Mutex::new(Shard::new(capacity / n + usize::from(i < capacity % n)))).collect();
-        LruCache { shards, shard_bits, capacity, next_id: AtomicU64::new(1) }
+        LruCache {
+            shards,
+            shard_bits,
+            capacity,
+            next_id: AtomicU64::new(1),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
     }
 
     fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
@@ -168,7 +177,10 @@ impl BlockCache for LruCache {
         if self.capacity == 0 {
             return None;
         }
-        self.shard(key).lock().lookup(key)
+        let found = self.shard(key).lock().lookup(key);
+        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
     }
 
     fn insert(&self, key: CacheKey, block: Arc<Block>, charge: usize) {
@@ -192,6 +204,10 @@ impl BlockCache for LruCache {
 
     fn new_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn hits_and_misses(&self) -> (u64, u64) {
+        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
     }
 }
 

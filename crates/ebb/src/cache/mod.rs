@@ -52,4 +52,6 @@ pub trait BlockCache: Send + Sync {
     fn capacity(&self) -> usize;
     /// A cache id no earlier call returned.
     fn new_id(&self) -> u64;
+    /// Lookups that found a block, and lookups that did not.
+    fn hits_and_misses(&self) -> (u64, u64);
 }

@@ -63,6 +63,14 @@ pub fn level_targets(version: &Version, opts: &Options) -> LevelTargets {
         size /= mult;
         base_level -= 1;
     }
+    // Never below a level that already holds data: L0's newer data must not
+    // land beneath older data (RocksDB caps the base at the first non-empty level).
+    if let Some(first) = (1..n).find(|l| version.num_files(*l) > 0) {
+        while base_level > first {
+            base_level -= 1;
+            size /= mult;
+        }
+    }
     let mut t = size.max(1.0).min(base as f64).max(size);
     for target in targets.iter_mut().skip(base_level) {
         *target = t as u64;
@@ -78,13 +86,14 @@ pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet
     let mut scores = vec![0.0; version.num_levels()];
     let l0_free = version.levels[0].iter().filter(|f| !being_compacted.contains(&f.number)).count();
     scores[0] = l0_free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
-    for level in 1..version.num_levels().saturating_sub(1) {
+    let last = version.num_levels().saturating_sub(1);
+    for (level, score) in scores.iter_mut().enumerate().take(last).skip(1) {
         if t.targets[level] == 0 {
             continue;
         }
         let bytes: u64 =
             version.levels[level].iter().filter(|f| !being_compacted.contains(&f.number)).map(|f| f.file_size).sum();
-        scores[level] = bytes as f64 / t.targets[level] as f64;
+        *score = bytes as f64 / t.targets[level] as f64;
     }
     scores
 }
@@ -191,7 +200,8 @@ pub fn pick_compaction(version: &Version, opts: &Options, busy: &HashSet<u64>) -
     let mut order: Vec<usize> = (0..scores.len()).filter(|l| scores[*l] >= 1.0).collect();
     order.sort_by(|a, b| scores[*b].partial_cmp(&scores[*a]).unwrap_or(std::cmp::Ordering::Equal));
     for level in order {
-        let picked = if level == 0 { pick_l0(version, opts, busy, &targets) } else { pick_level(version, opts, busy, level) };
+        let picked =
+            if level == 0 { pick_l0(version, opts, busy, &targets) } else { pick_level(version, opts, busy, level) };
         if picked.is_some() {
             return picked;
         }

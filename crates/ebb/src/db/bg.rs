@@ -272,16 +272,16 @@ impl DbInner {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             if c.level == 0 {
                 for f in &c.inputs {
-                    children.push(Box::new(tables.get(f)?.iter(rs.clone())));
+                    children.push(Box::new(tables.get(f)?.iter(rs)));
                 }
             } else {
-                children.push(Box::new(super::iter::LevelIterator::new(c.inputs.clone(), Arc::clone(&tables), rs.clone())));
+                children.push(Box::new(super::iter::LevelIterator::new(c.inputs.clone(), Arc::clone(&tables), rs)));
             }
             if !c.output_inputs.is_empty() {
                 children.push(Box::new(super::iter::LevelIterator::new(
                     c.output_inputs.clone(),
                     Arc::clone(&tables),
-                    rs.clone(),
+                    rs,
                 )));
             }
             let mut input = MergingIterator::new(children);
@@ -431,12 +431,10 @@ impl DbInner {
                 // rewrite would not change it, so stop.
                 break;
             }
-            let output_level = if level == 0 {
-                picker::level_targets(&v, &opts).base_level.min(last).max(1)
-            } else {
-                level + 1
-            };
-            if let Some(c) = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end) {
+            let output_level =
+                if level == 0 { picker::level_targets(&v, &opts).base_level.min(last).max(1) } else { level + 1 };
+            if let Some(c) = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end)
+            {
                 self.run_compaction(st, c)?;
             }
             level = if level == 0 { output_level } else { level + 1 };

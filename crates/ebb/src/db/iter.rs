@@ -37,7 +37,7 @@ impl LevelIterator {
         self.current = None;
         if let Some(f) = self.files.get(index) {
             match self.tables.get(f) {
-                Ok(t) => self.current = Some(Box::new(t.iter(self.settings.clone()))),
+                Ok(t) => self.current = Some(Box::new(t.iter(self.settings))),
                 Err(e) => {
                     if self.error.is_none() {
                         self.error = Some(e);

@@ -321,9 +321,11 @@ impl Db {
 
     /// A forward Rust iterator over the keys starting with `prefix`.
     pub fn prefix_iterator(&self, prefix: &[u8]) -> Entries<'_> {
-        let mut ro = ReadOptions::default();
-        ro.iterate_lower_bound = Some(prefix.to_vec());
-        ro.iterate_upper_bound = prefix_successor(prefix);
+        let ro = ReadOptions {
+            iterate_lower_bound: Some(prefix.to_vec()),
+            iterate_upper_bound: prefix_successor(prefix),
+            ..ReadOptions::default()
+        };
         self.iterator(ro, IteratorMode::Start)
     }
 
@@ -446,7 +448,13 @@ impl DbInner {
         *self.super_version.lock() = Arc::new(sv);
     }
 
-    fn get_from(&self, sv: &SuperVersion, key: &[u8], seq: SequenceNumber, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    fn get_from(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        seq: SequenceNumber,
+        ro: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             match mem.get(key, seq) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v)),
@@ -501,13 +509,13 @@ impl DbInner {
         }
         for f in &sv.version.levels[0] {
             match self.tables.get(f) {
-                Ok(t) => children.push(Box::new(t.iter(rs.clone()))),
+                Ok(t) => children.push(Box::new(t.iter(rs))),
                 Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
         for files in sv.version.levels.iter().skip(1) {
             if !files.is_empty() {
-                children.push(Box::new(iter::LevelIterator::new(files.clone(), Arc::clone(&self.tables), rs.clone())));
+                children.push(Box::new(iter::LevelIterator::new(files.clone(), Arc::clone(&self.tables), rs)));
             }
         }
         let merged = MergingIterator::new(children);
@@ -543,7 +551,7 @@ impl DbInner {
             memtable_bytes += m.approximate_memory_usage() as u64;
         }
         let s = &self.stats;
-        let (hits, misses) = self.tables.block_cache().map_or((0, 0), |c| c.hit_miss());
+        let (hits, misses) = self.tables.block_cache().map_or((0, 0), |c| c.hits_and_misses());
         DbMetrics {
             uptime_secs: s.started.elapsed().as_secs_f64(),
             user_writes: stats::read(&s.user_writes),

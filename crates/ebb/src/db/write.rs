@@ -106,8 +106,8 @@ impl DbInner {
             None => Ok(()),
             Some(mut batch) if !batch.is_empty() => {
                 // Release the queue while doing I/O so followers can enqueue.
-                let r = MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mem, sync, leader.disable_wal));
-                r
+
+                MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mem, sync, leader.disable_wal))
             }
             Some(_) => Ok(()),
         };
@@ -152,9 +152,8 @@ impl DbInner {
             bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
             bump(&self.stats.wal_writes, 1);
         }
-        let mut seq = first;
         let mut user_bytes = 0u64;
-        for op in batch.iter() {
+        for (seq, op) in (first..).zip(batch.iter()) {
             match op {
                 Ok(super::BatchOp::Put { key, value }) => {
                     user_bytes += (key.len() + value.len()) as u64;
@@ -166,7 +165,6 @@ impl DbInner {
                 }
                 Err(reason) => return Err(Error::invalid(reason)),
             }
-            seq += 1;
         }
         self.last_sequence.store(first + count - 1, Ordering::Release);
         bump(&self.stats.user_keys, count);
@@ -222,7 +220,8 @@ impl DbInner {
                 None
             } else if l0 >= opts.level0_slowdown_writes_trigger {
                 Some(StallCause::L0Slowdown)
-            } else if opts.soft_pending_compaction_bytes_limit > 0 && pending >= opts.soft_pending_compaction_bytes_limit
+            } else if opts.soft_pending_compaction_bytes_limit > 0
+                && pending >= opts.soft_pending_compaction_bytes_limit
             {
                 Some(StallCause::PendingCompactionSlowdown)
             } else {

@@ -21,7 +21,9 @@ use crossbeam_skiplist::SkipMap;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal_keys, make_internal_key, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::key::{
+    compare_internal_keys, make_internal_key, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
+};
 
 /// Bytes charged per entry on top of its key and value: skiplist node, tower
 /// and the two boxed slices (measured order of magnitude, not exact).
@@ -168,11 +170,14 @@ impl MemTable {
 /// self-references; memtables are small next to the SSTs a scan mostly reads.
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
-    current: Option<(Box<[u8]>, Box<[u8]>)>,
+    current: Option<OwnedEntry>,
 }
 
+type OwnedEntry = (Box<[u8]>, Box<[u8]>);
+type MapEntry<'a> = crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>;
+
 impl MemTableIterator {
-    fn set<'a>(&mut self, e: Option<crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>>) {
+    fn set(&mut self, e: Option<MapEntry<'_>>) {
         self.current = e.map(|e| (e.key().0.clone(), e.value().clone()));
     }
 }

@@ -308,24 +308,17 @@ impl Stats {
             }
             add_into(&mut int, &d);
         }
-        out.push_str(&level_row(
-            "Int",
-            0,
-            0,
-            0,
-            0.0,
-            &int,
-            cur.user_bytes.saturating_sub(prev.user_bytes),
-            false,
-        ));
+        out.push_str(&level_row("Int", 0, 0, 0, 0.0, &int, cur.user_bytes.saturating_sub(prev.user_bytes), false));
         let interval = (now - prev.secs).max(1e-9);
         let uptime = now.max(1e-9);
         out.push_str(&format!("Uptime(secs): {now:.1} total, {interval:.1} interval\n"));
         out.push_str(&format!(
             "Flush(GB): cumulative {:.3}, interval {:.3}\n",
             flush_bytes as f64 / GB,
-            levels.first().map_or(0, |l| l.bytes_written).saturating_sub(prev.levels.first().map_or(0, |l| l.bytes_written))
-                as f64
+            levels
+                .first()
+                .map_or(0, |l| l.bytes_written)
+                .saturating_sub(prev.levels.first().map_or(0, |l| l.bytes_written)) as f64
                 / GB
         ));
         out.push_str(&format!(
@@ -346,7 +339,8 @@ impl Stats {
             comp_micros.saturating_sub(prev.comp_micros) as f64 / 1e6
         ));
         out.push_str("Stalls(count): ");
-        let parts: Vec<String> = StallCause::ALL.iter().map(|c| format!("{} {}", self.stall_count(*c), c.name())).collect();
+        let parts: Vec<String> =
+            StallCause::ALL.iter().map(|c| format!("{} {}", self.stall_count(*c), c.name())).collect();
         out.push_str(&parts.join(", "));
         out.push_str("\n\n** DB Stats **\n");
         out.push_str(&format!("Uptime(secs): {now:.1} total, {interval:.1} interval\n"));
@@ -491,7 +485,10 @@ mod format_tests {
         bump(&s.wal_writes, 12_000);
         bump(&s.wal_bytes, 101 << 20);
         bump(&s.flush_bytes, 90 << 20);
-        s.add_level(0, &LevelCompactionStats { bytes_written: 90 << 20, count: 3, micros: 500_000, ..Default::default() });
+        s.add_level(
+            0,
+            &LevelCompactionStats { bytes_written: 90 << 20, count: 3, micros: 500_000, ..Default::default() },
+        );
         s.add_level(
             1,
             &LevelCompactionStats {
@@ -504,7 +501,12 @@ mod format_tests {
             },
         );
         s.record_stall(StallCause::L0Slowdown, 250_000);
-        let shape = LevelShape { files: vec![2, 3, 0], compacting: vec![0; 3], bytes: vec![1 << 20, 3 << 20, 0], scores: vec![0.5, 0.1, 0.0] };
+        let shape = LevelShape {
+            files: vec![2, 3, 0],
+            compacting: vec![0; 3],
+            bytes: vec![1 << 20, 3 << 20, 0],
+            scores: vec![0.5, 0.1, 0.0],
+        };
         let text = s.format(&shape);
         for (name, re) in [
             ("uptime total", "Uptime(secs)|total"),
@@ -519,7 +521,8 @@ mod format_tests {
             assert!(!find_all(re, &text).is_empty(), "{name} not found in:\n{text}");
         }
         assert!(text.contains("12K writes"), "{text}");
-        assert!(text.contains("Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp"));
+        assert!(text
+            .contains("Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp"));
         // The second dump's interval covers only what happened in between.
         bump(&s.user_bytes, 10 << 20);
         let text2 = s.format(&shape);

@@ -207,7 +207,11 @@ impl VersionSet {
         version.check(&name)?;
         for f in version.levels.iter().flatten() {
             if f.number >= next_file_number {
-                return Err(Error::corruption(&name, 0, format!("file {} is not below the next file number", f.number)));
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    format!("file {} is not below the next file number", f.number),
+                ));
             }
         }
         Ok(VersionSet {
