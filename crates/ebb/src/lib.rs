@@ -26,7 +26,10 @@ pub mod util;
 pub mod version;
 pub mod wal;
 
-pub use db::{BatchIter, BatchOp, Db, DbIterator, DbMetrics, Direction, Entries, IteratorMode, Snapshot, WriteBatch};
+pub use db::{
+    BatchIter, BatchOp, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries, EventListener, FlushJobInfo,
+    IteratorMode, Snapshot, StallCondition, WriteBatch,
+};
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{

@@ -146,6 +146,8 @@ pub struct Options {
     // ---- not in the text form ----
     /// The filesystem all I/O goes through; the real one by default.
     pub fs: Arc<dyn FileSystem>,
+    /// Receivers of background events (flushes, compactions, stalls, errors).
+    pub listeners: Vec<Arc<dyn crate::db::EventListener>>,
 }
 
 impl Default for Options {
@@ -194,6 +196,7 @@ impl Default for Options {
             checksum: ChecksumType::Crc32c,
             block_cache_size: 32 << 20,
             fs: Arc::new(PosixFs::new()),
+            listeners: Vec::new(),
         }
     }
 }

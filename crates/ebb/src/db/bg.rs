@@ -6,13 +6,13 @@
 //! Pools are resized by `set_options`: a thread whose index is at or over the
 //! current limit takes no work, and new threads are spawned when the limit grows.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::{DbInner, DbState};
+use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
 use crate::compaction::{job, picker, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
@@ -95,6 +95,9 @@ impl DbInner {
         }
         st.flush_running += 1;
         let mems: Vec<Arc<MemTable>> = st.imm.clone();
+        if !self.opts().listeners.is_empty() {
+            MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_begin()));
+        }
         let result = self.flush_memtables(st, &mems);
         st.flush_running -= 1;
         if let Err(e) = result {
@@ -146,8 +149,10 @@ impl DbInner {
         let output = output?;
         let mut edit = VersionEdit::default();
         let mut written = 0;
+        let mut file_number = 0;
         for f in output.files {
             written += f.file_size;
+            file_number = f.number;
             edit.add_file(0, f);
         }
         // Every WAL older than the oldest memtable still unflushed is obsolete.
@@ -178,6 +183,15 @@ impl DbInner {
             },
         );
         self.delete_obsolete_files(st);
+        if !opts.listeners.is_empty() {
+            let info = FlushJobInfo {
+                file_number,
+                bytes_written: written,
+                entries: mems.iter().map(|m| m.num_entries()).sum(),
+                micros: start.elapsed().as_micros() as u64,
+            };
+            MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_completed(&info)));
+        }
         Ok(())
     }
 
@@ -213,17 +227,52 @@ impl DbInner {
             st.being_compacted.insert(f.number);
         }
         st.compactions_running += 1;
-        let result = self.run_compaction_inner(st, &c);
+        let cancel = Arc::new(AtomicBool::new(false));
+        st.running_jobs.push(Arc::clone(&cancel));
+        let listening = !self.opts().listeners.is_empty();
+        let mut info = CompactionJobInfo {
+            input_level: c.level,
+            output_level: c.output_level,
+            input_files: c.all_inputs().map(|f| f.number).collect(),
+            output_files: Vec::new(),
+            bytes_read: 0,
+            bytes_written: 0,
+            trivial_move: c.trivial_move,
+            cancelled: false,
+            micros: 0,
+        };
+        if listening {
+            MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_begin(&info)));
+        }
+        let start = Instant::now();
+        let result = self.run_compaction_inner(st, &c, &cancel);
         for f in c.all_inputs() {
             st.being_compacted.remove(&f.number);
         }
+        st.running_jobs.retain(|j| !Arc::ptr_eq(j, &cancel));
         st.compactions_running -= 1;
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
-        result
+        if listening {
+            info.micros = start.elapsed().as_micros() as u64;
+            info.cancelled = matches!(result, Err(Error::Cancelled));
+            if let Ok(out) = &result {
+                info.output_files = out.iter().map(|f| f.number).collect();
+                info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
+                info.bytes_read = if c.trivial_move { 0 } else { c.input_bytes() };
+            }
+            MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_completed(&info)));
+        }
+        result.map(|_| ())
     }
 
-    fn run_compaction_inner(&self, st: &mut MutexGuard<'_, DbState>, c: &Compaction) -> Result<()> {
+    /// Returns the files the compaction installed.
+    fn run_compaction_inner(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        c: &Compaction,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
         let mut edit = VersionEdit::default();
         for f in &c.inputs {
@@ -249,7 +298,7 @@ impl DbInner {
                     ..Default::default()
                 },
             );
-            return Ok(());
+            return Ok(c.inputs.clone());
         }
         let opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
@@ -266,7 +315,6 @@ impl DbInner {
         let tables = Arc::clone(&self.tables);
         let rs = ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false };
         let table_options = TableBuilderOptions::from_options(&opts, c.compression);
-        let cancel = &self.cancel_compactions;
         let mut extra_needed = 0u64;
         let out = MutexGuard::unlocked(st, || {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -330,8 +378,9 @@ impl DbInner {
             return Err(Error::invalid("compaction needed more output files than reserved"));
         }
         let written: u64 = out.files.iter().map(|f| f.file_size).sum();
-        for f in out.files {
-            edit.new_files.push((c.output_level, Arc::new(f)));
+        let installed: Vec<Arc<FileMetaData>> = out.files.into_iter().map(Arc::new).collect();
+        for f in &installed {
+            edit.new_files.push((c.output_level, Arc::clone(f)));
         }
         let r = st.versions.log_and_apply(edit);
         release(st);
@@ -352,7 +401,7 @@ impl DbInner {
             },
         );
         self.delete_obsolete_files(st);
-        Ok(())
+        Ok(installed)
     }
 
     /// Deletes files no live version lists and no job is writing: old WALs,
@@ -506,9 +555,11 @@ impl DbInner {
             }
         }
         self.closed.store(true, Ordering::Release);
-        self.cancel_compactions.store(true, Ordering::Release);
         {
             let mut st = self.state.lock();
+            for flag in &st.running_jobs {
+                flag.store(true, Ordering::Release);
+            }
             st.shutting_down = true;
             self.work_cv.notify_all();
             self.bg_cv.notify_all();

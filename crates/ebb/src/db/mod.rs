@@ -17,12 +17,14 @@
 mod batch;
 mod bg;
 mod iter;
+mod listener;
 mod open;
 mod table_cache;
 mod write;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use iter::{DbIterator, Entries};
+pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -85,6 +87,14 @@ pub struct DbMetrics {
     pub block_cache_misses: u64,
     /// Bytes held by all memtables.
     pub memtable_bytes: u64,
+    /// Compaction figures per output level (flushes at L0), as in `ebb.stats`.
+    pub level_compaction: Vec<crate::stats::LevelCompactionStats>,
+    /// Microseconds stalled per cause, in `StallCause::ALL` order.
+    pub stall_micros_by_cause: Vec<u64>,
+    /// The write-stall condition now.
+    pub stall_condition: Option<StallCondition>,
+    /// The adapted delayed write rate, bytes/s (0 when writes are not delayed).
+    pub delayed_write_rate: u64,
 }
 
 /// What readers need, swapped as a whole: the memtables and the version.
@@ -116,6 +126,10 @@ pub(crate) struct DbState {
     pub(crate) shutting_down: bool,
     /// The number of the WAL being written.
     pub(crate) wal_number: u64,
+    /// The write controller's state.
+    pub(crate) controller: write::WriteController,
+    /// Cancellation flags of running compactions.
+    pub(crate) running_jobs: Vec<Arc<AtomicBool>>,
 }
 
 pub(crate) struct DbInner {
@@ -135,8 +149,6 @@ pub(crate) struct DbInner {
     pub(crate) last_sequence: AtomicU64,
     pub(crate) tables: Arc<TableCache>,
     pub(crate) stats: Arc<Stats>,
-    /// Set to stop running compactions at their next block boundary.
-    pub(crate) cancel_compactions: AtomicBool,
     pub(crate) closed: AtomicBool,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) pool_sizes: Mutex<bg::PoolSizes>,
@@ -392,6 +404,17 @@ impl Db {
         }
     }
 
+    /// Cancels every running compaction at its next output-block boundary:
+    /// its partial outputs are deleted and its inputs stay as they were.
+    /// Automatic compaction may pick the same work again later (set
+    /// `disable_auto_compactions` first to prevent that).
+    pub fn cancel_compactions(&self) {
+        let st = self.inner.state.lock();
+        for flag in &st.running_jobs {
+            flag.store(true, Ordering::Release);
+        }
+    }
+
     /// Undoes one [`Db::pause_background_work`].
     pub fn continue_background_work(&self) {
         let mut st = self.inner.state.lock();
@@ -429,6 +452,14 @@ impl DbInner {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// Calls `f` on every listener.
+    pub(crate) fn notify(&self, f: impl Fn(&dyn EventListener)) {
+        let opts = self.opts();
+        for l in &opts.listeners {
+            f(l.as_ref());
+        }
     }
 
     pub(crate) fn opts(&self) -> Arc<Options> {
@@ -572,6 +603,10 @@ impl DbInner {
             block_cache_hits: hits,
             block_cache_misses: misses,
             memtable_bytes,
+            level_compaction: s.levels.lock().clone(),
+            stall_micros_by_cause: crate::stats::StallCause::ALL.iter().map(|c| s.stall_micros(*c)).collect(),
+            stall_condition: Some(st.controller.condition),
+            delayed_write_rate: st.controller.rate(),
         }
     }
 
@@ -597,6 +632,10 @@ impl DbInner {
                 Some(u8::from(pending).to_string())
             }
             "ebb.cur-size-all-mem-tables" => Some(m.memtable_bytes.to_string()),
+            "ebb.actual-delayed-write-rate" => Some(m.delayed_write_rate.to_string()),
+            "ebb.is-write-stopped" => {
+                Some(u8::from(matches!(m.stall_condition, Some(StallCondition::Stopped(_)))).to_string())
+            }
             "ebb.num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
             "ebb.estimate-num-keys" => {
                 let sv = self.super_version();

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::StallCondition;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -179,23 +180,15 @@ impl DbInner {
             return e;
         }
         let mut st = self.state.lock();
-        let arc = match &st.bg_error {
-            Some(existing) => Arc::clone(existing),
-            None => {
-                let a = Arc::new(e);
-                st.bg_error = Some(Arc::clone(&a));
-                a
-            }
-        };
-        self.bg_cv.notify_all();
-        Error::Background(arc)
+        self.set_bg_error_locked(&mut st, e)
     }
 
     /// Returns the memtable to write into, after switching a full one and
-    /// waiting out stalls (RocksDB `WriteController` conditions).
+    /// waiting out stalls (RocksDB's `WriteController` conditions, see
+    /// docs/compaction.md "Write stalls").
     fn make_room_for_write(&self, force: bool, batch_bytes: usize) -> Result<Arc<MemTable>> {
         let mut st = self.state.lock();
-        let mut allow_delay = !force;
+        let mut delayed_once = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
@@ -204,62 +197,38 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let opts = self.opts();
-            let version = st.versions.current();
-            let l0 = version.num_files(0) as i32;
-            let compaction_on = !opts.disable_auto_compactions;
-            let pending = if compaction_on
-                && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
-            {
-                crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts)
-            } else {
-                0
-            };
-            let unflushed = st.imm.len() + 1;
-            let mem_full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
-            let slowdown = if !compaction_on {
-                None
-            } else if l0 >= opts.level0_slowdown_writes_trigger {
-                Some(StallCause::L0Slowdown)
-            } else if opts.soft_pending_compaction_bytes_limit > 0
-                && pending >= opts.soft_pending_compaction_bytes_limit
-            {
-                Some(StallCause::PendingCompactionSlowdown)
-            } else {
-                None
-            };
-            if let (true, Some(cause)) = (allow_delay, slowdown) {
-                // Delay this write by its size at the delayed write rate (at
-                // least 1 ms, as LevelDB), once per write.
-                let micros = (batch_bytes as u64 * 1_000_000 / opts.delayed_write_rate.max(1)).clamp(1000, 1_000_000);
-                let start = Instant::now();
-                MutexGuard::unlocked(&mut st, || std::thread::sleep(Duration::from_micros(micros)));
-                self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
-                allow_delay = false;
-                continue;
+            let condition = self.stall_condition(&st, &opts);
+            self.set_stall_condition(&mut st, condition);
+            if let (false, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
+                delayed_once = true;
+                if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
+                    let start = Instant::now();
+                    MutexGuard::unlocked(&mut st, || std::thread::sleep(wait));
+                    self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
+                    continue;
+                }
             }
+            let mem_full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
             if !force && !mem_full {
                 return Ok(Arc::clone(&st.mem));
             }
             if force && st.mem.is_empty() {
                 return Ok(Arc::clone(&st.mem));
             }
-            let stop = if unflushed >= opts.max_write_buffer_number {
-                Some(StallCause::MemtableLimit)
-            } else if compaction_on && l0 >= opts.level0_stop_writes_trigger {
-                Some(StallCause::L0Stop)
-            } else if compaction_on
-                && opts.hard_pending_compaction_bytes_limit > 0
-                && pending >= opts.hard_pending_compaction_bytes_limit
-            {
-                Some(StallCause::PendingCompactionStop)
-            } else {
-                None
-            };
-            if let Some(cause) = stop {
+            if let StallCondition::Stopped(cause) = condition {
                 let start = Instant::now();
                 self.work_cv.notify_all();
                 self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
                 self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            if st.imm.len() + 1 >= opts.max_write_buffer_number {
+                // Switching now would exceed the memtable limit: wait for a flush.
+                let start = Instant::now();
+                self.set_stall_condition(&mut st, StallCondition::Stopped(StallCause::MemtableLimit));
+                self.work_cv.notify_all();
+                self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+                self.stats.record_stall(StallCause::MemtableLimit, start.elapsed().as_micros() as u64);
                 continue;
             }
             self.switch_memtable(&mut st)?;
@@ -267,6 +236,59 @@ impl DbInner {
         }
     }
 
+    /// The stall condition the current state calls for (RocksDB
+    /// `GetWriteStallConditionAndCause`). L0 and pending-bytes conditions
+    /// apply only while automatic compaction is on.
+    pub(crate) fn stall_condition(&self, st: &DbState, opts: &crate::Options) -> StallCondition {
+        let version = st.versions.current();
+        let l0 = version.num_files(0) as i32;
+        let compaction_on = !opts.disable_auto_compactions;
+        let pending = if compaction_on
+            && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
+        {
+            crate::compaction::picker::estimate_pending_compaction_bytes(&version, opts)
+        } else {
+            0
+        };
+        let unflushed = st.imm.len() + 1;
+        let full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
+        if unflushed >= opts.max_write_buffer_number && full {
+            StallCondition::Stopped(StallCause::MemtableLimit)
+        } else if compaction_on && l0 >= opts.level0_stop_writes_trigger {
+            StallCondition::Stopped(StallCause::L0Stop)
+        } else if compaction_on
+            && opts.hard_pending_compaction_bytes_limit > 0
+            && pending >= opts.hard_pending_compaction_bytes_limit
+        {
+            StallCondition::Stopped(StallCause::PendingCompactionStop)
+        } else if compaction_on && l0 >= opts.level0_slowdown_writes_trigger {
+            StallCondition::Delayed(StallCause::L0Slowdown)
+        } else if compaction_on
+            && opts.soft_pending_compaction_bytes_limit > 0
+            && pending >= opts.soft_pending_compaction_bytes_limit
+        {
+            StallCondition::Delayed(StallCause::PendingCompactionSlowdown)
+        } else {
+            StallCondition::Normal
+        }
+    }
+
+    /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
+    pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
+        let opts = self.opts();
+        let version = st.versions.current();
+        let l0 = version.num_files(0) as u64;
+        let pending = if matches!(condition, StallCondition::Delayed(StallCause::PendingCompactionSlowdown)) {
+            crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts)
+        } else {
+            0
+        };
+        let previous = st.controller.condition;
+        st.controller.update(condition, l0, pending, &opts);
+        if previous != condition && !opts.listeners.is_empty() {
+            MutexGuard::unlocked(st, || self.notify(|l| l.on_stall_conditions_changed(previous, condition)));
+        }
+    }
     /// Makes the mutable memtable immutable and starts a new one with a new
     /// WAL. Requires the db mutex (and the queue, held by the caller).
     pub(crate) fn switch_memtable(&self, st: &mut DbState) -> Result<()> {
@@ -299,8 +321,15 @@ impl DbInner {
     }
 
     pub(crate) fn set_bg_error_locked(&self, st: &mut DbState, e: Error) -> Error {
+        if matches!(e, Error::Cancelled | Error::Closed) {
+            return e;
+        }
+        let first = st.bg_error.is_none();
         let arc = st.bg_error.get_or_insert_with(|| Arc::new(e)).clone();
         self.bg_cv.notify_all();
+        if first {
+            self.notify(|l| l.on_background_error(&arc));
+        }
         Error::Background(arc)
     }
 
@@ -335,5 +364,106 @@ impl DbInner {
             bump(&self.stats.wal_syncs, 1);
         }
         r.map_err(|e| self.set_bg_error(e))
+    }
+}
+
+/// Smallest delayed write rate the controller adapts down to (RocksDB's floor).
+const MIN_DELAYED_WRITE_RATE: u64 = 16 * 1024;
+
+/// Delays writes while the tree is behind (RocksDB `WriteController`):
+/// writes are paced to `rate` bytes/s by a virtual clock, and the rate adapts
+/// each time the debt (L0 files, pending compaction bytes) changes: down by
+/// 0.8 while it grows, up by 1.25 while it shrinks, between 16 KiB/s and
+/// `delayed_write_rate`.
+#[derive(Debug)]
+pub(crate) struct WriteController {
+    pub(crate) condition: StallCondition,
+    rate: u64,
+    debt: (u64, u64),
+    next_write: Option<Instant>,
+}
+
+impl Default for WriteController {
+    fn default() -> Self {
+        WriteController { condition: StallCondition::Normal, rate: 0, debt: (0, 0), next_write: None }
+    }
+}
+
+impl WriteController {
+    /// The current delayed write rate, bytes/s (0 when not delaying).
+    pub(crate) fn rate(&self) -> u64 {
+        self.rate
+    }
+
+    fn update(&mut self, condition: StallCondition, l0: u64, pending: u64, opts: &crate::Options) {
+        let delayed = matches!(condition, StallCondition::Delayed(_));
+        if !delayed {
+            self.rate = 0;
+            self.next_write = None;
+        } else if self.rate == 0 {
+            self.rate = opts.delayed_write_rate;
+        } else if (l0, pending) > self.debt {
+            self.rate = ((self.rate as f64 * 0.8) as u64).max(MIN_DELAYED_WRITE_RATE);
+        } else if (l0, pending) < self.debt {
+            self.rate = ((self.rate as f64 * 1.25) as u64).min(opts.delayed_write_rate);
+        }
+        if (l0, pending) != self.debt || condition != self.condition {
+            self.debt = (l0, pending);
+        }
+        self.condition = condition;
+    }
+
+    /// Charges `bytes` to the virtual clock; returns how long to sleep when
+    /// the clock runs more than a millisecond ahead of `now`.
+    fn delay(&mut self, bytes: u64, now: Instant) -> Option<Duration> {
+        if self.rate == 0 {
+            return None;
+        }
+        let cost = Duration::from_nanos(bytes.max(1).saturating_mul(1_000_000_000) / self.rate.max(1));
+        let start = match self.next_write {
+            Some(t) if t > now => t,
+            _ => now,
+        };
+        let next = start + cost;
+        self.next_write = Some(next);
+        let ahead = next.saturating_duration_since(now);
+        (ahead > Duration::from_millis(1)).then_some(ahead)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_paces_to_its_rate_and_adapts() {
+        let mut opts = crate::Options::default();
+        opts.delayed_write_rate = 1_000_000;
+        let mut c = WriteController::default();
+        c.update(StallCondition::Delayed(StallCause::L0Slowdown), 20, 0, &opts);
+        assert_eq!(c.rate(), 1_000_000);
+        let t0 = Instant::now();
+        // 100 writes of 1000 bytes at 1 MB/s cost 100 ms of virtual time.
+        let mut slept = Duration::ZERO;
+        for _ in 0..100 {
+            if let Some(d) = c.delay(1000, t0) {
+                slept = d;
+            }
+        }
+        assert!(slept >= Duration::from_millis(99) && slept <= Duration::from_millis(101), "{slept:?}");
+        // Debt grows: the rate drops by 0.8; shrinks: it rises by 1.25, capped.
+        c.update(StallCondition::Delayed(StallCause::L0Slowdown), 22, 0, &opts);
+        assert_eq!(c.rate(), 800_000);
+        c.update(StallCondition::Delayed(StallCause::L0Slowdown), 21, 0, &opts);
+        assert_eq!(c.rate(), 1_000_000);
+        c.update(StallCondition::Delayed(StallCause::L0Slowdown), 20, 0, &opts);
+        assert_eq!(c.rate(), 1_000_000);
+        for l0 in 23..80 {
+            c.update(StallCondition::Delayed(StallCause::L0Slowdown), l0, 0, &opts);
+        }
+        assert_eq!(c.rate(), MIN_DELAYED_WRITE_RATE);
+        c.update(StallCondition::Normal, 0, 0, &opts);
+        assert_eq!(c.rate(), 0);
+        assert!(c.delay(1 << 20, Instant::now()).is_none());
     }
 }

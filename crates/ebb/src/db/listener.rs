@@ -1,0 +1,69 @@
+//! Event listeners: callbacks for background events (RocksDB `EventListener`).
+//!
+//! Callbacks run on the thread that did the work, without the db mutex held;
+//! they must be quick and must not call back into the database's write path.
+
+use crate::stats::StallCause;
+
+/// Facts about a finished flush.
+#[derive(Debug, Clone)]
+pub struct FlushJobInfo {
+    /// The new L0 file's number (0 when the flush wrote nothing).
+    pub file_number: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+    /// Entries read from the memtables.
+    pub entries: u64,
+    /// Microseconds the flush took.
+    pub micros: u64,
+}
+
+/// Facts about a compaction, at its start (byte counts 0) or its end.
+#[derive(Debug, Clone)]
+pub struct CompactionJobInfo {
+    /// Level of the first inputs.
+    pub input_level: usize,
+    /// Level of the outputs.
+    pub output_level: usize,
+    /// Input file numbers.
+    pub input_files: Vec<u64>,
+    /// Output file numbers (empty at the start).
+    pub output_files: Vec<u64>,
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written (0 for a trivial move).
+    pub bytes_written: u64,
+    /// The inputs were moved, not rewritten.
+    pub trivial_move: bool,
+    /// The compaction was cancelled (only in `on_compaction_completed`).
+    pub cancelled: bool,
+    /// Microseconds the compaction took (0 at the start).
+    pub micros: u64,
+}
+
+/// The write-stall condition after a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StallCondition {
+    /// Writes run at full speed.
+    Normal,
+    /// Writes are delayed, for the given cause.
+    Delayed(StallCause),
+    /// Writes are stopped, for the given cause.
+    Stopped(StallCause),
+}
+
+/// Receives background events. Every method has an empty default.
+pub trait EventListener: Send + Sync {
+    /// A flush is about to start.
+    fn on_flush_begin(&self) {}
+    /// A flush finished and its file is installed.
+    fn on_flush_completed(&self, _info: &FlushJobInfo) {}
+    /// A compaction is about to start.
+    fn on_compaction_begin(&self, _info: &CompactionJobInfo) {}
+    /// A compaction finished (installed, failed or cancelled).
+    fn on_compaction_completed(&self, _info: &CompactionJobInfo) {}
+    /// The write-stall condition changed.
+    fn on_stall_conditions_changed(&self, _previous: StallCondition, _current: StallCondition) {}
+    /// A background error became sticky; writes fail until reopen.
+    fn on_background_error(&self, _error: &crate::Error) {}
+}

@@ -1,0 +1,272 @@
+//! Compaction, background work and write stalls, observed from outside.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{scan, tiny_options};
+use ebb::fs::MemFs;
+use ebb::stats::StallCause;
+use ebb::{CompactionJobInfo, Db, EventListener, ReadOptions, StallCondition};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+#[derive(Default)]
+struct Recorder {
+    conditions: Mutex<Vec<StallCondition>>,
+    compactions: Mutex<Vec<CompactionJobInfo>>,
+    begun: AtomicUsize,
+    flushes: AtomicUsize,
+}
+
+impl EventListener for Recorder {
+    fn on_flush_completed(&self, _info: &ebb::FlushJobInfo) {
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_compaction_begin(&self, _info: &CompactionJobInfo) {
+        self.begun.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_compaction_completed(&self, info: &CompactionJobInfo) {
+        self.compactions.lock().unwrap().push(info.clone());
+    }
+    fn on_stall_conditions_changed(&self, _previous: StallCondition, current: StallCondition) {
+        self.conditions.lock().unwrap().push(current);
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn sequential_inserts_only_move_files() {
+    let fs = MemFs::new();
+    let rec = Arc::new(Recorder::default());
+    let mut o = tiny_options(Some(fs));
+    o.listeners.push(rec.clone());
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..20_000u32 {
+        db.put(format!("key{i:08}").as_bytes(), &[b'v'; 40]).unwrap();
+    }
+    db.flush(true).unwrap();
+    db.wait_for_compact().unwrap();
+    let m = db.metrics();
+    assert!(m.files_per_level.iter().skip(1).sum::<usize>() > 0, "nothing left L0: {:?}", m.files_per_level);
+    let mut moved_levels = 0;
+    for (level, l) in m.level_compaction.iter().enumerate().skip(1) {
+        assert_eq!(l.bytes_written, 0, "level {level} rewrote data under fillseq: {l:?}");
+        if l.bytes_moved > 0 {
+            moved_levels += 1;
+        }
+    }
+    assert!(moved_levels > 0, "no trivial move happened: {:?}", m.level_compaction);
+    let infos = rec.compactions.lock().unwrap();
+    assert!(!infos.is_empty() && infos.iter().all(|c| c.trivial_move), "{infos:?}");
+    // Write amplification is 1.0: only flushes wrote data.
+    assert_eq!(m.compaction_bytes_written, 0);
+    assert_eq!(scan(&db, ReadOptions::default()).len(), 20_000);
+}
+
+#[test]
+fn random_inserts_compact_and_keep_levels_sorted() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.max_subcompactions = 2;
+    let db = Db::open("/db", o).unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut model = BTreeMap::new();
+    for i in 0..30_000u32 {
+        let k = format!("key{:06}", rng.gen_range(0..5000)).into_bytes();
+        let v = format!("value{i}").into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush(true).unwrap();
+    db.wait_for_compact().unwrap();
+    let m = db.metrics();
+    assert!(m.compaction_bytes_written > 0, "no compaction rewrote data");
+    assert!(m.files_per_level[0] < 2, "L0 not compacted: {:?}", m.files_per_level);
+    assert_eq!(scan(&db, ReadOptions::default()), model);
+    let stats = db.get_property("ebb.stats").unwrap();
+    assert!(stats.contains("** Compaction Stats [default] **"), "{stats}");
+}
+
+/// Stalls engage at their triggers and release when compaction catches up;
+/// a `set_options` change applies to the next decision.
+#[test]
+fn l0_stalls_engage_and_release() {
+    let fs = MemFs::new();
+    let rec = Arc::new(Recorder::default());
+    let mut o = tiny_options(Some(fs));
+    o.listeners.push(rec.clone());
+    o.level0_file_num_compaction_trigger = 100; // compaction never triggers...
+    o.level0_slowdown_writes_trigger = 3;
+    o.level0_stop_writes_trigger = 5;
+    o.delayed_write_rate = 4 << 20;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..4000u32 {
+                db.put(format!("key{:06}", (i * 7919) % 4000).as_bytes(), &[1u8; 64]).unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    // ...so writes stop once L0 holds 5 files.
+    wait_until("the stop condition", || {
+        matches!(db.metrics().stall_condition, Some(StallCondition::Stopped(StallCause::L0Stop)))
+    });
+    assert_eq!(db.get_property("ebb.is-write-stopped").as_deref(), Some("1"));
+    assert!(!done.load(Ordering::SeqCst));
+    assert!(db.metrics().files_per_level[0] >= 5);
+    // Letting compaction run releases the stall and the writer finishes.
+    db.set_options(&[("level0_file_num_compaction_trigger", "2")]).unwrap();
+    writer.join().unwrap();
+    db.wait_for_compact().unwrap();
+    let conditions = rec.conditions.lock().unwrap().clone();
+    assert!(conditions.contains(&StallCondition::Delayed(StallCause::L0Slowdown)), "{conditions:?}");
+    assert!(conditions.contains(&StallCondition::Stopped(StallCause::L0Stop)), "{conditions:?}");
+    let m = db.metrics();
+    assert!(m.stall_micros_by_cause[1] > 0, "no L0 stop time recorded: {:?}", m.stall_micros_by_cause);
+    let stats = db.get_property("ebb.stats").unwrap();
+    let line = stats.lines().find(|l| l.starts_with("Cumulative stall:")).unwrap();
+    assert!(!line.contains(" 0.0 percent") || m.stall_micros > 0, "{line}");
+}
+
+#[test]
+fn compaction_disabled_with_lifted_triggers_never_stalls_on_l0() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.disable_auto_compactions = true;
+    o.level0_file_num_compaction_trigger = 10_000;
+    o.level0_slowdown_writes_trigger = 10_000;
+    o.level0_stop_writes_trigger = 10_000;
+    o.max_write_buffer_number = 6;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..20_000u32 {
+        db.put(format!("key{:06}", (i * 7919) % 20_000).as_bytes(), &[2u8; 64]).unwrap();
+    }
+    db.flush(true).unwrap();
+    let m = db.metrics();
+    assert!(m.files_per_level[0] > 20, "expected many L0 files, got {:?}", m.files_per_level);
+    for cause in [
+        StallCause::L0Slowdown,
+        StallCause::L0Stop,
+        StallCause::PendingCompactionSlowdown,
+        StallCause::PendingCompactionStop,
+    ] {
+        assert_eq!(m.stall_micros_by_cause[cause as usize], 0, "{cause:?} stalled with compaction disabled");
+    }
+    assert_eq!(m.compaction_bytes_written, 0);
+    // Turning compaction back on is honoured by the next decision.
+    db.set_options(&[("disable_auto_compactions", "false"), ("level0_file_num_compaction_trigger", "4")]).unwrap();
+    db.wait_for_compact().unwrap();
+    assert!(db.metrics().files_per_level[0] < 4, "{:?}", db.metrics().files_per_level);
+}
+
+#[test]
+fn cancelled_compaction_leaves_a_consistent_database_and_no_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Arc::new(Recorder::default());
+    let mut o = tiny_options(None);
+    o.listeners.push(rec.clone());
+    o.disable_auto_compactions = true;
+    o.target_file_size_base = 1 << 20;
+    o.block_size = 256;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..40_000u32 {
+        let k = format!("key{:06}", (i * 7919) % 40_000).into_bytes();
+        db.put(&k, &[3u8; 50]).unwrap();
+        model.insert(k, vec![3u8; 50]);
+    }
+    db.flush(true).unwrap();
+    let l0_before = db.metrics().files_per_level[0];
+    // Start compaction, and cancel it as soon as it begins.
+    db.set_options(&[("disable_auto_compactions", "false")]).unwrap();
+    wait_until("a compaction to begin", || rec.begun.load(Ordering::SeqCst) > 0);
+    db.set_options(&[("disable_auto_compactions", "true")]).unwrap();
+    db.cancel_compactions();
+    wait_until("the compaction to end", || !rec.compactions.lock().unwrap().is_empty());
+    let cancelled = rec.compactions.lock().unwrap().iter().any(|c| c.cancelled);
+    assert!(cancelled, "the compaction finished before it could be cancelled: {:?}", rec.compactions.lock().unwrap());
+    assert_eq!(db.metrics().files_per_level[0], l0_before, "a cancelled compaction changed L0");
+    assert_eq!(scan(&db, ReadOptions::default()), model);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    let live: usize = db.metrics().files_per_level.iter().sum();
+    let on_disk = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    assert_eq!(live, on_disk, "orphan SSTs after a cancelled compaction");
+    assert_eq!(scan(&db, ReadOptions::default()), model);
+}
+
+/// Concurrent writers and readers with tiny memtables: every thread's keys end
+/// as its model says, and a snapshot reads the same data twice.
+#[test]
+fn concurrent_writers_and_snapshot_readers() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.max_background_compactions = 2;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut checks = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let snap = db.snapshot();
+                    let a = scan(&db, snap.read_options());
+                    let b = scan(&db, snap.read_options());
+                    assert_eq!(a, b, "a snapshot changed under concurrent writes");
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    let writers: Vec<_> = (0..3u32)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(u64::from(t));
+                let mut model = BTreeMap::new();
+                for i in 0..6000u32 {
+                    let k = format!("t{t}-{:05}", rng.gen_range(0..1500)).into_bytes();
+                    if rng.gen_bool(0.8) {
+                        let v = format!("{t}:{i}").into_bytes();
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    } else {
+                        db.delete(&k).unwrap();
+                        model.remove(&k);
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let mut expected = BTreeMap::new();
+    for w in writers {
+        expected.extend(w.join().unwrap());
+    }
+    stop.store(true, Ordering::SeqCst);
+    for r in readers {
+        assert!(r.join().unwrap() > 0);
+    }
+    assert_eq!(scan(&db, ReadOptions::default()), expected);
+    db.wait_for_compact().unwrap();
+    assert_eq!(scan(&db, ReadOptions::default()), expected);
+}
