@@ -6,7 +6,7 @@
 //! Pools are resized by `set_options`: a thread whose index is at or over the
 //! current limit takes no work, and new threads are spawned when the limit grows.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
 use crate::compaction::{job, picker, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{make_internal_key, user_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
@@ -119,7 +120,7 @@ impl DbInner {
         let table_options = TableBuilderOptions::from_options(&opts, opts.compression_for_level(0, false));
         // A flush writes exactly one file (no size cut), so one number is reserved.
         let number = st.versions.new_file_number();
-        st.pending_outputs.insert(number);
+        st.pending_outputs.push(number);
         let mut pool = vec![number];
         let output = MutexGuard::unlocked(st, || {
             let children: Vec<Box<dyn InternalIterator>> =
@@ -145,7 +146,9 @@ impl DbInner {
                 },
             )
         });
-        st.pending_outputs.remove(&number);
+        if let Some(i) = st.pending_outputs.iter().position(|n| *n == number) {
+            st.pending_outputs.swap_remove(i);
+        }
         let output = output?;
         let mut edit = VersionEdit::default();
         let mut written = 0;
@@ -302,80 +305,61 @@ impl DbInner {
         }
         let opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
-        // File numbers are handed out under the mutex from a preallocated pool.
-        let pool_size = (c.input_bytes() / c.target_file_size.max(1) + 4) as usize;
-        let mut pool: Vec<u64> = (0..pool_size).map(|_| st.versions.new_file_number()).collect();
-        for n in &pool {
-            st.pending_outputs.insert(*n);
-        }
-        pool.reverse();
-        let reserved = pool.clone();
-        let dir = self.dir.clone();
-        let fs = Arc::clone(&self.fs);
-        let tables = Arc::clone(&self.tables);
-        let rs = ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false };
-        let table_options = TableBuilderOptions::from_options(&opts, c.compression);
-        let mut extra_needed = 0u64;
-        let out = MutexGuard::unlocked(st, || {
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            if c.level == 0 {
-                for f in &c.inputs {
-                    children.push(Box::new(tables.get(f)?.iter(rs)));
-                }
+        // Outputs are numbered without the mutex; every number at or above
+        // `floor` is protected from deletion until the job ends.
+        let floor = st.versions.next_file_number();
+        st.pending_outputs.push(floor);
+        let numbers = st.versions.file_number_allocator();
+        let ranges = subcompaction_ranges(c, opts.max_subcompactions as usize);
+        let settings = SubcompactionSettings {
+            rs: ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false },
+            table_options: TableBuilderOptions::from_options(&opts, c.compression),
+            smallest_snapshot,
+            cancel,
+            numbers: &numbers,
+        };
+        let results: Vec<Result<job::JobOutput>> = MutexGuard::unlocked(st, || {
+            if ranges.len() == 1 {
+                vec![self.run_subcompaction(c, &ranges[0], &settings)]
             } else {
-                children.push(Box::new(super::iter::LevelIterator::new(c.inputs.clone(), Arc::clone(&tables), rs)));
-            }
-            if !c.output_inputs.is_empty() {
-                children.push(Box::new(super::iter::LevelIterator::new(
-                    c.output_inputs.clone(),
-                    Arc::clone(&tables),
-                    rs,
-                )));
-            }
-            let mut input = MergingIterator::new(children);
-            input.seek_to_first();
-            let mut alloc = || {
-                pool.pop().unwrap_or_else(|| {
-                    extra_needed += 1;
-                    u64::MAX - extra_needed
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> =
+                        ranges.iter().map(|r| scope.spawn(|| self.run_subcompaction(c, r, &settings))).collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|_| Err(Error::invalid("a subcompaction thread panicked"))))
+                        .collect()
                 })
-            };
-            let mut on_bytes = |b: u64| bump(&self.stats.compaction_bytes_written, b);
-            job::run(
-                &mut input,
-                job::JobContext {
-                    dir: &dir,
-                    fs: &fs,
-                    table_options,
-                    target_file_size: c.target_file_size,
-                    grandparents: &c.grandparents,
-                    smallest_snapshot,
-                    drop_tombstones: c.bottommost,
-                    drop_hidden: true,
-                    cancel: Some(cancel),
-                    new_file_number: &mut alloc,
-                    on_bytes: &mut on_bytes,
-                },
-            )
+            }
         });
         let release = |st: &mut MutexGuard<'_, DbState>| {
-            for n in &reserved {
-                st.pending_outputs.remove(n);
+            if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
+                st.pending_outputs.swap_remove(i);
             }
         };
-        let out = match out {
-            Ok(o) => o,
-            Err(e) => {
-                release(st);
-                return Err(e);
+        let mut out = job::JobOutput::default();
+        let mut first_error = None;
+        for r in results {
+            match r {
+                Ok(o) => {
+                    out.keys_in += o.keys_in;
+                    out.keys_dropped += o.keys_dropped;
+                    out.bytes_written += o.bytes_written;
+                    out.files.extend(o.files);
+                }
+                Err(e) => {
+                    if first_error.is_none() || matches!(first_error, Some(Error::Cancelled)) {
+                        first_error = Some(e);
+                    }
+                }
             }
-        };
-        if out.files.iter().any(|f| f.number > u64::MAX / 2) {
-            release(st);
+        }
+        if let Some(e) = first_error {
             for f in &out.files {
                 let _ = self.fs.remove_file(&filename::table_file(&self.dir, f.number));
             }
-            return Err(Error::invalid("compaction needed more output files than reserved"));
+            release(st);
+            return Err(e);
         }
         let written: u64 = out.files.iter().map(|f| f.file_size).sum();
         let installed: Vec<Arc<FileMetaData>> = out.files.into_iter().map(Arc::new).collect();
@@ -404,6 +388,57 @@ impl DbInner {
         Ok(installed)
     }
 
+    /// Merges the part of `c` whose user keys fall in `range`.
+    fn run_subcompaction(
+        &self,
+        c: &Compaction,
+        range: &KeyRange,
+        settings: &SubcompactionSettings<'_>,
+    ) -> Result<job::JobOutput> {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        if c.level == 0 {
+            for f in &c.inputs {
+                children.push(Box::new(self.tables.get(f)?.iter(settings.rs)));
+            }
+        } else {
+            children.push(Box::new(super::iter::LevelIterator::new(
+                c.inputs.clone(),
+                Arc::clone(&self.tables),
+                settings.rs,
+            )));
+        }
+        if !c.output_inputs.is_empty() {
+            children.push(Box::new(super::iter::LevelIterator::new(
+                c.output_inputs.clone(),
+                Arc::clone(&self.tables),
+                settings.rs,
+            )));
+        }
+        let mut input = BoundedIterator::new(MergingIterator::new(children), range.1.clone());
+        match &range.0 {
+            Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
+            None => input.seek_to_first(),
+        }
+        let mut alloc = || settings.numbers.fetch_add(1, Ordering::SeqCst);
+        let mut on_bytes = |b: u64| bump(&self.stats.compaction_bytes_written, b);
+        job::run(
+            &mut input,
+            job::JobContext {
+                dir: &self.dir,
+                fs: &self.fs,
+                table_options: settings.table_options,
+                target_file_size: c.target_file_size,
+                grandparents: &c.grandparents,
+                smallest_snapshot: settings.smallest_snapshot,
+                drop_tombstones: c.bottommost,
+                drop_hidden: true,
+                cancel: Some(settings.cancel),
+                new_file_number: &mut alloc,
+                on_bytes: &mut on_bytes,
+            },
+        )
+    }
+
     /// Deletes files no live version lists and no job is writing: old WALs,
     /// unreferenced SSTs, old MANIFESTs and OPTIONS files, temporaries.
     /// Requires the db mutex.
@@ -414,7 +449,8 @@ impl DbInner {
         for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
             live.extend(v.live_files());
         }
-        live.extend(st.pending_outputs.iter().copied());
+        // Jobs number their outputs from a floor recorded when they started.
+        let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
         let log_number = st.versions.log_number();
         let manifest = st.versions.manifest_number();
         let newest_options = names
@@ -428,10 +464,10 @@ impl DbInner {
             let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
             let obsolete = match kind {
                 filename::FileType::Wal => number < log_number && number != st.wal_number,
-                filename::FileType::Table => !live.contains(&number),
+                filename::FileType::Table => !live.contains(&number) && number < protected_from,
                 filename::FileType::Manifest => number < manifest,
                 filename::FileType::Options => number < newest_options,
-                filename::FileType::Temp => !st.pending_outputs.contains(&number),
+                filename::FileType::Temp => number < protected_from,
                 _ => false,
             };
             if obsolete {
@@ -579,4 +615,152 @@ fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<super::Db>();
     is::<FileMetaData>();
+}
+
+/// A user-key range `[start, end)` of one subcompaction; `None` is unbounded.
+type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// What every subcompaction of one compaction shares.
+struct SubcompactionSettings<'a> {
+    rs: ReadSettings,
+    table_options: TableBuilderOptions,
+    smallest_snapshot: u64,
+    cancel: &'a AtomicBool,
+    numbers: &'a AtomicU64,
+}
+
+/// Splits `c` into at most `max` key ranges of about equal input bytes, cut
+/// at input-file boundaries (RocksDB `GenSubcompactionBoundaries`, simplified).
+/// Only L0→base and compactions with output-level inputs are split; a range
+/// is never smaller than one target file.
+fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> {
+    let splittable = c.level != c.output_level && (c.level == 0 || !c.output_inputs.is_empty());
+    let wanted = max.min((c.input_bytes() / c.target_file_size.max(1)).max(1) as usize);
+    if !splittable || wanted <= 1 {
+        return vec![(None, None)];
+    }
+    // Candidate cut points: each input file's smallest key, weighted by bytes.
+    let mut points: Vec<(Vec<u8>, u64)> =
+        c.all_inputs().map(|f| (f.smallest_user_key().to_vec(), f.file_size)).collect();
+    points.sort();
+    let total: u64 = points.iter().map(|p| p.1).sum();
+    let step = total / wanted as u64;
+    let mut cuts: Vec<Vec<u8>> = Vec::new();
+    let mut acc = 0;
+    for (key, size) in &points {
+        if acc >= step * (cuts.len() as u64 + 1) && cuts.last() != Some(key) && cuts.len() + 1 < wanted {
+            cuts.push(key.clone());
+        }
+        acc += size;
+    }
+    let first = points.first().map(|p| p.0.clone());
+    cuts.retain(|k| Some(k) != first.as_ref());
+    let mut ranges = Vec::new();
+    let mut start: Option<Vec<u8>> = None;
+    for cut in cuts {
+        ranges.push((start.take(), Some(cut.clone())));
+        start = Some(cut);
+    }
+    ranges.push((start, None));
+    ranges
+}
+
+/// Stops an iterator at the first entry whose user key is `>= end`.
+struct BoundedIterator<I> {
+    inner: I,
+    end: Option<Vec<u8>>,
+}
+
+impl<I: InternalIterator> BoundedIterator<I> {
+    fn new(inner: I, end: Option<Vec<u8>>) -> Self {
+        BoundedIterator { inner, end }
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for BoundedIterator<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid() && self.end.as_ref().is_none_or(|e| user_key(self.inner.key()) < e.as_slice())
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target)
+    }
+    fn next(&mut self) {
+        self.inner.next()
+    }
+    fn prev(&mut self) {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::CompactionReason;
+    use crate::key::ValueKind;
+
+    fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {
+        Arc::new(FileMetaData {
+            number,
+            file_size: size,
+            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+        })
+    }
+
+    fn compaction(inputs: Vec<Arc<FileMetaData>>, outputs: Vec<Arc<FileMetaData>>) -> Compaction {
+        Compaction {
+            level: 0,
+            output_level: 1,
+            inputs,
+            output_inputs: outputs,
+            grandparents: Vec::new(),
+            trivial_move: false,
+            bottommost: true,
+            target_file_size: 100,
+            compression: crate::CompressionType::None,
+            reason: CompactionReason::L0FileCount,
+        }
+    }
+
+    #[test]
+    fn subcompaction_ranges_cover_everything_once_in_order() {
+        let c = compaction(
+            vec![file(1, "a", "z", 400), file(2, "c", "q", 400)],
+            vec![file(3, "a", "f", 300), file(4, "g", "m", 300), file(5, "n", "t", 300), file(6, "u", "z", 300)],
+        );
+        let ranges = subcompaction_ranges(&c, 4);
+        assert!(ranges.len() > 1 && ranges.len() <= 4, "{ranges:?}");
+        assert_eq!(ranges.first().unwrap().0, None);
+        assert_eq!(ranges.last().unwrap().1, None);
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].1, pair[1].0, "ranges must be contiguous");
+            assert!(pair[0].0.as_ref().is_none_or(|s| Some(s) < pair[0].1.as_ref()));
+        }
+        assert_eq!(subcompaction_ranges(&c, 1), vec![(None, None)]);
+        // Too little data for more than one target file: no split.
+        let small = compaction(vec![file(1, "a", "b", 10)], vec![file(2, "a", "c", 10)]);
+        assert_eq!(subcompaction_ranges(&small, 4).len(), 1);
+    }
 }

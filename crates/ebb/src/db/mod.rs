@@ -113,8 +113,9 @@ pub(crate) struct DbState {
     pub(crate) imm: Vec<Arc<MemTable>>,
     pub(crate) bg_error: Option<Arc<Error>>,
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
-    /// File numbers being written by running jobs.
-    pub(crate) pending_outputs: HashSet<u64>,
+    /// Running jobs' output-number floors: SSTs numbered at or above the
+    /// smallest are never deleted as obsolete.
+    pub(crate) pending_outputs: Vec<u64>,
     /// Files that are inputs of running compactions.
     pub(crate) being_compacted: HashSet<u64>,
     /// Every version handed to a reader; files they list must stay.

@@ -77,7 +77,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
             imm: Vec::new(),
             bg_error: None,
             snapshots: BTreeMap::new(),
-            pending_outputs: HashSet::new(),
+            pending_outputs: Vec::new(),
             being_compacted: HashSet::new(),
             live_versions: Vec::new(),
             flush_running: 0,

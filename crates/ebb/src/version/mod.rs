@@ -17,6 +17,7 @@ pub mod edit;
 pub mod filename;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use edit::{FileMetaData, VersionEdit};
@@ -156,7 +157,8 @@ pub struct VersionSet {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     current: Arc<Version>,
-    next_file_number: u64,
+    /// Shared with running jobs so they can number their outputs without the mutex.
+    next_file_number: Arc<AtomicU64>,
     last_sequence: SequenceNumber,
     log_number: u64,
     manifest_number: u64,
@@ -218,7 +220,7 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             fs,
             current: Arc::new(version),
-            next_file_number: next_file_number.max(manifest_number + 1),
+            next_file_number: Arc::new(AtomicU64::new(next_file_number.max(manifest_number + 1))),
             last_sequence,
             log_number,
             manifest_number,
@@ -249,20 +251,24 @@ impl VersionSet {
     }
 
     /// Hands out a new file number.
-    pub fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file_number;
-        self.next_file_number += 1;
-        n
+    pub fn new_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The shared counter behind [`VersionSet::new_file_number`], for jobs
+    /// that number files without the db mutex.
+    pub fn file_number_allocator(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.next_file_number)
     }
 
     /// Makes sure numbers below `n` are never handed out again (files found on disk).
     pub fn set_next_file_at_least(&mut self, n: u64) {
-        self.next_file_number = self.next_file_number.max(n);
+        self.next_file_number.fetch_max(n, Ordering::SeqCst);
     }
 
     /// The next file number that would be handed out.
     pub fn next_file_number(&self) -> u64 {
-        self.next_file_number
+        self.next_file_number.load(Ordering::SeqCst)
     }
 
     /// The last sequence number persisted (or about to be).
@@ -295,7 +301,7 @@ impl VersionSet {
                 edit.log_number = Some(self.log_number);
             }
         }
-        edit.next_file_number = Some(self.next_file_number);
+        edit.next_file_number = Some(self.next_file_number());
         edit.last_sequence = Some(self.last_sequence);
         let too_big = self.manifest.as_ref().is_some_and(|m| m.file_size() >= self.max_manifest_size);
         if self.manifest.is_none() || too_big {
@@ -317,7 +323,7 @@ impl VersionSet {
         let path = filename::manifest_file(&self.dir, number);
         let mut snapshot = VersionEdit {
             log_number: Some(log_number.max(self.log_number)),
-            next_file_number: Some(self.next_file_number),
+            next_file_number: Some(self.next_file_number()),
             last_sequence: Some(self.last_sequence),
             ..Default::default()
         };

@@ -23,6 +23,8 @@ pub fn tiny_options(fs: Option<MemFs>) -> Options {
     o.num_levels = 4;
     o.compression = CompressionType::None;
     o.block_cache_size = 64 * 1024;
+    o.max_subcompactions = 2;
+    o.max_background_compactions = 2;
     if let Some(fs) = fs {
         o.fs = Arc::new(fs);
     }
