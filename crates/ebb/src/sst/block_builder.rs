@@ -1,5 +1,5 @@
 //! Builds one block: prefix-compressed entries with restart points (LevelDB
-//! `table/block_builder.cc`; layout in docs/format-sst.md, "Blocks").
+//! `table/block_builder.cc`; layout in docs/format.md, "Blocks").
 //!
 //! Entry: `shared: varint32, non_shared: varint32, value_len: varint32,
 //! key[shared..], value`. Every `restart_interval` entries the key is stored

@@ -9,7 +9,7 @@
 //! bloom filter with the same bits per key (0.93-0.99% measured instead of
 //! 0.84% at 10 bits/key and 6 probes).
 //!
-//! Block layout (docs/format-sst.md, "Filter block"):
+//! Block layout (docs/format.md, "Filter block"):
 //! `lines (64 * num_lines bytes) ++ num_probes: u8 ++ scheme: u8 (= 1) ++ num_lines: fixed32`.
 //!
 //! The builder is single-threaded; a built [`BloomFilter`] is immutable and

@@ -1,5 +1,5 @@
 //! The fixed pieces of the table format: block handles, the block trailer and
-//! the footer. The layout is written up in docs/format-sst.md.
+//! the footer. The layout is written up in docs/format.md.
 //!
 //! Everything here is a pure function of bytes; decoders never panic and report
 //! what is wrong as a reason string that the caller wraps into

@@ -1,6 +1,6 @@
 //! Sorted string tables: immutable files of sorted internal keys and values,
 //! in a block-based format like LevelDB's and RocksDB's. The format is written
-//! up in docs/format-sst.md.
+//! up in docs/format.md.
 //!
 //! What this module owns:
 //! - [`TableBuilder`] writes a table from keys added in increasing
@@ -48,7 +48,7 @@ pub const PROPERTIES_BLOCK_NAME: &str = "ebb.properties";
 
 #[cfg(test)]
 mod tests {
-    //! The worked example of docs/format-sst.md, byte for byte: if this test
+    //! The worked example of docs/format.md, byte for byte: if this test
     //! fails, the document (or the format) changed.
 
     use super::filter::BloomFilterBuilder;

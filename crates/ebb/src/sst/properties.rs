@@ -1,5 +1,5 @@
 //! Table properties: counts, sizes, key range and settings of one table, kept
-//! in the properties block (docs/format-sst.md, "Properties block").
+//! in the properties block (docs/format.md, "Properties block").
 //!
 //! The block is an ordinary block with bytewise-sorted names as keys. Numbers
 //! are varint64 values; keys are stored as raw bytes. Readers skip names they

@@ -1,7 +1,7 @@
 //! Writes a table file front to back (LevelDB `table/table_builder.cc`).
 //!
 //! File order: data blocks, filter block, index block, properties block,
-//! metaindex block, footer (docs/format-sst.md). The index entry for a data
+//! metaindex block, footer (docs/format.md). The index entry for a data
 //! block is written once the next block's first key is known, so the
 //! separator can be shortened to something between the two blocks.
 //!

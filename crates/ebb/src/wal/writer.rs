@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn the_worked_example_in_the_format_doc_holds() {
-        // docs/format-wal.md, "Worked example".
+        // docs/format.md, "Worked example".
         let bytes = encode(&[b"hello".to_vec()]);
         assert_eq!(bytes, [0x0b, 0xb9, 0x57, 0x58, 0x05, 0x00, 0x01, b'h', b'e', b'l', b'l', b'o']);
         assert_eq!(crc32c(b"\x01hello"), 0x6719_daea);
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn the_fragmentation_example_in_the_format_doc_holds() {
-        // docs/format-wal.md, "Blocks and records": A, B and C.
+        // docs/format.md, "Blocks and records": A, B and C.
         let bytes = encode(&[vec![b'A'; 1000], vec![b'B'; 97_270], vec![b'C'; 8000]]);
         assert_eq!(
             layout(&bytes),
