@@ -121,7 +121,11 @@ pub fn run(args: &[String]) -> Result<()> {
         if let Some(v) = a.strip_prefix("--peer=") {
             peer_name = v.to_string();
         } else if let Some(v) = a.strip_prefix("--reps=") {
-            reps = v.parse().ok().filter(|r| *r >= 1).ok_or_else(|| BenchError::new(format!("compare: --reps={v} is not a positive count")))?;
+            reps = v
+                .parse()
+                .ok()
+                .filter(|r| *r >= 1)
+                .ok_or_else(|| BenchError::new(format!("compare: --reps={v} is not a positive count")))?;
         } else if let Some(v) = a.strip_prefix("--db_bench=") {
             db_bench_path = Some(PathBuf::from(v));
         } else {

@@ -40,14 +40,7 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            buckets: vec![0; bucket_limits().len()],
-            min: u64::MAX,
-            max: 0,
-            num: 0,
-            sum: 0.0,
-            sum_squares: 0.0,
-        }
+        Histogram { buckets: vec![0; bucket_limits().len()], min: u64::MAX, max: 0, num: 0, sum: 0.0, sum_squares: 0.0 }
     }
 }
 

@@ -73,7 +73,10 @@ pub fn panels(reports: &[(String, Report)]) -> Vec<Panel> {
     for (label, report) in reports {
         for r in &report.results {
             if !r.intervals.is_empty() {
-                out.push(Panel { title: format!("{label}: {} ({})", r.name, report.engine), intervals: r.intervals.clone() });
+                out.push(Panel {
+                    title: format!("{label}: {} ({})", r.name, report.engine),
+                    intervals: r.intervals.clone(),
+                });
             }
         }
     }
@@ -140,9 +143,9 @@ where
     let grey = RGBColor(190, 190, 190).mix(0.5);
     chart
         .draw_series(
-            s.iter()
-                .filter(|i| !i.compaction_enabled)
-                .map(|i| Rectangle::new([((i.t_secs - i.interval_secs).max(0.0), 0.0), (i.t_secs, y_top)], grey.filled())),
+            s.iter().filter(|i| !i.compaction_enabled).map(|i| {
+                Rectangle::new([((i.t_secs - i.interval_secs).max(0.0), 0.0), (i.t_secs, y_top)], grey.filled())
+            }),
         )
         .map_err(plot_error)?
         .label("compaction disabled")
@@ -213,7 +216,9 @@ pub fn run(args: &[String]) -> Result<()> {
             inputs.push(PathBuf::from(a));
         }
     }
-    let Some(out) = out else { bail!("plot: no output file (usage: ebb-bench plot REPORT.json... -o FIG.svg|FIG.png)") };
+    let Some(out) = out else {
+        bail!("plot: no output file (usage: ebb-bench plot REPORT.json... -o FIG.svg|FIG.png)")
+    };
     if inputs.is_empty() {
         bail!("plot: no reports given (usage: ebb-bench plot REPORT.json... -o FIG.svg|FIG.png)");
     }

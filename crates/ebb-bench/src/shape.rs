@@ -421,7 +421,15 @@ mod tests {
 
     #[test]
     fn negative_sine_pauses() {
-        let sine = Sine { a: 10.0, b: 1.0, c: -std::f64::consts::FRAC_PI_2, d: 0.0, interval_secs: 1.0, finished_secs: None, finished_rate: None };
+        let sine = Sine {
+            a: 10.0,
+            b: 1.0,
+            c: -std::f64::consts::FRAC_PI_2,
+            d: 0.0,
+            interval_secs: 1.0,
+            finished_secs: None,
+            finished_rate: None,
+        };
         let s = Schedule { base: Base::Sine(sine), bursts: None };
         assert_eq!(s.rate_at(0.0), Some(0.0));
     }

@@ -189,7 +189,12 @@ impl Runner<'_> {
         let raw = (cfg.key_size + cfg.value_size) as f64 * cfg.num as f64 / 1048576.0;
         let file = (cfg.key_size as f64 + cfg.value_size as f64 * cfg.compression_ratio) * cfg.num as f64 / 1048576.0;
         let compression = self.flags.str("compression_type");
-        println!("{}:{}version {}", engine_title(cfg), " ".repeat(12 - engine_title(cfg).len() - 1), engine_version(cfg));
+        println!(
+            "{}:{}version {}",
+            engine_title(cfg),
+            " ".repeat(12 - engine_title(cfg).len() - 1),
+            engine_version(cfg)
+        );
         println!("Date:       {}", timefmt::ctime(timefmt::unix_now()));
         println!("CPU:        {}", cpu_description());
         println!("Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", cfg.key_size);
@@ -312,8 +317,7 @@ impl Runner<'_> {
         if kind == Kind::MixGraph {
             let [a, b, c, d] = cfg.mixgraph.keyrange_dist;
             if a != 0.0 || b != 0.0 || c != 0.0 || d != 0.0 {
-                shared.key_ranges =
-                    Some(TwoTermExpKeys::new(cfg.num as i64, cfg.mixgraph.keyrange_num, a, b, c, d)?);
+                shared.key_ranges = Some(TwoTermExpKeys::new(cfg.num as i64, cfg.mixgraph.keyrange_num, a, b, c, d)?);
             }
         }
         if kind == Kind::ReadWhileWriting {
@@ -394,7 +398,10 @@ impl Runner<'_> {
                             shared.abort.store(true, Ordering::Relaxed);
                             shared.writer_stop.store(true, Ordering::Relaxed);
                         }
-                        if kind == Kind::ReadWhileWriting && w.tid > 0 && shared.readers_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                        if kind == Kind::ReadWhileWriting
+                            && w.tid > 0
+                            && shared.readers_left.fetch_sub(1, Ordering::Relaxed) == 1
+                        {
                             shared.writer_stop.store(true, Ordering::Relaxed);
                         }
                         (w.stats, outcome)
@@ -441,7 +448,13 @@ impl Runner<'_> {
         Ok(bench_result(name, measured, &merged, burst, series))
     }
 
-    fn burst_summary(&self, name: &str, merged: &Merged, stats: &[ThreadStats], shared: &Shared) -> Option<BurstSummary> {
+    fn burst_summary(
+        &self,
+        name: &str,
+        merged: &Merged,
+        stats: &[ThreadStats],
+        shared: &Shared,
+    ) -> Option<BurstSummary> {
         let elapsed = merged.elapsed;
         let burst_secs = if let Some(gate) = &shared.count_bursts {
             gate.burst_time_until(elapsed)
@@ -474,7 +487,13 @@ impl Runner<'_> {
     }
 }
 
-fn run_body(w: &mut Worker<'_>, kind: Kind, write_count: u64, value_size: usize, mix: Option<&crate::workload::MixSpec>) -> Result<()> {
+fn run_body(
+    w: &mut Worker<'_>,
+    kind: Kind,
+    write_count: u64,
+    value_size: usize,
+    mix: Option<&crate::workload::MixSpec>,
+) -> Result<()> {
     let cfg = w.cfg;
     match kind {
         Kind::Write { order, sync, .. } => {
@@ -585,7 +604,10 @@ fn engine_version(cfg: &Config) -> &'static str {
 fn cpu_description() -> String {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|text| {
-        text.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_string())
+        text.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|s| s.trim().to_string())
     });
     format!("{cores} * {}", model.unwrap_or_else(|| "unknown".into()))
 }

@@ -14,7 +14,14 @@ use crate::workload::{MixOp, MixSpec};
 use super::worker::Worker;
 
 /// `DoWrite`: `count` writes (batches of `--batch_size`) of `value_size`-byte values.
-pub fn write(w: &mut Worker<'_>, order: KeyOrder, count: u64, value_size: usize, timed: bool, wo: WriteOpts) -> Result<()> {
+pub fn write(
+    w: &mut Worker<'_>,
+    order: KeyOrder,
+    count: u64,
+    value_size: usize,
+    timed: bool,
+    wo: WriteOpts,
+) -> Result<()> {
     let batch = w.cfg.batch_size as u64;
     let num = w.cfg.num;
     let mut budget = w.budget(count, timed);
@@ -347,8 +354,8 @@ pub fn mixgraph(w: &mut Worker<'_>) -> Result<()> {
                     break;
                 }
                 seeks += 1;
-                let scan_length = pareto_cdf_inversion(u, p.iter_theta, p.iter_k, p.iter_sigma)
-                    .rem_euclid(p.max_scan_len) as u64;
+                let scan_length =
+                    pareto_cdf_inversion(u, p.iter_theta, p.iter_k, p.iter_sigma).rem_euclid(p.max_scan_len) as u64;
                 let target = w.key.clone();
                 let mut first = true;
                 let mut visited = 0u64;

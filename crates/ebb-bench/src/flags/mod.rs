@@ -434,7 +434,8 @@ mod tests {
 
     #[test]
     fn single_and_double_dash_and_bare_bools() {
-        let f = run(&["--num=5", "-value_size=7", "--histogram", "-statistics", "--nosync", "--key_size", "8"]).unwrap();
+        let f =
+            run(&["--num=5", "-value_size=7", "--histogram", "-statistics", "--nosync", "--key_size", "8"]).unwrap();
         assert_eq!(f.i64("num"), 5);
         assert_eq!(f.i64("value_size"), 7);
         assert!(f.bool("histogram"));
