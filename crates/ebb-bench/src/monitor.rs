@@ -190,7 +190,8 @@ impl Monitor<'_> {
                 }
             }
             if let Some(at) = next_sample {
-                let final_partial = stopped && t - prev.t > 0.05;
+                // A short benchmark still gets one sample.
+                let final_partial = stopped && (t - prev.t > 0.05 || series.is_empty());
                 if t >= at || final_partial {
                     let metrics = self.engine.metrics();
                     let lat = self.take_latencies();

@@ -489,6 +489,28 @@ mod tests {
     }
 
     #[test]
+    fn count_bursts_idle_after_n_writes() {
+        use crate::clock::{Clock, ManualClock};
+        use crate::limiter::Stop;
+        let clock = ManualClock::new();
+        let gate = CountBursts::new(3, &[2.0, 5.0]).unwrap();
+        for _ in 0..3 {
+            assert!(gate.before_write(1, &clock, &Stop::default()));
+        }
+        assert_eq!(clock.now(), 0.0);
+        assert!(gate.before_write(1, &clock, &Stop::default()));
+        assert!((clock.now() - 2.0).abs() < 1e-9, "first idle is 2 s, now {}", clock.now());
+        assert!((gate.burst_time_until(3.0) - 1.0).abs() < 1e-9);
+        assert!(gate.before_write(2, &clock, &Stop::default()));
+        assert!(gate.before_write(1, &clock, &Stop::default()));
+        assert!((clock.now() - 7.0).abs() < 1e-9, "second idle is 5 s, now {}", clock.now());
+        let stop = Stop { deadline: Some(8.0), flag: None };
+        assert!(gate.before_write(3, &clock, &stop));
+        assert!(!gate.before_write(1, &clock, &stop), "the deadline ends the idle wait");
+        assert!(CountBursts::new(0, &[1.0]).is_err());
+    }
+
+    #[test]
     fn seconds_lists_parse() {
         assert_eq!(parse_seconds_list("burst_seconds", "10, 5,20").unwrap(), vec![10.0, 5.0, 20.0]);
         let e = parse_seconds_list("idle_seconds", "1,x").unwrap_err().to_string();

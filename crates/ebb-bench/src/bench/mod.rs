@@ -611,3 +611,201 @@ fn cpu_description() -> String {
     });
     format!("{cores} * {}", model.unwrap_or_else(|| "unknown".into()))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The runner against an in-memory engine: every benchmark path runs to
+    //! its end, threads stop, and the report is filled.
+
+    use std::collections::BTreeMap;
+
+    use parking_lot::RwLock;
+
+    use super::*;
+    use crate::engine::{BatchOp, EngineMetrics, ScanStart, WriteOpts};
+    use crate::flags::Parsed;
+
+    #[derive(Default)]
+    struct MemEngine {
+        map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+        written: std::sync::atomic::AtomicU64,
+    }
+
+    impl Engine for MemEngine {
+        fn name(&self) -> &'static str {
+            "mem"
+        }
+        fn put(&self, key: &[u8], value: &[u8], _wo: WriteOpts) -> Result<()> {
+            self.written.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+            self.map.write().insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn delete(&self, key: &[u8], _wo: WriteOpts) -> Result<()> {
+            self.map.write().remove(key);
+            Ok(())
+        }
+        fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
+            for op in ops {
+                match op {
+                    BatchOp::Put(k, v) => self.put(k, v, wo)?,
+                    BatchOp::Delete(k) => self.delete(k, wo)?,
+                }
+            }
+            Ok(())
+        }
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            Ok(self.map.read().get(key).cloned())
+        }
+        fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+            keys.iter().map(|k| self.get(k)).collect()
+        }
+        fn scan(
+            &self,
+            start: ScanStart<'_>,
+            direction: Direction,
+            limit: u64,
+            visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        ) -> Result<u64> {
+            let map = self.map.read();
+            let items: Vec<(&Vec<u8>, &Vec<u8>)> = match (start, direction) {
+                (ScanStart::First, Direction::Forward) => map.iter().collect(),
+                (ScanStart::Last, Direction::Backward) | (ScanStart::First, Direction::Backward) => {
+                    map.iter().rev().collect()
+                }
+                (ScanStart::Last, Direction::Forward) => map.iter().rev().take(1).collect(),
+                (ScanStart::At(k), Direction::Forward) => map.range(k.to_vec()..).collect(),
+                (ScanStart::At(k), Direction::Backward) => map.range(..=k.to_vec()).rev().collect(),
+            };
+            let mut n = 0;
+            for (k, v) in items.into_iter().take(limit as usize) {
+                n += 1;
+                if !visit(k, v) {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn compact_range(&self) -> Result<()> {
+            Ok(())
+        }
+        fn wait_for_compaction(&self) -> Result<()> {
+            Ok(())
+        }
+        fn property(&self, name: &str) -> Option<String> {
+            (name == "mem.stats").then(|| "Interval writes: 1 writes, ingest: 0.00 MB, 0.00 MB/s\n".to_string())
+        }
+        fn metrics(&self) -> EngineMetrics {
+            EngineMetrics {
+                user_bytes_written: self.written.load(Ordering::Relaxed),
+                compaction_enabled: true,
+                files_per_level: vec![0; 7],
+                ..EngineMetrics::default()
+            }
+        }
+        fn close(self: Box<Self>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run_with(args: &[&str]) -> Report {
+        let Parsed::Run(flags) = Flags::parse(args.iter().copied()).unwrap() else { unreachable!() };
+        let cfg = Config::from_flags(&flags).unwrap();
+        let mut runner = Runner {
+            cfg: &cfg,
+            flags: &flags,
+            seed: 7,
+            db_path: PathBuf::from("/nonexistent"),
+            engine: Some(Box::new(MemEngine::default())),
+            untouched_fresh: true,
+            report: Report {
+                schema_version: SCHEMA_VERSION,
+                tool: String::new(),
+                engine: "mem".into(),
+                started_unix_secs: 0.0,
+                command_line: Vec::new(),
+                seed: 7,
+                db_path: String::new(),
+                flags: BTreeMap::new(),
+                results: Vec::new(),
+            },
+        };
+        for (index, name) in cfg.benchmarks.iter().enumerate() {
+            let kind = kind_of(name).unwrap();
+            let r = runner.run_one(index as u64, name, kind).unwrap();
+            runner.report.results.push(r);
+        }
+        runner.report
+    }
+
+    #[test]
+    fn every_benchmark_runs_to_completion() {
+        let report = run_with(&[
+            "--benchmarks=fillseq,fillrandom,filluniquerandom,overwrite,readrandom,readmissing,readhot,readseq,\
+              readreverse,seekrandom,multireadrandom,readwhilewriting,readrandomwriterandom,updaterandom,mixgraph,\
+              deleteseq,deleterandom,stats,levelstats,compact,waitforcompaction,flush",
+            "--num=2000",
+            "--threads=2",
+            "--batch_size=3",
+            "--seek_nexts=5",
+            "--mix_put_ratio=0.3",
+            "--mix_seek_ratio=0.2",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let get = |n: &str| report.results.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(get("fillseq").ops, 2 * 1998, "batches of 3 up to 2000 per thread");
+        assert!(get("readrandom").message.contains("found"), "{}", get("readrandom").message);
+        assert!(get("readmissing").message.starts_with("(0 of "), "{}", get("readmissing").message);
+        assert_eq!(get("readseq").ops, 2 * 2000);
+        assert_eq!(get("readwhilewriting").threads, 2);
+        assert!(get("mixgraph").message.contains("Gets:"));
+        assert!(!get("fillrandom").intervals.is_empty(), "a final interval sample is taken");
+    }
+
+    #[test]
+    fn a_write_cap_and_bursts_shape_a_timed_run() {
+        let report = run_with(&[
+            "--benchmarks=fillrandom",
+            "--duration=2",
+            "--value_size=1000",
+            "--benchmark_write_rate_limit=100000",
+            "--burst_seconds=0.5",
+            "--idle_seconds=0.5",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let r = &report.results[0];
+        let burst = r.burst.as_ref().unwrap();
+        // Burst time follows the 0.5 s on / 0.5 s off schedule over the elapsed time.
+        let expected = crate::shape::TimeBursts::new(&[0.5], &[0.5]).unwrap().burst_time_until(r.elapsed_secs);
+        assert!((burst.burst_secs - expected).abs() < 1e-9, "{burst:?}");
+        assert!((burst.burst_secs + burst.idle_secs - r.elapsed_secs).abs() < 1e-9);
+        // 100 KB/s for about 1 s of bursts: roughly 100 writes of ~1 KB, never 10x more.
+        assert!(r.ops < 400, "{} writes admitted", r.ops);
+        assert!(burst.ops_per_sec_burst_only > burst.ops_per_sec_whole_run);
+    }
+
+    #[test]
+    fn mix_runs_with_each_distribution() {
+        for dist in ["uniform", "zipfian", "latest", "hotspot"] {
+            let report = run_with(&[
+                "--benchmarks=fillseq,mix",
+                "--num=1000",
+                "--mix_point_reads=0.5",
+                "--mix_range_scans=0.1",
+                "--mix_scan_length=10",
+                "--mix_inserts=0.2",
+                "--mix_updates=0.1",
+                "--mix_deletes=0.1",
+                &format!("--key_distribution={dist}"),
+                "--progress=false",
+            ]);
+            let m = &report.results[1];
+            assert_eq!(m.ops, 1000, "{dist}");
+            assert!(m.message.contains("inserts:"), "{}", m.message);
+        }
+    }
+}
