@@ -1,0 +1,811 @@
+//! The runner: opens the engine, runs `--benchmarks` in order (reopening a
+//! fresh database before each fill, as db_bench does), prints db_bench's
+//! result lines and histograms, and writes the JSON report.
+//!
+//! The database: `--db` when given (destroyed at start unless
+//! `--use_existing_db`, kept at exit), else a fresh directory under the
+//! system temp dir that is deleted at exit (also on error; not if the process
+//! is killed).
+
+pub mod ops;
+pub mod worker;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::clock::SystemClock;
+use crate::config::Config;
+use crate::dist::TwoTermExpKeys;
+use crate::engine::{self, Direction, Engine};
+use crate::error::{BenchError, Result};
+use crate::flags::Flags;
+use crate::keys::{KeyFormat, KeyOrder};
+use crate::limiter::RateLimiter;
+use crate::monitor::{Monitor, ReportCsv};
+use crate::progress::Progress;
+use crate::report::{BenchResult, BurstSummary, FlagValue, LatencySummary, Report, SCHEMA_VERSION};
+use crate::rng::{thread_seed, Rng64};
+use crate::shape::{CountBursts, Schedule};
+use crate::stats::{result_line, LiveCounters, Merged, ThreadStats};
+use crate::timefmt;
+use crate::values::ValueGenerator;
+use worker::{Shared, Worker};
+
+/// What a benchmark does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Write { order: KeyOrder, fresh: bool, per_1000: bool, big_values: bool, sync: bool },
+    ReadRandom,
+    ReadMissing,
+    ReadHot,
+    ReadSeq(Direction),
+    SeekRandom,
+    MultiReadRandom,
+    Delete { sequential: bool },
+    ReadWhileWriting,
+    ReadRandomWriteRandom,
+    UpdateRandom,
+    MixGraph,
+    Mix,
+    Checksum { xxh3: bool },
+    Stats,
+    LevelStats,
+    Compact,
+    WaitForCompaction,
+    Flush,
+}
+
+fn kind_of(name: &str) -> Option<Kind> {
+    let write = |order, fresh| Kind::Write { order, fresh, per_1000: false, big_values: false, sync: false };
+    Some(match name {
+        "fillseq" => write(KeyOrder::Sequential, true),
+        "fillrandom" => write(KeyOrder::Random, true),
+        "filluniquerandom" => write(KeyOrder::UniqueRandom, true),
+        "fillsync" => {
+            Kind::Write { order: KeyOrder::Random, fresh: true, per_1000: true, big_values: false, sync: true }
+        }
+        "fill100K" => {
+            Kind::Write { order: KeyOrder::Random, fresh: true, per_1000: true, big_values: true, sync: false }
+        }
+        "overwrite" => write(KeyOrder::Random, false),
+        "readrandom" => Kind::ReadRandom,
+        "readmissing" => Kind::ReadMissing,
+        "readhot" => Kind::ReadHot,
+        "readseq" => Kind::ReadSeq(Direction::Forward),
+        "readreverse" => Kind::ReadSeq(Direction::Backward),
+        "seekrandom" => Kind::SeekRandom,
+        "multireadrandom" => Kind::MultiReadRandom,
+        "deleteseq" => Kind::Delete { sequential: true },
+        "deleterandom" => Kind::Delete { sequential: false },
+        "readwhilewriting" => Kind::ReadWhileWriting,
+        "readrandomwriterandom" => Kind::ReadRandomWriteRandom,
+        "updaterandom" => Kind::UpdateRandom,
+        "mixgraph" => Kind::MixGraph,
+        "mix" => Kind::Mix,
+        "crc32c" => Kind::Checksum { xxh3: false },
+        "xxh3" => Kind::Checksum { xxh3: true },
+        "stats" => Kind::Stats,
+        "levelstats" => Kind::LevelStats,
+        "compact" => Kind::Compact,
+        "waitforcompaction" => Kind::WaitForCompaction,
+        "flush" => Kind::Flush,
+        _ => return None,
+    })
+}
+
+impl Kind {
+    fn writes(self) -> bool {
+        matches!(
+            self,
+            Kind::Write { .. }
+                | Kind::Delete { .. }
+                | Kind::ReadWhileWriting
+                | Kind::ReadRandomWriteRandom
+                | Kind::UpdateRandom
+                | Kind::MixGraph
+                | Kind::Mix
+        )
+    }
+}
+
+struct Runner<'a> {
+    cfg: &'a Config,
+    flags: &'a Flags,
+    seed: u64,
+    db_path: PathBuf,
+    engine: Option<Box<dyn Engine>>,
+    untouched_fresh: bool,
+    report: Report,
+}
+
+/// Runs the benchmarks the flags ask for.
+pub fn run(flags: &Flags) -> Result<()> {
+    let cfg = Config::from_flags(flags)?;
+    let seed = if cfg.seed == 0 {
+        let s = timefmt::unix_now() as u64;
+        println!("Set seed to {s} because --seed was 0");
+        s
+    } else {
+        cfg.seed
+    };
+    if cfg.use_existing_db && cfg.db.is_none() {
+        crate::bail!("--use_existing_db needs --db (the default database is a fresh temporary directory)");
+    }
+    // Held until the end of this function: dropping it deletes the directory.
+    let (db_path, _temp_dir) = match &cfg.db {
+        Some(p) => (p.clone(), None),
+        None => {
+            let dir = tempfile::Builder::new()
+                .prefix("ebb-bench-")
+                .tempdir()
+                .map_err(|e| BenchError::new(format!("cannot create a temporary database directory: {e}")))?;
+            (dir.path().join("db"), Some(dir))
+        }
+    };
+    let mut runner = Runner {
+        cfg: &cfg,
+        flags,
+        seed,
+        db_path: db_path.clone(),
+        engine: None,
+        untouched_fresh: false,
+        report: Report {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("ebb-bench {}", env!("CARGO_PKG_VERSION")),
+            engine: cfg.engine.name().to_string(),
+            started_unix_secs: timefmt::unix_now(),
+            command_line: flags.args().to_vec(),
+            seed,
+            db_path: db_path.display().to_string(),
+            flags: flags
+                .values()
+                .map(|(name, v)| (name.to_string(), FlagValue { value: v.to_json(), explicit: flags.is_set(name) }))
+                .collect(),
+            results: Vec::new(),
+        },
+    };
+    runner.print_header();
+    let outcome = runner.run_all();
+    let closed = match runner.engine.take() {
+        Some(e) => e.close(),
+        None => Ok(()),
+    };
+    outcome?;
+    closed?;
+    if let Some(path) = &cfg.json {
+        runner.report.write(path)?;
+    }
+    Ok(())
+}
+
+impl Runner<'_> {
+    fn print_header(&self) {
+        let cfg = self.cfg;
+        let raw = (cfg.key_size + cfg.value_size) as f64 * cfg.num as f64 / 1048576.0;
+        let file = (cfg.key_size as f64 + cfg.value_size as f64 * cfg.compression_ratio) * cfg.num as f64 / 1048576.0;
+        let compression = self.flags.str("compression_type");
+        println!(
+            "{}:{}version {}",
+            engine_title(cfg),
+            " ".repeat(12 - engine_title(cfg).len() - 1),
+            engine_version(cfg)
+        );
+        println!("Date:       {}", timefmt::ctime(timefmt::unix_now()));
+        println!("CPU:        {}", cpu_description());
+        println!("Keys:       {} bytes each (+ 0 bytes user-defined timestamp)", cfg.key_size);
+        println!(
+            "Values:     {} bytes each ({} bytes after compression)",
+            cfg.value_size,
+            (cfg.value_size as f64 * cfg.compression_ratio) as u64
+        );
+        println!("Entries:    {}", cfg.num);
+        println!("RawSize:    {raw:.1} MB (estimated)");
+        println!("FileSize:   {file:.1} MB (estimated)");
+        println!("Write rate: {} bytes/second", self.flags.i64("benchmark_write_rate_limit"));
+        println!("Read rate: {} ops/second", self.flags.i64("benchmark_read_rate_limit"));
+        println!("Compression: {compression}");
+        println!("------------------------------------------------");
+        println!("DB path: [{}]", self.db_path.display());
+        let _ = std::io::stdout().flush();
+    }
+
+    fn open(&mut self, fresh: bool) -> Result<()> {
+        if let Some(e) = self.engine.take() {
+            e.close()?;
+        }
+        let create = !self.cfg.use_existing_db;
+        self.engine = Some(engine::open(self.cfg.engine, &self.db_path, self.flags, fresh, create)?);
+        self.untouched_fresh = fresh;
+        Ok(())
+    }
+
+    fn run_all(&mut self) -> Result<()> {
+        self.open(!self.cfg.use_existing_db)?;
+        let benchmarks = self.cfg.benchmarks.clone();
+        for (index, name) in benchmarks.iter().enumerate() {
+            let Some(kind) = kind_of(name) else {
+                crate::bail!("unknown benchmark {name:?}");
+            };
+            if let Kind::Write { fresh: true, .. } = kind {
+                if self.cfg.use_existing_db {
+                    println!("{name:<12} : skipped (--use_existing_db is true)");
+                    self.report.results.push(skipped(name));
+                    continue;
+                }
+                if !self.untouched_fresh {
+                    self.open(true)?;
+                }
+            }
+            self.untouched_fresh = false;
+            let result = self.run_one(index as u64, name, kind).map_err(|e| e.context(format!("benchmark {name}")))?;
+            self.report.results.push(result);
+            if let Some(path) = &self.cfg.json {
+                self.report.write(path)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn engine(&self) -> Result<&dyn Engine> {
+        self.engine.as_deref().ok_or_else(|| BenchError::new("the database is not open"))
+    }
+
+    fn run_one(&mut self, index: u64, name: &str, kind: Kind) -> Result<BenchResult> {
+        let engine = self.engine()?;
+        let prefix = engine.name();
+        let timed_meta = |f: &dyn Fn() -> Result<()>| -> Result<BenchResult> {
+            let start = Instant::now();
+            f()?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let m = Merged { done: 1, thread_seconds: elapsed, elapsed, ..Merged::default() };
+            println!("{}", result_line(name, &m));
+            Ok(bench_result(name, 1, &m, None, Vec::new()))
+        };
+        match kind {
+            Kind::Stats | Kind::LevelStats => {
+                let property = format!("{prefix}.{}", if kind == Kind::Stats { "stats" } else { "levelstats" });
+                match engine.property(&property) {
+                    Some(text) => println!("\n{text}\n"),
+                    None => println!("\n(the engine has no {property} property)\n"),
+                }
+                return Ok(BenchResult { skipped: false, ..skipped(name) });
+            }
+            Kind::Compact => return timed_meta(&|| engine.compact_range()),
+            Kind::WaitForCompaction => return timed_meta(&|| engine.wait_for_compaction()),
+            Kind::Flush => return timed_meta(&|| engine.flush()),
+            _ => {}
+        }
+        self.run_threads(index, name, kind)
+    }
+
+    fn run_threads(&self, index: u64, name: &str, kind: Kind) -> Result<BenchResult> {
+        let cfg = self.cfg;
+        let engine = self.engine()?;
+        let clients = cfg.threads;
+        let threads = if kind == Kind::ReadWhileWriting { clients + 1 } else { clients };
+        let start = Instant::now();
+        let clock = Arc::new(SystemClock::starting_at(start));
+        let mut shared = Shared::new(clock.clone());
+        let writes = kind.writes();
+        let mut schedule = Schedule::unlimited();
+        if writes {
+            schedule = cfg.write_schedule.clone();
+            if !schedule.is_unlimited() {
+                shared.write_limiter = Some(RateLimiter::new(schedule.clone(), clock.clone()));
+            }
+            if let Some((n, idles)) = &cfg.count_bursts {
+                shared.count_bursts = Some(CountBursts::new(*n, idles)?);
+            }
+        }
+        if let Some(r) = cfg.read_rate_limit {
+            shared.read_limiter = Some(RateLimiter::new(Schedule::fixed(r), clock.clone()));
+        }
+        shared.deadline = cfg.duration;
+        if let Kind::Write { order: KeyOrder::UniqueRandom, .. } = kind {
+            let mut order: Vec<u64> = (0..cfg.num).collect();
+            let mut rng = Rng64::new(thread_seed(self.seed, index, u64::MAX));
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            shared.unique_order = Some(order);
+        }
+        if kind == Kind::MixGraph {
+            let [a, b, c, d] = cfg.mixgraph.keyrange_dist;
+            if a != 0.0 || b != 0.0 || c != 0.0 || d != 0.0 {
+                shared.key_ranges = Some(TwoTermExpKeys::new(cfg.num as i64, cfg.mixgraph.keyrange_num, a, b, c, d)?);
+            }
+        }
+        if kind == Kind::ReadWhileWriting {
+            shared.readers_left.store(clients, Ordering::Relaxed);
+        }
+        let (value_size, write_count) = match kind {
+            Kind::Write { per_1000, big_values, .. } => {
+                let count = if per_1000 { cfg.writes.unwrap_or(cfg.num / 1000) } else { cfg.writes_or_num() };
+                (if big_values { 100_000 } else { cfg.value_size }, count)
+            }
+            _ => (cfg.value_size, cfg.writes_or_num()),
+        };
+        let expected_ops = match kind {
+            Kind::Write { .. } => Some(write_count * clients as u64),
+            Kind::Delete { .. } => Some(cfg.deletes.unwrap_or(cfg.num) * clients as u64),
+            Kind::ReadRandomWriteRandom | Kind::UpdateRandom => Some(cfg.readwrites() * clients as u64),
+            Kind::Checksum { .. } => Some((500 * 1048576 / cfg.block_size as u64 + 1) * clients as u64),
+            _ => Some(cfg.reads_or_num() * clients as u64),
+        };
+        let timed = match kind {
+            Kind::Write { order, .. } => order != KeyOrder::Sequential,
+            Kind::Delete { sequential } => !sequential,
+            Kind::ReadSeq(_) | Kind::Checksum { .. } => false,
+            _ => true,
+        };
+        let progress = Progress::new(cfg.progress, name, expected_ops, cfg.duration.filter(|_| timed));
+        let live: Vec<Arc<LiveCounters>> = (0..threads).map(|_| Arc::new(LiveCounters::default())).collect();
+        let sample_secs = cfg.json.as_ref().map(|_| {
+            if cfg.report_interval_secs > 0 {
+                cfg.report_interval_secs as f64
+            } else if cfg.stats_interval_secs > 0 {
+                cfg.stats_interval_secs as f64
+            } else {
+                1.0
+            }
+        });
+        let report_csv = if cfg.report_interval_secs > 0 {
+            Some(ReportCsv::create(&cfg.report_file, cfg.report_interval_secs)?)
+        } else {
+            None
+        };
+        let monitor = Monitor {
+            engine,
+            live: live.clone(),
+            start,
+            base: engine.metrics(),
+            schedule: &schedule,
+            sample_secs,
+            stats_interval_secs: cfg.stats_interval_secs,
+            stats_per_interval: cfg.stats_per_interval,
+            report: report_csv,
+            progress: &progress,
+        };
+        let shared = &shared;
+        let mix = cfg.mix.as_ref();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let (outcomes, series) = std::thread::scope(|scope| {
+            let monitor_handle = scope.spawn(move || monitor.run(stop_rx));
+            let handles: Vec<_> = (0..threads)
+                .map(|tid| {
+                    let live = live[tid].clone();
+                    scope.spawn(move || {
+                        let mut w = Worker {
+                            tid,
+                            rng: Rng64::new(thread_seed(self.seed, index, tid as u64)),
+                            stats: ThreadStats::new(tid, live),
+                            engine,
+                            cfg,
+                            shared,
+                            keys: KeyFormat::new(cfg.key_size),
+                            values: ValueGenerator::new(cfg.compression_ratio, value_size.max(cfg.value_size)),
+                            key: Vec::new(),
+                        };
+                        w.stats.start();
+                        let outcome = run_body(&mut w, kind, write_count, value_size, mix);
+                        w.stats.stop();
+                        if outcome.is_err() {
+                            shared.abort.store(true, Ordering::Relaxed);
+                            shared.writer_stop.store(true, Ordering::Relaxed);
+                        }
+                        if kind == Kind::ReadWhileWriting
+                            && w.tid > 0
+                            && shared.readers_left.fetch_sub(1, Ordering::Relaxed) == 1
+                        {
+                            shared.writer_stop.store(true, Ordering::Relaxed);
+                        }
+                        (w.stats, outcome)
+                    })
+                })
+                .collect();
+            let outcomes: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            drop(stop_tx);
+            let series = monitor_handle.join();
+            (outcomes, series)
+        });
+        progress.finish();
+        let mut stats = Vec::with_capacity(threads);
+        let mut first_error = None;
+        for outcome in outcomes {
+            match outcome {
+                Ok((s, Ok(()))) => stats.push(s),
+                Ok((s, Err(e))) => {
+                    stats.push(s);
+                    first_error.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_error.get_or_insert(BenchError::new("a client thread panicked"));
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let series = match series {
+            Ok(s) => s?,
+            Err(_) => return Err(BenchError::new("the monitor thread panicked")),
+        };
+        let merged = Merged::from_threads(&stats);
+        println!("{}", result_line(name, &merged));
+        let burst = if writes { self.burst_summary(name, &merged, &stats, shared) } else { None };
+        if cfg.histogram {
+            for (op, h) in &merged.hists {
+                println!("Microseconds per {}:\n{}", op.name(), h.to_text());
+            }
+        }
+        let _ = std::io::stdout().flush();
+        let measured = stats.iter().filter(|s| !s.is_excluded()).count();
+        Ok(bench_result(name, measured, &merged, burst, series))
+    }
+
+    fn burst_summary(
+        &self,
+        name: &str,
+        merged: &Merged,
+        stats: &[ThreadStats],
+        shared: &Shared,
+    ) -> Option<BurstSummary> {
+        let elapsed = merged.elapsed;
+        let burst_secs = if let Some(gate) = &shared.count_bursts {
+            gate.burst_time_until(elapsed)
+        } else if self.cfg.write_schedule.bursts.is_some() {
+            self.cfg.write_schedule.burst_time_until(elapsed)
+        } else {
+            return None;
+        };
+        let done: u64 = stats.iter().map(ThreadStats::done).sum();
+        let bytes = merged.bytes as f64 / 1048576.0;
+        let per = |x: f64, secs: f64| if secs > 0.0 { x / secs } else { 0.0 };
+        let summary = BurstSummary {
+            burst_secs,
+            idle_secs: (elapsed - burst_secs).max(0.0),
+            ops_per_sec_whole_run: per(done as f64, elapsed),
+            ops_per_sec_burst_only: per(done as f64, burst_secs),
+            mb_per_sec_whole_run: per(bytes, elapsed),
+            mb_per_sec_burst_only: per(bytes, burst_secs),
+        };
+        println!(
+            "{name:<12} : bursts {:.3} of {:.3} seconds; {:.1} MB/s {} ops/sec over the whole run, {:.1} MB/s {} ops/sec over burst time",
+            summary.burst_secs,
+            elapsed,
+            summary.mb_per_sec_whole_run,
+            summary.ops_per_sec_whole_run as i64,
+            summary.mb_per_sec_burst_only,
+            summary.ops_per_sec_burst_only as i64
+        );
+        Some(summary)
+    }
+}
+
+fn run_body(
+    w: &mut Worker<'_>,
+    kind: Kind,
+    write_count: u64,
+    value_size: usize,
+    mix: Option<&crate::workload::MixSpec>,
+) -> Result<()> {
+    let cfg = w.cfg;
+    match kind {
+        Kind::Write { order, sync, .. } => {
+            let timed = order != KeyOrder::Sequential;
+            let mut wo = w.write_opts();
+            wo.sync |= sync;
+            ops::write(w, order, write_count, value_size, timed, wo)
+        }
+        Kind::ReadRandom => ops::read_random(w, cfg.num, w.keys),
+        Kind::ReadMissing => ops::read_random(w, cfg.num, KeyFormat::new(cfg.key_size + 1)),
+        Kind::ReadHot => ops::read_random(w, cfg.num.div_ceil(100), w.keys),
+        Kind::ReadSeq(direction) => ops::read_sequential(w, direction),
+        Kind::SeekRandom => ops::seek_random(w),
+        Kind::MultiReadRandom => ops::multi_read_random(w),
+        Kind::Delete { sequential } => ops::delete(w, sequential),
+        Kind::ReadWhileWriting => {
+            if w.tid == 0 {
+                ops::background_writer(w)
+            } else {
+                ops::read_random(w, cfg.num, w.keys)
+            }
+        }
+        Kind::ReadRandomWriteRandom => ops::read_random_write_random(w),
+        Kind::UpdateRandom => ops::update_random(w),
+        Kind::MixGraph => ops::mixgraph(w),
+        Kind::Mix => match mix {
+            Some(spec) => ops::mix(w, spec),
+            None => Err(BenchError::new("the mix benchmark has no mix defined")),
+        },
+        Kind::Checksum { xxh3 } => ops::checksum(w, xxh3),
+        Kind::Stats | Kind::LevelStats | Kind::Compact | Kind::WaitForCompaction | Kind::Flush => Ok(()),
+    }
+}
+
+fn skipped(name: &str) -> BenchResult {
+    BenchResult {
+        name: name.to_string(),
+        skipped: true,
+        threads: 0,
+        ops: 0,
+        elapsed_secs: 0.0,
+        micros_per_op: 0.0,
+        ops_per_sec: 0.0,
+        bytes: 0,
+        mb_per_sec: None,
+        message: String::new(),
+        latency: BTreeMap::new(),
+        burst: None,
+        intervals: Vec::new(),
+    }
+}
+
+fn bench_result(
+    name: &str,
+    threads: usize,
+    m: &Merged,
+    burst: Option<BurstSummary>,
+    intervals: Vec<crate::report::IntervalSample>,
+) -> BenchResult {
+    BenchResult {
+        name: name.to_string(),
+        skipped: false,
+        threads,
+        ops: m.done,
+        elapsed_secs: m.elapsed,
+        micros_per_op: m.micros_per_op(),
+        ops_per_sec: m.ops_per_sec(),
+        bytes: m.bytes,
+        mb_per_sec: m.mb_per_sec(),
+        message: m.message.clone(),
+        latency: m
+            .hists
+            .iter()
+            .map(|(op, h)| {
+                (
+                    op.name().to_string(),
+                    LatencySummary {
+                        count: h.count(),
+                        avg: h.average(),
+                        p50: h.percentile(50.0),
+                        p95: h.percentile(95.0),
+                        p99: h.percentile(99.0),
+                        p999: h.percentile(99.9),
+                        max: h.max(),
+                    },
+                )
+            })
+            .collect(),
+        burst,
+        intervals,
+    }
+}
+
+fn engine_title(cfg: &Config) -> &'static str {
+    match cfg.engine {
+        crate::config::EngineKind::Ebb => "Ebb",
+        crate::config::EngineKind::RocksDb => "RocksDB",
+    }
+}
+
+fn engine_version(cfg: &Config) -> &'static str {
+    match cfg.engine {
+        crate::config::EngineKind::Ebb => env!("CARGO_PKG_VERSION"),
+        crate::config::EngineKind::RocksDb => "(rocksdb crate)",
+    }
+}
+
+fn cpu_description() -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|text| {
+        text.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|s| s.trim().to_string())
+    });
+    format!("{cores} * {}", model.unwrap_or_else(|| "unknown".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The runner against an in-memory engine: every benchmark path runs to
+    //! its end, threads stop, and the report is filled.
+
+    use std::collections::BTreeMap;
+
+    use parking_lot::RwLock;
+
+    use super::*;
+    use crate::engine::{BatchOp, EngineMetrics, ScanStart, WriteOpts};
+    use crate::flags::Parsed;
+
+    #[derive(Default)]
+    struct MemEngine {
+        map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+        written: std::sync::atomic::AtomicU64,
+    }
+
+    impl Engine for MemEngine {
+        fn name(&self) -> &'static str {
+            "mem"
+        }
+        fn put(&self, key: &[u8], value: &[u8], _wo: WriteOpts) -> Result<()> {
+            self.written.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+            self.map.write().insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn delete(&self, key: &[u8], _wo: WriteOpts) -> Result<()> {
+            self.map.write().remove(key);
+            Ok(())
+        }
+        fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
+            for op in ops {
+                match op {
+                    BatchOp::Put(k, v) => self.put(k, v, wo)?,
+                    BatchOp::Delete(k) => self.delete(k, wo)?,
+                }
+            }
+            Ok(())
+        }
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            Ok(self.map.read().get(key).cloned())
+        }
+        fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+            keys.iter().map(|k| self.get(k)).collect()
+        }
+        fn scan(
+            &self,
+            start: ScanStart<'_>,
+            direction: Direction,
+            limit: u64,
+            visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        ) -> Result<u64> {
+            let map = self.map.read();
+            let items: Vec<(&Vec<u8>, &Vec<u8>)> = match (start, direction) {
+                (ScanStart::First, Direction::Forward) => map.iter().collect(),
+                (ScanStart::Last, Direction::Backward) | (ScanStart::First, Direction::Backward) => {
+                    map.iter().rev().collect()
+                }
+                (ScanStart::Last, Direction::Forward) => map.iter().rev().take(1).collect(),
+                (ScanStart::At(k), Direction::Forward) => map.range(k.to_vec()..).collect(),
+                (ScanStart::At(k), Direction::Backward) => map.range(..=k.to_vec()).rev().collect(),
+            };
+            let mut n = 0;
+            for (k, v) in items.into_iter().take(limit as usize) {
+                n += 1;
+                if !visit(k, v) {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+        fn flush(&self) -> Result<()> {
+            Ok(())
+        }
+        fn compact_range(&self) -> Result<()> {
+            Ok(())
+        }
+        fn wait_for_compaction(&self) -> Result<()> {
+            Ok(())
+        }
+        fn property(&self, name: &str) -> Option<String> {
+            (name == "mem.stats").then(|| "Interval writes: 1 writes, ingest: 0.00 MB, 0.00 MB/s\n".to_string())
+        }
+        fn metrics(&self) -> EngineMetrics {
+            EngineMetrics {
+                user_bytes_written: self.written.load(Ordering::Relaxed),
+                compaction_enabled: true,
+                files_per_level: vec![0; 7],
+                ..EngineMetrics::default()
+            }
+        }
+        fn close(self: Box<Self>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run_with(args: &[&str]) -> Report {
+        let Parsed::Run(flags) = Flags::parse(args.iter().copied()).unwrap() else { unreachable!() };
+        let cfg = Config::from_flags(&flags).unwrap();
+        let mut runner = Runner {
+            cfg: &cfg,
+            flags: &flags,
+            seed: 7,
+            db_path: PathBuf::from("/nonexistent"),
+            engine: Some(Box::new(MemEngine::default())),
+            untouched_fresh: true,
+            report: Report {
+                schema_version: SCHEMA_VERSION,
+                tool: String::new(),
+                engine: "mem".into(),
+                started_unix_secs: 0.0,
+                command_line: Vec::new(),
+                seed: 7,
+                db_path: String::new(),
+                flags: BTreeMap::new(),
+                results: Vec::new(),
+            },
+        };
+        for (index, name) in cfg.benchmarks.iter().enumerate() {
+            let kind = kind_of(name).unwrap();
+            let r = runner.run_one(index as u64, name, kind).unwrap();
+            runner.report.results.push(r);
+        }
+        runner.report
+    }
+
+    #[test]
+    fn every_benchmark_runs_to_completion() {
+        let report = run_with(&[
+            "--benchmarks=fillseq,fillrandom,filluniquerandom,overwrite,readrandom,readmissing,readhot,readseq,\
+              readreverse,seekrandom,multireadrandom,readwhilewriting,readrandomwriterandom,updaterandom,mixgraph,\
+              deleteseq,deleterandom,stats,levelstats,compact,waitforcompaction,flush",
+            "--num=2000",
+            "--threads=2",
+            "--batch_size=3",
+            "--seek_nexts=5",
+            "--mix_put_ratio=0.3",
+            "--mix_seek_ratio=0.2",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let get = |n: &str| report.results.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(get("fillseq").ops, 2 * 1998, "batches of 3 up to 2000 per thread");
+        assert!(get("readrandom").message.contains("found"), "{}", get("readrandom").message);
+        assert!(get("readmissing").message.starts_with("(0 of "), "{}", get("readmissing").message);
+        assert_eq!(get("readseq").ops, 2 * 2000);
+        assert_eq!(get("readwhilewriting").threads, 2);
+        assert!(get("mixgraph").message.contains("Gets:"));
+        assert!(!get("fillrandom").intervals.is_empty(), "a final interval sample is taken");
+    }
+
+    #[test]
+    fn a_write_cap_and_bursts_shape_a_timed_run() {
+        let report = run_with(&[
+            "--benchmarks=fillrandom",
+            "--duration=2",
+            "--value_size=1000",
+            "--benchmark_write_rate_limit=100000",
+            "--burst_seconds=0.5",
+            "--idle_seconds=0.5",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let r = &report.results[0];
+        let burst = r.burst.as_ref().unwrap();
+        // Burst time follows the 0.5 s on / 0.5 s off schedule over the elapsed time.
+        let expected = crate::shape::TimeBursts::new(&[0.5], &[0.5]).unwrap().burst_time_until(r.elapsed_secs);
+        assert!((burst.burst_secs - expected).abs() < 1e-9, "{burst:?}");
+        assert!((burst.burst_secs + burst.idle_secs - r.elapsed_secs).abs() < 1e-9);
+        // 100 KB/s for about 1 s of bursts: roughly 100 writes of ~1 KB, never 10x more.
+        assert!(r.ops < 400, "{} writes admitted", r.ops);
+        assert!(burst.ops_per_sec_burst_only > burst.ops_per_sec_whole_run);
+    }
+
+    #[test]
+    fn mix_runs_with_each_distribution() {
+        for dist in ["uniform", "zipfian", "latest", "hotspot"] {
+            let report = run_with(&[
+                "--benchmarks=fillseq,mix",
+                "--num=1000",
+                "--mix_point_reads=0.5",
+                "--mix_range_scans=0.1",
+                "--mix_scan_length=10",
+                "--mix_inserts=0.2",
+                "--mix_updates=0.1",
+                "--mix_deletes=0.1",
+                &format!("--key_distribution={dist}"),
+                "--progress=false",
+            ]);
+            let m = &report.results[1];
+            assert_eq!(m.ops, 1000, "{dist}");
+            assert!(m.message.contains("inserts:"), "{}", m.message);
+        }
+    }
+}

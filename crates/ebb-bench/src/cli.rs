@@ -1,0 +1,32 @@
+//! Command-line entry: subcommands (`plot`, `compare`; `experiment` and
+//! `tune` are reserved for a later issue) beside db_bench-style flags.
+
+use crate::bail;
+use crate::error::Result;
+use crate::flags::{help_text, Flags, Parsed};
+
+/// Runs ebb-bench with `args` (without the program name).
+pub fn run(args: Vec<String>) -> Result<()> {
+    match args.first().map(String::as_str) {
+        Some("plot") => crate::plot::run(&args[1..]),
+        Some("compare") => crate::compare::run(&args[1..]),
+        Some(cmd @ ("experiment" | "tune")) => {
+            bail!("`ebb-bench {cmd}` is not implemented yet (planned in a later issue)")
+        }
+        Some("help") => {
+            print!("{}", help_text());
+            Ok(())
+        }
+        _ => match Flags::parse(args)? {
+            Parsed::Help => {
+                print!("{}", help_text());
+                Ok(())
+            }
+            Parsed::Version => {
+                println!("ebb-bench {}", env!("CARGO_PKG_VERSION"));
+                Ok(())
+            }
+            Parsed::Run(flags) => crate::bench::run(&flags),
+        },
+    }
+}

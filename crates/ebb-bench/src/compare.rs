@@ -1,0 +1,298 @@
+//! `ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] [--db_bench=PATH] -- FLAGS...`:
+//! runs the same db_bench flags with Ebb and with a peer, alternating
+//! A B A B ..., and prints per benchmark the median ops/s and MB/s of each
+//! and the Ebb/peer ratio.
+//!
+//! Peers: `rocksdb` is this binary with `--engine=rocksdb` (needs the
+//! `rocksdb-peer` feature); `db_bench` is RocksDB's own tool found on PATH
+//! (Debian's rocksdb-tools), given a fresh temporary `--db` per run unless the
+//! flags name one. Flags only ebb-bench knows are refused for db_bench.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::bail;
+use crate::error::{BenchError, Result};
+use crate::flags::{Flags, Parsed};
+use crate::stats::{parse_result_line, ResultLine};
+
+/// Flags that RocksDB's db_bench does not have.
+pub const EBB_ONLY_FLAGS: &[&str] = &[
+    "engine",
+    "json",
+    "progress",
+    "burst_seconds",
+    "idle_seconds",
+    "burst_writes",
+    "trace_file",
+    "mix_point_reads",
+    "mix_range_scans",
+    "mix_scan_length",
+    "mix_inserts",
+    "mix_updates",
+    "mix_deletes",
+    "key_distribution",
+    "zipf_theta",
+    "hotspot_fraction",
+    "hotspot_ops_fraction",
+    "workload_file",
+    "auto_tuned_compactions",
+];
+
+/// The peer engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// This binary with `--engine=rocksdb`.
+    RocksDb,
+    /// RocksDB's db_bench at this path.
+    DbBench(PathBuf),
+}
+
+impl Peer {
+    fn name(&self) -> &'static str {
+        match self {
+            Peer::RocksDb => "rocksdb",
+            Peer::DbBench(_) => "db_bench",
+        }
+    }
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+/// Median of some numbers (mean of the middle two for an even count).
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
+}
+
+/// Result lines keyed by benchmark (a repeated benchmark gets `#2`, `#3`, ...), in order.
+pub fn collect_results(stdout: &str) -> Vec<(String, ResultLine)> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    stdout
+        .lines()
+        .filter_map(parse_result_line)
+        .map(|r| {
+            let n = seen.entry(r.name.clone()).or_insert(0);
+            *n += 1;
+            let key = if *n == 1 { r.name.clone() } else { format!("{}#{n}", r.name) };
+            (key, r)
+        })
+        .collect()
+}
+
+fn run_child(program: &Path, args: &[String], what: &str) -> Result<String> {
+    let output = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| BenchError::new(format!("compare: cannot run {}: {e}", program.display())))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        let tail: Vec<&str> = stdout.lines().rev().take(10).collect();
+        bail!(
+            "compare: the {what} run failed ({}); last output:\n{}",
+            output.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    Ok(stdout)
+}
+
+/// The `compare` subcommand.
+pub fn run(args: &[String]) -> Result<()> {
+    let mut peer_name = "rocksdb".to_string();
+    let mut reps = 3usize;
+    let mut db_bench_path: Option<PathBuf> = None;
+    let split = args.iter().position(|a| a == "--");
+    let (own, flags) = match split {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => bail!("compare: put the benchmark flags after `--` (ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] -- FLAGS...)"),
+    };
+    for a in own {
+        if let Some(v) = a.strip_prefix("--peer=") {
+            peer_name = v.to_string();
+        } else if let Some(v) = a.strip_prefix("--reps=") {
+            reps = v
+                .parse()
+                .ok()
+                .filter(|r| *r >= 1)
+                .ok_or_else(|| BenchError::new(format!("compare: --reps={v} is not a positive count")))?;
+        } else if let Some(v) = a.strip_prefix("--db_bench=") {
+            db_bench_path = Some(PathBuf::from(v));
+        } else {
+            bail!("compare: unknown option {a:?} (expected --peer=, --reps=, --db_bench=)");
+        }
+    }
+    let parsed = match Flags::parse(flags.iter().cloned())? {
+        Parsed::Run(f) => f,
+        _ => bail!("compare: --help and --version are not benchmark flags"),
+    };
+    if parsed.is_set("engine") {
+        bail!("compare: do not pass --engine; compare runs ebb and the peer itself");
+    }
+    let peer = match peer_name.as_str() {
+        "rocksdb" => {
+            if !cfg!(feature = "rocksdb-peer") {
+                bail!("compare: --peer=rocksdb needs ebb-bench built with --features rocksdb-peer (or use --peer=db_bench)");
+            }
+            Peer::RocksDb
+        }
+        "db_bench" => {
+            if let Some(f) = EBB_ONLY_FLAGS.iter().find(|f| parsed.is_set(f)) {
+                bail!("compare: --{f} is an ebb-bench flag that RocksDB's db_bench does not accept");
+            }
+            let path = match db_bench_path {
+                Some(p) => p,
+                None => find_on_path("db_bench").ok_or_else(|| {
+                    BenchError::new(
+                        "compare: db_bench is not on PATH; install Debian's RocksDB tools \
+                         (apt-get install rocksdb-tools) or pass --db_bench=PATH",
+                    )
+                })?,
+            };
+            Peer::DbBench(path)
+        }
+        other => bail!("compare: unknown peer {other:?} (expected rocksdb or db_bench)"),
+    };
+    let me = std::env::current_exe().map_err(|e| BenchError::new(format!("compare: cannot find this binary: {e}")))?;
+    let mut ebb_runs: Vec<Vec<(String, ResultLine)>> = Vec::new();
+    let mut peer_runs: Vec<Vec<(String, ResultLine)>> = Vec::new();
+    for rep in 0..reps {
+        let mut a: Vec<String> = flags.to_vec();
+        a.push("--engine=ebb".into());
+        a.push("--progress=false".into());
+        eprintln!("compare: run {} of {reps}: ebb", rep + 1);
+        ebb_runs.push(collect_results(&run_child(&me, &a, "ebb")?));
+        eprintln!("compare: run {} of {reps}: {}", rep + 1, peer.name());
+        let out = match &peer {
+            Peer::RocksDb => {
+                let mut b: Vec<String> = flags.to_vec();
+                b.push("--engine=rocksdb".into());
+                b.push("--progress=false".into());
+                run_child(&me, &b, "rocksdb")?
+            }
+            Peer::DbBench(path) => {
+                let mut b: Vec<String> = flags.to_vec();
+                let _guard = if parsed.is_set("db") {
+                    None
+                } else {
+                    let dir = tempfile::Builder::new()
+                        .prefix("ebb-bench-db_bench-")
+                        .tempdir()
+                        .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
+                    b.push(format!("--db={}", dir.path().join("db").display()));
+                    Some(dir)
+                };
+                run_child(path, &b, "db_bench")?
+            }
+        };
+        peer_runs.push(collect_results(&out));
+    }
+    print!("{}", comparison_table(&ebb_runs, &peer_runs, peer.name()));
+    Ok(())
+}
+
+/// The table of medians and ratios.
+pub fn comparison_table(
+    ebb_runs: &[Vec<(String, ResultLine)>],
+    peer_runs: &[Vec<(String, ResultLine)>],
+    peer: &str,
+) -> String {
+    let mut order: Vec<String> = Vec::new();
+    for run in ebb_runs.iter().chain(peer_runs) {
+        for (k, _) in run {
+            if !order.contains(k) {
+                order.push(k.clone());
+            }
+        }
+    }
+    let medians = |runs: &[Vec<(String, ResultLine)>], key: &str| -> (Option<f64>, Option<f64>) {
+        let mut ops: Vec<f64> = Vec::new();
+        let mut mb: Vec<f64> = Vec::new();
+        for run in runs {
+            for (k, r) in run {
+                if k == key {
+                    ops.push(r.ops_per_sec);
+                    if let Some(m) = r.mb_per_sec {
+                        mb.push(m);
+                    }
+                }
+            }
+        }
+        (median(&mut ops), median(&mut mb))
+    };
+    let fmt = |v: Option<f64>, decimals: usize| v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"));
+    let mut out = format!(
+        "\nmedians of {} runs each (ebb and {peer} alternating)\n{:<24} {:>14} {:>14} {:>10} {:>10} {:>12}\n",
+        ebb_runs.len(),
+        "benchmark",
+        "ebb ops/s",
+        format!("{peer} ops/s"),
+        "ebb MB/s",
+        format!("{peer} MB/s"),
+        format!("ebb/{peer}")
+    );
+    for key in order {
+        let (e_ops, e_mb) = medians(ebb_runs, &key);
+        let (p_ops, p_mb) = medians(peer_runs, &key);
+        let ratio = match (e_ops, p_ops) {
+            (Some(e), Some(p)) if p > 0.0 => Some(e / p),
+            _ => None,
+        };
+        out.push_str(&format!(
+            "{key:<24} {:>14} {:>14} {:>10} {:>10} {:>12}\n",
+            fmt(e_ops, 0),
+            fmt(p_ops, 0),
+            fmt(e_mb, 1),
+            fmt(p_mb, 1),
+            fmt(ratio, 2)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_ratios() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+        let line = |ops: f64| {
+            format!("fillrandom   :      10.000 micros/op {ops} ops/sec 1.000 seconds 100 operations;    1.0 MB/s")
+        };
+        let ebb: Vec<_> = [100.0, 300.0, 200.0].iter().map(|o| collect_results(&line(*o))).collect();
+        let peer: Vec<_> = [100.0, 100.0, 100.0].iter().map(|o| collect_results(&line(*o))).collect();
+        let table = comparison_table(&ebb, &peer, "db_bench");
+        let row = table.lines().find(|l| l.starts_with("fillrandom")).unwrap();
+        assert!(row.contains("200") && row.trim_end().ends_with("2.00"), "{row}");
+    }
+
+    #[test]
+    fn repeated_benchmarks_are_numbered() {
+        let out = "readrandom   :       1.000 micros/op 1000 ops/sec 1.000 seconds 1000 operations;\n\
+                   readrandom   :       2.000 micros/op 500 ops/sec 2.000 seconds 1000 operations;\n";
+        let r = collect_results(out);
+        assert_eq!(r[0].0, "readrandom");
+        assert_eq!(r[1].0, "readrandom#2");
+    }
+
+    #[test]
+    fn compare_needs_the_separator() {
+        let e = run(&["--reps=2".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("--"), "{e}");
+        let e = run(&["--peer=leveldb".into(), "--".into(), "--num=1".into()]).unwrap_err().to_string();
+        assert!(e.contains("leveldb"), "{e}");
+    }
+}

@@ -1,0 +1,339 @@
+//! The client's settings, read once from the flags and checked together, so
+//! that a bad combination fails before any database is touched.
+
+use std::path::PathBuf;
+
+use crate::bail;
+use crate::error::Result;
+use crate::flags::{table, Flags};
+use crate::shape::{parse_seconds_list, Base, Schedule, Sine, TimeBursts, Trace};
+use crate::workload::{MixSpec, MIX_FLAGS};
+
+/// Which engine to drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Ebb.
+    Ebb,
+    /// RocksDB through the `rocksdb` crate.
+    RocksDb,
+}
+
+impl EngineKind {
+    /// The engine's name, as `--engine` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Ebb => "ebb",
+            EngineKind::RocksDb => "rocksdb",
+        }
+    }
+}
+
+/// mixgraph's parameters (db_bench names).
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub struct MixGraphParams {
+    pub get_ratio: f64,
+    pub put_ratio: f64,
+    pub seek_ratio: f64,
+    pub max_scan_len: i64,
+    pub max_value_size: i64,
+    pub keyrange_dist: [f64; 4],
+    pub keyrange_num: i64,
+    pub key_dist_a: f64,
+    pub key_dist_b: f64,
+    pub value_theta: f64,
+    pub value_k: f64,
+    pub value_sigma: f64,
+    pub iter_theta: f64,
+    pub iter_k: f64,
+    pub iter_sigma: f64,
+}
+
+/// Everything the runner needs, typed and validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Benchmarks in order.
+    pub benchmarks: Vec<String>,
+    /// The engine.
+    pub engine: EngineKind,
+    /// `--db`, if given.
+    pub db: Option<PathBuf>,
+    /// `--use_existing_db`.
+    pub use_existing_db: bool,
+    /// `--num`.
+    pub num: u64,
+    /// `--reads` (None = num).
+    pub reads: Option<u64>,
+    /// `--writes` (None = num).
+    pub writes: Option<u64>,
+    /// `--deletes` (None = num).
+    pub deletes: Option<u64>,
+    /// `--duration` in seconds (None = use counts).
+    pub duration: Option<f64>,
+    /// `--threads`.
+    pub threads: usize,
+    /// `--seed` (0 = from the clock; resolved by the runner).
+    pub seed: u64,
+    /// `--key_size`.
+    pub key_size: usize,
+    /// `--value_size`.
+    pub value_size: usize,
+    /// `--batch_size`.
+    pub batch_size: usize,
+    /// `--compression_ratio`.
+    pub compression_ratio: f64,
+    /// `--sync`.
+    pub sync: bool,
+    /// `--disable_wal`.
+    pub disable_wal: bool,
+    /// `--seek_nexts`.
+    pub seek_nexts: usize,
+    /// `--reverse_iterator`.
+    pub reverse_iterator: bool,
+    /// `--readwritepercent`.
+    pub readwritepercent: u32,
+    /// `--histogram`.
+    pub histogram: bool,
+    /// `--stats_interval_seconds` (0 = off).
+    pub stats_interval_secs: u64,
+    /// `--stats_per_interval`.
+    pub stats_per_interval: bool,
+    /// `--report_interval_seconds` (0 = off).
+    pub report_interval_secs: u64,
+    /// `--report_file`.
+    pub report_file: PathBuf,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+    /// `--progress`.
+    pub progress: bool,
+    /// The write cap over time.
+    pub write_schedule: Schedule,
+    /// Bursts in count: (`--burst_writes`, idle seconds).
+    pub count_bursts: Option<CountBurstSpec>,
+    /// `--benchmark_read_rate_limit` in ops/s.
+    pub read_rate_limit: Option<f64>,
+    /// The custom mix (when `mix` is among the benchmarks).
+    pub mix: Option<MixSpec>,
+    /// mixgraph's parameters.
+    pub mixgraph: MixGraphParams,
+    /// `--block_size` (checksum benchmarks).
+    pub block_size: usize,
+}
+
+fn count(flags: &Flags, name: &str) -> Option<u64> {
+    u64::try_from(flags.i64(name)).ok()
+}
+
+fn positive(flags: &Flags, name: &str) -> Result<u64> {
+    let v = flags.i64(name);
+    if v < 1 {
+        bail!("flag --{name} must be at least 1, got {v}");
+    }
+    Ok(v as u64)
+}
+
+impl Config {
+    /// Reads and checks the flags.
+    pub fn from_flags(flags: &Flags) -> Result<Config> {
+        let benchmarks: Vec<String> =
+            flags.str("benchmarks").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        for b in &benchmarks {
+            if !table::BENCHMARKS.iter().any(|(name, _)| name == b) {
+                bail!("unknown benchmark {b:?} in --benchmarks (see --help for the list)");
+            }
+        }
+        let engine = match flags.str("engine") {
+            "ebb" => EngineKind::Ebb,
+            "rocksdb" => EngineKind::RocksDb,
+            other => bail!("flag --engine: unknown engine {other:?} (expected ebb or rocksdb)"),
+        };
+        let db = Some(flags.str("db")).filter(|s| !s.is_empty()).map(PathBuf::from);
+        let duration = match flags.i64("duration") {
+            d if d < 0 => bail!("flag --duration must not be negative, got {d}"),
+            0 => None,
+            d => Some(d as f64),
+        };
+        let compression_ratio = flags.f64("compression_ratio");
+        if !(0.0..=1.0).contains(&compression_ratio) {
+            bail!("flag --compression_ratio must be between 0 and 1, got {compression_ratio}");
+        }
+        let readwritepercent = flags.i64("readwritepercent");
+        if !(0..=100).contains(&readwritepercent) {
+            bail!("flag --readwritepercent must be between 0 and 100, got {readwritepercent}");
+        }
+        let key_size = positive(flags, "key_size")? as usize;
+        if key_size > ebb::MAX_KEY_SIZE {
+            bail!("flag --key_size must be at most {}", ebb::MAX_KEY_SIZE);
+        }
+        let value_size = flags.u64("value_size")? as usize;
+        if value_size > ebb::MAX_VALUE_SIZE {
+            bail!("flag --value_size must be at most {}", ebb::MAX_VALUE_SIZE);
+        }
+        let (write_schedule, count_bursts) = write_shape(flags)?;
+        let read_rate_limit = Some(flags.u64("benchmark_read_rate_limit")? as f64).filter(|r| *r > 0.0);
+        let mix = if benchmarks.iter().any(|b| b == "mix") {
+            Some(MixSpec::from_flags(flags)?)
+        } else {
+            if let Some(f) = MIX_FLAGS.iter().chain(["workload_file"].iter()).find(|f| flags.is_set(f)) {
+                bail!("flag --{f} only affects the `mix` benchmark, which is not in --benchmarks");
+            }
+            None
+        };
+        let json = Some(flags.str("json")).filter(|s| !s.is_empty()).map(PathBuf::from);
+        Ok(Config {
+            benchmarks,
+            engine,
+            db,
+            use_existing_db: flags.bool("use_existing_db"),
+            num: positive(flags, "num")?,
+            reads: count(flags, "reads"),
+            writes: count(flags, "writes"),
+            deletes: count(flags, "deletes"),
+            duration,
+            threads: positive(flags, "threads")? as usize,
+            seed: flags.u64("seed")?,
+            key_size,
+            value_size,
+            batch_size: positive(flags, "batch_size")? as usize,
+            compression_ratio,
+            sync: flags.bool("sync"),
+            disable_wal: flags.bool("disable_wal"),
+            seek_nexts: flags.u64("seek_nexts")? as usize,
+            reverse_iterator: flags.bool("reverse_iterator"),
+            readwritepercent: readwritepercent as u32,
+            histogram: flags.bool("histogram"),
+            stats_interval_secs: flags.u64("stats_interval_seconds")?,
+            stats_per_interval: flags.i64("stats_per_interval") > 0,
+            report_interval_secs: flags.u64("report_interval_seconds")?,
+            report_file: PathBuf::from(flags.str("report_file")),
+            json,
+            progress: flags.bool("progress"),
+            write_schedule,
+            count_bursts,
+            read_rate_limit,
+            mix,
+            mixgraph: MixGraphParams {
+                get_ratio: flags.f64("mix_get_ratio"),
+                put_ratio: flags.f64("mix_put_ratio"),
+                seek_ratio: flags.f64("mix_seek_ratio"),
+                max_scan_len: positive(flags, "mix_max_scan_len")? as i64,
+                max_value_size: positive(flags, "mix_max_value_size")? as i64,
+                keyrange_dist: [
+                    flags.f64("keyrange_dist_a"),
+                    flags.f64("keyrange_dist_b"),
+                    flags.f64("keyrange_dist_c"),
+                    flags.f64("keyrange_dist_d"),
+                ],
+                keyrange_num: flags.i64("keyrange_num"),
+                key_dist_a: flags.f64("key_dist_a"),
+                key_dist_b: flags.f64("key_dist_b"),
+                value_theta: flags.f64("value_theta"),
+                value_k: flags.f64("value_k"),
+                value_sigma: flags.f64("value_sigma"),
+                iter_theta: flags.f64("iter_theta"),
+                iter_k: flags.f64("iter_k"),
+                iter_sigma: flags.f64("iter_sigma"),
+            },
+            block_size: positive(flags, "block_size")? as usize,
+        })
+    }
+
+    /// Write operations per thread for write benchmarks.
+    pub fn writes_or_num(&self) -> u64 {
+        self.writes.unwrap_or(self.num)
+    }
+
+    /// Read operations per thread.
+    pub fn reads_or_num(&self) -> u64 {
+        self.reads.unwrap_or(self.num)
+    }
+
+    /// Operations per thread of mixed benchmarks (db_bench `readwrites_`):
+    /// the larger of `--reads` and `--writes`, or `--num` when neither is given.
+    pub fn readwrites(&self) -> u64 {
+        match (self.reads, self.writes) {
+            (None, None) => self.num,
+            (r, w) => r.unwrap_or(0).max(w.unwrap_or(0)),
+        }
+    }
+}
+
+const SINE_FLAGS: &[&str] = &[
+    "sine_write_rate_interval_milliseconds",
+    "sine_a",
+    "sine_b",
+    "sine_c",
+    "sine_d",
+    "sine_finished_seconds",
+    "sine_finished_write_rate_limit",
+];
+
+/// Bursts in count: (`--burst_writes`, idle seconds).
+pub type CountBurstSpec = (u64, Vec<f64>);
+
+fn write_shape(flags: &Flags) -> Result<(Schedule, Option<CountBurstSpec>)> {
+    let sine_on = flags.bool("sine_write_rate");
+    let trace = flags.str("trace_file");
+    let fixed = flags.u64("benchmark_write_rate_limit")?;
+    if !sine_on {
+        if let Some(f) = SINE_FLAGS.iter().find(|f| flags.is_set(f)) {
+            bail!("flag --{f} has no effect without --sine_write_rate=true");
+        }
+    }
+    if sine_on && !trace.is_empty() {
+        bail!("--sine_write_rate and --trace_file both define the write cap; give one");
+    }
+    if fixed > 0 && (sine_on || !trace.is_empty()) {
+        bail!("--benchmark_write_rate_limit conflicts with --sine_write_rate / --trace_file, which set the cap themselves");
+    }
+    let base = if sine_on {
+        let interval_ms = flags.u64("sine_write_rate_interval_milliseconds")?;
+        if interval_ms == 0 {
+            bail!("flag --sine_write_rate_interval_milliseconds must be positive");
+        }
+        let finished = flags.i64("sine_finished_seconds");
+        let finished_limit = flags.i64("sine_finished_write_rate_limit");
+        if finished < 0 || finished_limit < 0 {
+            bail!("--sine_finished_seconds and --sine_finished_write_rate_limit must not be negative");
+        }
+        if finished == 0 && finished_limit > 0 {
+            bail!("--sine_finished_write_rate_limit needs --sine_finished_seconds");
+        }
+        Base::Sine(Sine {
+            a: flags.f64("sine_a"),
+            b: flags.f64("sine_b"),
+            c: flags.f64("sine_c"),
+            d: flags.f64("sine_d"),
+            interval_secs: interval_ms as f64 / 1000.0,
+            finished_secs: Some(finished as f64).filter(|f| *f > 0.0),
+            finished_rate: Some(finished_limit as f64).filter(|r| *r > 0.0),
+        })
+    } else if !trace.is_empty() {
+        Base::Trace(Trace::load(std::path::Path::new(trace))?)
+    } else if fixed > 0 {
+        Base::Fixed(fixed as f64)
+    } else {
+        Base::Unlimited
+    };
+    let bursts_text = flags.str("burst_seconds");
+    let idle_text = flags.str("idle_seconds");
+    let burst_writes = flags.i64("burst_writes");
+    if burst_writes < 0 {
+        bail!("flag --burst_writes must not be negative, got {burst_writes}");
+    }
+    let idles = parse_seconds_list("idle_seconds", idle_text)?;
+    let bursts = parse_seconds_list("burst_seconds", bursts_text)?;
+    let mut count_bursts = None;
+    let time_bursts = match (bursts.is_empty(), burst_writes > 0, idles.is_empty()) {
+        (true, false, true) => None,
+        (false, true, _) => bail!("--burst_seconds and --burst_writes both define bursts; give one"),
+        (_, _, true) => bail!("bursts need --idle_seconds"),
+        (true, false, false) => bail!("--idle_seconds needs --burst_seconds or --burst_writes"),
+        (false, false, false) => Some(TimeBursts::new(&bursts, &idles)?),
+        (true, true, false) => {
+            count_bursts = Some((burst_writes as u64, idles));
+            None
+        }
+    };
+    Ok((Schedule { base, bursts: time_bursts }, count_bursts))
+}

@@ -1,0 +1,226 @@
+//! Ebb behind the [`Engine`] trait. db_bench flags become `ebb::Options` by
+//! their RocksDB names (the flag table's `Engine(name)`), only when given on
+//! the command line. A flag whose option Ebb does not have yet is refused
+//! unless it holds its default.
+
+use std::path::Path;
+
+use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
+use crate::bail;
+use crate::error::{BenchError, Result};
+use crate::flags::{spec, Flags, Support, Value};
+
+/// An open Ebb database.
+pub struct EbbEngine {
+    db: Db,
+}
+
+/// The text an engine option gets for a flag's value; `None` = leave the engine default.
+pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
+    Ok(match (flag, value) {
+        ("bloom_bits", Value::Int(b)) if *b < 0 => None,
+        ("checksum_type", Value::Int(1)) => Some("kCRC32c".into()),
+        ("checksum_type", Value::Int(4)) => Some("kXXH3".into()),
+        ("checksum_type", Value::Int(other)) => {
+            bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
+        }
+        _ => Some(value.to_text()),
+    })
+}
+
+/// Builds Ebb's options from the explicitly given engine flags.
+pub fn ebb_options(flags: &Flags, create: bool) -> Result<Options> {
+    let mut opts = Options::default().create_if_missing(create);
+    for name in flags.explicit() {
+        let Some(s) = spec(name) else { continue };
+        let Support::Engine(option) = s.support else { continue };
+        let Some(value) = flags.value(name) else { continue };
+        if !Options::names().any(|n| n == option) {
+            if flags.is_default(s) {
+                continue;
+            }
+            bail!("flag --{name} is not supported yet by the ebb engine (it has no option {option})");
+        }
+        let Some(text) = option_text(name, value)? else { continue };
+        opts.set(option, &text).map_err(|e| BenchError::new(format!("flag --{name}: {e}")))?;
+    }
+    opts.validate().map_err(|e| BenchError::new(format!("engine options: {e}")))?;
+    Ok(opts)
+}
+
+fn write_options(wo: WriteOpts) -> WriteOptions {
+    WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
+}
+
+impl EbbEngine {
+    /// Opens (after destroying, if `fresh`) the database at `path`.
+    pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<EbbEngine> {
+        let opts = ebb_options(flags, create)?;
+        if fresh && path.exists() {
+            Db::destroy(path, &opts).map_err(|e| BenchError::new(format!("cannot destroy {}: {e}", path.display())))?;
+        }
+        let db = Db::open(path, opts).map_err(|e| BenchError::new(format!("cannot open {}: {e}", path.display())))?;
+        Ok(EbbEngine { db })
+    }
+}
+
+impl Engine for EbbEngine {
+    fn name(&self) -> &'static str {
+        "ebb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &write_options(wo))?)
+    }
+
+    fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
+        Ok(self.db.delete_opt(key, &write_options(wo))?)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match op {
+                BatchOp::Put(k, v) => batch.put(k, v),
+                BatchOp::Delete(k) => batch.delete(k),
+            }
+        }
+        Ok(self.db.write_opt(&batch, &write_options(wo))?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.db.multi_get(keys, &ReadOptions::default()).into_iter().map(|r| r.map_err(BenchError::from)).collect()
+    }
+
+    fn scan(
+        &self,
+        start: ScanStart<'_>,
+        direction: Direction,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<u64> {
+        let mut it = self.db.iter(ReadOptions::default());
+        match (start, direction) {
+            (ScanStart::First, _) => it.seek_to_first(),
+            (ScanStart::Last, _) => it.seek_to_last(),
+            (ScanStart::At(k), Direction::Forward) => it.seek(k),
+            (ScanStart::At(k), Direction::Backward) => it.seek_for_prev(k),
+        }
+        let mut seen = 0;
+        while seen < limit && it.valid() {
+            seen += 1;
+            if !visit(it.key(), it.value()) {
+                break;
+            }
+            match direction {
+                Direction::Forward => it.next(),
+                Direction::Backward => it.prev(),
+            }
+        }
+        it.status()?;
+        Ok(seen)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush(true)?)
+    }
+
+    fn compact_range(&self) -> Result<()> {
+        Ok(self.db.compact_range(None, None)?)
+    }
+
+    fn wait_for_compaction(&self) -> Result<()> {
+        Ok(self.db.wait_for_compact()?)
+    }
+
+    fn property(&self, name: &str) -> Option<String> {
+        self.db.get_property(name)
+    }
+
+    fn metrics(&self) -> EngineMetrics {
+        let m = self.db.metrics();
+        EngineMetrics {
+            user_bytes_written: m.user_bytes_written,
+            flush_bytes_written: m.flush_bytes_written,
+            compaction_bytes_written: m.compaction_bytes_written,
+            stall_micros: m.stall_micros,
+            files_per_level: m.files_per_level.iter().map(|n| *n as u64).collect(),
+            pending_compaction_bytes: m.pending_compaction_bytes,
+            compaction_enabled: m.compaction_enabled,
+            block_cache_hits: m.block_cache_hits,
+            block_cache_misses: m.block_cache_misses,
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flags::Parsed;
+
+    fn flags(args: &[&str]) -> Flags {
+        match Flags::parse(args.iter().copied()).unwrap() {
+            Parsed::Run(f) => f,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn engine_flags_map_to_options_by_rocksdb_name() {
+        let f = flags(&[
+            "--write_buffer_size=8388608",
+            "--subcompactions=2",
+            "--compression_type=None",
+            "--bloom_bits=-1",
+            "--cache_size=1048576",
+            "--checksum_type=4",
+            "--disable_auto_compactions=true",
+        ]);
+        let o = ebb_options(&f, true).unwrap();
+        assert_eq!(o.write_buffer_size, 8 << 20);
+        assert_eq!(o.max_subcompactions, 2);
+        assert_eq!(o.compression, ebb::CompressionType::None);
+        assert_eq!(o.bloom_bits_per_key, Options::default().bloom_bits_per_key);
+        assert_eq!(o.block_cache_size, 1 << 20);
+        assert_eq!(o.checksum, ebb::ChecksumType::Xxh3);
+        assert!(o.disable_auto_compactions);
+        assert!(o.create_if_missing);
+    }
+
+    #[test]
+    fn missing_engine_options_are_refused_unless_default() {
+        let has_tuner = Options::names().any(|n| n == "auto_tuned_compactions");
+        let r = ebb_options(&flags(&["--auto_tuned_compactions=true"]), true);
+        if has_tuner {
+            assert!(r.is_ok());
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("--auto_tuned_compactions") && e.contains("not supported yet by the ebb engine"), "{e}");
+        }
+        assert!(ebb_options(&flags(&["--auto_tuned_compactions=false"]), true).is_ok());
+        let e = ebb_options(&flags(&["--use_direct_reads=true"]), true);
+        if !Options::names().any(|n| n == "use_direct_reads") {
+            assert!(e.unwrap_err().to_string().contains("--use_direct_reads"));
+        }
+    }
+
+    #[test]
+    fn bad_engine_values_name_the_flag() {
+        let e = ebb_options(&flags(&["--compression_type=brotli"]), true).unwrap_err().to_string();
+        assert!(e.contains("--compression_type") && e.contains("brotli"), "{e}");
+        let e = ebb_options(&flags(&["--write_buffer_size=10"]), true).unwrap_err().to_string();
+        assert!(e.contains("write_buffer_size"), "{e}");
+        let e = ebb_options(&flags(&["--checksum_type=2"]), true).unwrap_err().to_string();
+        assert!(e.contains("--checksum_type"), "{e}");
+    }
+}

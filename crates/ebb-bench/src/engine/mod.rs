@@ -1,0 +1,139 @@
+//! The engine boundary: what the benchmarks need from a key-value store, so the
+//! same runner drives Ebb ([`ebb`]) and RocksDB ([`rocksdb`], behind the
+//! `rocksdb-peer` feature).
+//!
+//! Thread-safety: an engine is shared by reference between the client threads
+//! (`Send + Sync`); every call may run concurrently with any other, except
+//! [`Engine::close`], which consumes it.
+
+pub mod ebb;
+#[cfg(feature = "rocksdb-peer")]
+pub mod rocksdb;
+
+use std::path::Path;
+
+use crate::bail;
+use crate::config::EngineKind;
+use crate::error::Result;
+use crate::flags::Flags;
+
+/// Per-write durability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOpts {
+    /// fsync the WAL before returning.
+    pub sync: bool,
+    /// Skip the WAL.
+    pub disable_wal: bool,
+}
+
+/// One operation of a write batch.
+#[derive(Debug, Clone, Copy)]
+pub enum BatchOp<'a> {
+    /// Put key → value.
+    Put(&'a [u8], &'a [u8]),
+    /// Delete key.
+    Delete(&'a [u8]),
+}
+
+/// Where a scan starts.
+#[derive(Debug, Clone, Copy)]
+pub enum ScanStart<'a> {
+    /// The smallest key.
+    First,
+    /// The largest key.
+    Last,
+    /// The first key at or after (forward) / at or before (backward) this one.
+    At(&'a [u8]),
+}
+
+/// Scan direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Ascending keys (Next).
+    Forward,
+    /// Descending keys (Prev).
+    Backward,
+}
+
+/// Cumulative figures since the database was opened, for the interval series.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineMetrics {
+    /// Bytes of keys and values written by users (the ingest).
+    pub user_bytes_written: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes_written: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+    /// Files per level (index = level).
+    pub files_per_level: Vec<u64>,
+    /// Estimated pending compaction bytes.
+    pub pending_compaction_bytes: u64,
+    /// False while automatic compaction is off (by option or by a tuner).
+    pub compaction_enabled: bool,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+}
+
+/// A key-value store under test.
+pub trait Engine: Send + Sync {
+    /// `ebb` or `rocksdb`: also the prefix of its property names (`ebb.stats`).
+    fn name(&self) -> &'static str;
+    /// Writes one key.
+    fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()>;
+    /// Deletes one key.
+    fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()>;
+    /// Applies a batch atomically.
+    fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()>;
+    /// Reads one key.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads several keys.
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>>;
+    /// Opens an iterator at `start` and visits up to `limit` entries in
+    /// `direction`, stopping early when `visit` returns false. Returns the
+    /// number of entries visited.
+    fn scan(
+        &self,
+        start: ScanStart<'_>,
+        direction: Direction,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<u64>;
+    /// Flushes the memtables and waits.
+    fn flush(&self) -> Result<()>;
+    /// Compacts the whole key range.
+    fn compact_range(&self) -> Result<()>;
+    /// Waits until no flush or compaction is pending or running.
+    fn wait_for_compaction(&self) -> Result<()>;
+    /// A named property (`ebb.stats`, `rocksdb.levelstats`, ...).
+    fn property(&self, name: &str) -> Option<String>;
+    /// Cumulative figures now.
+    fn metrics(&self) -> EngineMetrics;
+    /// Closes the database.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Opens `kind` at `path` with the engine options among `flags`; `fresh`
+/// destroys whatever database is there first, `create` allows creating one.
+pub fn open(kind: EngineKind, path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<Box<dyn Engine>> {
+    match kind {
+        EngineKind::Ebb => Ok(Box::new(ebb::EbbEngine::open(path, flags, fresh, create)?)),
+        EngineKind::RocksDb => open_rocksdb(path, flags, fresh, create),
+    }
+}
+
+#[cfg(feature = "rocksdb-peer")]
+fn open_rocksdb(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(rocksdb::RocksDbEngine::open(path, flags, fresh, create)?))
+}
+
+#[cfg(not(feature = "rocksdb-peer"))]
+fn open_rocksdb(_path: &Path, _flags: &Flags, _fresh: bool, _create: bool) -> Result<Box<dyn Engine>> {
+    bail!(
+        "--engine=rocksdb needs ebb-bench built with the rocksdb-peer feature: \
+         cargo build -p ebb-bench --features rocksdb-peer (builds RocksDB from source; needs libclang)"
+    )
+}

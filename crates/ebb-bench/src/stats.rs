@@ -1,0 +1,320 @@
+//! Per-thread benchmark statistics (db_bench's `Stats`): operations, bytes,
+//! per-operation-type latency histograms, and the counters the interval
+//! monitor reads while the benchmark runs. Also the result line.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use crate::histogram::Histogram;
+
+/// db_bench's `OperationType`, for histogram titles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OpType {
+    /// A point read.
+    Read,
+    /// A write.
+    Write,
+    /// A delete.
+    Delete,
+    /// A seek (with its nexts).
+    Seek,
+    /// A read-modify-write.
+    Update,
+    /// A checksum computation.
+    Crc,
+    /// A hash computation.
+    Hash,
+    /// Anything else.
+    Other,
+}
+
+impl OpType {
+    /// db_bench's name (`Microseconds per read:`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OpType::Read => "read",
+            OpType::Write => "write",
+            OpType::Delete => "delete",
+            OpType::Seek => "seek",
+            OpType::Update => "update",
+            OpType::Crc => "crc",
+            OpType::Hash => "hash",
+            OpType::Other => "op",
+        }
+    }
+}
+
+/// What the monitor thread reads while a client thread runs.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    /// Operations done.
+    pub ops: AtomicU64,
+    /// Bytes written by this thread (keys + values).
+    pub write_bytes: AtomicU64,
+    /// Latencies since the monitor last took them (microseconds).
+    pub interval_hist: Mutex<Histogram>,
+}
+
+/// One thread's statistics.
+#[derive(Debug)]
+pub struct ThreadStats {
+    /// Thread index.
+    pub id: usize,
+    start: Instant,
+    finish: Instant,
+    last_op: Instant,
+    done: u64,
+    bytes: u64,
+    hists: BTreeMap<OpType, Histogram>,
+    message: String,
+    live: Arc<LiveCounters>,
+    exclude_from_merge: bool,
+}
+
+impl ThreadStats {
+    /// Statistics starting now.
+    pub fn new(id: usize, live: Arc<LiveCounters>) -> ThreadStats {
+        let now = Instant::now();
+        ThreadStats {
+            id,
+            start: now,
+            finish: now,
+            last_op: now,
+            done: 0,
+            bytes: 0,
+            hists: BTreeMap::new(),
+            message: String::new(),
+            live,
+            exclude_from_merge: false,
+        }
+    }
+
+    /// Restarts the clock (after per-thread setup).
+    pub fn start(&mut self) {
+        let now = Instant::now();
+        self.start = now;
+        self.finish = now;
+        self.last_op = now;
+    }
+
+    /// Records `n` operations of `op` finished now; one latency sample since the previous op.
+    pub fn finished_ops(&mut self, n: u64, op: OpType) {
+        let now = Instant::now();
+        let micros = now.duration_since(self.last_op).as_micros() as u64;
+        self.hists.entry(op).or_default().add(micros);
+        self.live.interval_hist.lock().add(micros);
+        self.live.ops.fetch_add(n, Ordering::Relaxed);
+        self.done += n;
+        self.last_op = now;
+    }
+
+    /// Hides a wait (the rate limiter's) from the next latency sample.
+    pub fn reset_last_op_time(&mut self) {
+        self.last_op = Instant::now();
+    }
+
+    /// Adds bytes moved (reads and writes), for the MB/s figure.
+    pub fn add_bytes(&mut self, n: u64) {
+        self.bytes += n;
+    }
+
+    /// Counts bytes written (for the live ingest figure) as well as moved.
+    pub fn add_write_bytes(&mut self, n: u64) {
+        self.bytes += n;
+        self.live.write_bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts bytes written for the live ingest figure only (mixgraph's
+    /// Puts, which db_bench leaves out of the MB/s figure).
+    pub fn count_written(&self, n: u64) {
+        self.live.write_bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Appends to the message printed after the result line.
+    pub fn add_message(&mut self, msg: &str) {
+        if !self.message.is_empty() {
+            self.message.push(' ');
+        }
+        self.message.push_str(msg);
+    }
+
+    /// Keeps this thread out of the reported figures (readwhilewriting's writer).
+    pub fn exclude_from_merge(&mut self) {
+        self.exclude_from_merge = true;
+    }
+
+    /// True when excluded.
+    pub fn is_excluded(&self) -> bool {
+        self.exclude_from_merge
+    }
+
+    /// Operations done.
+    pub fn done(&self) -> u64 {
+        self.done
+    }
+
+    /// Marks the end of the thread's work.
+    pub fn stop(&mut self) {
+        self.finish = Instant::now();
+    }
+}
+
+/// Several threads' statistics merged (db_bench `Stats::Merge` + `Report`).
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    /// Operations.
+    pub done: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Sum of the threads' elapsed seconds.
+    pub thread_seconds: f64,
+    /// Wall-clock seconds from the first start to the last finish.
+    pub elapsed: f64,
+    /// Latency histograms by operation type.
+    pub hists: BTreeMap<OpType, Histogram>,
+    /// Messages of the threads (identical messages once).
+    pub message: String,
+}
+
+impl Merged {
+    /// Merges the threads not excluded.
+    pub fn from_threads(threads: &[ThreadStats]) -> Merged {
+        let included: Vec<&ThreadStats> = threads.iter().filter(|t| !t.exclude_from_merge).collect();
+        let mut m = Merged::default();
+        let (Some(start), Some(finish)) =
+            (included.iter().map(|t| t.start).min(), included.iter().map(|t| t.finish).max())
+        else {
+            return m;
+        };
+        m.elapsed = finish.duration_since(start).as_secs_f64();
+        for t in &included {
+            m.done += t.done;
+            m.bytes += t.bytes;
+            m.thread_seconds += t.finish.duration_since(t.start).as_secs_f64();
+            for (op, h) in &t.hists {
+                m.hists.entry(*op).or_default().merge(h);
+            }
+        }
+        // db_bench keeps the message of the merged-into thread; the threads of
+        // one benchmark report the same kind of message, so keep thread 0's.
+        m.message = included.first().map(|t| t.message.clone()).unwrap_or_default();
+        m
+    }
+
+    /// Operations per second over the wall-clock time.
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.elapsed > 0.0 {
+            self.done.max(1) as f64 / self.elapsed
+        } else {
+            0.0
+        }
+    }
+
+    /// Microseconds per operation per thread (db_bench's figure).
+    pub fn micros_per_op(&self) -> f64 {
+        self.thread_seconds * 1e6 / self.done.max(1) as f64
+    }
+
+    /// MB/s (MB = 1048576 bytes) over the wall-clock time; `None` without bytes.
+    pub fn mb_per_sec(&self) -> Option<f64> {
+        (self.bytes > 0 && self.elapsed > 0.0).then(|| self.bytes as f64 / 1048576.0 / self.elapsed)
+    }
+}
+
+/// db_bench's result line:
+/// `%-12s : %11.3f micros/op %ld ops/sec %.3f seconds %lu operations;%s%s`.
+pub fn result_line(name: &str, m: &Merged) -> String {
+    let mut extra = String::new();
+    if let Some(mb) = m.mb_per_sec() {
+        extra = format!("{mb:>6.1} MB/s");
+    }
+    if !m.message.is_empty() {
+        if !extra.is_empty() {
+            extra.push(' ');
+        }
+        extra.push_str(&m.message);
+    }
+    format!(
+        "{:<12} : {:>11.3} micros/op {} ops/sec {:.3} seconds {} operations;{}{}",
+        name,
+        m.micros_per_op(),
+        m.ops_per_sec() as i64,
+        m.elapsed,
+        m.done.max(1),
+        if extra.is_empty() { "" } else { " " },
+        extra
+    )
+}
+
+/// One parsed result line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultLine {
+    /// Benchmark name.
+    pub name: String,
+    /// micros/op.
+    pub micros_per_op: f64,
+    /// ops/sec.
+    pub ops_per_sec: f64,
+    /// seconds.
+    pub seconds: f64,
+    /// operations.
+    pub operations: u64,
+    /// MB/s, when printed.
+    pub mb_per_sec: Option<f64>,
+}
+
+/// Parses a db_bench result line (ours or db_bench's own).
+pub fn parse_result_line(line: &str) -> Option<ResultLine> {
+    let (name, rest) = line.split_once(" : ")?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(' ') {
+        return None;
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let pos = |w: &str| words.iter().position(|x| *x == w);
+    let micros_per_op = words.get(pos("micros/op")?.checked_sub(1)?)?.parse().ok()?;
+    let ops_per_sec = words.get(pos("ops/sec")?.checked_sub(1)?)?.parse().ok()?;
+    let seconds = words.get(pos("seconds")?.checked_sub(1)?)?.parse().ok()?;
+    let operations = words.get(pos("operations;")?.checked_sub(1)?)?.parse().ok()?;
+    let mb_per_sec = pos("MB/s").and_then(|i| words.get(i.checked_sub(1)?)?.parse().ok());
+    Some(ResultLine { name: name.to_string(), micros_per_op, ops_per_sec, seconds, operations, mb_per_sec })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_line_matches_db_bench_layout() {
+        let m = Merged {
+            done: 810000,
+            bytes: (9.0 * 1048576.0 * 10.0) as u64,
+            thread_seconds: 10.0,
+            elapsed: 10.0,
+            hists: BTreeMap::new(),
+            message: String::new(),
+        };
+        assert_eq!(
+            result_line("fillrandom", &m),
+            "fillrandom   :      12.346 micros/op 81000 ops/sec 10.000 seconds 810000 operations;    9.0 MB/s"
+        );
+        let parsed = parse_result_line(&result_line("fillrandom", &m)).unwrap();
+        assert_eq!(parsed.name, "fillrandom");
+        assert_eq!(parsed.operations, 810000);
+        assert_eq!(parsed.ops_per_sec, 81000.0);
+        assert_eq!(parsed.mb_per_sec, Some(9.0));
+    }
+
+    #[test]
+    fn result_line_without_bytes_has_no_mb() {
+        let m = Merged { done: 1, thread_seconds: 2.0, elapsed: 2.0, ..Merged::default() };
+        let line = result_line("compact", &m);
+        assert!(line.ends_with("1 operations;"), "{line}");
+        assert!(parse_result_line(&line).unwrap().mb_per_sec.is_none());
+        assert!(parse_result_line("Date:       Mon").is_none());
+    }
+}
