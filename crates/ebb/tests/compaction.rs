@@ -270,3 +270,42 @@ fn concurrent_writers_and_snapshot_readers() {
     db.wait_for_compact().unwrap();
     assert_eq!(scan(&db, ReadOptions::default()), expected);
 }
+
+/// Holds every compaction out of L1 or deeper for a while, so L0→L1 is
+/// blocked on busy L1 files.
+struct SlowDeepCompactions;
+
+impl EventListener for SlowDeepCompactions {
+    fn on_compaction_begin(&self, info: &CompactionJobInfo) {
+        if info.input_level >= 1 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+#[test]
+fn l0_to_l0_runs_while_the_base_level_is_busy() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.listeners.push(Arc::new(SlowDeepCompactions));
+    o.max_background_compactions = 2;
+    o.level0_slowdown_writes_trigger = 40;
+    o.level0_stop_writes_trigger = 60;
+    o.max_write_buffer_number = 6;
+    o.level_compaction_dynamic_level_bytes = false;
+    let db = Db::open("/db", o).unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = BTreeMap::new();
+    let start = Instant::now();
+    while db.metrics().intra_l0_compactions == 0 && start.elapsed() < Duration::from_secs(30) {
+        for _ in 0..500 {
+            let k = format!("key{:06}", rng.gen_range(0..20_000)).into_bytes();
+            let v = vec![b'x'; 60];
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+    assert!(db.metrics().intra_l0_compactions > 0, "no L0→L0 compaction: {:?}", db.metrics().files_per_level);
+    db.wait_for_compact().unwrap();
+    assert_eq!(scan(&db, ReadOptions::default()), model);
+}

@@ -72,7 +72,18 @@ fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &
     }
 }
 
-fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_epoch: usize) {
+/// Totals of background events over a run, to show the test exercised them.
+#[derive(Default, Debug)]
+struct Activity {
+    flushes: u64,
+    compactions: u64,
+    trivial_moves: u64,
+    intra_l0: u64,
+    subcompactions: u64,
+}
+
+fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_epoch: usize) -> Activity {
+    let mut activity = Activity::default();
     let mut rng = StdRng::seed_from_u64(seed);
     let path = std::path::PathBuf::from(format!("/model-{seed}"));
     let mut model = Model::new();
@@ -156,20 +167,39 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
             assert_eq!(&scan(&db, s.read_options()), m, "seed {seed} epoch {epoch}: snapshot at end");
         }
         drop(snaps);
+        let m = db.metrics();
+        activity.flushes += m.flushes;
+        activity.compactions += m.level_compaction.iter().skip(1).map(|l| l.count).sum::<u64>();
+        activity.trivial_moves += m.trivial_moves;
+        activity.intra_l0 += m.intra_l0_compactions;
+        activity.subcompactions += m.split_compactions.1;
         if rng.gen_bool(0.5) {
             db.close().unwrap();
         } else {
             drop(db);
         }
     }
+    activity
 }
 
 #[test]
 fn model_on_memfs_many_seeds() {
+    let mut total = Activity::default();
     for seed in 0..12 {
         let fs = MemFs::new();
-        run_seed(seed, &|| tiny_options(Some(fs.clone())), 4, 1500);
+        let a = run_seed(seed, &|| tiny_options(Some(fs.clone())), 4, 1500);
+        total.flushes += a.flushes;
+        total.compactions += a.compactions;
+        total.trivial_moves += a.trivial_moves;
+        total.intra_l0 += a.intra_l0;
+        total.subcompactions += a.subcompactions;
     }
+    // The run must have exercised the background machinery it claims to test.
+    assert!(total.flushes >= 100, "{total:?}");
+    assert!(total.compactions >= 100, "{total:?}");
+    assert!(total.trivial_moves > 0, "{total:?}");
+    assert!(total.subcompactions > 0, "{total:?}");
+    eprintln!("model activity: {total:?}");
 }
 
 #[test]

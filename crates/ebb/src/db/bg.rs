@@ -287,6 +287,7 @@ impl DbInner {
         let bytes_level: u64 = c.inputs.iter().map(|f| f.file_size).sum();
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
         if c.trivial_move {
+            bump(&self.stats.trivial_moves, 1);
             for f in &c.inputs {
                 edit.new_files.push((c.output_level, Arc::clone(f)));
             }
@@ -311,6 +312,10 @@ impl DbInner {
         st.pending_outputs.push(floor);
         let numbers = st.versions.file_number_allocator();
         let ranges = subcompaction_ranges(c, opts.max_subcompactions as usize);
+        if ranges.len() > 1 {
+            bump(&self.stats.split_compactions, 1);
+            bump(&self.stats.subcompactions, ranges.len() as u64);
+        }
         let settings = SubcompactionSettings {
             rs: ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false },
             table_options: TableBuilderOptions::from_options(&opts, c.compression),
@@ -355,6 +360,9 @@ impl DbInner {
             }
         }
         if let Some(e) = first_error {
+            if matches!(e, Error::Cancelled) {
+                bump(&self.stats.cancelled_compactions, 1);
+            }
             for f in &out.files {
                 let _ = self.fs.remove_file(&filename::table_file(&self.dir, f.number));
             }
@@ -370,6 +378,9 @@ impl DbInner {
         release(st);
         r?;
         self.install_super_version(st);
+        if c.level == 0 && c.output_level == 0 {
+            bump(&self.stats.intra_l0_compactions, 1);
+        }
         bump(&self.stats.compaction_bytes_read, bytes_level + bytes_next);
         self.stats.add_level(
             c.output_level,

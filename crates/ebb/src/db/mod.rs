@@ -95,6 +95,16 @@ pub struct DbMetrics {
     pub stall_condition: Option<StallCondition>,
     /// The adapted delayed write rate, bytes/s (0 when writes are not delayed).
     pub delayed_write_rate: u64,
+    /// Flushes finished.
+    pub flushes: u64,
+    /// Compactions that moved files without rewriting them.
+    pub trivial_moves: u64,
+    /// L0→L0 compactions.
+    pub intra_l0_compactions: u64,
+    /// Compactions split into subcompactions, and the subcompactions they ran.
+    pub split_compactions: (u64, u64),
+    /// Compactions cancelled.
+    pub cancelled_compactions: u64,
 }
 
 /// What readers need, swapped as a whole: the memtables and the version.
@@ -608,6 +618,11 @@ impl DbInner {
             stall_micros_by_cause: crate::stats::StallCause::ALL.iter().map(|c| s.stall_micros(*c)).collect(),
             stall_condition: Some(st.controller.condition),
             delayed_write_rate: st.controller.rate(),
+            flushes: stats::read(&s.flushes),
+            trivial_moves: stats::read(&s.trivial_moves),
+            intra_l0_compactions: stats::read(&s.intra_l0_compactions),
+            split_compactions: (stats::read(&s.split_compactions), stats::read(&s.subcompactions)),
+            cancelled_compactions: stats::read(&s.cancelled_compactions),
         }
     }
 

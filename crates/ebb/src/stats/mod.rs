@@ -97,6 +97,16 @@ pub struct Stats {
     pub compaction_bytes_read: AtomicU64,
     /// Bytes written by compactions.
     pub compaction_bytes_written: AtomicU64,
+    /// Compactions finished that moved files without rewriting them.
+    pub trivial_moves: AtomicU64,
+    /// L0→L0 compactions finished.
+    pub intra_l0_compactions: AtomicU64,
+    /// Compactions finished that were split into subcompactions.
+    pub split_compactions: AtomicU64,
+    /// Subcompactions run (one per key range).
+    pub subcompactions: AtomicU64,
+    /// Compactions cancelled.
+    pub cancelled_compactions: AtomicU64,
     /// Microseconds stalled, per cause.
     stall_micros: [AtomicU64; 5],
     /// Stall events, per cause.
@@ -123,6 +133,11 @@ impl Stats {
             flushes: AtomicU64::new(0),
             compaction_bytes_read: AtomicU64::new(0),
             compaction_bytes_written: AtomicU64::new(0),
+            trivial_moves: AtomicU64::new(0),
+            intra_l0_compactions: AtomicU64::new(0),
+            split_compactions: AtomicU64::new(0),
+            subcompactions: AtomicU64::new(0),
+            cancelled_compactions: AtomicU64::new(0),
             stall_micros: Default::default(),
             stall_count: Default::default(),
             levels: Mutex::new(vec![LevelCompactionStats::default(); num_levels]),
