@@ -235,19 +235,32 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
             return Some(finish(version, opts, 0, out, inputs, output_inputs, CompactionReason::L0FileCount));
         }
     }
-    // L0→base is blocked: merge the newest free run of L0 files into one.
-    let free: Vec<Arc<FileMetaData>> = l0.iter().take_while(|f| !busy.contains(&f.number)).cloned().collect();
-    if free.len() >= MIN_FILES_FOR_INTRA_L0 {
-        let max_bytes = opts.effective_max_compaction_bytes();
-        let mut inputs = Vec::new();
-        let mut bytes = 0;
-        for f in free {
-            if inputs.len() >= MIN_FILES_FOR_INTRA_L0 && bytes + f.file_size > max_bytes {
-                break;
-            }
-            bytes += f.file_size;
-            inputs.push(f);
+    // L0→base is blocked: merge the newest free run of L0 files into one
+    // (RocksDB `PickIntraL0Compaction` / `FindIntraL0Compaction`): only with
+    // at least trigger + 2 files, starting from a free newest file, and only
+    // while each added file lowers the bytes written per file removed, so
+    // big files are not rewritten over and over.
+    let trigger = opts.level0_file_num_compaction_trigger.max(1) as usize;
+    if l0.len() < trigger + 2 || busy.contains(&l0[0].number) {
+        return None;
+    }
+    let max_bytes = opts.effective_max_compaction_bytes();
+    let mut bytes = l0[0].file_size;
+    let mut per_deleted = u64::MAX;
+    let mut limit = 1;
+    while limit < l0.len() {
+        let f = &l0[limit];
+        let next_bytes = bytes + f.file_size;
+        let next_per_deleted = next_bytes / limit as u64;
+        if busy.contains(&f.number) || next_per_deleted > per_deleted || next_bytes > max_bytes {
+            break;
         }
+        bytes = next_bytes;
+        per_deleted = next_per_deleted;
+        limit += 1;
+    }
+    if limit >= MIN_FILES_FOR_INTRA_L0 {
+        let inputs = l0[..limit].to_vec();
         let mut c = finish(version, opts, 0, 0, inputs, Vec::new(), CompactionReason::IntraL0);
         c.bottommost = false;
         c.trivial_move = false;
