@@ -264,7 +264,8 @@ impl Db {
     pub fn put_opt(&self, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
-        self.write_opt(&b, wo)
+        b.validate()?;
+        self.inner.write(Some(b), wo, false)
     }
 
     /// Deletes `key`.
@@ -276,7 +277,8 @@ impl Db {
     pub fn delete_opt(&self, key: &[u8], wo: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        self.write_opt(&b, wo)
+        b.validate()?;
+        self.inner.write(Some(b), wo, false)
     }
 
     /// Applies `batch` atomically.

@@ -28,7 +28,10 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 const SMALL_BATCH: usize = 128 << 10;
 
 pub(crate) struct WriterSlot {
-    batch: Option<WriteBatch>,
+    /// Taken by the leader (its own) or read in place (a follower's).
+    batch: Mutex<Option<WriteBatch>>,
+    has_batch: bool,
+    batch_bytes: usize,
     sync: bool,
     disable_wal: bool,
     /// Switch the memtable even if it is not full (a flush request).
@@ -43,8 +46,11 @@ impl DbInner {
         if batch.is_some() {
             bump(&self.stats.user_writes, 1);
         }
+        let batch_bytes = batch.as_ref().map_or(0, |b| b.size_in_bytes());
         let slot = Arc::new(WriterSlot {
-            batch,
+            has_batch: batch.is_some(),
+            batch_bytes,
+            batch: Mutex::new(batch),
             sync: wo.sync,
             disable_wal: wo.disable_wal,
             force_switch,
@@ -72,7 +78,7 @@ impl DbInner {
     }
 
     fn lead(&self, q: &mut MutexGuard<'_, VecDeque<Arc<WriterSlot>>>, leader: &Arc<WriterSlot>) -> Result<()> {
-        let leader_bytes = leader.batch.as_ref().map_or(0, |b| b.size_in_bytes());
+        let leader_bytes = leader.batch_bytes;
         let mem = match self.make_room_for_write(leader.force_switch, leader_bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -82,21 +88,20 @@ impl DbInner {
         };
         // Build the group from the leader and compatible followers.
         let mut group = 1;
-        let mut merged: Option<WriteBatch> = leader.batch.clone();
+        let mut merged: Option<WriteBatch> = leader.batch.lock().take();
         let mut sync = leader.sync;
-        if merged.is_some() {
+        if let Some(m) = merged.as_mut() {
             let limit = if leader_bytes <= SMALL_BATCH { leader_bytes + SMALL_BATCH } else { MAX_GROUP_BYTES };
             let mut bytes = leader_bytes;
             for w in q.iter().skip(1) {
-                let Some(b) = &w.batch else { break };
-                if w.force_switch || w.disable_wal != leader.disable_wal || (w.sync && !leader.sync) {
+                if !w.has_batch || w.force_switch || w.disable_wal != leader.disable_wal || (w.sync && !leader.sync) {
                     break;
                 }
-                if bytes + b.size_in_bytes() > limit {
+                if bytes + w.batch_bytes > limit {
                     break;
                 }
-                bytes += b.size_in_bytes();
-                if let Some(m) = merged.as_mut() {
+                bytes += w.batch_bytes;
+                if let Some(b) = w.batch.lock().as_ref() {
                     m.append(b);
                 }
                 sync |= w.sync;

@@ -159,26 +159,43 @@ impl MemTable {
 
     /// An iterator over this memtable; it keeps the memtable alive.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator { mem: Arc::clone(self), current: None }
+        MemTableIterator { current: None, mem: Arc::clone(self) }
     }
 }
 
 /// An [`InternalIterator`] over a memtable.
 ///
-/// It holds the current entry's key and value by copy and re-positions through
-/// the skiplist on each move (O(log n) a step), which keeps it free of unsafe
-/// self-references; memtables are small next to the SSTs a scan mostly reads.
+/// It walks the skiplist's links directly (`Entry::next` / `Entry::prev`), so a
+/// step costs O(1) and copies nothing. The entry borrows the skiplist owned by
+/// the memtable this iterator keeps alive in `mem`.
 pub struct MemTableIterator {
+    // Field order matters: `current` borrows from `*mem` and must be dropped first.
+    current: Option<MapEntry<'static>>,
     mem: Arc<MemTable>,
-    current: Option<OwnedEntry>,
 }
 
-type OwnedEntry = (Box<[u8]>, Box<[u8]>);
 type MapEntry<'a> = crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>;
 
 impl MemTableIterator {
     fn set(&mut self, e: Option<MapEntry<'_>>) {
-        self.current = e.map(|e| (e.key().0.clone(), e.value().clone()));
+        // SAFETY: the entry borrows `self.mem.map`. `self.mem` is an `Arc` this
+        // struct owns, so the skiplist neither moves nor is dropped while the
+        // entry lives: the entry is always replaced or dropped (field order
+        // above) before `mem` is. Extending the borrow to 'static never lets
+        // it escape: `key()` and `value()` hand out borrows of `self` only.
+        #[allow(unsafe_code)]
+        let e: Option<MapEntry<'static>> = unsafe { std::mem::transmute(e) };
+        self.current = e;
+    }
+
+    fn map(&self) -> &'static SkipMap<MemKey, Box<[u8]>> {
+        // SAFETY: as in `set`: the map lives as long as `self.mem`, and every
+        // entry derived from this reference is stored in `self.current`, which
+        // is dropped before `self.mem`.
+        #[allow(unsafe_code)]
+        unsafe {
+            &*(&self.mem.map as *const SkipMap<MemKey, Box<[u8]>>)
+        }
     }
 }
 
@@ -187,44 +204,36 @@ impl InternalIterator for MemTableIterator {
         self.current.is_some()
     }
     fn seek_to_first(&mut self) {
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.front());
+        let e = self.map().front();
+        self.set(e);
     }
     fn seek_to_last(&mut self) {
-        let mem = Arc::clone(&self.mem);
-        self.set(mem.map.back());
+        let e = self.map().back();
+        self.set(e);
     }
     fn seek(&mut self, target: &[u8]) {
-        let mem = Arc::clone(&self.mem);
         let t = MemKey(target.into());
-        self.set(mem.map.lower_bound(Bound::Included(&t)));
+        let e = self.map().lower_bound(Bound::Included(&t));
+        self.set(e);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let mem = Arc::clone(&self.mem);
         let t = MemKey(target.into());
-        self.set(mem.map.upper_bound(Bound::Included(&t)));
+        let e = self.map().upper_bound(Bound::Included(&t));
+        self.set(e);
     }
     fn next(&mut self) {
-        let mem = Arc::clone(&self.mem);
-        let e = match &self.current {
-            Some((k, _)) => mem.map.lower_bound(Bound::Excluded(&MemKey(k.clone()))),
-            None => None,
-        };
+        let e = self.current.as_ref().and_then(|e| e.next());
         self.set(e);
     }
     fn prev(&mut self) {
-        let mem = Arc::clone(&self.mem);
-        let e = match &self.current {
-            Some((k, _)) => mem.map.upper_bound(Bound::Excluded(&MemKey(k.clone()))),
-            None => None,
-        };
+        let e = self.current.as_ref().and_then(|e| e.prev());
         self.set(e);
     }
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(k, _)| k)
+        self.current.as_ref().map_or(&[], |e| &e.key().0)
     }
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(_, v)| v)
+        self.current.as_ref().map_or(&[], |e| e.value())
     }
     fn status(&self) -> Result<()> {
         Ok(())
