@@ -22,6 +22,7 @@ pub mod memtable;
 mod options;
 pub mod sst;
 pub mod stats;
+pub mod tuning;
 pub mod util;
 pub mod version;
 pub mod wal;

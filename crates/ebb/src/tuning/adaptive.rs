@@ -1,0 +1,1091 @@
+//! Ebb's own background tuning, beyond the thesis: the `adaptive` and `idle`
+//! modes, as a policy object fed with one [`Observation`] per interval and
+//! answering with [`Action`]s for the engine.
+//!
+//! Owns: the tuning phase, the smoothed rates, the learned I/O budget, the
+//! idle detector, and what it last told the engine (so it only emits changes).
+//! It touches no engine type; the caller maps actions to engine calls.
+//!
+//! Per observation (every `interval_us`, 500 ms by default):
+//! 1. Rates. Client, flush, WAL and compaction bytes per second over the
+//!    interval, smoothed (exponential average, newest sample weighted
+//!    `rate_smoothing_pct`). Foreground = flush + WAL.
+//! 2. Budget. The configured `io_budget_bytes_per_sec`, or, when that is 0,
+//!    learned: `max(budget * 0.5^(dt / half_life), flush + WAL + compaction)`,
+//!    raised by 5 % whenever compaction used at least 95 % of its limit (the
+//!    limit was binding, so the disk may give more; the same 5 % step as
+//!    RocksDB's `Tune()`). Pacing would otherwise hide the disk's real speed.
+//! 3. Pacing (thesis §5.2 "Rate-limiting compactions": "sum the rates to the
+//!    maximum write rate"): compaction limit = `max(floor, budget - foreground)`,
+//!    floor = `compaction_floor_pct` of the budget. Re-emitted when it moves by
+//!    `rate_change_pct` or more.
+//! 4. Idle (UW paper §5, §6.3.2): the [`IdleDetector`] with its policy.
+//! 5. Bounds: L0 files >= `max_l0_files`, or space amplification >=
+//!    `max_space_amplification`, or pending compaction bytes >=
+//!    `max_pending_compaction_bytes` (each off at 0) puts the tuner in
+//!    [`Phase::Forced`]: compaction runs at the full budget with
+//!    `catch_up_subcompactions`, whatever the load, until every bounded figure
+//!    is back under `bound_release_pct` of its bound (space amplification:
+//!    of its excess over 1).
+//! 6. Deferral, by [`DeferPolicy`]:
+//!    - `FlushPressure` (adaptive): defer when the client is not idle and
+//!      foreground >= `defer_pct` of the budget or `pause_immutable_memtables`
+//!      memtables wait for flush; once deferred, stay so until foreground falls
+//!      under `resume_pct` (and memtables drain), or the client goes idle.
+//!    - `UntilIdle` (idle): defer whenever the client is not idle.
+//!    - `Never`: pacing only.
+//! 7. Yield (thesis §3.5.3, §5.2 "Cancel compactions"): while deferred, pause
+//!    running compactions when `pause_immutable_memtables` memtables wait, or
+//!    always with `pause_when_deferred`; continue them when that ends.
+//! 8. Catch-up (thesis §3.5.2, §5.2 "Manual compactions"): when a deferral
+//!    ends and some level's score is >= 1, compaction runs at the full budget
+//!    with `catch_up_subcompactions` until every score is < 1, then pacing
+//!    resumes with `base_subcompactions`.
+//!
+//! The trade-off of the bounds: deferring buys ingest throughput with reads
+//! (each L0 file is one more place a lookup must check) and with a debt that
+//! compaction repays later; the bound caps the debt. Past it, ingest competes
+//! with compaction again, as without tuning.
+//!
+//! Thread safety: plain data, `&mut self`; one tuning thread owns it.
+
+use super::idle::{IdleConfig, IdleDetector};
+
+/// When compaction is deferred.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeferPolicy {
+    /// Defer while flushes and the WAL use much of the budget (Ebb adaptive).
+    FlushPressure {
+        /// Foreground share of the budget, percent, at which compaction is deferred.
+        /// Default 50, the thesis's flush watermark.
+        defer_pct: u64,
+        /// Foreground share under which a deferral ends. Default 25: the gap to
+        /// `defer_pct` keeps the tuner from flapping on a noisy load.
+        resume_pct: u64,
+    },
+    /// Defer whenever the client is writing (UW paper: compaction only when idle).
+    UntilIdle,
+    /// Never defer; pace only.
+    Never,
+}
+
+/// Configuration of an [`AdaptiveTuner`]. Start from [`AdaptiveConfig::adaptive`]
+/// or [`AdaptiveConfig::idle`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdaptiveConfig {
+    /// How often to call [`AdaptiveTuner::observe`], microseconds; 500 ms, the
+    /// paper's probe interval. Any spacing works; rates use the real elapsed time.
+    pub interval_us: u64,
+    /// Disk write budget for flush + WAL + compaction, bytes/s; 0 learns it.
+    pub io_budget_bytes_per_sec: u64,
+    /// Starting point of a learned budget, bytes/s. Default 64 MiB/s.
+    pub initial_budget_bytes_per_sec: u64,
+    /// Half-life of a learned budget's decay, microseconds. Default 10 min:
+    /// slow, so a quiet spell does not forget what the disk can do.
+    pub budget_half_life_us: u64,
+    /// Compaction never gets less than this share of the budget, percent.
+    /// Default 5 (RocksDB's auto-tuner floor, `max / 20`).
+    pub compaction_floor_pct: u64,
+    /// A new compaction limit is emitted when it moves at least this much,
+    /// percent; default 5. Avoids a stream of tiny changes.
+    pub rate_change_pct: u64,
+    /// Weight of the newest sample in the smoothed rates, percent (100: no
+    /// smoothing). Default 50: flushes land a file at a time, so raw rates jump.
+    pub rate_smoothing_pct: u64,
+    /// When compaction is deferred.
+    pub defer: DeferPolicy,
+    /// Immutable memtables waiting for flush at which flushes "need the disk":
+    /// defer (adaptive) and pause running compactions. 0 disables. Default 2.
+    pub pause_immutable_memtables: usize,
+    /// Pause running compactions whenever deferred, not only when memtables
+    /// wait. Default off (a paused compaction's work is lost); on for `idle`.
+    pub pause_when_deferred: bool,
+    /// Idle detection (UW paper).
+    pub idle: IdleConfig,
+    /// `max_subcompactions` during catch-up and forced compaction. Default 2
+    /// (thesis §3.5.4: more did not help).
+    pub catch_up_subcompactions: u32,
+    /// `max_subcompactions` otherwise. Default 1, RocksDB's default.
+    pub base_subcompactions: u32,
+    /// L0 files at which compaction is forced; 0 disables. Default 256.
+    pub max_l0_files: usize,
+    /// Space amplification at which compaction is forced; 0 disables, the
+    /// default, because the usual estimate (all bytes / last level's bytes,
+    /// see [`space_amplification`]) is meaningless while the tree is young.
+    pub max_space_amplification: f64,
+    /// Pending compaction bytes at which compaction is forced; 0 disables (default).
+    pub max_pending_compaction_bytes: u64,
+    /// Forced compaction ends when the bounded figures are under this share of
+    /// their bounds, percent. Default 75.
+    pub bound_release_pct: u64,
+}
+
+impl AdaptiveConfig {
+    /// Ebb's `adaptive` mode: pacing, deferral under flush pressure, yield,
+    /// catch-up, bounds; idle detection by throughput ends deferrals early.
+    pub fn adaptive() -> AdaptiveConfig {
+        AdaptiveConfig {
+            interval_us: 500_000,
+            io_budget_bytes_per_sec: 0,
+            initial_budget_bytes_per_sec: 64 << 20,
+            budget_half_life_us: 600_000_000,
+            compaction_floor_pct: 5,
+            rate_change_pct: 5,
+            rate_smoothing_pct: 50,
+            defer: DeferPolicy::FlushPressure { defer_pct: 50, resume_pct: 25 },
+            pause_immutable_memtables: 2,
+            pause_when_deferred: false,
+            idle: IdleConfig::throughput(),
+            catch_up_subcompactions: 2,
+            base_subcompactions: 1,
+            max_l0_files: 256,
+            max_space_amplification: 0.0,
+            max_pending_compaction_bytes: 0,
+            bound_release_pct: 75,
+        }
+    }
+
+    /// Ebb's `idle` mode (UW paper): compaction only while the client is idle
+    /// (throughput policy; set `idle` for the since-last-write policy), running
+    /// compactions paused when a burst starts, catch-up and bounds as adaptive.
+    pub fn idle() -> AdaptiveConfig {
+        AdaptiveConfig { defer: DeferPolicy::UntilIdle, pause_when_deferred: true, ..AdaptiveConfig::adaptive() }
+    }
+
+    /// Stall options that keep the engine's write controller as a backstop
+    /// above the tuner's L0 bound instead of in front of it: slowdown at 1.5x
+    /// and stop at 2x `max_l0_files`, pending-bytes limits at 1.5x and 2x
+    /// `max_pending_compaction_bytes` (0, no limit, when that bound is off).
+    /// Empty when the L0 bound is off. RocksDB option names and text values.
+    pub fn stall_backstop(&self) -> Vec<(&'static str, String)> {
+        if self.max_l0_files == 0 {
+            return Vec::new();
+        }
+        let l0 = i32::try_from(self.max_l0_files).unwrap_or(i32::MAX / 2);
+        let pending = self.max_pending_compaction_bytes;
+        vec![
+            ("level0_slowdown_writes_trigger", l0.saturating_add(l0 / 2).to_string()),
+            ("level0_stop_writes_trigger", l0.saturating_mul(2).to_string()),
+            ("soft_pending_compaction_bytes_limit", pending.saturating_add(pending / 2).to_string()),
+            ("hard_pending_compaction_bytes_limit", pending.saturating_mul(2).to_string()),
+        ]
+    }
+}
+
+impl Default for AdaptiveConfig {
+    /// [`AdaptiveConfig::adaptive`].
+    fn default() -> AdaptiveConfig {
+        AdaptiveConfig::adaptive()
+    }
+}
+
+/// What the engine reports each interval. Byte counts are cumulative since
+/// open (the tuner takes differences); the rest are gauges.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observation {
+    /// Clock time, microseconds.
+    pub now_micros: u64,
+    /// Key and value bytes written by clients (`DbMetrics::user_bytes_written`).
+    pub client_bytes: u64,
+    /// Bytes appended to the WAL (`DbMetrics::wal_bytes`).
+    pub wal_bytes: u64,
+    /// Bytes written by flushes (`DbMetrics::flush_bytes_written`).
+    pub flush_bytes: u64,
+    /// Bytes written by compactions (`DbMetrics::compaction_bytes_written`).
+    pub compaction_bytes: u64,
+    /// Clock time of the last client write, when the write path records it.
+    pub last_write_micros: Option<u64>,
+    /// Files in L0.
+    pub l0_files: usize,
+    /// Immutable memtables waiting for (or in) flush.
+    pub immutable_memtables: usize,
+    /// Estimated pending compaction bytes.
+    pub pending_compaction_bytes: u64,
+    /// Highest compaction score of any level (>= 1: that level needs compaction).
+    pub max_level_score: f64,
+    /// Space amplification estimate, see [`space_amplification`].
+    pub space_amplification: f64,
+}
+
+/// RocksDB's space-amplification estimate for leveled trees: bytes in all
+/// levels over bytes in the last non-empty level; 1.0 for an empty tree.
+pub fn space_amplification(bytes_per_level: &[u64]) -> f64 {
+    let total: u64 = bytes_per_level.iter().sum();
+    match bytes_per_level.iter().rev().find(|b| **b > 0) {
+        Some(last) => total as f64 / *last as f64,
+        None => 1.0,
+    }
+}
+
+/// The tuner's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Compaction runs, paced to what flushes and the WAL leave of the budget.
+    Paced,
+    /// Compaction deferred: no new automatic compactions.
+    Deferred,
+    /// After a deferral: compaction at the full budget until every score < 1.
+    CatchUp,
+    /// A bound was crossed: compaction at the full budget whatever the load.
+    Forced,
+}
+
+impl Phase {
+    /// Lower-case name, for statistics and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Paced => "paced",
+            Phase::Deferred => "deferred",
+            Phase::CatchUp => "catch_up",
+            Phase::Forced => "forced",
+        }
+    }
+}
+
+/// Which bound forced compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// L0 reached `max_l0_files`.
+    L0Files,
+    /// Space amplification reached `max_space_amplification`.
+    SpaceAmplification,
+    /// Pending compaction bytes reached `max_pending_compaction_bytes`.
+    PendingCompactionBytes,
+}
+
+/// What the engine should do. The first six change engine settings; the last
+/// two mark events for statistics and listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Schedule automatic compactions again (`disable_auto_compactions=false`).
+    EnableAutoCompactions,
+    /// Schedule no new automatic compactions; running ones finish
+    /// (`disable_auto_compactions=true`).
+    DisableAutoCompactions,
+    /// Stop running compactions at their next block boundary (cancel, or
+    /// pause if the engine can resume them); they will be picked again later.
+    PauseCompactions,
+    /// Undo [`Action::PauseCompactions`].
+    ContinueCompactions,
+    /// Set the compaction-only rate limit, bytes per second.
+    SetCompactionRateLimit(u64),
+    /// Set `max_subcompactions`.
+    SetSubcompactions(u32),
+    /// A catch-up begins (the settings come as the actions before it).
+    CatchUp,
+    /// A bound was crossed and compaction is forced (settings before it).
+    ForceCompaction(Bound),
+}
+
+/// The figures a decision was based on, bytes per second (smoothed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rates {
+    /// Client writes.
+    pub client: u64,
+    /// Flush writes.
+    pub flush: u64,
+    /// WAL writes.
+    pub wal: u64,
+    /// Compaction writes.
+    pub compaction: u64,
+    /// Flush + WAL.
+    pub foreground: u64,
+    /// The I/O budget in use (configured or learned).
+    pub budget: u64,
+    /// The paced compaction limit: `max(floor, budget - foreground)`.
+    pub paced_limit: u64,
+}
+
+/// The outcome of one observation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Phase after this observation.
+    pub phase: Phase,
+    /// What to do, in order; empty when nothing changes.
+    pub actions: Vec<Action>,
+    /// Whether the idle detector said idle.
+    pub idle: bool,
+    /// The figures behind the decision.
+    pub rates: Rates,
+    /// The bound crossed now, if any.
+    pub bound: Option<Bound>,
+}
+
+/// Counters of an [`AdaptiveTuner`], for statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AdaptiveStats {
+    /// Observations judged.
+    pub observations: u64,
+    /// Times compaction was deferred.
+    pub deferrals: u64,
+    /// Times running compactions were paused.
+    pub pauses: u64,
+    /// Catch-ups begun.
+    pub catch_ups: u64,
+    /// Times a bound forced compaction.
+    pub forced: u64,
+    /// Compaction rate limits emitted.
+    pub rate_changes: u64,
+    /// Microseconds spent deferred.
+    pub deferred_micros: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Smoothed {
+    client: f64,
+    flush: f64,
+    wal: f64,
+    compaction: f64,
+}
+
+/// What the engine was last told.
+#[derive(Debug, Clone, Copy)]
+struct EngineSettings {
+    auto_compactions: bool,
+    paused: bool,
+    subcompactions: u32,
+    rate_limit: Option<u64>,
+}
+
+/// The adaptive policy. See the module contract.
+#[derive(Debug, Clone)]
+pub struct AdaptiveTuner {
+    config: AdaptiveConfig,
+    idle: IdleDetector,
+    phase: Phase,
+    last: Option<Observation>,
+    rates: Option<Smoothed>,
+    learned_budget: f64,
+    engine: EngineSettings,
+    stats: AdaptiveStats,
+}
+
+const MIN_BUDGET: f64 = 1_048_576.0;
+
+fn to_u64(x: f64) -> u64 {
+    if x.is_finite() && x > 0.0 {
+        x.min(u64::MAX as f64) as u64
+    } else {
+        0
+    }
+}
+
+impl AdaptiveTuner {
+    /// A tuner that assumes the engine starts with automatic compaction on,
+    /// nothing paused and `base_subcompactions`; its first decision sets the
+    /// compaction rate limit.
+    pub fn new(config: AdaptiveConfig) -> AdaptiveTuner {
+        AdaptiveTuner {
+            idle: IdleDetector::new(config.idle),
+            phase: Phase::Paced,
+            last: None,
+            rates: None,
+            learned_budget: (config.initial_budget_bytes_per_sec as f64).max(MIN_BUDGET),
+            engine: EngineSettings {
+                auto_compactions: true,
+                paused: false,
+                subcompactions: config.base_subcompactions,
+                rate_limit: None,
+            },
+            stats: AdaptiveStats::default(),
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AdaptiveConfig {
+        &self.config
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> AdaptiveStats {
+        self.stats
+    }
+
+    /// The I/O budget in use, bytes per second.
+    pub fn budget(&self) -> u64 {
+        if self.config.io_budget_bytes_per_sec > 0 {
+            self.config.io_budget_bytes_per_sec
+        } else {
+            to_u64(self.learned_budget)
+        }
+    }
+
+    /// Judges one interval (steps 1-8 of the module contract).
+    pub fn observe(&mut self, obs: &Observation) -> Decision {
+        self.stats.observations += 1;
+        let prev = self.last.replace(obs.clone());
+        let elapsed = prev.as_ref().map_or(0, |p| obs.now_micros.saturating_sub(p.now_micros));
+        if let (Some(prev), true) = (prev, elapsed > 0) {
+            let secs = elapsed as f64 / 1e6;
+            let per_sec = |now: u64, before: u64| now.saturating_sub(before) as f64 / secs;
+            let raw = Smoothed {
+                client: per_sec(obs.client_bytes, prev.client_bytes),
+                flush: per_sec(obs.flush_bytes, prev.flush_bytes),
+                wal: per_sec(obs.wal_bytes, prev.wal_bytes),
+                compaction: per_sec(obs.compaction_bytes, prev.compaction_bytes),
+            };
+            self.smooth(raw);
+            self.learn_budget(secs);
+            if self.phase == Phase::Deferred {
+                self.stats.deferred_micros += elapsed;
+            }
+        }
+        let idle = self.idle.observe(obs.now_micros, obs.client_bytes, obs.last_write_micros);
+        let rates = self.rates();
+        let bound = self.bound_crossed(obs);
+        let next = self.next_phase(obs, idle, &rates, bound);
+        let actions = self.transition(next, obs, &rates, bound);
+        Decision { phase: next, actions, idle, rates, bound }
+    }
+
+    fn smooth(&mut self, raw: Smoothed) {
+        let w = (self.config.rate_smoothing_pct.clamp(1, 100) as f64) / 100.0;
+        let mix = |old: f64, new: f64| w * new + (1.0 - w) * old;
+        self.rates = Some(match self.rates {
+            None => raw,
+            Some(old) => Smoothed {
+                client: mix(old.client, raw.client),
+                flush: mix(old.flush, raw.flush),
+                wal: mix(old.wal, raw.wal),
+                compaction: mix(old.compaction, raw.compaction),
+            },
+        });
+    }
+
+    fn learn_budget(&mut self, secs: f64) {
+        let Some(r) = self.rates else { return };
+        let half_life = (self.config.budget_half_life_us.max(1) as f64) / 1e6;
+        let total = r.flush + r.wal + r.compaction;
+        let mut learned = (self.learned_budget * 0.5f64.powf(secs / half_life)).max(total);
+        let binding = self.phase != Phase::Deferred
+            && self.engine.rate_limit.is_some_and(|limit| r.compaction >= 0.95 * limit as f64);
+        if binding {
+            learned = learned.max(total * 1.05);
+        }
+        self.learned_budget = learned.max(MIN_BUDGET);
+    }
+
+    fn rates(&self) -> Rates {
+        let r = self.rates.unwrap_or_default();
+        let budget = self.budget();
+        let foreground = to_u64(r.flush + r.wal);
+        let floor = budget.saturating_mul(self.config.compaction_floor_pct) / 100;
+        Rates {
+            client: to_u64(r.client),
+            flush: to_u64(r.flush),
+            wal: to_u64(r.wal),
+            compaction: to_u64(r.compaction),
+            foreground,
+            budget,
+            paced_limit: budget.saturating_sub(foreground).max(floor),
+        }
+    }
+
+    fn bound_crossed(&self, obs: &Observation) -> Option<Bound> {
+        let c = &self.config;
+        if c.max_l0_files > 0 && obs.l0_files >= c.max_l0_files {
+            Some(Bound::L0Files)
+        } else if c.max_space_amplification > 0.0 && obs.space_amplification >= c.max_space_amplification {
+            Some(Bound::SpaceAmplification)
+        } else if c.max_pending_compaction_bytes > 0 && obs.pending_compaction_bytes >= c.max_pending_compaction_bytes {
+            Some(Bound::PendingCompactionBytes)
+        } else {
+            None
+        }
+    }
+
+    fn bounds_released(&self, obs: &Observation) -> bool {
+        let c = &self.config;
+        let pct = c.bound_release_pct as f64 / 100.0;
+        let l0_ok = c.max_l0_files == 0 || obs.l0_files as f64 <= c.max_l0_files as f64 * pct;
+        let sa_ok = c.max_space_amplification <= 0.0
+            || obs.space_amplification <= 1.0 + (c.max_space_amplification - 1.0).max(0.0) * pct;
+        let pending_ok = c.max_pending_compaction_bytes == 0
+            || obs.pending_compaction_bytes as f64 <= c.max_pending_compaction_bytes as f64 * pct;
+        l0_ok && sa_ok && pending_ok
+    }
+
+    fn wants_deferral(&self, obs: &Observation, idle: bool, rates: &Rates) -> bool {
+        let memtables_wait = self.config.pause_immutable_memtables > 0
+            && obs.immutable_memtables >= self.config.pause_immutable_memtables;
+        match self.config.defer {
+            DeferPolicy::Never => false,
+            DeferPolicy::UntilIdle => !idle,
+            DeferPolicy::FlushPressure { defer_pct, resume_pct } => {
+                let deferring = matches!(self.phase, Phase::Deferred | Phase::Forced);
+                let pct = if deferring { resume_pct } else { defer_pct };
+                let pressed = u128::from(rates.foreground) * 100 >= u128::from(rates.budget) * u128::from(pct.max(1));
+                !idle && (memtables_wait || pressed)
+            }
+        }
+    }
+
+    fn next_phase(&self, obs: &Observation, idle: bool, rates: &Rates, bound: Option<Bound>) -> Phase {
+        if bound.is_some() || (self.phase == Phase::Forced && !self.bounds_released(obs)) {
+            return Phase::Forced;
+        }
+        if self.wants_deferral(obs, idle, rates) {
+            return Phase::Deferred;
+        }
+        let behind = obs.max_level_score >= 1.0;
+        match self.phase {
+            Phase::Deferred | Phase::Forced if behind => Phase::CatchUp,
+            Phase::CatchUp if behind => Phase::CatchUp,
+            _ => Phase::Paced,
+        }
+    }
+
+    fn transition(&mut self, next: Phase, obs: &Observation, rates: &Rates, bound: Option<Bound>) -> Vec<Action> {
+        let c = &self.config;
+        let memtables_wait = c.pause_immutable_memtables > 0 && obs.immutable_memtables >= c.pause_immutable_memtables;
+        let (auto_compactions, paused, subcompactions, rate) = match next {
+            Phase::Paced => (true, false, c.base_subcompactions, Some(rates.paced_limit)),
+            Phase::Deferred => (false, c.pause_when_deferred || memtables_wait, c.base_subcompactions, None),
+            Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.budget)),
+        };
+        let entered = next != self.phase;
+        let mut actions = Vec::new();
+        if subcompactions != self.engine.subcompactions {
+            actions.push(Action::SetSubcompactions(subcompactions));
+            self.engine.subcompactions = subcompactions;
+        }
+        if let Some(rate) = rate {
+            let moved = match self.engine.rate_limit {
+                None => true,
+                Some(cur) => {
+                    let diff = u128::from(rate.abs_diff(cur)) * 100;
+                    rate != cur && (entered || diff >= u128::from(cur) * u128::from(c.rate_change_pct))
+                }
+            };
+            if moved {
+                actions.push(Action::SetCompactionRateLimit(rate));
+                self.engine.rate_limit = Some(rate);
+                self.stats.rate_changes += 1;
+            }
+        }
+        if !auto_compactions && self.engine.auto_compactions {
+            actions.push(Action::DisableAutoCompactions);
+        }
+        if paused && !self.engine.paused {
+            actions.push(Action::PauseCompactions);
+            self.stats.pauses += 1;
+        }
+        if !paused && self.engine.paused {
+            actions.push(Action::ContinueCompactions);
+        }
+        if auto_compactions && !self.engine.auto_compactions {
+            actions.push(Action::EnableAutoCompactions);
+        }
+        self.engine.auto_compactions = auto_compactions;
+        self.engine.paused = paused;
+        if entered {
+            match next {
+                Phase::Deferred => self.stats.deferrals += 1,
+                Phase::CatchUp => {
+                    actions.push(Action::CatchUp);
+                    self.stats.catch_ups += 1;
+                }
+                Phase::Forced => {
+                    actions.push(Action::ForceCompaction(bound.unwrap_or(Bound::L0Files)));
+                    self.stats.forced += 1;
+                }
+                Phase::Paced => {}
+            }
+        }
+        self.phase = next;
+        actions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tuning::idle::IdlePolicy;
+
+    const MB: u64 = 1_000_000;
+
+    fn observation(t_ms: u64, flush_mb: u64, wal_mb: u64, compaction_mb: u64) -> Observation {
+        Observation {
+            now_micros: t_ms * 1_000,
+            client_bytes: wal_mb * MB,
+            wal_bytes: wal_mb * MB,
+            flush_bytes: flush_mb * MB,
+            compaction_bytes: compaction_mb * MB,
+            ..Observation::default()
+        }
+    }
+
+    fn rate_limits(actions: &[Action]) -> Vec<u64> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetCompactionRateLimit(r) => Some(*r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pacing_gives_compaction_what_flushes_and_the_wal_leave() {
+        let config = AdaptiveConfig {
+            io_budget_bytes_per_sec: 100 * MB,
+            rate_smoothing_pct: 100,
+            defer: DeferPolicy::Never,
+            ..AdaptiveConfig::adaptive()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        // First call: no rates yet, the whole budget.
+        let d = tuner.observe(&observation(0, 0, 0, 0));
+        assert_eq!(d.actions, [Action::SetCompactionRateLimit(100 * MB)]);
+        // Flush 30 MB/s + WAL 20 MB/s over one second: 50 MB/s left.
+        let d = tuner.observe(&observation(1_000, 30, 20, 10));
+        assert_eq!(
+            d.rates,
+            Rates {
+                client: 20 * MB,
+                flush: 30 * MB,
+                wal: 20 * MB,
+                compaction: 10 * MB,
+                foreground: 50 * MB,
+                budget: 100 * MB,
+                paced_limit: 50 * MB
+            }
+        );
+        assert_eq!(d.actions, [Action::SetCompactionRateLimit(50 * MB)]);
+        // Foreground 51 MB/s: 49 MB/s is a 2 % move, not worth an action.
+        let d = tuner.observe(&observation(2_000, 60, 41, 20));
+        assert_eq!(d.rates.paced_limit, 49 * MB);
+        assert!(d.actions.is_empty(), "{:?}", d.actions);
+        // Foreground over the budget: the floor, 5 % of it.
+        let d = tuner.observe(&observation(3_000, 160, 91, 25));
+        assert_eq!(d.rates.foreground, 150 * MB);
+        assert_eq!(rate_limits(&d.actions), [5 * MB]);
+        assert_eq!(d.phase, Phase::Paced);
+        assert_eq!(tuner.stats().rate_changes, 3);
+    }
+
+    #[test]
+    fn smoothing_damps_a_flush_landing_in_one_interval() {
+        let config = AdaptiveConfig {
+            io_budget_bytes_per_sec: 100 * MB,
+            defer: DeferPolicy::Never,
+            ..AdaptiveConfig::adaptive()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        tuner.observe(&observation(0, 0, 0, 0));
+        tuner.observe(&observation(1_000, 20, 0, 0));
+        // A 64 MB flush lands in one second: the smoothed flush rate moves halfway.
+        let d = tuner.observe(&observation(2_000, 84, 0, 0));
+        assert_eq!(d.rates.flush, 42 * MB);
+        assert_eq!(d.rates.paced_limit, 58 * MB);
+    }
+
+    #[test]
+    fn the_budget_is_learned_from_the_highest_throughput() {
+        let config = AdaptiveConfig {
+            initial_budget_bytes_per_sec: 10 * MB,
+            rate_smoothing_pct: 100,
+            budget_half_life_us: 100_000_000,
+            defer: DeferPolicy::Never,
+            ..AdaptiveConfig::adaptive()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        tuner.observe(&observation(0, 0, 0, 0));
+        assert_eq!(tuner.budget(), 10 * MB);
+        // 80 MB/s of flush + WAL: the budget is at least that.
+        let d = tuner.observe(&observation(1_000, 50, 30, 0));
+        assert!((80 * MB..81 * MB).contains(&d.rates.budget), "{:?}", d.rates);
+        // A quiet spell decays it slowly: half after a half-life (100 s).
+        let mut t = 1_000;
+        let mut o = observation(1_000, 50, 30, 0);
+        for _ in 0..100 {
+            t += 1_000;
+            o.now_micros = t * 1_000;
+            tuner.observe(&o);
+        }
+        let half = tuner.budget();
+        assert!((39 * MB..41 * MB).contains(&half), "budget after one half-life: {half}");
+        // Compaction using all of its limit means the limit binds: probe 5 % up.
+        let limit = tuner.engine.rate_limit.unwrap();
+        t += 1_000;
+        o.now_micros = t * 1_000;
+        o.compaction_bytes += limit;
+        let before = tuner.budget();
+        tuner.observe(&o);
+        let after = tuner.budget();
+        assert!(after as f64 >= before as f64 * 1.04, "{before} -> {after}");
+    }
+
+    /// A toy engine: L0 grows with flushes, compaction (when allowed and
+    /// needed) removes L0 bytes at half its write rate, bounded by its limit
+    /// and by what the disk leaves after flush and WAL.
+    struct Toy {
+        t_us: u64,
+        client: u64,
+        flush: u64,
+        compaction: u64,
+        l0_bytes: f64,
+        file_bytes: f64,
+        disk: f64,
+        auto: bool,
+        paused: bool,
+        limit: f64,
+        subcompactions: u32,
+        last_write: Option<u64>,
+        imm: usize,
+    }
+
+    impl Toy {
+        fn new(file_mb: u64, disk_mb: u64) -> Toy {
+            Toy {
+                t_us: 0,
+                client: 0,
+                flush: 0,
+                compaction: 0,
+                l0_bytes: 0.0,
+                file_bytes: (file_mb * MB) as f64,
+                disk: (disk_mb * MB) as f64,
+                auto: true,
+                paused: false,
+                limit: f64::MAX,
+                subcompactions: 1,
+                last_write: None,
+                imm: 0,
+            }
+        }
+
+        fn l0_files(&self) -> usize {
+            (self.l0_bytes / self.file_bytes) as usize
+        }
+
+        fn score(&self) -> f64 {
+            self.l0_bytes / self.file_bytes / 4.0
+        }
+
+        /// Runs `dt_us` at `client_mb` MB/s of client writes; returns compaction bytes written.
+        fn run(&mut self, dt_us: u64, client_mb: f64) -> u64 {
+            let secs = dt_us as f64 / 1e6;
+            let written = (client_mb * MB as f64 * secs) as u64;
+            self.client += written;
+            self.flush += written;
+            self.l0_bytes += written as f64;
+            self.t_us += dt_us;
+            if written > 0 {
+                self.last_write = Some(self.t_us);
+            }
+            if !(self.auto && !self.paused && self.score() >= 1.0) {
+                return 0;
+            }
+            let room = (self.disk - 2.0 * client_mb * MB as f64).max(0.0);
+            let c = (self.limit.min(room) * secs).min(2.0 * self.l0_bytes) as u64;
+            self.compaction += c;
+            self.l0_bytes -= c as f64 / 2.0;
+            c
+        }
+
+        fn observation(&self) -> Observation {
+            Observation {
+                now_micros: self.t_us,
+                client_bytes: self.client,
+                wal_bytes: self.client,
+                flush_bytes: self.flush,
+                compaction_bytes: self.compaction,
+                last_write_micros: self.last_write,
+                l0_files: self.l0_files(),
+                immutable_memtables: self.imm,
+                max_level_score: self.score(),
+                ..Observation::default()
+            }
+        }
+
+        fn apply(&mut self, actions: &[Action]) {
+            for a in actions {
+                match *a {
+                    Action::EnableAutoCompactions => self.auto = true,
+                    Action::DisableAutoCompactions => self.auto = false,
+                    Action::PauseCompactions => self.paused = true,
+                    Action::ContinueCompactions => self.paused = false,
+                    Action::SetCompactionRateLimit(r) => self.limit = r as f64,
+                    Action::SetSubcompactions(n) => self.subcompactions = n,
+                    Action::CatchUp | Action::ForceCompaction(_) => {}
+                }
+            }
+        }
+    }
+
+    /// One step of a simulation: observe, apply, run an interval.
+    struct Step {
+        t_us: u64,
+        client_mb: f64,
+        decision: Decision,
+        compaction: u64,
+        l0_files: usize,
+    }
+
+    fn simulate(
+        tuner: &mut AdaptiveTuner,
+        toy: &mut Toy,
+        until_us: u64,
+        step_us: u64,
+        load: impl Fn(u64) -> f64,
+    ) -> Vec<Step> {
+        let mut steps = Vec::new();
+        while toy.t_us < until_us {
+            let decision = tuner.observe(&toy.observation());
+            toy.apply(&decision.actions);
+            let (t_us, l0_files) = (toy.t_us, toy.l0_files());
+            let client_mb = load(t_us);
+            let compaction = toy.run(step_us, client_mb);
+            steps.push(Step { t_us, client_mb, decision, compaction, l0_files });
+        }
+        steps
+    }
+
+    fn phase_sequence(steps: &[Step]) -> Vec<Phase> {
+        let mut seq: Vec<Phase> = steps.iter().map(|s| s.decision.phase).collect();
+        seq.dedup();
+        seq
+    }
+
+    fn phase_at(steps: &[Step], t_us: u64) -> Phase {
+        steps.iter().rev().find(|s| s.t_us <= t_us).unwrap().decision.phase
+    }
+
+    /// The thesis's sine wave (§3.4.2), scaled as W2: 50 to 250 MB/s over a
+    /// 60 s period, then 10 MB/s of cool-down (the thesis's 700 s run).
+    fn sine(t_us: u64) -> f64 {
+        let t = t_us as f64 / 1e6;
+        if t < 60.0 {
+            100.0 * (std::f64::consts::TAU / 60.0 * t + 1.5 * std::f64::consts::PI).sin() + 150.0
+        } else {
+            10.0
+        }
+    }
+
+    fn sine_config() -> AdaptiveConfig {
+        AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, max_l0_files: 1000, ..AdaptiveConfig::adaptive() }
+    }
+
+    #[test]
+    fn a_sine_load_is_deferred_at_the_peak_and_caught_up_after() {
+        let mut tuner = AdaptiveTuner::new(sine_config());
+        let mut toy = Toy::new(64, 600);
+        let steps = simulate(&mut tuner, &mut toy, 180_000_000, 500_000, sine);
+        assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred, Phase::CatchUp, Phase::Paced]);
+        // Deferred from when flush + WAL reach half the budget (client 100 MB/s
+        // at t = 10 s, seen a little late through smoothing) ...
+        assert_eq!(phase_at(&steps, 9_000_000), Phase::Paced);
+        assert_eq!(phase_at(&steps, 12_000_000), Phase::Deferred);
+        assert_eq!(phase_at(&steps, 30_000_000), Phase::Deferred, "the peak");
+        // ... through the end of the wave (hysteresis: 25 % to resume) ...
+        assert_eq!(phase_at(&steps, 59_500_000), Phase::Deferred);
+        // ... then caught up at the full budget with subcompactions.
+        let catch_up = steps.iter().find(|s| s.decision.phase == Phase::CatchUp).unwrap();
+        assert!((60_000_000..62_000_000).contains(&catch_up.t_us), "catch-up at {}", catch_up.t_us);
+        assert_eq!(
+            catch_up.decision.actions,
+            [
+                Action::SetSubcompactions(2),
+                Action::SetCompactionRateLimit(400 * MB),
+                Action::EnableAutoCompactions,
+                Action::CatchUp
+            ]
+        );
+        assert!(catch_up.l0_files > 100, "the peak's debt: {} L0 files", catch_up.l0_files);
+        let back = steps.iter().rev().find(|s| s.decision.phase == Phase::CatchUp).unwrap().t_us;
+        let paced = steps.iter().find(|s| s.t_us > back).unwrap();
+        assert_eq!(paced.decision.phase, Phase::Paced);
+        assert_eq!(paced.decision.actions[0], Action::SetSubcompactions(1));
+        assert!(toy.score() < 1.0);
+        // No compaction ran while deferred; it ran during catch-up.
+        let deferred_bytes: u64 =
+            steps.iter().filter(|s| s.decision.phase == Phase::Deferred).map(|s| s.compaction).sum();
+        assert_eq!(deferred_bytes, 0);
+        let entering_deferral = steps.iter().find(|s| s.decision.phase == Phase::Deferred).unwrap();
+        assert_eq!(entering_deferral.decision.actions, [Action::DisableAutoCompactions]);
+        assert_eq!(tuner.stats().deferrals, 1);
+        assert_eq!(tuner.stats().catch_ups, 1);
+    }
+
+    #[test]
+    fn bounds_force_compaction_during_a_deferral() {
+        let config = AdaptiveConfig { max_l0_files: 32, ..sine_config() };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut toy = Toy::new(64, 2000);
+        let steps = simulate(&mut tuner, &mut toy, 60_000_000, 500_000, |_| 150.0);
+        let first_forced = steps.iter().position(|s| s.decision.phase == Phase::Forced).unwrap();
+        let forced = &steps[first_forced];
+        assert_eq!(forced.l0_files, 32);
+        assert_eq!(steps[first_forced - 1].decision.phase, Phase::Deferred);
+        assert_eq!(forced.decision.bound, Some(Bound::L0Files));
+        assert_eq!(
+            forced.decision.actions,
+            // The limit in force is already the full budget (set while paced at the start).
+            [Action::SetSubcompactions(2), Action::EnableAutoCompactions, Action::ForceCompaction(Bound::L0Files)]
+        );
+        // Forced until L0 is back to 75 % of the bound, then deferred again:
+        // L0 never runs more than one interval's flushes past the bound.
+        let max_l0 = steps.iter().map(|s| s.l0_files).max().unwrap();
+        assert!(max_l0 <= 33, "L0 reached {max_l0} files");
+        let seq = phase_sequence(&steps[first_forced..]);
+        assert!(seq.len() >= 4, "{seq:?}");
+        assert!(seq.chunks(2).all(|p| p[0] == Phase::Forced && p.get(1).is_none_or(|q| *q == Phase::Deferred)));
+        for w in steps.windows(2) {
+            if w[0].decision.phase == Phase::Forced && w[1].decision.phase == Phase::Deferred {
+                assert!(w[1].l0_files <= 24, "released at {} files, above 75 % of the bound", w[1].l0_files);
+            }
+        }
+    }
+
+    #[test]
+    fn space_amplification_and_pending_bytes_bounds_force_compaction() {
+        let config = AdaptiveConfig {
+            io_budget_bytes_per_sec: 100 * MB,
+            rate_smoothing_pct: 100,
+            defer: DeferPolicy::UntilIdle,
+            max_space_amplification: 3.0,
+            max_pending_compaction_bytes: 10 * MB,
+            ..AdaptiveConfig::adaptive()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut o = observation(0, 0, 0, 0);
+        o.space_amplification = 1.5;
+        let step = |tuner: &mut AdaptiveTuner, o: &mut Observation, sa: f64, pending: u64| {
+            o.now_micros += 500_000;
+            o.client_bytes += 10 * MB;
+            o.space_amplification = sa;
+            o.pending_compaction_bytes = pending;
+            tuner.observe(o)
+        };
+        assert_eq!(tuner.observe(&o).phase, Phase::Deferred, "writing, not idle: deferred");
+        assert_eq!(step(&mut tuner, &mut o, 2.9, 0).phase, Phase::Deferred);
+        let d = step(&mut tuner, &mut o, 3.0, 0);
+        assert_eq!((d.phase, d.bound), (Phase::Forced, Some(Bound::SpaceAmplification)));
+        assert!(d.actions.contains(&Action::ForceCompaction(Bound::SpaceAmplification)));
+        // Released at 1 + 75 % of the excess: 2.5.
+        assert_eq!(step(&mut tuner, &mut o, 2.6, 0).phase, Phase::Forced);
+        assert_eq!(step(&mut tuner, &mut o, 2.5, 0).phase, Phase::Deferred);
+        let d = step(&mut tuner, &mut o, 1.2, 10 * MB);
+        assert_eq!((d.phase, d.bound), (Phase::Forced, Some(Bound::PendingCompactionBytes)));
+        assert_eq!(step(&mut tuner, &mut o, 1.2, 8 * MB).phase, Phase::Forced);
+        assert_eq!(step(&mut tuner, &mut o, 1.2, 7 * MB).phase, Phase::Deferred);
+        assert_eq!(tuner.stats().forced, 2);
+    }
+
+    #[test]
+    fn waiting_memtables_pause_running_compactions() {
+        let config = AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, ..AdaptiveConfig::adaptive() };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut toy = Toy::new(8, 600);
+        // Flush + WAL at 30 % of the budget: paced.
+        let steps = simulate(&mut tuner, &mut toy, 5_000_000, 500_000, |_| 60.0);
+        assert_eq!(phase_sequence(&steps), [Phase::Paced]);
+        // Two memtables wait for flush: defer and stop running compactions.
+        toy.imm = 2;
+        let d = tuner.observe(&toy.observation());
+        assert_eq!(d.phase, Phase::Deferred);
+        assert_eq!(d.actions, [Action::DisableAutoCompactions, Action::PauseCompactions]);
+        toy.apply(&d.actions);
+        toy.run(500_000, 60.0);
+        // Flushes caught up but flush + WAL still use over 25 % of the budget:
+        // still deferred; running compactions may finish what they started.
+        toy.imm = 0;
+        let d = tuner.observe(&toy.observation());
+        assert_eq!((d.phase, d.actions.as_slice()), (Phase::Deferred, [Action::ContinueCompactions].as_slice()));
+        assert_eq!(tuner.stats().pauses, 1);
+        // Load falls to 10 % of the budget: deferral ends.
+        toy.apply(&d.actions);
+        let steps = simulate(&mut tuner, &mut toy, 10_000_000, 500_000, |_| 20.0);
+        assert_ne!(steps.last().unwrap().decision.phase, Phase::Deferred);
+    }
+
+    /// UW paper §6.3.2: 10 s bursts, 20 s idle, 120 s.
+    fn bursts(t_us: u64) -> f64 {
+        if (t_us / 1_000_000) % 30 < 10 {
+            40.0
+        } else {
+            0.0
+        }
+    }
+
+    fn idle_mode_compacts_only_between_bursts(idle: IdleConfig) {
+        let config = AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, idle, ..AdaptiveConfig::idle() };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut toy = Toy::new(8, 600);
+        let steps = simulate(&mut tuner, &mut toy, 120_000_000, 100_000, bursts);
+        let in_bursts: u64 = steps.iter().filter(|s| s.client_mb > 0.0).map(|s| s.compaction).sum();
+        let total: u64 = steps.iter().map(|s| s.compaction).sum();
+        assert!(total > 0);
+        assert!(in_bursts * 10 <= total, "{in_bursts} of {total} compaction bytes written during bursts");
+        // Deferred within the first probe of each burst, released within a
+        // probe (or the quiet time) after it, and caught up in each gap.
+        for burst in 0..4u64 {
+            let start = burst * 30_000_000;
+            assert_eq!(phase_at(&steps, start + 1_000_000), Phase::Deferred, "burst {burst}");
+            assert_eq!(phase_at(&steps, start + 9_900_000), Phase::Deferred, "burst {burst}");
+            assert_ne!(phase_at(&steps, start + 11_100_000), Phase::Deferred, "gap {burst}");
+            assert_eq!(phase_at(&steps, start + 29_900_000), Phase::Paced, "gap {burst}");
+        }
+        assert_eq!(tuner.stats().catch_ups, 4);
+        // The L0 bound never had to step in.
+        assert!(steps.iter().all(|s| s.l0_files < 256));
+    }
+
+    #[test]
+    fn idle_mode_with_the_throughput_policy() {
+        idle_mode_compacts_only_between_bursts(IdleConfig::throughput());
+    }
+
+    #[test]
+    fn idle_mode_with_the_since_last_write_policy() {
+        idle_mode_compacts_only_between_bursts(IdleConfig::since_last_write());
+    }
+
+    #[test]
+    fn idle_mode_never_releases_while_writes_continue() {
+        // 1 MB/s is above the 0.5 MB/s threshold: the client is never idle.
+        let config = AdaptiveConfig {
+            io_budget_bytes_per_sec: 400 * MB,
+            idle: IdleConfig {
+                policy: IdlePolicy::Throughput { threshold_bytes_per_sec: 500_000 },
+                probe_interval_us: 500_000,
+            },
+            ..AdaptiveConfig::idle()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut toy = Toy::new(1, 600);
+        let steps = simulate(&mut tuner, &mut toy, 60_000_000, 100_000, |_| 1.0);
+        assert_eq!(phase_sequence(&steps), [Phase::Deferred]);
+        assert_eq!(toy.compaction, 0);
+        assert!(toy.l0_files() >= 50);
+    }
+
+    #[test]
+    fn stall_backstop_sits_above_the_bound() {
+        let config = AdaptiveConfig { max_l0_files: 100, ..AdaptiveConfig::adaptive() };
+        assert_eq!(
+            config.stall_backstop(),
+            vec![
+                ("level0_slowdown_writes_trigger", "150".to_string()),
+                ("level0_stop_writes_trigger", "200".to_string()),
+                ("soft_pending_compaction_bytes_limit", "0".to_string()),
+                ("hard_pending_compaction_bytes_limit", "0".to_string()),
+            ]
+        );
+        assert!(AdaptiveConfig { max_l0_files: 0, ..config }.stall_backstop().is_empty());
+    }
+
+    #[test]
+    fn space_amplification_estimate() {
+        assert_eq!(space_amplification(&[]), 1.0);
+        assert_eq!(space_amplification(&[0, 0, 0]), 1.0);
+        assert_eq!(space_amplification(&[10, 20, 70, 0]), 100.0 / 70.0);
+        assert_eq!(space_amplification(&[50, 0, 0]), 1.0);
+    }
+}
