@@ -29,11 +29,12 @@ pub mod wal;
 
 pub use db::{
     BatchIter, BatchOp, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries, EventListener, FlushJobInfo,
-    IteratorMode, Snapshot, StallCondition, WriteBatch,
+    IteratorMode, Snapshot, StallCondition, TuningEvent, TuningMetrics, WriteBatch,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{
-    CompactionStyle, CompressionType, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    BackgroundTuning, CompactionStyle, CompressionType, IdlePolicyKind, Options, ReadOptions, WalRecoveryMode,
+    WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use util::checksum::ChecksumType;

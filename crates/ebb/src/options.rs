@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
 use crate::key::SequenceNumber;
+pub use crate::tuning::BackgroundTuning;
 use crate::util::checksum::ChecksumType;
 pub use crate::util::compression::CompressionType;
 
@@ -30,6 +31,16 @@ pub enum WalRecoveryMode {
     PointInTime,
     /// Skip damaged records and keep replaying (may lose writes in the middle).
     SkipAnyCorruptedRecords,
+}
+
+/// How idle detection judges the client idle (seed 002 §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdlePolicyKind {
+    /// Write throughput under a threshold.
+    #[default]
+    Throughput,
+    /// A set time since the last write.
+    SinceLastWrite,
 }
 
 /// How SSTs are organised into levels (RocksDB `CompactionStyle`).
@@ -86,6 +97,43 @@ pub struct Options {
     pub stats_dump_period_sec: u32,
     /// Rate limit for flush and compaction writes, bytes/s; 0 disables. RocksDB `rate_limiter` (db_bench `rate_limiter_bytes_per_sec`).
     pub rate_limiter_bytes_per_sec: u64,
+    /// How often the rate limiter refills, microseconds. RocksDB's `refill_period_us`; default 100 ms.
+    pub rate_limiter_refill_period_us: u64,
+    /// When flushes and compactions both wait, compactions go first with
+    /// probability 1/fairness. RocksDB's `fairness`; default 10.
+    pub rate_limiter_fairness: u32,
+    /// Let the rate limiter tune its rate between 1/20 of and the configured
+    /// rate from how often it is drained (RocksDB `auto_tuned`). Default false.
+    pub rate_limiter_auto_tuned: bool,
+    /// The thesis's compaction auto-tuner (seed 000 §3.3): the same as
+    /// `background_tuning=thesis`. db_bench's `auto_tuned_compactions`. Default false.
+    pub auto_tuned_compactions: bool,
+    /// Which tuner steers background work: off (RocksDB's behaviour), thesis,
+    /// adaptive or idle (docs/tuning.md). Default off.
+    pub background_tuning: BackgroundTuning,
+    /// Thesis tuner: flush drains (percent of refill periods) at or above
+    /// which compaction is disabled, together with the total watermark. Default 50.
+    pub tuning_flush_watermark_pct: u64,
+    /// Thesis tuner: total drains (percent) at or above which compaction is disabled. Default 90.
+    pub tuning_total_watermark_pct: u64,
+    /// Thesis tuner: how often it decides, microseconds. Default 10 s.
+    pub tuning_interval_us: u64,
+    /// Adaptive and idle modes: the I/O budget of flush, WAL and compaction
+    /// writes, bytes/s; 0 learns it from the highest throughput seen. Default 0.
+    pub tuning_io_budget: u64,
+    /// Adaptive and idle modes: L0 files past which compaction runs however
+    /// busy the client is (a bound on deferral). Default 256; 0 disables the bound.
+    pub tuning_max_l0_files: usize,
+    /// Idle detection (seed 002): how the client is judged idle, `throughput`
+    /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
+    /// `idle_quiet_ms`). Default throughput.
+    pub idle_policy: IdlePolicyKind,
+    /// Idle detection: how often write throughput is sampled, ms. Default 500.
+    pub idle_probe_interval_ms: u64,
+    /// Idle detection: client bytes/s under which the client is idle. Default 524288 (0.5 MB/s).
+    pub idle_throughput_threshold: u64,
+    /// Idle detection: ms after the last write at which the client is idle. Default 500.
+    pub idle_quiet_ms: u64,
     // ---- column-family options ----
     /// Bytes a memtable holds before it is switched for a new one and flushed.
     /// RocksDB `write_buffer_size`; default 64 MiB. Dynamic.
@@ -170,6 +218,20 @@ impl Default for Options {
             statistics: false,
             stats_dump_period_sec: 600,
             rate_limiter_bytes_per_sec: 0,
+            rate_limiter_refill_period_us: 100_000,
+            rate_limiter_fairness: 10,
+            rate_limiter_auto_tuned: false,
+            auto_tuned_compactions: false,
+            background_tuning: BackgroundTuning::Off,
+            tuning_flush_watermark_pct: 50,
+            tuning_total_watermark_pct: 90,
+            tuning_interval_us: 10_000_000,
+            tuning_io_budget: 0,
+            tuning_max_l0_files: 256,
+            idle_policy: IdlePolicyKind::Throughput,
+            idle_probe_interval_ms: 500,
+            idle_throughput_threshold: 512 * 1024,
+            idle_quiet_ms: 500,
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             min_write_buffer_number_to_merge: 1,
@@ -287,10 +349,43 @@ impl Options {
         size.max(1)
     }
 
+    /// The tuning mode in force: `background_tuning`, or thesis when
+    /// `auto_tuned_compactions` is set.
+    pub fn tuning_mode(&self) -> BackgroundTuning {
+        if self.auto_tuned_compactions && self.background_tuning == BackgroundTuning::Off {
+            BackgroundTuning::Thesis
+        } else {
+            self.background_tuning
+        }
+    }
+
     /// Checks every option for a value Ebb cannot run with; the error names it.
     pub fn validate(&self) -> Result<()> {
         fn bad(name: &str, why: &str) -> Result<()> {
             Err(Error::invalid(format!("option {name}: {why}")))
+        }
+        if self.auto_tuned_compactions
+            && !matches!(self.background_tuning, BackgroundTuning::Off | BackgroundTuning::Thesis)
+        {
+            return bad("auto_tuned_compactions", "is the thesis tuner; it conflicts with background_tuning");
+        }
+        if self.tuning_mode() == BackgroundTuning::Thesis && self.rate_limiter_bytes_per_sec == 0 {
+            return bad(
+                "rate_limiter_bytes_per_sec",
+                "must be set for the thesis tuner (it decides from rate-limiter drains; the thesis used 380 MB/s)",
+            );
+        }
+        if self.rate_limiter_refill_period_us == 0 {
+            return bad("rate_limiter_refill_period_us", "must be positive");
+        }
+        if self.rate_limiter_fairness == 0 {
+            return bad("rate_limiter_fairness", "must be at least 1");
+        }
+        if self.tuning_flush_watermark_pct > 100 || self.tuning_total_watermark_pct > 200 {
+            return bad("tuning_flush_watermark_pct", "watermarks are percentages of refill periods");
+        }
+        if self.tuning_interval_us == 0 || self.idle_probe_interval_ms == 0 {
+            return bad("tuning_interval_us", "tuning intervals must be positive");
         }
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size", "must be at least 4096 bytes");
@@ -596,6 +691,32 @@ impl OptionValue for WalRecoveryMode {
     }
 }
 
+impl OptionValue for BackgroundTuning {
+    fn format(&self) -> String {
+        self.name().into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        BackgroundTuning::parse(s).map_err(|e| e.to_string())
+    }
+}
+
+impl OptionValue for IdlePolicyKind {
+    fn format(&self) -> String {
+        match self {
+            IdlePolicyKind::Throughput => "throughput",
+            IdlePolicyKind::SinceLastWrite => "since_last_write",
+        }
+        .into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "throughput" => Ok(IdlePolicyKind::Throughput),
+            "since_last_write" => Ok(IdlePolicyKind::SinceLastWrite),
+            _ => Err(format!("unknown idle policy {s:?} (expected throughput or since_last_write)")),
+        }
+    }
+}
+
 impl OptionValue for CompactionStyle {
     fn format(&self) -> String {
         match self {
@@ -677,6 +798,20 @@ option_table! {
     statistics: Db, false;
     stats_dump_period_sec: Db, true;
     rate_limiter_bytes_per_sec: Db, true;
+    rate_limiter_refill_period_us: Db, false;
+    rate_limiter_fairness: Db, false;
+    rate_limiter_auto_tuned: Db, false;
+    auto_tuned_compactions: Db, false;
+    background_tuning: Db, false;
+    tuning_flush_watermark_pct: Db, false;
+    tuning_total_watermark_pct: Db, false;
+    tuning_interval_us: Db, false;
+    tuning_io_budget: Db, false;
+    tuning_max_l0_files: Db, false;
+    idle_policy: Db, false;
+    idle_probe_interval_ms: Db, false;
+    idle_throughput_threshold: Db, false;
+    idle_quiet_ms: Db, false;
     write_buffer_size: Cf, true;
     max_write_buffer_number: Cf, true;
     min_write_buffer_number_to_merge: Cf, false;

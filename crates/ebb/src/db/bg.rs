@@ -128,7 +128,7 @@ impl DbInner {
             let mut input = MergingIterator::new(children);
             input.seek_to_first();
             let mut alloc = || pool.pop().unwrap_or(u64::MAX);
-            let mut on_bytes = |_b: u64| {};
+            let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
             job::run(
                 &mut input,
                 job::JobContext {
@@ -204,7 +204,7 @@ impl DbInner {
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
-        if opts.disable_auto_compactions || st.manual_compactions > 0 {
+        if opts.disable_auto_compactions || st.manual_compactions > 0 || self.tuning.deferred.load(Ordering::Relaxed) {
             return false;
         }
         if st.compactions_running >= opts.compaction_threads() {
@@ -431,7 +431,11 @@ impl DbInner {
             None => input.seek_to_first(),
         }
         let mut alloc = || settings.numbers.fetch_add(1, Ordering::SeqCst);
-        let mut on_bytes = |b: u64| bump(&self.stats.compaction_bytes_written, b);
+        let from_l0 = c.level == 0;
+        let mut on_bytes = |b: u64| {
+            bump(&self.stats.compaction_bytes_written, b);
+            self.tuning.on_compaction_bytes(b, from_l0, settings.cancel);
+        };
         job::run(
             &mut input,
             job::JobContext {
@@ -547,6 +551,7 @@ impl DbInner {
             }
             let opts = self.opts();
             let needs = !opts.disable_auto_compactions
+                && !self.tuning.deferred.load(Ordering::Relaxed)
                 && picker::pick_compaction(&st.versions.current(), &opts, &st.being_compacted).is_some();
             if st.imm.is_empty() && st.flush_running == 0 && st.compactions_running == 0 && !needs {
                 return Ok(());
@@ -602,6 +607,7 @@ impl DbInner {
             }
         }
         self.closed.store(true, Ordering::Release);
+        self.tuning.close();
         {
             let mut st = self.state.lock();
             for flag in &st.running_jobs {

@@ -66,4 +66,6 @@ pub trait EventListener: Send + Sync {
     fn on_stall_conditions_changed(&self, _previous: StallCondition, _current: StallCondition) {}
     /// A background error became sticky; writes fail until reopen.
     fn on_background_error(&self, _error: &crate::Error) {}
+    /// A background tuner changed something (docs/tuning.md).
+    fn on_background_tuning(&self, _event: &super::TuningEvent) {}
 }

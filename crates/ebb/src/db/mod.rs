@@ -20,11 +20,13 @@ mod iter;
 mod listener;
 mod open;
 mod table_cache;
+mod tuning;
 mod write;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use iter::{DbIterator, Entries};
 pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
+pub use tuning::{TuningEvent, TuningMetrics};
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -105,6 +107,8 @@ pub struct DbMetrics {
     pub split_compactions: (u64, u64),
     /// Compactions cancelled.
     pub cancelled_compactions: u64,
+    /// What the background tuner is doing.
+    pub tuning: TuningMetrics,
 }
 
 /// What readers need, swapped as a whole: the memtables and the version.
@@ -163,6 +167,7 @@ pub(crate) struct DbInner {
     pub(crate) closed: AtomicBool,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) pool_sizes: Mutex<bg::PoolSizes>,
+    pub(crate) tuning: tuning::TuningHooks,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 
@@ -612,7 +617,9 @@ impl DbInner {
             pending_compaction_bytes: crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts),
             running_compactions: st.compactions_running,
             running_flushes: st.flush_running,
-            compaction_enabled: !opts.disable_auto_compactions && st.paused == 0,
+            compaction_enabled: !opts.disable_auto_compactions
+                && st.paused == 0
+                && !self.tuning.deferred.load(Ordering::Relaxed),
             block_cache_hits: hits,
             block_cache_misses: misses,
             memtable_bytes,
@@ -625,6 +632,7 @@ impl DbInner {
             intra_l0_compactions: stats::read(&s.intra_l0_compactions),
             split_compactions: (stats::read(&s.split_compactions), stats::read(&s.subcompactions)),
             cancelled_compactions: stats::read(&s.cancelled_compactions),
+            tuning: self.tuning.snapshot(),
         }
     }
 

@@ -66,6 +66,13 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         if options.block_cache_size > 0 { Some(Arc::new(LruCache::new(options.block_cache_size))) } else { None };
     let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache));
     let num_levels = options.num_levels;
+    // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
+    // or the adaptive tuner's stall backstop) are part of the options in force.
+    let mut options = options;
+    for (name, value) in super::tuning::changes_at_open(&options) {
+        options.set(name, &value)?;
+    }
+    let tuning = super::tuning::TuningHooks::new(&options)?;
     let options = Arc::new(options);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
@@ -104,6 +111,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         pool_sizes: Mutex::new(PoolSizes::default()),
+        tuning,
         _lock: lock,
     });
     recover_wals(&inner, &options)?;
@@ -111,6 +119,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
     let mut sizes = PoolSizes::default();
     inner.ensure_threads(&mut sizes)?;
     *inner.pool_sizes.lock() = sizes;
+    if inner.tuning.mode != crate::tuning::BackgroundTuning::Off {
+        let tuner = Arc::clone(&inner);
+        let handle = std::thread::Builder::new()
+            .name("ebb-tuner".into())
+            .spawn(move || tuner.tuning_loop())
+            .map_err(|e| Error::io("spawn tuning thread", dir, e))?;
+        inner.threads.lock().push(handle);
+    }
     Ok(Db { inner })
 }
 

@@ -133,6 +133,7 @@ impl DbInner {
 
     /// Appends the group to the WAL and the memtable. Runs without the queue lock.
     fn commit_group(&self, batch: &mut WriteBatch, mem: &Arc<MemTable>, sync: bool, disable_wal: bool) -> Result<()> {
+        self.tuning.on_client_write();
         let first = self.last_sequence.load(Ordering::Acquire) + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
@@ -156,6 +157,7 @@ impl DbInner {
                 return Err(self.set_bg_error(e));
             }
             bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
+            self.tuning.on_wal_write(batch.size_in_bytes() as u64);
             bump(&self.stats.wal_writes, 1);
         }
         let mut user_bytes = 0u64;

@@ -1,0 +1,391 @@
+//! Wires the tuners of `crate::tuning` into a database: the rate limiter on
+//! flush, compaction and WAL writes; the compaction pacer; the deferral flag
+//! and pause gate the picker and compaction jobs obey; and the tuning thread
+//! that feeds the tuners and applies their decisions (docs/tuning.md).
+//!
+//! Per instance, not process-global as the thesis's `Env` hack was: each
+//! database has its own limiter, tuner and thread.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::DbInner;
+use crate::error::Result;
+use crate::options::{IdlePolicyKind, Options};
+use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, Observation};
+use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifting, TunedOptions};
+use crate::tuning::idle::{IdleConfig, IdlePolicy};
+use crate::tuning::rate_limiter::{IoPriority, RateLimiter, RateLimiterOptions};
+use crate::tuning::{BackgroundTuning, Clock, SystemClock};
+
+/// What the tuner did, for `DbMetrics`, `ebb.stats` and ebb-bench's report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuningMetrics {
+    /// The mode in force (`off`, `thesis`, `adaptive`, `idle`).
+    pub mode: &'static str,
+    /// The adaptive tuner's phase (`paced`, `deferred`, `catch-up`, `forced`),
+    /// or `enabled`/`disabled` for the thesis tuner.
+    pub phase: &'static str,
+    /// True while the tuner holds automatic compaction back.
+    pub compaction_deferred: bool,
+    /// True while running compactions (other than L0→base) are paused.
+    pub compactions_paused: bool,
+    /// Times compaction was switched off by the tuner.
+    pub disables: u64,
+    /// Times compaction was switched back on by the tuner.
+    pub enables: u64,
+    /// Times running compactions were paused.
+    pub pauses: u64,
+    /// Changes of the compaction rate limit.
+    pub rate_changes: u64,
+    /// Catch-ups started after a peak.
+    pub catch_ups: u64,
+    /// Times a bound forced compaction.
+    pub forced: u64,
+    /// The compaction-only rate limit now, bytes/s (0: none).
+    pub compaction_rate_limit: u64,
+    /// The rate limiter's rate now, bytes/s (0: no limiter).
+    pub rate_limit: u64,
+    /// Rate-limiter drains so far: (flush, compaction).
+    pub drains: (u64, u64),
+}
+
+/// A tuning decision, as reported to listeners.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuningEvent {
+    /// The mode that decided.
+    pub mode: &'static str,
+    /// What changed, in words (`disable compaction`, `pause compactions`, ...).
+    pub action: String,
+    /// The phase after the decision.
+    pub phase: &'static str,
+}
+
+/// The tuning state shared by the write path, the jobs and the tuning thread.
+pub(crate) struct TuningHooks {
+    pub(crate) mode: BackgroundTuning,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) limiter: Option<Arc<RateLimiter>>,
+    /// Compaction-only limit set by the adaptive tuner's pacing.
+    pub(crate) pacer: Option<Arc<RateLimiter>>,
+    /// The tuner asks for no new automatic compactions.
+    pub(crate) deferred: AtomicBool,
+    /// The tuner asks running compactions below L0 to wait at a block boundary.
+    pub(crate) paused: AtomicBool,
+    pub(crate) last_write_micros: AtomicU64,
+    pub(crate) metrics: Mutex<TuningMetrics>,
+}
+
+impl TuningHooks {
+    pub(crate) fn new(opts: &Options) -> Result<TuningHooks> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let mode = opts.tuning_mode();
+        let limiter = if opts.rate_limiter_bytes_per_sec > 0 {
+            let mut ro = RateLimiterOptions::new(opts.rate_limiter_bytes_per_sec);
+            ro.refill_period_us = opts.rate_limiter_refill_period_us;
+            ro.fairness = opts.rate_limiter_fairness;
+            ro.auto_tuned = opts.rate_limiter_auto_tuned;
+            Some(Arc::new(RateLimiter::new(ro, Arc::clone(&clock))?))
+        } else {
+            None
+        };
+        let pacer = if matches!(mode, BackgroundTuning::Adaptive | BackgroundTuning::Idle) {
+            // Starts unthrottled in practice; the tuner sets the paced limit.
+            Some(Arc::new(RateLimiter::new(RateLimiterOptions::new(8 << 30), Arc::clone(&clock))?))
+        } else {
+            None
+        };
+        Ok(TuningHooks {
+            mode,
+            clock,
+            limiter,
+            pacer,
+            deferred: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            last_write_micros: AtomicU64::new(0),
+            metrics: Mutex::new(TuningMetrics {
+                mode: mode.name(),
+                phase: if mode == BackgroundTuning::Off { "off" } else { "enabled" },
+                ..Default::default()
+            }),
+        })
+    }
+
+    /// Accounts a WAL append (never blocks).
+    pub(crate) fn on_wal_write(&self, bytes: u64) {
+        if let Some(l) = &self.limiter {
+            let _ = l.request(bytes, IoPriority::User);
+        }
+    }
+
+    /// Stamps the time of a client write, for idle detection.
+    pub(crate) fn on_client_write(&self) {
+        if self.mode != BackgroundTuning::Off {
+            self.last_write_micros.store(self.clock.now_micros().max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Charges flush output to the limiter at high priority.
+    pub(crate) fn on_flush_bytes(&self, bytes: u64) {
+        if let Some(l) = &self.limiter {
+            let _ = l.request(bytes, IoPriority::High);
+        }
+    }
+
+    /// Charges compaction output at low priority and waits at the pause gate
+    /// (compactions out of L0 never wait there: L0→base is never starved).
+    pub(crate) fn on_compaction_bytes(&self, bytes: u64, from_l0: bool, cancel: &AtomicBool) {
+        if let Some(l) = &self.limiter {
+            let _ = l.request(bytes, IoPriority::Low);
+        }
+        if let Some(p) = &self.pacer {
+            let _ = p.request(bytes, IoPriority::Low);
+        }
+        while !from_l0 && self.paused.load(Ordering::Relaxed) && !cancel.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Wakes everything that may wait on the tuner (shutdown).
+    pub(crate) fn close(&self) {
+        self.paused.store(false, Ordering::Relaxed);
+        if let Some(l) = &self.limiter {
+            l.close();
+        }
+        if let Some(p) = &self.pacer {
+            p.close();
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> TuningMetrics {
+        let mut m = self.metrics.lock().clone();
+        m.compaction_deferred = self.deferred.load(Ordering::Relaxed);
+        m.compactions_paused = self.paused.load(Ordering::Relaxed);
+        if let Some(l) = &self.limiter {
+            let s = l.stats();
+            m.rate_limit = s.bytes_per_second;
+            m.drains = (s.high.drains, s.low.drains);
+        }
+        m
+    }
+}
+
+fn tuned_options(o: &Options) -> TunedOptions {
+    TunedOptions {
+        disable_auto_compactions: o.disable_auto_compactions,
+        level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
+        level0_slowdown_writes_trigger: o.level0_slowdown_writes_trigger,
+        level0_stop_writes_trigger: o.level0_stop_writes_trigger,
+        soft_pending_compaction_bytes_limit: o.soft_pending_compaction_bytes_limit,
+        hard_pending_compaction_bytes_limit: o.hard_pending_compaction_bytes_limit,
+    }
+}
+
+/// The adaptive tuner's configuration from the options.
+pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
+    let mut c =
+        if o.tuning_mode() == BackgroundTuning::Idle { AdaptiveConfig::idle() } else { AdaptiveConfig::adaptive() };
+    c.io_budget_bytes_per_sec = o.tuning_io_budget;
+    c.max_l0_files = o.tuning_max_l0_files;
+    c.base_subcompactions = o.max_subcompactions;
+    c.catch_up_subcompactions = o.max_subcompactions.max(2);
+    c.idle = IdleConfig {
+        policy: match o.idle_policy {
+            IdlePolicyKind::Throughput => {
+                IdlePolicy::Throughput { threshold_bytes_per_sec: o.idle_throughput_threshold }
+            }
+            IdlePolicyKind::SinceLastWrite => IdlePolicy::SinceLastWrite { quiet_us: o.idle_quiet_ms * 1000 },
+        },
+        probe_interval_us: o.idle_probe_interval_ms * 1000,
+    };
+    c.interval_us = o.idle_probe_interval_ms * 1000;
+    c
+}
+
+/// Option changes the mode makes at open: the thesis's
+/// `PrepareAutoTunedCompactions` (§3.5.6), or the adaptive tuner's stall
+/// backstop above its L0 bound.
+pub(crate) fn changes_at_open(o: &Options) -> Vec<(&'static str, String)> {
+    match o.tuning_mode() {
+        BackgroundTuning::Off => Vec::new(),
+        BackgroundTuning::Thesis => thesis_tuner(o).prepare_changes(),
+        BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(o).stall_backstop(),
+    }
+}
+
+fn thesis_tuner(o: &Options) -> CompactionAutoTuner {
+    CompactionAutoTuner::new(
+        AutoTunerConfig {
+            flush_watermark_pct: o.tuning_flush_watermark_pct,
+            total_watermark_pct: o.tuning_total_watermark_pct,
+            interval_us: o.tuning_interval_us,
+            stall_lifting: StallLifting::AtOpen,
+        },
+        tuned_options(o),
+    )
+}
+
+impl DbInner {
+    /// The tuning thread's body: runs until the database shuts down.
+    pub(crate) fn tuning_loop(self: Arc<Self>) {
+        let opts = self.opts();
+        match self.tuning.mode {
+            BackgroundTuning::Off => {}
+            BackgroundTuning::Thesis => self.thesis_loop(thesis_tuner(&opts)),
+            BackgroundTuning::Adaptive | BackgroundTuning::Idle => {
+                self.adaptive_loop(AdaptiveTuner::new(adaptive_config(&opts)))
+            }
+        }
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.state.lock().shutting_down
+    }
+
+    fn tuner_sleep(&self, d: Duration) -> bool {
+        let mut st = self.state.lock();
+        if !st.shutting_down {
+            self.work_cv.wait_for(&mut st, d);
+        }
+        !st.shutting_down
+    }
+
+    fn thesis_loop(&self, mut tuner: CompactionAutoTuner) {
+        let Some(limiter) = self.tuning.limiter.clone() else { return };
+        while self.tuner_sleep(Duration::from_millis(100)) {
+            let Some(decision) = tuner.poll(&limiter.stats()) else { continue };
+            if !decision.toggled {
+                continue;
+            }
+            let pairs = decision.option_pairs();
+            if let Err(e) = self.apply_tuning_options(&pairs) {
+                self.set_bg_error(e);
+                return;
+            }
+            let enabled = decision.compaction_enabled;
+            {
+                let mut m = self.tuning.metrics.lock();
+                m.phase = if enabled { "enabled" } else { "disabled" };
+                if enabled {
+                    m.enables += 1;
+                } else {
+                    m.disables += 1;
+                }
+            }
+            self.tuning_event(if enabled { "enable compaction" } else { "disable compaction" }.into());
+        }
+    }
+
+    fn adaptive_loop(&self, mut tuner: AdaptiveTuner) {
+        let interval = Duration::from_micros(tuner.config().interval_us.max(1000));
+        while self.tuner_sleep(interval) {
+            if self.shutting_down() {
+                return;
+            }
+            let m = self.metrics();
+            let opts = self.opts();
+            let (immutable, max_score) = {
+                let st = self.state.lock();
+                let scores =
+                    crate::compaction::picker::level_scores(&st.versions.current(), &opts, &st.being_compacted);
+                (st.imm.len(), scores.into_iter().fold(0.0f64, f64::max))
+            };
+            let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
+            let obs = Observation {
+                now_micros: self.tuning.clock.now_micros(),
+                client_bytes: m.user_bytes_written,
+                wal_bytes: m.wal_bytes,
+                flush_bytes: m.flush_bytes_written,
+                compaction_bytes: m.compaction_bytes_written,
+                last_write_micros: (last > 0).then_some(last),
+                l0_files: m.files_per_level.first().copied().unwrap_or(0),
+                immutable_memtables: immutable,
+                pending_compaction_bytes: m.pending_compaction_bytes,
+                max_level_score: max_score,
+                space_amplification: adaptive::space_amplification(&m.bytes_per_level),
+            };
+            let decision = tuner.observe(&obs);
+            self.tuning.metrics.lock().phase = decision.phase.name();
+            for action in decision.actions {
+                self.apply_action(action);
+            }
+        }
+    }
+
+    fn apply_action(&self, action: Action) {
+        let hooks = &self.tuning;
+        let text = match action {
+            Action::EnableAutoCompactions => {
+                hooks.deferred.store(false, Ordering::Relaxed);
+                self.tuning.metrics.lock().enables += 1;
+                self.work_cv.notify_all();
+                "enable compaction".to_string()
+            }
+            Action::DisableAutoCompactions => {
+                hooks.deferred.store(true, Ordering::Relaxed);
+                self.tuning.metrics.lock().disables += 1;
+                "defer compaction".to_string()
+            }
+            Action::PauseCompactions => {
+                hooks.paused.store(true, Ordering::Relaxed);
+                self.tuning.metrics.lock().pauses += 1;
+                "pause compactions".to_string()
+            }
+            Action::ContinueCompactions => {
+                hooks.paused.store(false, Ordering::Relaxed);
+                "continue compactions".to_string()
+            }
+            Action::SetCompactionRateLimit(rate) => {
+                if let Some(p) = &hooks.pacer {
+                    let _ = p.set_bytes_per_second(rate.max(1 << 20));
+                }
+                let mut m = self.tuning.metrics.lock();
+                m.rate_changes += 1;
+                m.compaction_rate_limit = rate;
+                format!("compaction rate {rate} B/s")
+            }
+            Action::SetSubcompactions(n) => {
+                let _ = self.apply_tuning_options(&[("max_subcompactions", &n.to_string())]);
+                format!("subcompactions {n}")
+            }
+            Action::CatchUp => {
+                self.tuning.metrics.lock().catch_ups += 1;
+                self.work_cv.notify_all();
+                "catch up".to_string()
+            }
+            Action::ForceCompaction(bound) => {
+                hooks.deferred.store(false, Ordering::Relaxed);
+                hooks.paused.store(false, Ordering::Relaxed);
+                self.tuning.metrics.lock().forced += 1;
+                self.work_cv.notify_all();
+                format!("force compaction ({bound:?})")
+            }
+        };
+        self.tuning_event(text);
+    }
+
+    fn tuning_event(&self, action: String) {
+        let phase = self.tuning.metrics.lock().phase;
+        let event = TuningEvent { mode: self.tuning.mode.name(), action, phase };
+        self.notify(|l| l.on_background_tuning(&event));
+    }
+
+    /// Changes options on behalf of a tuner (dynamic or not: the tuner owns them).
+    pub(crate) fn apply_tuning_options(&self, pairs: &[(&str, &str)]) -> Result<()> {
+        let mut guard = self.options.lock();
+        let mut next = Options::clone(&guard);
+        for (name, value) in pairs {
+            next.set(name, value)?;
+        }
+        next.validate()?;
+        *guard = Arc::new(next);
+        drop(guard);
+        let _st = self.state.lock();
+        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
+        Ok(())
+    }
+}

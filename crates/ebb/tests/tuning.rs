@@ -1,0 +1,139 @@
+//! Background tuning wired into the engine: options, deferral during bursts,
+//! catch-up afterwards, and correctness under every mode.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{scan, tiny_options};
+use ebb::fs::MemFs;
+use ebb::{BackgroundTuning, Db, EventListener, IdlePolicyKind, ReadOptions, TuningEvent};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+#[derive(Default)]
+struct Events(Mutex<Vec<String>>);
+
+impl EventListener for Events {
+    fn on_background_tuning(&self, event: &TuningEvent) {
+        self.0.lock().unwrap().push(event.action.clone());
+    }
+}
+
+#[test]
+fn thesis_tuner_needs_a_rate_limiter_and_prepares_the_options() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.auto_tuned_compactions = true;
+    let e = Db::open("/db", o.clone()).err().expect("must refuse");
+    assert!(e.to_string().contains("rate_limiter_bytes_per_sec"), "{e}");
+    o.rate_limiter_bytes_per_sec = 64 << 20;
+    let db = Db::open("/db", o).unwrap();
+    // PrepareAutoTunedCompactions (thesis §3.5.6): stalls lifted at open.
+    let now = db.options();
+    assert!(now.level0_slowdown_writes_trigger >= 1 << 30, "{}", now.level0_slowdown_writes_trigger);
+    assert!(now.level0_stop_writes_trigger >= 1 << 30);
+    assert_eq!(now.soft_pending_compaction_bytes_limit, 0);
+    assert_eq!(db.metrics().tuning.mode, "thesis");
+    db.put(b"k", b"v").unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn adaptive_mode_puts_a_stall_backstop_above_its_l0_bound() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Adaptive;
+    o.tuning_max_l0_files = 40;
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.options().level0_slowdown_writes_trigger, 60);
+    assert_eq!(db.options().level0_stop_writes_trigger, 80);
+    assert_eq!(db.metrics().tuning.mode, "adaptive");
+}
+
+/// Idle-time scheduling (seed 002): compaction is deferred while the client
+/// writes, and runs once it has been quiet, leaving L0 under its trigger.
+#[test]
+fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
+    let events = Arc::new(Events::default());
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Idle;
+    o.idle_policy = IdlePolicyKind::SinceLastWrite;
+    o.idle_quiet_ms = 150;
+    o.idle_probe_interval_ms = 20;
+    o.tuning_max_l0_files = 200;
+    o.max_write_buffer_number = 8;
+    o.listeners.push(events.clone());
+    let db = Db::open("/db", o).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut model = BTreeMap::new();
+    let start = Instant::now();
+    let mut saw_deferred = false;
+    // A burst: write until the tuner has deferred compaction and L0 has piled up.
+    while start.elapsed() < Duration::from_secs(20) {
+        for _ in 0..200 {
+            let k = format!("key{:05}", rng.gen_range(0..20_000)).into_bytes();
+            db.put(&k, &[7u8; 80]).unwrap();
+            model.insert(k, vec![7u8; 80]);
+        }
+        let m = db.metrics();
+        saw_deferred |= m.tuning.compaction_deferred;
+        if saw_deferred && m.files_per_level[0] >= 6 {
+            break;
+        }
+    }
+    assert!(saw_deferred, "compaction was never deferred during the burst");
+    assert!(db.metrics().files_per_level[0] >= 6, "L0 did not pile up: {:?}", db.metrics().files_per_level);
+    // Quiet: the tuner releases compaction and L0 drains below its trigger.
+    let quiet = Instant::now();
+    while db.metrics().files_per_level[0] >= 2 || db.metrics().tuning.compaction_deferred {
+        assert!(quiet.elapsed() < Duration::from_secs(30), "no catch-up: {:?}", db.metrics().tuning);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ev = events.0.lock().unwrap().clone();
+    assert!(ev.iter().any(|e| e == "defer compaction"), "{ev:?}");
+    assert!(ev.iter().any(|e| e == "enable compaction"), "{ev:?}");
+    assert_eq!(scan(&db, ReadOptions::default()), model);
+}
+
+/// Every tuning mode keeps the database equal to the model through writes,
+/// deletes, flushes, deferrals, pauses and reopens.
+#[test]
+fn every_mode_keeps_the_model() {
+    for mode in [BackgroundTuning::Thesis, BackgroundTuning::Adaptive, BackgroundTuning::Idle] {
+        let fs = MemFs::new();
+        let mut rng = StdRng::seed_from_u64(mode as u64);
+        let mut model = BTreeMap::new();
+        for epoch in 0..3 {
+            let mut o = tiny_options(Some(fs.clone()));
+            o.background_tuning = mode;
+            o.rate_limiter_bytes_per_sec = 32 << 20;
+            o.idle_probe_interval_ms = 10;
+            o.tuning_interval_us = 50_000;
+            o.tuning_max_l0_files = 12;
+            let db = Db::open("/db", o).unwrap();
+            assert_eq!(scan(&db, ReadOptions::default()), model, "{mode:?} epoch {epoch} reopen");
+            for i in 0..6000u32 {
+                let k = format!("key{:05}", rng.gen_range(0..3000)).into_bytes();
+                if rng.gen_bool(0.8) {
+                    let v = format!("{epoch}-{i}").into_bytes();
+                    db.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                } else {
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                if i % 1500 == 0 {
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+            }
+            assert_eq!(scan(&db, ReadOptions::default()), model, "{mode:?} epoch {epoch}");
+            assert!(
+                db.metrics().files_per_level[0] <= 30,
+                "{mode:?}: L0 bound not held: {:?}",
+                db.metrics().files_per_level
+            );
+            db.close().unwrap();
+        }
+    }
+}
