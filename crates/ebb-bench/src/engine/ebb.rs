@@ -199,14 +199,12 @@ mod tests {
 
     #[test]
     fn missing_engine_options_are_refused_unless_default() {
-        let has_tuner = Options::names().any(|n| n == "auto_tuned_compactions");
-        let r = ebb_options(&flags(&["--auto_tuned_compactions=true"]), true);
-        if has_tuner {
-            assert!(r.is_ok());
-        } else {
-            let e = r.unwrap_err().to_string();
-            assert!(e.contains("--auto_tuned_compactions") && e.contains("not supported yet by the ebb engine"), "{e}");
-        }
+        // The thesis tuner decides from rate-limiter drains, so it needs a rate.
+        let e = ebb_options(&flags(&["--auto_tuned_compactions=true"]), true).unwrap_err().to_string();
+        assert!(e.contains("rate_limiter_bytes_per_sec"), "{e}");
+        let o = ebb_options(&flags(&["--auto_tuned_compactions=true", "--rate_limiter_bytes_per_sec=398458880"]), true)
+            .unwrap();
+        assert_eq!(o.tuning_mode(), ebb::BackgroundTuning::Thesis);
         assert!(ebb_options(&flags(&["--auto_tuned_compactions=false"]), true).is_ok());
         let e = ebb_options(&flags(&["--use_direct_reads=true"]), true);
         if !Options::names().any(|n| n == "use_direct_reads") {
