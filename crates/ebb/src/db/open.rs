@@ -126,6 +126,12 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
         .map(|(_, n)| n)
         .collect();
     wals.sort_unstable();
+    // Every WAL found keeps its number out of use, also those a point-in-time
+    // recovery will not replay: the new WAL must be numbered above them, or
+    // they would not become obsolete and a later open would replay them.
+    if let Some(newest) = wals.last() {
+        st.versions.set_next_file_at_least(newest + 1);
+    }
     // Every live SST must exist.
     let version = st.versions.current();
     for f in version.levels.iter().flatten() {
@@ -142,7 +148,6 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     let mut mems: Vec<Arc<MemTable>> = Vec::new();
     let mut mem = Arc::new(MemTable::new(0));
     for (i, number) in wals.iter().enumerate() {
-        st.versions.set_next_file_at_least(number + 1);
         let path = filename::wal_file(&inner.dir, *number);
         let name = path.display().to_string();
         let is_last = i + 1 == wals.len();
