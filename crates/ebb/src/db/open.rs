@@ -146,7 +146,9 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     }
     let mut last_seq = st.versions.last_sequence();
     let mut mems: Vec<Arc<MemTable>> = Vec::new();
-    let mut mem = Arc::new(MemTable::new(0));
+    // Each recovered memtable is labelled with the oldest WAL it holds data
+    // from, as a live one is, so flushing it makes obsolete only older WALs.
+    let mut mem = Arc::new(MemTable::new(wals.first().copied().unwrap_or(0)));
     for (i, number) in wals.iter().enumerate() {
         let path = filename::wal_file(&inner.dir, *number);
         let name = path.display().to_string();
@@ -164,7 +166,7 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
             if mem.approximate_memory_usage() >= options.write_buffer_size {
-                mems.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(0))));
+                mems.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(*number))));
             }
             Ok(())
         })?;
@@ -186,6 +188,11 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     *inner.wal.lock() = Some(writer);
     st.wal_number = wal_number;
     st.mem = Arc::new(MemTable::new(wal_number));
+    // The recovered memtables wait in `imm` while they are flushed one at a
+    // time, so each flush's edit keeps the log number at the oldest WAL a
+    // memtable still to be flushed came from: a failure or crash between two
+    // of these flushes must not leave the later memtables' WALs obsolete.
+    st.imm = mems.clone();
     for m in &mems {
         inner.flush_memtables(&mut st, std::slice::from_ref(m))?;
     }
