@@ -50,8 +50,19 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
                 dir.display()
             )));
         }
+        // A creation that failed before CURRENT was installed leaves its empty
+        // MANIFEST-000001 and CURRENT's temporary; creating again overwrites
+        // them. A database opened even once has a later MANIFEST, a WAL and an
+        // OPTIONS file, so it is still refused.
+        let current_tmp = current.with_extension("dbtmp");
         let foreign = fs.list_dir(dir)?.into_iter().any(|n| {
-            !matches!(filename::parse_file_name(&n), Some((filename::FileType::Lock | filename::FileType::InfoLog, _)))
+            dir.join(&n) != current_tmp
+                && !matches!(
+                    filename::parse_file_name(&n),
+                    Some(
+                        (filename::FileType::Lock | filename::FileType::InfoLog, _) | (filename::FileType::Manifest, 1)
+                    )
+                )
         });
         if foreign {
             return Err(Error::invalid(format!(
