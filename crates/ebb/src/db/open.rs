@@ -50,8 +50,19 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
                 dir.display()
             )));
         }
+        // A creation that failed before CURRENT was installed leaves its empty
+        // MANIFEST-000001 and CURRENT's temporary; creating again overwrites
+        // them. A database opened even once has a later MANIFEST, a WAL and an
+        // OPTIONS file, so it is still refused.
+        let current_tmp = current.with_extension("dbtmp");
         let foreign = fs.list_dir(dir)?.into_iter().any(|n| {
-            !matches!(filename::parse_file_name(&n), Some((filename::FileType::Lock | filename::FileType::InfoLog, _)))
+            dir.join(&n) != current_tmp
+                && !matches!(
+                    filename::parse_file_name(&n),
+                    Some(
+                        (filename::FileType::Lock | filename::FileType::InfoLog, _) | (filename::FileType::Manifest, 1)
+                    )
+                )
         });
         if foreign {
             return Err(Error::invalid(format!(
@@ -143,6 +154,12 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
         .map(|(_, n)| n)
         .collect();
     wals.sort_unstable();
+    // Every WAL found keeps its number out of use, also those a point-in-time
+    // recovery will not replay: the new WAL must be numbered above them, or
+    // they would not become obsolete and a later open would replay them.
+    if let Some(newest) = wals.last() {
+        st.versions.set_next_file_at_least(newest + 1);
+    }
     // Every live SST must exist.
     let version = st.versions.current();
     for f in version.levels.iter().flatten() {
@@ -157,9 +174,10 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     }
     let mut last_seq = st.versions.last_sequence();
     let mut mems: Vec<Arc<MemTable>> = Vec::new();
-    let mut mem = Arc::new(MemTable::new(0));
+    // Each recovered memtable is labelled with the oldest WAL it holds data
+    // from, as a live one is, so flushing it makes obsolete only older WALs.
+    let mut mem = Arc::new(MemTable::new(wals.first().copied().unwrap_or(0)));
     for (i, number) in wals.iter().enumerate() {
-        st.versions.set_next_file_at_least(number + 1);
         let path = filename::wal_file(&inner.dir, *number);
         let name = path.display().to_string();
         let is_last = i + 1 == wals.len();
@@ -176,7 +194,7 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
             if mem.approximate_memory_usage() >= options.write_buffer_size {
-                mems.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(0))));
+                mems.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(*number))));
             }
             Ok(())
         })?;
@@ -198,6 +216,11 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     *inner.wal.lock() = Some(writer);
     st.wal_number = wal_number;
     st.mem = Arc::new(MemTable::new(wal_number));
+    // The recovered memtables wait in `imm` while they are flushed one at a
+    // time, so each flush's edit keeps the log number at the oldest WAL a
+    // memtable still to be flushed came from: a failure or crash between two
+    // of these flushes must not leave the later memtables' WALs obsolete.
+    st.imm = mems.clone();
     for m in &mems {
         inner.flush_memtables(&mut st, std::slice::from_ref(m))?;
     }

@@ -310,7 +310,9 @@ impl DbInner {
                 return Err(self.set_bg_error_locked(st, e));
             }
         }
-        let file = match self.fs.new_writable(&path) {
+        // The new WAL's name must be durable before any write in it is
+        // acknowledged as synced: syncing the file does not sync its entry.
+        let file = match self.fs.new_writable(&path).and_then(|f| self.fs.sync_dir(&self.dir).map(|()| f)) {
             Ok(f) => f,
             Err(e) => {
                 drop(wal);

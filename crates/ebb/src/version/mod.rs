@@ -332,12 +332,14 @@ impl VersionSet {
                 snapshot.new_files.push((level, Arc::clone(f)));
             }
         }
+        let mut current_touched = false;
         let result = (|| {
             let mut w = LogWriter::new(self.fs.new_writable(&path)?, path.display().to_string());
             w.add_record(&snapshot.encode())?;
             w.sync()?;
             self.fs.sync_dir(&self.dir)?;
             let current = format!("MANIFEST-{number:06}\n");
+            current_touched = true;
             self.fs.write_file_atomic(&filename::current_file(&self.dir), current.as_bytes())?;
             Ok(w)
         })();
@@ -351,7 +353,14 @@ impl VersionSet {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.fs.remove_file(&path);
+                // Once CURRENT is being replaced it may name the new MANIFEST
+                // (the rename may have happened before the directory sync
+                // failed), so the file must stay. Either way the next edit
+                // rolls again, since what started this roll still holds, and
+                // points CURRENT at a MANIFEST with the whole state.
+                if !current_touched {
+                    let _ = self.fs.remove_file(&path);
+                }
                 Err(e)
             }
         }

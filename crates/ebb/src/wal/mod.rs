@@ -357,6 +357,22 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_length_in_a_middle_record_is_never_taken_for_a_tail() {
+        // Following the wrong length lands between records, and the next block
+        // start is past the end, so only a scan of every offset finds the
+        // intact records that follow.
+        let records = small_records();
+        let clean = encode(&records);
+        let middle = record_offsets(&clean)[2];
+        for (at, mask) in [(4, 0x01), (4, 0x20), (5, 0x01), (5, 0x80)] {
+            let mut bytes = clean.clone();
+            bytes[(middle + at) as usize] ^= mask;
+            assert_refused(&bytes, TolerateCorruptedTailRecords, true, middle);
+            assert_kept(&bytes, PointInTime, true, &records[..2], true);
+        }
+    }
+
+    #[test]
     fn a_flipped_byte_in_the_last_record_is_a_tail() {
         for records in [small_records(), big_records()] {
             let mut bytes = encode(&records);

@@ -9,8 +9,10 @@
 //! payload that happens to hold a well-formed record. Whether anything valid
 //! follows the damage (`tail`) is judged more eagerly: the damaged record's
 //! length is followed as well, so a flipped payload byte in the middle of a
-//! block is not mistaken for a torn tail. An error in that judgement can only
-//! call tail damage "not tail", the safe side.
+//! block is not mistaken for a torn tail; and when that finds nothing, every
+//! byte offset after the damage in its block is tried, because a damaged length
+//! field hides where the next record in that block starts. An error in that
+//! judgement can only call tail damage "not tail", the safe side.
 
 use std::ops::Range;
 
@@ -128,7 +130,9 @@ impl LogReader {
                 Physical::Trailer { next } => self.pos = next,
                 Physical::End => {
                     return match first_at {
-                        Some(first) => self.damage(first, "FIRST fragment without LAST at end of file".into(), at, at),
+                        Some(first) => {
+                            self.damage(first, "FIRST fragment without LAST at end of file".into(), at, at, at)
+                        }
                         None => {
                             self.finished = true;
                             Ok(LogRecord::Eof)
@@ -136,7 +140,7 @@ impl LogReader {
                     };
                 }
                 Physical::Damaged { reason, chained, resync } => {
-                    return self.damage(first_at.unwrap_or(at), reason, chained.unwrap_or(resync), resync);
+                    return self.damage(first_at.unwrap_or(at), reason, at, chained.unwrap_or(resync), resync);
                 }
                 Physical::Fragment { kind, payload, next } => match (kind, first_at) {
                     (RecordType::Full, None) => {
@@ -160,23 +164,32 @@ impl LogReader {
                     }
                     (RecordType::Full | RecordType::First, Some(first)) => {
                         let reason = format!("FIRST fragment without LAST, followed by {kind:?} at offset {at}");
-                        return self.damage(first, reason, at, at);
+                        return self.damage(first, reason, at, at, at);
                     }
                     (RecordType::Middle | RecordType::Last | RecordType::Zero, None) => {
-                        return self.damage(at, format!("{kind:?} fragment without FIRST"), next, next);
+                        return self.damage(at, format!("{kind:?} fragment without FIRST"), at, next, next);
                     }
                     (RecordType::Zero, Some(first)) => {
-                        return self.damage(first, "fragment of type 0".into(), next, next);
+                        return self.damage(first, "fragment of type 0".into(), at, next, next);
                     }
                 },
             }
         }
     }
 
-    /// Reports damage at `offset` and positions the reader at what follows.
-    fn damage(&mut self, offset: u64, reason: String, tail_scan_from: u64, resume_from: u64) -> Result<LogRecord> {
+    /// Reports damage to the logical record at `offset`, found in the
+    /// physical record at `damaged_at`, and positions the reader at what follows.
+    fn damage(
+        &mut self,
+        offset: u64,
+        reason: String,
+        damaged_at: u64,
+        tail_scan_from: u64,
+        resume_from: u64,
+    ) -> Result<LogRecord> {
         self.fragments.clear();
-        let tail = self.next_record_start(tail_scan_from, true)?.is_none();
+        let tail = self.next_record_start(tail_scan_from, true)?.is_none()
+            && !self.intact_record_starts_later_in_block(damaged_at)?;
         let resume = if tail { None } else { self.next_record_start(resume_from, false)? };
         match resume {
             Some(at) => self.pos = at,
@@ -203,6 +216,38 @@ impl LogReader {
                 }
             }
         }
+    }
+
+    /// True when an intact FULL or FIRST record starts at any byte offset
+    /// after `from` in the same block. The fallback of the tail judgement:
+    /// when the damage is in a length field, neither following that length
+    /// nor resynchronising at the next block start finds the intact records
+    /// that follow in the same block. (Later blocks are reached by that
+    /// resynchronisation; scanning them byte by byte too would make a long
+    /// garbage tail cost a checksum per candidate offset.)
+    fn intact_record_starts_later_in_block(&mut self, from: u64) -> Result<bool> {
+        let block_end = (from / BLOCK + 1) * BLOCK;
+        let mut at = from + 1;
+        while at + HEADER <= block_end {
+            self.fill_to(at + HEADER)?;
+            let Ok(header) = <[u8; HEADER_SIZE]>::try_from(self.bytes(at, HEADER_SIZE)) else {
+                return Ok(false);
+            };
+            let length = u64::from(u16::from_le_bytes([header[4], header[5]]));
+            let room = block_end - at;
+            let type_byte = header[6];
+            if (type_byte == RecordType::Full as u8 || type_byte == RecordType::First as u8) && HEADER + length <= room
+            {
+                self.fill_to(at + HEADER + length)?;
+                let payload = self.buf.get(self.range(at + HEADER, at + HEADER + length)).unwrap_or_default();
+                let stored = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+                if payload.len() as u64 == length && unmask(stored) == crc32c_extend(crc32c(&[type_byte]), payload) {
+                    return Ok(true);
+                }
+            }
+            at += 1;
+        }
+        Ok(false)
     }
 
     /// Decodes the physical record at `at`. Every returned `next`, `chained`

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: a reference model and option presets.
 #![allow(dead_code)]
 
+pub mod workload;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -60,4 +62,147 @@ pub fn scan_reverse(db: &Db, ro: ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     it.status().expect("iterator status");
     out
+}
+
+/// A reference model of the database: the visible key/value pairs.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The states a database may legally be found in after a failure.
+///
+/// `states[i]` is the model after the first `i` writes attempted (so
+/// `states[0]` is the state before any). A write is pushed before it is
+/// issued, so a write that then fails is the last state and may or may not
+/// be found: the engine may have applied it before reporting the error.
+/// Recovery must land on exactly one of these states (writes are atomic and
+/// applied in order), no earlier than what the engine promised:
+/// - after a power loss, the newest write made durable (a synced write, or
+///   any write before a successful `flush(true)` or `close`);
+/// - without one, the newest write acknowledged through the WAL (a write
+///   made without it is kept only once flushed, power loss or not).
+#[derive(Debug, Clone)]
+pub struct History {
+    states: Vec<Model>,
+    /// The newest write that returned `Ok`.
+    last_ok: usize,
+    acked: usize,
+    durable: usize,
+}
+
+impl Default for History {
+    fn default() -> Self {
+        History::starting_from(Model::new())
+    }
+}
+
+impl History {
+    /// A history whose writes start from `initial` (durable already).
+    pub fn starting_from(initial: Model) -> Self {
+        History { states: vec![initial], last_ok: 0, acked: 0, durable: 0 }
+    }
+
+    /// The model after every write attempted so far.
+    pub fn latest(&self) -> &Model {
+        self.states.last().expect("a history has at least its initial state")
+    }
+
+    /// Writes attempted so far.
+    pub fn attempted(&self) -> usize {
+        self.states.len() - 1
+    }
+
+    /// Records a write about to be issued, as its effect on the model.
+    pub fn attempt(&mut self, apply: impl FnOnce(&mut Model)) {
+        let mut next = self.latest().clone();
+        apply(&mut next);
+        self.states.push(next);
+    }
+
+    /// The write last attempted, through the WAL, returned `Ok`.
+    pub fn acknowledged(&mut self) {
+        self.last_ok = self.attempted();
+        self.acked = self.last_ok;
+    }
+
+    /// The write last attempted, without the WAL, returned `Ok`.
+    pub fn acknowledged_unlogged(&mut self) {
+        self.last_ok = self.attempted();
+    }
+
+    /// Every write that returned `Ok` is now durable (a synced write
+    /// returned, or `flush(true)` or `close` succeeded).
+    pub fn made_durable(&mut self) {
+        self.durable = self.last_ok;
+        self.acked = self.last_ok;
+    }
+
+    /// Checks a state recovered after a power loss.
+    pub fn check_after_crash(&self, got: &Model) -> Result<usize, String> {
+        self.check_from(self.durable, got)
+    }
+
+    /// Checks a state recovered after a clean reopen (no power loss).
+    pub fn check_without_crash(&self, got: &Model) -> Result<usize, String> {
+        self.check_from(self.acked, got)
+    }
+
+    fn check_from(&self, earliest: usize, got: &Model) -> Result<usize, String> {
+        if let Some(i) = (earliest..self.states.len()).rev().find(|&i| self.states[i] == *got) {
+            return Ok(i);
+        }
+        let hint = match (0..earliest).rev().find(|&i| self.states[i] == *got) {
+            Some(i) => format!("it is the state after write {i}, older than the {earliest} promised"),
+            None => "it matches no prefix of the history: writes were lost out of order or invented".into(),
+        };
+        let promised = &self.states[earliest];
+        let missing: Vec<_> = promised.iter().filter(|(k, v)| got.get(*k) != Some(*v)).map(|(k, _)| k).collect();
+        let extra: Vec<_> = got.iter().filter(|(k, v)| self.latest().get(*k) != Some(*v)).map(|(k, _)| k).collect();
+        Err(format!(
+            "recovered {} keys, {hint}; {} attempted, {} acknowledged, {} durable; \
+             differs from the promised state at {} keys (first {:?}); {} keys not in the latest state (first {:?})",
+            got.len(),
+            self.attempted(),
+            self.acked,
+            self.durable,
+            missing.len(),
+            missing.first().map(|k| String::from_utf8_lossy(k)),
+            extra.len(),
+            extra.first().map(|k| String::from_utf8_lossy(k)),
+        ))
+    }
+}
+
+/// Every file of a MemFs directory with its bytes, for replanting copies.
+pub fn files_of(fs: &MemFs, dir: &str) -> Vec<(String, Vec<u8>)> {
+    use ebb::fs::FileSystem;
+    let dir = std::path::Path::new(dir);
+    fs.list_dir(dir)
+        .expect("list the database directory")
+        .into_iter()
+        .filter_map(|name| fs.file_bytes(&dir.join(&name)).map(|bytes| (name, bytes)))
+        .collect()
+}
+
+/// A fresh MemFs holding `files` (all durable) in `dir`.
+pub fn fs_holding(dir: &str, files: &[(String, Vec<u8>)]) -> MemFs {
+    use ebb::fs::FileSystem;
+    let fs = MemFs::new();
+    let dir = std::path::Path::new(dir);
+    fs.create_dir_all(dir).expect("create the database directory");
+    for (name, bytes) in files {
+        fs.set_file_bytes(&dir.join(name), bytes).expect("plant a file");
+    }
+    fs
+}
+
+/// Like [`scan`], but returns the iterator's error instead of panicking.
+pub fn try_scan(db: &Db, ro: ReadOptions) -> ebb::Result<Model> {
+    let mut it = db.iter(ro);
+    it.seek_to_first();
+    let mut out = Model::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
 }

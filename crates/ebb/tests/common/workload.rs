@@ -1,0 +1,346 @@
+//! Small fixed workloads for the failure tests, and the [`Recorder`] they
+//! write through, which keeps the [`History`] every recovery is checked
+//! against.
+//!
+//! A workload opens the database itself (so failures during open and
+//! recovery are covered too), and stops at the first error any call returns:
+//! what it attempted until then is in the history, what it did not attempt is
+//! not.
+
+use ebb::fs::MemFs;
+use ebb::{Db, Error, Options, Result, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::{tiny_options, History};
+
+/// Where every workload keeps its database.
+pub const DB: &str = "/db";
+
+/// A workload: runs against `r`, returning the first error met.
+pub type Workload = fn(&mut Recorder) -> Result<()>;
+
+/// Issues calls to a database and records their effect in a [`History`].
+pub struct Recorder {
+    /// The filesystem the database lives on.
+    pub fs: MemFs,
+    /// The options of every open; a workload may change them between opens.
+    pub options: Options,
+    /// Every write attempted, and what the engine promised about them.
+    pub history: History,
+    /// After a write or flush fails, check that the failure is sticky: a
+    /// later write must fail with `Error::Background` too.
+    pub check_sticky: bool,
+    /// Wait for background work before closing, so a failure in a flush or
+    /// compaction started by the last writes surfaces instead of being left
+    /// behind by the close.
+    pub settle_before_close: bool,
+    /// Injected faults that fired while `close` ran (close may retry a
+    /// failed background flush itself and succeed).
+    pub faults_during_close: u64,
+    /// Called after every call that returned `Ok`, with the number of such
+    /// calls so far (the crash tests pull the plug from here).
+    pub after_step: Option<Box<dyn FnMut(usize)>>,
+    /// The call that returned the first error, and the error.
+    pub first_error: Option<(&'static str, Error)>,
+    steps: usize,
+}
+
+impl Recorder {
+    /// A recorder for a database on `fs` opened with `tiny_options`.
+    pub fn new(fs: MemFs) -> Self {
+        let options = tiny_options(Some(fs.clone()));
+        Recorder {
+            fs,
+            options,
+            history: History::default(),
+            check_sticky: false,
+            settle_before_close: false,
+            faults_during_close: 0,
+            after_step: None,
+            first_error: None,
+            steps: 0,
+        }
+    }
+
+    fn done<T>(&mut self, call: &'static str, r: Result<T>) -> Result<T> {
+        match &r {
+            Ok(_) => {
+                self.steps += 1;
+                if let Some(hook) = self.after_step.as_mut() {
+                    hook(self.steps);
+                }
+            }
+            Err(e) => {
+                if self.first_error.is_none() {
+                    self.first_error = Some((call, e.duplicate()));
+                }
+            }
+        }
+        r
+    }
+
+    /// A write or flush failed with `e`: the failure must be sticky.
+    fn check_failure_is_sticky(&self, db: &Db, call: &str, e: &Error) {
+        if !self.check_sticky {
+            return;
+        }
+        assert!(matches!(e, Error::Background(_)), "{call} failed with a non-sticky error: {e:?}");
+        let probe = db.put(b"~probe", b"");
+        assert!(
+            matches!(probe, Err(Error::Background(_))),
+            "after {call} failed ({e}), a later write must fail with the background error: {probe:?}"
+        );
+    }
+
+    /// Opens the database with `self.options`.
+    pub fn open(&mut self) -> Result<Db> {
+        let r = Db::open(DB, self.options.clone());
+        self.done("open", r)
+    }
+
+    fn write(&mut self, db: &Db, call: &'static str, batch: &WriteBatch, wo: WriteOptions) -> Result<()> {
+        let r = db.write_opt(batch, &wo);
+        match &r {
+            Ok(()) => {
+                if wo.disable_wal {
+                    self.history.acknowledged_unlogged();
+                } else {
+                    self.history.acknowledged();
+                }
+                if wo.sync {
+                    self.history.made_durable();
+                }
+            }
+            Err(e) => self.check_failure_is_sticky(db, call, e),
+        }
+        self.done(call, r)
+    }
+
+    /// Puts `key`, with or without a WAL sync.
+    pub fn put(&mut self, db: &Db, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.history.attempt(|m| {
+            m.insert(key.to_vec(), value.to_vec());
+        });
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(db, "put", &b, WriteOptions { sync, disable_wal: false })
+    }
+
+    /// Puts `key` without the WAL: durable only once flushed.
+    pub fn put_unlogged(&mut self, db: &Db, key: &[u8], value: &[u8]) -> Result<()> {
+        self.history.attempt(|m| {
+            m.insert(key.to_vec(), value.to_vec());
+        });
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(db, "put without WAL", &b, WriteOptions { sync: false, disable_wal: true })
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&mut self, db: &Db, key: &[u8], sync: bool) -> Result<()> {
+        self.history.attempt(|m| {
+            m.remove(key);
+        });
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(db, "delete", &b, WriteOptions { sync, disable_wal: false })
+    }
+
+    /// Writes a batch of puts (`Some(value)`) and deletes (`None`) atomically.
+    pub fn batch(&mut self, db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)], sync: bool) -> Result<()> {
+        let mut b = WriteBatch::new();
+        self.history.attempt(|m| {
+            for (k, v) in ops {
+                match v {
+                    Some(v) => {
+                        b.put(k, v);
+                        m.insert(k.clone(), v.clone());
+                    }
+                    None => {
+                        b.delete(k);
+                        m.remove(k);
+                    }
+                }
+            }
+        });
+        self.write(db, "batch", &b, WriteOptions { sync, disable_wal: false })
+    }
+
+    /// Reads `key`; a value returned must be the model's.
+    pub fn get(&mut self, db: &Db, key: &[u8]) -> Result<()> {
+        let r = db.get(key);
+        if let Ok(v) = &r {
+            assert_eq!(v.as_ref(), self.history.latest().get(key), "get {} is wrong", String::from_utf8_lossy(key));
+        }
+        self.done("get", r.map(|_| ()))
+    }
+
+    /// Flushes and waits: everything acknowledged so far becomes durable.
+    pub fn flush(&mut self, db: &Db) -> Result<()> {
+        let r = db.flush(true);
+        match &r {
+            Ok(()) => self.history.made_durable(),
+            Err(e) => self.check_failure_is_sticky(db, "flush", e),
+        }
+        self.done("flush", r)
+    }
+
+    /// Compacts everything down.
+    pub fn compact(&mut self, db: &Db) -> Result<()> {
+        let r = db.compact_range(None, None);
+        self.done("compact_range", r)
+    }
+
+    /// Waits for background work; a background error surfaces here.
+    pub fn wait_for_compact(&mut self, db: &Db) -> Result<()> {
+        let r = db.wait_for_compact();
+        self.done("wait_for_compact", r)
+    }
+
+    /// Closes: everything acknowledged so far becomes durable.
+    pub fn close(&mut self, db: Db) -> Result<()> {
+        if self.settle_before_close {
+            self.wait_for_compact(&db)?;
+        }
+        let before = self.fs.faults_injected();
+        let r = db.close();
+        self.faults_during_close += self.fs.faults_injected() - before;
+        if r.is_ok() {
+            self.history.made_durable();
+        }
+        self.done("close", r)
+    }
+}
+
+/// `k000`...: short keys, so many fit in the tiny memtables.
+pub fn key(i: usize) -> Vec<u8> {
+    format!("k{i:03}").into_bytes()
+}
+
+/// A value that names its write, `len` bytes or a little more.
+pub fn value(i: usize, len: usize) -> Vec<u8> {
+    let mut v = format!("v{i}.").into_bytes();
+    while v.len() < len {
+        v.extend_from_slice(b"abcdefghij");
+    }
+    v
+}
+
+/// Puts, every third one synced, overwriting 25 keys; the 8 KiB memtable
+/// fills every ~20 puts, so WALs are switched and flushed as it goes.
+pub fn synced_puts(r: &mut Recorder) -> Result<()> {
+    let db = r.open()?;
+    for i in 0..60 {
+        r.put(&db, &key(i % 25), &value(i, 300), i % 3 == 0)?;
+    }
+    r.close(db)
+}
+
+/// Random puts, deletes and batches over 30 keys, one in five synced, with
+/// reads checked along the way.
+pub fn puts_and_deletes(r: &mut Recorder) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(7);
+    let db = r.open()?;
+    for i in 0..120 {
+        let sync = rng.gen_bool(0.2);
+        let k = key(rng.gen_range(0..30));
+        match rng.gen_range(0..10) {
+            0..=5 => r.put(&db, &k, &value(i, rng.gen_range(10..200)), sync)?,
+            6..=7 => r.delete(&db, &k, sync)?,
+            8 => {
+                let ops: Vec<_> = (0..3)
+                    .map(|j| {
+                        let k = key(rng.gen_range(0..30));
+                        (k, rng.gen_bool(0.7).then(|| value(i * 10 + j, 50)))
+                    })
+                    .collect();
+                r.batch(&db, &ops, sync)?;
+            }
+            _ => r.get(&db, &k)?,
+        }
+    }
+    r.close(db)
+}
+
+/// Unsynced puts made durable by explicit flushes; the memtable is large, so
+/// only the flushes write tables.
+pub fn puts_then_flush(r: &mut Recorder) -> Result<()> {
+    r.options.write_buffer_size = 1 << 20;
+    let db = r.open()?;
+    for round in 0..3 {
+        for i in 0..25 {
+            r.put(&db, &key(round * 25 + i), &value(round * 100 + i, 100), false)?;
+        }
+        r.flush(&db)?;
+    }
+    r.close(db)
+}
+
+/// Enough overwrites to flush many times and compact into deeper levels,
+/// then a full manual compaction.
+pub fn compactions(r: &mut Recorder) -> Result<()> {
+    let db = r.open()?;
+    for i in 0..400 {
+        r.put(&db, &key(i * 7 % 150), &value(i, 120), i % 50 == 49)?;
+    }
+    r.wait_for_compact(&db)?;
+    r.get(&db, &key(0))?;
+    r.compact(&db)?;
+    r.close(db)
+}
+
+/// Many small flushes with a tiny `max_manifest_file_size`, so the MANIFEST
+/// is rolled (new file, CURRENT switched) several times.
+pub fn manifest_rolls(r: &mut Recorder) -> Result<()> {
+    r.options.write_buffer_size = 1 << 20;
+    r.options.max_manifest_file_size = 400;
+    let db = r.open()?;
+    for round in 0..10 {
+        for i in 0..6 {
+            r.put(&db, &key(round * 6 + i), &value(round, 40), false)?;
+        }
+        r.flush(&db)?;
+    }
+    r.close(db)
+}
+
+/// Writes without the WAL, some filling memtables that are flushed, then a
+/// close, which must flush the rest.
+pub fn unlogged_then_close(r: &mut Recorder) -> Result<()> {
+    let db = r.open()?;
+    for i in 0..90 {
+        r.put_unlogged(&db, &key(i % 60), &value(i, 200))?;
+    }
+    r.close(db)
+}
+
+/// Writes that only a WAL holds, then a reopen with memtables so small that
+/// recovery flushes them into several tables, then more writes.
+pub fn recovery_into_many_tables(r: &mut Recorder) -> Result<()> {
+    r.options.write_buffer_size = 1 << 20;
+    let db = r.open()?;
+    for i in 0..60 {
+        r.put(&db, &key(i), &value(i, 200), i % 20 == 19)?;
+    }
+    r.close(db)?;
+    r.options.write_buffer_size = 4096;
+    let db = r.open()?;
+    for i in 0..20 {
+        r.put(&db, &key(i * 3), &value(1000 + i, 100), i == 19)?;
+    }
+    r.close(db)
+}
+
+/// Every workload, by name.
+pub fn all() -> Vec<(&'static str, Workload)> {
+    vec![
+        ("synced puts", synced_puts as Workload),
+        ("puts and deletes", puts_and_deletes),
+        ("puts then flush", puts_then_flush),
+        ("compactions", compactions),
+        ("manifest rolls", manifest_rolls),
+        ("unlogged writes then close", unlogged_then_close),
+        ("recovery into many tables", recovery_into_many_tables),
+    ]
+}
