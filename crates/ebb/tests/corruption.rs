@@ -4,7 +4,7 @@
 //!
 //! - WAL: a byte flipped in a middle record or in the last one, a torn tail,
 //!   a zeroed tail, damage in an older WAL; each under the four
-//!   `WalRecoveryMode`s (docs/format-wal.md, "WAL recovery modes").
+//!   `WalRecoveryMode`s (docs/format.md, "WAL recovery modes").
 //! - SST: every byte of the filter, index, properties and metaindex blocks
 //!   and of the footer, and a dense sample of the data blocks, flipped one at
 //!   a time (docs/format-sst.md, "File layout"). With checksums verified, a
@@ -63,7 +63,7 @@ fn names_ending(files: &Files, suffix: &str) -> Vec<String> {
 
 /// Where each logical record of a log file starts, and the payload length
 /// of its first fragment: the FULL and FIRST physical records, walked by
-/// their headers (docs/format-wal.md, "Blocks and records").
+/// their headers (docs/format.md, "Blocks and records").
 fn log_records(bytes: &[u8]) -> Vec<(usize, usize)> {
     const BLOCK: usize = 32 * 1024;
     const HEADER: usize = 7;

@@ -71,6 +71,10 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
         "LOG" => return Some((FileType::InfoLog, 0)),
         _ => {}
     }
+    // Temporaries of atomic writes (`CURRENT.dbtmp`, `OPTIONS-000009.dbtmp`).
+    if name.ends_with(".dbtmp") && (name.starts_with("CURRENT") || name.starts_with("OPTIONS-")) {
+        return Some((FileType::Temp, 0));
+    }
     if let Some(rest) = name.strip_prefix("MANIFEST-") {
         return Some((FileType::Manifest, rest.parse().ok()?));
     }
@@ -107,5 +111,7 @@ mod tests {
         assert_eq!(parse_file_name("000001.txt"), None);
         assert_eq!(parse_file_name("MANIFEST-x"), None);
         assert_eq!(parse_file_name("notes"), None);
+        assert_eq!(parse_file_name("CURRENT.dbtmp"), Some((FileType::Temp, 0)));
+        assert_eq!(parse_file_name("OPTIONS-000009.dbtmp"), Some((FileType::Temp, 0)));
     }
 }
