@@ -50,6 +50,8 @@ pub struct JobContext<'a> {
     pub new_file_number: &'a mut dyn FnMut() -> u64,
     /// Called with the bytes of each finished output block, for rate limiting and pacing.
     pub on_bytes: &'a mut dyn FnMut(u64),
+    /// Ask the OS to write outputs back every this many bytes (`bytes_per_sync`); 0 never.
+    pub bytes_per_sync: u64,
 }
 
 /// What a merge produced.
@@ -156,7 +158,7 @@ fn merge(
             let number = (ctx.new_file_number)();
             created.push(number);
             let path = filename::table_file(dir, number);
-            let file = fs.new_writable(&path).map_err(fail)?;
+            let file = crate::fs::WriteBehindFile::wrap(fs.new_writable(&path).map_err(fail)?, ctx.bytes_per_sync);
             current = Some(OpenOutput {
                 number,
                 builder: TableBuilder::new(file, ctx.table_options, path.display().to_string()),

@@ -143,6 +143,7 @@ impl DbInner {
                     cancel: None,
                     new_file_number: &mut alloc,
                     on_bytes: &mut on_bytes,
+                    bytes_per_sync: opts.bytes_per_sync,
                 },
             )
         });
@@ -175,6 +176,7 @@ impl DbInner {
         self.install_super_version(st);
         bump(&self.stats.flush_bytes, written);
         bump(&self.stats.flushes, 1);
+        self.stats.time(|h| &h.flush_micros, start.elapsed().as_micros() as u64);
         self.stats.add_level(
             0,
             &LevelCompactionStats {
@@ -381,6 +383,7 @@ impl DbInner {
         if c.level == 0 && c.output_level == 0 {
             bump(&self.stats.intra_l0_compactions, 1);
         }
+        self.stats.time(|h| &h.compaction_micros, start.elapsed().as_micros() as u64);
         bump(&self.stats.compaction_bytes_read, bytes_level + bytes_next);
         self.stats.add_level(
             c.output_level,
@@ -450,6 +453,7 @@ impl DbInner {
                 cancel: Some(settings.cancel),
                 new_file_number: &mut alloc,
                 on_bytes: &mut on_bytes,
+                bytes_per_sync: self.opts().bytes_per_sync,
             },
         )
     }
@@ -490,6 +494,38 @@ impl DbInner {
                     self.tables.evict(number);
                 }
                 let _ = self.fs.remove_file(&self.dir.join(&name));
+            }
+        }
+    }
+
+    /// Appends `ebb.stats` to the info log (`LOG`) every
+    /// `stats_dump_period_sec` (dynamic), as RocksDB does. Errors writing the
+    /// info log are ignored: it is a diagnostic, not data.
+    pub(crate) fn stats_dump_loop(self: Arc<Self>) {
+        let path = filename::info_log_file(&self.dir);
+        let Ok(mut log) = self.fs.new_writable(&path) else { return };
+        let _ = log.append(format!("Ebb {} opened {}\n", env!("CARGO_PKG_VERSION"), self.dir.display()).as_bytes());
+        let _ = log.flush();
+        let mut last = Instant::now();
+        loop {
+            let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
+            {
+                let mut st = self.state.lock();
+                if st.shutting_down {
+                    return;
+                }
+                self.work_cv.wait_for(&mut st, Duration::from_millis(500));
+                if st.shutting_down {
+                    return;
+                }
+            }
+            if self.opts().stats_dump_period_sec == 0 || last.elapsed() < period {
+                continue;
+            }
+            last = Instant::now();
+            if let Some(text) = self.property("ebb.stats") {
+                let _ = log.append(format!("------- DUMPING STATS -------\n{text}\n").as_bytes());
+                let _ = log.flush();
             }
         }
     }

@@ -305,9 +305,18 @@ impl Db {
     /// Reads `key` with read options.
     pub fn get_opt(&self, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
         self.inner.check_open()?;
+        let start = std::time::Instant::now();
         let sv = self.inner.super_version();
         let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
-        self.inner.get_from(&sv, key, seq, ro)
+        let r = self.inner.get_from(&sv, key, seq, ro);
+        let s = &self.inner.stats;
+        stats::bump(&s.keys_read, 1);
+        if let Ok(Some(v)) = &r {
+            stats::bump(&s.keys_found, 1);
+            stats::bump(&s.bytes_read, v.len() as u64);
+        }
+        s.time(|h| &h.get_micros, start.elapsed().as_micros() as u64);
+        r
     }
 
     /// Reads several keys at one consistent point.
@@ -530,6 +539,10 @@ impl DbInner {
             }
             last_level = level;
             let table = self.tables.get(&f)?;
+            if !table.key_may_match(key) {
+                stats::bump(&self.stats.bloom_useful, 1);
+                continue;
+            }
             if let Some((ikey, value)) = table.get(&rs, &lookup)? {
                 let p = parse_internal_key(&ikey)
                     .ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
@@ -636,7 +649,7 @@ impl DbInner {
         }
     }
 
-    fn property(&self, name: &str) -> Option<String> {
+    pub(crate) fn property(&self, name: &str) -> Option<String> {
         let m = self.metrics();
         let name = name.strip_prefix("rocksdb.").map(|n| format!("ebb.{n}")).unwrap_or_else(|| name.to_string());
         if let Some(level) = name.strip_prefix("ebb.num-files-at-level") {
@@ -678,6 +691,7 @@ impl DbInner {
             "ebb.num-snapshots" => Some(self.state.lock().snapshots.values().sum::<usize>().to_string()),
             "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
+            "ebb.options-statistics" => Some(self.stats.statistics_text((m.block_cache_hits, m.block_cache_misses))),
             "ebb.stats" => Some(self.stats_text(&m)),
             _ => None,
         }

@@ -118,7 +118,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         })),
         last_sequence: AtomicU64::new(0),
         tables,
-        stats: Arc::new(Stats::new(num_levels)),
+        stats: Arc::new(Stats::with_histograms(num_levels, options.statistics)),
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         pool_sizes: Mutex::new(PoolSizes::default()),
@@ -130,6 +130,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
     let mut sizes = PoolSizes::default();
     inner.ensure_threads(&mut sizes)?;
     *inner.pool_sizes.lock() = sizes;
+    if inner.opts().stats_dump_period_sec > 0 {
+        let dumper = Arc::clone(&inner);
+        let handle = std::thread::Builder::new()
+            .name("ebb-stats".into())
+            .spawn(move || dumper.stats_dump_loop())
+            .map_err(|e| Error::io("spawn stats thread", dir, e))?;
+        inner.threads.lock().push(handle);
+    }
     if inner.tuning.mode != crate::tuning::BackgroundTuning::Off {
         let tuner = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
@@ -211,7 +219,8 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     // every replayed WAL obsolete once the flush below is recorded.
     let wal_number = st.versions.new_file_number();
     let path = filename::wal_file(&inner.dir, wal_number);
-    let mut writer = LogWriter::new(inner.fs.new_writable(&path)?, path.display().to_string());
+    let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&path)?, options.wal_bytes_per_sync);
+    let mut writer = LogWriter::new(file, path.display().to_string());
     writer.sync()?;
     *inner.wal.lock() = Some(writer);
     st.wal_number = wal_number;

@@ -57,11 +57,16 @@ impl DbInner {
             done: Mutex::new(None),
             cv: Condvar::new(),
         });
+        let start = Instant::now();
+        let record = |r: Result<()>| {
+            self.stats.time(|h| &h.write_micros, start.elapsed().as_micros() as u64);
+            r
+        };
         let mut q = self.queue.lock();
         q.push_back(Arc::clone(&slot));
         loop {
             if let Some(r) = slot.done.lock().take() {
-                return r;
+                return record(r);
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &slot)) {
                 break;
@@ -74,7 +79,8 @@ impl DbInner {
         if let Some(front) = q.front() {
             front.cv.notify_one();
         }
-        result
+        drop(q);
+        record(result)
     }
 
     fn lead(&self, q: &mut MutexGuard<'_, VecDeque<Arc<WriterSlot>>>, leader: &Arc<WriterSlot>) -> Result<()> {
@@ -319,6 +325,7 @@ impl DbInner {
                 return Err(self.set_bg_error_locked(st, e));
             }
         };
+        let file = crate::fs::WriteBehindFile::wrap(file, self.opts().wal_bytes_per_sync);
         *wal = Some(LogWriter::new(file, path.display().to_string()));
         drop(wal);
         let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));

@@ -118,3 +118,48 @@ pub trait FileSystem: Send + Sync + 'static {
         Ok(())
     }
 }
+
+/// Asks the OS to write back a file every `every` bytes appended
+/// (`bytes_per_sync`, `wal_bytes_per_sync`): smooths writeback instead of one
+/// large burst at the final sync. Durability is unchanged: only `sync` makes
+/// data durable. With `every == 0` it is a plain pass-through.
+pub struct WriteBehindFile {
+    inner: Box<dyn WritableFile>,
+    every: u64,
+    since_hint: u64,
+}
+
+impl WriteBehindFile {
+    /// Wraps `inner`, hinting every `every` bytes.
+    pub fn wrap(inner: Box<dyn WritableFile>, every: u64) -> Box<dyn WritableFile> {
+        if every == 0 {
+            return inner;
+        }
+        Box::new(WriteBehindFile { inner, every, since_hint: 0 })
+    }
+}
+
+impl WritableFile for WriteBehindFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.append(data)?;
+        self.since_hint += data.len() as u64;
+        if self.since_hint >= self.every {
+            self.inner.range_sync_hint()?;
+            self.since_hint = 0;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.since_hint = 0;
+        self.inner.sync()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn range_sync_hint(&mut self) -> Result<()> {
+        self.inner.range_sync_hint()
+    }
+}

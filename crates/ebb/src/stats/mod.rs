@@ -4,10 +4,29 @@
 //! Thread safety: lock-free atomics for the hot counters; per-level compaction
 //! figures behind a mutex taken once per finished job.
 
+pub mod histogram;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
+
+pub use histogram::{Histogram, HistogramSummary};
+
+/// Latency histograms kept when `Options::statistics` is on (RocksDB names).
+#[derive(Default)]
+pub struct Histograms {
+    /// `rocksdb.db.get.micros`: point reads.
+    pub get_micros: Histogram,
+    /// `rocksdb.db.write.micros`: writes, from the call to its return.
+    pub write_micros: Histogram,
+    /// `rocksdb.db.flush.micros`: flush jobs.
+    pub flush_micros: Histogram,
+    /// `rocksdb.compaction.times.micros`: compaction jobs.
+    pub compaction_micros: Histogram,
+    /// `rocksdb.db.write.stall`: each stall's length.
+    pub stall_micros: Histogram,
+}
 
 /// Why writers were stalled (RocksDB's stall causes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,9 +134,29 @@ pub struct Stats {
     pub levels: Mutex<Vec<LevelCompactionStats>>,
     /// Counters at the previous `ebb.stats` dump.
     last_dump: Mutex<DumpMark>,
+    /// Point reads.
+    pub keys_read: AtomicU64,
+    /// Point reads that found a value.
+    pub keys_found: AtomicU64,
+    /// Bytes of values returned by point reads.
+    pub bytes_read: AtomicU64,
+    /// Tables a bloom filter ruled out for a point read.
+    pub bloom_useful: AtomicU64,
+    /// Latency histograms; `None` unless `Options::statistics` is on.
+    pub histograms: Option<Histograms>,
 }
 
 impl Stats {
+    /// Zeroed counters for a database with `num_levels` levels, with latency
+    /// histograms when `histograms` is set.
+    pub fn with_histograms(num_levels: usize, histograms: bool) -> Self {
+        let mut s = Stats::new(num_levels);
+        if histograms {
+            s.histograms = Some(Histograms::default());
+        }
+        s
+    }
+
     /// Zeroed counters for a database with `num_levels` levels.
     pub fn new(num_levels: usize) -> Self {
         Stats {
@@ -142,11 +181,69 @@ impl Stats {
             stall_count: Default::default(),
             levels: Mutex::new(vec![LevelCompactionStats::default(); num_levels]),
             last_dump: Mutex::new(DumpMark::default()),
+            keys_read: AtomicU64::new(0),
+            keys_found: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            bloom_useful: AtomicU64::new(0),
+            histograms: None,
         }
+    }
+
+    /// Records a latency in the chosen histogram, when histograms are on.
+    pub fn time(&self, pick: impl Fn(&Histograms) -> &Histogram, micros: u64) {
+        if let Some(h) = &self.histograms {
+            pick(h).record(micros);
+        }
+    }
+
+    /// RocksDB's `Statistics::ToString()` layout: one line per ticker
+    /// (`rocksdb.NAME COUNT : N`) and per histogram (`rocksdb.NAME P50 : x P95 : x
+    /// P99 : x P100 : x COUNT : n SUM : s`).
+    pub fn statistics_text(&self, block_cache: (u64, u64)) -> String {
+        let mut out = String::new();
+        let stall: u64 = self.total_stall_micros();
+        let tickers: [(&str, u64); 16] = [
+            ("rocksdb.block.cache.hit", block_cache.0),
+            ("rocksdb.block.cache.miss", block_cache.1),
+            ("rocksdb.bloom.filter.useful", read(&self.bloom_useful)),
+            ("rocksdb.number.keys.written", read(&self.user_keys)),
+            ("rocksdb.number.keys.read", read(&self.keys_read)),
+            ("rocksdb.number.keys.found", read(&self.keys_found)),
+            ("rocksdb.bytes.written", read(&self.user_bytes)),
+            ("rocksdb.bytes.read", read(&self.bytes_read)),
+            ("rocksdb.wal.bytes", read(&self.wal_bytes)),
+            ("rocksdb.wal.synced", read(&self.wal_syncs)),
+            ("rocksdb.write.self", read(&self.write_groups)),
+            ("rocksdb.compact.read.bytes", read(&self.compaction_bytes_read)),
+            ("rocksdb.compact.write.bytes", read(&self.compaction_bytes_written)),
+            ("rocksdb.flush.write.bytes", read(&self.flush_bytes)),
+            ("rocksdb.stall.micros", stall),
+            ("rocksdb.compaction.cancelled", read(&self.cancelled_compactions)),
+        ];
+        for (name, v) in tickers {
+            out.push_str(&format!("{name} COUNT : {v}\n"));
+        }
+        if let Some(h) = &self.histograms {
+            for (name, hist) in [
+                ("rocksdb.db.get.micros", &h.get_micros),
+                ("rocksdb.db.write.micros", &h.write_micros),
+                ("rocksdb.db.flush.micros", &h.flush_micros),
+                ("rocksdb.compaction.times.micros", &h.compaction_micros),
+                ("rocksdb.db.write.stall", &h.stall_micros),
+            ] {
+                let s = hist.summary();
+                out.push_str(&format!(
+                    "{name} P50 : {:.6} P95 : {:.6} P99 : {:.6} P100 : {:.6} COUNT : {} SUM : {}\n",
+                    s.p50, s.p95, s.p99, s.max as f64, s.count, s.sum
+                ));
+            }
+        }
+        out
     }
 
     /// Adds `micros` of stall for `cause`.
     pub fn record_stall(&self, cause: StallCause, micros: u64) {
+        self.time(|h| &h.stall_micros, micros);
         self.stall_micros[cause.index()].fetch_add(micros, Ordering::Relaxed);
         self.stall_count[cause.index()].fetch_add(1, Ordering::Relaxed);
     }
