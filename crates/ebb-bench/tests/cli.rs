@@ -37,6 +37,8 @@ fn bad_combinations_exit_1() {
         (vec!["--benchmarks=mix"], "no operations"),
         (vec!["--trace_file=/nonexistent/trace.csv"], "trace file"),
         (vec!["--engine=leveldb"], "leveldb"),
+        (vec!["--engine=rocksdb", "--options_preset=write"], "ebb engine only"),
+        (vec!["--options_preset=fastest", "--benchmarks=fillseq", "--num=10"], "fastest"),
         (vec!["--use_existing_db=true", "--benchmarks=readrandom"], "--db"),
     ] {
         let o = ebb_bench(&args);
