@@ -6,17 +6,20 @@
 //! Layout: `spec` (knob names, values, workloads: what both files share),
 //! `file` (experiment files), `figures` (what a run's JSON report yields),
 //! `child` (one run as a child process), `run` (running an experiment and
-//! writing its table, JSON and plots), `chart` (plotters), `tune` (the
-//! tuner and its optimiser process). Runs are child processes of this
-//! binary, so a crash ends one run, not the experiment.
+//! writing its table, JSON and plots), `chart` (plotters), `tune_file`
+//! (tune files), `optimizer` (the optuna process) and `tune` (the tuner).
+//! Runs are child processes of this binary, so a crash ends one run, not
+//! the experiment.
 
 pub mod chart;
 pub mod child;
 pub mod figures;
 pub mod file;
+pub mod optimizer;
 pub mod run;
 pub mod spec;
 pub mod tune;
+pub mod tune_file;
 
 use std::path::PathBuf;
 
