@@ -1,7 +1,6 @@
-//! Command-line entry: subcommands (`plot`, `compare`; `experiment` and
-//! `tune` are reserved for a later issue) beside db_bench-style flags.
+//! Command-line entry: subcommands (`plot`, `compare`, `experiment`, `tune`)
+//! beside db_bench-style flags.
 
-use crate::bail;
 use crate::error::Result;
 use crate::flags::{help_text, Flags, Parsed};
 
@@ -10,9 +9,8 @@ pub fn run(args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("plot") => crate::plot::run(&args[1..]),
         Some("compare") => crate::compare::run(&args[1..]),
-        Some(cmd @ ("experiment" | "tune")) => {
-            bail!("`ebb-bench {cmd}` is not implemented yet (planned in a later issue)")
-        }
+        Some("experiment") => crate::experiment::run_experiment_cli(&args[1..]),
+        Some("tune") => crate::experiment::run_tune_cli(&args[1..]),
         Some("help") => {
             print!("{}", help_text());
             Ok(())

@@ -38,6 +38,8 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "hotspot_ops_fraction",
     "workload_file",
     "auto_tuned_compactions",
+    "options_preset",
+    "options_file",
 ];
 
 /// The peer engine.

@@ -147,6 +147,11 @@ impl Config {
             "rocksdb" => EngineKind::RocksDb,
             other => bail!("flag --engine: unknown engine {other:?} (expected ebb or rocksdb)"),
         };
+        if engine == EngineKind::RocksDb {
+            if let Some(f) = ["options_preset", "options_file"].into_iter().find(|f| !flags.str(f).is_empty()) {
+                bail!("flag --{f} applies to the ebb engine only (it reads Ebb's presets and OPTIONS format)");
+            }
+        }
         let db = Some(flags.str("db")).filter(|s| !s.is_empty()).map(PathBuf::from);
         let duration = match flags.i64("duration") {
             d if d < 0 => bail!("flag --duration must not be negative, got {d}"),

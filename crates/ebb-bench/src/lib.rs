@@ -7,7 +7,8 @@
 //! `shape` and `limiter` on a `clock`; key and value generation in `keys`,
 //! `values`, `dist`, `workload`; output in `stats`, `histogram`, `monitor`,
 //! `report`, `progress`; the `plot` and `compare` subcommands in their own
-//! modules. docs/bench-client.md describes the flags and the JSON schema.
+//! modules, `experiment` for `experiment` and `tune`. docs/bench-client.md
+//! describes the flags and the JSON schema; docs/experiments.md the files.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@ pub mod config;
 pub mod dist;
 pub mod engine;
 pub mod error;
+pub mod experiment;
 pub mod flags;
 pub mod histogram;
 pub mod keys;

@@ -33,7 +33,8 @@ const FONT_PATHS: &[&str] = &[
     "/Library/Fonts/Arial.ttf",
 ];
 
-fn register_font() -> Result<()> {
+/// Registers a TrueType font for labels (once per process).
+pub(crate) fn register_font() -> Result<()> {
     static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {

@@ -37,6 +37,8 @@ fn bad_combinations_exit_1() {
         (vec!["--benchmarks=mix"], "no operations"),
         (vec!["--trace_file=/nonexistent/trace.csv"], "trace file"),
         (vec!["--engine=leveldb"], "leveldb"),
+        (vec!["--engine=rocksdb", "--options_preset=write"], "ebb engine only"),
+        (vec!["--options_preset=fastest", "--benchmarks=fillseq", "--num=10"], "fastest"),
         (vec!["--use_existing_db=true", "--benchmarks=readrandom"], "--db"),
     ] {
         let o = ebb_bench(&args);
@@ -69,9 +71,12 @@ fn help_lists_flags_and_subcommands_coexist() {
     assert!(o.status.success());
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("--sine_write_rate=") && out.contains("ebb-bench plot") && out.contains("mixgraph"));
-    let o = ebb_bench(&["experiment", "x.toml"]);
+    let o = ebb_bench(&["experiment", "/nonexistent/x.toml"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not implemented yet"));
+    assert!(stderr(&o).contains("cannot read experiment file /nonexistent/x.toml"), "{}", stderr(&o));
+    let o = ebb_bench(&["tune"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no file given"), "{}", stderr(&o));
 }
 
 // ---- awaiting the engine: these drive a real Ebb database ----

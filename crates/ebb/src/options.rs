@@ -282,6 +282,64 @@ impl Options {
         self
     }
 
+    /// Manos's write-optimised parameters (seed 003, "Aggregated Experiments"):
+    /// five memtables, so that writes keep going while flushes fall behind.
+    ///
+    /// Sets `max_write_buffer_number = 5`; the block cache, memtable size and
+    /// bloom filter keep their values, as in Manos. Manos also picked universal
+    /// compaction; Ebb compacts by level only, so the style is left alone.
+    /// RocksDB has no single counterpart: its `OptimizeLevelStyleCompaction`
+    /// and `OptimizeUniversalStyleCompaction` also raise the memtable count.
+    pub fn optimize_for_writes(mut self) -> Self {
+        self.max_write_buffer_number = 5;
+        self
+    }
+
+    /// Manos's read-optimised parameters (seed 003): a large block cache,
+    /// large memtables and large bloom filters, with leveled compaction.
+    ///
+    /// Sets `block_cache_size = 512 MiB`, `write_buffer_size = 256 MiB` and
+    /// `bloom_bits_per_key = 20`. Manos used 100 bits per key; Ebb's filter
+    /// keeps every probe of a key in one cache line (RocksDB's FastLocalBloom),
+    /// so past about 20 bits the false-positive rate hardly falls (Manos found
+    /// bigger filters did not cut read times either), and Ebb accepts at most 64.
+    /// RocksDB's counterpart is `OptimizeForPointLookup(block_cache_size_mb)`,
+    /// which also sets a block cache and a bloom filter.
+    pub fn optimize_for_reads(mut self) -> Self {
+        self.block_cache_size = 512 << 20;
+        self.write_buffer_size = 256 << 20;
+        self.bloom_bits_per_key = 20;
+        self
+    }
+
+    /// RocksDB's `Options::PrepareForBulkLoad`: no automatic compaction and
+    /// no write stalls while loading; the application compacts (for example
+    /// with `compact_range`) once everything is in L0.
+    ///
+    /// Sets, as RocksDB does: `disable_auto_compactions = true`; the three L0
+    /// triggers to 2^30 (never slow or stop); both pending-compaction-bytes
+    /// limits to 0 (off); `max_compaction_bytes = 2^60` (one manual compaction
+    /// takes all of L0); `num_levels = 2` (a manual compaction then rewrites
+    /// L0 into L1 once instead of at every level); `max_write_buffer_number = 6`
+    /// and `min_write_buffer_number_to_merge = 1`; `max_background_flushes = 4`
+    /// and `max_background_compactions = 2`; `target_file_size_base = 256 MiB`.
+    pub fn prepare_for_bulk_load(mut self) -> Self {
+        self.disable_auto_compactions = true;
+        self.level0_file_num_compaction_trigger = 1 << 30;
+        self.level0_slowdown_writes_trigger = 1 << 30;
+        self.level0_stop_writes_trigger = 1 << 30;
+        self.soft_pending_compaction_bytes_limit = 0;
+        self.hard_pending_compaction_bytes_limit = 0;
+        self.max_compaction_bytes = 1 << 60;
+        self.num_levels = 2;
+        self.max_write_buffer_number = 6;
+        self.min_write_buffer_number_to_merge = 1;
+        self.max_background_flushes = 4;
+        self.max_background_compactions = 2;
+        self.target_file_size_base = 256 << 20;
+        self
+    }
+
     /// Uses the given filesystem for all I/O.
     pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
         self.fs = fs;
@@ -902,5 +960,30 @@ mod tests {
         assert_eq!((o.flush_threads(), o.compaction_threads()), (2, 6));
         o.max_background_compactions = 3;
         assert_eq!(o.compaction_threads(), 3);
+    }
+
+    #[test]
+    fn presets_set_what_they_document_and_validate() {
+        let d = Options::default();
+        let w = Options::default().optimize_for_writes();
+        assert_eq!(w.max_write_buffer_number, 5);
+        assert_eq!(
+            (w.block_cache_size, w.write_buffer_size, w.bloom_bits_per_key),
+            (d.block_cache_size, d.write_buffer_size, d.bloom_bits_per_key)
+        );
+        assert_eq!(w.compaction_style, CompactionStyle::Level);
+        let r = Options::default().optimize_for_reads();
+        assert_eq!((r.block_cache_size, r.write_buffer_size, r.bloom_bits_per_key), (512 << 20, 256 << 20, 20));
+        let b = Options::default().prepare_for_bulk_load();
+        assert!(b.disable_auto_compactions);
+        assert_eq!(b.level0_stop_writes_trigger, 1 << 30);
+        assert_eq!((b.soft_pending_compaction_bytes_limit, b.hard_pending_compaction_bytes_limit), (0, 0));
+        assert_eq!((b.num_levels, b.max_write_buffer_number, b.target_file_size_base), (2, 6, 256 << 20));
+        assert_eq!(b.effective_max_compaction_bytes(), 1 << 60);
+        for o in [w, r, b] {
+            o.validate().unwrap();
+            // Each preset is plain options: it survives the OPTIONS text form.
+            assert_eq!(Options::from_text(&o.to_text()).unwrap().to_text(), o.to_text());
+        }
     }
 }

@@ -30,9 +30,37 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
     })
 }
 
-/// Builds Ebb's options from the explicitly given engine flags.
+/// The options an `--options_preset` value starts from.
+pub fn preset_options(preset: &str) -> Result<Options> {
+    Ok(match preset {
+        "" => Options::default(),
+        "write" => Options::default().optimize_for_writes(),
+        "read" => Options::default().optimize_for_reads(),
+        "bulk_load" => Options::default().prepare_for_bulk_load(),
+        other => bail!("flag --options_preset: unknown preset {other:?} (expected write, read or bulk_load)"),
+    })
+}
+
+/// Builds Ebb's options: the preset (`--options_preset`), then the OPTIONS
+/// file (`--options_file`), then the engine flags given explicitly, each on
+/// top of the last.
 pub fn ebb_options(flags: &Flags, create: bool) -> Result<Options> {
-    let mut opts = Options::default().create_if_missing(create);
+    let file = flags.str("options_file");
+    if file.is_empty() {
+        return ebb_options_with_text(flags, create, None);
+    }
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| BenchError::new(format!("flag --options_file: cannot read {file}: {e}")))?;
+    ebb_options_with_text(flags, create, Some((&text, file)))
+}
+
+/// As [`ebb_options`], with the OPTIONS text (and where it came from, for
+/// errors) given instead of read from `--options_file`.
+pub fn ebb_options_with_text(flags: &Flags, create: bool, options_text: Option<(&str, &str)>) -> Result<Options> {
+    let mut opts = preset_options(flags.str("options_preset"))?;
+    if let Some((text, origin)) = options_text {
+        opts.apply_text(text).map_err(|e| BenchError::new(format!("options file {origin}: {e}")))?;
+    }
     for name in flags.explicit() {
         let Some(s) = spec(name) else { continue };
         let Support::Engine(option) = s.support else { continue };
@@ -46,6 +74,8 @@ pub fn ebb_options(flags: &Flags, create: bool) -> Result<Options> {
         let Some(text) = option_text(name, value)? else { continue };
         opts.set(option, &text).map_err(|e| BenchError::new(format!("flag --{name}: {e}")))?;
     }
+    // The client decides whether the database is created, whatever a file says.
+    opts.create_if_missing = create;
     opts.validate().map_err(|e| BenchError::new(format!("engine options: {e}")))?;
     Ok(opts)
 }
@@ -220,5 +250,37 @@ mod tests {
         assert!(e.contains("write_buffer_size"), "{e}");
         let e = ebb_options(&flags(&["--checksum_type=2"]), true).unwrap_err().to_string();
         assert!(e.contains("--checksum_type"), "{e}");
+    }
+
+    #[test]
+    fn preset_then_file_then_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("OPTIONS");
+        std::fs::write(&path, "[CFOptions \"default\"]\n  max_write_buffer_number=3\n  write_buffer_size=1048576\n")
+            .unwrap();
+        let file = format!("--options_file={}", path.display());
+        let o = ebb_options(&flags(&["--options_preset=write", &file, "--write_buffer_size=2097152"]), true).unwrap();
+        // The flag beats the file, the file beats the preset (5 memtables).
+        assert_eq!(o.write_buffer_size, 2 << 20);
+        assert_eq!(o.max_write_buffer_number, 3);
+        assert!(o.create_if_missing);
+        let o = ebb_options(&flags(&["--options_preset=read"]), false).unwrap();
+        assert_eq!(o.block_cache_size, Options::default().optimize_for_reads().block_cache_size);
+        assert!(!o.create_if_missing);
+        let o = ebb_options(&flags(&["--options_preset=bulk_load"]), true).unwrap();
+        assert!(o.disable_auto_compactions);
+    }
+
+    #[test]
+    fn bad_presets_and_files_are_named() {
+        let e = ebb_options(&flags(&["--options_preset=fast"]), true).unwrap_err().to_string();
+        assert!(e.contains("--options_preset") && e.contains("fast"), "{e}");
+        let e = ebb_options(&flags(&["--options_file=/nonexistent/OPTIONS"]), true).unwrap_err().to_string();
+        assert!(e.contains("--options_file") && e.contains("/nonexistent/OPTIONS"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("OPTIONS");
+        std::fs::write(&path, "write_bufer_size=3\n").unwrap();
+        let e = ebb_options(&flags(&[&format!("--options_file={}", path.display())]), true).unwrap_err().to_string();
+        assert!(e.contains("write_bufer_size") && e.contains("OPTIONS"), "{e}");
     }
 }

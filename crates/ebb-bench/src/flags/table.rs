@@ -63,6 +63,22 @@ pub const FLAGS: &[FlagSpec] = &[
     f("seek_nexts", Int, "0", Client, "Next() calls after each Seek in seekrandom"),
     f("reverse_iterator", Bool, "false", Client, "seekrandom steps with Prev() instead of Next()"),
     f("readwritepercent", Int, "90", Client, "Percentage of reads in readrandomwriterandom"),
+    // ---- engine options as a whole (ebb engine only) ----
+    f(
+        "options_preset",
+        Str,
+        "",
+        Client,
+        "Start Ebb's options from a preset: write, read or bulk_load (Options::optimize_for_writes, \
+         optimize_for_reads, prepare_for_bulk_load); empty = defaults",
+    ),
+    f(
+        "options_file",
+        Str,
+        "",
+        Client,
+        "Apply this Ebb OPTIONS file (Options::from_text) after --options_preset and before the engine flags given",
+    ),
     // ---- output ----
     f("histogram", Bool, "false", Client, "Print latency histograms (P50/P75/P95/P99/P99.9/P99.99, max)"),
     f(

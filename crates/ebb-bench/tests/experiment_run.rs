@@ -1,0 +1,121 @@
+//! `ebb-bench experiment` end to end: a tiny grid (a few hundred operations
+//! per run) runs as child processes and leaves its JSON, table and plot.
+
+use std::process::{Command, Output};
+
+use ebb_bench::experiment::run::ExperimentResults;
+
+fn ebb_bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ebb-bench")).args(args).output().expect("run ebb-bench")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const TINY: &str = r#"
+name = "tiny"
+description = "two memtable sizes, two repetitions, a few hundred operations"
+repetitions = 2
+seed = 5
+figures = ["ops_per_sec", "mb_per_sec", "p99_micros", "write_amp", "db_size_mb"]
+
+[workload]
+benchmarks = "fillrandom,readrandom"
+num = 300
+value_size = 100
+bottommost_compression = "lz4"
+
+[grid]
+write_buffer_size = ["64KiB", "256KiB"]
+"#;
+
+#[test]
+fn a_tiny_grid_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = dir.path().join("out");
+    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+    for progress in ["[1/4] write_buffer_size=64KiB  rep 1/2", "[4/4] write_buffer_size=256KiB  rep 2/2"] {
+        assert!(stdout.contains(progress), "no {progress:?} in:\n{stdout}");
+    }
+
+    let results: ExperimentResults =
+        serde_json::from_str(&std::fs::read_to_string(out.join("runs.json")).unwrap()).unwrap();
+    assert_eq!(results.experiment.swept, ["write_buffer_size"]);
+    assert_eq!(results.points.len(), 2);
+    for (p, wbs) in results.points.iter().zip(["64KiB", "256KiB"]) {
+        assert_eq!(p.values["write_buffer_size"], wbs);
+        assert_eq!(p.runs.len(), 2);
+        assert_eq!(p.runs.iter().map(|r| r.seed).collect::<Vec<_>>(), [5, 6]);
+        for r in &p.runs {
+            assert!(r.ok, "{:?}", r.error);
+            assert!(r.figures["fillrandom"]["ops_per_sec"] > 0.0);
+            assert!(r.figures["readrandom"]["ops_per_sec"] > 0.0);
+            assert!(r.db_bytes.unwrap() > 0);
+            assert!(out.join(r.report.as_ref().unwrap()).exists());
+        }
+        let s = &p.summary["fillrandom"]["ops_per_sec"];
+        assert_eq!(s.n, 2);
+        assert!(s.min <= s.median && s.median <= s.max);
+        // Each run's report records the swept value and the seed.
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(p.runs[0].report.as_ref().unwrap())).unwrap())
+                .unwrap();
+        let wanted = if wbs == "64KiB" { 65536 } else { 262144 };
+        assert_eq!(report["flags"]["write_buffer_size"]["value"], wanted);
+        assert_eq!(report["seed"], 5);
+    }
+    // The Ebb option without a flag reached the runs through an OPTIONS file.
+    let options = std::fs::read_to_string(out.join("options/p0-r0.OPTIONS")).unwrap();
+    assert!(options.contains("bottommost_compression=lz4"), "{options}");
+
+    let table = std::fs::read_to_string(out.join("table.txt")).unwrap();
+    assert!(table.contains("median (min..max) of 2 repetition(s)"), "{table}");
+    assert!(table.lines().nth(1).unwrap().starts_with("write_buffer_size  benchmark"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.starts_with("64KiB") || l.starts_with("256KiB")).count(), 4, "{table}");
+    assert!(stdout.contains(table.lines().nth(2).unwrap()), "the table is printed too");
+    let csv = std::fs::read_to_string(out.join("table.csv")).unwrap();
+    assert!(csv.starts_with("point,write_buffer_size,benchmark,figure,n,median,min,max\n"), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("1,256KiB,fillrandom,ops_per_sec,2,")), "{csv}");
+    let svg = std::fs::read_to_string(out.join("plot-write_buffer_size.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("fillrandom: ops_per_sec vs write_buffer_size"), "plot");
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tiny.toml");
+    std::fs::write(&file, TINY).unwrap();
+    let out = dir.path().join("out");
+    let o = ebb_bench(&[
+        "experiment",
+        file.to_str().unwrap(),
+        "--dry-run",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "num=50",
+    ]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(stdout.contains("2 point(s) x 2 repetition(s) = 4 run(s)"), "{stdout}");
+    assert!(stdout.contains("--num=50"), "--set reaches the workload: {stdout}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_bad_file_exits_1_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, TINY.replace("repetitions = 2", "repetitions = 0")).unwrap();
+    let o = ebb_bench(&["experiment", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = text(&o.stderr);
+    assert!(e.contains("bad.toml") && e.contains("repetitions must be at least 1"), "{e}");
+    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--set", "nosuch=1"]);
+    assert!(text(&o.stderr).contains("nosuch"), "{}", text(&o.stderr));
+}
