@@ -501,11 +501,7 @@ impl DbInner {
     /// Appends `ebb.stats` to the info log (`LOG`) every
     /// `stats_dump_period_sec` (dynamic), as RocksDB does. Errors writing the
     /// info log are ignored: it is a diagnostic, not data.
-    pub(crate) fn stats_dump_loop(self: Arc<Self>) {
-        let path = filename::info_log_file(&self.dir);
-        let Ok(mut log) = self.fs.new_writable(&path) else { return };
-        let _ = log.append(format!("Ebb {} opened {}\n", env!("CARGO_PKG_VERSION"), self.dir.display()).as_bytes());
-        let _ = log.flush();
+    pub(crate) fn stats_dump_loop(self: Arc<Self>, mut log: Box<dyn crate::fs::WritableFile>) {
         let mut last = Instant::now();
         loop {
             let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));

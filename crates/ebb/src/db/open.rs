@@ -127,26 +127,47 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
     });
     recover_wals(&inner, &options)?;
     write_options_file(&inner, &options)?;
+    // The info log is created at open, as RocksDB does: failing to create it
+    // fails the open; later dumps into it are best effort.
+    let info_log = if options.stats_dump_period_sec > 0 {
+        let mut log = fs.new_writable(&filename::info_log_file(dir))?;
+        log.append(format!("Ebb {} opened {}\n", env!("CARGO_PKG_VERSION"), dir.display()).as_bytes())?;
+        log.flush()?;
+        Some(log)
+    } else {
+        None
+    };
+    // From here on background threads hold the database: a failure must shut
+    // them down, or they would keep the directory locked.
+    if let Err(e) = start_threads(&inner, dir, info_log) {
+        let _ = inner.close();
+        return Err(e);
+    }
+    Ok(Db { inner })
+}
+
+fn start_threads(inner: &Arc<DbInner>, dir: &Path, info_log: Option<Box<dyn crate::fs::WritableFile>>) -> Result<()> {
     let mut sizes = PoolSizes::default();
-    inner.ensure_threads(&mut sizes)?;
+    let spawned = inner.ensure_threads(&mut sizes);
     *inner.pool_sizes.lock() = sizes;
-    if inner.opts().stats_dump_period_sec > 0 {
-        let dumper = Arc::clone(&inner);
+    spawned?;
+    if let Some(log) = info_log {
+        let dumper = Arc::clone(inner);
         let handle = std::thread::Builder::new()
             .name("ebb-stats".into())
-            .spawn(move || dumper.stats_dump_loop())
+            .spawn(move || dumper.stats_dump_loop(log))
             .map_err(|e| Error::io("spawn stats thread", dir, e))?;
         inner.threads.lock().push(handle);
     }
     if inner.tuning.mode != crate::tuning::BackgroundTuning::Off {
-        let tuner = Arc::clone(&inner);
+        let tuner = Arc::clone(inner);
         let handle = std::thread::Builder::new()
             .name("ebb-tuner".into())
             .spawn(move || tuner.tuning_loop())
             .map_err(|e| Error::io("spawn tuning thread", dir, e))?;
         inner.threads.lock().push(handle);
     }
-    Ok(Db { inner })
+    Ok(())
 }
 
 /// Replays the WALs into memtables, flushes them to L0, and starts a new WAL.
