@@ -12,7 +12,6 @@ pub mod rocksdb;
 
 use std::path::Path;
 
-use crate::bail;
 use crate::config::EngineKind;
 use crate::error::Result;
 use crate::flags::Flags;
@@ -132,7 +131,7 @@ fn open_rocksdb(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result
 
 #[cfg(not(feature = "rocksdb-peer"))]
 fn open_rocksdb(_path: &Path, _flags: &Flags, _fresh: bool, _create: bool) -> Result<Box<dyn Engine>> {
-    bail!(
+    crate::bail!(
         "--engine=rocksdb needs ebb-bench built with the rocksdb-peer feature: \
          cargo build -p ebb-bench --features rocksdb-peer (builds RocksDB from source; needs libclang)"
     )

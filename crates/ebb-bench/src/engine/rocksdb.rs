@@ -136,7 +136,6 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
                 opts.set_ratelimiter(rate as i64, 100_000, 10);
             }
         }
-        "delayed_write_rate" => opts.set_delayed_write_rate(u64_of(flag, v)?),
         "max_total_wal_size" => opts.set_max_total_wal_size(u64_of(flag, v)?),
         "wal_bytes_per_sync" => opts.set_wal_bytes_per_sync(u64_of(flag, v)?),
         "bytes_per_sync" => opts.set_bytes_per_sync(u64_of(flag, v)?),
