@@ -1223,6 +1223,7 @@ mod tests {
                     cache.insert(CacheKey::new(id, held.len() as u64), empty_block(), charge, Priority::Low)
                 {
                     held.push(h);
+                    assert!(held.len() < 10_000, "{cache_type:?}: the strict limit never refused an insert");
                 }
             }
             let e = t.get(&rs, &entries[2000].0).unwrap_err();
