@@ -398,7 +398,8 @@ impl Table {
 
     /// The approximate file offset where entries `>= internal_key` begin: the
     /// offset of the data block that would hold it, or the end of the data
-    /// blocks when it is past the last key.
+    /// blocks when it is past the last key; 0 when a cached index block has
+    /// been evicted and cannot be read again.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         if internal_key.len() < TRAILER_LEN {
             return 0;
