@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use crate::cache::{BlockCache, CacheOptions, CacheType};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
 use crate::key::SequenceNumber;
@@ -191,7 +192,38 @@ pub struct Options {
     pub checksum: ChecksumType,
     /// Block cache capacity in bytes; 0 disables the cache. Default 32 MiB.
     pub block_cache_size: usize,
+    /// Block cache implementation: `kLRUCache` (sharded LRU) or
+    /// `kHyperClockCache` (lock-free lookups; its table is sized for entries
+    /// of `block_size`). db_bench `cache_type`; default LRU.
+    pub block_cache_type: CacheType,
+    /// Block cache shards are 2^this; -1 picks RocksDB's default from the
+    /// capacity; 0..=19 accepted. db_bench `cache_numshardbits`; default -1.
+    pub block_cache_num_shard_bits: i32,
+    /// LRU only: share of the block cache kept for high-priority blocks
+    /// (index and filter, and blocks hit again), in `[0, 1]`. RocksDB
+    /// `high_pri_pool_ratio`; default 0.5.
+    pub block_cache_high_pri_pool_ratio: f64,
+    /// Fail a read whose block cannot be cached because everything cached is
+    /// in use, instead of going over capacity. RocksDB `strict_capacity_limit`; default false.
+    pub block_cache_strict_capacity_limit: bool,
+    /// LRU only: move a block to the head of the list on every hit (RocksDB's
+    /// behaviour). False only marks it, and eviction gives marked blocks a
+    /// second chance, so a hit never touches the list. Ebb-specific; default true.
+    pub block_cache_lru_promote_on_hit: bool,
+    /// Keep index and filter blocks in the block cache, charged to it, instead
+    /// of in each open table. RocksDB; default false.
+    pub cache_index_and_filter_blocks: bool,
+    /// Insert cached index and filter blocks with high priority, so scans do
+    /// not flush them. RocksDB; default true.
+    pub cache_index_and_filter_blocks_with_high_priority: bool,
+    /// Keep the cached index and filter blocks of L0 tables referenced while
+    /// the table is open, so they are never evicted. RocksDB; default false.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     // ---- not in the text form ----
+    /// A block cache to use instead of building one from the options above,
+    /// e.g. one shared by several databases (RocksDB `block_cache`). Its own
+    /// capacity and kind apply; `block_cache_size` is then only recorded.
+    pub block_cache: Option<Arc<dyn BlockCache>>,
     /// The filesystem all I/O goes through; the real one by default.
     pub fs: Arc<dyn FileSystem>,
     /// Receivers of background events (flushes, compactions, stalls, errors).
@@ -257,6 +289,15 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             checksum: ChecksumType::Crc32c,
             block_cache_size: 32 << 20,
+            block_cache_type: CacheType::Lru,
+            block_cache_num_shard_bits: -1,
+            block_cache_high_pri_pool_ratio: 0.5,
+            block_cache_strict_capacity_limit: false,
+            block_cache_lru_promote_on_hit: true,
+            cache_index_and_filter_blocks: false,
+            cache_index_and_filter_blocks_with_high_priority: true,
+            pin_l0_filter_and_index_blocks_in_cache: false,
+            block_cache: None,
             fs: Arc::new(PosixFs::new()),
             listeners: Vec::new(),
         }
@@ -505,6 +546,7 @@ impl Options {
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate", "must be positive");
         }
+        CacheOptions::from_options(self).validate()?;
         Ok(())
     }
 
@@ -794,6 +836,15 @@ impl OptionValue for CompactionStyle {
     }
 }
 
+impl OptionValue for CacheType {
+    fn format(&self) -> String {
+        self.name().into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        CacheType::parse(s).ok_or_else(|| format!("unknown cache type {s:?} (expected kLRUCache or kHyperClockCache)"))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
     Db,
@@ -895,6 +946,14 @@ option_table! {
     bloom_bits_per_key: Table, false;
     checksum: Table, false;
     block_cache_size: Table, false;
+    block_cache_type: Table, false;
+    block_cache_num_shard_bits: Table, false;
+    block_cache_high_pri_pool_ratio: Table, false;
+    block_cache_strict_capacity_limit: Table, false;
+    block_cache_lru_promote_on_hit: Table, false;
+    cache_index_and_filter_blocks: Table, false;
+    cache_index_and_filter_blocks_with_high_priority: Table, false;
+    pin_l0_filter_and_index_blocks_in_cache: Table, false;
 }
 
 #[cfg(test)]
@@ -940,6 +999,29 @@ mod tests {
         o.write_buffer_size = 0;
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("write_buffer_size"), "{e}");
+    }
+
+    #[test]
+    fn block_cache_options_parse_and_are_checked() {
+        let o = Options::from_text(
+            "block_cache_type=kHyperClockCache\nblock_cache_num_shard_bits=3\n\
+             cache_index_and_filter_blocks=true\npin_l0_filter_and_index_blocks_in_cache=true",
+        )
+        .unwrap();
+        assert_eq!(o.block_cache_type, CacheType::Clock);
+        assert_eq!(o.block_cache_num_shard_bits, 3);
+        assert!(o.cache_index_and_filter_blocks && o.pin_l0_filter_and_index_blocks_in_cache);
+        assert_eq!(Options::default().get("block_cache_type").as_deref(), Some("kLRUCache"));
+        let e = Options::from_text("block_cache_type=arc").unwrap_err().to_string();
+        assert!(e.contains("block_cache_type"), "{e}");
+        let mut o = Options::default();
+        o.block_cache_num_shard_bits = 20;
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("block_cache_num_shard_bits"), "{e}");
+        o.block_cache_num_shard_bits = 19;
+        o.block_cache_high_pri_pool_ratio = -0.1;
+        let e = o.validate().unwrap_err().to_string();
+        assert!(e.contains("block_cache_high_pri_pool_ratio"), "{e}");
     }
 
     #[test]

@@ -1,201 +1,541 @@
-//! A sharded LRU block cache (LevelDB `util/cache.cc`, without handles: values
-//! are `Arc`s, so an entry can be evicted while a reader still uses its block).
+//! A sharded LRU block cache with a high-priority pool (RocksDB
+//! `cache/lru_cache.cc`, as seed 001 dissects it).
 //!
-//! The capacity is split over 2^n shards, each an LRU list under its own
-//! `parking_lot` mutex; a key's shard comes from the top bits of a hash of the
-//! key. Each shard keeps its usage at or below its share of the capacity, so
-//! the whole cache never exceeds its capacity.
+//! Layout: the capacity is split over `2^num_shard_bits` shards; a key's shard
+//! comes from the top bits of its hash. Each shard is one `parking_lot` mutex
+//! over a hash table (key -> slot), a slab of slots, and one LRU list threaded
+//! through the slab by index (slot 0 is the list's sentinel; no unsafe).
 //!
-//! The list is a doubly linked list threaded through a `Vec` of nodes by index
-//! (no unsafe), with freed slots reused.
+//! Entry states (RocksDB `LRUHandle`):
+//! 1. referenced and in the cache: `refs > 0`, `in_cache`; not on the list
+//!    (with `lru_promote_on_hit` off it may stay on the list, see below);
+//! 2. unreferenced and in the cache: `refs == 0`, `in_cache`, on the list,
+//!    evictable;
+//! 3. referenced, erased or replaced: `refs > 0`, not `in_cache`, on no list,
+//!    unfindable; freed, and its charge released, by the last release.
+//!
+//! The list, oldest first: `[low-priority pool | high-priority pool]`.
+//! `low_pri_newest` marks the boundary. A released entry goes to the head of
+//! the high-priority pool if it is high priority or was hit, else to the head
+//! of the low-priority pool (the midpoint); when the high pool outgrows
+//! `high_pri_pool_ratio` of the shard its oldest entries are demoted to the low
+//! pool. Eviction takes the oldest entry, so a flood of low-priority inserts
+//! evicts low-priority entries while there are any.
+//!
+//! Promotion: RocksDB takes an entry off the list on lookup and puts it back at
+//! the head on release, so every use writes the list head twice under the lock.
+//! With `lru_promote_on_hit` off, a lookup only bumps `refs` and sets `hit`, a
+//! release only drops `refs`; eviction gives an entry with `hit` set a second
+//! chance at the head (clearing `hit`) and moves referenced entries it meets
+//! off the list until released. Both locks remain; the list is untouched.
+//!
+//! Handles: a [`LruHandle`] owns an `Arc` of the entry (value, slot index,
+//! shard), so it can release itself when dropped; the slot is reused only
+//! after the entry is freed, so the index stays valid while a handle lives.
+//! The shard and its entries point at each other; [`LruCache`]'s `Drop` breaks
+//! the cycle by freeing what is unreferenced and leaving the rest to releases.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{BlockCache, CacheKey};
-use crate::sst::block::Block;
+use super::{
+    shard_capacity, shard_index, strict_limit_error, BlockCache, CacheHandle, CacheKey, CacheOptions, CacheStats,
+    CacheValue, HandleInner, Priority,
+};
+use crate::error::Result;
 
-/// The most shards a cache gets: 64.
-const MAX_SHARD_BITS: u32 = 6;
-/// Shards are added only while each keeps at least this much capacity
+/// Shards hold at least this much when the shard count is automatic
 /// (RocksDB `GetDefaultCacheShardBits`), so large blocks still fit a shard.
-const MIN_SHARD_CAPACITY: usize = 512 << 10;
+const MIN_SHARD_SIZE: usize = 512 << 10;
+/// The list sentinel's slot.
+const SENTINEL: usize = 0;
+/// What one entry costs besides its value: the entry, its slot, its hash-table
+/// bucket, and the `Arc` counts.
+const METADATA_CHARGE: usize = std::mem::size_of::<LruEntry>()
+    + 2 * std::mem::size_of::<usize>()
+    + std::mem::size_of::<Slot>()
+    + std::mem::size_of::<(CacheKey, usize)>()
+    + 1;
 
-const NIL: usize = usize::MAX;
+/// The reference a [`CacheHandle`] holds on an LRU entry.
+pub(super) struct LruHandle {
+    entry: Arc<LruEntry>,
+}
 
-struct Node {
+impl LruHandle {
+    pub(super) fn value(&self) -> &CacheValue {
+        &self.entry.value
+    }
+}
+
+impl Drop for LruHandle {
+    fn drop(&mut self) {
+        self.entry.shard.release(self.entry.slot);
+    }
+}
+
+/// The immutable part of an entry; the mutable part is its [`Slot`].
+pub(super) struct LruEntry {
+    value: CacheValue,
+    slot: usize,
+    shard: Arc<LruShard>,
+}
+
+#[derive(Clone)]
+struct Slot {
+    /// `None` for a free slot (and the sentinel).
+    entry: Option<Arc<LruEntry>>,
     key: CacheKey,
-    block: Option<Arc<Block>>,
+    /// Value charge plus metadata charge.
     charge: usize,
-    /// Towards the most recently used end.
-    newer: usize,
-    /// Towards the least recently used end.
+    refs: u32,
+    in_cache: bool,
+    on_list: bool,
+    high_pri: bool,
+    in_high_pool: bool,
+    /// Looked up since inserted (RocksDB `HasHit`); with promotion off, since
+    /// it last reached the list tail.
+    hit: bool,
     older: usize,
+    newer: usize,
 }
 
-struct Shard {
+impl Slot {
+    fn free() -> Self {
+        Slot {
+            entry: None,
+            key: CacheKey::new(0, 0),
+            charge: 0,
+            refs: 0,
+            in_cache: false,
+            on_list: false,
+            high_pri: false,
+            in_high_pool: false,
+            hit: false,
+            older: SENTINEL,
+            newer: SENTINEL,
+        }
+    }
+}
+
+/// Hash-table hasher for keys that hash themselves ([`CacheKey`]'s `Hash`
+/// writes its well-mixed `hash64`): passes the value through, rotated so the
+/// table's tag bits do not come from the bits that picked the shard.
+#[derive(Default, Clone, Copy)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+impl BuildHasher for PassThrough {
+    type Hasher = PassThrough;
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough(0)
+    }
+}
+
+/// One shard: everything below is guarded by its mutex.
+struct ShardState {
     capacity: usize,
+    high_pri_capacity: usize,
+    strict: bool,
+    promote_on_hit: bool,
     usage: usize,
-    map: HashMap<CacheKey, usize>,
-    nodes: Vec<Node>,
+    pinned_usage: usize,
+    high_pri_usage: usize,
+    map: HashMap<CacheKey, usize, PassThrough>,
+    slots: Vec<Slot>,
     free: Vec<usize>,
-    /// Most recently used.
-    newest: usize,
-    /// Least recently used: evicted first.
-    oldest: usize,
+    /// Newest entry of the low-priority pool; the sentinel when that pool is empty.
+    low_pri_newest: usize,
 }
 
-impl Shard {
-    fn new(capacity: usize) -> Self {
-        Shard { capacity, usage: 0, map: HashMap::new(), nodes: Vec::new(), free: Vec::new(), newest: NIL, oldest: NIL }
+pub(super) struct LruShard {
+    state: Mutex<ShardState>,
+}
+
+impl ShardState {
+    fn link_after(&mut self, pos: usize, i: usize) {
+        let next = self.slots[pos].newer;
+        self.slots[i].older = pos;
+        self.slots[i].newer = next;
+        self.slots[pos].newer = i;
+        self.slots[next].older = i;
+        self.slots[i].on_list = true;
     }
 
     fn unlink(&mut self, i: usize) {
-        let (newer, older) = (self.nodes[i].newer, self.nodes[i].older);
-        match newer {
-            NIL => self.newest = older,
-            n => self.nodes[n].older = older,
+        let (older, newer) = (self.slots[i].older, self.slots[i].newer);
+        self.slots[older].newer = newer;
+        self.slots[newer].older = older;
+        if self.low_pri_newest == i {
+            self.low_pri_newest = older;
         }
-        match older {
-            NIL => self.oldest = newer,
-            o => self.nodes[o].newer = newer,
+        if self.slots[i].in_high_pool {
+            self.high_pri_usage -= self.slots[i].charge;
+            self.slots[i].in_high_pool = false;
         }
+        self.slots[i].on_list = false;
     }
 
-    fn push_newest(&mut self, i: usize) {
-        self.nodes[i].newer = NIL;
-        self.nodes[i].older = self.newest;
-        match self.newest {
-            NIL => self.oldest = i,
-            n => self.nodes[n].newer = i,
-        }
-        self.newest = i;
-    }
-
-    fn lookup(&mut self, key: &CacheKey) -> Option<Arc<Block>> {
-        let i = *self.map.get(key)?;
-        self.unlink(i);
-        self.push_newest(i);
-        self.nodes[i].block.clone()
-    }
-
-    fn remove(&mut self, key: &CacheKey) {
-        if let Some(i) = self.map.remove(key) {
-            self.unlink(i);
-            self.usage -= self.nodes[i].charge;
-            self.nodes[i].block = None;
-            self.free.push(i);
-        }
-    }
-
-    fn insert(&mut self, key: CacheKey, block: Arc<Block>, charge: usize) {
-        self.remove(&key);
-        if charge > self.capacity {
-            return;
-        }
-        let node = Node { key, block: Some(block), charge, newer: NIL, older: NIL };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i] = node;
-                i
+    /// Puts an unlisted entry on the list as most recently used in its pool.
+    fn list_insert(&mut self, i: usize) {
+        let s = &self.slots[i];
+        if self.high_pri_capacity > 0 && (s.high_pri || s.hit) {
+            let newest = self.slots[SENTINEL].older;
+            self.link_after(newest, i);
+            self.slots[i].in_high_pool = true;
+            self.high_pri_usage += self.slots[i].charge;
+            // Demote the oldest high-priority entries while the pool is too big.
+            while self.high_pri_usage > self.high_pri_capacity {
+                let j = self.slots[self.low_pri_newest].newer;
+                if j == SENTINEL {
+                    break;
+                }
+                self.slots[j].in_high_pool = false;
+                self.high_pri_usage -= self.slots[j].charge;
+                self.low_pri_newest = j;
             }
+        } else {
+            self.link_after(self.low_pri_newest, i);
+            self.low_pri_newest = i;
+        }
+    }
+
+    /// Frees slot `i` (unlisted, out of the table, unreferenced).
+    fn free_slot(&mut self, i: usize) -> Option<Arc<LruEntry>> {
+        self.usage -= self.slots[i].charge;
+        let entry = std::mem::replace(&mut self.slots[i], Slot::free()).entry;
+        self.free.push(i);
+        entry
+    }
+
+    fn alloc_slot(&mut self) -> usize {
+        match self.free.pop() {
+            Some(i) => i,
             None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
+                self.slots.push(Slot::free());
+                self.slots.len() - 1
             }
-        };
-        self.push_newest(i);
-        self.map.insert(key, i);
-        self.usage += charge;
-        while self.usage > self.capacity && self.oldest != i {
-            let victim = self.nodes[self.oldest].key;
-            self.remove(&victim);
         }
+    }
+
+    /// Takes slot `i` out of the table (state 1 -> 3, or frees it from state 2).
+    fn detach(&mut self, i: usize, freed: &mut Vec<Arc<LruEntry>>) {
+        self.slots[i].in_cache = false;
+        if self.slots[i].on_list {
+            self.unlink(i);
+        }
+        if self.slots[i].refs == 0 {
+            freed.extend(self.free_slot(i));
+        }
+    }
+
+    /// Evicts from the old end until `charge` more bytes fit or nothing is evictable.
+    fn evict(&mut self, charge: usize, freed: &mut Vec<Arc<LruEntry>>) {
+        while self.usage + charge > self.capacity {
+            let i = self.slots[SENTINEL].newer;
+            if i == SENTINEL {
+                return;
+            }
+            if self.slots[i].refs > 0 {
+                // Only without promotion are referenced entries listed: park it
+                // off the list until its release.
+                self.unlink(i);
+                continue;
+            }
+            if !self.promote_on_hit && self.slots[i].hit {
+                self.unlink(i);
+                self.list_insert(i);
+                self.slots[i].hit = false;
+                continue;
+            }
+            let key = self.slots[i].key;
+            self.map.remove(&key);
+            self.detach(i, freed);
+        }
+    }
+}
+
+impl LruShard {
+    fn new(capacity: usize, o: &CacheOptions) -> Self {
+        let high_pri_capacity = (capacity as f64 * o.high_pri_pool_ratio) as usize;
+        LruShard {
+            state: Mutex::new(ShardState {
+                capacity,
+                high_pri_capacity,
+                strict: o.strict_capacity_limit,
+                promote_on_hit: o.lru_promote_on_hit,
+                usage: 0,
+                pinned_usage: 0,
+                high_pri_usage: 0,
+                map: HashMap::with_hasher(PassThrough(0)),
+                slots: vec![Slot::free()],
+                free: Vec::new(),
+                low_pri_newest: SENTINEL,
+            }),
+        }
+    }
+
+    fn lookup(&self, key: &CacheKey) -> Option<LruHandle> {
+        let mut st = self.state.lock();
+        let i = *st.map.get(key)?;
+        if st.slots[i].refs == 0 {
+            st.pinned_usage += st.slots[i].charge;
+            if st.promote_on_hit && st.slots[i].on_list {
+                st.unlink(i);
+            }
+        }
+        let s = &mut st.slots[i];
+        s.refs += 1;
+        s.hit = true;
+        s.entry.clone().map(|entry| LruHandle { entry })
+    }
+
+    fn release(&self, i: usize) {
+        let mut freed = None;
+        let mut st = self.state.lock();
+        st.slots[i].refs -= 1;
+        if st.slots[i].refs == 0 {
+            st.pinned_usage -= st.slots[i].charge;
+            if !st.slots[i].in_cache {
+                freed = st.free_slot(i);
+            } else if st.usage > st.capacity {
+                // Over capacity (a non-strict insert overflowed): drop it now.
+                let key = st.slots[i].key;
+                st.map.remove(&key);
+                st.slots[i].in_cache = false;
+                if st.slots[i].on_list {
+                    st.unlink(i);
+                }
+                freed = st.free_slot(i);
+            } else if !st.slots[i].on_list {
+                st.list_insert(i);
+                if !st.promote_on_hit {
+                    st.slots[i].hit = false;
+                }
+            }
+        }
+        drop(st);
+        drop(freed);
+    }
+
+    fn insert(
+        self: &Arc<Self>,
+        key: CacheKey,
+        value: CacheValue,
+        charge: usize,
+        high_pri: bool,
+    ) -> Result<CacheHandle> {
+        let mut freed = Vec::new();
+        let mut st = self.state.lock();
+        if charge > st.capacity {
+            // It could only be cached by flushing the whole shard.
+            let (strict, capacity) = (st.strict, st.capacity);
+            drop(st);
+            return if strict { Err(strict_limit_error(charge, capacity)) } else { Ok(CacheHandle::uncached(value)) };
+        }
+        if let Some(old) = st.map.remove(&key) {
+            st.detach(old, &mut freed);
+        }
+        st.evict(charge, &mut freed);
+        if st.usage + charge > st.capacity && st.strict {
+            let capacity = st.capacity;
+            drop(st);
+            drop(freed);
+            return Err(strict_limit_error(charge, capacity));
+        }
+        let i = st.alloc_slot();
+        let entry = Arc::new(LruEntry { value, slot: i, shard: Arc::clone(self) });
+        st.slots[i] =
+            Slot { entry: Some(Arc::clone(&entry)), key, charge, refs: 1, in_cache: true, high_pri, ..Slot::free() };
+        st.map.insert(key, i);
+        st.usage += charge;
+        st.pinned_usage += charge;
+        drop(st);
+        drop(freed);
+        Ok(CacheHandle { inner: HandleInner::Lru(LruHandle { entry }) })
+    }
+
+    fn erase(&self, key: &CacheKey) {
+        let mut freed = Vec::new();
+        let mut st = self.state.lock();
+        if let Some(i) = st.map.remove(key) {
+            st.detach(i, &mut freed);
+        }
+        drop(st);
+        drop(freed);
     }
 }
 
 /// A block cache evicting the least recently used blocks, sharded to spread
-/// lock contention.
+/// lock contention. See the module documentation.
 pub struct LruCache {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Arc<LruShard>]>,
     shard_bits: u32,
     capacity: usize,
+    metadata_charge: bool,
     next_id: AtomicU64,
-    hits: AtomicU64,
-    misses: AtomicU64,
+    stats: CacheStats,
 }
 
 impl LruCache {
-    /// A cache of `capacity` bytes with a shard count chosen from the
-    /// capacity (up to 64 shards of at least 512 KiB each).
+    /// A cache of `capacity` bytes with RocksDB's defaults: automatic shard
+    /// count, high-priority pool of half of each shard, promotion on hit,
+    /// metadata charged, no strict limit.
     pub fn new(capacity: usize) -> Self {
-        let mut bits = 0;
-        while bits < MAX_SHARD_BITS && capacity >> (bits + 1) >= MIN_SHARD_CAPACITY {
-            bits += 1;
-        }
-        LruCache::with_shard_bits(capacity, bits)
+        LruCache::build(&CacheOptions::new(capacity))
     }
 
-    /// A cache of `capacity` bytes split over `2^shard_bits` shards (at most 2^6).
-    pub fn with_shard_bits(capacity: usize, shard_bits: u32) -> Self {
-        let shard_bits = shard_bits.min(MAX_SHARD_BITS);
+    /// A cache built as `options` say; refuses values out of range.
+    pub fn with_options(options: &CacheOptions) -> Result<Self> {
+        options.validate()?;
+        Ok(LruCache::build(options))
+    }
+
+    fn build(o: &CacheOptions) -> Self {
+        let shard_bits = o.shard_bits(MIN_SHARD_SIZE);
         let n = 1usize << shard_bits;
-        let shards = (0..n).map(|i| Mutex::new(Shard::new(capacity / n + usize::from(i < capacity % n)))).collect();
+        let shards = (0..n).map(|i| Arc::new(LruShard::new(shard_capacity(o.capacity, n, i), o))).collect();
         LruCache {
             shards,
             shard_bits,
-            capacity,
+            capacity: o.capacity,
+            metadata_charge: o.metadata_charge,
             next_id: AtomicU64::new(1),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            stats: CacheStats::default(),
         }
-    }
-
-    fn shard(&self, key: &CacheKey) -> &Mutex<Shard> {
-        if self.shard_bits == 0 {
-            return &self.shards[0];
-        }
-        // splitmix64's finaliser spreads the id and offset over the top bits.
-        let mut h = key.cache_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.block_offset;
-        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        h ^= h >> 31;
-        &self.shards[(h >> (64 - self.shard_bits)) as usize]
     }
 
     /// Number of shards.
     pub fn num_shards(&self) -> usize {
         self.shards.len()
     }
+
+    fn shard(&self, key: &CacheKey) -> &Arc<LruShard> {
+        &self.shards[shard_index(key.hash64(), self.shard_bits)]
+    }
+
+    /// Checks every shard's bookkeeping against its contents: list order and
+    /// pools, usage, pinned usage, the table. For tests, on a quiet cache.
+    #[cfg(test)]
+    pub(crate) fn check_consistency(&self) -> std::result::Result<(), String> {
+        for (n, shard) in self.shards.iter().enumerate() {
+            let st = shard.state.lock();
+            let mut listed = 0;
+            let mut high = 0;
+            let mut in_low_region = st.low_pri_newest != SENTINEL;
+            let mut i = st.slots[SENTINEL].newer;
+            while i != SENTINEL {
+                let s = &st.slots[i];
+                if !s.on_list || !s.in_cache || s.entry.is_none() {
+                    return Err(format!("shard {n}: slot {i} is listed but not a cached entry"));
+                }
+                if st.promote_on_hit && s.refs > 0 {
+                    return Err(format!("shard {n}: referenced slot {i} is listed"));
+                }
+                if s.in_high_pool == in_low_region {
+                    return Err(format!("shard {n}: slot {i} is on the wrong side of the pool boundary"));
+                }
+                if s.in_high_pool {
+                    high += s.charge;
+                }
+                if i == st.low_pri_newest {
+                    in_low_region = false;
+                }
+                listed += 1;
+                i = s.newer;
+            }
+            if high != st.high_pri_usage {
+                return Err(format!("shard {n}: high pool holds {high}, accounted {}", st.high_pri_usage));
+            }
+            let live = || st.slots.iter().filter(|s| s.entry.is_some());
+            let usage: usize = live().map(|s| s.charge).sum();
+            let pinned: usize = live().filter(|s| s.refs > 0).map(|s| s.charge).sum();
+            if (usage, pinned) != (st.usage, st.pinned_usage) {
+                return Err(format!(
+                    "shard {n}: entries charge {usage} (pinned {pinned}), accounted {} ({})",
+                    st.usage, st.pinned_usage
+                ));
+            }
+            let unreferenced = live().filter(|s| s.in_cache && s.refs == 0 && !s.on_list).count();
+            if unreferenced > 0 {
+                return Err(format!("shard {n}: {unreferenced} unreferenced entries are on no list"));
+            }
+            if live().filter(|s| s.in_cache).count() != st.map.len() || listed > st.map.len() {
+                return Err(format!("shard {n}: table and slots disagree"));
+            }
+            for (k, &i) in &st.map {
+                if st.slots[i].key != *k || !st.slots[i].in_cache {
+                    return Err(format!("shard {n}: table points {k:?} at slot {i}, which holds something else"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LruCache {
+    fn drop(&mut self) {
+        // Entries point back at their shard: free the unreferenced ones now and
+        // detach the rest, which their last release frees.
+        for shard in self.shards.iter() {
+            let mut freed = Vec::new();
+            let mut st = shard.state.lock();
+            st.map.clear();
+            for i in 1..st.slots.len() {
+                if st.slots[i].entry.is_some() {
+                    st.detach(i, &mut freed);
+                }
+            }
+            drop(st);
+            drop(freed);
+        }
+    }
 }
 
 impl BlockCache for LruCache {
-    fn lookup(&self, key: &CacheKey) -> Option<Arc<Block>> {
+    fn lookup(&self, key: &CacheKey) -> Option<CacheHandle> {
         if self.capacity == 0 {
             return None;
         }
-        let found = self.shard(key).lock().lookup(key);
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
+        let h = self.shard(key).lookup(key)?;
+        Some(CacheHandle { inner: HandleInner::Lru(h) })
     }
 
-    fn insert(&self, key: CacheKey, block: Arc<Block>, charge: usize) {
+    fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
         if self.capacity == 0 {
-            return;
+            return Ok(CacheHandle::uncached(value));
         }
-        self.shard(&key).lock().insert(key, block, charge);
+        let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
+        self.shard(&key).insert(key, value, charge, priority == Priority::High)
     }
 
     fn erase(&self, key: &CacheKey) {
-        self.shard(key).lock().remove(key);
+        self.shard(key).erase(key);
     }
 
     fn usage(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().usage).sum()
+        self.shards.iter().map(|s| s.state.lock().usage).sum()
+    }
+
+    fn pinned_usage(&self) -> usize {
+        self.shards.iter().map(|s| s.state.lock().pinned_usage).sum()
     }
 
     fn capacity(&self) -> usize {
@@ -206,111 +546,299 @@ impl BlockCache for LruCache {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn hits_and_misses(&self) -> (u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+    fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    fn name(&self) -> &'static str {
+        "LRUCache"
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sst::block_builder::BlockBuilder;
+    use crate::cache::testutil::{tag_of, tagged};
+    use crate::error::Error;
     use rand::{Rng, SeedableRng};
 
-    fn block(tag: u8) -> Arc<Block> {
-        let mut b = BlockBuilder::new(1);
-        b.add(&[tag], &[tag]);
-        Arc::new(Block::new(b.finish()).unwrap())
+    /// One shard, no metadata charge, so charges add up exactly.
+    fn cache(capacity: usize, ratio: f64, promote: bool) -> LruCache {
+        let o = CacheOptions {
+            num_shard_bits: 0,
+            high_pri_pool_ratio: ratio,
+            lru_promote_on_hit: promote,
+            metadata_charge: false,
+            ..CacheOptions::new(capacity)
+        };
+        LruCache::with_options(&o).unwrap()
+    }
+
+    fn key(i: u64) -> CacheKey {
+        CacheKey::new(1, i * 4096)
+    }
+
+    fn put(c: &LruCache, i: u64, charge: usize, p: Priority) {
+        drop(c.insert(key(i), tagged(i), charge, p).unwrap());
+    }
+
+    fn present(c: &LruCache, i: u64) -> bool {
+        c.lookup(&key(i)).is_some()
     }
 
     #[test]
     fn hits_after_insert_and_misses_after_erase() {
-        let cache = LruCache::new(1 << 20);
-        let k = CacheKey::new(cache.new_id(), 4096);
-        assert!(cache.lookup(&k).is_none());
-        let b = block(7);
-        cache.insert(k, b.clone(), 100);
-        assert!(Arc::ptr_eq(&cache.lookup(&k).unwrap(), &b));
-        assert_eq!(cache.usage(), 100);
-        assert!(cache.lookup(&CacheKey::new(k.cache_id + 1, 4096)).is_none());
-        // Replacing a key replaces its charge.
-        cache.insert(k, block(8), 60);
-        assert_eq!(cache.usage(), 60);
-        cache.erase(&k);
-        assert!(cache.lookup(&k).is_none());
-        assert_eq!(cache.usage(), 0);
-        cache.erase(&k);
-        assert_eq!(cache.usage(), 0);
+        let c = cache(1 << 20, 0.5, true);
+        assert!(c.lookup(&key(1)).is_none());
+        put(&c, 1, 100, Priority::Low);
+        assert_eq!(tag_of(&c.lookup(&key(1)).unwrap()), 1);
+        assert_eq!(c.usage(), 100);
+        // Replacing a key replaces its value and its charge.
+        drop(c.insert(key(1), tagged(9), 60, Priority::Low).unwrap());
+        assert_eq!(tag_of(&c.lookup(&key(1)).unwrap()), 9);
+        assert_eq!(c.usage(), 60);
+        c.erase(&key(1));
+        assert!(c.lookup(&key(1)).is_none());
+        assert_eq!(c.usage(), 0);
+        c.erase(&key(1));
+        assert_eq!(c.usage(), 0);
+        c.check_consistency().unwrap();
     }
 
     #[test]
     fn ids_are_unique() {
-        let cache = LruCache::new(0);
-        let ids: std::collections::HashSet<u64> = (0..1000).map(|_| cache.new_id()).collect();
+        let c = LruCache::new(0);
+        let ids: std::collections::HashSet<u64> = (0..1000).map(|_| c.new_id()).collect();
         assert_eq!(ids.len(), 1000);
     }
 
     #[test]
-    fn capacity_zero_disables_caching() {
-        let cache = LruCache::new(0);
-        let k = CacheKey::new(1, 0);
-        cache.insert(k, block(1), 1);
-        assert!(cache.lookup(&k).is_none());
-        assert_eq!(cache.usage(), 0);
-        assert_eq!(cache.capacity(), 0);
+    fn metadata_charge_is_added_per_entry() {
+        let o = CacheOptions { num_shard_bits: 0, ..CacheOptions::new(1 << 20) };
+        let c = LruCache::with_options(&o).unwrap();
+        drop(c.insert(key(1), tagged(1), 100, Priority::Low).unwrap());
+        assert_eq!(c.usage(), 100 + METADATA_CHARGE);
     }
 
     #[test]
     fn least_recently_used_goes_first() {
-        let cache = LruCache::with_shard_bits(300, 0);
-        let keys: Vec<CacheKey> = (0..3).map(|i| CacheKey::new(1, i * 4096)).collect();
-        for (i, k) in keys.iter().enumerate() {
-            cache.insert(*k, block(i as u8), 100);
+        for promote in [true, false] {
+            let c = cache(300, 0.0, promote);
+            for i in 0..3 {
+                put(&c, i, 100, Priority::Low);
+            }
+            assert!(present(&c, 0));
+            put(&c, 3, 100, Priority::Low);
+            assert!(present(&c, 0), "recently used entry was evicted (promote {promote})");
+            assert!(!present(&c, 1), "least recently used entry survived (promote {promote})");
+            assert!(present(&c, 2) && present(&c, 3));
+            assert_eq!(c.usage(), 300);
+            // An entry larger than the shard is not cached and evicts nothing.
+            let h = c.insert(key(4), tagged(4), 301, Priority::Low).unwrap();
+            assert!(!h.is_cached());
+            assert_eq!(tag_of(&h), 4);
+            assert!(!present(&c, 4));
+            assert_eq!(c.usage(), 300);
+            c.check_consistency().unwrap();
         }
-        assert!(cache.lookup(&keys[0]).is_some());
-        cache.insert(CacheKey::new(1, 99_999), block(9), 100);
-        assert!(cache.lookup(&keys[0]).is_some(), "recently used entry was evicted");
-        assert!(cache.lookup(&keys[1]).is_none(), "least recently used entry survived");
-        assert!(cache.lookup(&keys[2]).is_some());
-        assert_eq!(cache.usage(), 300);
-        // An entry larger than the shard is not cached and evicts nothing.
-        cache.insert(CacheKey::new(2, 0), block(3), 301);
-        assert!(cache.lookup(&CacheKey::new(2, 0)).is_none());
-        assert_eq!(cache.usage(), 300);
+    }
+
+    #[test]
+    fn without_promotion_hits_earn_a_second_chance_in_list_order() {
+        // Entries 0..4; 1 then 0 are used; three more inserts evict three.
+        let survivors = |promote: bool| {
+            let c = cache(400, 0.0, promote);
+            for i in 0..4 {
+                put(&c, i, 100, Priority::Low);
+            }
+            drop(c.lookup(&key(1)));
+            drop(c.lookup(&key(0)));
+            for i in 4..7 {
+                put(&c, i, 100, Priority::Low);
+            }
+            c.check_consistency().unwrap();
+            (0..7).filter(|&i| present(&c, i)).collect::<Vec<_>>()
+        };
+        // LRU: 0 was used last, so it outlives 1.
+        assert_eq!(survivors(true), [0, 4, 5, 6]);
+        // Second chance: hits did not reorder the list; at the tail 0 and 1
+        // each got one more round, in list order, and 0 reached the tail first.
+        assert_eq!(survivors(false), [1, 4, 5, 6]);
     }
 
     #[test]
     fn usage_stays_within_capacity_under_random_inserts() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(42);
-        for shard_bits in [0, 2, 4] {
+        for (shard_bits, promote) in [(0, true), (2, true), (4, false)] {
             let capacity = 64 << 10;
-            let cache = LruCache::with_shard_bits(capacity, shard_bits);
-            let blocks: Vec<Arc<Block>> = (0..8).map(block).collect();
+            let o =
+                CacheOptions { num_shard_bits: shard_bits, lru_promote_on_hit: promote, ..CacheOptions::new(capacity) };
+            let c = LruCache::with_options(&o).unwrap();
             let max_charge = 4096;
             for i in 0..20_000u64 {
-                let key = CacheKey::new(rng.gen_range(1..4), rng.gen_range(0..500) * 4096);
+                let k = CacheKey::new(rng.gen_range(1..4), rng.gen_range(0..500) * 4096);
                 match rng.gen_range(0..10) {
-                    0 => cache.erase(&key),
-                    1..=3 => {
-                        let _ = cache.lookup(&key);
-                    }
+                    0 => c.erase(&k),
+                    1..=3 => drop(c.lookup(&k)),
                     _ => {
                         let charge = rng.gen_range(1..=max_charge);
-                        cache.insert(key, blocks[(i % 8) as usize].clone(), charge);
+                        drop(c.insert(k, tagged(i), charge, Priority::Low).unwrap());
                     }
                 }
-                assert!(cache.usage() <= capacity, "usage {} > capacity {capacity}", cache.usage());
+                assert!(c.usage() <= capacity, "usage {} > capacity {capacity}", c.usage());
             }
             // Inserts alone fill every shard to within one entry of its share.
             for i in 0..2000u64 {
-                cache.insert(CacheKey::new(5, i), blocks[0].clone(), rng.gen_range(1..=max_charge));
-                assert!(cache.usage() <= capacity);
+                drop(c.insert(CacheKey::new(5, i), tagged(i), rng.gen_range(1..=max_charge), Priority::Low).unwrap());
+                assert!(c.usage() <= capacity);
             }
-            assert!(cache.usage() + max_charge * (1 << shard_bits) >= capacity, "usage {}", cache.usage());
-            // Entries just inserted are found.
-            let k = CacheKey::new(9, 0);
-            cache.insert(k, blocks[0].clone(), 10);
-            assert!(cache.lookup(&k).is_some());
+            let slack = (max_charge + METADATA_CHARGE) << shard_bits;
+            assert!(c.usage() + slack >= capacity, "usage {} of {capacity}", c.usage());
+            c.check_consistency().unwrap();
         }
+    }
+
+    #[test]
+    fn referenced_entries_survive_eviction_pressure() {
+        for promote in [true, false] {
+            // No pool: the lookups below would send these to it.
+            let c = cache(1000, 0.0, promote);
+            let pinned: Vec<CacheHandle> =
+                (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+            let looked_up = {
+                put(&c, 3, 100, Priority::Low);
+                c.lookup(&key(3)).unwrap()
+            };
+            assert_eq!(c.pinned_usage(), 400);
+            for i in 10..200 {
+                put(&c, i, 100, Priority::Low);
+                assert!(c.usage() <= 1000);
+            }
+            for i in 0..4 {
+                assert!(present(&c, i), "referenced entry {i} was evicted (promote {promote})");
+            }
+            c.check_consistency().unwrap();
+            drop(pinned);
+            drop(looked_up);
+            assert_eq!(c.pinned_usage(), 0);
+            // Released, they are ordinary entries again and age out.
+            for i in 200..220 {
+                put(&c, i, 100, Priority::Low);
+            }
+            assert!((0..4).all(|i| !present(&c, i)));
+            c.check_consistency().unwrap();
+        }
+    }
+
+    #[test]
+    fn high_priority_entries_survive_a_flood_of_low_priority_inserts() {
+        // Pool of 300 bytes: three 100-byte high-priority entries fit in it.
+        let flood = |ratio: f64, promote: bool| {
+            let c = cache(1000, ratio, promote);
+            for i in 0..3 {
+                put(&c, i, 100, Priority::High);
+            }
+            for i in 100..400 {
+                put(&c, i, 100, Priority::Low);
+            }
+            c.check_consistency().unwrap();
+            (0..3).filter(|&i| present(&c, i)).count()
+        };
+        for promote in [true, false] {
+            assert_eq!(flood(0.3, promote), 3, "the pool did not protect high-priority entries");
+            // Without a pool they are ordinary LRU entries, flushed by the scan.
+            assert_eq!(flood(0.0, promote), 0);
+        }
+        // The pool protects only what fits in it: of five high-priority
+        // entries the oldest two are demoted and flushed.
+        let c = cache(1000, 0.3, true);
+        for i in 0..5 {
+            put(&c, i, 100, Priority::High);
+        }
+        for i in 100..400 {
+            put(&c, i, 100, Priority::Low);
+        }
+        assert_eq!((0..5).map(|i| present(&c, i)).collect::<Vec<_>>(), [false, false, true, true, true]);
+    }
+
+    #[test]
+    fn data_blocks_hit_again_join_the_high_priority_pool() {
+        let c = cache(1000, 0.5, true);
+        put(&c, 0, 100, Priority::Low);
+        assert!(present(&c, 0));
+        for i in 100..400 {
+            put(&c, i, 100, Priority::Low);
+        }
+        assert!(present(&c, 0), "a block hit before the scan was flushed by it");
+    }
+
+    #[test]
+    fn erased_while_referenced_entries_are_freed_on_last_release() {
+        let c = cache(1000, 0.5, true);
+        let h1 = c.insert(key(1), tagged(1), 300, Priority::Low).unwrap();
+        let h2 = c.lookup(&key(1)).unwrap();
+        c.erase(&key(1));
+        assert!(!present(&c, 1), "an erased entry was found");
+        assert_eq!(c.usage(), 300, "the charge must stay until the last release");
+        assert_eq!(c.pinned_usage(), 300);
+        drop(h1);
+        assert_eq!(c.usage(), 300);
+        assert_eq!(tag_of(&h2), 1, "the value must outlive the erase");
+        drop(h2);
+        assert_eq!(c.usage(), 0, "the last release did not free the entry");
+        assert_eq!(c.pinned_usage(), 0);
+        // Replacing a referenced entry works the same way.
+        let old = c.insert(key(2), tagged(2), 200, Priority::Low).unwrap();
+        put(&c, 2, 100, Priority::Low);
+        assert_eq!(tag_of(&c.lookup(&key(2)).unwrap()), 2);
+        assert_eq!(c.usage(), 300);
+        drop(old);
+        assert_eq!(c.usage(), 100);
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn strict_capacity_limit_refuses_inserts_when_everything_is_referenced() {
+        let mut o = CacheOptions::new(300);
+        o.num_shard_bits = 0;
+        o.metadata_charge = false;
+        o.strict_capacity_limit = true;
+        let c = LruCache::with_options(&o).unwrap();
+        let held: Vec<_> = (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+        let e = c.insert(key(3), tagged(3), 100, Priority::Low).unwrap_err();
+        assert!(matches!(e, Error::Busy(_)), "{e}");
+        assert!(e.to_string().contains("strict_capacity_limit"), "{e}");
+        assert_eq!(c.usage(), 300);
+        assert!(c.insert(key(4), tagged(4), 301, Priority::Low).is_err(), "an oversized entry was accepted");
+        drop(held);
+        drop(c.insert(key(3), tagged(3), 100, Priority::Low).unwrap());
+        assert_eq!(c.usage(), 300);
+
+        // Without the limit the insert goes over capacity, and the entry is
+        // dropped when released since the cache is still over.
+        o.strict_capacity_limit = false;
+        let c = LruCache::with_options(&o).unwrap();
+        let held: Vec<_> = (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+        let over = c.insert(key(3), tagged(3), 100, Priority::Low).unwrap();
+        assert_eq!(c.usage(), 400);
+        drop(over);
+        assert_eq!(c.usage(), 300);
+        assert!(!present(&c, 3));
+        drop(held);
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn dropping_the_cache_with_handles_out_frees_on_release() {
+        let c = cache(1000, 0.5, true);
+        let h = c.insert(key(1), tagged(1), 100, Priority::Low).unwrap();
+        put(&c, 2, 100, Priority::Low);
+        let shard = Arc::clone(&c.shards[0]);
+        drop(c);
+        assert_eq!(shard.state.lock().usage, 100);
+        assert_eq!(tag_of(&h), 1);
+        drop(h);
+        assert_eq!(shard.state.lock().usage, 0);
+        assert_eq!(Arc::strong_count(&shard), 1, "an entry still points at the shard");
     }
 }

@@ -16,7 +16,6 @@ use parking_lot::{Condvar, Mutex};
 use super::bg::PoolSizes;
 use super::table_cache::TableCache;
 use super::{BatchOp, Db, DbInner, DbState, WriteBatch};
-use crate::cache::{BlockCache, LruCache};
 use crate::error::{Error, Result};
 use crate::key::ValueKind;
 use crate::memtable::MemTable;
@@ -73,8 +72,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         VersionSet::create_new(dir, fs.as_ref())?;
     }
     let versions = VersionSet::recover(dir, Arc::clone(&fs), options.num_levels, options.max_manifest_file_size)?;
-    let block_cache: Option<Arc<dyn BlockCache>> =
-        if options.block_cache_size > 0 { Some(Arc::new(LruCache::new(options.block_cache_size))) } else { None };
+    let block_cache = crate::cache::block_cache_for(&options)?;
     let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache));
     let num_levels = options.num_levels;
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,

@@ -7,10 +7,20 @@
 //!    filter and properties blocks; data blocks are read on demand, verified
 //!    when [`ReadSettings::verify_checksums`] asks, and shared through the
 //!    block cache when one is given.
-//! 2. Any damage found (checksum, magic, lengths, varints, compression, a
+//! 2. Block cache use follows [`TableCachePolicy`] (RocksDB
+//!    `BlockBasedTableOptions`): index and filter blocks are owned by the table
+//!    unless `cache_index_and_filter_blocks` puts them in the cache (inserted
+//!    at open, read again after eviction, optionally pinned for the table's
+//!    life). Whoever uses a cached block holds a [`CacheHandle`] meanwhile: a
+//!    `get` for its duration, an iterator for its index block and its current
+//!    data block. Reads count hits, misses and inserts per block kind in the
+//!    cache's [`crate::cache::CacheStats`]. A refused insert (strict capacity
+//!    limit) fails the read with [`Error::Busy`], as RocksDB fails it with
+//!    `MemoryLimit`; a filter that cannot be read lets every key through.
+//! 3. Any damage found (checksum, magic, lengths, varints, compression, a
 //!    handle past the end) is [`Error::Corruption`] naming the file and the
 //!    offset of the block concerned; no input makes a read panic.
-//! 3. A `Table` is immutable and `Sync`; iterators are used by one thread each.
+//! 4. A `Table` is immutable and `Sync`; iterators are used by one thread each.
 //!    A [`TableIterator`] that meets an error becomes invalid for good and
 //!    reports the error through `status()`.
 
@@ -21,7 +31,7 @@ use super::filter::BloomFilter;
 use super::format::{unwrap_block, BlockHandle, Footer, FOOTER_LEN};
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
-use crate::cache::{BlockCache, CacheKey};
+use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
@@ -91,6 +101,86 @@ impl BlockReader {
         let contents = self.read_contents(handle, verify)?;
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
+
+    /// The index or filter block at `handle`, always verified.
+    fn read_meta(&self, handle: BlockHandle, kind: BlockKind) -> Result<CacheValue> {
+        Ok(match kind {
+            BlockKind::Filter => {
+                let contents = self.read_contents(handle, true)?;
+                CacheValue::Filter(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
+            }
+            BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true)?)),
+        })
+    }
+}
+
+/// How a table uses the block cache (RocksDB `BlockBasedTableOptions`).
+#[derive(Clone)]
+pub struct TableCachePolicy {
+    /// The cache blocks are shared through; `None`, or a cache of capacity 0,
+    /// reads every data block from the file.
+    pub block_cache: Option<Arc<dyn BlockCache>>,
+    /// Keep the index and filter blocks in the block cache, charged to it,
+    /// rather than in the table. RocksDB `cache_index_and_filter_blocks`; default false.
+    pub cache_index_and_filter_blocks: bool,
+    /// Insert them with [`Priority::High`]. RocksDB
+    /// `cache_index_and_filter_blocks_with_high_priority`; default true.
+    pub cache_index_and_filter_blocks_with_high_priority: bool,
+    /// Hold references to the cached index and filter blocks for the table's
+    /// whole life, so they are never evicted (they count as pinned usage). The
+    /// database sets it for L0 tables under `pin_l0_filter_and_index_blocks_in_cache`.
+    pub pin_index_and_filter_blocks: bool,
+}
+
+impl Default for TableCachePolicy {
+    fn default() -> Self {
+        TableCachePolicy {
+            block_cache: None,
+            cache_index_and_filter_blocks: false,
+            cache_index_and_filter_blocks_with_high_priority: true,
+            pin_index_and_filter_blocks: false,
+        }
+    }
+}
+
+impl TableCachePolicy {
+    /// Data blocks through `cache`, index and filter owned by the table.
+    pub fn with_cache(cache: Option<Arc<dyn BlockCache>>) -> Self {
+        TableCachePolicy { block_cache: cache, ..TableCachePolicy::default() }
+    }
+}
+
+/// Where a table keeps its index or filter block.
+enum MetaBlock {
+    /// Read at open and owned by the table.
+    Owned(CacheValue),
+    /// In the block cache, referenced by the table for its whole life.
+    Pinned(CacheHandle),
+    /// In the block cache until evicted; read again from the file then.
+    Cached(BlockHandle),
+}
+
+/// An index or filter block in use: borrowed from the table, or held through
+/// a cache handle until dropped.
+enum MetaRef<'a> {
+    Borrowed(&'a CacheValue),
+    Held(CacheHandle),
+}
+
+impl MetaRef<'_> {
+    fn value(&self) -> &CacheValue {
+        match self {
+            MetaRef::Borrowed(v) => v,
+            MetaRef::Held(h) => h.value(),
+        }
+    }
+
+    fn into_handle(self) -> Option<CacheHandle> {
+        match self {
+            MetaRef::Borrowed(_) => None,
+            MetaRef::Held(h) => Some(h),
+        }
+    }
 }
 
 /// An open table file.
@@ -98,21 +188,36 @@ pub struct Table {
     reader: BlockReader,
     file_size: u64,
     index_offset: u64,
-    index: Arc<Block>,
-    filter: Option<BloomFilter>,
+    index: MetaBlock,
+    filter: Option<MetaBlock>,
     properties: TableProperties,
     cache: Option<Arc<dyn BlockCache>>,
     cache_id: u64,
+    meta_priority: Priority,
 }
 
 impl Table {
     /// Opens the table in `file`, which holds `file_size` bytes. Reads and
     /// verifies the footer, metaindex, index, filter and properties blocks.
+    /// Data blocks go through `cache`; index and filter stay in the table.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         file_size: u64,
         file_name: String,
         cache: Option<Arc<dyn BlockCache>>,
+    ) -> Result<Arc<Table>> {
+        Table::open_with_policy(file, file_size, file_name, TableCachePolicy::with_cache(cache))
+    }
+
+    /// [`Table::open`] using the block cache as `policy` says. With
+    /// `cache_index_and_filter_blocks` the index and filter blocks are
+    /// inserted into the cache here; with `pin_index_and_filter_blocks` a
+    /// refused insert (strict capacity limit) fails the open.
+    pub fn open_with_policy(
+        file: Arc<dyn RandomAccessFile>,
+        file_size: u64,
+        file_name: String,
+        policy: TableCachePolicy,
     ) -> Result<Arc<Table>> {
         let Some(footer_at) = file_size.checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::corruption(
@@ -160,15 +265,46 @@ impl Table {
         properties.file_size = file_size;
 
         let filter = match filter_handle {
-            Some(h) => {
-                let contents = reader.read_contents(h, true)?;
-                Some(BloomFilter::from_block(contents).map_err(|r| reader.corruption(h.offset, r))?)
-            }
+            Some(h) => Some((h, reader.read_meta(h, BlockKind::Filter)?)),
             None => None,
         };
+        let index = reader.read_meta(footer.index, BlockKind::Index)?;
 
-        let index = Arc::new(reader.read(footer.index, true)?);
+        // A cache of capacity 0 caches nothing: read as without one.
+        let cache = policy.block_cache.filter(|c| c.capacity() > 0);
         let cache_id = cache.as_ref().map_or(0, |c| c.new_id());
+        let meta_priority =
+            if policy.cache_index_and_filter_blocks_with_high_priority { Priority::High } else { Priority::Low };
+        let place = |handle: BlockHandle, value: CacheValue, kind: BlockKind| -> Result<MetaBlock> {
+            let Some(cache) = cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
+                return Ok(MetaBlock::Owned(value));
+            };
+            let charge = value.size();
+            match cache.insert(CacheKey::new(cache_id, handle.offset), value, charge, meta_priority) {
+                Ok(h) => {
+                    cache.stats().record_insert(kind, charge);
+                    Ok(if policy.pin_index_and_filter_blocks {
+                        MetaBlock::Pinned(h)
+                    } else {
+                        MetaBlock::Cached(handle)
+                    })
+                }
+                Err(e) => {
+                    cache.stats().record_insert_failure(kind);
+                    // Unpinned, the block is simply read again when first used.
+                    if policy.pin_index_and_filter_blocks {
+                        Err(e)
+                    } else {
+                        Ok(MetaBlock::Cached(handle))
+                    }
+                }
+            }
+        };
+        let filter = match filter {
+            Some((h, value)) => Some(place(h, value, BlockKind::Filter)?),
+            None => None,
+        };
+        let index = place(footer.index, index, BlockKind::Index)?;
         Ok(Arc::new(Table {
             reader,
             file_size,
@@ -178,6 +314,7 @@ impl Table {
             properties,
             cache,
             cache_id,
+            meta_priority,
         }))
     }
 
@@ -197,11 +334,13 @@ impl Table {
     }
 
     /// False only when the bloom filter proves `user_key` absent; true for a
-    /// table without a filter.
+    /// table without a filter, and when the filter cannot be read (the data
+    /// block read that follows reports the damage, if any).
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            Some(f) => f.may_match(user_key),
-            None => true,
+        let Some(filter) = &self.filter else { return true };
+        match self.meta_block(filter, BlockKind::Filter) {
+            Ok(r) => r.value().filter().is_none_or(|f| f.may_match(user_key)),
+            Err(_) => true,
         }
     }
 
@@ -217,7 +356,8 @@ impl Table {
         if !self.key_may_match(wanted) {
             return Ok(None);
         }
-        let mut index = BlockIterator::new(self.index.clone(), KeyOrder::Internal);
+        let (index_block, _index_pin) = self.index_block()?;
+        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
         index.seek(lookup);
         if !index.valid() {
             return match index.corruption() {
@@ -230,7 +370,8 @@ impl Table {
         // if this block holds no entry >= lookup, no later block holds one
         // with lookup's user key.
         let handle = BlockHandle::decode_exact(index.value()).map_err(|r| self.index_corruption(&r))?;
-        let mut data = BlockIterator::new(self.data_block(handle, rs)?, KeyOrder::Internal);
+        let (data_block, _data_pin) = self.data_block(handle, rs)?;
+        let mut data = BlockIterator::new(data_block, KeyOrder::Internal);
         data.seek(lookup);
         if let Some(r) = data.corruption() {
             return Err(self.reader.corruption(handle.offset, r));
@@ -244,10 +385,12 @@ impl Table {
     /// An iterator over every entry, unpositioned.
     pub fn iter(self: &Arc<Self>, rs: ReadSettings) -> TableIterator {
         TableIterator {
-            index: BlockIterator::new(self.index.clone(), KeyOrder::Internal),
+            index: None,
+            index_pin: None,
             table: self.clone(),
             rs,
             data: None,
+            data_pin: None,
             data_handle: BlockHandle::default(),
             error: None,
         }
@@ -255,12 +398,14 @@ impl Table {
 
     /// The approximate file offset where entries `>= internal_key` begin: the
     /// offset of the data block that would hold it, or the end of the data
-    /// blocks when it is past the last key.
+    /// blocks when it is past the last key; 0 when a cached index block has
+    /// been evicted and cannot be read again.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         if internal_key.len() < TRAILER_LEN {
             return 0;
         }
-        let mut index = BlockIterator::new(self.index.clone(), KeyOrder::Internal);
+        let Ok((index_block, _index_pin)) = self.index_block() else { return 0 };
+        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
         index.seek(internal_key);
         if index.valid() {
             if let Ok(h) = BlockHandle::decode_exact(index.value()) {
@@ -274,20 +419,73 @@ impl Table {
         self.reader.corruption(self.index_offset, format!("index block: {reason}"))
     }
 
-    /// The data block at `handle`, from the cache when it is there.
-    fn data_block(&self, handle: BlockHandle, rs: &ReadSettings) -> Result<Arc<Block>> {
+    /// The index or filter block `which`: the table's own, its pinned one, or
+    /// one from the cache (read from the file and inserted on a miss).
+    fn meta_block<'a>(&'a self, which: &'a MetaBlock, kind: BlockKind) -> Result<MetaRef<'a>> {
+        let handle = match which {
+            MetaBlock::Owned(v) => return Ok(MetaRef::Borrowed(v)),
+            MetaBlock::Pinned(h) => return Ok(MetaRef::Borrowed(h.value())),
+            MetaBlock::Cached(handle) => *handle,
+        };
         let Some(cache) = &self.cache else {
-            return Ok(Arc::new(self.reader.read(handle, rs.verify_checksums)?));
+            return Ok(MetaRef::Held(CacheHandle::uncached(self.reader.read_meta(handle, kind)?)));
         };
         let key = CacheKey::new(self.cache_id, handle.offset);
-        if let Some(block) = cache.lookup(&key) {
-            return Ok(block);
+        if let Some(h) = cache.lookup(&key) {
+            cache.stats().record_hit(kind);
+            return Ok(MetaRef::Held(h));
         }
+        cache.stats().record_miss(kind);
+        let value = self.reader.read_meta(handle, kind)?;
+        let charge = value.size();
+        match cache.insert(key, value, charge, self.meta_priority) {
+            Ok(h) => {
+                cache.stats().record_insert(kind, charge);
+                Ok(MetaRef::Held(h))
+            }
+            Err(e) => {
+                cache.stats().record_insert_failure(kind);
+                Err(e)
+            }
+        }
+    }
+
+    /// The index block, and the handle that keeps it cached while it is used.
+    fn index_block(&self) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+        let r = self.meta_block(&self.index, BlockKind::Index)?;
+        let block = r.value().block().cloned().ok_or_else(|| self.index_corruption("cached as a filter"))?;
+        Ok((block, r.into_handle()))
+    }
+
+    /// The data block at `handle`, from the cache when it is there, and the
+    /// handle that keeps it cached while it is used.
+    fn data_block(&self, handle: BlockHandle, rs: &ReadSettings) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+        let Some(cache) = &self.cache else {
+            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums)?), None));
+        };
+        let key = CacheKey::new(self.cache_id, handle.offset);
+        if let Some(h) = cache.lookup(&key) {
+            if let Some(block) = h.value().block() {
+                cache.stats().record_hit(BlockKind::Data);
+                return Ok((Arc::clone(block), Some(h)));
+            }
+        }
+        cache.stats().record_miss(BlockKind::Data);
         let block = Arc::new(self.reader.read(handle, rs.verify_checksums)?);
-        if rs.fill_cache {
-            cache.insert(key, block.clone(), block.size());
+        if !rs.fill_cache {
+            return Ok((block, None));
         }
-        Ok(block)
+        let charge = block.size();
+        match cache.insert(key, CacheValue::Block(Arc::clone(&block)), charge, Priority::Low) {
+            Ok(h) => {
+                cache.stats().record_insert(BlockKind::Data, charge);
+                Ok((block, Some(h)))
+            }
+            Err(e) => {
+                cache.stats().record_insert_failure(BlockKind::Data);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -297,34 +495,73 @@ impl Table {
 pub struct TableIterator {
     table: Arc<Table>,
     rs: ReadSettings,
-    index: BlockIterator,
+    /// Loaded on first positioning.
+    index: Option<BlockIterator>,
+    /// Keeps a cached index block referenced while the iterator lives.
+    index_pin: Option<CacheHandle>,
     data: Option<BlockIterator>,
+    /// Keeps the cached block `data` iterates referenced.
+    data_pin: Option<CacheHandle>,
     /// Handle of the block `data` iterates.
     data_handle: BlockHandle,
     error: Option<Error>,
 }
 
 impl TableIterator {
+    /// The index iterator, loading the index block on first use; `None` (with
+    /// the error recorded) when it cannot be read.
+    fn index(&mut self) -> Option<&mut BlockIterator> {
+        if self.index.is_none() {
+            match self.table.index_block() {
+                Ok((block, pin)) => {
+                    self.index = Some(BlockIterator::new(block, KeyOrder::Internal));
+                    self.index_pin = pin;
+                }
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            }
+        }
+        self.index.as_mut()
+    }
+
+    fn clear_data(&mut self) {
+        self.data = None;
+        self.data_pin = None;
+    }
+
     /// Points `data` at the block the index entry names (reusing it when it is
     /// already there). False when the index is exhausted or on error.
     fn load_data_block(&mut self) -> bool {
-        if !self.index.valid() {
-            self.data = None;
-            if let Some(r) = self.index.corruption() {
-                self.error = Some(self.table.index_corruption(r));
+        let decoded = match &self.index {
+            Some(index) if index.valid() => {
+                BlockHandle::decode_exact(index.value()).map_err(|r| self.table.index_corruption(&r))
             }
-            return false;
-        }
-        let handle = match BlockHandle::decode_exact(self.index.value()) {
+            Some(index) => {
+                let error = index.corruption().map(|r| self.table.index_corruption(r));
+                self.clear_data();
+                if error.is_some() {
+                    self.error = error;
+                }
+                return false;
+            }
+            None => {
+                self.clear_data();
+                return false;
+            }
+        };
+        let handle = match decoded {
             Ok(h) => h,
-            Err(r) => return self.fail(self.table.index_corruption(&r)),
+            Err(e) => return self.fail(e),
         };
         if self.data.is_some() && self.data_handle == handle {
             return true;
         }
         match self.table.data_block(handle, &self.rs) {
-            Ok(block) => {
+            Ok((block, pin)) => {
                 self.data = Some(BlockIterator::new(block, KeyOrder::Internal));
+                self.data_pin = pin;
                 self.data_handle = handle;
                 true
             }
@@ -333,7 +570,7 @@ impl TableIterator {
     }
 
     fn fail(&mut self, e: Error) -> bool {
-        self.data = None;
+        self.clear_data();
         self.error = Some(e);
         false
     }
@@ -355,11 +592,13 @@ impl TableIterator {
 
     fn skip_empty_blocks_forward(&mut self) {
         while !self.data_positioned() && self.error.is_none() {
-            if !self.index.valid() {
-                self.data = None;
-                return;
+            match self.index.as_mut() {
+                Some(index) if index.valid() => index.next(),
+                _ => {
+                    self.clear_data();
+                    return;
+                }
             }
-            self.index.next();
             if !self.load_data_block() {
                 return;
             }
@@ -371,11 +610,13 @@ impl TableIterator {
 
     fn skip_empty_blocks_backward(&mut self) {
         while !self.data_positioned() && self.error.is_none() {
-            if !self.index.valid() {
-                self.data = None;
-                return;
+            match self.index.as_mut() {
+                Some(index) if index.valid() => index.prev(),
+                _ => {
+                    self.clear_data();
+                    return;
+                }
             }
-            self.index.prev();
             if !self.load_data_block() {
                 return;
             }
@@ -406,7 +647,8 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        self.index.seek_to_first();
+        let Some(index) = self.index() else { return };
+        index.seek_to_first();
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek_to_first();
@@ -419,7 +661,8 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        self.index.seek_to_last();
+        let Some(index) = self.index() else { return };
+        index.seek_to_last();
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek_to_last();
@@ -432,7 +675,8 @@ impl InternalIterator for TableIterator {
         if !self.check_target(target) {
             return;
         }
-        self.index.seek(target);
+        let Some(index) = self.index() else { return };
+        index.seek(target);
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek(target);
@@ -447,9 +691,10 @@ impl InternalIterator for TableIterator {
         }
         // The first block whose index key is >= target may hold the answer;
         // if it holds nothing <= target, the previous block's last entry is it.
-        self.index.seek(target);
-        if !self.index.valid() && self.index.corruption().is_none() {
-            self.index.seek_to_last();
+        let Some(index) = self.index() else { return };
+        index.seek(target);
+        if !index.valid() && index.corruption().is_none() {
+            index.seek_to_last();
         }
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
@@ -504,7 +749,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::cache::LruCache;
+    use crate::cache::{new_cache, CacheOptions, CacheType, LruCache};
     use crate::fs::WritableFile;
     use crate::iter::VecIterator;
     use crate::key::{compare_internal_keys, make_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
@@ -829,10 +1074,169 @@ mod tests {
         assert_eq!(cache.usage(), 2 * usage);
 
         // A full scan through a small cache keeps it within capacity.
-        let small: Arc<dyn BlockCache> = Arc::new(LruCache::with_shard_bits(2048, 0));
+        let small: Arc<dyn BlockCache> =
+            Arc::new(LruCache::with_options(&CacheOptions { num_shard_bits: 0, ..CacheOptions::new(2048) }).unwrap());
         let t3 = Table::open(file, bytes.len() as u64, "c.sst".into(), Some(small.clone())).unwrap();
         assert_eq!(scan_forward(&t3, rs).unwrap(), entries);
         assert!(small.usage() > 0 && small.usage() <= 2048);
+    }
+
+    /// A table of many small blocks, in memory with a read counter.
+    fn cached_table_file() -> (Arc<MemRandom>, u64, Entries) {
+        let entries = sample_entries(3000);
+        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
+        let len = bytes.len() as u64;
+        (MemRandom::new(bytes), len, entries)
+    }
+
+    fn policy(cache: &Arc<dyn BlockCache>, high_priority: bool, pin: bool) -> TableCachePolicy {
+        TableCachePolicy {
+            block_cache: Some(Arc::clone(cache)),
+            cache_index_and_filter_blocks: true,
+            cache_index_and_filter_blocks_with_high_priority: high_priority,
+            pin_index_and_filter_blocks: pin,
+        }
+    }
+
+    fn cache_of(cache_type: CacheType, capacity: usize) -> Arc<dyn BlockCache> {
+        let o = CacheOptions { num_shard_bits: 0, estimated_entry_charge: 600, ..CacheOptions::new(capacity) };
+        new_cache(cache_type, &o).unwrap()
+    }
+
+    fn empty_block() -> CacheValue {
+        CacheValue::Block(Arc::new(Block::new(BlockBuilder::new(1).finish()).unwrap()))
+    }
+
+    /// Fills `cache` with unrelated high-priority blocks so everything
+    /// unreferenced goes.
+    fn flood(cache: &Arc<dyn BlockCache>) {
+        let id = cache.new_id();
+        for i in 0..(4 * cache.capacity() / 512) as u64 {
+            drop(cache.insert(CacheKey::new(id, i), empty_block(), 512, Priority::High).unwrap());
+        }
+    }
+
+    #[test]
+    fn index_and_filter_blocks_go_through_the_cache_when_asked() {
+        for cache_type in [CacheType::Lru, CacheType::Clock] {
+            let (file, len, entries) = cached_table_file();
+            let cache = cache_of(cache_type, 1 << 20);
+            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, false)).unwrap();
+            let p = t.properties();
+            let s = cache.stats().snapshot();
+            assert_eq!((s.index.inserts, s.filter.inserts, s.data.inserts), (1, 1, 0), "{cache_type:?}");
+            assert!(s.index.bytes_inserted > 0 && s.filter.bytes_inserted + 6 >= p.filter_size);
+            assert!(cache.usage() as u64 >= s.index.bytes_inserted + s.filter.bytes_inserted);
+            assert_eq!(cache.pinned_usage(), 0, "unpinned blocks are referenced");
+
+            let rs = ReadSettings::default();
+            assert_eq!(t.get(&rs, &entries[10].0).unwrap(), Some(entries[10].clone()));
+            let s = cache.stats().snapshot();
+            assert_eq!((s.index.hits, s.filter.hits, s.data.misses, s.data.inserts), (1, 1, 1, 1));
+            assert!(!t.key_may_match(b"absent-key-1"));
+            assert_eq!(cache.stats().snapshot().filter.hits, 2);
+
+            // Evicted, they are read again from the file and cached again.
+            flood(&cache);
+            let reads = file.reads.load(AtomicOrdering::SeqCst);
+            assert_eq!(t.get(&rs, &entries[20].0).unwrap(), Some(entries[20].clone()));
+            assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 3, "filter, index and data re-read");
+            let s = cache.stats().snapshot();
+            assert_eq!((s.index.misses, s.filter.misses, s.index.inserts, s.filter.inserts), (1, 1, 2, 2));
+            assert_eq!(scan_forward(&t, rs).unwrap(), entries);
+        }
+    }
+
+    #[test]
+    fn pinned_index_and_filter_blocks_survive_eviction_pressure() {
+        for cache_type in [CacheType::Lru, CacheType::Clock] {
+            let (file, len, entries) = cached_table_file();
+            let cache = cache_of(cache_type, 64 << 10);
+            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, true)).unwrap();
+            let s = cache.stats().snapshot();
+            let pinned = cache.pinned_usage() as u64;
+            assert!(pinned >= s.index.bytes_inserted + s.filter.bytes_inserted, "{cache_type:?}: pinned {pinned}");
+            flood(&cache);
+            assert_eq!(cache.pinned_usage() as u64, pinned);
+            let reads = file.reads.load(AtomicOrdering::SeqCst);
+            assert_eq!(t.get(&ReadSettings::default(), &entries[5].0).unwrap(), Some(entries[5].clone()));
+            assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1, "only the data block is read");
+            let s = cache.stats().snapshot();
+            assert_eq!((s.index.misses, s.filter.misses), (0, 0), "pinned blocks are not even looked up");
+            drop(t);
+            assert_eq!(cache.pinned_usage(), 0, "closing the table releases its pins");
+        }
+    }
+
+    #[test]
+    fn high_priority_index_and_filter_blocks_survive_a_scan() {
+        // 48 KiB of LRU, half of it for high priority; the scan reads far more.
+        let filter_misses_after_scan = |high_priority: bool| {
+            let (file, len, entries) = cached_table_file();
+            let cache = cache_of(CacheType::Lru, 48 << 10);
+            let t = Table::open_with_policy(file, len, "c.sst".into(), policy(&cache, high_priority, false)).unwrap();
+            assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
+            let s = cache.stats().snapshot();
+            assert!(s.data.bytes_inserted as usize > 4 * cache.capacity(), "{s:?}");
+            assert!(!t.key_may_match(b"absent-key-1"));
+            cache.stats().snapshot().filter.misses
+        };
+        assert_eq!(filter_misses_after_scan(true), 0, "the scan flushed a high-priority filter");
+        // Control: at low priority the same scan flushes it.
+        assert_eq!(filter_misses_after_scan(false), 1);
+    }
+
+    #[test]
+    fn a_cache_of_capacity_zero_caches_nothing() {
+        for cache_type in [CacheType::Lru, CacheType::Clock] {
+            let (file, len, entries) = cached_table_file();
+            let cache = cache_of(cache_type, 0);
+            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, true)).unwrap();
+            let rs = ReadSettings::default();
+            for _ in 0..2 {
+                let reads = file.reads.load(AtomicOrdering::SeqCst);
+                assert_eq!(t.get(&rs, &entries[7].0).unwrap(), Some(entries[7].clone()));
+                assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1, "{cache_type:?}");
+            }
+            assert_eq!((cache.usage(), cache.stats().snapshot().total()), (0, Default::default()));
+        }
+    }
+
+    #[test]
+    fn the_strict_capacity_limit_fails_reads_that_cannot_be_cached() {
+        for cache_type in [CacheType::Lru, CacheType::Clock] {
+            let (file, len, entries) = cached_table_file();
+            let o = CacheOptions {
+                num_shard_bits: 0,
+                strict_capacity_limit: true,
+                estimated_entry_charge: 600,
+                ..CacheOptions::new(32 << 10)
+            };
+            let cache = new_cache(cache_type, &o).unwrap();
+            let t = Table::open(file, len, "c.sst".into(), Some(Arc::clone(&cache))).unwrap();
+            let rs = ReadSettings::default();
+            assert!(t.get(&rs, &entries[1].0).unwrap().is_some());
+            // Everything else in the cache is in use, and no room is left.
+            let id = cache.new_id();
+            let mut held = Vec::new();
+            for charge in [1024, 64, 1] {
+                while let Ok(h) =
+                    cache.insert(CacheKey::new(id, held.len() as u64), empty_block(), charge, Priority::Low)
+                {
+                    held.push(h);
+                    assert!(held.len() < 10_000, "{cache_type:?}: the strict limit never refused an insert");
+                }
+            }
+            let e = t.get(&rs, &entries[2000].0).unwrap_err();
+            assert!(matches!(e, Error::Busy(_)), "{cache_type:?}: {e}");
+            assert!(cache.stats().snapshot().data.insert_failures >= 1);
+            // Reads that do not fill the cache still work, and so does
+            // everything once the handles are released.
+            let no_fill = ReadSettings { verify_checksums: true, fill_cache: false };
+            assert!(t.get(&no_fill, &entries[2000].0).unwrap().is_some());
+            drop(held);
+            assert!(t.get(&rs, &entries[2000].0).unwrap().is_some());
+        }
     }
 
     #[test]

@@ -1,0 +1,872 @@
+//! A clock block cache in the spirit of RocksDB's HyperClockCache
+//! (`cache/clock_cache.cc`): lookups and releases take no lock.
+//!
+//! Layout: the capacity is split over `2^num_shard_bits` shards (automatic:
+//! shards of at least 32 MiB, as HyperClockCache). Each shard is a fixed
+//! open-addressing table of 64-byte slots sized from its capacity
+//! (`capacity / estimated_entry_charge / 0.7`, a power of two), probed by
+//! double hashing, filled to at most 84% (RocksDB's `kLoadFactor` and
+//! `kStrictLoadFactor`).
+//!
+//! A slot holds one atomic word, `meta`, plus the key (two atomics), a count
+//! of `displacements` (entries whose probe passed this slot, so a lookup may
+//! stop at a slot with none) and the entry. `meta` packs:
+//!
+//! ```text
+//! bits 0-1  state: EMPTY, WRITING (one writer owns the slot), VISIBLE
+//! bits 2-3  clock countdown 0..=3
+//! bits 4-63 readers inside the slot (lookups between acquire and release)
+//! ```
+//!
+//! Protocol: a reader adds one reader and proceeds only if the state it saw
+//! was VISIBLE; it then reads the key and clones the entry's `Arc`, resets the
+//! countdown to 3 (a hit), and removes its reader. A writer enters WRITING
+//! only by compare-and-swap, from EMPTY, or from VISIBLE with no readers, so a
+//! slot's entry is written only while nobody can read it; leaving WRITING
+//! publishes with release ordering. This is the only `unsafe` in the cache,
+//! confined to [`ReadGuard`] and [`WriteGuard`].
+//!
+//! Handles: a handle is a clone of the entry's `Arc`, so a release is one
+//! atomic decrement and needs no table access. The slot's own `Arc` is the
+//! cache's reference: an entry is referenced when its strong count exceeds 1.
+//! Eviction takes a slot into WRITING (so no lookup can clone meanwhile) and
+//! evicts only if the count is then 1; otherwise it puts the entry back. An
+//! entry erased or replaced while referenced leaves the table and lives on in
+//! its handles, still charged; its `Drop` gives the charge back, so usage
+//! falls when the last handle goes. (An unreferenced entry is uncharged as it
+//! leaves the table, so eviction sees the room it made at once.)
+//!
+//! Inserts and erases take the shard's mutex (a small lock: one writer per
+//! shard keeps displacement counts and eviction simple); lookups never do.
+//! Eviction sweeps a hand over the slots: an unreferenced VISIBLE slot with
+//! countdown > 0 is decremented, one at 0 is evicted. New entries start at
+//! countdown 3 (high priority) or 2 (low), as HyperClockCache's
+//! `kHighCountdown`/`kLowCountdown`, so a scan's blocks go before hot ones.
+//! When nothing is evictable an insert fails (strict limit) or the entry is
+//! handed out "standalone": charged and referenced, but not in the table.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{
+    shard_capacity, shard_index, strict_limit_error, BlockCache, CacheHandle, CacheKey, CacheOptions, CacheStats,
+    CacheValue, HandleInner, Priority,
+};
+use crate::error::Result;
+
+/// Shards hold at least this much when the shard count is automatic
+/// (HyperClockCache: "larger shard size to reduce risk of large entries
+/// clustering or skewing individual shards").
+const MIN_SHARD_SIZE: usize = 32 << 20;
+/// Slots per expected entry: the table is sized for this load.
+const LOAD_FACTOR: f64 = 0.7;
+/// The most a table is filled before inserts evict by count.
+const STRICT_LOAD_FACTOR: f64 = 0.84;
+const MIN_TABLE_LEN: usize = 16;
+/// 2^26 slots of 64 bytes: 4 GiB of table per shard at most.
+const MAX_TABLE_LEN: usize = 1 << 26;
+/// A slot and an entry, and the entry's `Arc` counts.
+const METADATA_CHARGE: usize =
+    std::mem::size_of::<Slot>() + std::mem::size_of::<ClockEntry>() + 2 * std::mem::size_of::<usize>();
+
+const STATE_MASK: u64 = 0b11;
+const EMPTY: u64 = 0;
+const WRITING: u64 = 1;
+const VISIBLE: u64 = 2;
+const COUNTDOWN_SHIFT: u32 = 2;
+const COUNTDOWN_MASK: u64 = 0b11 << COUNTDOWN_SHIFT;
+const COUNTDOWN_ONE: u64 = 1 << COUNTDOWN_SHIFT;
+const MAX_COUNTDOWN: u64 = 3;
+const HIGH_COUNTDOWN: u64 = 3;
+const LOW_COUNTDOWN: u64 = 2;
+const READER_SHIFT: u32 = 4;
+const ONE_READER: u64 = 1 << READER_SHIFT;
+
+fn state(meta: u64) -> u64 {
+    meta & STATE_MASK
+}
+
+fn countdown(meta: u64) -> u64 {
+    (meta & COUNTDOWN_MASK) >> COUNTDOWN_SHIFT
+}
+
+fn readers(meta: u64) -> u64 {
+    meta >> READER_SHIFT
+}
+
+/// A cached value and its charge; shared by the slot and every handle.
+pub(super) struct ClockEntry {
+    value: CacheValue,
+    charge: usize,
+    counters: Arc<ShardCounters>,
+    /// Left the table while referenced (erased, replaced) or never entered it
+    /// (standalone): its charge stays in `usage`, and is also counted in
+    /// `detached`, until `Drop` releases both.
+    detached: AtomicBool,
+}
+
+impl ClockEntry {
+    pub(super) fn value(&self) -> &CacheValue {
+        &self.value
+    }
+}
+
+impl Drop for ClockEntry {
+    fn drop(&mut self) {
+        // An entry leaving the table unreferenced was uncharged right then.
+        if *self.detached.get_mut() {
+            self.counters.usage.fetch_sub(self.charge, Ordering::Relaxed);
+            self.counters.detached.fetch_sub(self.charge, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Charges of a shard: updated by its writer, and by the `Drop` of detached entries.
+#[derive(Default)]
+struct ShardCounters {
+    usage: AtomicUsize,
+    detached: AtomicUsize,
+}
+
+#[repr(align(64))]
+struct Slot {
+    meta: AtomicU64,
+    key_id: AtomicU64,
+    key_offset: AtomicU64,
+    displacements: AtomicU32,
+    entry: UnsafeCell<Option<Arc<ClockEntry>>>,
+}
+
+// SAFETY: the only non-`Sync` field is `entry`, and it is accessed only through
+// `ReadGuard` (shared reads while the slot is VISIBLE with the reader counted)
+// and `WriteGuard` (exclusive access while the slot is WRITING, entered by a
+// compare-and-swap only one thread can win and only when no reader is inside).
+// Those two states exclude each other, so reads never race with writes.
+#[allow(unsafe_code)]
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            meta: AtomicU64::new(EMPTY),
+            key_id: AtomicU64::new(0),
+            key_offset: AtomicU64::new(0),
+            displacements: AtomicU32::new(0),
+            entry: UnsafeCell::new(None),
+        }
+    }
+
+    fn holds(&self, key: &CacheKey) -> bool {
+        self.key_id.load(Ordering::Relaxed) == key.cache_id
+            && self.key_offset.load(Ordering::Relaxed) == key.block_offset
+    }
+
+    fn key(&self) -> CacheKey {
+        CacheKey::new(self.key_id.load(Ordering::Relaxed), self.key_offset.load(Ordering::Relaxed))
+    }
+}
+
+/// A reader inside a VISIBLE slot: while it lives the slot stays VISIBLE and
+/// its key and entry do not change.
+struct ReadGuard<'a> {
+    slot: &'a Slot,
+    /// `meta` as the reader found it.
+    meta: u64,
+}
+
+impl<'a> ReadGuard<'a> {
+    fn acquire(slot: &'a Slot) -> Option<Self> {
+        let meta = slot.meta.fetch_add(ONE_READER, Ordering::Acquire);
+        if state(meta) == VISIBLE {
+            Some(ReadGuard { slot, meta })
+        } else {
+            slot.meta.fetch_sub(ONE_READER, Ordering::Release);
+            None
+        }
+    }
+
+    fn entry(&self) -> Option<&Arc<ClockEntry>> {
+        // SAFETY: this guard was created by an increment that saw VISIBLE, and
+        // its reader is still counted, so no `WriteGuard` can be created (that
+        // needs EMPTY, or VISIBLE with zero readers) until it is dropped: the
+        // cell is not written while this borrow lives. The writer published
+        // the cell with a release store that our acquire increment read.
+        #[allow(unsafe_code)]
+        unsafe {
+            (*self.slot.entry.get()).as_ref()
+        }
+    }
+}
+
+impl Drop for ReadGuard<'_> {
+    fn drop(&mut self) {
+        self.slot.meta.fetch_sub(ONE_READER, Ordering::Release);
+    }
+}
+
+/// Exclusive ownership of a slot in state WRITING. Dropping it publishes the
+/// slot: VISIBLE with `countdown` if it holds an entry, else EMPTY.
+struct WriteGuard<'a> {
+    slot: &'a Slot,
+    countdown: u64,
+}
+
+impl<'a> WriteGuard<'a> {
+    /// Takes an EMPTY slot (readers passing through may be counted; they saw
+    /// EMPTY and will not read).
+    fn claim_empty(slot: &'a Slot) -> Option<Self> {
+        slot.meta
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |m| (state(m) == EMPTY).then_some(m | WRITING))
+            .ok()
+            .map(|_| WriteGuard { slot, countdown: 0 })
+    }
+
+    /// Takes a VISIBLE slot no reader is inside.
+    fn lock_visible(slot: &'a Slot) -> Option<Self> {
+        slot.meta
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |m| {
+                (state(m) == VISIBLE && readers(m) == 0).then_some((m & !STATE_MASK) | WRITING)
+            })
+            .ok()
+            .map(|m| WriteGuard { slot, countdown: countdown(m) })
+    }
+
+    fn entry(&self) -> Option<&Arc<ClockEntry>> {
+        // SAFETY: the slot is WRITING and this guard is its only owner (see
+        // `cell`); nothing writes the cell while `&self` is borrowed.
+        #[allow(unsafe_code)]
+        unsafe {
+            (*self.slot.entry.get()).as_ref()
+        }
+    }
+
+    fn cell(&mut self) -> &mut Option<Arc<ClockEntry>> {
+        // SAFETY: the guard exists only after a compare-and-swap into WRITING
+        // that exactly one thread can win: from EMPTY (no `ReadGuard` exists
+        // outside VISIBLE) or from VISIBLE with zero readers. Until `drop`
+        // leaves WRITING no `ReadGuard` or other `WriteGuard` can be made, and
+        // the acquire swap ordered every earlier reader's reads before us.
+        #[allow(unsafe_code)]
+        unsafe {
+            &mut *self.slot.entry.get()
+        }
+    }
+
+    fn take(&mut self) -> Option<Arc<ClockEntry>> {
+        self.cell().take()
+    }
+
+    fn put(&mut self, key: &CacheKey, entry: Arc<ClockEntry>, countdown: u64) {
+        self.slot.key_id.store(key.cache_id, Ordering::Relaxed);
+        self.slot.key_offset.store(key.block_offset, Ordering::Relaxed);
+        *self.cell() = Some(entry);
+        self.countdown = countdown;
+    }
+}
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        let low_bits = if self.entry().is_some() { VISIBLE | (self.countdown << COUNTDOWN_SHIFT) } else { EMPTY };
+        // Readers only add and remove themselves meanwhile: keep their count.
+        let _ = self.slot.meta.fetch_update(Ordering::Release, Ordering::Relaxed, |m| {
+            Some((m & !(STATE_MASK | COUNTDOWN_MASK)) | low_bits)
+        });
+    }
+}
+
+/// What only the shard's writer (the holder of its mutex) touches.
+struct WriterState {
+    hand: usize,
+    occupancy: usize,
+}
+
+#[repr(align(128))]
+struct ClockShard {
+    slots: Box<[Slot]>,
+    mask: usize,
+    capacity: usize,
+    occupancy_limit: usize,
+    strict: bool,
+    counters: Arc<ShardCounters>,
+    writer: Mutex<WriterState>,
+}
+
+impl ClockShard {
+    fn new(capacity: usize, o: &CacheOptions, metadata: usize) -> Self {
+        let per_entry = (o.estimated_entry_charge + metadata).max(1) as f64;
+        let wanted = (capacity as f64 / per_entry / LOAD_FACTOR).ceil() as usize;
+        let len = wanted.clamp(MIN_TABLE_LEN, MAX_TABLE_LEN).next_power_of_two();
+        ClockShard {
+            slots: (0..len).map(|_| Slot::new()).collect(),
+            mask: len - 1,
+            capacity,
+            occupancy_limit: ((len as f64 * STRICT_LOAD_FACTOR) as usize).max(1),
+            strict: o.strict_capacity_limit,
+            counters: Arc::new(ShardCounters::default()),
+            writer: Mutex::new(WriterState { hand: 0, occupancy: 0 }),
+        }
+    }
+
+    /// The slots a key with `hash` may occupy, in probe order (double
+    /// hashing: an odd step visits every slot of a power-of-two table).
+    fn probe(&self, hash: u64) -> impl Iterator<Item = usize> + '_ {
+        let home = hash as usize;
+        let step = ((hash >> 32) as usize | 1) & self.mask;
+        (0..self.slots.len()).map(move |i| home.wrapping_add(i.wrapping_mul(step)) & self.mask)
+    }
+
+    fn lookup(&self, key: &CacheKey, hash: u64) -> Option<Arc<ClockEntry>> {
+        for i in self.probe(hash) {
+            let slot = &self.slots[i];
+            if state(slot.meta.load(Ordering::Acquire)) == VISIBLE && slot.holds(key) {
+                if let Some(g) = ReadGuard::acquire(slot) {
+                    if let (true, Some(entry)) = (slot.holds(key), g.entry()) {
+                        let entry = Arc::clone(entry);
+                        if countdown(g.meta) < MAX_COUNTDOWN {
+                            slot.meta.fetch_or(COUNTDOWN_MASK, Ordering::Relaxed);
+                        }
+                        return Some(entry);
+                    }
+                }
+            }
+            if slot.displacements.load(Ordering::Relaxed) == 0 {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The slot holding `key`; the caller holds the writer mutex, so slots
+    /// change state only by its hand.
+    fn find_locked(&self, key: &CacheKey, hash: u64, _w: &WriterState) -> Option<usize> {
+        for i in self.probe(hash) {
+            let slot = &self.slots[i];
+            if state(slot.meta.load(Ordering::Acquire)) == VISIBLE && slot.holds(key) {
+                return Some(i);
+            }
+            if slot.displacements.load(Ordering::Relaxed) == 0 {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Empties slot `i`, owned through `g`, and undoes its key's displacements.
+    fn remove_locked(&self, i: usize, mut g: WriteGuard<'_>, w: &mut WriterState, freed: &mut Vec<Arc<ClockEntry>>) {
+        let entry = g.take();
+        let hash = self.slots[i].key().hash64();
+        drop(g);
+        for j in self.probe(hash) {
+            if j == i {
+                break;
+            }
+            self.slots[j].displacements.fetch_sub(1, Ordering::Relaxed);
+        }
+        w.occupancy -= 1;
+        if let Some(e) = entry {
+            // Out of the slot, no new handle can appear: a count of 1 is final.
+            if Arc::strong_count(&e) > 1 {
+                e.detached.store(true, Ordering::Relaxed);
+                self.counters.detached.fetch_add(e.charge, Ordering::Relaxed);
+            } else {
+                self.counters.usage.fetch_sub(e.charge, Ordering::Relaxed);
+            }
+            freed.push(e);
+        }
+    }
+
+    /// Removes the entry for `key` whatever its references (erase, replace),
+    /// waiting out readers inside its slot.
+    fn remove_key_locked(&self, key: &CacheKey, hash: u64, w: &mut WriterState, freed: &mut Vec<Arc<ClockEntry>>) {
+        let Some(i) = self.find_locked(key, hash, w) else { return };
+        let mut spins = 0u32;
+        let g = loop {
+            if let Some(g) = WriteGuard::lock_visible(&self.slots[i]) {
+                break g;
+            }
+            // Readers stay only to clone an `Arc`; a preempted one may take longer.
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        };
+        self.remove_locked(i, g, w, freed);
+    }
+
+    /// Sweeps the hand until `charge` more bytes fit and a slot is free, or
+    /// every slot has had enough visits to count down from 3 and be evicted.
+    fn evict(&self, charge: usize, w: &mut WriterState, freed: &mut Vec<Arc<ClockEntry>>) {
+        let max_steps = self.slots.len() * (MAX_COUNTDOWN as usize + 2);
+        let mut steps = 0;
+        while (self.counters.usage.load(Ordering::Relaxed) + charge > self.capacity
+            || w.occupancy >= self.occupancy_limit)
+            && steps < max_steps
+        {
+            steps += 1;
+            let i = w.hand;
+            w.hand = (i + 1) & self.mask;
+            let slot = &self.slots[i];
+            let meta = slot.meta.load(Ordering::Relaxed);
+            if state(meta) != VISIBLE || readers(meta) > 0 {
+                continue;
+            }
+            if countdown(meta) > 0 {
+                let _ = slot.meta.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |m| {
+                    (state(m) == VISIBLE && countdown(m) > 0).then(|| m - COUNTDOWN_ONE)
+                });
+                continue;
+            }
+            let Some(g) = WriteGuard::lock_visible(slot) else { continue };
+            if g.entry().is_some_and(|e| Arc::strong_count(e) > 1) {
+                // Referenced: dropping the guard puts it back as it was.
+                continue;
+            }
+            self.remove_locked(i, g, w, freed);
+        }
+    }
+
+    fn insert(
+        &self,
+        key: CacheKey,
+        hash: u64,
+        value: CacheValue,
+        charge: usize,
+        priority: Priority,
+    ) -> Result<CacheHandle> {
+        if charge > self.capacity {
+            // It could only be cached by flushing the whole shard.
+            return if self.strict {
+                Err(strict_limit_error(charge, self.capacity))
+            } else {
+                Ok(CacheHandle::uncached(value))
+            };
+        }
+        let mut freed = Vec::new();
+        let mut w = self.writer.lock();
+        self.remove_key_locked(&key, hash, &mut w, &mut freed);
+        self.evict(charge, &mut w, &mut freed);
+        let fits =
+            self.counters.usage.load(Ordering::Relaxed) + charge <= self.capacity && w.occupancy < self.occupancy_limit;
+        if !fits && self.strict {
+            drop(w);
+            drop(freed);
+            return Err(strict_limit_error(charge, self.capacity));
+        }
+        self.counters.usage.fetch_add(charge, Ordering::Relaxed);
+        let entry = Arc::new(ClockEntry {
+            value,
+            charge,
+            counters: Arc::clone(&self.counters),
+            detached: AtomicBool::new(false),
+        });
+        let countdown = if priority == Priority::High { HIGH_COUNTDOWN } else { LOW_COUNTDOWN };
+        let mut placed = false;
+        if fits {
+            for (n, i) in self.probe(hash).enumerate() {
+                let slot = &self.slots[i];
+                if state(slot.meta.load(Ordering::Relaxed)) != EMPTY {
+                    continue;
+                }
+                if let Some(mut g) = WriteGuard::claim_empty(slot) {
+                    // Count the slots passed before the entry becomes visible,
+                    // so no lookup stops short of it.
+                    for j in self.probe(hash).take(n) {
+                        self.slots[j].displacements.fetch_add(1, Ordering::Relaxed);
+                    }
+                    g.put(&key, Arc::clone(&entry), countdown);
+                    placed = true;
+                    break;
+                }
+            }
+        }
+        if placed {
+            w.occupancy += 1;
+        } else {
+            // Standalone: charged while referenced, never found.
+            entry.detached.store(true, Ordering::Relaxed);
+            self.counters.detached.fetch_add(charge, Ordering::Relaxed);
+        }
+        drop(w);
+        drop(freed);
+        Ok(CacheHandle { inner: HandleInner::Clock(entry) })
+    }
+
+    fn erase(&self, key: &CacheKey, hash: u64) {
+        let mut freed = Vec::new();
+        let mut w = self.writer.lock();
+        self.remove_key_locked(key, hash, &mut w, &mut freed);
+        drop(w);
+        drop(freed);
+    }
+
+    fn pinned_usage(&self) -> usize {
+        let mut pinned = self.counters.detached.load(Ordering::Relaxed);
+        for slot in self.slots.iter() {
+            if state(slot.meta.load(Ordering::Relaxed)) != VISIBLE {
+                continue;
+            }
+            if let Some(g) = ReadGuard::acquire(slot) {
+                if let Some(e) = g.entry().filter(|e| Arc::strong_count(e) > 1) {
+                    pinned += e.charge;
+                }
+            }
+        }
+        pinned
+    }
+}
+
+/// A block cache with lock-free lookups and clock eviction. See the module
+/// documentation.
+pub struct ClockCache {
+    shards: Box<[ClockShard]>,
+    shard_bits: u32,
+    capacity: usize,
+    metadata_charge: bool,
+    next_id: AtomicU64,
+    stats: CacheStats,
+}
+
+impl ClockCache {
+    /// A cache built as `options` say; refuses values out of range.
+    pub fn with_options(options: &CacheOptions) -> Result<Self> {
+        options.validate()?;
+        let shard_bits = options.shard_bits(MIN_SHARD_SIZE);
+        let n = 1usize << shard_bits;
+        let metadata = if options.metadata_charge { METADATA_CHARGE } else { 0 };
+        let shards =
+            (0..n).map(|i| ClockShard::new(shard_capacity(options.capacity, n, i), options, metadata)).collect();
+        Ok(ClockCache {
+            shards,
+            shard_bits,
+            capacity: options.capacity,
+            metadata_charge: options.metadata_charge,
+            next_id: AtomicU64::new(1),
+            stats: CacheStats::default(),
+        })
+    }
+
+    /// Number of shards.
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Slots in each shard's table.
+    pub fn table_len(&self) -> usize {
+        self.shards.first().map_or(0, |s| s.slots.len())
+    }
+
+    fn shard(&self, hash: u64) -> &ClockShard {
+        &self.shards[shard_index(hash, self.shard_bits)]
+    }
+
+    /// Checks every shard's bookkeeping against its table: occupancy, usage,
+    /// displacement counts, findability. For tests, on a quiet cache.
+    #[cfg(test)]
+    pub(crate) fn check_consistency(&self) -> std::result::Result<(), String> {
+        for (n, shard) in self.shards.iter().enumerate() {
+            let w = shard.writer.lock();
+            let mut expected = vec![0u32; shard.slots.len()];
+            let mut occupied = 0;
+            let mut charged = 0;
+            for (i, slot) in shard.slots.iter().enumerate() {
+                let meta = slot.meta.load(Ordering::Acquire);
+                if readers(meta) != 0 || state(meta) == WRITING {
+                    return Err(format!("shard {n}: slot {i} is busy on a quiet cache ({meta:#x})"));
+                }
+                if state(meta) != VISIBLE {
+                    continue;
+                }
+                occupied += 1;
+                let key = slot.key();
+                let hash = key.hash64();
+                if shard_index(hash, self.shard_bits) != n {
+                    return Err(format!("shard {n}: slot {i} holds a key of another shard"));
+                }
+                if shard.find_locked(&key, hash, &w) != Some(i) {
+                    return Err(format!("shard {n}: {key:?} in slot {i} is not found there"));
+                }
+                for j in shard.probe(hash) {
+                    if j == i {
+                        break;
+                    }
+                    expected[j] += 1;
+                }
+                let g = ReadGuard::acquire(slot).ok_or("visible slot refused a reader")?;
+                charged += g.entry().map_or(0, |e| e.charge);
+            }
+            let actual: Vec<u32> = shard.slots.iter().map(|s| s.displacements.load(Ordering::Relaxed)).collect();
+            if actual != expected {
+                return Err(format!("shard {n}: displacement counts drifted"));
+            }
+            if occupied != w.occupancy {
+                return Err(format!("shard {n}: {occupied} slots occupied, {} accounted", w.occupancy));
+            }
+            let (usage, detached) =
+                (shard.counters.usage.load(Ordering::Relaxed), shard.counters.detached.load(Ordering::Relaxed));
+            if charged + detached != usage {
+                return Err(format!("shard {n}: entries charge {charged} + detached {detached}, usage {usage}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BlockCache for ClockCache {
+    fn lookup(&self, key: &CacheKey) -> Option<CacheHandle> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let hash = key.hash64();
+        let entry = self.shard(hash).lookup(key, hash)?;
+        Some(CacheHandle { inner: HandleInner::Clock(entry) })
+    }
+
+    fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
+        if self.capacity == 0 {
+            return Ok(CacheHandle::uncached(value));
+        }
+        let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
+        let hash = key.hash64();
+        self.shard(hash).insert(key, hash, value, charge, priority)
+    }
+
+    fn erase(&self, key: &CacheKey) {
+        let hash = key.hash64();
+        self.shard(hash).erase(key, hash);
+    }
+
+    fn usage(&self) -> usize {
+        self.shards.iter().map(|s| s.counters.usage.load(Ordering::Relaxed)).sum()
+    }
+
+    fn pinned_usage(&self) -> usize {
+        self.shards.iter().map(ClockShard::pinned_usage).sum()
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn new_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    fn name(&self) -> &'static str {
+        "HyperClockCache"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::testutil::{tag_of, tagged};
+    use crate::error::Error;
+    use rand::{Rng, SeedableRng};
+
+    fn cache(capacity: usize, estimated: usize, strict: bool) -> ClockCache {
+        let o = CacheOptions {
+            num_shard_bits: 0,
+            strict_capacity_limit: strict,
+            metadata_charge: false,
+            estimated_entry_charge: estimated,
+            ..CacheOptions::new(capacity)
+        };
+        ClockCache::with_options(&o).unwrap()
+    }
+
+    fn key(i: u64) -> CacheKey {
+        CacheKey::new(1, i * 4096)
+    }
+
+    fn put(c: &ClockCache, i: u64, charge: usize) {
+        drop(c.insert(key(i), tagged(i), charge, Priority::Low).unwrap());
+    }
+
+    fn present(c: &ClockCache, i: u64) -> bool {
+        c.lookup(&key(i)).is_some()
+    }
+
+    #[test]
+    fn meta_word_fields_do_not_overlap() {
+        assert_eq!(STATE_MASK & COUNTDOWN_MASK, 0);
+        assert_eq!((STATE_MASK | COUNTDOWN_MASK) & ONE_READER, 0);
+        assert_eq!(countdown(MAX_COUNTDOWN << COUNTDOWN_SHIFT), MAX_COUNTDOWN);
+        assert_eq!(readers((3 * ONE_READER) | VISIBLE | COUNTDOWN_MASK), 3);
+        assert_eq!(std::mem::size_of::<Slot>(), 64);
+    }
+
+    #[test]
+    fn hits_after_insert_misses_after_erase_and_replacement_replaces() {
+        let c = cache(1 << 20, 1000, false);
+        assert!(c.table_len() >= (1 << 20) / 1000);
+        assert!(c.lookup(&key(1)).is_none());
+        put(&c, 1, 100);
+        assert_eq!(tag_of(&c.lookup(&key(1)).unwrap()), 1);
+        assert_eq!(c.usage(), 100);
+        drop(c.insert(key(1), tagged(9), 60, Priority::Low).unwrap());
+        assert_eq!(tag_of(&c.lookup(&key(1)).unwrap()), 9);
+        assert_eq!(c.usage(), 60);
+        c.erase(&key(1));
+        assert!(c.lookup(&key(1)).is_none());
+        assert_eq!(c.usage(), 0);
+        c.erase(&key(1));
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn many_keys_in_a_crowded_table_stay_findable() {
+        // 64-slot table, up to 53 entries: long probe sequences, many removals.
+        let c = cache(6400, 150, false);
+        assert_eq!(c.table_len(), 64);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for round in 0..3000u64 {
+            let i = rng.gen_range(0..200);
+            if rng.gen_bool(0.3) {
+                c.erase(&key(i));
+            } else {
+                drop(c.insert(key(i), tagged(round), 100, Priority::Low).unwrap());
+                assert_eq!(tag_of(&c.lookup(&key(i)).unwrap()), round, "a key just inserted is not found");
+            }
+        }
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn usage_stays_within_capacity_under_random_inserts() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+        for shard_bits in [0, 2] {
+            let capacity = 64 << 10;
+            let o = CacheOptions {
+                num_shard_bits: shard_bits,
+                estimated_entry_charge: 2048,
+                ..CacheOptions::new(capacity)
+            };
+            let c = ClockCache::with_options(&o).unwrap();
+            let max_charge = 4096;
+            for i in 0..20_000u64 {
+                let k = CacheKey::new(rng.gen_range(1..4), rng.gen_range(0..500) * 4096);
+                match rng.gen_range(0..10) {
+                    0 => c.erase(&k),
+                    1..=3 => drop(c.lookup(&k)),
+                    _ => drop(c.insert(k, tagged(i), rng.gen_range(1..=max_charge), Priority::Low).unwrap()),
+                }
+                assert!(c.usage() <= capacity, "usage {} > capacity {capacity}", c.usage());
+            }
+            for i in 0..2000u64 {
+                drop(c.insert(CacheKey::new(5, i), tagged(i), rng.gen_range(1..=max_charge), Priority::Low).unwrap());
+                assert!(c.usage() <= capacity);
+            }
+            let slack = (max_charge + METADATA_CHARGE) << shard_bits;
+            assert!(c.usage() + slack >= capacity, "usage {} of {capacity}", c.usage());
+            c.check_consistency().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_full_table_evicts_by_count() {
+        // Entries far smaller than estimated: the table fills before the bytes do.
+        let c = cache(16 * 1000, 1000, false);
+        let limit = (c.table_len() as f64 * STRICT_LOAD_FACTOR) as usize;
+        for i in 0..200 {
+            put(&c, i, 10);
+        }
+        let found = (0..200).filter(|&i| present(&c, i)).count();
+        assert!(found <= limit && found + 1 >= limit, "{found} entries for a limit of {limit}");
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn referenced_entries_survive_eviction_pressure() {
+        let c = cache(1000, 100, false);
+        let pinned: Vec<CacheHandle> =
+            (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+        put(&c, 3, 100);
+        let looked_up = c.lookup(&key(3)).unwrap();
+        assert_eq!(c.pinned_usage(), 400);
+        for i in 10..300 {
+            put(&c, i, 100);
+            assert!(c.usage() <= 1000);
+        }
+        for i in 0..4 {
+            assert!(present(&c, i), "referenced entry {i} was evicted");
+        }
+        drop(pinned);
+        drop(looked_up);
+        assert_eq!(c.pinned_usage(), 0);
+        for i in 300..400 {
+            put(&c, i, 100);
+        }
+        assert!((0..4).all(|i| !present(&c, i)), "released entries never aged out");
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn hot_entries_outlive_a_scan() {
+        let c = cache(1000, 100, false);
+        for i in 0..3 {
+            drop(c.insert(key(i), tagged(i), 100, Priority::High).unwrap());
+        }
+        for i in 100..400 {
+            put(&c, i, 100);
+            for h in 0..3 {
+                assert!(present(&c, h), "hot entry {h} evicted by the scan at {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn erased_while_referenced_entries_are_freed_on_last_release() {
+        let c = cache(1000, 100, false);
+        let h1 = c.insert(key(1), tagged(1), 300, Priority::Low).unwrap();
+        let h2 = c.lookup(&key(1)).unwrap();
+        c.erase(&key(1));
+        assert!(!present(&c, 1), "an erased entry was found");
+        assert_eq!(c.usage(), 300, "the charge must stay until the last release");
+        assert_eq!(c.pinned_usage(), 300);
+        drop(h1);
+        assert_eq!(c.usage(), 300);
+        assert_eq!(tag_of(&h2), 1);
+        drop(h2);
+        assert_eq!(c.usage(), 0, "the last release did not free the entry");
+        assert_eq!(c.pinned_usage(), 0);
+        let old = c.insert(key(2), tagged(2), 200, Priority::Low).unwrap();
+        put(&c, 2, 100);
+        assert_eq!(c.usage(), 300);
+        drop(old);
+        assert_eq!(c.usage(), 100);
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn strict_capacity_limit_refuses_inserts_when_everything_is_referenced() {
+        let c = cache(300, 100, true);
+        let held: Vec<_> = (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+        let e = c.insert(key(3), tagged(3), 100, Priority::Low).unwrap_err();
+        assert!(matches!(e, Error::Busy(_)), "{e}");
+        assert_eq!(c.usage(), 300);
+        drop(held);
+        put(&c, 3, 100);
+        assert_eq!(c.usage(), 300);
+
+        // Without the limit the entry is handed out standalone: charged while
+        // referenced, never found, gone with its handle.
+        let c = cache(300, 100, false);
+        let held: Vec<_> = (0..3).map(|i| c.insert(key(i), tagged(i), 100, Priority::Low).unwrap()).collect();
+        let over = c.insert(key(3), tagged(3), 100, Priority::Low).unwrap();
+        assert_eq!((c.usage(), c.pinned_usage()), (400, 400));
+        assert!(!present(&c, 3));
+        drop(over);
+        assert_eq!(c.usage(), 300);
+        drop(held);
+        c.check_consistency().unwrap();
+    }
+}
