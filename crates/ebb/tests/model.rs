@@ -187,7 +187,19 @@ fn model_on_memfs_many_seeds() {
     let mut total = Activity::default();
     for seed in 0..12 {
         let fs = MemFs::new();
-        let a = run_seed(seed, &|| tiny_options(Some(fs.clone())), 4, 1500);
+        // Odd seeds read through a tiny clock cache holding index and filter
+        // blocks too; even seeds through a tiny LRU (issue 6's model rerun).
+        let opts = || {
+            let mut o = tiny_options(Some(fs.clone()));
+            o.block_cache_size = 16 * 1024;
+            if seed % 2 == 1 {
+                o.set("block_cache_type", "kHyperClockCache").unwrap();
+                o.cache_index_and_filter_blocks = true;
+                o.pin_l0_filter_and_index_blocks_in_cache = seed % 4 == 1;
+            }
+            o
+        };
+        let a = run_seed(seed, &opts, 4, 1500);
         total.flushes += a.flushes;
         total.compactions += a.compactions;
         total.trivial_moves += a.trivial_moves;

@@ -412,11 +412,12 @@ impl DbInner {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
             for f in &c.inputs {
-                children.push(Box::new(self.tables.get(f)?.iter(settings.rs)));
+                children.push(Box::new(self.tables.get(f, 0)?.iter(settings.rs)));
             }
         } else {
             children.push(Box::new(super::iter::LevelIterator::new(
                 c.inputs.clone(),
+                c.level,
                 Arc::clone(&self.tables),
                 settings.rs,
             )));
@@ -424,6 +425,7 @@ impl DbInner {
         if !c.output_inputs.is_empty() {
             children.push(Box::new(super::iter::LevelIterator::new(
                 c.output_inputs.clone(),
+                c.output_level,
                 Arc::clone(&self.tables),
                 settings.rs,
             )));

@@ -19,6 +19,7 @@ use crate::version::FileMetaData;
 /// opening each table only when the cursor reaches it.
 pub(crate) struct LevelIterator {
     files: Vec<Arc<FileMetaData>>,
+    level: usize,
     tables: Arc<TableCache>,
     settings: ReadSettings,
     index: usize,
@@ -27,16 +28,21 @@ pub(crate) struct LevelIterator {
 }
 
 impl LevelIterator {
-    pub(crate) fn new(files: Vec<Arc<FileMetaData>>, tables: Arc<TableCache>, settings: ReadSettings) -> Self {
+    pub(crate) fn new(
+        files: Vec<Arc<FileMetaData>>,
+        level: usize,
+        tables: Arc<TableCache>,
+        settings: ReadSettings,
+    ) -> Self {
         let index = files.len();
-        LevelIterator { files, tables, settings, index, current: None, error: None }
+        LevelIterator { files, level, tables, settings, index, current: None, error: None }
     }
 
     fn open(&mut self, index: usize) {
         self.index = index;
         self.current = None;
         if let Some(f) = self.files.get(index) {
-            match self.tables.get(f) {
+            match self.tables.get(f, self.level) {
                 Ok(t) => self.current = Some(Box::new(t.iter(self.settings))),
                 Err(e) => {
                     if self.error.is_none() {

@@ -145,6 +145,9 @@ pub(crate) struct DbState {
     pub(crate) controller: write::WriteController,
     /// Cancellation flags of running compactions.
     pub(crate) running_jobs: Vec<Arc<AtomicBool>>,
+    /// The write-stall condition of the current version, memtables and
+    /// options; `None` once any of them changed.
+    pub(crate) stall_cache: Option<StallCondition>,
 }
 
 pub(crate) struct DbInner {
@@ -499,6 +502,7 @@ impl DbInner {
 
     /// Publishes the memtables and version of `st` to readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
+        st.stall_cache = None;
         let version = st.versions.current();
         st.live_versions.retain(|w| w.strong_count() > 0);
         st.live_versions.push(Arc::downgrade(&version));
@@ -538,7 +542,7 @@ impl DbInner {
                 }
             }
             last_level = level;
-            let table = self.tables.get(&f)?;
+            let table = self.tables.get(&f, level)?;
             if !table.key_may_match(key) {
                 stats::bump(&self.stats.bloom_useful, 1);
                 continue;
@@ -570,14 +574,14 @@ impl DbInner {
             children.push(Box::new(mem.iter()));
         }
         for f in &sv.version.levels[0] {
-            match self.tables.get(f) {
+            match self.tables.get(f, 0) {
                 Ok(t) => children.push(Box::new(t.iter(rs))),
                 Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
-        for files in sv.version.levels.iter().skip(1) {
+        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
-                children.push(Box::new(iter::LevelIterator::new(files.clone(), Arc::clone(&self.tables), rs)));
+                children.push(Box::new(iter::LevelIterator::new(files.clone(), level, Arc::clone(&self.tables), rs)));
             }
         }
         let merged = MergingIterator::new(children);
@@ -598,7 +602,7 @@ impl DbInner {
         let mut sizes = self.pool_sizes.lock();
         self.ensure_threads(&mut sizes)?;
         drop(sizes);
-        let _st = self.state.lock();
+        self.state.lock().stall_cache = None;
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
         Ok(())
@@ -672,6 +676,11 @@ impl DbInner {
             }
             "ebb.cur-size-all-mem-tables" => Some(m.memtable_bytes.to_string()),
             "ebb.actual-delayed-write-rate" => Some(m.delayed_write_rate.to_string()),
+            "ebb.block-cache-usage" => Some(self.tables.block_cache().map_or(0, |c| c.usage()).to_string()),
+            "ebb.block-cache-pinned-usage" => {
+                Some(self.tables.block_cache().map_or(0, |c| c.pinned_usage()).to_string())
+            }
+            "ebb.block-cache-capacity" => Some(self.tables.block_cache().map_or(0, |c| c.capacity()).to_string()),
             "ebb.is-write-stopped" => {
                 Some(u8::from(matches!(m.stall_condition, Some(StallCondition::Stopped(_)))).to_string())
             }

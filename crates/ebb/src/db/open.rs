@@ -73,7 +73,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
     }
     let versions = VersionSet::recover(dir, Arc::clone(&fs), options.num_levels, options.max_manifest_file_size)?;
     let block_cache = crate::cache::block_cache_for(&options)?;
-    let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache));
+    let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache, &options));
     let num_levels = options.num_levels;
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
@@ -104,6 +104,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
             wal_number: 0,
             controller: super::write::WriteController::default(),
             running_jobs: Vec::new(),
+            stall_cache: None,
         }),
         bg_cv: Condvar::new(),
         work_cv: Condvar::new(),

@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::fs::FileSystem;
+use crate::sst::table_reader::TableCachePolicy;
 use crate::sst::Table;
 use crate::version::{filename, FileMetaData};
 
@@ -20,23 +21,47 @@ pub struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     block_cache: Option<Arc<dyn BlockCache>>,
+    cache_index_and_filter_blocks: bool,
+    high_priority: bool,
+    pin_l0: bool,
     tables: Mutex<HashMap<u64, Arc<Table>>>,
 }
 
 impl TableCache {
     /// A cache for the tables of `dir`, reading blocks through `block_cache`.
-    pub fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, block_cache: Option<Arc<dyn BlockCache>>) -> Self {
-        TableCache { dir, fs, block_cache, tables: Mutex::new(HashMap::new()) }
+    pub fn new(
+        dir: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        block_cache: Option<Arc<dyn BlockCache>>,
+        options: &crate::Options,
+    ) -> Self {
+        TableCache {
+            dir,
+            fs,
+            block_cache,
+            cache_index_and_filter_blocks: options.cache_index_and_filter_blocks,
+            high_priority: options.cache_index_and_filter_blocks_with_high_priority,
+            pin_l0: options.pin_l0_filter_and_index_blocks_in_cache,
+            tables: Mutex::new(HashMap::new()),
+        }
     }
 
-    /// The reader for `f`, opening it on first use.
-    pub fn get(&self, f: &FileMetaData) -> Result<Arc<Table>> {
+    /// The reader for `f`, opening it on first use. `level` decides pinning
+    /// (`pin_l0_filter_and_index_blocks_in_cache`), once, when it is opened,
+    /// as in RocksDB.
+    pub fn get(&self, f: &FileMetaData, level: usize) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.lock().get(&f.number) {
             return Ok(Arc::clone(t));
         }
         let path = filename::table_file(&self.dir, f.number);
         let file = self.fs.open_random(&path)?;
-        let table = Table::open(file, f.file_size, path.display().to_string(), self.block_cache.clone())?;
+        let policy = TableCachePolicy {
+            block_cache: self.block_cache.clone(),
+            cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
+            cache_index_and_filter_blocks_with_high_priority: self.high_priority,
+            pin_index_and_filter_blocks: self.pin_l0 && level == 0 && self.cache_index_and_filter_blocks,
+        };
+        let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
         Ok(Arc::clone(self.tables.lock().entry(f.number).or_insert(table)))
     }
 

@@ -383,7 +383,7 @@ impl DbInner {
         next.validate()?;
         *guard = Arc::new(next);
         drop(guard);
-        let _st = self.state.lock();
+        self.state.lock().stall_cache = None;
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
         Ok(())

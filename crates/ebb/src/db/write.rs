@@ -210,8 +210,18 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let opts = self.opts();
-            let condition = self.stall_condition(&st, &opts);
-            self.set_stall_condition(&mut st, condition);
+            // The condition depends only on the version, the immutable
+            // memtables and the options; it is recomputed after any of them
+            // changes (`stall_cache` is cleared then), not on every write.
+            let condition = match st.stall_cache {
+                Some(c) => c,
+                None => {
+                    let c = self.stall_condition(&st, &opts);
+                    self.set_stall_condition(&mut st, c);
+                    st.stall_cache = Some(c);
+                    c
+                }
+            };
             if let (false, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
                 delayed_once = true;
                 if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
@@ -263,11 +273,7 @@ impl DbInner {
         } else {
             0
         };
-        let unflushed = st.imm.len() + 1;
-        let full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
-        if unflushed >= opts.max_write_buffer_number && full {
-            StallCondition::Stopped(StallCause::MemtableLimit)
-        } else if compaction_on && l0 >= opts.level0_stop_writes_trigger {
+        if compaction_on && l0 >= opts.level0_stop_writes_trigger {
             StallCondition::Stopped(StallCause::L0Stop)
         } else if compaction_on
             && opts.hard_pending_compaction_bytes_limit > 0
