@@ -35,7 +35,8 @@ pub struct DriverConfig {
     pub keys: u64,
     /// Seeds the options, the kill times and the workers' seeds.
     pub seed: u64,
-    /// A worker is killed between these times after its start.
+    /// A worker is killed between these times after its start (one in five
+    /// before the first).
     pub kill_after: (Duration, Duration),
     /// Keep the directory after a passing run.
     pub keep: bool,
@@ -197,7 +198,12 @@ pub fn run(cfg: &DriverConfig) -> i32 {
     while start.elapsed() < cfg.duration && totals.errors == 0 {
         let (options, sync_ratio) = draw_options(&mut rng);
         let left = cfg.duration.saturating_sub(start.elapsed());
-        let kill_at = rng.gen_range(cfg.kill_after.0..=cfg.kill_after.1.max(cfg.kill_after.0)).min(left);
+        // One kill in five comes early, often while the worker recovers
+        // or verifies; the rest while it runs.
+        let (earliest, latest) = (cfg.kill_after.0, cfg.kill_after.1.max(cfg.kill_after.0));
+        let kill_at =
+            if rng.gen_bool(0.2) { rng.gen_range(Duration::ZERO..=earliest) } else { rng.gen_range(earliest..=latest) };
+        let kill_at = kill_at.min(left);
         let seed = rng.gen();
         let (mut child, log, reader) = match spawn_worker(&db, &expected, cfg, seed, &options, sync_ratio, false) {
             Ok(c) => c,

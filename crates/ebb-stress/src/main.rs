@@ -31,7 +31,8 @@ Driver: the crash test.
   --duration=SECS       total time of the kill cycles (default 60)
   --dir=PATH            where the database and expected state live
                         (default: a fresh directory under the temporary directory)
-  --kill-min-ms=N       earliest kill after a start (default 1000)
+  --kill-min-ms=N       earliest kill after a start (default 1000), except
+                        one kill in five, which comes before it
   --kill-max-ms=N       latest kill after a start (default 5000)
   --threads, --keys, --seed as above
   --keep                keep the directory after a passing run
