@@ -113,8 +113,9 @@ fn run() -> Result<i32, String> {
         return Ok(0);
     }
     args.check_known()?;
-    let threads = args.num("threads", 4u64)?.max(1);
     let keys = args.num("keys", 10_000u64)?.max(1);
+    // Every thread owns at least one key, and every key one thread.
+    let threads = args.num("threads", 4u64)?.clamp(1, keys);
     let seed = args.num("seed", clock_seed())?;
     if args.flag("driver") {
         let cfg = driver::DriverConfig {

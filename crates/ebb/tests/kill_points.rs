@@ -157,8 +157,7 @@ fn run_killed(point: &'static str, w: Workload, k: u64, kill: Kill) -> Outcome {
     let disk = dead_disk.lock().unwrap_or_else(|e| e.into_inner()).take();
     let (fs, fired) = match (kill, disk) {
         (Kill::Panic, Some(disk)) => (disk, true),
-        (Kill::Panic, None) => (fs, false),
-        (Kill::Error, _) => {
+        (Kill::Error, _) | (Kill::Panic, None) => {
             let fired = first_error.as_deref().is_some_and(|e| e.contains("kill point"));
             fs.crash(CrashMode::DropUnsynced);
             (fs, fired)
