@@ -11,6 +11,10 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+// First, so that its `kill_point!` macro is in scope in every module below.
+#[macro_use]
+mod kill_points;
+
 pub mod cache;
 pub mod compaction;
 mod db;

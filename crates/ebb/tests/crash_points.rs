@@ -90,6 +90,7 @@ fn explore_fault_points(name: &str, w: Workload) {
         explored += 1;
         interrupted += u64::from(outcome.is_err());
     }
+    eprintln!("{name}: {explored} crash points of {total} operations, {interrupted} interrupted the workload");
     assert!(interrupted * 2 > explored, "{name}: most crash points must interrupt the workload");
 }
 

@@ -94,6 +94,7 @@ fn fail_every_operation(name: &str, w: Workload) {
             }
         }
     }
+    eprintln!("{name}: {runs} runs, {fired} hit their fault");
     assert!(fired * 2 > runs, "{name}: most runs must hit their fault ({fired} of {runs})");
 }
 

@@ -191,6 +191,7 @@ fn merge(
         finish_output(o, out, &mut ctx).map_err(fail)?;
     }
     if !out.files.is_empty() {
+        kill_point!("dir_sync" => Err(fail(crate::kill_points::injected("dir_sync"))));
         fs.sync_dir(dir).map_err(fail)?;
     }
     Ok(())

@@ -303,8 +303,25 @@ pub fn manual_compaction(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<Compaction> {
-    let inputs = version.overlapping_files(level, begin, end);
-    if inputs.is_empty() || any_busy(&inputs, busy) {
+    let mut inputs = version.overlapping_files(level, begin, end);
+    if inputs.is_empty() {
+        return None;
+    }
+    if level == 0 {
+        // L0 files overlap one another: widen to every file overlapping the
+        // inputs' range until none is added, or a newer file would be
+        // compacted beneath an older one left in L0, which would then shadow
+        // it (RocksDB's `GetOverlappingInputs` expands L0 the same way).
+        loop {
+            let (lo, hi) = range_of(&inputs);
+            let wider = version.overlapping_files(0, Some(&lo), Some(&hi));
+            if wider.len() == inputs.len() {
+                break;
+            }
+            inputs = wider;
+        }
+    }
+    if any_busy(&inputs, busy) {
         return None;
     }
     let (lo, hi) = range_of(&inputs);
@@ -405,6 +422,24 @@ mod tests {
         let c = pick_compaction(&v, &opts(), &busy).unwrap();
         assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
         assert!(c.inputs.len() >= MIN_FILES_FOR_INTRA_L0);
+    }
+
+    #[test]
+    fn manual_l0_compaction_takes_every_file_its_inputs_overlap() {
+        // Newest first: 3 (a..c) overlaps 2 (b..m), which overlaps 1 (k..z);
+        // 4 (x..z) overlaps only 1. Compacting [a, a] must take all four: a
+        // newer file compacted below an older one left in L0 would be shadowed.
+        let mut e = VersionEdit::default();
+        e.add_file(0, file(1, "k", "z", 10, 1));
+        e.add_file(0, file(2, "b", "m", 10, 2));
+        e.add_file(0, file(3, "a", "c", 10, 3));
+        e.add_file(0, file(4, "x", "z", 10, 4));
+        e.add_file(0, file(5, "0", "0", 10, 5));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = manual_compaction(&v, &opts(), &HashSet::new(), 0, 1, Some(b"a"), Some(b"a")).unwrap();
+        let mut numbers: Vec<u64> = c.inputs.iter().map(|f| f.number).collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, vec![1, 2, 3, 4]);
     }
 
     #[test]

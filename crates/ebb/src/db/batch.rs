@@ -6,7 +6,7 @@
 //! a length-prefixed value. The same bytes are the WAL record payload.
 
 use crate::error::{Error, Result};
-use crate::key::{SequenceNumber, ValueKind};
+use crate::key::{SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
 
@@ -133,6 +133,13 @@ impl WriteBatch {
         if seen != b.len() {
             return Err(Error::corruption(file, offset, "write batch count does not match its records"));
         }
+        if b.sequence().saturating_add(b.len() as u64) > MAX_SEQUENCE {
+            return Err(Error::corruption(
+                file,
+                offset,
+                "write batch sequence numbers reach the largest one, kept for seeks",
+            ));
+        }
         Ok(b)
     }
 
@@ -202,6 +209,16 @@ impl<'a> Iterator for BatchIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sequence_past_the_largest_is_corruption() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.set_sequence(MAX_SEQUENCE);
+        assert!(WriteBatch::from_data(b.data(), "wal", 0).unwrap_err().is_corruption());
+        b.set_sequence(MAX_SEQUENCE - 1);
+        assert!(WriteBatch::from_data(b.data(), "wal", 0).is_ok());
+    }
 
     #[test]
     fn batch_round_trips_through_its_bytes() {

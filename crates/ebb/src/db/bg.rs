@@ -492,6 +492,7 @@ impl DbInner {
                 _ => false,
             };
             if obsolete {
+                kill_point!("obsolete_delete" => ());
                 if kind == filename::FileType::Table {
                     self.tables.evict(number);
                 }

@@ -111,8 +111,10 @@ pub trait FileSystem: Send + Sync + 'static {
             f.append(data)?;
             f.sync()?;
         }
+        kill_point!("current_rename", if path.ends_with("CURRENT"));
         self.rename(&tmp, path)?;
         if let Some(dir) = path.parent() {
+            kill_point!("dir_sync");
             self.sync_dir(dir)?;
         }
         Ok(())

@@ -248,9 +248,11 @@ impl TableBuilder {
         }
         let metaindex_handle = self.write_block(&metaindex.finish(), false)?;
 
+        kill_point!("sst_finish");
         let footer = Footer::new(self.opts.checksum, metaindex_handle, index_handle).encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
+        kill_point!("sst_sync");
         self.file.sync()?;
         self.props.file_size = self.offset;
         Ok(self.props)

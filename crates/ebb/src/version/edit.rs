@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::key::SequenceNumber;
+use crate::key::{SequenceNumber, MAX_SEQUENCE};
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 
 // DO NOT CHANGE: on-disk format (MANIFEST field tags).
@@ -123,7 +123,10 @@ impl VersionEdit {
                 TAG_NEXT_FILE_NUMBER => {
                     edit.next_file_number = Some(d.varint64().ok_or_else(|| bad("next file number"))?)
                 }
-                TAG_LAST_SEQUENCE => edit.last_sequence = Some(d.varint64().ok_or_else(|| bad("last sequence"))?),
+                TAG_LAST_SEQUENCE => {
+                    let seq = d.varint64().filter(|s| *s <= MAX_SEQUENCE);
+                    edit.last_sequence = Some(seq.ok_or_else(|| bad("last sequence missing or past the largest"))?)
+                }
                 TAG_DELETED_FILE => {
                     let level = d.varint32().ok_or_else(|| bad("deleted file level"))? as usize;
                     let number = d.varint64().ok_or_else(|| bad("deleted file number"))?;
@@ -201,6 +204,8 @@ mod tests {
                 assert!(e.new_files.is_empty(), "cut {cut} decoded a partial file");
             }
         }
+        let past = VersionEdit { last_sequence: Some(MAX_SEQUENCE + 1), ..Default::default() };
+        assert!(VersionEdit::decode(&past.encode(), "MANIFEST", 0).unwrap_err().is_corruption());
         let e = VersionEdit::decode(&[99, 1], "MANIFEST-000001", 77).unwrap_err();
         assert!(e.to_string().contains("MANIFEST-000001") && e.to_string().contains("77"), "{e}");
     }

@@ -307,6 +307,7 @@ impl VersionSet {
         if self.manifest.is_none() || too_big {
             self.roll_manifest(&next, edit.log_number.unwrap_or(self.log_number))?;
         } else if let Some(m) = self.manifest.as_mut() {
+            kill_point!("manifest_append");
             m.add_record(&edit.encode())?;
             m.sync()?;
         }
@@ -335,8 +336,10 @@ impl VersionSet {
         let mut current_touched = false;
         let result = (|| {
             let mut w = LogWriter::new(self.fs.new_writable(&path)?, path.display().to_string());
+            kill_point!("manifest_append");
             w.add_record(&snapshot.encode())?;
             w.sync()?;
+            kill_point!("dir_sync");
             self.fs.sync_dir(&self.dir)?;
             let current = format!("MANIFEST-{number:06}\n");
             current_touched = true;

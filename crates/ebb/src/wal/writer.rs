@@ -55,6 +55,7 @@ impl LogWriter {
     /// Appends one logical record (possibly empty). Not durable until [`sync`](Self::sync).
     pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
         self.check()?;
+        kill_point!("wal_append", if self.file_name.ends_with(".log"));
         self.encoded.clear();
         let mut left = payload;
         let mut begin = true;
@@ -102,6 +103,7 @@ impl LogWriter {
     /// Makes every appended record durable.
     pub fn sync(&mut self) -> Result<()> {
         self.check()?;
+        kill_point!("wal_sync", if self.file_name.ends_with(".log"));
         let result = self.file.sync();
         self.guard(result)
     }

@@ -79,9 +79,11 @@ pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 ///   any write before a successful `flush(true)` or `close`);
 /// - without one, the newest write acknowledged through the WAL (a write
 ///   made without it is kept only once flushed, power loss or not).
+///
+/// States are shared (`Arc`), so a copy of a history is cheap to publish.
 #[derive(Debug, Clone)]
 pub struct History {
-    states: Vec<Model>,
+    states: Vec<Arc<Model>>,
     /// The newest write that returned `Ok`.
     last_ok: usize,
     acked: usize,
@@ -97,7 +99,7 @@ impl Default for History {
 impl History {
     /// A history whose writes start from `initial` (durable already).
     pub fn starting_from(initial: Model) -> Self {
-        History { states: vec![initial], last_ok: 0, acked: 0, durable: 0 }
+        History { states: vec![Arc::new(initial)], last_ok: 0, acked: 0, durable: 0 }
     }
 
     /// The model after every write attempted so far.
@@ -114,7 +116,7 @@ impl History {
     pub fn attempt(&mut self, apply: impl FnOnce(&mut Model)) {
         let mut next = self.latest().clone();
         apply(&mut next);
-        self.states.push(next);
+        self.states.push(Arc::new(next));
     }
 
     /// The write last attempted, through the WAL, returned `Ok`.
@@ -146,10 +148,10 @@ impl History {
     }
 
     fn check_from(&self, earliest: usize, got: &Model) -> Result<usize, String> {
-        if let Some(i) = (earliest..self.states.len()).rev().find(|&i| self.states[i] == *got) {
+        if let Some(i) = (earliest..self.states.len()).rev().find(|&i| *self.states[i] == *got) {
             return Ok(i);
         }
-        let hint = match (0..earliest).rev().find(|&i| self.states[i] == *got) {
+        let hint = match (0..earliest).rev().find(|&i| *self.states[i] == *got) {
             Some(i) => format!("it is the state after write {i}, older than the {earliest} promised"),
             None => "it matches no prefix of the history: writes were lost out of order or invented".into(),
         };

@@ -7,6 +7,8 @@
 //! what it attempted until then is in the history, what it did not attempt is
 //! not.
 
+use std::sync::{Arc, Mutex};
+
 use ebb::fs::MemFs;
 use ebb::{Db, Error, Options, Result, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
@@ -43,6 +45,10 @@ pub struct Recorder {
     pub after_step: Option<Box<dyn FnMut(usize)>>,
     /// The call that returned the first error, and the error.
     pub first_error: Option<(&'static str, Error)>,
+    /// When set, a copy of `history` is kept here before every write is
+    /// issued and after every call returns, for a test that may have to
+    /// abandon the workload's thread (the kill point tests).
+    pub published: Option<Arc<Mutex<History>>>,
     steps: usize,
 }
 
@@ -59,11 +65,19 @@ impl Recorder {
             faults_during_close: 0,
             after_step: None,
             first_error: None,
+            published: None,
             steps: 0,
         }
     }
 
+    fn publish(&self) {
+        if let Some(p) = &self.published {
+            *p.lock().unwrap_or_else(|e| e.into_inner()) = self.history.clone();
+        }
+    }
+
     fn done<T>(&mut self, call: &'static str, r: Result<T>) -> Result<T> {
+        self.publish();
         match &r {
             Ok(_) => {
                 self.steps += 1;
@@ -100,6 +114,7 @@ impl Recorder {
     }
 
     fn write(&mut self, db: &Db, call: &'static str, batch: &WriteBatch, wo: WriteOptions) -> Result<()> {
+        self.publish();
         let r = db.write_opt(batch, &wo);
         match &r {
             Ok(()) => {

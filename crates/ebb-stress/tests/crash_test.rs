@@ -1,0 +1,75 @@
+//! The crash test, short form (the long form is `ebb-stress --driver
+//! --duration=...`, docs/reliability.md): the driver runs the worker, kills
+//! it with SIGKILL a few times at random moments, restarts it with freshly
+//! drawn options, and every restart verifies each key against the expected
+//! state. Also: the checker catches a database that lost a write.
+
+use std::os::unix::fs::FileExt;
+use std::process::{Command, Output};
+
+const EXE: &str = env!("CARGO_BIN_EXE_ebb-stress");
+
+fn text(out: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The number after `name` on the summary line that starts with it.
+fn figure(stdout: &str, name: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {name:?} in the summary:\n{stdout}"))
+}
+
+#[test]
+fn killed_workers_lose_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(EXE)
+        .args(["--driver", "--duration=20", "--threads=4", "--keys=2000", "--kill-min-ms=300", "--kill-max-ms=2500"])
+        .arg(format!("--dir={}", dir.path().display()))
+        .output()
+        .expect("run ebb-stress");
+    let all = text(&out);
+    assert!(out.status.success(), "the crash test failed:\n{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(figure(&stdout, "writes lost:"), 0, "{all}");
+    assert_eq!(figure(&stdout, "wrong values:"), 0, "{all}");
+    assert_eq!(figure(&stdout, "errors:"), 0, "{all}");
+    assert!(figure(&stdout, "crash cycles:") >= 3, "too few kills:\n{all}");
+    assert!(figure(&stdout, "operations:") > 1000, "too few operations:\n{all}");
+    assert!(figure(&stdout, "verified keys:") >= 3 * 2000, "{all}");
+    eprintln!("{stdout}");
+}
+
+/// A worker run, then the expected state claims a write the database never
+/// saw: the verification must call it a lost write and fail.
+#[test]
+fn verification_catches_a_lost_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let expected = dir.path().join("expected");
+    let worker = |extra: &[&str]| {
+        Command::new(EXE)
+            .arg(format!("--db={}", db.display()))
+            .arg(format!("--expected={}", expected.display()))
+            .args(["--keys=100", "--threads=2", "--seed=5"])
+            .args(extra)
+            .output()
+            .expect("run ebb-stress")
+    };
+    let out = worker(&["--duration=1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = worker(&["--verify-only"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // Key 7's committed and pending states: value id 1000000, never written.
+    let f = std::fs::OpenOptions::new().write(true).open(&expected).unwrap();
+    let claimed = (1_000_000u64 << 1 | 1).to_le_bytes();
+    f.write_all_at(&claimed, 64 + 7 * 16).unwrap();
+    f.write_all_at(&claimed, 64 + 7 * 16 + 8).unwrap();
+    let out = worker(&["--verify-only"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("lost write: key 7"), "{}", text(&out));
+}

@@ -1,0 +1,397 @@
+//! The bodies of Ebb's fuzz targets, one function per target taking the raw
+//! input. A body panics only on a bug: a decoder that panics, loops, or
+//! accepts what it then cannot re-encode; or a database that loses or
+//! invents data.
+//!
+//! Shared by the `cargo fuzz` targets (`fuzz_targets/*.rs`) and by
+//! `crates/ebb/tests/fuzz_regressions.rs`, which includes this file and runs
+//! every body over the kept inputs in `corpus/<target>/` under `cargo test`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use ebb::fs::{CrashMode, FileSystem, MemFs, RandomAccessFile, SequentialFile};
+use ebb::iter::InternalIterator;
+use ebb::sst::{Block, BlockIterator, KeyOrder, ReadSettings, Table};
+use ebb::version::{Version, VersionEdit};
+use ebb::wal::{LogReader, LogRecord};
+use ebb::{Db, Options, ReadOptions, WalRecoveryMode, WriteBatch, WriteOptions};
+
+/// A target's body.
+pub type Body = fn(&[u8]);
+
+/// Every target, by name, with its body.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("wal_reader", wal_reader),
+    ("block", block),
+    ("table", table),
+    ("version_edit", version_edit),
+    ("batch_replay", batch_replay),
+    ("model", model),
+];
+
+const RECOVERY_MODES: [WalRecoveryMode; 4] = [
+    WalRecoveryMode::TolerateCorruptedTailRecords,
+    WalRecoveryMode::AbsoluteConsistency,
+    WalRecoveryMode::PointInTime,
+    WalRecoveryMode::SkipAnyCorruptedRecords,
+];
+
+/// A file read front to back from memory.
+struct BytesFile {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl SequentialFile for BytesFile {
+    fn read(&mut self, buf: &mut [u8]) -> ebb::Result<usize> {
+        let n = buf.len().min(self.data.len() - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// A file read at offsets from memory.
+struct BytesAt(Vec<u8>);
+
+impl RandomAccessFile for BytesAt {
+    fn read_at(&self, offset: u64, len: usize) -> ebb::Result<Vec<u8>> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+        let end = start.saturating_add(len).min(self.0.len());
+        Ok(self.0[start..end].to_vec())
+    }
+
+    fn size(&self) -> ebb::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+}
+
+/// The WAL reader over raw bytes: it ends, and every record it returns
+/// consumed input; then replay under every recovery mode returns.
+pub fn wal_reader(data: &[u8]) {
+    let mut reader = LogReader::new(Box::new(BytesFile { data: data.to_vec(), pos: 0 }), "fuzz.log".into());
+    // Each step consumes at least a header or a block trailer.
+    let mut steps = 0;
+    loop {
+        match reader.next() {
+            Ok(LogRecord::Eof) | Err(_) => break,
+            Ok(LogRecord::Record { offset, .. } | LogRecord::Corrupt { offset, .. }) => {
+                assert!(offset <= data.len() as u64, "record offset {offset} past the end ({})", data.len());
+            }
+        }
+        steps += 1;
+        assert!(steps <= data.len() + 2, "the reader does not progress");
+    }
+    let fs = MemFs::new();
+    let path = Path::new("/wal/000001.log");
+    fs.create_dir_all(Path::new("/wal")).expect("mkdir");
+    fs.set_file_bytes(path, data).expect("plant the log");
+    for mode in RECOVERY_MODES {
+        let _ = ebb::wal::replay(&fs, path, mode, true, |_| Ok(()));
+    }
+}
+
+/// Walks a block every way an iterator can, in both key orders.
+fn walk_block(block: Arc<Block>, order: KeyOrder, probes: &[&[u8]]) {
+    let limit = block.size() + 2;
+    let mut it = BlockIterator::new(Arc::clone(&block), order);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() && n <= limit {
+        let _ = (it.key(), it.value());
+        it.next();
+        n += 1;
+    }
+    assert!(n <= limit, "a forward walk did not end");
+    it.seek_to_last();
+    n = 0;
+    while it.valid() && n <= limit {
+        it.prev();
+        n += 1;
+    }
+    assert!(n <= limit, "a backward walk did not end");
+    for p in probes {
+        it.seek(p);
+        if it.valid() {
+            it.prev();
+        }
+        it.seek_for_prev(p);
+        if it.valid() {
+            it.next();
+        }
+    }
+    let _ = it.corruption();
+}
+
+/// A block decoded from raw bytes: refused, or walked without a panic.
+pub fn block(data: &[u8]) {
+    let Ok(block) = Block::new(data.to_vec()) else { return };
+    let block = Arc::new(block);
+    // Seek targets of internal-key order are internal keys (8 bytes at least).
+    let mut from_input = data[..data.len().min(16)].to_vec();
+    from_input.resize(from_input.len().max(8), 0);
+    let probes: [&[u8]; 3] = [&[0; 8], &from_input, &[0xff; 12]];
+    walk_block(Arc::clone(&block), KeyOrder::Bytewise, &probes);
+    walk_block(block, KeyOrder::Internal, &probes);
+}
+
+/// A table opened from raw bytes: refused, or read every way (checksums
+/// verified and not) without a panic.
+pub fn table(data: &[u8]) {
+    let Ok(t) = Table::open(Arc::new(BytesAt(data.to_vec())), data.len() as u64, "fuzz.sst".into(), None) else {
+        return;
+    };
+    let _ = t.properties();
+    for verify_checksums in [true, false] {
+        let rs = ReadSettings { verify_checksums, fill_cache: false };
+        let mut it = t.iter(rs);
+        it.seek_to_first();
+        let mut keys = Vec::new();
+        while it.valid() && keys.len() < 100_000 {
+            keys.push(it.key().to_vec());
+            it.next();
+        }
+        let _ = it.status();
+        it.seek_to_last();
+        let mut n = 0;
+        while it.valid() && n < 100_000 {
+            it.prev();
+            n += 1;
+        }
+        for k in keys.iter().take(16) {
+            let _ = t.get(&rs, k);
+            let _ = t.key_may_match(k.get(..k.len().saturating_sub(8)).unwrap_or_default());
+            it.seek(k);
+            it.seek_for_prev(k);
+            let _ = t.approximate_offset_of(k);
+        }
+        let _ = t.get(&rs, &[0u8; 9]);
+    }
+}
+
+/// A MANIFEST record decoded from raw bytes: refused, or re-encoded to
+/// bytes that decode to the same edit, and applied to a version.
+pub fn version_edit(data: &[u8]) {
+    let Ok(edit) = VersionEdit::decode(data, "MANIFEST-fuzz", 0) else { return };
+    let again = VersionEdit::decode(&edit.encode(), "MANIFEST-fuzz", 0)
+        .unwrap_or_else(|e| panic!("an accepted edit re-encodes to bytes its decoder refuses: {e}"));
+    assert_eq!(again, edit, "an accepted edit does not survive re-encoding");
+    let _ = Version::new(7).apply(&[&edit]);
+}
+
+/// The options of the database targets: tiny buffers so a few writes flush.
+fn tiny_options(fs: &MemFs) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    o.write_buffer_size = 4096;
+    o.target_file_size_base = 4096;
+    o.max_bytes_for_level_base = 16 * 1024;
+    o.level0_file_num_compaction_trigger = 2;
+    o.num_levels = 4;
+    o.block_size = 256;
+    o.block_cache_size = 0;
+    o.max_background_jobs = 2;
+    o.fs = Arc::new(fs.clone());
+    o
+}
+
+/// Raw bytes as a WAL record of a database: the write-batch decoder and
+/// recovery see them. Each recovery mode opens the database or refuses
+/// with an error; an open database reads back consistently.
+pub fn batch_replay(data: &[u8]) {
+    let fs = MemFs::new();
+    let o = tiny_options(&fs);
+    match Db::open("/db", o.clone()) {
+        Ok(db) => {
+            if db.put(b"k", b"v").and_then(|()| db.close()).is_err() {
+                return;
+            }
+        }
+        Err(_) => return,
+    }
+    let path = Path::new("/db/999999.log");
+    {
+        let Ok(file) = fs.new_writable(path) else { return };
+        let mut w = ebb::wal::LogWriter::new(file, "999999.log".into());
+        if w.add_record(data).and_then(|()| w.sync()).is_err() {
+            return;
+        }
+    }
+    if fs.sync_dir(Path::new("/db")).is_err() {
+        return;
+    }
+    let files: Vec<(String, Vec<u8>)> = fs
+        .list_dir(Path::new("/db"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| fs.file_bytes(&Path::new("/db").join(&n)).map(|b| (n, b)))
+        .collect();
+    for mode in RECOVERY_MODES {
+        let copy = MemFs::new();
+        let _ = copy.create_dir_all(Path::new("/db"));
+        for (name, bytes) in &files {
+            let _ = copy.set_file_bytes(&Path::new("/db").join(name), bytes);
+        }
+        let mut o = tiny_options(&copy);
+        o.wal_recovery_mode = mode;
+        let Ok(db) = Db::open("/db", o) else { continue };
+        let mut it = db.iter(ReadOptions::default());
+        it.seek_to_first();
+        let mut scanned = BTreeMap::new();
+        while it.valid() {
+            scanned.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        let status = it.status();
+        drop(it);
+        if status.is_ok() {
+            for (k, v) in &scanned {
+                assert_eq!(db.get(k).ok().flatten().as_ref(), Some(v), "get and scan disagree after replay ({mode:?})");
+            }
+        }
+        let _ = db.close();
+    }
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The states a database may be found in after a crash: every state since
+/// the last one made durable.
+struct History {
+    states: Vec<Model>,
+    durable: usize,
+}
+
+impl History {
+    fn latest(&self) -> &Model {
+        &self.states[self.states.len() - 1]
+    }
+
+    fn apply(&mut self, updates: &[(Vec<u8>, Option<Vec<u8>>)]) {
+        let mut next = self.latest().clone();
+        for (k, v) in updates {
+            match v {
+                Some(v) => next.insert(k.clone(), v.clone()),
+                None => next.remove(k),
+            };
+        }
+        self.states.push(next);
+    }
+
+    fn made_durable(&mut self) {
+        self.durable = self.states.len() - 1;
+    }
+
+    /// After recovery to `got`: the state found becomes the only one.
+    fn recovered(&mut self, got: Model, what: &str) {
+        assert!(
+            self.states[self.durable..].contains(&got),
+            "after {what}, the database holds {} keys, matching no state since the last durable one \
+             ({} states, durable from {})",
+            got.len(),
+            self.states.len(),
+            self.durable
+        );
+        self.states = vec![got];
+        self.durable = 0;
+    }
+}
+
+fn scan(db: &Db) -> Model {
+    let mut it = db.iter(ReadOptions::default());
+    it.seek_to_first();
+    let mut out = Model::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap_or_else(|e| panic!("scan: {e}"));
+    out
+}
+
+/// Raw bytes as a program of operations on a database on a `MemFs`:
+/// writes (some synced), reads, flushes, compactions, clean restarts and
+/// crashes in every `CrashMode`, checked against a model. After a crash the
+/// database holds the model at some point no earlier than the last write
+/// made durable; otherwise reads return exactly the model.
+pub fn model(data: &[u8]) {
+    let mut bytes = data.iter().copied();
+    let mut fs = MemFs::new();
+    let mut o = tiny_options(&fs);
+    o.wal_recovery_mode = WalRecoveryMode::TolerateCorruptedTailRecords;
+    let mut db = Db::open("/db", o.clone()).unwrap_or_else(|e| panic!("open: {e}"));
+    let mut h = History { states: vec![Model::new()], durable: 0 };
+    let key = |b: u8| format!("k{:02}", b % 24).into_bytes();
+    for step in 0..256u32 {
+        let Some(op) = bytes.next() else { break };
+        let arg = bytes.next().unwrap_or(0);
+        let kind = op % 16;
+        match kind {
+            // Puts (0-5), deletes (6-7), batches of both (8).
+            0..=8 => {
+                let n = if kind == 8 { 1 + usize::from(arg % 4) } else { 1 };
+                let mut updates = Vec::new();
+                let mut b = WriteBatch::new();
+                for j in 0..n {
+                    let k = key(arg.wrapping_add(j as u8 * 7));
+                    if (6..=7).contains(&kind) || (n > 1 && j % 2 == 1) {
+                        b.delete(&k);
+                        updates.push((k, None));
+                    } else {
+                        let v = format!("v{step}.{j}.{}", "x".repeat(usize::from(arg % 64))).into_bytes();
+                        b.put(&k, &v);
+                        updates.push((k, Some(v)));
+                    }
+                }
+                let sync = op & 0x80 != 0;
+                h.apply(&updates);
+                db.write_opt(&b, &WriteOptions { sync, disable_wal: false })
+                    .unwrap_or_else(|e| panic!("step {step}: write: {e}"));
+                if sync {
+                    h.made_durable();
+                }
+            }
+            9 | 10 => {
+                let k = key(arg);
+                let got = db.get(&k).unwrap_or_else(|e| panic!("step {step}: get: {e}"));
+                assert_eq!(got.as_ref(), h.latest().get(&k), "step {step}: get {:?}", String::from_utf8_lossy(&k));
+            }
+            11 => {
+                db.flush(true).unwrap_or_else(|e| panic!("step {step}: flush: {e}"));
+                h.made_durable();
+            }
+            12 => db.compact_range(None, None).unwrap_or_else(|e| panic!("step {step}: compact: {e}")),
+            13 => {
+                db.close().unwrap_or_else(|e| panic!("step {step}: close: {e}"));
+                h.made_durable();
+                db = Db::open("/db", o.clone()).unwrap_or_else(|e| panic!("step {step}: reopen: {e}"));
+                let got = scan(&db);
+                h.recovered(got, "a clean restart");
+            }
+            14 => {
+                let mode = match arg % 4 {
+                    0 => CrashMode::DropUnsynced,
+                    1 => CrashMode::KeepRandomPrefix { seed: u64::from(arg) },
+                    2 => CrashMode::GarbageTail { seed: u64::from(arg) },
+                    _ => CrashMode::ZeroTail,
+                };
+                // The dead process's disk; the old database winds down on
+                // the old filesystem, out of the new one's way.
+                let disk = fs.crash_clone(mode);
+                drop(db);
+                fs = disk;
+                o.fs = Arc::new(fs.clone());
+                db = Db::open("/db", o.clone()).unwrap_or_else(|e| panic!("step {step}: open after {mode:?}: {e}"));
+                let got = scan(&db);
+                h.recovered(got, &format!("a crash ({mode:?})"));
+            }
+            _ => {
+                let got = scan(&db);
+                assert!(got == *h.latest(), "step {step}: a scan differs from the model");
+            }
+        }
+    }
+    let _ = db.close();
+}
