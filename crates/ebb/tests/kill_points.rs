@@ -39,7 +39,7 @@ use ebb::{Db, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 use fail::FailScenario;
 
 /// Hits of one point tried per workload at most, spread over all its hits.
-const MAX_HITS: u64 = 8;
+const MAX_HITS: u64 = 6;
 
 /// How long a killed workload's thread may take to wind down before it is
 /// abandoned (it waits for a job whose thread died).

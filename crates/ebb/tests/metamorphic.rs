@@ -536,6 +536,17 @@ fn metamorphic_seed_3() {
     run_seed(3, 2500);
 }
 
+/// The long form: more seeds, from `EBB_METAMORPHIC_SEEDS` (default 20).
+/// `EBB_METAMORPHIC_SEEDS=200 cargo test --release -p ebb --test metamorphic -- --ignored`
+#[test]
+#[ignore = "the long form; run by hand"]
+fn metamorphic_many_seeds() {
+    let n: u64 = std::env::var("EBB_METAMORPHIC_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    for seed in 4..4 + n {
+        run_seed(seed, 2500);
+    }
+}
+
 /// Every configuration in the list parses and validates.
 #[test]
 fn configurations_are_valid() {
