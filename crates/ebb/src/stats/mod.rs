@@ -269,15 +269,7 @@ impl Stats {
         if levels.len() <= level {
             levels.resize(level + 1, LevelCompactionStats::default());
         }
-        let l = &mut levels[level];
-        l.bytes_read_level += add.bytes_read_level;
-        l.bytes_read_next += add.bytes_read_next;
-        l.bytes_written += add.bytes_written;
-        l.bytes_moved += add.bytes_moved;
-        l.micros += add.micros;
-        l.count += add.count;
-        l.keys_in += add.keys_in;
-        l.keys_dropped += add.keys_dropped;
+        add_into(&mut levels[level], add);
     }
 }
 
