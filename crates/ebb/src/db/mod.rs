@@ -529,7 +529,6 @@ impl DbInner {
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
         // newest hit, stopping once no remaining file can be newer.
         let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>)> = None;
-        let mut last_level = 0;
         for (level, f) in sv.version.files_for_key(key) {
             if level > 0 && best.is_some() {
                 break;
@@ -541,13 +540,12 @@ impl DbInner {
                     }
                 }
             }
-            last_level = level;
             let table = self.tables.get(&f, level)?;
             if !table.key_may_match(key) {
                 stats::bump(&self.stats.bloom_useful, 1);
                 continue;
             }
-            if let Some((ikey, value)) = table.get(&rs, &lookup)? {
+            if let Some((ikey, value)) = table.get_past_filter(&rs, &lookup)? {
                 let p = parse_internal_key(&ikey)
                     .ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
                 if best.as_ref().is_none_or(|(s, _, _)| p.seq > *s) {
@@ -558,7 +556,6 @@ impl DbInner {
                 }
             }
         }
-        let _ = last_level;
         Ok(match best {
             Some((_, ValueKind::Value, v)) => Some(v),
             _ => None,

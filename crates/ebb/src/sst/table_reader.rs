@@ -352,10 +352,19 @@ impl Table {
         if lookup.len() < TRAILER_LEN {
             return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
         }
-        let wanted = user_key(lookup);
-        if !self.key_may_match(wanted) {
+        if !self.key_may_match(user_key(lookup)) {
             return Ok(None);
         }
+        self.get_past_filter(rs, lookup)
+    }
+
+    /// [`Table::get`] for a caller that already asked [`Table::key_may_match`]
+    /// (the db counts the filter's verdicts), so the filter is not probed twice.
+    pub fn get_past_filter(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if lookup.len() < TRAILER_LEN {
+            return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
+        }
+        let wanted = user_key(lookup);
         let (index_block, _index_pin) = self.index_block()?;
         let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
         index.seek(lookup);
