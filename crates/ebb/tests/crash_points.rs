@@ -21,10 +21,9 @@ mod common;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use common::try_scan;
 use common::workload::{self, Recorder, Workload, DB};
 use ebb::fs::{CrashMode, FaultRule, FileSystem, MemFs};
-use ebb::{Db, ReadOptions, WalRecoveryMode, WriteOptions};
+use ebb::WalRecoveryMode;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -37,20 +36,8 @@ const MAX_POINTS: u64 = 400;
 fn recover_and_check(fs: &MemFs, r: &Recorder, mode: WalRecoveryMode, ctx: &str) {
     let mut o = r.options.clone();
     o.wal_recovery_mode = mode;
-    let left = file_sizes(fs);
-    let db = Db::open(DB, o.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}; files left: {left:?}"));
-    let got = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
-    if let Err(e) = r.history.check_after_crash(&got) {
-        panic!("{ctx}: {e}; the workload stopped at {:?}; files left: {left:?}", r.first_error);
-    }
-    db.put_opt(b"~after", b"1", &WriteOptions { sync: true, disable_wal: false })
-        .unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
-    db.close().unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
-    let db = Db::open(DB, o).unwrap_or_else(|e| panic!("{ctx}: second reopen: {e}"));
-    let mut want = got;
-    want.insert(b"~after".to_vec(), b"1".to_vec());
-    let again = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: second scan: {e}"));
-    assert!(again == want, "{ctx}: the second reopen lost the recovered state or the write after it");
+    let detail = format!("; the workload stopped at {:?}; files left: {:?}", r.first_error, file_sizes(fs));
+    workload::recover_and_verify(o, &r.history, &detail, ctx);
 }
 
 /// The files in the database directory and their sizes, for failure messages

@@ -32,10 +32,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::time::Duration;
 
-use common::workload::{self, Recorder, Workload, DB};
-use common::{try_scan, History};
+use common::workload::{self, Recorder, Workload};
+use common::History;
 use ebb::fs::{CrashMode, FaultRule, MemFs};
-use ebb::{Db, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+use ebb::{Options, WalRecoveryMode};
 use fail::FailScenario;
 
 /// Hits of one point tried per workload at most, spread over all its hits.
@@ -172,19 +172,8 @@ fn recover_and_check(out: &Outcome, ctx: &str) {
     let mut o = out.options.clone();
     o.fs = Arc::new(out.fs.clone());
     o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
-    let db = Db::open(DB, o.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-    let got = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
-    if let Err(e) = out.history.check_after_crash(&got) {
-        panic!("{ctx}: {e}; the workload stopped at {:?}", out.first_error);
-    }
-    db.put_opt(b"~after", b"1", &WriteOptions { sync: true, disable_wal: false })
-        .unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
-    db.close().unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
-    let db = Db::open(DB, o).unwrap_or_else(|e| panic!("{ctx}: second reopen: {e}"));
-    let mut want = got;
-    want.insert(b"~after".to_vec(), b"1".to_vec());
-    let again = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: second scan: {e}"));
-    assert!(again == want, "{ctx}: the second reopen lost the recovered state or the write after it");
+    let detail = format!("; the workload stopped at {:?}", out.first_error);
+    workload::recover_and_verify(o, &out.history, &detail, ctx);
 }
 
 /// The hits tried out of `n`: the first, the last and up to `MAX_HITS` in all.

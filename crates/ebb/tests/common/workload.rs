@@ -359,3 +359,23 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("recovery into many tables", recovery_into_many_tables),
     ]
 }
+
+/// Reopens the database after a crash with `options`, checks the state
+/// against `history` (a prefix no earlier than what was promised), then that
+/// it is durable and writable: a synced write, a close, and a second reopen
+/// that keeps both. `detail` is appended to failure messages.
+pub fn recover_and_verify(options: Options, history: &super::History, detail: &str, ctx: &str) {
+    let db = Db::open(DB, options.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}{detail}"));
+    let got = super::try_scan(&db, ebb::ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    if let Err(e) = history.check_after_crash(&got) {
+        panic!("{ctx}: {e}{detail}");
+    }
+    db.put_opt(b"~after", b"1", &WriteOptions { sync: true, disable_wal: false })
+        .unwrap_or_else(|e| panic!("{ctx}: write after recovery: {e}"));
+    db.close().unwrap_or_else(|e| panic!("{ctx}: close after recovery: {e}"));
+    let db = Db::open(DB, options).unwrap_or_else(|e| panic!("{ctx}: second reopen: {e}"));
+    let mut want = got;
+    want.insert(b"~after".to_vec(), b"1".to_vec());
+    let again = super::try_scan(&db, ebb::ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: second scan: {e}"));
+    assert!(again == want, "{ctx}: the second reopen lost the recovered state or the write after it");
+}
