@@ -32,8 +32,9 @@ pub mod version;
 pub mod wal;
 
 pub use db::{
-    BatchIter, BatchOp, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries, EventListener, FlushJobInfo,
-    IteratorMode, Snapshot, StallCondition, TuningEvent, TuningMetrics, WriteBatch,
+    BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
+    EventListener, FlushJobInfo, IteratorMode, Snapshot, StallCondition, TuningEvent, TuningMetrics, WriteBatch,
+    DEFAULT_COLUMN_FAMILY,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

@@ -2,16 +2,26 @@
 //!
 //! Representation (RocksDB's, see docs/format.md "Write batch"): a 12-byte
 //! header — fixed64 sequence number, fixed32 count — then one record per
-//! update: a tag byte (the `ValueKind`), a length-prefixed key and, for a put,
-//! a length-prefixed value. The same bytes are the WAL record payload.
+//! update: a tag byte, for a family other than the default its varint32
+//! column family id, a length-prefixed key and, for a put, a length-prefixed
+//! value. The same bytes are the WAL record payload, so a batch touching
+//! several column families is one WAL record and recovers all or nothing.
 
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueKind, MAX_SEQUENCE};
 use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
+use crate::util::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, put_varint32, Decoder};
+
+use super::ColumnFamilyHandle;
 
 /// Bytes of the batch header: sequence number and count.
 pub(crate) const HEADER_LEN: usize = 12;
+
+// DO NOT CHANGE: on-disk format (RocksDB's kTypeColumnFamilyDeletion and
+// kTypeColumnFamilyValue). Records of the default family use the plain
+// `ValueKind` tags, so batches without column families are as before.
+const TAG_CF_DELETION: u8 = 0x04;
+const TAG_CF_VALUE: u8 = 0x05;
 
 /// An atomic group of puts and deletes.
 #[derive(Clone, PartialEq, Eq)]
@@ -54,19 +64,48 @@ impl WriteBatch {
         WriteBatch { rep: vec![0; HEADER_LEN] }
     }
 
-    /// Adds a put. Sizes are checked when the batch is written.
+    /// Adds a put to the default column family. Sizes are checked when the
+    /// batch is written.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.rep.push(ValueKind::Value as u8);
+        self.put_in(0, key, value);
+    }
+
+    /// Adds a delete in the default column family.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.delete_in(0, key);
+    }
+
+    /// Adds a put to the column family `cf` (RocksDB `WriteBatch::Put(cf, ..)`).
+    /// Writing the batch fails if the family was dropped by then.
+    pub fn put_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
+        self.put_in(cf.id(), key, value);
+    }
+
+    /// Adds a delete in the column family `cf`.
+    pub fn delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) {
+        self.delete_in(cf.id(), key);
+    }
+
+    pub(crate) fn put_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
+        self.push_tag(cf, ValueKind::Value as u8, TAG_CF_VALUE);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.bump_count();
     }
 
-    /// Adds a delete.
-    pub fn delete(&mut self, key: &[u8]) {
-        self.rep.push(ValueKind::Deletion as u8);
+    pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
+        self.push_tag(cf, ValueKind::Deletion as u8, TAG_CF_DELETION);
         put_length_prefixed(&mut self.rep, key);
         self.bump_count();
+    }
+
+    fn push_tag(&mut self, cf: u32, default_tag: u8, cf_tag: u8) {
+        if cf == 0 {
+            self.rep.push(default_tag);
+        } else {
+            self.rep.push(cf_tag);
+            put_varint32(&mut self.rep, cf);
+        }
     }
 
     /// Number of updates.
@@ -90,9 +129,22 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    /// The updates in order.
+    /// The updates in order, of every column family.
     pub fn iter(&self) -> BatchIter<'_> {
-        BatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
+        BatchIter { inner: self.iter_cf() }
+    }
+
+    /// The updates in order, each with its column family id.
+    pub(crate) fn iter_cf(&self) -> CfBatchIter<'_> {
+        CfBatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
+    }
+
+    /// The column family ids the batch writes to, ascending, without repeats.
+    pub(crate) fn column_families(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self.iter_cf().filter_map(|r| r.ok().map(|(cf, _)| cf)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     fn bump_count(&mut self) {
@@ -167,13 +219,26 @@ impl WriteBatch {
 /// Iterator over the updates of a [`WriteBatch`]; yields an error string on a
 /// malformed record and then stops.
 pub struct BatchIter<'a> {
+    inner: CfBatchIter<'a>,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = std::result::Result<BatchOp<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| r.map(|(_, op)| op))
+    }
+}
+
+/// As [`BatchIter`], with each update's column family id.
+pub(crate) struct CfBatchIter<'a> {
     d: Decoder<'a>,
     remaining: usize,
     failed: bool,
 }
 
-impl<'a> Iterator for BatchIter<'a> {
-    type Item = std::result::Result<BatchOp<'a>, String>;
+impl<'a> Iterator for CfBatchIter<'a> {
+    type Item = std::result::Result<(u32, BatchOp<'a>), String>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || (self.remaining == 0 && self.d.is_empty()) {
@@ -186,17 +251,23 @@ impl<'a> Iterator for BatchIter<'a> {
         self.remaining -= 1;
         let op = (|| {
             let tag = self.d.u8().ok_or("write batch record truncated")?;
-            match ValueKind::from_u8(tag) {
-                Some(ValueKind::Value) => {
+            let (cf, kind) = match tag {
+                TAG_CF_VALUE | TAG_CF_DELETION => {
+                    let cf = self.d.varint32().ok_or("write batch column family id truncated")?;
+                    (cf, if tag == TAG_CF_VALUE { ValueKind::Value } else { ValueKind::Deletion })
+                }
+                _ => (0, ValueKind::from_u8(tag).ok_or_else(|| format!("write batch record has unknown tag {tag}"))?),
+            };
+            match kind {
+                ValueKind::Value => {
                     let key = self.d.length_prefixed().ok_or("write batch put key truncated")?;
                     let value = self.d.length_prefixed().ok_or("write batch put value truncated")?;
-                    Ok(BatchOp::Put { key, value })
+                    Ok((cf, BatchOp::Put { key, value }))
                 }
-                Some(ValueKind::Deletion) => {
+                ValueKind::Deletion => {
                     let key = self.d.length_prefixed().ok_or("write batch delete key truncated")?;
-                    Ok(BatchOp::Delete { key })
+                    Ok((cf, BatchOp::Delete { key }))
                 }
-                None => Err(format!("write batch record has unknown tag {tag}")),
             }
         })();
         if op.is_err() {
@@ -254,6 +325,39 @@ mod tests {
         let mut extra = data;
         extra.push(0);
         assert!(WriteBatch::from_data(&extra, "wal", 7).is_err());
+    }
+
+    #[test]
+    fn column_family_records_round_trip_and_match_the_format_doc() {
+        let mut b = WriteBatch::new();
+        b.put_in(3, b"a", b"1");
+        b.delete_in(200, b"b");
+        b.put(b"c", b"2");
+        b.set_sequence(7);
+        let back = WriteBatch::from_data(b.data(), "wal", 0).unwrap();
+        let ops: Vec<_> = back.iter_cf().map(|o| o.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (3, BatchOp::Put { key: b"a", value: b"1" }),
+                (200, BatchOp::Delete { key: b"b" }),
+                (0, BatchOp::Put { key: b"c", value: b"2" })
+            ]
+        );
+        assert_eq!(back.column_families(), vec![0, 3, 200]);
+        // docs/format.md "Write batch", the column family example.
+        let mut doc = WriteBatch::new();
+        doc.put_in(3, b"a", b"1");
+        doc.delete_in(200, b"b");
+        doc.set_sequence(7);
+        assert_eq!(
+            doc.data(),
+            &[7, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0x05, 0x03, 1, b'a', 1, b'1', 0x04, 0xc8, 0x01, 1, b'b']
+        );
+        let data = doc.data().to_vec();
+        for cut in HEADER_LEN + 1..data.len() {
+            assert!(WriteBatch::from_data(&data[..cut], "wal", 0).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]

@@ -89,17 +89,27 @@ impl DbInner {
         }
     }
 
-    /// Flushes the immutable memtables if no flush runs. Returns whether it did work.
+    /// Flushes the immutable memtables of one family if no flush runs: the
+    /// family holding the oldest unflushed data, so the oldest WAL goes
+    /// first. Returns whether it did work.
     fn maybe_flush(&self, st: &mut MutexGuard<'_, DbState>) -> bool {
-        if st.imm.is_empty() || st.flush_running > 0 {
+        if st.flush_running > 0 {
             return false;
         }
+        let Some((cf, mems)) = st
+            .families
+            .iter()
+            .filter(|(_, f)| !f.imm.is_empty())
+            .min_by_key(|(_, f)| f.imm[0].log_number())
+            .map(|(id, f)| (*id, f.imm.clone()))
+        else {
+            return false;
+        };
         st.flush_running += 1;
-        let mems: Vec<Arc<MemTable>> = st.imm.clone();
         if !self.opts().listeners.is_empty() {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_begin()));
         }
-        let result = self.flush_memtables(st, &mems);
+        let result = self.flush_memtables(st, cf, &mems);
         st.flush_running -= 1;
         if let Err(e) = result {
             self.set_bg_error_locked(st, e);
@@ -109,11 +119,19 @@ impl DbInner {
         true
     }
 
-    /// Writes `mems` (oldest first) into one L0 table and installs it.
-    /// Requires the db mutex; releases it during I/O.
-    pub(crate) fn flush_memtables(&self, st: &mut MutexGuard<'_, DbState>, mems: &[Arc<MemTable>]) -> Result<()> {
+    /// Writes `mems` (oldest first) of column family `cf` into one L0 table
+    /// and installs it. Requires the db mutex; releases it during I/O. A
+    /// family dropped meanwhile is `Cancelled`; its table is left to
+    /// `delete_obsolete_files`.
+    pub(crate) fn flush_memtables(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        mems: &[Arc<MemTable>],
+    ) -> Result<()> {
         let start = Instant::now();
-        let opts = self.opts();
+        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
+        let opts = self.family_opts(&data);
         let smallest_snapshot = self.smallest_snapshot(st);
         let dir = self.dir.clone();
         let fs = Arc::clone(&self.fs);
@@ -143,7 +161,7 @@ impl DbInner {
                     cancel: None,
                     new_file_number: &mut alloc,
                     on_bytes: &mut on_bytes,
-                    bytes_per_sync: opts.bytes_per_sync,
+                    bytes_per_sync: self.opts().bytes_per_sync,
                 },
             )
         });
@@ -151,7 +169,10 @@ impl DbInner {
             st.pending_outputs.swap_remove(i);
         }
         let output = output?;
-        let mut edit = VersionEdit::default();
+        if !st.families.contains_key(&cf) {
+            return Err(Error::Cancelled);
+        }
+        let mut edit = VersionEdit { column_family: cf, ..Default::default() };
         let mut written = 0;
         let mut file_number = 0;
         for f in output.files {
@@ -159,20 +180,34 @@ impl DbInner {
             file_number = f.number;
             edit.add_file(0, f);
         }
-        // Every WAL older than the oldest memtable still unflushed is obsolete.
-        let remaining_log = st
+        // The family's data in WALs older than its oldest memtable still
+        // unflushed is all in tables.
+        let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
+        let remaining_log = family
             .imm
             .iter()
             .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
             .map(|m| m.log_number())
-            .chain(std::iter::once(st.mem.log_number()))
+            .chain(std::iter::once(family.mem.log_number()))
             .min()
             .unwrap_or(st.wal_number);
         edit.log_number = Some(remaining_log);
+        let mut edits = vec![edit];
+        // Other families whose memtables moved past old WALs (idle ones,
+        // renumbered at WAL switches) record it now, so they do not keep
+        // those WALs alive (RocksDB advances their log numbers likewise).
+        for (id, f) in &st.families {
+            let keep = f.oldest_log_to_keep();
+            if *id != cf && keep > st.versions.family_log_number(*id) {
+                edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
+            }
+        }
         let last = self.last_sequence.load(Ordering::Acquire);
         st.versions.set_last_sequence(last);
-        st.versions.log_and_apply(edit)?;
-        st.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+        st.versions.log_and_apply_all(edits)?;
+        if let Some(family) = st.families.get_mut(&cf) {
+            family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+        }
         self.install_super_version(st);
         bump(&self.stats.flush_bytes, written);
         bump(&self.stats.flushes, 1);
@@ -206,17 +241,35 @@ impl DbInner {
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
-        if opts.disable_auto_compactions || st.manual_compactions > 0 || self.tuning.deferred.load(Ordering::Relaxed) {
+        if st.manual_compactions > 0 || self.tuning.deferred.load(Ordering::Relaxed) {
             return false;
         }
         if st.compactions_running >= opts.compaction_threads() {
             return false;
         }
-        let version = st.versions.current();
-        let Some(c) = picker::pick_compaction(&version, opts, &st.being_compacted) else {
+        // Each family is compacted by its own options; the families take
+        // turns, starting after the one compacted last.
+        let last = st.last_compacted_family;
+        let ids: Vec<u32> = st.families.keys().copied().collect();
+        let order = ids.iter().filter(|id| **id > last).chain(ids.iter().filter(|id| **id <= last));
+        let mut pick = None;
+        for id in order {
+            let Some(family) = st.families.get(id) else { continue };
+            let family_opts = self.family_opts(&family.data);
+            if family_opts.disable_auto_compactions {
+                continue;
+            }
+            let version = st.versions.version(*id).unwrap_or_default();
+            if let Some(c) = picker::pick_compaction(&version, &family_opts, &st.being_compacted) {
+                pick = Some((*id, c));
+                break;
+            }
+        }
+        let Some((cf, c)) = pick else {
             return false;
         };
-        let r = self.run_compaction(st, c);
+        st.last_compacted_family = cf;
+        let r = self.run_compaction(st, cf, c);
         if let Err(e) = r {
             if !matches!(e, Error::Cancelled) {
                 self.set_bg_error_locked(st, e);
@@ -227,7 +280,7 @@ impl DbInner {
 
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
     /// the result. Requires the db mutex.
-    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, c: Compaction) -> Result<()> {
+    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, c: Compaction) -> Result<()> {
         for f in c.all_inputs() {
             st.being_compacted.insert(f.number);
         }
@@ -250,7 +303,7 @@ impl DbInner {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_begin(&info)));
         }
         let start = Instant::now();
-        let result = self.run_compaction_inner(st, &c, &cancel);
+        let result = self.run_compaction_inner(st, cf, &c, &cancel);
         for f in c.all_inputs() {
             st.being_compacted.remove(&f.number);
         }
@@ -272,14 +325,18 @@ impl DbInner {
     }
 
     /// Returns the files the compaction installed.
+    /// A family dropped meanwhile is `Cancelled`; outputs are left to
+    /// `delete_obsolete_files`.
     fn run_compaction_inner(
         &self,
         st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
         c: &Compaction,
         cancel: &AtomicBool,
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
-        let mut edit = VersionEdit::default();
+        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
+        let mut edit = VersionEdit { column_family: cf, ..Default::default() };
         for f in &c.inputs {
             edit.delete_file(c.level, f.number);
         }
@@ -292,6 +349,9 @@ impl DbInner {
             bump(&self.stats.trivial_moves, 1);
             for f in &c.inputs {
                 edit.new_files.push((c.output_level, Arc::clone(f)));
+            }
+            if !st.families.contains_key(&cf) {
+                return Err(Error::Cancelled);
             }
             st.versions.log_and_apply(edit)?;
             self.install_super_version(st);
@@ -306,20 +366,21 @@ impl DbInner {
             );
             return Ok(c.inputs.clone());
         }
-        let opts = self.opts();
+        let opts = self.family_opts(&data);
+        let db_opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
         // Outputs are numbered without the mutex; every number at or above
         // `floor` is protected from deletion until the job ends.
         let floor = st.versions.next_file_number();
         st.pending_outputs.push(floor);
         let numbers = st.versions.file_number_allocator();
-        let ranges = subcompaction_ranges(c, opts.max_subcompactions as usize);
+        let ranges = subcompaction_ranges(c, db_opts.max_subcompactions as usize);
         if ranges.len() > 1 {
             bump(&self.stats.split_compactions, 1);
             bump(&self.stats.subcompactions, ranges.len() as u64);
         }
         let settings = SubcompactionSettings {
-            rs: ReadSettings { verify_checksums: opts.paranoid_checks, fill_cache: false },
+            rs: ReadSettings { verify_checksums: db_opts.paranoid_checks, fill_cache: false },
             table_options: TableBuilderOptions::from_options(&opts, c.compression),
             smallest_snapshot,
             cancel,
@@ -376,7 +437,7 @@ impl DbInner {
         for f in &installed {
             edit.new_files.push((c.output_level, Arc::clone(f)));
         }
-        let r = st.versions.log_and_apply(edit);
+        let r = if st.families.contains_key(&cf) { st.versions.log_and_apply(edit) } else { Err(Error::Cancelled) };
         release(st);
         r?;
         self.install_super_version(st);
@@ -466,13 +527,15 @@ impl DbInner {
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
         let Ok(names) = self.fs.list_dir(&self.dir) else { return };
         st.live_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<u64> = st.versions.current().live_files().collect();
+        let mut live: std::collections::HashSet<u64> =
+            st.versions.families().values().flat_map(|f| f.current.live_files()).collect();
         for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
             live.extend(v.live_files());
         }
         // Jobs number their outputs from a floor recorded when they started.
         let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
         let log_number = st.versions.log_number();
+        st.old_wals.retain(|(number, _)| *number >= log_number);
         let manifest = st.versions.manifest_number();
         let newest_options = names
             .iter()
@@ -522,19 +585,20 @@ impl DbInner {
                 continue;
             }
             last = Instant::now();
-            if let Some(text) = self.property("ebb.stats") {
+            if let Some(text) = self.property(0, "ebb.stats") {
                 let _ = log.append(format!("------- DUMPING STATS -------\n{text}\n").as_bytes());
                 let _ = log.flush();
             }
         }
     }
 
-    pub(crate) fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    /// Compacts column family `cf`'s files overlapping `[begin, end]`.
+    pub(crate) fn compact_range(&self, cf: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
-        self.flush(true)?;
+        self.flush_family(cf, true)?;
         let mut st = self.state.lock();
         st.manual_compactions += 1;
-        let r = self.compact_range_locked(&mut st, begin, end);
+        let r = self.compact_range_locked(&mut st, cf, begin, end);
         st.manual_compactions -= 1;
         self.work_cv.notify_all();
         r
@@ -543,6 +607,7 @@ impl DbInner {
     fn compact_range_locked(
         &self,
         st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
@@ -550,15 +615,17 @@ impl DbInner {
         while st.compactions_running > 0 {
             self.bg_cv.wait(st);
         }
-        let opts = self.opts();
-        let version = st.versions.current();
+        let dropped = || Error::invalid(format!("column family {cf} was dropped"));
+        let data = Arc::clone(&st.families.get(&cf).ok_or_else(dropped)?.data);
+        let opts = self.family_opts(&data);
+        let version = st.versions.version(cf).ok_or_else(dropped)?;
         let deepest = version.deepest_nonempty_level();
         let mut level = 0;
         while level < version.num_levels() {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            let v = st.versions.current();
+            let v = st.versions.version(cf).ok_or_else(dropped)?;
             let last = deepest.max(1);
             if level >= last && level > 0 {
                 // The deepest level is compacted into itself only when it holds
@@ -570,7 +637,7 @@ impl DbInner {
                 if level == 0 { picker::level_targets(&v, &opts).base_level.min(last).max(1) } else { level + 1 };
             if let Some(c) = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end)
             {
-                self.run_compaction(st, c)?;
+                self.run_compaction(st, cf, c)?;
             }
             level = if level == 0 { output_level } else { level + 1 };
         }
@@ -584,11 +651,17 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            let opts = self.opts();
-            let needs = !opts.disable_auto_compactions
-                && !self.tuning.deferred.load(Ordering::Relaxed)
-                && picker::pick_compaction(&st.versions.current(), &opts, &st.being_compacted).is_some();
-            if st.imm.is_empty() && st.flush_running == 0 && st.compactions_running == 0 && !needs {
+            let needs = !self.tuning.deferred.load(Ordering::Relaxed)
+                && st.families.iter().any(|(id, f)| {
+                    let opts = self.family_opts(&f.data);
+                    !opts.disable_auto_compactions
+                        && st
+                            .versions
+                            .version(*id)
+                            .is_some_and(|v| picker::pick_compaction(&v, &opts, &st.being_compacted).is_some())
+                });
+            let flushing = st.flush_running > 0 || st.families.values().any(|f| !f.imm.is_empty());
+            if !flushing && st.compactions_running == 0 && !needs {
                 return Ok(());
             }
             if st.paused > 0 {
@@ -618,26 +691,32 @@ impl DbInner {
         // Writes made without the WAL survive only in an SST.
         let needs_flush = {
             let st = self.state.lock();
-            st.bg_error.is_none() && (st.mem.has_unlogged() || st.imm.iter().any(|m| m.has_unlogged()))
+            st.bg_error.is_none()
+                && st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()))
         };
         if needs_flush && result.is_ok() {
             let mut st = self.state.lock();
-            if !st.mem.is_empty() {
-                if let Err(e) = self.switch_memtable(&mut st) {
+            let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
+            if !switch.is_empty() {
+                if let Err(e) = self.switch_memtables(&mut st, &switch) {
                     result = Err(e);
                 }
             }
-            while result.is_ok() && (!st.imm.is_empty() || st.flush_running > 0) {
-                if st.flush_running == 0 {
-                    let mems = st.imm.clone();
-                    st.flush_running += 1;
-                    let r = self.flush_memtables(&mut st, &mems);
-                    st.flush_running -= 1;
-                    if let Err(e) = r {
-                        result = Err(self.set_bg_error_locked(&mut st, e));
+            loop {
+                let pending = st.families.iter().find(|(_, f)| !f.imm.is_empty()).map(|(id, f)| (*id, f.imm.clone()));
+                if result.is_err() || (pending.is_none() && st.flush_running == 0) {
+                    break;
+                }
+                match pending {
+                    Some((cf, mems)) if st.flush_running == 0 => {
+                        st.flush_running += 1;
+                        let r = self.flush_memtables(&mut st, cf, &mems);
+                        st.flush_running -= 1;
+                        if let Err(e) = r {
+                            result = Err(self.set_bg_error_locked(&mut st, e));
+                        }
                     }
-                } else {
-                    self.bg_cv.wait(&mut st);
+                    _ => self.bg_cv.wait(&mut st),
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! The public database handle and the state shared with its background threads.
 //!
 //! Locks, always taken in this order: the write queue (`queue`), the db state
-//! (`state`), the WAL (`wal`). The super-version slot (`super_version`) is a
-//! leaf lock held only to clone or swap an `Arc`.
+//! (`state`), the WAL (`wal`). Each column family's super-version slot
+//! (`ColumnFamilyData::super_version`) is a leaf lock held only to clone or
+//! swap an `Arc`. Column families: see `column_family.rs`.
 //!
 //! Invariants:
 //! 1. Only the write-group leader appends to the WAL and inserts into the
@@ -16,6 +17,7 @@
 
 mod batch;
 mod bg;
+mod column_family;
 mod iter;
 mod listener;
 mod open;
@@ -23,7 +25,9 @@ mod table_cache;
 mod tuning;
 mod write;
 
+pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
 pub use tuning::{TuningEvent, TuningMetrics};
@@ -46,6 +50,7 @@ use crate::sst::ReadSettings;
 use crate::stats::{self, Stats};
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
+use column_family::{ColumnFamilyData, FamilyState};
 use table_cache::TableCache;
 
 /// Figures about a running database, for programs (the same figures `ebb.stats` prints).
@@ -99,6 +104,8 @@ pub struct DbMetrics {
     pub delayed_write_rate: u64,
     /// Flushes finished.
     pub flushes: u64,
+    /// Memtable switches forced by `max_total_wal_size` (flush reason WAL full).
+    pub wal_full_flushes: u64,
     /// Compactions that moved files without rewriting them.
     pub trivial_moves: u64,
     /// L0→L0 compactions.
@@ -122,9 +129,15 @@ pub(crate) struct SuperVersion {
 /// State guarded by the db mutex.
 pub(crate) struct DbState {
     pub(crate) versions: VersionSet,
-    pub(crate) mem: Arc<MemTable>,
-    /// Immutable memtables waiting for flush, oldest first.
-    pub(crate) imm: Vec<Arc<MemTable>>,
+    /// The memtables of every live column family, by id.
+    pub(crate) families: BTreeMap<u32, FamilyState>,
+    /// WALs before the one being written that are not deleted yet, oldest
+    /// first: (number, bytes).
+    pub(crate) old_wals: VecDeque<(u64, u64)>,
+    /// The oldest WAL for which `max_total_wal_size` already forced a flush.
+    pub(crate) wal_full_flushed: u64,
+    /// The column family the last automatic compaction was picked from.
+    pub(crate) last_compacted_family: u32,
     pub(crate) bg_error: Option<Arc<Error>>,
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
     /// Running jobs' output-number floors: SSTs numbered at or above the
@@ -162,7 +175,8 @@ pub(crate) struct DbInner {
     pub(crate) work_cv: Condvar,
     pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,
     pub(crate) wal: Mutex<Option<LogWriter>>,
-    pub(crate) super_version: Mutex<Arc<SuperVersion>>,
+    /// The default column family (also in `DbState::families`).
+    pub(crate) default_cf: Arc<ColumnFamilyData>,
     /// The newest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) tables: Arc<TableCache>,
@@ -247,7 +261,132 @@ impl Db {
     /// `create_if_missing`); `Corruption` when the MANIFEST or a WAL is damaged
     /// beyond what `wal_recovery_mode` accepts.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        open::open(path.as_ref(), options)
+        open::open(path.as_ref(), options, &[])
+    }
+
+    /// Opens the database at `path` with its column families (RocksDB
+    /// `DB::Open` with column family descriptors). Every family the database
+    /// has must be listed, as in RocksDB; the default family may be left out
+    /// and is configured by `options` (the options given for it in `families`
+    /// are ignored). Each other family is configured by the options listed
+    /// with it; only their column family options (write buffer, compaction,
+    /// table options) are used, the database-wide ones come from `options`.
+    ///
+    /// Errors: `InvalidArgument` naming a family the database has that is not
+    /// listed, or a listed family the database does not have; as
+    /// [`Db::open`] otherwise.
+    pub fn open_cf(path: impl AsRef<Path>, options: Options, families: &[(&str, Options)]) -> Result<Db> {
+        open::open(path.as_ref(), options, families)
+    }
+
+    /// The names of the column families of the database at `path`, the
+    /// default first, read from its MANIFEST (RocksDB
+    /// `DB::ListColumnFamilies`). The database need not be closed.
+    pub fn list_column_families(path: impl AsRef<Path>, options: &Options) -> Result<Vec<String>> {
+        crate::version::list_column_families(path.as_ref(), options.fs.as_ref())
+    }
+
+    /// Creates the column family `name`, configured by `options` (its column
+    /// family options; RocksDB `DB::CreateColumnFamily`). The family is
+    /// recorded in the MANIFEST before this returns.
+    ///
+    /// Errors: `InvalidArgument` when a family of that name exists or the
+    /// options are invalid.
+    pub fn create_column_family(&self, name: &str, options: &Options) -> Result<ColumnFamilyHandle> {
+        self.inner.create_column_family(name, options)
+    }
+
+    /// Drops a column family (RocksDB `DB::DropColumnFamily`): the drop is
+    /// recorded in the MANIFEST, its memtables are discarded, its files are
+    /// deleted once no iterator or snapshot read holds them, and operations
+    /// through its handles fail from now on.
+    ///
+    /// Errors: `InvalidArgument` for the default family or a family already dropped.
+    pub fn drop_column_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
+        self.inner.drop_column_family(&cf.data)
+    }
+
+    /// A handle on the live column family `name`, `None` if there is none.
+    pub fn cf_handle(&self, name: &str) -> Option<ColumnFamilyHandle> {
+        let st = self.inner.state.lock();
+        st.families.values().find(|f| f.data.name == name).map(|f| ColumnFamilyHandle { data: Arc::clone(&f.data) })
+    }
+
+    /// The names of the live column families, by id (the default first).
+    pub fn column_family_names(&self) -> Vec<String> {
+        self.inner.state.lock().families.values().map(|f| f.data.name.clone()).collect()
+    }
+
+    /// Sets `key` to `value` in column family `cf`.
+    pub fn put_cf(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf_opt(cf, key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` in column family `cf` with write options.
+    pub fn put_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        cf.data.check_live()?;
+        let mut b = WriteBatch::new();
+        b.put_cf(cf, key, value);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// Deletes `key` in column family `cf`.
+    pub fn delete_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        self.delete_cf_opt(cf, key, &WriteOptions::default())
+    }
+
+    /// Deletes `key` in column family `cf` with write options.
+    pub fn delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
+        cf.data.check_live()?;
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf, key);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// Reads `key` in column family `cf`.
+    pub fn get_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_cf_opt(cf, key, &ReadOptions::default())
+    }
+
+    /// Reads `key` in column family `cf` with read options.
+    pub fn get_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        self.inner.get_in(&cf.data, key, ro)
+    }
+
+    /// A cursor over column family `cf` (a consistent view taken now),
+    /// unpositioned. Over a dropped family it is empty and its `status()` is
+    /// the error.
+    pub fn iter_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions) -> DbIterator<'_> {
+        self.inner.new_iterator(&cf.data, ro)
+    }
+
+    /// A Rust iterator of `(key, value)` pairs of column family `cf`.
+    pub fn iterator_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions, mode: IteratorMode<'_>) -> Entries<'_> {
+        position(self.iter_cf(cf, ro), mode)
+    }
+
+    /// As [`Db::flush`], for column family `cf`.
+    pub fn flush_cf(&self, cf: &ColumnFamilyHandle, wait: bool) -> Result<()> {
+        cf.data.check_live()?;
+        self.inner.flush_family(cf.data.id, wait)
+    }
+
+    /// As [`Db::compact_range`], for column family `cf`.
+    pub fn compact_range_cf(&self, cf: &ColumnFamilyHandle, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        cf.data.check_live()?;
+        self.inner.compact_range(cf.data.id, begin, end)
+    }
+
+    /// As [`Db::get_property`], for column family `cf`: the per-family
+    /// properties (files, levels, memtables, keys) describe that family; the
+    /// others are the database's. `None` for an unknown name or a dropped family.
+    pub fn get_property_cf(&self, cf: &ColumnFamilyHandle, name: &str) -> Option<String> {
+        if cf.is_dropped() {
+            return None;
+        }
+        self.inner.property(cf.data.id, name)
     }
 
     /// Deletes the database at `path` and everything in its directory that
@@ -273,7 +412,7 @@ impl Db {
         let mut b = WriteBatch::new();
         b.put(key, value);
         b.validate()?;
-        self.inner.write(Some(b), wo, false)
+        self.inner.write(Some(b), wo, None)
     }
 
     /// Deletes `key`.
@@ -286,7 +425,7 @@ impl Db {
         let mut b = WriteBatch::new();
         b.delete(key);
         b.validate()?;
-        self.inner.write(Some(b), wo, false)
+        self.inner.write(Some(b), wo, None)
     }
 
     /// Applies `batch` atomically.
@@ -297,7 +436,7 @@ impl Db {
     /// Applies `batch` atomically with write options.
     pub fn write_opt(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
         batch.validate()?;
-        self.inner.write(Some(batch.clone()), wo, false)
+        self.inner.write(Some(batch.clone()), wo, None)
     }
 
     /// Reads `key`.
@@ -307,19 +446,7 @@ impl Db {
 
     /// Reads `key` with read options.
     pub fn get_opt(&self, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        self.inner.check_open()?;
-        let start = std::time::Instant::now();
-        let sv = self.inner.super_version();
-        let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
-        let r = self.inner.get_from(&sv, key, seq, ro);
-        let s = &self.inner.stats;
-        stats::bump(&s.keys_read, 1);
-        if let Ok(Some(v)) = &r {
-            stats::bump(&s.keys_found, 1);
-            stats::bump(&s.bytes_read, v.len() as u64);
-        }
-        s.time(|h| &h.get_micros, start.elapsed().as_micros() as u64);
-        r
+        self.inner.get_in(&self.inner.default_cf, key, ro)
     }
 
     /// Reads several keys at one consistent point.
@@ -327,38 +454,19 @@ impl Db {
         if let Err(e) = self.inner.check_open() {
             return keys.iter().map(|_| Err(e.duplicate())).collect();
         }
-        let sv = self.inner.super_version();
+        let sv = self.inner.default_cf.super_version();
         let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
         keys.iter().map(|k| self.inner.get_from(&sv, k, seq, ro)).collect()
     }
 
     /// A cursor over the database (a consistent view taken now), unpositioned.
     pub fn iter(&self, ro: ReadOptions) -> DbIterator<'_> {
-        self.inner.new_iterator(ro)
+        self.inner.new_iterator(&self.inner.default_cf, ro)
     }
 
     /// A Rust iterator of `(key, value)` pairs in the given mode.
     pub fn iterator(&self, ro: ReadOptions, mode: IteratorMode<'_>) -> Entries<'_> {
-        let mut it = self.iter(ro);
-        let reverse = match mode {
-            IteratorMode::Start => {
-                it.seek_to_first();
-                false
-            }
-            IteratorMode::End => {
-                it.seek_to_last();
-                true
-            }
-            IteratorMode::From(k, Direction::Forward) => {
-                it.seek(k);
-                false
-            }
-            IteratorMode::From(k, Direction::Reverse) => {
-                it.seek_for_prev(k);
-                true
-            }
-        };
-        it.into_entries(reverse)
+        position(self.iter(ro), mode)
     }
 
     /// A forward Rust iterator over the keys starting with `prefix`.
@@ -382,7 +490,7 @@ impl Db {
     /// Switches the memtable and flushes it; with `wait`, returns once every
     /// memtable that held data at the call is in an SST.
     pub fn flush(&self, wait: bool) -> Result<()> {
-        self.inner.flush(wait)
+        self.inner.flush_family(0, wait)
     }
 
     /// Writes buffered WAL records to the file (for `manual_wal_flush`), and
@@ -394,7 +502,7 @@ impl Db {
     /// A property's value (`ebb.stats`, `ebb.num-files-at-level<N>`, ...);
     /// `None` for an unknown name.
     pub fn get_property(&self, name: &str) -> Option<String> {
-        self.inner.property(name)
+        self.inner.property(0, name)
     }
 
     /// Figures about the database, for programs.
@@ -416,7 +524,7 @@ impl Db {
     /// Compacts every file overlapping `[begin, end]` down to the last level
     /// holding data, then returns.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(begin, end)
+        self.inner.compact_range(0, begin, end)
     }
 
     /// Waits until no flush or compaction is running or needed.
@@ -464,6 +572,29 @@ impl Drop for Db {
     }
 }
 
+/// Positions `it` as `mode` asks and turns it into a Rust iterator.
+fn position<'a>(mut it: DbIterator<'a>, mode: IteratorMode<'_>) -> Entries<'a> {
+    let reverse = match mode {
+        IteratorMode::Start => {
+            it.seek_to_first();
+            false
+        }
+        IteratorMode::End => {
+            it.seek_to_last();
+            true
+        }
+        IteratorMode::From(k, Direction::Forward) => {
+            it.seek(k);
+            false
+        }
+        IteratorMode::From(k, Direction::Reverse) => {
+            it.seek_for_prev(k);
+            true
+        }
+    };
+    it.into_entries(reverse)
+}
+
 /// The smallest key greater than every key with `prefix`, `None` if none.
 fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut p = prefix.to_vec();
@@ -496,18 +627,52 @@ impl DbInner {
         Arc::clone(&self.options.lock())
     }
 
-    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.super_version.lock())
+    /// The options of column family `cf`: the database's for the default family.
+    pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<Options> {
+        if cf.id == 0 {
+            self.opts()
+        } else {
+            Arc::clone(&cf.options)
+        }
     }
 
-    /// Publishes the memtables and version of `st` to readers. Requires the db mutex.
+    /// Publishes the memtables and versions of every family in `st` to
+    /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.stall_cache = None;
-        let version = st.versions.current();
         st.live_versions.retain(|w| w.strong_count() > 0);
-        st.live_versions.push(Arc::downgrade(&version));
-        let sv = SuperVersion { mem: Arc::clone(&st.mem), imm: st.imm.iter().rev().cloned().collect(), version };
-        *self.super_version.lock() = Arc::new(sv);
+        for (id, family) in &st.families {
+            let Some(version) = st.versions.version(*id) else { continue };
+            let old = family.data.super_version();
+            let same = Arc::ptr_eq(&old.version, &version)
+                && Arc::ptr_eq(&old.mem, &family.mem)
+                && old.imm.len() == family.imm.len()
+                && old.imm.iter().zip(family.imm.iter().rev()).all(|(a, b)| Arc::ptr_eq(a, b));
+            if same {
+                continue;
+            }
+            st.live_versions.push(Arc::downgrade(&version));
+            let sv =
+                SuperVersion { mem: Arc::clone(&family.mem), imm: family.imm.iter().rev().cloned().collect(), version };
+            *family.data.super_version.lock() = Arc::new(sv);
+        }
+    }
+
+    fn get_in(&self, cf: &ColumnFamilyData, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        cf.check_live()?;
+        let start = std::time::Instant::now();
+        let sv = cf.super_version();
+        let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
+        let r = self.get_from(&sv, key, seq, ro);
+        let s = &self.stats;
+        stats::bump(&s.keys_read, 1);
+        if let Ok(Some(v)) = &r {
+            stats::bump(&s.keys_found, 1);
+            stats::bump(&s.bytes_read, v.len() as u64);
+        }
+        s.time(|h| &h.get_micros, start.elapsed().as_micros() as u64);
+        r
     }
 
     fn get_from(
@@ -562,8 +727,8 @@ impl DbInner {
         })
     }
 
-    fn new_iterator(&self, ro: ReadOptions) -> DbIterator<'static> {
-        let sv = self.super_version();
+    fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions) -> DbIterator<'static> {
+        let sv = cf.super_version();
         let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
         let rs = ReadSettings { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -583,7 +748,7 @@ impl DbInner {
         }
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
-        if let Err(e) = self.check_open() {
+        if let Err(e) = self.check_open().and_then(|()| cf.check_live()) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
         it
@@ -606,11 +771,18 @@ impl DbInner {
     }
 
     pub(crate) fn metrics(&self) -> DbMetrics {
-        let opts = self.opts();
+        self.family_metrics(0)
+    }
+
+    /// The database's figures, with those about levels and memtables taken
+    /// from column family `cf`.
+    fn family_metrics(&self, cf: u32) -> DbMetrics {
         let st = self.state.lock();
-        let version = st.versions.current();
-        let mut memtable_bytes = st.mem.approximate_memory_usage() as u64;
-        for m in &st.imm {
+        let Some(family) = st.families.get(&cf) else { return DbMetrics::default() };
+        let opts = self.family_opts(&family.data);
+        let version = st.versions.version(cf).unwrap_or_default();
+        let mut memtable_bytes = family.mem.approximate_memory_usage() as u64;
+        for m in &family.imm {
             memtable_bytes += m.approximate_memory_usage() as u64;
         }
         let s = &self.stats;
@@ -642,6 +814,7 @@ impl DbInner {
             stall_condition: Some(st.controller.condition),
             delayed_write_rate: st.controller.rate(),
             flushes: stats::read(&s.flushes),
+            wal_full_flushes: stats::read(&s.wal_full_flushes),
             trivial_moves: stats::read(&s.trivial_moves),
             intra_l0_compactions: stats::read(&s.intra_l0_compactions),
             split_compactions: (stats::read(&s.split_compactions), stats::read(&s.subcompactions)),
@@ -650,8 +823,10 @@ impl DbInner {
         }
     }
 
-    pub(crate) fn property(&self, name: &str) -> Option<String> {
-        let m = self.metrics();
+    /// Property `name`; the per-family ones are about column family `cf`.
+    pub(crate) fn property(&self, cf: u32, name: &str) -> Option<String> {
+        let m = self.family_metrics(cf);
+        let family = self.state.lock().families.get(&cf).map(|f| Arc::clone(&f.data))?;
         let name = name.strip_prefix("rocksdb.").map(|n| format!("ebb.{n}")).unwrap_or_else(|| name.to_string());
         if let Some(level) = name.strip_prefix("ebb.num-files-at-level") {
             let l: usize = level.parse().ok()?;
@@ -664,8 +839,8 @@ impl DbInner {
             "ebb.compaction-pending" => {
                 let st = self.state.lock();
                 let pending = crate::compaction::picker::pick_compaction(
-                    &st.versions.current(),
-                    &self.opts(),
+                    &st.versions.version(cf).unwrap_or_default(),
+                    &self.family_opts(&family),
                     &st.being_compacted,
                 )
                 .is_some();
@@ -681,9 +856,15 @@ impl DbInner {
             "ebb.is-write-stopped" => {
                 Some(u8::from(matches!(m.stall_condition, Some(StallCondition::Stopped(_)))).to_string())
             }
-            "ebb.num-immutable-mem-table" => Some(self.state.lock().imm.len().to_string()),
+            "ebb.num-immutable-mem-table" => Some(self.state.lock().families.get(&cf)?.imm.len().to_string()),
+            "ebb.num-live-wal-files" => {
+                let st = self.state.lock();
+                Some((st.old_wals.len() + 1).to_string())
+            }
+            "ebb.total-wal-size" => Some(self.total_wal_size(&self.state.lock()).to_string()),
+            "ebb.num-column-families" => Some(self.state.lock().families.len().to_string()),
             "ebb.estimate-num-keys" => {
-                let sv = self.super_version();
+                let sv = family.super_version();
                 let mut n = sv.mem.num_entries();
                 for i in &sv.imm {
                     n += i.num_entries();
@@ -698,7 +879,7 @@ impl DbInner {
             "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
             "ebb.options-statistics" => Some(self.stats.statistics_text((m.block_cache_hits, m.block_cache_misses))),
-            "ebb.stats" => Some(self.stats_text(&m)),
+            "ebb.stats" => Some(self.stats_text(cf, &m)),
             _ => None,
         }
     }
@@ -711,10 +892,11 @@ impl DbInner {
         s
     }
 
-    fn stats_text(&self, m: &DbMetrics) -> String {
-        let opts = self.opts();
+    fn stats_text(&self, cf: u32, m: &DbMetrics) -> String {
         let st = self.state.lock();
-        let version = st.versions.current();
+        let Some(family) = st.families.get(&cf) else { return String::new() };
+        let opts = self.family_opts(&family.data);
+        let version = st.versions.version(cf).unwrap_or_default();
         let scores = crate::compaction::picker::level_scores(&version, &opts, &st.being_compacted);
         let compacting = version
             .levels

@@ -1,10 +1,12 @@
 //! Opening (creating or recovering), and destroying a database.
 //!
 //! Recovery: lock the directory; read CURRENT and replay the MANIFEST; replay
-//! every WAL numbered at or above the MANIFEST's log number, oldest first,
-//! under `wal_recovery_mode`; write what was recovered into L0 tables and
-//! record them with a new log number in one edit; start a new WAL; delete
-//! obsolete files. The recovered data is durable before the old WALs go.
+//! every WAL numbered at or above the smallest log number of any column
+//! family, oldest first, under `wal_recovery_mode`, skipping each entry of a
+//! family whose log number is above the WAL's (already in its tables) or that
+//! was dropped; write what was recovered into L0 tables of each family and
+//! record them with new log numbers; start a new WAL; delete obsolete files.
+//! The recovered data is durable before the old WALs go.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::Path;
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use super::bg::PoolSizes;
+use super::column_family::{ColumnFamilyData, FamilyState};
 use super::table_cache::TableCache;
 use super::{BatchOp, Db, DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
@@ -21,11 +24,19 @@ use crate::key::ValueKind;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::Stats;
-use crate::version::{filename, VersionSet};
+use crate::version::{filename, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::wal::LogWriter;
 
-pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
+pub(super) fn open(dir: &Path, options: Options, families: &[(&str, Options)]) -> Result<Db> {
     options.validate()?;
+    for (name, o) in families {
+        if *name != DEFAULT_COLUMN_FAMILY {
+            o.validate().map_err(|e| Error::invalid(format!("column family '{name}': {e}")))?;
+        }
+        if families.iter().filter(|(n, _)| n == name).count() > 1 {
+            return Err(Error::invalid(format!("column family '{name}' is listed twice")));
+        }
+    }
     let fs = Arc::clone(&options.fs);
     if !fs.exists(dir) {
         if !options.create_if_missing {
@@ -71,7 +82,29 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         }
         VersionSet::create_new(dir, fs.as_ref())?;
     }
-    let versions = VersionSet::recover(dir, Arc::clone(&fs), options.num_levels, options.max_manifest_file_size)?;
+    // The default family is configured by `options`, the others by theirs.
+    let listed = |name: &str| families.iter().find(|(n, _)| *n == name && name != DEFAULT_COLUMN_FAMILY);
+    let default_levels = options.num_levels;
+    let levels_for = |name: &str| listed(name).map_or(default_levels, |(_, o)| o.num_levels);
+    let versions = VersionSet::recover(dir, Arc::clone(&fs), &levels_for, options.max_manifest_file_size)?;
+    // RocksDB's rule: every family must be opened, and only existing ones.
+    for f in versions.families().values() {
+        if f.name != DEFAULT_COLUMN_FAMILY && !families.iter().any(|(n, _)| *n == f.name) {
+            return Err(Error::invalid(format!(
+                "column family '{}' exists in {} but was not opened (list every family in Db::open_cf)",
+                f.name,
+                dir.display()
+            )));
+        }
+    }
+    for (name, _) in families {
+        if *name != DEFAULT_COLUMN_FAMILY && !versions.families().values().any(|f| f.name == *name) {
+            return Err(Error::invalid(format!(
+                "column family '{name}' does not exist in {} (create it with create_column_family)",
+                dir.display()
+            )));
+        }
+    }
     let block_cache = crate::cache::block_cache_for(&options)?;
     let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache, &options));
     let num_levels = options.num_levels;
@@ -83,14 +116,29 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
     }
     let tuning = super::tuning::TuningHooks::new(&options)?;
     let options = Arc::new(options);
+    let mut family_states = BTreeMap::new();
+    for (id, f) in versions.families() {
+        let o = match listed(&f.name) {
+            Some((_, o)) if *id != 0 => Arc::new(o.clone()),
+            _ => Arc::clone(&options),
+        };
+        let data = ColumnFamilyData::new(*id, &f.name, o);
+        family_states.insert(*id, FamilyState { data, mem: Arc::new(MemTable::new(0)), imm: Vec::new() });
+    }
+    let default_cf = family_states
+        .get(&0)
+        .map(|f| Arc::clone(&f.data))
+        .ok_or_else(|| Error::corruption("MANIFEST", 0, "no default column family"))?;
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
         options: Mutex::new(Arc::clone(&options)),
         state: Mutex::new(DbState {
-            mem: Arc::new(MemTable::new(0)),
             versions,
-            imm: Vec::new(),
+            families: family_states,
+            old_wals: VecDeque::new(),
+            wal_full_flushed: 0,
+            last_compacted_family: 0,
             bg_error: None,
             snapshots: BTreeMap::new(),
             pending_outputs: Vec::new(),
@@ -110,11 +158,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<Db> {
         work_cv: Condvar::new(),
         queue: Mutex::new(VecDeque::new()),
         wal: Mutex::new(None),
-        super_version: Mutex::new(Arc::new(super::SuperVersion {
-            mem: Arc::new(MemTable::new(0)),
-            imm: Vec::new(),
-            version: Arc::new(crate::version::Version::new(num_levels)),
-        })),
+        default_cf,
         last_sequence: AtomicU64::new(0),
         tables,
         stats: Arc::new(Stats::with_histograms(num_levels, options.statistics)),
@@ -189,22 +233,42 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
         st.versions.set_next_file_at_least(newest + 1);
     }
     // Every live SST must exist.
-    let version = st.versions.current();
-    for f in version.levels.iter().flatten() {
-        let path = filename::table_file(&inner.dir, f.number);
-        if !inner.fs.exists(&path) {
-            return Err(Error::corruption(
-                path.display().to_string(),
-                0,
-                format!("SST {} listed in the MANIFEST is missing", f.number),
-            ));
+    for family in st.versions.families().values() {
+        for f in family.current.levels.iter().flatten() {
+            let path = filename::table_file(&inner.dir, f.number);
+            if !inner.fs.exists(&path) {
+                return Err(Error::corruption(
+                    path.display().to_string(),
+                    0,
+                    format!("SST {} listed in the MANIFEST is missing", f.number),
+                ));
+            }
         }
     }
     let mut last_seq = st.versions.last_sequence();
-    let mut mems: Vec<Arc<MemTable>> = Vec::new();
-    // Each recovered memtable is labelled with the oldest WAL it holds data
-    // from, as a live one is, so flushing it makes obsolete only older WALs.
-    let mut mem = Arc::new(MemTable::new(wals.first().copied().unwrap_or(0)));
+    // Per family: the recovered memtables, the one being filled, its options
+    // and its log number. Each recovered memtable is labelled with the oldest
+    // WAL it holds data from, as a live one is, so flushing it makes obsolete
+    // only older WALs.
+    struct Recovering {
+        mems: Vec<Arc<MemTable>>,
+        mem: Option<Arc<MemTable>>,
+        write_buffer_size: usize,
+        log_number: u64,
+    }
+    let mut recovering: BTreeMap<u32, Recovering> = st
+        .families
+        .iter()
+        .map(|(id, f)| {
+            let r = Recovering {
+                mems: Vec::new(),
+                mem: None,
+                write_buffer_size: inner.family_opts(&f.data).write_buffer_size,
+                log_number: st.versions.family_log_number(*id),
+            };
+            (*id, r)
+        })
+        .collect();
     for (i, number) in wals.iter().enumerate() {
         let path = filename::wal_file(&inner.dir, *number);
         let name = path.display().to_string();
@@ -212,31 +276,33 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
         let outcome = crate::wal::replay(inner.fs.as_ref(), &path, options.wal_recovery_mode, is_last, |record| {
             let batch = WriteBatch::from_data(record, &name, 0)?;
             let mut seq = batch.sequence();
-            for op in batch.iter() {
-                match op {
-                    Ok(BatchOp::Put { key, value }) => mem.add(seq, ValueKind::Value, key, value),
-                    Ok(BatchOp::Delete { key }) => mem.add(seq, ValueKind::Deletion, key, &[]),
-                    Err(reason) => return Err(Error::corruption(&name, 0, reason)),
+            for op in batch.iter_cf() {
+                let (cf, op) = op.map_err(|reason| Error::corruption(&name, 0, reason))?;
+                // A dropped family's entries, and those already in a family's
+                // tables, are skipped.
+                if let Some(r) = recovering.get_mut(&cf).filter(|r| *number >= r.log_number) {
+                    let mem = r.mem.get_or_insert_with(|| Arc::new(MemTable::new(*number)));
+                    match op {
+                        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+                        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
+                    }
+                    if mem.approximate_memory_usage() >= r.write_buffer_size {
+                        r.mems.extend(r.mem.take());
+                    }
                 }
                 seq += 1;
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
-            if mem.approximate_memory_usage() >= options.write_buffer_size {
-                mems.push(std::mem::replace(&mut mem, Arc::new(MemTable::new(*number))));
-            }
             Ok(())
         })?;
         if outcome.stop_replay {
             break;
         }
     }
-    if !mem.is_empty() {
-        mems.push(mem);
-    }
     inner.last_sequence.store(last_seq, std::sync::atomic::Ordering::Release);
     st.versions.set_last_sequence(last_seq);
     // Start the new WAL first: its number becomes the log number, which makes
-    // every replayed WAL obsolete once the flush below is recorded.
+    // every replayed WAL obsolete once the flushes below are recorded.
     let wal_number = st.versions.new_file_number();
     let path = filename::wal_file(&inner.dir, wal_number);
     let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&path)?, options.wal_bytes_per_sync);
@@ -244,19 +310,38 @@ fn recover_wals(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     writer.sync()?;
     *inner.wal.lock() = Some(writer);
     st.wal_number = wal_number;
-    st.mem = Arc::new(MemTable::new(wal_number));
     // The recovered memtables wait in `imm` while they are flushed one at a
-    // time, so each flush's edit keeps the log number at the oldest WAL a
-    // memtable still to be flushed came from: a failure or crash between two
-    // of these flushes must not leave the later memtables' WALs obsolete.
-    st.imm = mems.clone();
-    for m in &mems {
-        inner.flush_memtables(&mut st, std::slice::from_ref(m))?;
+    // time, so each flush's edit keeps the family's log number at the oldest
+    // WAL a memtable still to be flushed came from: a failure or crash
+    // between two of these flushes must not leave the later memtables' WALs
+    // obsolete. The other families' log numbers advance with the first
+    // flush (see `flush_memtables`), each to its own oldest memtable.
+    let mut to_flush = Vec::new();
+    for (id, r) in recovering.iter_mut() {
+        r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
+        if let Some(family) = st.families.get_mut(id) {
+            family.mem = Arc::new(MemTable::new(wal_number));
+            family.imm = r.mems.clone();
+            to_flush.extend(r.mems.iter().map(|m| (*id, Arc::clone(m))));
+        }
     }
-    if mems.is_empty() {
-        // Record the new log number so the old WALs become obsolete.
-        let edit = crate::version::VersionEdit { log_number: Some(wal_number), ..Default::default() };
-        st.versions.log_and_apply(edit)?;
+    for (id, m) in &to_flush {
+        inner.flush_memtables(&mut st, *id, std::slice::from_ref(m))?;
+    }
+    // Record the new log number of every family not advanced by a flush, so
+    // the old WALs become obsolete.
+    let edits: Vec<crate::version::VersionEdit> = st
+        .families
+        .keys()
+        .filter(|id| st.versions.family_log_number(**id) < wal_number)
+        .map(|id| crate::version::VersionEdit {
+            column_family: *id,
+            log_number: Some(wal_number),
+            ..Default::default()
+        })
+        .collect();
+    if !edits.is_empty() {
+        st.versions.log_and_apply_all(edits)?;
     }
     inner.fs.sync_dir(&inner.dir)?;
     inner.install_super_version(&mut st);

@@ -291,7 +291,7 @@ impl DbInner {
                 let st = self.state.lock();
                 let scores =
                     crate::compaction::picker::level_scores(&st.versions.current(), &opts, &st.being_compacted);
-                (st.imm.len(), scores.into_iter().fold(0.0f64, f64::max))
+                (st.families.values().map(|f| f.imm.len()).sum(), scores.into_iter().fold(0.0f64, f64::max))
             };
             let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
             let obs = Observation {

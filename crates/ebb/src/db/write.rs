@@ -5,6 +5,12 @@
 //! followers into one WAL record (LevelDB `BuildBatchGroup`), appends and
 //! optionally syncs it, inserts every entry into the memtable, publishes the
 //! new last sequence, and wakes the followers with the shared result.
+//!
+//! Column families share the WAL: a memtable switch in one family starts a
+//! new WAL for all, and the others keep their memtables. When the live WALs
+//! outgrow `max_total_wal_size`, the families whose memtables hold data in
+//! the oldest WAL are switched so they flush and let it go (RocksDB
+//! `SwitchWAL`, flush reason `kWalFull`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -34,16 +40,25 @@ pub(crate) struct WriterSlot {
     batch_bytes: usize,
     sync: bool,
     disable_wal: bool,
-    /// Switch the memtable even if it is not full (a flush request).
-    force_switch: bool,
+    /// Switch this family's memtable even if it is not full (a flush request).
+    force_switch: Option<u32>,
     done: Mutex<Option<Result<()>>>,
     cv: Condvar,
 }
 
 impl DbInner {
-    pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: bool) -> Result<()> {
+    pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_open()?;
-        if batch.is_some() {
+        if let Some(b) = &batch {
+            let ids = b.column_families();
+            if ids.iter().any(|id| *id != 0) {
+                let st = self.state.lock();
+                if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
+                    return Err(Error::invalid(format!(
+                        "the write batch writes to column family {id}, which does not exist (dropped?)"
+                    )));
+                }
+            }
             bump(&self.stats.user_writes, 1);
         }
         let batch_bytes = batch.as_ref().map_or(0, |b| b.size_in_bytes());
@@ -85,7 +100,7 @@ impl DbInner {
 
     fn lead(&self, q: &mut MutexGuard<'_, VecDeque<Arc<WriterSlot>>>, leader: &Arc<WriterSlot>) -> Result<()> {
         let leader_bytes = leader.batch_bytes;
-        let mem = match self.make_room_for_write(leader.force_switch, leader_bytes) {
+        let mems = match self.make_room_for_write(leader.force_switch, leader_bytes) {
             Ok(m) => m,
             Err(e) => {
                 q.pop_front();
@@ -100,7 +115,11 @@ impl DbInner {
             let limit = if leader_bytes <= SMALL_BATCH { leader_bytes + SMALL_BATCH } else { MAX_GROUP_BYTES };
             let mut bytes = leader_bytes;
             for w in q.iter().skip(1) {
-                if !w.has_batch || w.force_switch || w.disable_wal != leader.disable_wal || (w.sync && !leader.sync) {
+                if !w.has_batch
+                    || w.force_switch.is_some()
+                    || w.disable_wal != leader.disable_wal
+                    || (w.sync && !leader.sync)
+                {
                     break;
                 }
                 if bytes + w.batch_bytes > limit {
@@ -119,7 +138,7 @@ impl DbInner {
             Some(mut batch) if !batch.is_empty() => {
                 // Release the queue while doing I/O so followers can enqueue.
 
-                MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mem, sync, leader.disable_wal))
+                MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mems, sync, leader.disable_wal))
             }
             Some(_) => Ok(()),
         };
@@ -137,14 +156,27 @@ impl DbInner {
         result
     }
 
-    /// Appends the group to the WAL and the memtable. Runs without the queue lock.
-    fn commit_group(&self, batch: &mut WriteBatch, mem: &Arc<MemTable>, sync: bool, disable_wal: bool) -> Result<()> {
+    /// Appends the group to the WAL and the memtables (`mems`: every
+    /// family's, by id). Runs without the queue lock. Entries of a family
+    /// dropped since the batch was checked are not inserted anywhere.
+    fn commit_group(
+        &self,
+        batch: &mut WriteBatch,
+        mems: &[(u32, Arc<MemTable>)],
+        sync: bool,
+        disable_wal: bool,
+    ) -> Result<()> {
         self.tuning.on_client_write();
         let first = self.last_sequence.load(Ordering::Acquire) + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
+        let mem_of = |cf: u32| mems.iter().find(|(id, _)| *id == cf).map(|(_, m)| m);
         if disable_wal {
-            mem.mark_unlogged();
+            for cf in batch.column_families() {
+                if let Some(m) = mem_of(cf) {
+                    m.mark_unlogged();
+                }
+            }
         } else {
             let manual = self.opts().manual_wal_flush;
             let mut wal = self.wal.lock();
@@ -167,17 +199,18 @@ impl DbInner {
             bump(&self.stats.wal_writes, 1);
         }
         let mut user_bytes = 0u64;
-        for (seq, op) in (first..).zip(batch.iter()) {
+        for (seq, op) in (first..).zip(batch.iter_cf()) {
+            let (cf, op) = op.map_err(Error::invalid)?;
+            let Some(mem) = mem_of(cf) else { continue };
             match op {
-                Ok(super::BatchOp::Put { key, value }) => {
+                super::BatchOp::Put { key, value } => {
                     user_bytes += (key.len() + value.len()) as u64;
                     mem.add(seq, crate::key::ValueKind::Value, key, value);
                 }
-                Ok(super::BatchOp::Delete { key }) => {
+                super::BatchOp::Delete { key } => {
                     user_bytes += key.len() as u64;
                     mem.add(seq, crate::key::ValueKind::Deletion, key, &[]);
                 }
-                Err(reason) => return Err(Error::invalid(reason)),
             }
         }
         self.last_sequence.store(first + count - 1, Ordering::Release);
@@ -196,10 +229,10 @@ impl DbInner {
         self.set_bg_error_locked(&mut st, e)
     }
 
-    /// Returns the memtable to write into, after switching a full one and
-    /// waiting out stalls (RocksDB's `WriteController` conditions, see
-    /// docs/compaction.md "Write stalls").
-    fn make_room_for_write(&self, force: bool, batch_bytes: usize) -> Result<Arc<MemTable>> {
+    /// Returns every family's memtable to write into, after switching full
+    /// ones (and `force`'s) and waiting out stalls (RocksDB's
+    /// `WriteController` conditions, see docs/compaction.md "Write stalls").
+    fn make_room_for_write(&self, force: Option<u32>, batch_bytes: usize) -> Result<Vec<(u32, Arc<MemTable>)>> {
         let mut st = self.state.lock();
         let mut delayed_once = false;
         loop {
@@ -210,7 +243,7 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let opts = self.opts();
-            // The condition depends only on the version, the immutable
+            // The condition depends only on the versions, the immutable
             // memtables and the options; it is recomputed after any of them
             // changes (`stall_cache` is cleared then), not on every write.
             let condition = match st.stall_cache {
@@ -222,7 +255,7 @@ impl DbInner {
                     c
                 }
             };
-            if let (false, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
+            if let (None, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
                 delayed_once = true;
                 if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
                     let start = Instant::now();
@@ -231,12 +264,18 @@ impl DbInner {
                     continue;
                 }
             }
-            let mem_full = st.mem.approximate_memory_usage() >= opts.write_buffer_size;
-            if !force && !mem_full {
-                return Ok(Arc::clone(&st.mem));
+            let mut switch: Vec<u32> = Vec::new();
+            for (id, family) in &st.families {
+                let full = family.mem.approximate_memory_usage() >= self.family_opts(&family.data).write_buffer_size;
+                let forced = force == Some(*id) && !family.mem.is_empty();
+                if full || forced {
+                    switch.push(*id);
+                }
             }
-            if force && st.mem.is_empty() {
-                return Ok(Arc::clone(&st.mem));
+            let wal_full = if switch.is_empty() { self.families_pinning_oldest_wal(&mut st) } else { Vec::new() };
+            switch.extend(wal_full);
+            if switch.is_empty() {
+                return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
             }
             if let StallCondition::Stopped(cause) = condition {
                 let start = Instant::now();
@@ -245,7 +284,12 @@ impl DbInner {
                 self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
                 continue;
             }
-            if st.imm.len() + 1 >= opts.max_write_buffer_number {
+            let at_limit = switch.iter().any(|id| {
+                st.families
+                    .get(id)
+                    .is_some_and(|f| f.imm.len() + 1 >= self.family_opts(&f.data).max_write_buffer_number)
+            });
+            if at_limit {
                 // Switching now would exceed the memtable limit: wait for a flush.
                 let start = Instant::now();
                 self.set_stall_condition(&mut st, StallCondition::Stopped(StallCause::MemtableLimit));
@@ -254,63 +298,87 @@ impl DbInner {
                 self.stats.record_stall(StallCause::MemtableLimit, start.elapsed().as_micros() as u64);
                 continue;
             }
-            self.switch_memtable(&mut st)?;
-            return Ok(Arc::clone(&st.mem));
+            self.switch_memtables(&mut st, &switch)?;
+            return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
         }
     }
 
-    /// The stall condition the current state calls for (RocksDB
-    /// `GetWriteStallConditionAndCause`). L0 and pending-bytes conditions
-    /// apply only while automatic compaction is on.
-    pub(crate) fn stall_condition(&self, st: &DbState, opts: &crate::Options) -> StallCondition {
-        let version = st.versions.current();
-        let l0 = version.num_files(0) as i32;
-        let compaction_on = !opts.disable_auto_compactions;
-        let pending = if compaction_on
-            && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
-        {
-            crate::compaction::picker::estimate_pending_compaction_bytes(&version, opts)
-        } else {
-            0
-        };
-        if compaction_on && l0 >= opts.level0_stop_writes_trigger {
-            StallCondition::Stopped(StallCause::L0Stop)
-        } else if compaction_on
-            && opts.hard_pending_compaction_bytes_limit > 0
-            && pending >= opts.hard_pending_compaction_bytes_limit
-        {
-            StallCondition::Stopped(StallCause::PendingCompactionStop)
-        } else if compaction_on && l0 >= opts.level0_slowdown_writes_trigger {
-            StallCondition::Delayed(StallCause::L0Slowdown)
-        } else if compaction_on
-            && opts.soft_pending_compaction_bytes_limit > 0
-            && pending >= opts.soft_pending_compaction_bytes_limit
-        {
-            StallCondition::Delayed(StallCause::PendingCompactionSlowdown)
-        } else {
-            StallCondition::Normal
+    /// When the live WALs exceed `max_total_wal_size`, the families whose
+    /// mutable memtable holds data in the oldest live WAL: switching them
+    /// lets that WAL go once they are flushed (RocksDB `SwitchWAL`). Asked
+    /// once per oldest WAL, and only with more than one family, as RocksDB
+    /// (one family's WALs are bounded by its memtables anyway).
+    fn families_pinning_oldest_wal(&self, st: &mut DbState) -> Vec<u32> {
+        let Some(&(oldest, _)) = st.old_wals.front() else { return Vec::new() };
+        if st.families.len() < 2 || st.wal_full_flushed >= oldest {
+            return Vec::new();
         }
+        if self.total_wal_size(st) <= self.max_total_wal_size(st) {
+            return Vec::new();
+        }
+        st.wal_full_flushed = oldest;
+        let pinning: Vec<u32> = st
+            .families
+            .iter()
+            .filter(|(_, f)| !f.mem.is_empty() && f.mem.log_number() <= oldest)
+            .map(|(id, _)| *id)
+            .collect();
+        bump(&self.stats.wal_full_flushes, u64::from(!pinning.is_empty()));
+        pinning
+    }
+
+    /// The stall condition the current state calls for (RocksDB
+    /// `GetWriteStallConditionAndCause`), the worst over the column families.
+    /// L0 and pending-bytes conditions apply only while automatic compaction
+    /// is on.
+    pub(crate) fn stall_condition(&self, st: &DbState, opts: &crate::Options) -> StallCondition {
+        let severity = |c: &StallCondition| match c {
+            StallCondition::Normal => 0,
+            StallCondition::Delayed(_) => 1,
+            StallCondition::Stopped(_) => 2,
+        };
+        let mut worst = StallCondition::Normal;
+        for (id, family) in &st.families {
+            let family_opts;
+            let o = if *id == 0 {
+                opts
+            } else {
+                family_opts = self.family_opts(&family.data);
+                &family_opts
+            };
+            let c = family_stall_condition(&st.versions.version(*id).unwrap_or_default(), o);
+            if severity(&c) > severity(&worst) {
+                worst = c;
+            }
+        }
+        worst
     }
 
     /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
     pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
         let opts = self.opts();
-        let version = st.versions.current();
-        let l0 = version.num_files(0) as u64;
-        let pending = if matches!(condition, StallCondition::Delayed(StallCause::PendingCompactionSlowdown)) {
-            crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts)
-        } else {
-            0
-        };
+        // The debt the rate adapts to is the largest over the families.
+        let (mut l0, mut pending) = (0u64, 0u64);
+        for (id, family) in &st.families {
+            let version = st.versions.version(*id).unwrap_or_default();
+            l0 = l0.max(version.num_files(0) as u64);
+            if matches!(condition, StallCondition::Delayed(StallCause::PendingCompactionSlowdown)) {
+                let o = self.family_opts(&family.data);
+                pending = pending.max(crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o));
+            }
+        }
         let previous = st.controller.condition;
         st.controller.update(condition, l0, pending, &opts);
         if previous != condition && !opts.listeners.is_empty() {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_stall_conditions_changed(previous, condition)));
         }
     }
-    /// Makes the mutable memtable immutable and starts a new one with a new
-    /// WAL. Requires the db mutex (and the queue, held by the caller).
-    pub(crate) fn switch_memtable(&self, st: &mut DbState) -> Result<()> {
+
+    /// Makes the mutable memtables of the families `ids` immutable and starts
+    /// new ones with a new WAL. Every other family's empty memtable is
+    /// renumbered to the new WAL, so an idle family pins no old WAL. Requires
+    /// the db mutex (and the queue, held by the caller).
+    pub(crate) fn switch_memtables(&self, st: &mut DbState, ids: &[u32]) -> Result<()> {
         let number = st.versions.new_file_number();
         let path = filename::wal_file(&self.dir, number);
         let mut wal = self.wal.lock();
@@ -332,11 +400,19 @@ impl DbInner {
             }
         };
         let file = crate::fs::WriteBehindFile::wrap(file, self.opts().wal_bytes_per_sync);
+        let old_size = wal.as_ref().map_or(0, |w| w.file_size());
         *wal = Some(LogWriter::new(file, path.display().to_string()));
         drop(wal);
-        let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
-        st.imm.push(old);
-        st.wal_number = number;
+        let old_number = std::mem::replace(&mut st.wal_number, number);
+        st.old_wals.push_back((old_number, old_size));
+        for (id, family) in st.families.iter_mut() {
+            if ids.contains(id) {
+                let old = std::mem::replace(&mut family.mem, Arc::new(MemTable::new(number)));
+                family.imm.push(old);
+            } else if family.mem.is_empty() {
+                family.mem = Arc::new(MemTable::new(number));
+            }
+        }
         self.install_super_version(st);
         self.work_cv.notify_all();
         Ok(())
@@ -355,15 +431,17 @@ impl DbInner {
         Error::Background(arc)
     }
 
-    pub(crate) fn flush(&self, wait: bool) -> Result<()> {
-        self.write(None, &WriteOptions::default(), true)?;
+    /// Switches column family `cf`'s memtable and flushes it; with `wait`,
+    /// returns once every memtable of the family that held data is in an SST.
+    pub(crate) fn flush_family(&self, cf: u32, wait: bool) -> Result<()> {
+        self.write(None, &WriteOptions::default(), Some(cf))?;
         if wait {
             let mut st = self.state.lock();
             loop {
                 if let Some(e) = &st.bg_error {
                     return Err(Error::Background(Arc::clone(e)));
                 }
-                if st.imm.is_empty() && st.flush_running == 0 {
+                if st.families.get(&cf).is_none_or(|f| f.imm.is_empty()) && st.flush_running == 0 {
                     return Ok(());
                 }
                 if st.shutting_down {
@@ -386,6 +464,36 @@ impl DbInner {
             bump(&self.stats.wal_syncs, 1);
         }
         r.map_err(|e| self.set_bg_error(e))
+    }
+}
+
+/// The stall condition one family's version and options call for.
+fn family_stall_condition(version: &crate::version::Version, opts: &crate::Options) -> StallCondition {
+    let l0 = version.num_files(0) as i32;
+    let compaction_on = !opts.disable_auto_compactions;
+    let pending = if compaction_on
+        && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
+    {
+        crate::compaction::picker::estimate_pending_compaction_bytes(version, opts)
+    } else {
+        0
+    };
+    if compaction_on && l0 >= opts.level0_stop_writes_trigger {
+        StallCondition::Stopped(StallCause::L0Stop)
+    } else if compaction_on
+        && opts.hard_pending_compaction_bytes_limit > 0
+        && pending >= opts.hard_pending_compaction_bytes_limit
+    {
+        StallCondition::Stopped(StallCause::PendingCompactionStop)
+    } else if compaction_on && l0 >= opts.level0_slowdown_writes_trigger {
+        StallCondition::Delayed(StallCause::L0Slowdown)
+    } else if compaction_on
+        && opts.soft_pending_compaction_bytes_limit > 0
+        && pending >= opts.soft_pending_compaction_bytes_limit
+    {
+        StallCondition::Delayed(StallCause::PendingCompactionSlowdown)
+    } else {
+        StallCondition::Normal
     }
 }
 

@@ -112,6 +112,9 @@ pub struct Stats {
     pub flush_bytes: AtomicU64,
     /// Flushes finished.
     pub flushes: AtomicU64,
+    /// Memtable switches forced because the live WALs exceeded
+    /// `max_total_wal_size` (RocksDB flush reason `kWalFull`).
+    pub wal_full_flushes: AtomicU64,
     /// Bytes read by compactions.
     pub compaction_bytes_read: AtomicU64,
     /// Bytes written by compactions.
@@ -170,6 +173,7 @@ impl Stats {
             wal_syncs: AtomicU64::new(0),
             flush_bytes: AtomicU64::new(0),
             flushes: AtomicU64::new(0),
+            wal_full_flushes: AtomicU64::new(0),
             compaction_bytes_read: AtomicU64::new(0),
             compaction_bytes_written: AtomicU64::new(0),
             trivial_moves: AtomicU64::new(0),

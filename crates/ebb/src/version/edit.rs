@@ -17,6 +17,12 @@ const TAG_NEXT_FILE_NUMBER: u32 = 2;
 const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
+// Column families, RocksDB's tag numbers (kColumnFamily, kColumnFamilyAdd,
+// kColumnFamilyDrop, kMaxColumnFamily).
+const TAG_COLUMN_FAMILY: u32 = 200;
+const TAG_COLUMN_FAMILY_ADD: u32 = 201;
+const TAG_COLUMN_FAMILY_DROP: u32 = 202;
+const TAG_MAX_COLUMN_FAMILY: u32 = 203;
 
 /// What the version set knows about one SST.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,10 +56,20 @@ impl FileMetaData {
     }
 }
 
-/// A change to the version: files added and removed, counters advanced.
+/// A change to the version of one column family: files added and removed,
+/// the family created or dropped; and the database's counters advanced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionEdit {
-    /// WALs numbered below this are no longer needed.
+    /// The column family the edit is about (0, the default family, when the
+    /// field is absent).
+    pub column_family: u32,
+    /// Creates the family `column_family` with this name.
+    pub column_family_add: Option<String>,
+    /// Drops the family `column_family`.
+    pub column_family_drop: bool,
+    /// The largest column family id ever handed out (ids are never reused).
+    pub max_column_family: Option<u32>,
+    /// The family's data in WALs numbered below this is all in tables.
     pub log_number: Option<u64>,
     /// The next file number to hand out.
     pub next_file_number: Option<u64>,
@@ -79,6 +95,21 @@ impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
+        if self.column_family != 0 {
+            put_varint32(&mut out, TAG_COLUMN_FAMILY);
+            put_varint32(&mut out, self.column_family);
+        }
+        if let Some(name) = &self.column_family_add {
+            put_varint32(&mut out, TAG_COLUMN_FAMILY_ADD);
+            put_length_prefixed(&mut out, name.as_bytes());
+        }
+        if self.column_family_drop {
+            put_varint32(&mut out, TAG_COLUMN_FAMILY_DROP);
+        }
+        if let Some(n) = self.max_column_family {
+            put_varint32(&mut out, TAG_MAX_COLUMN_FAMILY);
+            put_varint32(&mut out, n);
+        }
         if let Some(n) = self.log_number {
             put_varint32(&mut out, TAG_LOG_NUMBER);
             put_varint64(&mut out, n);
@@ -119,6 +150,16 @@ impl VersionEdit {
         while !d.is_empty() {
             let tag = d.varint32().ok_or_else(|| bad("truncated tag"))?;
             match tag {
+                TAG_COLUMN_FAMILY => edit.column_family = d.varint32().ok_or_else(|| bad("column family id"))?,
+                TAG_COLUMN_FAMILY_ADD => {
+                    let name = d.length_prefixed().ok_or_else(|| bad("column family name"))?;
+                    let name = std::str::from_utf8(name).map_err(|_| bad("column family name is not UTF-8"))?;
+                    edit.column_family_add = Some(name.to_string());
+                }
+                TAG_COLUMN_FAMILY_DROP => edit.column_family_drop = true,
+                TAG_MAX_COLUMN_FAMILY => {
+                    edit.max_column_family = Some(d.varint32().ok_or_else(|| bad("max column family"))?)
+                }
                 TAG_LOG_NUMBER => edit.log_number = Some(d.varint64().ok_or_else(|| bad("log number"))?),
                 TAG_NEXT_FILE_NUMBER => {
                     edit.next_file_number = Some(d.varint64().ok_or_else(|| bad("next file number"))?)
@@ -193,6 +234,26 @@ mod tests {
         let e = sample();
         assert_eq!(VersionEdit::decode(&e.encode(), "MANIFEST", 0).unwrap(), e);
         assert_eq!(VersionEdit::decode(&[], "MANIFEST", 0).unwrap(), VersionEdit::default());
+    }
+
+    #[test]
+    fn column_family_fields_round_trip_and_match_the_format_doc() {
+        let add = VersionEdit {
+            column_family: 1,
+            column_family_add: Some("users".into()),
+            max_column_family: Some(1),
+            log_number: Some(7),
+            ..Default::default()
+        };
+        assert_eq!(VersionEdit::decode(&add.encode(), "MANIFEST", 0).unwrap(), add);
+        // docs/format.md "MANIFEST", the column family example.
+        assert_eq!(
+            add.encode(),
+            vec![0xc8, 0x01, 0x01, 0xc9, 0x01, 0x05, b'u', b's', b'e', b'r', b's', 0xcb, 0x01, 0x01, 0x01, 0x07]
+        );
+        let drop = VersionEdit { column_family: 1, column_family_drop: true, ..Default::default() };
+        assert_eq!(VersionEdit::decode(&drop.encode(), "MANIFEST", 0).unwrap(), drop);
+        assert_eq!(drop.encode(), vec![0xc8, 0x01, 0x01, 0xca, 0x01]);
     }
 
     #[test]

@@ -11,11 +11,16 @@
 //! 4. CURRENT is switched to a new MANIFEST by an atomic rename followed by a
 //!    directory sync; the old MANIFEST is deleted only afterwards.
 //!
+//! 5. Every column family has its own version and log number; the
+//!    MANIFEST's edits name their family (docs/format.md "MANIFEST"). Family
+//!    ids are never reused.
+//!
 //! Thread safety: `VersionSet` requires the db mutex (callers hold it).
 
 pub mod edit;
 pub mod filename;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -152,77 +157,167 @@ impl Version {
     }
 }
 
-/// The live version plus the counters persisted in the MANIFEST.
+/// The name of the column family every database has, id 0 (RocksDB's
+/// `kDefaultColumnFamilyName`).
+pub const DEFAULT_COLUMN_FAMILY: &str = "default";
+
+/// What the MANIFEST records about one column family.
+#[derive(Debug, Clone)]
+pub struct FamilyVersions {
+    /// The family's name.
+    pub name: String,
+    /// Its live version.
+    pub current: Arc<Version>,
+    /// The family's data in WALs numbered below this is all in tables.
+    pub log_number: u64,
+}
+
+/// The live version of every column family, plus the counters persisted in
+/// the MANIFEST.
 pub struct VersionSet {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
-    current: Arc<Version>,
+    families: BTreeMap<u32, FamilyVersions>,
+    /// The largest family id ever handed out; ids are never reused, so WAL
+    /// entries of a dropped family can never be taken for a new one's.
+    max_column_family: u32,
     /// Shared with running jobs so they can number their outputs without the mutex.
     next_file_number: Arc<AtomicU64>,
     last_sequence: SequenceNumber,
-    log_number: u64,
     manifest_number: u64,
     manifest: Option<LogWriter>,
     max_manifest_size: u64,
 }
 
+/// Applies `edit` to the families in `families` (a MANIFEST being replayed or
+/// a change being made). `levels_for` gives a new family's number of levels.
+fn apply_edit(
+    families: &mut BTreeMap<u32, FamilyVersions>,
+    max_column_family: &mut u32,
+    edit: &VersionEdit,
+    levels_for: &dyn Fn(&str) -> usize,
+) -> Result<()> {
+    let id = edit.column_family;
+    let bad = |what: String| Error::corruption("MANIFEST", 0, what);
+    if let Some(name) = &edit.column_family_add {
+        if families.contains_key(&id) {
+            return Err(bad(format!("column family {id} ({name}) added twice")));
+        }
+        let current = Arc::new(Version::new(levels_for(name)));
+        families.insert(id, FamilyVersions { name: name.clone(), current, log_number: 0 });
+    }
+    *max_column_family = (*max_column_family).max(id).max(edit.max_column_family.unwrap_or(0));
+    if edit.column_family_drop {
+        if id == 0 {
+            return Err(bad("the default column family is dropped".into()));
+        }
+        families.remove(&id).ok_or_else(|| bad(format!("dropped column family {id} does not exist")))?;
+        return Ok(());
+    }
+    let family = families.get_mut(&id).ok_or_else(|| bad(format!("edit for unknown column family {id}")))?;
+    if !edit.new_files.is_empty() || !edit.deleted_files.is_empty() {
+        family.current = Arc::new(family.current.apply(&[edit])?);
+    }
+    if let Some(n) = edit.log_number {
+        family.log_number = family.log_number.max(n);
+    }
+    Ok(())
+}
+
+/// Reads CURRENT: the MANIFEST's name and number.
+fn current_manifest(dir: &Path, fs: &dyn FileSystem) -> Result<(String, u64)> {
+    let current = fs.read_file(&filename::current_file(dir))?;
+    let name = std::str::from_utf8(&current)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| matches!(filename::parse_file_name(s), Some((filename::FileType::Manifest, _))))
+        .ok_or_else(|| Error::corruption("CURRENT", 0, "does not name a MANIFEST file"))?
+        .to_string();
+    let Some((_, number)) = filename::parse_file_name(&name) else {
+        return Err(Error::corruption("CURRENT", 0, "does not name a MANIFEST file"));
+    };
+    Ok((name, number))
+}
+
+/// Calls `f` with every edit of the live MANIFEST, oldest first.
+fn replay_manifest(dir: &Path, fs: &dyn FileSystem, mut f: impl FnMut(&str, VersionEdit) -> Result<()>) -> Result<()> {
+    let (name, _) = current_manifest(dir, fs)?;
+    crate::wal::replay(fs, &dir.join(&name), WalRecoveryMode::TolerateCorruptedTailRecords, true, |record| {
+        let edit = VersionEdit::decode(record, &name, 0)?;
+        f(&name, edit).map_err(|e| match e {
+            Error::Corruption { offset, reason, .. } => Error::corruption(&name, offset, reason),
+            other => other,
+        })
+    })?;
+    Ok(())
+}
+
+/// The names of the column families of the database in `dir`, default first
+/// (RocksDB `DB::ListColumnFamilies`).
+pub fn list_column_families(dir: &Path, fs: &dyn FileSystem) -> Result<Vec<String>> {
+    let mut families = BTreeMap::new();
+    families.insert(0u32, DEFAULT_COLUMN_FAMILY.to_string());
+    replay_manifest(dir, fs, |name, edit| {
+        if let Some(added) = edit.column_family_add {
+            families.insert(edit.column_family, added);
+        } else if edit.column_family_drop {
+            families.remove(&edit.column_family);
+        } else if !families.contains_key(&edit.column_family) {
+            return Err(Error::corruption(name, 0, format!("edit for unknown column family {}", edit.column_family)));
+        }
+        Ok(())
+    })?;
+    Ok(families.into_values().collect())
+}
+
 impl VersionSet {
-    /// Recovers the version set from CURRENT and its MANIFEST.
-    pub fn recover(dir: &Path, fs: Arc<dyn FileSystem>, num_levels: usize, max_manifest_size: u64) -> Result<Self> {
-        let current_path = filename::current_file(dir);
-        let current = fs.read_file(&current_path)?;
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| matches!(filename::parse_file_name(s), Some((filename::FileType::Manifest, _))))
-            .ok_or_else(|| Error::corruption("CURRENT", 0, "does not name a MANIFEST file"))?
-            .to_string();
-        let Some((_, manifest_number)) = filename::parse_file_name(&name) else {
-            return Err(Error::corruption("CURRENT", 0, "does not name a MANIFEST file"));
-        };
-        let manifest_path = dir.join(&name);
-        let mut version = Version::new(num_levels);
+    /// Recovers the version set from CURRENT and its MANIFEST. `levels_for`
+    /// gives the number of levels of a family by name.
+    pub fn recover(
+        dir: &Path,
+        fs: Arc<dyn FileSystem>,
+        levels_for: &dyn Fn(&str) -> usize,
+        max_manifest_size: u64,
+    ) -> Result<Self> {
+        let (name, manifest_number) = current_manifest(dir, fs.as_ref())?;
+        let mut families = BTreeMap::new();
+        let default = Version::new(levels_for(DEFAULT_COLUMN_FAMILY));
+        families.insert(
+            0u32,
+            FamilyVersions { name: DEFAULT_COLUMN_FAMILY.to_string(), current: Arc::new(default), log_number: 0 },
+        );
+        let mut max_column_family = 0;
         let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
-        let mut records = 0u64;
-        crate::wal::replay(
-            fs.as_ref(),
-            &manifest_path,
-            WalRecoveryMode::TolerateCorruptedTailRecords,
-            true,
-            |record| {
-                let edit = VersionEdit::decode(record, &name, 0)?;
-                version = version.apply(&[&edit]).map_err(|e| match e {
-                    Error::Corruption { offset, reason, .. } => Error::corruption(&name, offset, reason),
-                    other => other,
-                })?;
-                log_number = edit.log_number.or(log_number);
-                next_file = edit.next_file_number.or(next_file);
-                last_seq = edit.last_sequence.or(last_seq);
-                records += 1;
-                Ok(())
-            },
-        )?;
+        replay_manifest(dir, fs.as_ref(), |_, edit| {
+            apply_edit(&mut families, &mut max_column_family, &edit, levels_for)?;
+            log_number = edit.log_number.or(log_number);
+            next_file = edit.next_file_number.or(next_file);
+            last_seq = edit.last_sequence.or(last_seq);
+            Ok(())
+        })?;
         let missing = |what: &str| Error::corruption(&name, 0, format!("MANIFEST has no {what}"));
         let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
         let last_sequence = last_seq.ok_or_else(|| missing("last sequence"))?;
-        let log_number = log_number.ok_or_else(|| missing("log number"))?;
-        version.check(&name)?;
-        for f in version.levels.iter().flatten() {
-            if f.number >= next_file_number {
-                return Err(Error::corruption(
-                    &name,
-                    0,
-                    format!("file {} is not below the next file number", f.number),
-                ));
+        log_number.ok_or_else(|| missing("log number"))?;
+        for family in families.values() {
+            family.current.check(&name)?;
+            for f in family.current.levels.iter().flatten() {
+                if f.number >= next_file_number {
+                    return Err(Error::corruption(
+                        &name,
+                        0,
+                        format!("file {} is not below the next file number", f.number),
+                    ));
+                }
             }
         }
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             fs,
-            current: Arc::new(version),
+            families,
+            max_column_family,
             next_file_number: Arc::new(AtomicU64::new(next_file_number.max(manifest_number + 1))),
             last_sequence,
-            log_number,
             manifest_number,
             manifest: None,
             max_manifest_size,
@@ -245,9 +340,24 @@ impl VersionSet {
         fs.write_file_atomic(&filename::current_file(dir), b"MANIFEST-000001\n")
     }
 
-    /// The live version.
+    /// The live version of the default column family.
     pub fn current(&self) -> Arc<Version> {
-        Arc::clone(&self.current)
+        self.version(0).unwrap_or_default()
+    }
+
+    /// The live version of column family `id`, `None` if there is no such family.
+    pub fn version(&self, id: u32) -> Option<Arc<Version>> {
+        self.families.get(&id).map(|f| Arc::clone(&f.current))
+    }
+
+    /// Every live column family, by id.
+    pub fn families(&self) -> &BTreeMap<u32, FamilyVersions> {
+        &self.families
+    }
+
+    /// The id for a new column family.
+    pub fn next_column_family_id(&self) -> u32 {
+        self.max_column_family + 1
     }
 
     /// Hands out a new file number.
@@ -281,9 +391,15 @@ impl VersionSet {
         self.last_sequence = self.last_sequence.max(seq);
     }
 
-    /// WALs numbered below this are obsolete.
+    /// WALs numbered below this are obsolete: the smallest log number of any
+    /// live column family.
     pub fn log_number(&self) -> u64 {
-        self.log_number
+        self.families.values().map(|f| f.log_number).min().unwrap_or(0)
+    }
+
+    /// The log number of column family `id` (0 if there is no such family).
+    pub fn family_log_number(&self, id: u32) -> u64 {
+        self.families.get(&id).map_or(0, |f| f.log_number)
     }
 
     /// The live MANIFEST's number.
@@ -294,50 +410,82 @@ impl VersionSet {
     /// Records `edit` durably in the MANIFEST and installs the new version.
     /// Starts a new MANIFEST (with a snapshot of the whole state) first when
     /// none is open or the current one is over its size limit.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
-        let next = self.current.apply(&[&edit])?;
-        if let Some(n) = edit.log_number {
-            if n < self.log_number {
-                edit.log_number = Some(self.log_number);
-            }
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        self.log_and_apply_all(vec![edit])
+    }
+
+    /// Records `edit`, which adds a column family of `num_levels` levels.
+    pub fn add_column_family(&mut self, edit: VersionEdit, num_levels: usize) -> Result<()> {
+        self.apply_all(vec![edit], &|_| num_levels)
+    }
+
+    /// As [`VersionSet::log_and_apply`] for several edits, synced once. Each
+    /// edit must be correct on its own: a crash may keep a prefix of them.
+    pub fn log_and_apply_all(&mut self, edits: Vec<VersionEdit>) -> Result<()> {
+        if edits.iter().any(|e| e.column_family_add.is_some()) {
+            return Err(Error::invalid("a column family is added with add_column_family"));
         }
-        edit.next_file_number = Some(self.next_file_number());
-        edit.last_sequence = Some(self.last_sequence);
+        self.apply_all(edits, &|_| 0)
+    }
+
+    fn apply_all(&mut self, mut edits: Vec<VersionEdit>, levels_for: &dyn Fn(&str) -> usize) -> Result<()> {
+        let mut next = self.families.clone();
+        let mut max_column_family = self.max_column_family;
+        for edit in &mut edits {
+            if let (Some(n), Some(f)) = (edit.log_number, next.get(&edit.column_family)) {
+                edit.log_number = Some(n.max(f.log_number));
+            }
+            apply_edit(&mut next, &mut max_column_family, edit, levels_for)?;
+            edit.next_file_number = Some(self.next_file_number());
+            edit.last_sequence = Some(self.last_sequence);
+        }
         let too_big = self.manifest.as_ref().is_some_and(|m| m.file_size() >= self.max_manifest_size);
         if self.manifest.is_none() || too_big {
-            self.roll_manifest(&next, edit.log_number.unwrap_or(self.log_number))?;
+            self.roll_manifest(&next, max_column_family)?;
         } else if let Some(m) = self.manifest.as_mut() {
             kill_point!("manifest_append");
-            m.add_record(&edit.encode())?;
+            for edit in &edits {
+                m.add_record(&edit.encode())?;
+            }
             m.sync()?;
         }
-        if let Some(n) = edit.log_number {
-            self.log_number = self.log_number.max(n);
-        }
-        self.current = Arc::new(next);
+        self.families = next;
+        self.max_column_family = max_column_family;
         Ok(())
     }
 
-    /// Writes a new MANIFEST holding `version` as one edit, then points CURRENT at it.
-    fn roll_manifest(&mut self, version: &Version, log_number: u64) -> Result<()> {
+    /// Writes a new MANIFEST holding `families` as one edit per family (the
+    /// default first, with the counters), then points CURRENT at it.
+    fn roll_manifest(&mut self, families: &BTreeMap<u32, FamilyVersions>, max_column_family: u32) -> Result<()> {
         let number = self.new_file_number();
         let path = filename::manifest_file(&self.dir, number);
-        let mut snapshot = VersionEdit {
-            log_number: Some(log_number.max(self.log_number)),
-            next_file_number: Some(self.next_file_number()),
-            last_sequence: Some(self.last_sequence),
-            ..Default::default()
-        };
-        for (level, files) in version.levels.iter().enumerate() {
-            for f in files {
-                snapshot.new_files.push((level, Arc::clone(f)));
+        let mut snapshot = Vec::new();
+        for (id, family) in families {
+            let mut edit = VersionEdit {
+                column_family: *id,
+                column_family_add: (*id != 0).then(|| family.name.clone()),
+                log_number: Some(family.log_number),
+                ..Default::default()
+            };
+            if *id == 0 {
+                edit.next_file_number = Some(self.next_file_number());
+                edit.last_sequence = Some(self.last_sequence);
+                edit.max_column_family = Some(max_column_family);
             }
+            for (level, files) in family.current.levels.iter().enumerate() {
+                for f in files {
+                    edit.new_files.push((level, Arc::clone(f)));
+                }
+            }
+            snapshot.push(edit);
         }
         let mut current_touched = false;
         let result = (|| {
             let mut w = LogWriter::new(self.fs.new_writable(&path)?, path.display().to_string());
             kill_point!("manifest_append");
-            w.add_record(&snapshot.encode())?;
+            for edit in &snapshot {
+                w.add_record(&edit.encode())?;
+            }
             w.sync()?;
             kill_point!("dir_sync");
             self.fs.sync_dir(&self.dir)?;

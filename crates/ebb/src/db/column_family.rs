@@ -1,0 +1,219 @@
+//! Column families (RocksDB's): named key spaces of one database, each with
+//! its own memtables, version (levels of files), options, flushes and
+//! compactions, sharing the WAL, the MANIFEST, the sequence numbers and the
+//! background threads.
+//!
+//! A write batch may span families and is still one WAL record, so it is
+//! atomic across them, also through a crash. Each family records in the
+//! MANIFEST the WAL number below which its data is all in tables (its log
+//! number); a WAL is deleted once every live family's log number is above it.
+//!
+//! Invariants:
+//! 1. Family ids are never reused (the MANIFEST keeps the largest id handed
+//!    out), so a WAL entry of a dropped family is never replayed into another.
+//! 2. A family's memtable that is empty carries the number of the WAL being
+//!    written (it is renumbered at every WAL switch), so an idle family never
+//!    pins an old WAL.
+//! 3. Once dropped, a family is out of `DbState::families`; its handle
+//!    reports `InvalidArgument` and its files go once no reader holds them.
+//!
+//! Thread safety: `ColumnFamilyData` is shared by handles and the db; its
+//! fields are atomics or leaf locks. `FamilyState` requires the db mutex.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::SuperVersion;
+use crate::error::{Error, Result};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::version::VersionEdit;
+
+/// The part of a family readers reach without the db mutex.
+pub(crate) struct ColumnFamilyData {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    /// The family's options; unused for the default family, whose options are
+    /// the database's (`DbInner::options`, changed by `set_options`).
+    pub(crate) options: Arc<Options>,
+    /// What readers of this family need, swapped as a whole.
+    pub(crate) super_version: Mutex<Arc<SuperVersion>>,
+    pub(crate) dropped: AtomicBool,
+}
+
+impl ColumnFamilyData {
+    pub(crate) fn new(id: u32, name: &str, options: Arc<Options>) -> Arc<Self> {
+        let sv = SuperVersion {
+            mem: Arc::new(MemTable::new(0)),
+            imm: Vec::new(),
+            version: Arc::new(crate::version::Version::new(options.num_levels)),
+        };
+        Arc::new(ColumnFamilyData {
+            id,
+            name: name.to_string(),
+            options,
+            super_version: Mutex::new(Arc::new(sv)),
+            dropped: AtomicBool::new(false),
+        })
+    }
+
+    /// `InvalidArgument` naming the family once it was dropped.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::invalid(format!("column family '{}' was dropped", self.name)));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.lock())
+    }
+}
+
+/// A family's memtables. Requires the db mutex.
+pub(crate) struct FamilyState {
+    pub(crate) data: Arc<ColumnFamilyData>,
+    pub(crate) mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub(crate) imm: Vec<Arc<MemTable>>,
+}
+
+impl FamilyState {
+    /// The oldest WAL this family's unflushed data may be in.
+    pub(crate) fn oldest_log_to_keep(&self) -> u64 {
+        self.imm.iter().map(|m| m.log_number()).chain(std::iter::once(self.mem.log_number())).min().unwrap_or(0)
+    }
+}
+
+/// A handle on one column family (RocksDB `ColumnFamilyHandle`), from
+/// [`Db::create_column_family`](super::Db::create_column_family) or
+/// [`Db::cf_handle`](super::Db::cf_handle). Cheap to clone; it does not keep
+/// the database open. Once the family is dropped, every operation through the
+/// handle fails with `InvalidArgument`.
+#[derive(Clone)]
+pub struct ColumnFamilyHandle {
+    pub(crate) data: Arc<ColumnFamilyData>,
+}
+
+impl ColumnFamilyHandle {
+    /// The family's name.
+    pub fn name(&self) -> &str {
+        &self.data.name
+    }
+
+    /// The family's id (0 for the default family), as stored in WAL and
+    /// MANIFEST records.
+    pub fn id(&self) -> u32 {
+        self.data.id
+    }
+
+    /// True once the family was dropped.
+    pub fn is_dropped(&self) -> bool {
+        self.data.dropped.load(Ordering::Acquire)
+    }
+}
+
+impl std::fmt::Debug for ColumnFamilyHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnFamilyHandle").field("name", &self.data.name).field("id", &self.data.id).finish()
+    }
+}
+
+impl super::DbInner {
+    pub(crate) fn create_column_family(&self, name: &str, options: &Options) -> Result<ColumnFamilyHandle> {
+        self.check_open()?;
+        options.validate()?;
+        if name.is_empty() {
+            return Err(Error::invalid("a column family name must not be empty"));
+        }
+        let mut st = self.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(Arc::clone(e)));
+        }
+        if st.families.values().any(|f| f.data.name == name) {
+            return Err(Error::invalid(format!("column family '{name}' already exists")));
+        }
+        let id = st.versions.next_column_family_id();
+        // The family's data starts in the WAL being written.
+        let edit = VersionEdit {
+            column_family: id,
+            column_family_add: Some(name.to_string()),
+            max_column_family: Some(id),
+            log_number: Some(st.wal_number),
+            ..Default::default()
+        };
+        let last = self.last_sequence.load(Ordering::Acquire);
+        st.versions.set_last_sequence(last);
+        if let Err(e) = st.versions.add_column_family(edit, options.num_levels) {
+            return Err(self.set_bg_error_locked(&mut st, e));
+        }
+        let data = ColumnFamilyData::new(id, name, Arc::new(options.clone()));
+        let mem = Arc::new(MemTable::new(st.wal_number));
+        st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
+        self.install_super_version(&mut st);
+        Ok(ColumnFamilyHandle { data })
+    }
+
+    pub(crate) fn drop_column_family(&self, cf: &Arc<ColumnFamilyData>) -> Result<()> {
+        self.check_open()?;
+        if cf.id == 0 {
+            return Err(Error::invalid(format!(
+                "the default column family '{}' cannot be dropped",
+                crate::version::DEFAULT_COLUMN_FAMILY
+            )));
+        }
+        cf.check_live()?;
+        let mut st = self.state.lock();
+        if !st.families.get(&cf.id).is_some_and(|f| Arc::ptr_eq(&f.data, cf)) {
+            return Err(Error::invalid(format!("column family '{}' is not a family of this database", cf.name)));
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(Arc::clone(e)));
+        }
+        let edit = VersionEdit { column_family: cf.id, column_family_drop: true, ..Default::default() };
+        if let Err(e) = st.versions.log_and_apply(edit) {
+            return Err(self.set_bg_error_locked(&mut st, e));
+        }
+        st.families.remove(&cf.id);
+        cf.dropped.store(true, Ordering::Release);
+        // The handle's own view would keep the family's files alive; readers
+        // that took one before the drop still hold theirs.
+        let empty = SuperVersion {
+            mem: Arc::new(MemTable::new(0)),
+            imm: Vec::new(),
+            version: Arc::new(crate::version::Version::new(cf.options.num_levels.max(1))),
+        };
+        *cf.super_version.lock() = Arc::new(empty);
+        st.stall_cache = None;
+        self.delete_obsolete_files(&mut st);
+        self.bg_cv.notify_all();
+        self.work_cv.notify_all();
+        Ok(())
+    }
+
+    /// Bytes in live WAL files, the one being written included.
+    pub(crate) fn total_wal_size(&self, st: &super::DbState) -> u64 {
+        let current = self.wal.lock().as_ref().map_or(0, |w| w.file_size());
+        st.old_wals.iter().map(|(_, size)| size).sum::<u64>() + current
+    }
+
+    /// The `max_total_wal_size` in force: when 0, four times the memtable
+    /// budget of all families (RocksDB `DBImpl::GetMaxTotalWalSize`).
+    pub(crate) fn max_total_wal_size(&self, st: &super::DbState) -> u64 {
+        let limit = self.opts().max_total_wal_size;
+        if limit > 0 {
+            return limit;
+        }
+        let budget: u64 = st
+            .families
+            .values()
+            .map(|f| {
+                let o = self.family_opts(&f.data);
+                o.write_buffer_size as u64 * o.max_write_buffer_number as u64
+            })
+            .sum();
+        4 * budget
+    }
+}
