@@ -1,0 +1,455 @@
+//! Column families: isolation, atomic batches across families through a
+//! crash, WAL retention across families, `max_total_wal_size`, the family
+//! catalogue (create, drop, list, open) and per-family compaction.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{tiny_options, Model};
+use ebb::fs::{CrashMode, FaultRule, FileSystem, MemFs};
+use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const DB: &str = "/cf";
+
+fn options(fs: &MemFs) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    o.fs = Arc::new(fs.clone());
+    o
+}
+
+/// Options whose memtables never fill in these tests.
+fn big_buffers(fs: &MemFs) -> Options {
+    let mut o = options(fs);
+    o.write_buffer_size = 4 << 20;
+    o
+}
+
+fn scan_cf(db: &Db, cf: &ColumnFamilyHandle) -> Model {
+    let mut it = db.iter_cf(cf, ReadOptions::default());
+    it.seek_to_first();
+    let mut out = BTreeMap::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().expect("iterator status");
+    out
+}
+
+/// Files of `kind` ("log", "sst") in the database directory, by number.
+fn files(fs: &MemFs, kind: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = fs
+        .list_dir(Path::new(DB))
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.strip_suffix(&format!(".{kind}")).and_then(|s| s.parse().ok()))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn model(pairs: &[(&str, &str)]) -> Model {
+    pairs.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()
+}
+
+fn open_ab(o: &Options) -> Db {
+    Db::open_cf(DB, o.clone(), &[("a", o.clone()), ("b", o.clone())]).unwrap()
+}
+
+#[test]
+fn families_are_isolated_and_survive_reopen() {
+    let fs = MemFs::new();
+    let o = options(&fs);
+    let db = Db::open(DB, o.clone()).unwrap();
+    let a = db.create_column_family("a", &o).unwrap();
+    let b = db.create_column_family("b", &o).unwrap();
+    db.put(b"k", b"default").unwrap();
+    db.put_cf(&a, b"k", b"in a").unwrap();
+    db.put_cf(&b, b"k", b"in b").unwrap();
+    db.put_cf(&a, b"only-a", b"1").unwrap();
+    db.put_cf(&b, b"only-b", b"2").unwrap();
+    db.delete_cf(&a, b"k").unwrap();
+    let check = |db: &Db, a: &ColumnFamilyHandle, b: &ColumnFamilyHandle| {
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"default"[..]));
+        assert_eq!(db.get_cf(a, b"k").unwrap(), None, "the delete in a");
+        assert_eq!(db.get_cf(b, b"k").unwrap().as_deref(), Some(&b"in b"[..]), "b is untouched by a's delete");
+        assert_eq!(db.get(b"only-a").unwrap(), None);
+        assert_eq!(db.get_cf(b, b"only-a").unwrap(), None);
+        assert_eq!(scan_cf(db, a), model(&[("only-a", "1")]));
+        assert_eq!(scan_cf(db, b), model(&[("k", "in b"), ("only-b", "2")]));
+        assert_eq!(common::scan(db, ReadOptions::default()), model(&[("k", "default")]));
+    };
+    check(&db, &a, &b);
+    // From the memtables of one family and the tables of the other.
+    db.flush_cf(&a, true).unwrap();
+    check(&db, &a, &b);
+    drop((a, b));
+    db.close().unwrap();
+    // Recovered from the WAL (b, default) and from tables (a).
+    let db = open_ab(&o);
+    let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
+    check(&db, &a, &b);
+    db.flush(true).unwrap();
+    db.flush_cf(&b, true).unwrap();
+    check(&db, &a, &b);
+    drop((a, b));
+    db.close().unwrap();
+    let db = open_ab(&o);
+    check(&db, &db.cf_handle("a").unwrap(), &db.cf_handle("b").unwrap());
+}
+
+/// One batch of `i` writes a value to `k<i>` in every family; values are big
+/// enough that one batch spans WAL blocks, so a crash can tear it anywhere.
+fn cross_batch(i: usize, a: &ColumnFamilyHandle, b: &ColumnFamilyHandle) -> WriteBatch {
+    let key = format!("k{i:03}");
+    let value = vec![b'0' + (i % 10) as u8; 15_000];
+    let mut batch = WriteBatch::new();
+    batch.put(key.as_bytes(), &value);
+    batch.put_cf(a, key.as_bytes(), &value);
+    batch.delete_cf(b, b"gone");
+    batch.put_cf(b, key.as_bytes(), &value);
+    batch
+}
+
+/// After recovery, every batch is wholly there or wholly missing, and those
+/// there are a prefix of those written, no shorter than `durable`.
+fn check_batches_atomic(fs: MemFs, written: usize, durable: usize, ctx: &str) -> usize {
+    let o = options(&fs);
+    let db = open_ab(&o);
+    let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
+    let mut present = 0;
+    for i in 0..written {
+        let key = format!("k{i:03}");
+        let found = [
+            db.get(key.as_bytes()).unwrap(),
+            db.get_cf(&a, key.as_bytes()).unwrap(),
+            db.get_cf(&b, key.as_bytes()).unwrap(),
+        ];
+        let n = found.iter().filter(|v| v.is_some()).count();
+        assert!(n == 0 || n == 3, "{ctx}: batch {i} recovered in part ({n} of 3 families)");
+        if n == 3 {
+            assert_eq!(present, i, "{ctx}: batch {i} recovered after a lost one");
+            present += 1;
+        }
+    }
+    assert!(present >= durable, "{ctx}: {present} batches recovered, {durable} were synced");
+    if present > 0 {
+        assert_eq!(db.get_cf(&b, b"gone").unwrap(), None, "{ctx}: the batch's delete in b was lost");
+    }
+    present
+}
+
+/// Writes the preamble of the crash tests: the families and a synced key.
+fn crash_setup(fs: &MemFs) -> (Db, ColumnFamilyHandle, ColumnFamilyHandle) {
+    let o = options(fs);
+    let db = Db::open(DB, o.clone()).unwrap();
+    let a = db.create_column_family("a", &o).unwrap();
+    let b = db.create_column_family("b", &o).unwrap();
+    db.put_cf_opt(&b, b"gone", b"x", &WriteOptions { sync: true, ..Default::default() }).unwrap();
+    (db, a, b)
+}
+
+#[test]
+fn a_batch_across_families_is_all_or_nothing_through_a_crash() {
+    const BATCHES: usize = 6;
+    let mut outcomes = std::collections::BTreeSet::new();
+    // A power loss keeping a random prefix of the unsynced WAL bytes.
+    for seed in 0..24 {
+        let fs = MemFs::new();
+        let (db, a, b) = crash_setup(&fs);
+        let synced = seed as usize % 3;
+        for i in 0..BATCHES {
+            let wo = WriteOptions { sync: i < synced, ..Default::default() };
+            db.write_opt(&cross_batch(i, &a, &b), &wo).unwrap();
+        }
+        let crashed = fs.crash_clone(CrashMode::KeepRandomPrefix { seed });
+        drop(db);
+        outcomes.insert(check_batches_atomic(crashed, BATCHES, synced, &format!("random prefix, seed {seed}")));
+    }
+    // The crashes tore the history at several places, not only at its ends.
+    assert!(outcomes.iter().filter(|n| **n > 0 && **n < BATCHES).count() >= 2, "{outcomes:?}");
+    // A write failing at its k-th filesystem operation, then a power loss.
+    let probe = MemFs::new();
+    let (db, a, b) = crash_setup(&probe);
+    let before = probe.op_count();
+    for i in 0..BATCHES {
+        db.write_opt(&cross_batch(i, &a, &b), &WriteOptions { sync: true, ..Default::default() }).unwrap();
+    }
+    let ops = probe.op_count() - before;
+    drop(db);
+    for k in 1..=ops {
+        let fs = MemFs::new();
+        let (db, a, b) = crash_setup(&fs);
+        fs.inject(FaultRule::any_op().nth(k).persistent());
+        let mut durable = 0;
+        for i in 0..BATCHES {
+            if db.write_opt(&cross_batch(i, &a, &b), &WriteOptions { sync: true, ..Default::default() }).is_err() {
+                break;
+            }
+            durable = i + 1;
+        }
+        let crashed = fs.crash_clone(CrashMode::DropUnsynced);
+        drop(db);
+        check_batches_atomic(crashed, BATCHES, durable, &format!("fault at operation {k}"));
+        outcomes.insert(durable);
+    }
+}
+
+#[test]
+fn a_wal_stays_until_every_family_has_flushed_past_it() {
+    let fs = MemFs::new();
+    let o = big_buffers(&fs);
+    let db = Db::open(DB, o.clone()).unwrap();
+    let a = db.create_column_family("a", &o).unwrap();
+    let b = db.create_column_family("b", &o).unwrap();
+    // A family never written must not keep any WAL alive.
+    let _idle = db.create_column_family("idle", &o).unwrap();
+    let first_wal = *files(&fs, "log").last().unwrap();
+    db.put_cf(&a, b"ka", b"va").unwrap();
+    db.put_cf(&a, b"deleted", b"old").unwrap();
+    db.put_cf(&b, b"kb", b"vb").unwrap();
+    db.flush_cf(&a, true).unwrap();
+    // Once the delete is compacted away, only a's log number keeps the old
+    // WAL's put from being replayed into a.
+    db.delete_cf(&a, b"deleted").unwrap();
+    db.compact_range_cf(&a, None, None).unwrap();
+    assert!(files(&fs, "log").contains(&first_wal), "b's data is only in WAL {first_wal}: {:?}", files(&fs, "log"));
+    assert_eq!(db.get_property("ebb.num-live-wal-files").as_deref(), Some("3"));
+    // A crash now recovers b's data from the old WAL (and a's from its table).
+    db.flush_wal(true).unwrap();
+    let crashed = fs.crash_clone(CrashMode::DropUnsynced);
+    {
+        let o = big_buffers(&crashed);
+        let db = Db::open_cf(DB, o.clone(), &[("a", o.clone()), ("b", o.clone()), ("idle", o.clone())]).unwrap();
+        assert_eq!(db.get_cf(&db.cf_handle("b").unwrap(), b"kb").unwrap().as_deref(), Some(&b"vb"[..]));
+        assert_eq!(scan_cf(&db, &db.cf_handle("a").unwrap()), model(&[("ka", "va")]));
+    }
+    db.flush_cf(&b, true).unwrap();
+    let logs = files(&fs, "log");
+    assert!(!logs.contains(&first_wal), "every family flushed past WAL {first_wal}, still there: {logs:?}");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    // Flushing one family does not let a WAL go that another needs, also
+    // across several WAL switches.
+    db.put_cf(&b, b"kb2", b"vb2").unwrap();
+    let pinned = *files(&fs, "log").last().unwrap();
+    for i in 0..3 {
+        db.put_cf(&a, format!("a{i}").as_bytes(), b"v").unwrap();
+        db.flush_cf(&a, true).unwrap();
+    }
+    assert!(files(&fs, "log").contains(&pinned));
+    db.flush_cf(&b, true).unwrap();
+    assert_eq!(files(&fs, "log").len(), 1, "{:?}", files(&fs, "log"));
+    drop((a, b, _idle));
+    db.close().unwrap();
+    let db = Db::open_cf(DB, o.clone(), &[("a", o.clone()), ("b", o.clone()), ("idle", o.clone())]).unwrap();
+    let b = db.cf_handle("b").unwrap();
+    assert_eq!(scan_cf(&db, &b), model(&[("kb", "vb"), ("kb2", "vb2")]));
+}
+
+#[test]
+fn max_total_wal_size_flushes_the_family_pinning_the_oldest_wal() {
+    let run = |max_total_wal_size: u64| {
+        let fs = MemFs::new();
+        let mut o = big_buffers(&fs);
+        o.max_total_wal_size = max_total_wal_size;
+        let db = Db::open(DB, o.clone()).unwrap();
+        // `slow` takes one write and then none: its memtable pins the WAL it
+        // went to. `busy` flushes every few KiB, switching WALs.
+        let slow = db.create_column_family("slow", &o).unwrap();
+        let mut small = o.clone();
+        small.write_buffer_size = 8 << 10;
+        let busy = db.create_column_family("busy", &small).unwrap();
+        db.put_cf(&slow, b"pinned", b"value").unwrap();
+        for i in 0..400u32 {
+            db.put_cf(&busy, format!("key{i:05}").as_bytes(), &[b'v'; 500]).unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        let slow_files: u64 = db.get_property_cf(&slow, "ebb.num-files-at-level0").unwrap().parse().unwrap();
+        let default_files: u64 = db.get_property("ebb.num-files-at-level0").unwrap().parse().unwrap();
+        let wals: u64 = db.get_property("ebb.num-live-wal-files").unwrap().parse().unwrap();
+        let wal_bytes: u64 = db.get_property("ebb.total-wal-size").unwrap().parse().unwrap();
+        assert_eq!(db.get_cf(&slow, b"pinned").unwrap().as_deref(), Some(&b"value"[..]));
+        (slow_files, default_files, wals, wal_bytes, db.metrics().wal_full_flushes)
+    };
+    let (slow_files, default_files, wals, wal_bytes, forced) = run(64 << 10);
+    assert_eq!(slow_files, 1, "the family pinning the oldest WAL was flushed once");
+    assert_eq!(default_files, 0, "the empty default family pins nothing and is not flushed");
+    assert_eq!(forced, 1);
+    assert!(wal_bytes <= 96 << 10, "live WALs hold {wal_bytes} bytes in {wals} files");
+    // Without a small limit (0: four times the memtable budget), nothing forces it.
+    let (slow_files, _, wals, _, forced) = run(0);
+    assert_eq!((slow_files, forced), (0, 0));
+    assert!(wals > 10, "{wals} WALs pinned by the slow family");
+}
+
+#[test]
+fn families_are_listed_created_dropped_and_must_all_be_opened() {
+    let fs = MemFs::new();
+    let o = options(&fs);
+    let db = Db::open(DB, o.clone()).unwrap();
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default"]);
+    let a = db.create_column_family("a", &o).unwrap();
+    let b = db.create_column_family("b", &o).unwrap();
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default", "a", "b"]);
+    let e = db.create_column_family("a", &o).unwrap_err();
+    assert!(e.to_string().contains("'a'") && e.to_string().contains("exists"), "{e}");
+    let e = db.drop_column_family(&db.cf_handle("default").unwrap()).unwrap_err();
+    assert!(e.to_string().contains("default"), "{e}");
+
+    // Dropping a family deletes its tables.
+    let before = files(&fs, "sst");
+    for i in 0..50u32 {
+        db.put_cf(&a, format!("k{i}").as_bytes(), b"v").unwrap();
+    }
+    db.flush_cf(&a, true).unwrap();
+    let a_files: Vec<u64> = files(&fs, "sst").into_iter().filter(|n| !before.contains(n)).collect();
+    assert!(!a_files.is_empty());
+    db.put_cf(&a, b"unflushed", b"v").unwrap();
+    db.drop_column_family(&a).unwrap();
+    let left = files(&fs, "sst");
+    assert!(a_files.iter().all(|n| !left.contains(n)), "a's tables {a_files:?} outlive the drop: {left:?}");
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default", "b"]);
+    assert!(db.cf_handle("a").is_none());
+
+    // The dropped family's handle fails, without a panic.
+    assert!(a.is_dropped());
+    for e in [
+        db.put_cf(&a, b"k", b"v").unwrap_err(),
+        db.get_cf(&a, b"k0").unwrap_err(),
+        db.delete_cf(&a, b"k").unwrap_err(),
+        db.flush_cf(&a, true).unwrap_err(),
+        db.compact_range_cf(&a, None, None).unwrap_err(),
+        db.drop_column_family(&a).unwrap_err(),
+        db.iter_cf(&a, ReadOptions::default()).status().unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("'a'") && e.to_string().contains("dropped"), "{e}");
+    }
+    let mut batch = WriteBatch::new();
+    batch.put(b"x", b"1");
+    batch.put_cf(&a, b"x", b"1");
+    assert!(db.write(&batch).is_err(), "a batch writing to a dropped family is refused");
+    assert_eq!(db.get(b"x").unwrap(), None, "and none of it is applied");
+    assert_eq!(db.get_property_cf(&a, "ebb.num-files-at-level0"), None);
+
+    // A new family never reuses the dropped one's id, so the WAL entries of
+    // `a` are not replayed into it.
+    let a2 = db.create_column_family("a", &o).unwrap();
+    assert_ne!(a2.id(), a.id());
+    db.put_cf(&b, b"kb", b"vb").unwrap();
+    drop((a2, b));
+    db.close().unwrap();
+
+    // Every family must be opened, and only existing ones.
+    let e = Db::open(DB, o.clone()).err().expect("open without listing families");
+    assert!(e.to_string().contains("'a'") || e.to_string().contains("'b'"), "{e}");
+    let e = Db::open_cf(DB, o.clone(), &[("a", o.clone())]).err().expect("b not listed");
+    assert!(e.to_string().contains("'b'"), "{e}");
+    let e = Db::open_cf(DB, o.clone(), &[("a", o.clone()), ("b", o.clone()), ("nope", o.clone())])
+        .err()
+        .expect("an unknown family");
+    assert!(e.to_string().contains("'nope'"), "{e}");
+    let db = Db::open_cf(DB, o.clone(), &[("default", o.clone()), ("b", o.clone()), ("a", o.clone())]).unwrap();
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default", "b", "a"]);
+    assert_eq!(db.column_family_names(), vec!["default", "b", "a"]);
+    assert_eq!(scan_cf(&db, &db.cf_handle("a").unwrap()), Model::new(), "the new 'a' starts empty");
+    assert_eq!(db.get_cf(&db.cf_handle("b").unwrap(), b"kb").unwrap().as_deref(), Some(&b"vb"[..]));
+    // A MANIFEST rolled over keeps the families and the largest id.
+    drop(db);
+    let mut rolled = o.clone();
+    rolled.max_manifest_file_size = 1;
+    let db = Db::open_cf(DB, rolled.clone(), &[("b", rolled.clone()), ("a", rolled.clone())]).unwrap();
+    db.put(b"roll", b"1").unwrap();
+    db.flush(true).unwrap();
+    let c = db.create_column_family("c", &rolled).unwrap();
+    assert!(c.id() > db.cf_handle("a").unwrap().id());
+    drop((c, db));
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default", "b", "a", "c"]);
+}
+
+#[test]
+fn each_family_compacts_by_its_own_options() {
+    let fs = MemFs::new();
+    // The default family never compacts; `c` has tiny buffers and levels.
+    let mut o = big_buffers(&fs);
+    o.disable_auto_compactions = true;
+    let c_opts = tiny_options(Some(fs.clone()));
+    let db = Db::open(DB, o.clone()).unwrap();
+    let c = db.create_column_family("c", &c_opts).unwrap();
+    let mut rng = StdRng::seed_from_u64(8);
+    let mut want = Model::new();
+    let mut default_want = Model::new();
+    for i in 0..3000u32 {
+        let key = format!("key{:05}", rng.gen_range(0..1500)).into_bytes();
+        if rng.gen_bool(0.1) {
+            db.delete_cf(&c, &key).unwrap();
+            want.remove(&key);
+        } else {
+            let value = format!("value{i}-{}", "x".repeat(rng.gen_range(10..120))).into_bytes();
+            db.put_cf(&c, &key, &value).unwrap();
+            want.insert(key.clone(), value);
+        }
+        if i % 100 == 0 {
+            db.put(&key, b"default").unwrap();
+            default_want.insert(key, b"default".to_vec());
+        }
+    }
+    db.wait_for_compact().unwrap();
+    let deeper: u64 = (1..4)
+        .map(|l| db.get_property_cf(&c, &format!("ebb.num-files-at-level{l}")).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(deeper > 0, "c's flushes were compacted into deeper levels");
+    let l0: u64 = db.get_property_cf(&c, "ebb.num-files-at-level0").unwrap().parse().unwrap();
+    assert!(l0 < 2, "{l0} L0 files left at c's trigger of 2");
+    assert_eq!(db.get_property("ebb.num-files-at-level0").as_deref(), Some("0"), "the default family did not flush");
+    assert_eq!(scan_cf(&db, &c), want);
+    assert_eq!(common::scan(&db, ReadOptions::default()), default_want);
+    for (k, v) in want.iter().step_by(37) {
+        assert_eq!(db.get_cf(&c, k).unwrap().as_ref(), Some(v));
+    }
+    db.compact_range_cf(&c, None, None).unwrap();
+    assert_eq!(scan_cf(&db, &c), want);
+    drop(c);
+    db.close().unwrap();
+    let db = Db::open_cf(DB, o.clone(), &[("c", c_opts.clone())]).unwrap();
+    assert_eq!(scan_cf(&db, &db.cf_handle("c").unwrap()), want);
+    assert_eq!(common::scan(&db, ReadOptions::default()), default_want);
+}
+
+#[test]
+fn a_family_is_dropped_while_its_flush_and_writes_go_on() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    let victim = db.create_column_family("victim", &o).unwrap();
+    let writer = {
+        let (db, victim) = (Arc::clone(&db), victim.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while db.put_cf(&victim, format!("k{n}").as_bytes(), &[b'v'; 200]).is_ok() {
+                n += 1;
+            }
+            n
+        })
+    };
+    while db.get_property_cf(&victim, "ebb.total-sst-files-size").is_some_and(|n| n == "0") {
+        std::thread::yield_now();
+    }
+    db.drop_column_family(&victim).unwrap();
+    assert!(writer.join().unwrap() > 0);
+    for i in 0..200u32 {
+        db.put(format!("d{i}").as_bytes(), &[b'd'; 200]).unwrap();
+    }
+    db.wait_for_compact().unwrap();
+    db.flush(true).unwrap();
+    assert_eq!(db.get_property("ebb.background-errors").as_deref(), Some("0"));
+    let Ok(db) = Arc::try_unwrap(db) else { panic!("the writer thread still holds the database") };
+    db.close().unwrap();
+    let db = Db::open(DB, o.clone()).unwrap();
+    assert_eq!(common::scan(&db, ReadOptions::default()).len(), 200);
+}
