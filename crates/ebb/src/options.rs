@@ -81,8 +81,11 @@ pub struct Options {
     /// Writes reach the WAL file only on `flush_wal` (or a full buffer).
     /// RocksDB `manual_wal_flush`; default false.
     pub manual_wal_flush: bool,
-    /// Once the live WALs exceed this, the memtables holding the oldest WAL are
-    /// flushed; 0 means 4 x write_buffer_size x max_write_buffer_number. Dynamic.
+    /// Once the live WALs exceed this, the column families whose memtables
+    /// hold data in the oldest WAL are flushed; 0 means 4 x the sum over the
+    /// families of write_buffer_size x max_write_buffer_number. As in RocksDB
+    /// it applies only with more than one column family (one family's WALs
+    /// are bounded by its memtables). Dynamic.
     pub max_total_wal_size: u64,
     /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
     pub wal_bytes_per_sync: u64,
