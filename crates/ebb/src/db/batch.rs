@@ -27,6 +27,9 @@ const TAG_CF_VALUE: u8 = 0x05;
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// Some record is of a family other than the default (saves the write
+    /// path a pass over the records of default-only batches).
+    other_families: bool,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -61,7 +64,7 @@ pub enum BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN] }
+        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false }
     }
 
     /// Adds a put to the default column family. Sizes are checked when the
@@ -105,6 +108,7 @@ impl WriteBatch {
         } else {
             self.rep.push(cf_tag);
             put_varint32(&mut self.rep, cf);
+            self.other_families = true;
         }
     }
 
@@ -120,6 +124,7 @@ impl WriteBatch {
 
     /// Removes every update.
     pub fn clear(&mut self) {
+        self.other_families = false;
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
     }
@@ -135,12 +140,19 @@ impl WriteBatch {
     }
 
     /// The updates in order, each with its column family id.
+    pub(crate) fn has_other_families(&self) -> bool {
+        self.other_families
+    }
+
     pub(crate) fn iter_cf(&self) -> CfBatchIter<'_> {
         CfBatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
     }
 
     /// The column family ids the batch writes to, ascending, without repeats.
     pub(crate) fn column_families(&self) -> Vec<u32> {
+        if !self.other_families {
+            return if self.is_empty() { Vec::new() } else { vec![0] };
+        }
         let mut ids: Vec<u32> = self.iter_cf().filter_map(|r| r.ok().map(|(cf, _)| cf)).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -168,6 +180,7 @@ impl WriteBatch {
     pub(crate) fn append(&mut self, other: &WriteBatch) {
         let n = (self.len() + other.len()) as u32;
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.other_families |= other.other_families;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
@@ -176,12 +189,15 @@ impl WriteBatch {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }
-        let b = WriteBatch { rep: data.to_vec() };
+        let mut b = WriteBatch { rep: data.to_vec(), other_families: false };
         let mut seen = 0;
-        for op in b.iter() {
-            op.map_err(|reason| Error::corruption(file, offset, reason))?;
+        let mut other_families = false;
+        for op in b.iter_cf() {
+            let (cf, _) = op.map_err(|reason| Error::corruption(file, offset, reason))?;
+            other_families |= cf != 0;
             seen += 1;
         }
+        b.other_families = other_families;
         if seen != b.len() {
             return Err(Error::corruption(file, offset, "write batch count does not match its records"));
         }

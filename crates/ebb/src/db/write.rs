@@ -50,8 +50,8 @@ impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_open()?;
         if let Some(b) = &batch {
-            let ids = b.column_families();
-            if ids.iter().any(|id| *id != 0) {
+            if b.has_other_families() {
+                let ids = b.column_families();
                 let st = self.state.lock();
                 if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
                     return Err(Error::invalid(format!(
@@ -157,8 +157,9 @@ impl DbInner {
     }
 
     /// Appends the group to the WAL and the memtables (`mems`: every
-    /// family's, by id). Runs without the queue lock. Entries of a family
-    /// dropped since the batch was checked are not inserted anywhere.
+    /// family's, by id, when the leader made room). Runs without the queue
+    /// lock. Entries of a family dropped since the batch was checked are not
+    /// inserted anywhere (recovery skips them too).
     fn commit_group(
         &self,
         batch: &mut WriteBatch,
@@ -170,6 +171,18 @@ impl DbInner {
         let first = self.last_sequence.load(Ordering::Acquire) + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
+        // A family created after the leader made room is looked up now; its
+        // memtable cannot have been switched since (only a leader switches).
+        let mut mems = mems.to_vec();
+        if batch.has_other_families() {
+            for cf in batch.column_families() {
+                if !mems.iter().any(|(id, _)| *id == cf) {
+                    if let Some(f) = self.state.lock().families.get(&cf) {
+                        mems.push((cf, Arc::clone(&f.mem)));
+                    }
+                }
+            }
+        }
         let mem_of = |cf: u32| mems.iter().find(|(id, _)| *id == cf).map(|(_, m)| m);
         if disable_wal {
             for cf in batch.column_families() {
