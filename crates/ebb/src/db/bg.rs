@@ -529,6 +529,8 @@ impl DbInner {
         st.live_versions.retain(|w| w.strong_count() > 0);
         let mut live: std::collections::HashSet<u64> =
             st.versions.families().values().flat_map(|f| f.current.live_files()).collect();
+        // A running compaction of a family dropped meanwhile still reads its inputs.
+        live.extend(st.being_compacted.iter().copied());
         for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
             live.extend(v.live_files());
         }
