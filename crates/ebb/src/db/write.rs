@@ -285,8 +285,10 @@ impl DbInner {
                     switch.push(*id);
                 }
             }
-            let wal_full = if switch.is_empty() { self.families_pinning_oldest_wal(&mut st) } else { Vec::new() };
-            switch.extend(wal_full);
+            let wal_full = if switch.is_empty() { self.families_pinning_oldest_wal(&mut st) } else { None };
+            if let Some((_, ids)) = &wal_full {
+                switch.extend(ids);
+            }
             if switch.is_empty() {
                 return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
             }
@@ -312,32 +314,40 @@ impl DbInner {
                 continue;
             }
             self.switch_memtables(&mut st, &switch)?;
+            if let Some((oldest, _)) = wal_full {
+                st.wal_full_flushed = oldest;
+                bump(&self.stats.wal_full_flushes, 1);
+            }
             return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
         }
     }
 
-    /// When the live WALs exceed `max_total_wal_size`, the families whose
-    /// mutable memtable holds data in the oldest live WAL: switching them
-    /// lets that WAL go once they are flushed (RocksDB `SwitchWAL`). Asked
-    /// once per oldest WAL, and only with more than one family, as RocksDB
-    /// (one family's WALs are bounded by its memtables anyway).
-    fn families_pinning_oldest_wal(&self, st: &mut DbState) -> Vec<u32> {
-        let Some(&(oldest, _)) = st.old_wals.front() else { return Vec::new() };
+    /// When the live WALs exceed `max_total_wal_size`: the oldest live WAL
+    /// and the families whose mutable memtable holds data in it; switching
+    /// them lets that WAL go once they are flushed (RocksDB `SwitchWAL`).
+    /// Done once per oldest WAL (`wal_full_flushed`, set once the switch is
+    /// made), and only with more than one family, as RocksDB (one family's
+    /// WALs are bounded by its memtables anyway).
+    fn families_pinning_oldest_wal(&self, st: &mut DbState) -> Option<(u64, Vec<u32>)> {
+        let &(oldest, _) = st.old_wals.front()?;
         if st.families.len() < 2 || st.wal_full_flushed >= oldest {
-            return Vec::new();
+            return None;
         }
         if self.total_wal_size(st) <= self.max_total_wal_size(st) {
-            return Vec::new();
+            return None;
         }
-        st.wal_full_flushed = oldest;
         let pinning: Vec<u32> = st
             .families
             .iter()
             .filter(|(_, f)| !f.mem.is_empty() && f.mem.log_number() <= oldest)
             .map(|(id, _)| *id)
             .collect();
-        bump(&self.stats.wal_full_flushes, u64::from(!pinning.is_empty()));
-        pinning
+        if pinning.is_empty() {
+            // Only immutable memtables hold it: their flushes will free it.
+            st.wal_full_flushed = oldest;
+            return None;
+        }
+        Some((oldest, pinning))
     }
 
     /// The stall condition the current state calls for (RocksDB
