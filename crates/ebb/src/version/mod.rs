@@ -470,7 +470,9 @@ impl VersionSet {
             if *id == 0 {
                 edit.next_file_number = Some(self.next_file_number());
                 edit.last_sequence = Some(self.last_sequence);
-                edit.max_column_family = Some(max_column_family);
+                // Absent while no family was ever created, so a database
+                // without column families keeps its earlier MANIFEST format.
+                edit.max_column_family = (max_column_family > 0).then_some(max_column_family);
             }
             for (level, files) in family.current.levels.iter().enumerate() {
                 for f in files {
