@@ -80,6 +80,66 @@ pub fn ebb_options_with_text(flags: &Flags, create: bool, options_text: Option<(
     Ok(opts)
 }
 
+/// `--event_log`: one line per engine event, seconds since open first, so a
+/// run's tuning decisions can be read beside its interval series.
+struct EventLog {
+    start: std::time::Instant,
+    out: parking_lot::Mutex<std::io::BufWriter<std::fs::File>>,
+}
+
+impl EventLog {
+    fn create(path: &Path) -> Result<EventLog> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| BenchError::new(format!("flag --event_log: cannot create {}: {e}", path.display())))?;
+        Ok(EventLog { start: std::time::Instant::now(), out: parking_lot::Mutex::new(std::io::BufWriter::new(file)) })
+    }
+
+    fn line(&self, text: std::fmt::Arguments<'_>) {
+        use std::io::Write;
+        let mut out = self.out.lock();
+        // An event log that cannot be written must not fail the benchmark.
+        let _ = writeln!(out, "{:10.3} {text}", self.start.elapsed().as_secs_f64());
+        let _ = out.flush();
+    }
+}
+
+impl ebb::EventListener for EventLog {
+    fn on_flush_completed(&self, info: &ebb::FlushJobInfo) {
+        self.line(format_args!("flush file={} bytes={} micros={}", info.file_number, info.bytes_written, info.micros));
+    }
+
+    fn on_compaction_begin(&self, info: &ebb::CompactionJobInfo) {
+        self.line(format_args!(
+            "compaction-begin L{}->L{} inputs={} move={}",
+            info.input_level,
+            info.output_level,
+            info.input_files.len(),
+            info.trivial_move
+        ));
+    }
+
+    fn on_compaction_completed(&self, info: &ebb::CompactionJobInfo) {
+        self.line(format_args!(
+            "compaction-end L{}->L{} inputs={} read={} written={} micros={} cancelled={}",
+            info.input_level,
+            info.output_level,
+            info.input_files.len(),
+            info.bytes_read,
+            info.bytes_written,
+            info.micros,
+            info.cancelled
+        ));
+    }
+
+    fn on_stall_conditions_changed(&self, previous: ebb::StallCondition, current: ebb::StallCondition) {
+        self.line(format_args!("stall {previous:?} -> {current:?}"));
+    }
+
+    fn on_background_tuning(&self, event: &ebb::TuningEvent) {
+        self.line(format_args!("tuning {} {} phase={}", event.mode, event.action, event.phase));
+    }
+}
+
 fn write_options(wo: WriteOpts) -> WriteOptions {
     WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
 }
@@ -87,7 +147,11 @@ fn write_options(wo: WriteOpts) -> WriteOptions {
 impl EbbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<EbbEngine> {
-        let opts = ebb_options(flags, create)?;
+        let mut opts = ebb_options(flags, create)?;
+        let event_log = flags.str("event_log");
+        if !event_log.is_empty() {
+            opts.listeners.push(std::sync::Arc::new(EventLog::create(Path::new(event_log))?));
+        }
         if fresh && path.exists() {
             Db::destroy(path, &opts).map_err(|e| BenchError::new(format!("cannot destroy {}: {e}", path.display())))?;
         }

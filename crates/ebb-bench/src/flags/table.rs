@@ -104,6 +104,7 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     f("report_file", Str, "report.csv", Client, "CSV file for --report_interval_seconds"),
     f("json", Str, "", Client, "Write a JSON report (flags, results, interval series) to this file"),
+    f("event_log", Str, "", Client, "Ebb: append tuning, flush, compaction and stall events to this file"),
     f("progress", Bool, "true", Client, "Show a progress bar when stderr is a terminal"),
     // ---- write-rate shapes ----
     f("benchmark_write_rate_limit", UInt, "0", Client, "Cap on client writes, bytes/s (0 = none)"),

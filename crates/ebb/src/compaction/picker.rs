@@ -216,19 +216,13 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
     }
     let out = t.base_level;
     if !any_busy(l0, busy) {
-        // Oldest first, bounded by max_compaction_bytes (always at least one file).
-        let max_bytes = opts.effective_max_compaction_bytes();
-        let mut inputs: Vec<Arc<FileMetaData>> = Vec::new();
-        let mut bytes = 0;
-        for f in l0.iter().rev() {
-            if !inputs.is_empty() && bytes + f.file_size > max_bytes {
-                break;
-            }
-            bytes += f.file_size;
-            inputs.push(Arc::clone(f));
-        }
-        // L0 files are newest first; taking a suffix (the oldest) keeps the
-        // files that stay in L0 newer than everything compacted below them.
+        // Every L0 file, oldest first, as LevelDB and RocksDB pick L0→base
+        // (all L0 files overlapping the first; with random keys, all of them).
+        // Not cut by max_compaction_bytes: the base level's overlapping files
+        // are rewritten once per L0→base compaction, so cutting a deep L0
+        // (after a deferral) into max_compaction_bytes pieces would rewrite
+        // the base once per piece.
+        let inputs: Vec<Arc<FileMetaData>> = l0.iter().rev().map(Arc::clone).collect();
         let (lo, hi) = range_of(&inputs);
         let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
         if !any_busy(&output_inputs, busy) {
