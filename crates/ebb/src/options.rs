@@ -1090,10 +1090,19 @@ mod tests {
         let o = Options::from_text(text).unwrap();
         let u = o.compaction_options_universal;
         assert_eq!(
-            (u.size_ratio, u.min_merge_width, u.max_merge_width, u.max_size_amplification_percent, u.allow_trivial_move),
+            (
+                u.size_ratio,
+                u.min_merge_width,
+                u.max_merge_width,
+                u.max_size_amplification_percent,
+                u.allow_trivial_move
+            ),
             (5, 3, 9, 150, true)
         );
-        assert_eq!(o.compaction_options_fifo, CompactionOptionsFifo { max_table_files_size: 4096, allow_compaction: true });
+        assert_eq!(
+            o.compaction_options_fifo,
+            CompactionOptionsFifo { max_table_files_size: 4096, allow_compaction: true }
+        );
         assert_eq!(o.ttl, 60);
         o.validate().unwrap();
         let back = Options::from_text(&o.to_text()).unwrap();

@@ -182,7 +182,11 @@ fn universal_sorted_runs_bounded_by_the_trigger() {
         db.wait_for_compact().unwrap();
         let runs = sorted_runs(&db);
         let trigger = o.level0_file_num_compaction_trigger as usize;
-        assert!(runs <= trigger, "ratio {size_ratio}: {runs} runs > trigger {trigger}: {:?}", db.metrics().files_per_level);
+        assert!(
+            runs <= trigger,
+            "ratio {size_ratio}: {runs} runs > trigger {trigger}: {:?}",
+            db.metrics().files_per_level
+        );
         assert!(universal_compactions(&db) > 0);
         assert_eq!(db.get_property("ebb.compaction-pending").as_deref(), Some("0"));
     }

@@ -111,7 +111,10 @@ pub struct Compaction {
 impl Compaction {
     /// Every input file.
     pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
-        self.inputs.iter().chain(self.middle_inputs.iter().flat_map(|(_, files)| files.iter())).chain(self.output_inputs.iter())
+        self.inputs
+            .iter()
+            .chain(self.middle_inputs.iter().flat_map(|(_, files)| files.iter()))
+            .chain(self.output_inputs.iter())
     }
 
     /// Every input file with its level.

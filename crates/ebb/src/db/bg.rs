@@ -261,6 +261,9 @@ impl DbInner {
         }
         let start = Instant::now();
         let result = self.run_compaction_inner(st, &c, &cancel);
+        if result.is_ok() {
+            bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
+        }
         for f in c.all_inputs() {
             st.being_compacted.remove(&f.number);
         }
@@ -295,7 +298,6 @@ impl DbInner {
         }
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
         let bytes_level: u64 = c.input_bytes() - bytes_next;
-        bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
         if c.is_deletion() {
             st.versions.log_and_apply(edit)?;
             self.install_super_version(st);
