@@ -26,6 +26,16 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("checksum_type", Value::Int(other)) => {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }
+        // db_bench leaves the engine's value alone when these are 0.
+        (
+            "universal_size_ratio"
+            | "universal_min_merge_width"
+            | "universal_max_merge_width"
+            | "universal_max_size_amplification_percent"
+            | "fifo_compaction_max_table_files_size_mb",
+            Value::UInt(0),
+        ) => None,
+        ("fifo_compaction_max_table_files_size_mb", Value::UInt(mb)) => Some(mb.saturating_mul(1 << 20).to_string()),
         _ => Some(value.to_text()),
     })
 }

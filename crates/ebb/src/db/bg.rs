@@ -212,8 +212,7 @@ impl DbInner {
         if st.compactions_running >= opts.compaction_threads() {
             return false;
         }
-        let version = st.versions.current();
-        let Some(c) = picker::pick_compaction(&version, opts, &st.being_compacted) else {
+        let Some(c) = self.pick_compaction(st, opts) else {
             return false;
         };
         let r = self.run_compaction(st, c);
@@ -223,6 +222,16 @@ impl DbInner {
             }
         }
         true
+    }
+
+    /// The next automatic compaction, if any. Requires the db mutex.
+    pub(crate) fn pick_compaction(&self, st: &DbState, opts: &crate::Options) -> Option<Compaction> {
+        picker::pick_compaction(&st.versions.current(), opts, &st.being_compacted, &|f| self.creation_time(f))
+    }
+
+    /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
+    fn creation_time(&self, f: &FileMetaData) -> Option<u64> {
+        self.tables.get(f, 0).ok().map(|t| t.properties().creation_time)
     }
 
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
@@ -245,12 +254,16 @@ impl DbInner {
             trivial_move: c.trivial_move,
             cancelled: false,
             micros: 0,
+            reason: c.reason,
         };
         if listening {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_begin(&info)));
         }
         let start = Instant::now();
         let result = self.run_compaction_inner(st, &c, &cancel);
+        if result.is_ok() {
+            bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
+        }
         for f in c.all_inputs() {
             st.being_compacted.remove(&f.number);
         }
@@ -264,7 +277,7 @@ impl DbInner {
             if let Ok(out) = &result {
                 info.output_files = out.iter().map(|f| f.number).collect();
                 info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
-                info.bytes_read = if c.trivial_move { 0 } else { c.input_bytes() };
+                info.bytes_read = if c.trivial_move || c.is_deletion() { 0 } else { c.input_bytes() };
             }
             MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_completed(&info)));
         }
@@ -280,17 +293,22 @@ impl DbInner {
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
         let mut edit = VersionEdit::default();
-        for f in &c.inputs {
-            edit.delete_file(c.level, f.number);
+        for (level, f) in c.inputs_by_level() {
+            edit.delete_file(level, f.number);
         }
-        for f in &c.output_inputs {
-            edit.delete_file(c.output_level, f.number);
-        }
-        let bytes_level: u64 = c.inputs.iter().map(|f| f.file_size).sum();
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
+        let bytes_level: u64 = c.input_bytes() - bytes_next;
+        if c.is_deletion() {
+            st.versions.log_and_apply(edit)?;
+            self.install_super_version(st);
+            self.delete_obsolete_files(st);
+            return Ok(Vec::new());
+        }
         if c.trivial_move {
             bump(&self.stats.trivial_moves, 1);
-            for f in &c.inputs {
+            // Leveled moves have no output-level inputs; universal ones leave
+            // them where they are (deleted above, added back here).
+            for f in c.all_inputs() {
                 edit.new_files.push((c.output_level, Arc::clone(f)));
             }
             st.versions.log_and_apply(edit)?;
@@ -304,7 +322,7 @@ impl DbInner {
                     ..Default::default()
                 },
             );
-            return Ok(c.inputs.clone());
+            return Ok(c.all_inputs().cloned().collect());
         }
         let opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
@@ -418,6 +436,14 @@ impl DbInner {
             children.push(Box::new(super::iter::LevelIterator::new(
                 c.inputs.clone(),
                 c.level,
+                Arc::clone(&self.tables),
+                settings.rs,
+            )));
+        }
+        for (level, files) in &c.middle_inputs {
+            children.push(Box::new(super::iter::LevelIterator::new(
+                files.clone(),
+                *level,
                 Arc::clone(&self.tables),
                 settings.rs,
             )));
@@ -551,6 +577,11 @@ impl DbInner {
             self.bg_cv.wait(st);
         }
         let opts = self.opts();
+        if opts.compaction_style != crate::CompactionStyle::Level {
+            let created = |f: &FileMetaData| self.creation_time(f);
+            let c = picker::manual_compaction_for_style(&st.versions.current(), &opts, &st.being_compacted, &created);
+            return c.map_or(Ok(()), |c| self.run_compaction(st, c));
+        }
         let version = st.versions.current();
         let deepest = version.deepest_nonempty_level();
         let mut level = 0;
@@ -587,7 +618,7 @@ impl DbInner {
             let opts = self.opts();
             let needs = !opts.disable_auto_compactions
                 && !self.tuning.deferred.load(Ordering::Relaxed)
-                && picker::pick_compaction(&st.versions.current(), &opts, &st.being_compacted).is_some();
+                && self.pick_compaction(&st, &opts).is_some();
             if st.imm.is_empty() && st.flush_running == 0 && st.compactions_running == 0 && !needs {
                 return Ok(());
             }
@@ -787,6 +818,7 @@ mod tests {
             output_level: 1,
             inputs,
             output_inputs: outputs,
+            middle_inputs: Vec::new(),
             grandparents: Vec::new(),
             trivial_move: false,
             bottommost: true,

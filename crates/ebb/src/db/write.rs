@@ -264,7 +264,7 @@ impl DbInner {
     /// apply only while automatic compaction is on.
     pub(crate) fn stall_condition(&self, st: &DbState, opts: &crate::Options) -> StallCondition {
         let version = st.versions.current();
-        let l0 = version.num_files(0) as i32;
+        let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, opts) as i32;
         let compaction_on = !opts.disable_auto_compactions;
         let pending = if compaction_on
             && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
@@ -296,7 +296,7 @@ impl DbInner {
     pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
         let opts = self.opts();
         let version = st.versions.current();
-        let l0 = version.num_files(0) as u64;
+        let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &opts) as u64;
         let pending = if matches!(condition, StallCondition::Delayed(StallCause::PendingCompactionSlowdown)) {
             crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts)
         } else {
