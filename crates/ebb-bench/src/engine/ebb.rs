@@ -23,6 +23,11 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("bloom_bits", Value::Int(b)) if *b < 0 => None,
         ("checksum_type", Value::Int(1)) => Some("kCRC32c".into()),
         ("checksum_type", Value::Int(4)) => Some("kXXH3".into()),
+        // db_bench's names; RocksDB has no other clock cache now, so clock_cache is Ebb's clock too.
+        ("cache_type", Value::Str(t)) if t == "lru_cache" => Some("kLRUCache".into()),
+        ("cache_type", Value::Str(t)) if t == "hyper_clock_cache" || t == "clock_cache" => {
+            Some("kHyperClockCache".into())
+        }
         ("checksum_type", Value::Int(other)) => {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }
@@ -299,6 +304,30 @@ mod tests {
         assert_eq!(o.checksum, ebb::ChecksumType::Xxh3);
         assert!(o.disable_auto_compactions);
         assert!(o.create_if_missing);
+    }
+
+    #[test]
+    fn cache_flags_reach_the_block_cache_options() {
+        let o = ebb_options(
+            &flags(&[
+                "--cache_size=1073741824",
+                "--cache_type=hyper_clock_cache",
+                "--cache_numshardbits=4",
+                "--cache_index_and_filter_blocks=true",
+            ]),
+            true,
+        )
+        .unwrap();
+        assert_eq!((o.block_cache_size, o.block_cache_num_shard_bits), (1 << 30, 4));
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Clock);
+        assert!(o.cache_index_and_filter_blocks);
+        let o = ebb_options(&flags(&["--cache_type=clock_cache"]), true).unwrap();
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Clock);
+        let o = ebb_options(&flags(&["--cache_type=lru_cache", "--cache_lru_promote=false"]), true).unwrap();
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Lru);
+        assert!(!o.block_cache_lru_promote_on_hit);
+        let e = ebb_options(&flags(&["--cache_type=fifo"]), true).unwrap_err().to_string();
+        assert!(e.contains("--cache_type") && e.contains("fifo"), "{e}");
     }
 
     #[test]

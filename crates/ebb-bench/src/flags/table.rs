@@ -352,7 +352,20 @@ pub const FLAGS: &[FlagSpec] = &[
     f("idle_quiet_ms", UInt, "500", Engine("idle_quiet_ms"), "Idle this long after the last write"),
     f("open_files", Int, "-1", Engine("max_open_files"), "Table files kept open (-1 = all)"),
     f("cache_numshardbits", Int, "-1", Engine("block_cache_num_shard_bits"), "Block cache shards = 2^this"),
-    f("cache_type", Str, "lru_cache", Engine("block_cache_type"), "Block cache: lru_cache or clock_cache"),
+    f(
+        "cache_type",
+        Str,
+        "lru_cache",
+        Engine("block_cache_type"),
+        "Block cache: lru_cache, or hyper_clock_cache (clock_cache is the same for Ebb)",
+    ),
+    f(
+        "cache_lru_promote",
+        Bool,
+        "true",
+        Engine("block_cache_lru_promote_on_hit"),
+        "Ebb only: the LRU cache moves an entry to the head on every hit (false = only marks it)",
+    ),
     f(
         "cache_index_and_filter_blocks",
         Bool,
