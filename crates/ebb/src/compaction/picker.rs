@@ -200,7 +200,10 @@ fn finish(
     let bottommost = is_bottommost(version, output_level, &lo, &hi);
     let deepest = version.deepest_nonempty_level().max(output_level);
     let compression = opts.compression_for_level(output_level, output_level >= deepest && bottommost);
-    let target_file_size = opts.target_file_size(output_level);
+    // An L0 output is one file, as RocksDB's intra-L0 (max output file size
+    // unlimited): cut into target-sized pieces it would be several newest L0
+    // files, which the next intra-L0 pick would merge again, forever.
+    let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
     let inputs_disjoint = level > 0 || {
         let mut sorted: Vec<_> = inputs.iter().collect();
         sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
@@ -211,7 +214,7 @@ fn finish(
         && output_inputs.is_empty()
         && inputs_disjoint
         && source_compression == compression
-        && total(&grandparents) <= 10 * target_file_size
+        && total(&grandparents) <= target_file_size.saturating_mul(10)
         && reason != CompactionReason::Manual;
     Compaction {
         level,
@@ -507,6 +510,9 @@ mod tests {
         let c = pick(&v, &opts(), &busy).unwrap();
         assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
         assert!(c.inputs.len() >= MIN_FILES_FOR_INTRA_L0);
+        // One output file: cut at the (tiny) target size, the merged data
+        // would come back as several new L0 files for the next pick to merge.
+        assert_eq!(c.target_file_size, u64::MAX);
     }
 
     #[test]
