@@ -38,7 +38,7 @@ flags_for() {
     ebb-thesis) echo --engine=ebb --max_background_compactions=2 --auto_tuned_compactions=true \
       --rate_limiter_bytes_per_sec="${THESIS_RATE:-398458880}" --subcompactions=2 ;;
     ebb-adaptive) echo --engine=ebb --max_background_compactions=2 --background_tuning=adaptive --subcompactions=2 --tuning_max_l0_files="${ADAPTIVE_MAX_L0:-4096}" ;;
-    ebb-idle) echo --engine=ebb --max_background_compactions=2 --background_tuning=idle --subcompactions=2 ;;
+    ebb-idle) echo --engine=ebb --max_background_compactions=2 --background_tuning=idle --subcompactions=2 --tuning_max_l0_files="${ADAPTIVE_MAX_L0:-4096}" ;;
     rocks-enabled) echo --engine=rocksdb --max_background_compactions=2 ;;
     rocks-disabled) echo --engine=rocksdb "${disabled[@]}" ;;
     *) echo "unknown variant $1" >&2; exit 2 ;;
