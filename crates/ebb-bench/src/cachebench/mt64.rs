@@ -4,54 +4,22 @@
 //! run) replays `cache_bench`'s key and operation sequence, and costs what it
 //! costs there: an insert's value takes one draw per 8 bytes.
 
-/// MT19937-64 (Matsumoto and Nishimura, 2004), as C++ `std::mt19937_64`.
+/// MT19937-64 (Matsumoto and Nishimura, 2004), as C++ `std::mt19937_64`:
+/// `rand_mt`'s generator behind the draws `cache_bench` makes of it.
 #[derive(Clone)]
 pub struct Mt19937_64 {
-    state: [u64; N],
-    index: usize,
+    inner: rand_mt::Mt64,
 }
-
-const N: usize = 312;
-const M: usize = 156;
-const MATRIX_A: u64 = 0xB502_6F5A_A966_19E9;
-const UPPER_MASK: u64 = 0xFFFF_FFFF_8000_0000;
-const LOWER_MASK: u64 = 0x7FFF_FFFF;
 
 impl Mt19937_64 {
     /// A generator seeded as `std::mt19937_64(seed)`.
     pub fn new(seed: u64) -> Self {
-        let mut state = [0u64; N];
-        state[0] = seed;
-        for i in 1..N {
-            let prev = state[i - 1];
-            state[i] = 6_364_136_223_846_793_005u64.wrapping_mul(prev ^ (prev >> 62)).wrapping_add(i as u64);
-        }
-        Mt19937_64 { state, index: N }
-    }
-
-    fn twist(&mut self) {
-        for i in 0..N {
-            let x = (self.state[i] & UPPER_MASK) | (self.state[(i + 1) % N] & LOWER_MASK);
-            let mut x_a = x >> 1;
-            if x & 1 != 0 {
-                x_a ^= MATRIX_A;
-            }
-            self.state[i] = self.state[(i + M) % N] ^ x_a;
-        }
-        self.index = 0;
+        Mt19937_64 { inner: rand_mt::Mt64::new(seed) }
     }
 
     /// The next 64 random bits (`Random64::Next`).
     pub fn next_u64(&mut self) -> u64 {
-        if self.index >= N {
-            self.twist();
-        }
-        let mut y = self.state[self.index];
-        self.index += 1;
-        y ^= (y >> 29) & 0x5555_5555_5555_5555;
-        y ^= (y << 17) & 0x71D6_7FFF_EDA6_0000;
-        y ^= (y << 37) & 0xFFF7_EEE0_0000_0000;
-        y ^ (y >> 43)
+        self.inner.next_u64()
     }
 
     /// Uniform in `[0, n)` for `n > 0` (`Random64::Uniform`, which is
