@@ -6,6 +6,9 @@
 # Usage: bench/w3.sh OUT_DIR [REPS] [VARIANT...]
 #   variants: ebb-off ebb-idle ebb-idle-lastwrite ebb-adaptive ebb-thesis
 #   bench/summarize.py OUT_DIR --baseline ebb-off gives the table.
+#   PROFILE=leveldb runs every variant on LevelDB's defaults, the UW paper's
+#   baseline (seed 002 §6): 4 MiB memtables, 2 MiB files, a 10 MiB L1, one
+#   flush and one compaction thread, L0 slowdown at 8 files and stop at 12.
 set -euo pipefail
 out=${1:?usage: bench/w3.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-3}
@@ -18,6 +21,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 base=(--benchmarks=fillrandom,stats --duration=120 --num=1000000 --value_size=1000 --compression_type=none
   --burst_seconds=10 --idle_seconds=20 --sync=true --batch_size=100 --progress=false)
+if [ "${PROFILE:-ebb}" = leveldb ]; then
+  base+=(--write_buffer_size=4194304 --target_file_size_base=2097152 --max_bytes_for_level_base=10485760
+    --max_background_flushes=1 --max_background_compactions=1
+    --level0_file_num_compaction_trigger=4 --level0_slowdown_writes_trigger=8 --level0_stop_writes_trigger=12)
+fi
 flags_for() {
   case $1 in
     ebb-off) echo --engine=ebb ;;

@@ -1,4 +1,5 @@
-//! Command-line entry: subcommands (`plot`, `compare`, `experiment`, `tune`)
+//! Command-line entry: subcommands (`plot`, `compare`, `experiment`, `tune`,
+//! `cachebench`)
 //! beside db_bench-style flags.
 
 use crate::error::Result;
@@ -11,6 +12,7 @@ pub fn run(args: Vec<String>) -> Result<()> {
         Some("compare") => crate::compare::run(&args[1..]),
         Some("experiment") => crate::experiment::run_experiment_cli(&args[1..]),
         Some("tune") => crate::experiment::run_tune_cli(&args[1..]),
+        Some("cachebench") => crate::cachebench::run_cli(&args[1..]),
         Some("help") => {
             print!("{}", help_text());
             Ok(())

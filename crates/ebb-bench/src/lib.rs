@@ -7,13 +7,15 @@
 //! `shape` and `limiter` on a `clock`; key and value generation in `keys`,
 //! `values`, `dist`, `workload`; output in `stats`, `histogram`, `monitor`,
 //! `report`, `progress`; the `plot` and `compare` subcommands in their own
-//! modules, `experiment` for `experiment` and `tune`. docs/bench-client.md
+//! modules, `experiment` for `experiment` and `tune`, `cachebench` for
+//! `cachebench` (RocksDB's `cache_bench` over Ebb's block caches). docs/bench-client.md
 //! describes the flags and the JSON schema; docs/experiments.md the files.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod cachebench;
 pub mod cli;
 pub mod clock;
 pub mod compare;

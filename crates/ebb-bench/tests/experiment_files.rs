@@ -100,7 +100,7 @@ fn invalid_files_are_refused_naming_the_problem() {
     refused(&format!("{WORKLOAD}[grid]\nwrite_buffer_size = {{ from = 8, to = 1, step = 1 }}\n"), &["must not exceed"]);
     // Options the engine refuses name the point.
     refused(&format!("{WORKLOAD}[grid]\nwrite_buffer_size = [100]\n"), &["point 1", "write_buffer_size=100", "4096"]);
-    refused(&format!("{WORKLOAD}[grid]\ncompaction_style = [1]\n"), &["compaction_style", "level only"]);
+    refused(&format!("{WORKLOAD}[grid]\ncompaction_style = [3]\n"), &["compaction_style"]);
     refused(
         "workload = \"--benchmarks=fillrandom --nmu=3\"\n[grid]\nnum = [1]\n",
         &["\"nmu\"", "did you mean \"num\""],

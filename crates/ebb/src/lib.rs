@@ -39,7 +39,7 @@ pub use db::{
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{
-    BackgroundTuning, CompactionStyle, CompressionType, IdlePolicyKind, Options, ReadOptions, WalRecoveryMode,
-    WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    BackgroundTuning, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle, CompressionType,
+    IdlePolicyKind, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use util::checksum::ChecksumType;

@@ -56,6 +56,54 @@ pub enum CompactionStyle {
     Fifo,
 }
 
+/// Universal (size-tiered) compaction settings (RocksDB
+/// `CompactionOptionsUniversal`); see docs/compaction.md, "Universal compaction".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionOptionsUniversal {
+    /// A run joins the candidates while its size is at most (100 + this)% of
+    /// the candidates' total. RocksDB `size_ratio`; default 1.
+    pub size_ratio: u32,
+    /// Fewest sorted runs merged by a size-ratio compaction. RocksDB; default 2.
+    pub min_merge_width: u32,
+    /// Most sorted runs merged by one compaction. RocksDB; default `u32::MAX`.
+    pub max_merge_width: u32,
+    /// Everything is merged into the oldest run once the other runs add up to
+    /// more than this percentage of it. RocksDB; default 200.
+    pub max_size_amplification_percent: u32,
+    /// Move inputs whose key ranges do not overlap instead of rewriting them. RocksDB; default false.
+    pub allow_trivial_move: bool,
+}
+
+impl Default for CompactionOptionsUniversal {
+    fn default() -> Self {
+        CompactionOptionsUniversal {
+            size_ratio: 1,
+            min_merge_width: 2,
+            max_merge_width: u32::MAX,
+            max_size_amplification_percent: 200,
+            allow_trivial_move: false,
+        }
+    }
+}
+
+/// FIFO compaction settings (RocksDB `CompactionOptionsFIFO`); see
+/// docs/compaction.md, "FIFO compaction".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionOptionsFifo {
+    /// The oldest files are dropped while all files add up to more than this.
+    /// RocksDB `max_table_files_size`; default 1 GiB.
+    pub max_table_files_size: u64,
+    /// Merge small L0 files into one once `level0_file_num_compaction_trigger`
+    /// of them pile up. RocksDB `allow_compaction`; default false.
+    pub allow_compaction: bool,
+}
+
+impl Default for CompactionOptionsFifo {
+    fn default() -> Self {
+        CompactionOptionsFifo { max_table_files_size: 1 << 30, allow_compaction: false }
+    }
+}
+
 /// Options for one database. Build with `Options::default()` and the setters,
 /// or parse from text with [`Options::from_text`].
 #[derive(Clone)]
@@ -149,6 +197,16 @@ pub struct Options {
     pub min_write_buffer_number_to_merge: usize,
     /// Compaction organisation. RocksDB `compaction_style`; default level.
     pub compaction_style: CompactionStyle,
+    /// Universal compaction settings, in the text form as
+    /// `compaction_options_universal.<field>`. Dynamic, as in RocksDB.
+    pub compaction_options_universal: CompactionOptionsUniversal,
+    /// FIFO compaction settings, in the text form as
+    /// `compaction_options_fifo.<field>`. Dynamic, as in RocksDB.
+    pub compaction_options_fifo: CompactionOptionsFifo,
+    /// FIFO only: files whose newest data is older than this many seconds are
+    /// dropped; 0 disables (RocksDB's FIFO default is 30 days; Ebb keeps 0).
+    /// RocksDB `ttl`. Dynamic.
+    pub ttl: u64,
     /// Number of levels. RocksDB `num_levels`; default 7.
     pub num_levels: usize,
     /// L0 files that trigger an L0 compaction. RocksDB; default 4. Dynamic.
@@ -271,6 +329,9 @@ impl Default for Options {
             max_write_buffer_number: 2,
             min_write_buffer_number_to_merge: 1,
             compaction_style: CompactionStyle::Level,
+            compaction_options_universal: CompactionOptionsUniversal::default(),
+            compaction_options_fifo: CompactionOptionsFifo::default(),
+            ttl: 0,
             num_levels: 7,
             level0_file_num_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
@@ -506,6 +567,16 @@ impl Options {
         }
         if self.level0_slowdown_writes_trigger < 1 || self.level0_stop_writes_trigger < 1 {
             return bad("level0_slowdown_writes_trigger", "L0 triggers must be at least 1");
+        }
+        let universal = &self.compaction_options_universal;
+        if universal.min_merge_width < 2 {
+            return bad("compaction_options_universal.min_merge_width", "must be at least 2");
+        }
+        if universal.max_merge_width < universal.min_merge_width {
+            return bad("compaction_options_universal.max_merge_width", "must be at least min_merge_width");
+        }
+        if self.compaction_options_fifo.max_table_files_size == 0 {
+            return bad("compaction_options_fifo.max_table_files_size", "must be positive");
         }
         if self.max_bytes_for_level_base == 0 {
             return bad("max_bytes_for_level_base", "must be positive");
@@ -865,16 +936,19 @@ impl Section {
     }
 }
 
+// A field of a nested settings struct is named `struct.field`, as RocksDB
+// names the members of `compaction_options_universal` in `SetOptions`.
 macro_rules! option_table {
-    ($($field:ident : $section:ident, $dynamic:literal;)*) => {
+    ($($field:ident $(. $member:ident)? : $section:ident, $dynamic:literal;)*) => {
         /// (name, section, dynamic) for every option in the text form.
-        const OPTION_TABLE: &[(&str, Section, bool)] = &[$((stringify!($field), Section::$section, $dynamic)),*];
+        const OPTION_TABLE: &[(&str, Section, bool)] =
+            &[$((concat!(stringify!($field) $(, ".", stringify!($member))?), Section::$section, $dynamic)),*];
 
         impl Options {
             fn set_by_name(&mut self, name: &str, value: &str) -> Result<()> {
                 match name {
-                    $(stringify!($field) => {
-                        self.$field = OptionValue::parse(value)
+                    $(concat!(stringify!($field) $(, ".", stringify!($member))?) => {
+                        self.$field $(.$member)? = OptionValue::parse(value)
                             .map_err(|e| Error::invalid(format!("option {name}={value:?}: {e}")))?;
                     })*
                     _ => return Err(Error::invalid(format!("unknown option {name:?}"))),
@@ -884,7 +958,9 @@ macro_rules! option_table {
 
             fn get_by_name(&self, name: &str) -> Option<String> {
                 match name {
-                    $(stringify!($field) => Some(OptionValue::format(&self.$field)),)*
+                    $(concat!(stringify!($field) $(, ".", stringify!($member))?) => {
+                        Some(OptionValue::format(&self.$field $(.$member)?))
+                    })*
                     _ => None,
                 }
             }
@@ -928,6 +1004,14 @@ option_table! {
     max_write_buffer_number: Cf, true;
     min_write_buffer_number_to_merge: Cf, false;
     compaction_style: Cf, false;
+    compaction_options_universal.size_ratio: Cf, true;
+    compaction_options_universal.min_merge_width: Cf, true;
+    compaction_options_universal.max_merge_width: Cf, true;
+    compaction_options_universal.max_size_amplification_percent: Cf, true;
+    compaction_options_universal.allow_trivial_move: Cf, true;
+    compaction_options_fifo.max_table_files_size: Cf, true;
+    compaction_options_fifo.allow_compaction: Cf, true;
+    ttl: Cf, true;
     num_levels: Cf, false;
     level0_file_num_compaction_trigger: Cf, true;
     level0_slowdown_writes_trigger: Cf, true;
@@ -993,6 +1077,56 @@ mod tests {
         let e = Options::from_text("num_levels=seven").unwrap_err().to_string();
         assert!(e.contains("num_levels"), "{e}");
         assert!(Options::from_text("no equals sign").is_err());
+    }
+
+    #[test]
+    fn universal_and_fifo_options_round_trip_and_are_checked() {
+        let text = "compaction_style=kCompactionStyleUniversal\n\
+                    compaction_options_universal.size_ratio=5\n\
+                    compaction_options_universal.min_merge_width=3\n\
+                    compaction_options_universal.max_merge_width=9\n\
+                    compaction_options_universal.max_size_amplification_percent=150\n\
+                    compaction_options_universal.allow_trivial_move=true\n\
+                    compaction_options_fifo.max_table_files_size=4096\n\
+                    compaction_options_fifo.allow_compaction=true\n\
+                    ttl=60";
+        let o = Options::from_text(text).unwrap();
+        let u = o.compaction_options_universal;
+        assert_eq!(
+            (
+                u.size_ratio,
+                u.min_merge_width,
+                u.max_merge_width,
+                u.max_size_amplification_percent,
+                u.allow_trivial_move
+            ),
+            (5, 3, 9, 150, true)
+        );
+        assert_eq!(
+            o.compaction_options_fifo,
+            CompactionOptionsFifo { max_table_files_size: 4096, allow_compaction: true }
+        );
+        assert_eq!(o.ttl, 60);
+        o.validate().unwrap();
+        let back = Options::from_text(&o.to_text()).unwrap();
+        assert_eq!(back.to_text(), o.to_text());
+        assert_eq!(back.compaction_options_universal, u);
+        let d = Options::default();
+        assert_eq!(d.get("compaction_options_universal.max_merge_width").as_deref(), Some("4294967295"));
+        assert_eq!(d.get("compaction_options_fifo.max_table_files_size").as_deref(), Some("1073741824"));
+        assert_eq!(Options::is_dynamic("compaction_options_universal.size_ratio"), Some(true));
+        let e = Options::from_text("compaction_options_universal.size_ratio=-1").unwrap_err().to_string();
+        assert!(e.contains("compaction_options_universal.size_ratio"), "{e}");
+        let e = Options::from_text("compaction_options_fifo.allow_compaction=maybe").unwrap_err().to_string();
+        assert!(e.contains("compaction_options_fifo.allow_compaction"), "{e}");
+        for (name, value) in [
+            ("compaction_options_universal.min_merge_width", "1"),
+            ("compaction_options_universal.max_merge_width", "2"),
+            ("compaction_options_fifo.max_table_files_size", "0"),
+        ] {
+            let e = Options::from_text(text).unwrap().apply_dynamic(&[(name, value)]).unwrap_err().to_string();
+            assert!(e.contains(name), "{name}: {e}");
+        }
     }
 
     #[test]

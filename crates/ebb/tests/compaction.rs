@@ -283,11 +283,25 @@ impl EventListener for SlowDeepCompactions {
     }
 }
 
+/// Output file counts of finished L0→L0 compactions.
+#[derive(Default)]
+struct IntraL0Outputs(Mutex<Vec<usize>>);
+
+impl EventListener for IntraL0Outputs {
+    fn on_compaction_completed(&self, info: &CompactionJobInfo) {
+        if info.input_level == 0 && info.output_level == 0 && !info.cancelled {
+            self.0.lock().unwrap().push(info.output_files.len());
+        }
+    }
+}
+
 #[test]
 fn l0_to_l0_runs_while_the_base_level_is_busy() {
     let fs = MemFs::new();
     let mut o = tiny_options(Some(fs));
+    let outputs = Arc::new(IntraL0Outputs::default());
     o.listeners.push(Arc::new(SlowDeepCompactions));
+    o.listeners.push(outputs.clone());
     o.max_background_compactions = 2;
     o.level0_slowdown_writes_trigger = 40;
     o.level0_stop_writes_trigger = 60;
@@ -306,6 +320,10 @@ fn l0_to_l0_runs_while_the_base_level_is_busy() {
         }
     }
     assert!(db.metrics().intra_l0_compactions > 0, "no L0→L0 compaction: {:?}", db.metrics().files_per_level);
+    // Each merges its inputs into one L0 file, whatever the target file size
+    // (several would be merged again by the next pick, without end).
+    let outputs = outputs.0.lock().unwrap().clone();
+    assert!(!outputs.is_empty() && outputs.iter().all(|n| *n == 1), "L0→L0 output files: {outputs:?}");
     db.wait_for_compact().unwrap();
     assert_eq!(scan(&db, ReadOptions::default()), model);
 }

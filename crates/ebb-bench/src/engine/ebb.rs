@@ -23,9 +23,24 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("bloom_bits", Value::Int(b)) if *b < 0 => None,
         ("checksum_type", Value::Int(1)) => Some("kCRC32c".into()),
         ("checksum_type", Value::Int(4)) => Some("kXXH3".into()),
+        // db_bench's names; RocksDB has no other clock cache now, so clock_cache is Ebb's clock too.
+        ("cache_type", Value::Str(t)) if t == "lru_cache" => Some("kLRUCache".into()),
+        ("cache_type", Value::Str(t)) if t == "hyper_clock_cache" || t == "clock_cache" => {
+            Some("kHyperClockCache".into())
+        }
         ("checksum_type", Value::Int(other)) => {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }
+        // db_bench leaves the engine's value alone when these are 0.
+        (
+            "universal_size_ratio"
+            | "universal_min_merge_width"
+            | "universal_max_merge_width"
+            | "universal_max_size_amplification_percent"
+            | "fifo_compaction_max_table_files_size_mb",
+            Value::UInt(0),
+        ) => None,
+        ("fifo_compaction_max_table_files_size_mb", Value::UInt(mb)) => Some(mb.saturating_mul(1 << 20).to_string()),
         _ => Some(value.to_text()),
     })
 }
@@ -80,6 +95,66 @@ pub fn ebb_options_with_text(flags: &Flags, create: bool, options_text: Option<(
     Ok(opts)
 }
 
+/// `--event_log`: one line per engine event, seconds since open first, so a
+/// run's tuning decisions can be read beside its interval series.
+struct EventLog {
+    start: std::time::Instant,
+    out: parking_lot::Mutex<std::io::BufWriter<std::fs::File>>,
+}
+
+impl EventLog {
+    fn create(path: &Path) -> Result<EventLog> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| BenchError::new(format!("flag --event_log: cannot create {}: {e}", path.display())))?;
+        Ok(EventLog { start: std::time::Instant::now(), out: parking_lot::Mutex::new(std::io::BufWriter::new(file)) })
+    }
+
+    fn line(&self, text: std::fmt::Arguments<'_>) {
+        use std::io::Write;
+        let mut out = self.out.lock();
+        // An event log that cannot be written must not fail the benchmark.
+        let _ = writeln!(out, "{:10.3} {text}", self.start.elapsed().as_secs_f64());
+        let _ = out.flush();
+    }
+}
+
+impl ebb::EventListener for EventLog {
+    fn on_flush_completed(&self, info: &ebb::FlushJobInfo) {
+        self.line(format_args!("flush file={} bytes={} micros={}", info.file_number, info.bytes_written, info.micros));
+    }
+
+    fn on_compaction_begin(&self, info: &ebb::CompactionJobInfo) {
+        self.line(format_args!(
+            "compaction-begin L{}->L{} inputs={} move={}",
+            info.input_level,
+            info.output_level,
+            info.input_files.len(),
+            info.trivial_move
+        ));
+    }
+
+    fn on_compaction_completed(&self, info: &ebb::CompactionJobInfo) {
+        self.line(format_args!(
+            "compaction-end L{}->L{} inputs={} read={} written={} micros={} cancelled={}",
+            info.input_level,
+            info.output_level,
+            info.input_files.len(),
+            info.bytes_read,
+            info.bytes_written,
+            info.micros,
+            info.cancelled
+        ));
+    }
+
+    fn on_stall_conditions_changed(&self, previous: ebb::StallCondition, current: ebb::StallCondition) {
+        self.line(format_args!("stall {previous:?} -> {current:?}"));
+    }
+
+    fn on_background_tuning(&self, event: &ebb::TuningEvent) {
+        self.line(format_args!("tuning {} {} phase={}", event.mode, event.action, event.phase));
+    }
+}
+
 fn write_options(wo: WriteOpts) -> WriteOptions {
     WriteOptions { sync: wo.sync, disable_wal: wo.disable_wal }
 }
@@ -87,7 +162,11 @@ fn write_options(wo: WriteOpts) -> WriteOptions {
 impl EbbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<EbbEngine> {
-        let opts = ebb_options(flags, create)?;
+        let mut opts = ebb_options(flags, create)?;
+        let event_log = flags.str("event_log");
+        if !event_log.is_empty() {
+            opts.listeners.push(std::sync::Arc::new(EventLog::create(Path::new(event_log))?));
+        }
         if fresh && path.exists() {
             Db::destroy(path, &opts).map_err(|e| BenchError::new(format!("cannot destroy {}: {e}", path.display())))?;
         }
@@ -225,6 +304,30 @@ mod tests {
         assert_eq!(o.checksum, ebb::ChecksumType::Xxh3);
         assert!(o.disable_auto_compactions);
         assert!(o.create_if_missing);
+    }
+
+    #[test]
+    fn cache_flags_reach_the_block_cache_options() {
+        let o = ebb_options(
+            &flags(&[
+                "--cache_size=1073741824",
+                "--cache_type=hyper_clock_cache",
+                "--cache_numshardbits=4",
+                "--cache_index_and_filter_blocks=true",
+            ]),
+            true,
+        )
+        .unwrap();
+        assert_eq!((o.block_cache_size, o.block_cache_num_shard_bits), (1 << 30, 4));
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Clock);
+        assert!(o.cache_index_and_filter_blocks);
+        let o = ebb_options(&flags(&["--cache_type=clock_cache"]), true).unwrap();
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Clock);
+        let o = ebb_options(&flags(&["--cache_type=lru_cache", "--cache_lru_promote=false"]), true).unwrap();
+        assert_eq!(o.block_cache_type, ebb::cache::CacheType::Lru);
+        assert!(!o.block_cache_lru_promote_on_hit);
+        let e = ebb_options(&flags(&["--cache_type=fifo"]), true).unwrap_err().to_string();
+        assert!(e.contains("--cache_type") && e.contains("fifo"), "{e}");
     }
 
     #[test]

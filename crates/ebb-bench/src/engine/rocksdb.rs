@@ -11,7 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, Options, WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, LruCacheOptions, Options, WriteBatch,
+    WriteOptions, DB,
 };
 
 use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
@@ -120,7 +121,8 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
                 table.set_bloom_filter(bits as f64, false);
             }
         }
-        "cache_size" => table.set_block_cache(&Cache::new_lru_cache(u64_of(flag, v)? as usize)),
+        // The cache is built from all its flags at once, by `block_cache`.
+        "cache_size" | "cache_type" | "cache_numshardbits" => {}
         "checksum_type" => table.set_checksum_type(match int(flag, v)? {
             1 => ChecksumType::CRC32c,
             4 => ChecksumType::XXH3,
@@ -158,6 +160,40 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
     Ok(true)
 }
 
+/// The block cache `--cache_size`, `--cache_type` and `--cache_numshardbits`
+/// ask for, as db_bench builds it; `None` when none of them is given, which
+/// keeps RocksDB's own default cache. A HyperClockCache is sized for entries
+/// of `--block_size`, db_bench's `estimated_entry_charge`.
+fn block_cache(flags: &Flags) -> Result<Option<Cache>> {
+    if !["cache_size", "cache_type", "cache_numshardbits"].iter().any(|f| flags.is_set(f)) {
+        return Ok(None);
+    }
+    let capacity =
+        usize::try_from(flags.u64("cache_size")?).map_err(|_| BenchError::new("flag --cache_size: value too large"))?;
+    let bits = i32::try_from(flags.i64("cache_numshardbits"))
+        .map_err(|_| BenchError::new("flag --cache_numshardbits: value out of range"))?;
+    Ok(Some(match flags.str("cache_type") {
+        "lru_cache" => {
+            let mut o = LruCacheOptions::default();
+            o.set_capacity(capacity);
+            o.set_num_shard_bits(bits);
+            Cache::new_lru_cache_opts(&o)
+        }
+        "hyper_clock_cache" | "clock_cache" => {
+            if bits != -1 {
+                bail!(
+                    "flag --cache_numshardbits={bits}: the rocksdb crate cannot set a HyperClockCache's shard \
+                     bits; leave it at -1 with --cache_type=hyper_clock_cache"
+                );
+            }
+            let entry_charge = usize::try_from(flags.u64("block_size")?)
+                .map_err(|_| BenchError::new("flag --block_size: value too large"))?;
+            Cache::new_hyper_clock_cache(capacity, entry_charge.max(1))
+        }
+        other => bail!("flag --cache_type={other}: the rocksdb peer supports lru_cache and hyper_clock_cache"),
+    }))
+}
+
 impl RocksDbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<RocksDbEngine> {
@@ -171,6 +207,11 @@ impl RocksDbEngine {
             if !apply(&mut opts, &mut table, name, value)? && !flags.is_default(s) {
                 bail!("flag --{name} is not supported by the rocksdb peer");
             }
+        }
+        match block_cache(flags)? {
+            Some(_) if flags.u64("cache_size")? == 0 => table.disable_cache(),
+            Some(cache) => table.set_block_cache(&cache),
+            None => {}
         }
         if !flags.str("json").is_empty() && !flags.bool("statistics") {
             opts.enable_statistics();

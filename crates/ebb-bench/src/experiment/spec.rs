@@ -356,14 +356,7 @@ pub fn check_run(settings: &Settings) -> Result<Flags> {
     let cfg = Config::from_flags(&flags)?;
     if cfg.engine == EngineKind::Ebb {
         let text = options_text(&flags, settings)?;
-        let opts = ebb_options_with_text(&flags, true, text.as_deref().map(|t| (t, "(the run's OPTIONS)")))?;
-        if opts.compaction_style != ebb::CompactionStyle::Level {
-            bail!(
-                "compaction_style {}: Ebb compacts by level only (it accepts the option for RocksDB's \
-                 OPTIONS files but would run leveled compaction)",
-                opts.get("compaction_style").unwrap_or_default()
-            );
-        }
+        ebb_options_with_text(&flags, true, text.as_deref().map(|t| (t, "(the run's OPTIONS)")))?;
     } else if !settings.option_lines.is_empty() {
         bail!("Ebb options without a flag ({}) need --engine=ebb", settings.option_lines.join(", "));
     }

@@ -385,7 +385,8 @@ pub fn help_text() -> String {
          ebb-bench plot REPORT.json... -o FIG.svg|FIG.png\n  \
          ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] -- FLAGS...\n  \
          ebb-bench experiment FILE [--out DIR] [--dry-run]   sweep options (docs/experiments.md)\n  \
-         ebb-bench tune FILE [--out DIR] [--synthetic]        Bayesian tuning of options\n\n\
+         ebb-bench tune FILE [--out DIR] [--synthetic]        Bayesian tuning of options\n  \
+         ebb-bench cachebench [--flag=value ...]              RocksDB's cache_bench over Ebb's caches (--help)\n\n\
          Flags are accepted as --name=value, -name=value, --name value, and bare --name (or --noname) for booleans.\n\
          Engine options are applied only when given; otherwise the engine's own default holds.\n\n\
          Benchmarks:\n",

@@ -1,17 +1,24 @@
-//! Compaction: choosing what to merge ([`picker`]) and merging it ([`job`]).
+//! Compaction: choosing what to merge ([`picker`] for leveled, [`universal`]
+//! and [`fifo`] for the other `compaction_style`s) and merging it ([`job`]).
 //!
 //! See docs/compaction.md for the policy and the options that steer it.
 
+pub mod fifo;
 pub mod job;
 pub mod picker;
+pub mod universal;
 
 use std::sync::Arc;
 
 use crate::options::CompressionType;
 use crate::version::FileMetaData;
 
-/// Why a compaction was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// When a file's data was written, in seconds since the Unix epoch (the
+/// `creation_time` table property); `None` when unknown. FIFO's `ttl` needs it.
+pub type CreationTime<'a> = &'a dyn Fn(&FileMetaData) -> Option<u64>;
+
+/// Why a compaction was chosen (RocksDB `CompactionReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CompactionReason {
     /// L0 reached `level0_file_num_compaction_trigger`.
     L0FileCount,
@@ -21,6 +28,55 @@ pub enum CompactionReason {
     IntraL0,
     /// Asked for by `compact_range`.
     Manual,
+    /// Universal: the runs above the oldest outgrew `max_size_amplification_percent` of it.
+    UniversalSizeAmplification,
+    /// Universal: adjacent runs of similar size (`size_ratio`) merged.
+    UniversalSizeRatio,
+    /// Universal: more sorted runs than `level0_file_num_compaction_trigger`.
+    UniversalSortedRunNum,
+    /// FIFO: the oldest files dropped to get under `max_table_files_size`.
+    FifoMaxSize,
+    /// FIFO: files older than `ttl` dropped.
+    FifoTtl,
+    /// FIFO with `allow_compaction`: small L0 files merged into one.
+    FifoReduceNumFiles,
+}
+
+impl CompactionReason {
+    /// Every reason, in a fixed order (the index of per-reason counters).
+    pub const ALL: [CompactionReason; 10] = [
+        CompactionReason::L0FileCount,
+        CompactionReason::LevelSize,
+        CompactionReason::IntraL0,
+        CompactionReason::Manual,
+        CompactionReason::UniversalSizeAmplification,
+        CompactionReason::UniversalSizeRatio,
+        CompactionReason::UniversalSortedRunNum,
+        CompactionReason::FifoMaxSize,
+        CompactionReason::FifoTtl,
+        CompactionReason::FifoReduceNumFiles,
+    ];
+
+    /// RocksDB's name for the reason (`GetCompactionReasonString`); intra-L0 is Ebb's.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionReason::L0FileCount => "LevelL0FilesNum",
+            CompactionReason::LevelSize => "LevelMaxLevelSize",
+            CompactionReason::IntraL0 => "IntraL0",
+            CompactionReason::Manual => "ManualCompaction",
+            CompactionReason::UniversalSizeAmplification => "UniversalSizeAmplification",
+            CompactionReason::UniversalSizeRatio => "UniversalSizeRatio",
+            CompactionReason::UniversalSortedRunNum => "UniversalSortedRunNum",
+            CompactionReason::FifoMaxSize => "FIFOMaxSize",
+            CompactionReason::FifoTtl => "FIFOTtl",
+            CompactionReason::FifoReduceNumFiles => "FIFOReduceNumFiles",
+        }
+    }
+
+    /// Index into [`CompactionReason::ALL`].
+    pub fn index(self) -> usize {
+        CompactionReason::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
 }
 
 /// One unit of compaction work: inputs, where the output goes, and how.
@@ -34,6 +90,9 @@ pub struct Compaction {
     pub inputs: Vec<Arc<FileMetaData>>,
     /// Files from `output_level` (empty when `level == output_level`).
     pub output_inputs: Vec<Arc<FileMetaData>>,
+    /// Files from levels strictly between `level` and `output_level`, per
+    /// level (universal compaction merges several sorted runs; empty otherwise).
+    pub middle_inputs: Vec<(usize, Vec<Arc<FileMetaData>>)>,
     /// Files of the level below the output that overlap the inputs (limit output file overlap).
     pub grandparents: Vec<Arc<FileMetaData>>,
     /// Move the inputs to `output_level` without rewriting them.
@@ -52,7 +111,25 @@ pub struct Compaction {
 impl Compaction {
     /// Every input file.
     pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
-        self.inputs.iter().chain(self.output_inputs.iter())
+        self.inputs
+            .iter()
+            .chain(self.middle_inputs.iter().flat_map(|(_, files)| files.iter()))
+            .chain(self.output_inputs.iter())
+    }
+
+    /// Every input file with its level.
+    pub fn inputs_by_level(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
+        let middle = self.middle_inputs.iter().flat_map(|(level, files)| files.iter().map(move |f| (*level, f)));
+        self.inputs
+            .iter()
+            .map(|f| (self.level, f))
+            .chain(middle)
+            .chain(self.output_inputs.iter().map(|f| (self.output_level, f)))
+    }
+
+    /// The inputs are dropped, not merged: nothing is read or written (FIFO).
+    pub fn is_deletion(&self) -> bool {
+        matches!(self.reason, CompactionReason::FifoMaxSize | CompactionReason::FifoTtl)
     }
 
     /// Total input bytes.

@@ -15,14 +15,17 @@
 //! 5. L0→L0 when L0→base is blocked by a running compaction and at least 4 L0
 //!    files are free (RocksDB's `kMinFilesForIntraL0Compaction`).
 //!
+//! [`pick_compaction`] hands universal and FIFO styles to their own pickers
+//! ([`super::universal`], [`super::fifo`]); everything else here is leveled.
+//!
 //! Requires the db mutex (reads `being_compacted`, which the caller owns).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::{Compaction, CompactionReason};
+use super::{fifo, universal, Compaction, CompactionReason, CreationTime};
 use crate::key::user_key;
-use crate::options::Options;
+use crate::options::{CompactionStyle, Options};
 use crate::version::{FileMetaData, Version};
 
 /// At least this many free L0 files before an L0→L0 compaction is worth it.
@@ -80,10 +83,26 @@ pub fn level_targets(version: &Version, opts: &Options) -> LevelTargets {
     LevelTargets { base_level, targets }
 }
 
-/// Compaction score of every level (index = level).
+/// Compaction score of every level (index = level). Universal and FIFO
+/// score only L0, as RocksDB's `ComputeCompactionScore`: sorted runs not being
+/// compacted / trigger, and total bytes / `max_table_files_size`.
 pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet<u64>) -> Vec<f64> {
-    let t = level_targets(version, opts);
     let mut scores = vec![0.0; version.num_levels()];
+    match opts.compaction_style {
+        CompactionStyle::Universal => {
+            let runs = universal::sorted_runs(version, being_compacted);
+            let free = runs.iter().filter(|r| !r.being_compacted).count();
+            scores[0] = free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
+            return scores;
+        }
+        CompactionStyle::Fifo => {
+            let bytes: u64 = (0..version.num_levels()).map(|l| version.level_bytes(l)).sum();
+            scores[0] = bytes as f64 / opts.compaction_options_fifo.max_table_files_size.max(1) as f64;
+            return scores;
+        }
+        CompactionStyle::Level => {}
+    }
+    let t = level_targets(version, opts);
     let l0_free = version.levels[0].iter().filter(|f| !being_compacted.contains(&f.number)).count();
     scores[0] = l0_free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
     let last = version.num_levels().saturating_sub(1);
@@ -99,8 +118,12 @@ pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet
 }
 
 /// Estimated bytes compaction must rewrite to bring every level under target
-/// (RocksDB's `EstimateCompactionBytesNeeded`, simplified).
+/// (RocksDB's `EstimateCompactionBytesNeeded`, simplified). 0 for universal
+/// and FIFO, which RocksDB does not estimate either.
 pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u64 {
+    if opts.compaction_style != CompactionStyle::Level {
+        return 0;
+    }
     let t = level_targets(version, opts);
     let mut pending = 0u64;
     let l0_bytes = version.level_bytes(0);
@@ -126,17 +149,29 @@ pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u
     pending
 }
 
-fn any_busy(files: &[Arc<FileMetaData>], busy: &HashSet<u64>) -> bool {
+/// The count the L0 write-stall triggers compare against (RocksDB
+/// `l0_delay_trigger_count`): L0 files; for universal, every sorted run (L0
+/// files plus non-empty levels); for FIFO 0, since RocksDB disables the L0
+/// triggers there (files are dropped instead of compacted down).
+pub fn l0_delay_trigger_count(version: &Version, opts: &Options) -> usize {
+    match opts.compaction_style {
+        CompactionStyle::Level => version.num_files(0),
+        CompactionStyle::Universal => universal::sorted_runs(version, &HashSet::new()).len(),
+        CompactionStyle::Fifo => 0,
+    }
+}
+
+pub(super) fn any_busy(files: &[Arc<FileMetaData>], busy: &HashSet<u64>) -> bool {
     files.iter().any(|f| busy.contains(&f.number))
 }
 
-fn range_of(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
+pub(super) fn range_of(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
     let lo = files.iter().map(|f| f.smallest_user_key()).min().unwrap_or_default().to_vec();
     let hi = files.iter().map(|f| f.largest_user_key()).max().unwrap_or_default().to_vec();
     (lo, hi)
 }
 
-fn total(files: &[Arc<FileMetaData>]) -> u64 {
+pub(super) fn total(files: &[Arc<FileMetaData>]) -> u64 {
     files.iter().map(|f| f.file_size).sum()
 }
 
@@ -165,7 +200,10 @@ fn finish(
     let bottommost = is_bottommost(version, output_level, &lo, &hi);
     let deepest = version.deepest_nonempty_level().max(output_level);
     let compression = opts.compression_for_level(output_level, output_level >= deepest && bottommost);
-    let target_file_size = opts.target_file_size(output_level);
+    // An L0 output is one file, as RocksDB's intra-L0 (max output file size
+    // unlimited): cut into target-sized pieces it would be several newest L0
+    // files, which the next intra-L0 pick would merge again, forever.
+    let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
     let inputs_disjoint = level > 0 || {
         let mut sorted: Vec<_> = inputs.iter().collect();
         sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
@@ -176,13 +214,14 @@ fn finish(
         && output_inputs.is_empty()
         && inputs_disjoint
         && source_compression == compression
-        && total(&grandparents) <= 10 * target_file_size
+        && total(&grandparents) <= target_file_size.saturating_mul(10)
         && reason != CompactionReason::Manual;
     Compaction {
         level,
         output_level,
         inputs,
         output_inputs,
+        middle_inputs: Vec::new(),
         grandparents,
         trivial_move,
         bottommost,
@@ -192,9 +231,20 @@ fn finish(
     }
 }
 
-/// Picks the most urgent compaction, or `None` when no level needs one or
-/// every candidate's files are busy.
-pub fn pick_compaction(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+/// Picks the most urgent compaction of `opts.compaction_style`, or `None`
+/// when none is needed or every candidate's files are busy. `created` tells
+/// FIFO's `ttl` how old each file is.
+pub fn pick_compaction(
+    version: &Version,
+    opts: &Options,
+    busy: &HashSet<u64>,
+    created: CreationTime<'_>,
+) -> Option<Compaction> {
+    match opts.compaction_style {
+        CompactionStyle::Universal => return universal::pick(version, opts, busy),
+        CompactionStyle::Fifo => return fifo::pick(version, opts, busy, fifo::now_secs(), created),
+        CompactionStyle::Level => {}
+    }
     let targets = level_targets(version, opts);
     let scores = level_scores(version, opts, busy);
     let mut order: Vec<usize> = (0..scores.len()).filter(|l| scores[*l] >= 1.0).collect();
@@ -216,19 +266,13 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
     }
     let out = t.base_level;
     if !any_busy(l0, busy) {
-        // Oldest first, bounded by max_compaction_bytes (always at least one file).
-        let max_bytes = opts.effective_max_compaction_bytes();
-        let mut inputs: Vec<Arc<FileMetaData>> = Vec::new();
-        let mut bytes = 0;
-        for f in l0.iter().rev() {
-            if !inputs.is_empty() && bytes + f.file_size > max_bytes {
-                break;
-            }
-            bytes += f.file_size;
-            inputs.push(Arc::clone(f));
-        }
-        // L0 files are newest first; taking a suffix (the oldest) keeps the
-        // files that stay in L0 newer than everything compacted below them.
+        // Every L0 file, oldest first, as LevelDB and RocksDB pick L0→base
+        // (all L0 files overlapping the first; with random keys, all of them).
+        // Not cut by max_compaction_bytes: the base level's overlapping files
+        // are rewritten once per L0→base compaction, so cutting a deep L0
+        // (after a deferral) into max_compaction_bytes pieces would rewrite
+        // the base once per piece.
+        let inputs: Vec<Arc<FileMetaData>> = l0.iter().rev().map(Arc::clone).collect();
         let (lo, hi) = range_of(&inputs);
         let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
         if !any_busy(&output_inputs, busy) {
@@ -241,25 +285,11 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
     // while each added file lowers the bytes written per file removed, so
     // big files are not rewritten over and over.
     let trigger = opts.level0_file_num_compaction_trigger.max(1) as usize;
-    if l0.len() < trigger + 2 || busy.contains(&l0[0].number) {
+    if l0.len() < trigger + 2 {
         return None;
     }
     let max_bytes = opts.effective_max_compaction_bytes();
-    let mut bytes = l0[0].file_size;
-    let mut per_deleted = u64::MAX;
-    let mut limit = 1;
-    while limit < l0.len() {
-        let f = &l0[limit];
-        let next_bytes = bytes + f.file_size;
-        let next_per_deleted = next_bytes / limit as u64;
-        if busy.contains(&f.number) || next_per_deleted > per_deleted || next_bytes > max_bytes {
-            break;
-        }
-        bytes = next_bytes;
-        per_deleted = next_per_deleted;
-        limit += 1;
-    }
-    if limit >= MIN_FILES_FOR_INTRA_L0 {
+    if let Some(limit) = intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes) {
         let inputs = l0[..limit].to_vec();
         let mut c = finish(version, opts, 0, 0, inputs, Vec::new(), CompactionReason::IntraL0);
         c.bottommost = false;
@@ -267,6 +297,43 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
         return Some(c);
     }
     None
+}
+
+/// The length of the newest run of free L0 files worth merging into one
+/// (RocksDB `FindIntraL0Compaction`): starting from a free newest file, add
+/// files while each lowers the bytes written per file removed, stays under
+/// `max_per_deleted` per file removed and `max_bytes` in all. `None` when
+/// fewer than `min_files` qualify.
+pub(super) fn intra_l0_span(
+    l0: &[Arc<FileMetaData>],
+    busy: &HashSet<u64>,
+    min_files: usize,
+    max_per_deleted: u64,
+    max_bytes: u64,
+) -> Option<usize> {
+    let first = l0.first()?;
+    if busy.contains(&first.number) {
+        return None;
+    }
+    let mut bytes = first.file_size;
+    let mut per_deleted = u64::MAX;
+    let mut limit = 1;
+    while limit < l0.len() {
+        let f = &l0[limit];
+        let next_bytes = bytes + f.file_size;
+        let next_per_deleted = next_bytes / limit as u64;
+        if busy.contains(&f.number)
+            || next_per_deleted > per_deleted
+            || next_per_deleted > max_per_deleted
+            || next_bytes > max_bytes
+        {
+            break;
+        }
+        bytes = next_bytes;
+        per_deleted = next_per_deleted;
+        limit += 1;
+    }
+    (limit >= min_files && (max_per_deleted == u64::MAX || per_deleted < max_per_deleted)).then_some(limit)
 }
 
 fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
@@ -333,6 +400,23 @@ pub fn manual_compaction(
     Some(finish(version, opts, level, output_level, inputs, output_inputs, CompactionReason::Manual))
 }
 
+/// The manual compaction `compact_range` runs for universal and FIFO, which
+/// ignore its key range as RocksDB does: universal merges every sorted run
+/// into the last level; FIFO runs its automatic picker. `None` for leveled
+/// (see [`manual_compaction`]) or when there is nothing to do.
+pub fn manual_compaction_for_style(
+    version: &Version,
+    opts: &Options,
+    busy: &HashSet<u64>,
+    created: CreationTime<'_>,
+) -> Option<Compaction> {
+    match opts.compaction_style {
+        CompactionStyle::Level => None,
+        CompactionStyle::Universal => universal::compact_all(version, opts, busy),
+        CompactionStyle::Fifo => fifo::pick(version, opts, busy, fifo::now_secs(), created),
+    }
+}
+
 /// True when the user-key ranges of `a` and `b` overlap.
 pub fn ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
     user_key(&a.smallest) <= user_key(&b.largest) && user_key(&b.smallest) <= user_key(&a.largest)
@@ -357,6 +441,10 @@ mod tests {
         }
     }
 
+    fn pick(v: &Version, o: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+        pick_compaction(v, o, busy, &|_| None)
+    }
+
     fn opts() -> Options {
         let mut o = Options::default();
         o.level_compaction_dynamic_level_bytes = false;
@@ -375,12 +463,12 @@ mod tests {
         e.add_file(1, file(3, "c", "e", 10, 0));
         e.add_file(1, file(4, "x", "z", 10, 0));
         let v = Version::new(4).apply(&[&e]).unwrap();
-        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        let c = pick(&v, &opts(), &HashSet::new()).unwrap();
         assert_eq!((c.level, c.output_level, c.inputs.len(), c.output_inputs.len()), (0, 1, 2, 1));
         assert!(!c.trivial_move);
         // With L1's file busy, L0→L1 is blocked; too few files for L0→L0.
         let busy: HashSet<u64> = [3].into_iter().collect();
-        assert!(pick_compaction(&v, &opts(), &busy).is_none());
+        assert!(pick(&v, &opts(), &busy).is_none());
     }
 
     #[test]
@@ -389,11 +477,11 @@ mod tests {
         e.add_file(0, file(1, "a", "b", 10, 1));
         e.add_file(0, file(2, "c", "d", 10, 2));
         let v = Version::new(4).apply(&[&e]).unwrap();
-        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        let c = pick(&v, &opts(), &HashSet::new()).unwrap();
         assert!(c.trivial_move);
         let mut o = opts();
         o.compression_per_level = vec![crate::CompressionType::None, crate::CompressionType::Lz4];
-        let c = pick_compaction(&v, &o, &HashSet::new()).unwrap();
+        let c = pick(&v, &o, &HashSet::new()).unwrap();
         assert!(!c.trivial_move, "compression differs between L0 and L1");
     }
 
@@ -405,7 +493,7 @@ mod tests {
         e.add_file(2, file(3, "a", "b", 900, 0));
         e.add_file(2, file(4, "e", "e", 100, 0));
         let v = Version::new(4).apply(&[&e]).unwrap();
-        let c = pick_compaction(&v, &opts(), &HashSet::new()).unwrap();
+        let c = pick(&v, &opts(), &HashSet::new()).unwrap();
         assert_eq!((c.level, c.inputs[0].number), (1, 2));
         assert_eq!(c.output_inputs.len(), 1);
     }
@@ -419,9 +507,12 @@ mod tests {
         e.add_file(1, file(3, "a", "z", 10, 0));
         let v = Version::new(4).apply(&[&e]).unwrap();
         let busy: HashSet<u64> = [3].into_iter().collect();
-        let c = pick_compaction(&v, &opts(), &busy).unwrap();
+        let c = pick(&v, &opts(), &busy).unwrap();
         assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
         assert!(c.inputs.len() >= MIN_FILES_FOR_INTRA_L0);
+        // One output file: cut at the (tiny) target size, the merged data
+        // would come back as several new L0 files for the next pick to merge.
+        assert_eq!(c.target_file_size, u64::MAX);
     }
 
     #[test]

@@ -247,8 +247,9 @@ impl DbInner {
         if st.compactions_running >= opts.compaction_threads() {
             return false;
         }
-        // Each family is compacted by its own options; the families take
-        // turns, starting after the one compacted last.
+        // Each family is compacted by its own options (and its own
+        // compaction style); the families take turns, starting after the one
+        // compacted last.
         let last = st.last_compacted_family;
         let ids: Vec<u32> = st.families.keys().copied().collect();
         let order = ids.iter().filter(|id| **id > last).chain(ids.iter().filter(|id| **id <= last));
@@ -259,8 +260,7 @@ impl DbInner {
             if family_opts.disable_auto_compactions {
                 continue;
             }
-            let version = st.versions.version(*id).unwrap_or_default();
-            if let Some(c) = picker::pick_compaction(&version, &family_opts, &st.being_compacted) {
+            if let Some(c) = self.pick_compaction(st, *id, &family_opts) {
                 pick = Some((*id, c));
                 break;
             }
@@ -276,6 +276,18 @@ impl DbInner {
             }
         }
         true
+    }
+
+    /// The next automatic compaction of column family `cf`, picked by `opts`
+    /// (the family's options), if any. Requires the db mutex.
+    pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &crate::Options) -> Option<Compaction> {
+        let version = st.versions.version(cf)?;
+        picker::pick_compaction(&version, opts, &st.being_compacted, &|f| self.creation_time(f))
+    }
+
+    /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
+    fn creation_time(&self, f: &FileMetaData) -> Option<u64> {
+        self.tables.get(f, 0).ok().map(|t| t.properties().creation_time)
     }
 
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
@@ -298,12 +310,16 @@ impl DbInner {
             trivial_move: c.trivial_move,
             cancelled: false,
             micros: 0,
+            reason: c.reason,
         };
         if listening {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_begin(&info)));
         }
         let start = Instant::now();
         let result = self.run_compaction_inner(st, cf, &c, &cancel);
+        if result.is_ok() {
+            bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
+        }
         for f in c.all_inputs() {
             st.being_compacted.remove(&f.number);
         }
@@ -317,7 +333,7 @@ impl DbInner {
             if let Ok(out) = &result {
                 info.output_files = out.iter().map(|f| f.number).collect();
                 info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
-                info.bytes_read = if c.trivial_move { 0 } else { c.input_bytes() };
+                info.bytes_read = if c.trivial_move || c.is_deletion() { 0 } else { c.input_bytes() };
             }
             MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_completed(&info)));
         }
@@ -337,17 +353,25 @@ impl DbInner {
         let start = Instant::now();
         let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
         let mut edit = VersionEdit { column_family: cf, ..Default::default() };
-        for f in &c.inputs {
-            edit.delete_file(c.level, f.number);
+        for (level, f) in c.inputs_by_level() {
+            edit.delete_file(level, f.number);
         }
-        for f in &c.output_inputs {
-            edit.delete_file(c.output_level, f.number);
-        }
-        let bytes_level: u64 = c.inputs.iter().map(|f| f.file_size).sum();
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
+        let bytes_level: u64 = c.input_bytes() - bytes_next;
+        if c.is_deletion() {
+            if !st.families.contains_key(&cf) {
+                return Err(Error::Cancelled);
+            }
+            st.versions.log_and_apply(edit)?;
+            self.install_super_version(st);
+            self.delete_obsolete_files(st);
+            return Ok(Vec::new());
+        }
         if c.trivial_move {
             bump(&self.stats.trivial_moves, 1);
-            for f in &c.inputs {
+            // Leveled moves have no output-level inputs; universal ones leave
+            // them where they are (deleted above, added back here).
+            for f in c.all_inputs() {
                 edit.new_files.push((c.output_level, Arc::clone(f)));
             }
             if !st.families.contains_key(&cf) {
@@ -364,7 +388,7 @@ impl DbInner {
                     ..Default::default()
                 },
             );
-            return Ok(c.inputs.clone());
+            return Ok(c.all_inputs().cloned().collect());
         }
         let opts = self.family_opts(&data);
         let db_opts = self.opts();
@@ -479,6 +503,14 @@ impl DbInner {
             children.push(Box::new(super::iter::LevelIterator::new(
                 c.inputs.clone(),
                 c.level,
+                Arc::clone(&self.tables),
+                settings.rs,
+            )));
+        }
+        for (level, files) in &c.middle_inputs {
+            children.push(Box::new(super::iter::LevelIterator::new(
+                files.clone(),
+                *level,
                 Arc::clone(&self.tables),
                 settings.rs,
             )));
@@ -621,6 +653,11 @@ impl DbInner {
         let data = Arc::clone(&st.families.get(&cf).ok_or_else(dropped)?.data);
         let opts = self.family_opts(&data);
         let version = st.versions.version(cf).ok_or_else(dropped)?;
+        if opts.compaction_style != crate::CompactionStyle::Level {
+            let created = |f: &FileMetaData| self.creation_time(f);
+            let c = picker::manual_compaction_for_style(&version, &opts, &st.being_compacted, &created);
+            return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
+        }
         let deepest = version.deepest_nonempty_level();
         let mut level = 0;
         while level < version.num_levels() {
@@ -656,11 +693,7 @@ impl DbInner {
             let needs = !self.tuning.deferred.load(Ordering::Relaxed)
                 && st.families.iter().any(|(id, f)| {
                     let opts = self.family_opts(&f.data);
-                    !opts.disable_auto_compactions
-                        && st
-                            .versions
-                            .version(*id)
-                            .is_some_and(|v| picker::pick_compaction(&v, &opts, &st.being_compacted).is_some())
+                    !opts.disable_auto_compactions && self.pick_compaction(&st, *id, &opts).is_some()
                 });
             let flushing = st.flush_running > 0 || st.families.values().any(|f| !f.imm.is_empty());
             if !flushing && st.compactions_running == 0 && !needs {
@@ -868,6 +901,7 @@ mod tests {
             output_level: 1,
             inputs,
             output_inputs: outputs,
+            middle_inputs: Vec::new(),
             grandparents: Vec::new(),
             trivial_move: false,
             bottommost: true,

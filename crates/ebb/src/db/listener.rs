@@ -39,6 +39,8 @@ pub struct CompactionJobInfo {
     pub cancelled: bool,
     /// Microseconds the compaction took (0 at the start).
     pub micros: u64,
+    /// Why the compaction was chosen.
+    pub reason: crate::compaction::CompactionReason,
 }
 
 /// The write-stall condition after a change.

@@ -114,6 +114,8 @@ pub struct DbMetrics {
     pub split_compactions: (u64, u64),
     /// Compactions cancelled.
     pub cancelled_compactions: u64,
+    /// Compactions finished per reason, by RocksDB's reason name (FIFO drops included).
+    pub compactions_by_reason: Vec<(&'static str, u64)>,
     /// What the background tuner is doing.
     pub tuning: TuningMetrics,
 }
@@ -819,6 +821,10 @@ impl DbInner {
             intra_l0_compactions: stats::read(&s.intra_l0_compactions),
             split_compactions: (stats::read(&s.split_compactions), stats::read(&s.subcompactions)),
             cancelled_compactions: stats::read(&s.cancelled_compactions),
+            compactions_by_reason: crate::compaction::CompactionReason::ALL
+                .iter()
+                .map(|r| (r.name(), stats::read(&s.compactions_by_reason[r.index()])))
+                .collect(),
             tuning: self.tuning.snapshot(),
         }
     }
@@ -838,12 +844,7 @@ impl DbInner {
             "ebb.num-running-flushes" => Some(m.running_flushes.to_string()),
             "ebb.compaction-pending" => {
                 let st = self.state.lock();
-                let pending = crate::compaction::picker::pick_compaction(
-                    &st.versions.version(cf).unwrap_or_default(),
-                    &self.family_opts(&family),
-                    &st.being_compacted,
-                )
-                .is_some();
+                let pending = self.pick_compaction(&st, cf, &self.family_opts(&family)).is_some();
                 Some(u8::from(pending).to_string())
             }
             "ebb.cur-size-all-mem-tables" => Some(m.memtable_bytes.to_string()),

@@ -245,10 +245,16 @@ impl DbInner {
         self.state.lock().shutting_down
     }
 
+    /// Sleeps `d` (the whole of it: `work_cv` is notified by every flush and
+    /// compaction, and a tuner woken by those would judge rates over
+    /// intervals of a millisecond); false once the database shuts down.
     fn tuner_sleep(&self, d: Duration) -> bool {
+        let deadline = std::time::Instant::now() + d;
         let mut st = self.state.lock();
-        if !st.shutting_down {
-            self.work_cv.wait_for(&mut st, d);
+        while !st.shutting_down {
+            if self.work_cv.wait_until(&mut st, deadline).timed_out() {
+                break;
+            }
         }
         !st.shutting_down
     }

@@ -380,13 +380,14 @@ impl DbInner {
     /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
     pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
         let opts = self.opts();
-        // The debt the rate adapts to is the largest over the families.
+        // The debt the rate adapts to is the largest over the families,
+        // each counted by its own compaction style.
         let (mut l0, mut pending) = (0u64, 0u64);
         for (id, family) in &st.families {
             let version = st.versions.version(*id).unwrap_or_default();
-            l0 = l0.max(version.num_files(0) as u64);
+            let o = self.family_opts(&family.data);
+            l0 = l0.max(crate::compaction::picker::l0_delay_trigger_count(&version, &o) as u64);
             if matches!(condition, StallCondition::Delayed(StallCause::PendingCompactionSlowdown)) {
-                let o = self.family_opts(&family.data);
                 pending = pending.max(crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o));
             }
         }
@@ -492,7 +493,9 @@ impl DbInner {
 
 /// The stall condition one family's version and options call for.
 fn family_stall_condition(version: &crate::version::Version, opts: &crate::Options) -> StallCondition {
-    let l0 = version.num_files(0) as i32;
+    // L0 files under leveled compaction, sorted runs under universal, none
+    // under FIFO (`l0_delay_trigger_count`).
+    let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;
     let compaction_on = !opts.disable_auto_compactions;
     let pending = if compaction_on
         && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)

@@ -129,6 +129,8 @@ pub struct Stats {
     pub subcompactions: AtomicU64,
     /// Compactions cancelled.
     pub cancelled_compactions: AtomicU64,
+    /// Compactions finished, per reason (index = `CompactionReason::index`).
+    pub compactions_by_reason: [AtomicU64; crate::compaction::CompactionReason::ALL.len()],
     /// Microseconds stalled, per cause.
     stall_micros: [AtomicU64; 5],
     /// Stall events, per cause.
@@ -181,6 +183,7 @@ impl Stats {
             split_compactions: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
             cancelled_compactions: AtomicU64::new(0),
+            compactions_by_reason: std::array::from_fn(|_| AtomicU64::new(0)),
             stall_micros: Default::default(),
             stall_count: Default::default(),
             levels: Mutex::new(vec![LevelCompactionStats::default(); num_levels]),

@@ -29,9 +29,12 @@
 //!    of its excess over 1).
 //! 6. Deferral, by [`DeferPolicy`]:
 //!    - `FlushPressure` (adaptive): defer when the client is not idle and
-//!      foreground >= `defer_pct` of the budget or `pause_immutable_memtables`
-//!      memtables wait for flush; once deferred, stay so until foreground falls
-//!      under `resume_pct` (and memtables drain), or the client goes idle.
+//!      foreground >= `defer_pct` of the budget, or >= `peak_defer_pct` of
+//!      the highest foreground rate seen (decaying with the budget), or
+//!      `pause_immutable_memtables` memtables wait for flush; once deferred,
+//!      stay so until foreground falls under `resume_pct` of the budget and
+//!      `peak_resume_pct` of the peak (and memtables drain), or the client
+//!      goes idle.
 //!    - `UntilIdle` (idle): defer whenever the client is not idle.
 //!    - `Never`: pacing only.
 //! 7. Yield (thesis §3.5.3, §5.2 "Cancel compactions"): while deferred, pause
@@ -54,7 +57,9 @@ use super::idle::{IdleConfig, IdleDetector};
 /// When compaction is deferred.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeferPolicy {
-    /// Defer while flushes and the WAL use much of the budget (Ebb adaptive).
+    /// Defer while flushes and the WAL use much of the budget, or while the
+    /// load is near its own peak (Ebb adaptive). A deferral ends when both
+    /// have fallen under their resume shares.
     FlushPressure {
         /// Foreground share of the budget, percent, at which compaction is deferred.
         /// Default 50, the thesis's flush watermark.
@@ -62,6 +67,17 @@ pub enum DeferPolicy {
         /// Foreground share under which a deferral ends. Default 25: the gap to
         /// `defer_pct` keeps the tuner from flapping on a noisy load.
         resume_pct: u64,
+        /// Foreground share of its own peak (learned, decaying with the
+        /// budget's half-life), percent, at which compaction is deferred; 0
+        /// disables. Default 50. The budget share alone misses CPU-bound
+        /// machines: when writes land in the page cache, compaction's own
+        /// throughput inflates the learned budget and flushes never look
+        /// pressed, yet compaction takes the cores the writers need.
+        peak_defer_pct: u64,
+        /// Foreground share of its peak under which a deferral may end.
+        /// Default 15: a trough of a periodic load (W2's is 20 % of its peak)
+        /// is not the end of the load; a cool-down (4 %) or idle is.
+        peak_resume_pct: u64,
     },
     /// Defer whenever the client is writing (UW paper: compaction only when idle).
     UntilIdle,
@@ -132,7 +148,12 @@ impl AdaptiveConfig {
             compaction_floor_pct: 5,
             rate_change_pct: 5,
             rate_smoothing_pct: 50,
-            defer: DeferPolicy::FlushPressure { defer_pct: 50, resume_pct: 25 },
+            defer: DeferPolicy::FlushPressure {
+                defer_pct: 50,
+                resume_pct: 25,
+                peak_defer_pct: 50,
+                peak_resume_pct: 15,
+            },
             pause_immutable_memtables: 2,
             pause_when_deferred: false,
             idle: IdleConfig::throughput(),
@@ -294,6 +315,8 @@ pub struct Rates {
     pub budget: u64,
     /// The paced compaction limit: `max(floor, budget - foreground)`.
     pub paced_limit: u64,
+    /// The highest foreground rate seen (decaying with the budget's half-life).
+    pub peak_foreground: u64,
 }
 
 /// The outcome of one observation.
@@ -356,6 +379,7 @@ pub struct AdaptiveTuner {
     last: Option<Observation>,
     rates: Option<Smoothed>,
     learned_budget: f64,
+    peak_foreground: f64,
     engine: EngineSettings,
     stats: AdaptiveStats,
 }
@@ -381,6 +405,7 @@ impl AdaptiveTuner {
             last: None,
             rates: None,
             learned_budget: (config.initial_budget_bytes_per_sec as f64).max(MIN_BUDGET),
+            peak_foreground: 0.0,
             engine: EngineSettings {
                 auto_compactions: true,
                 paused: false,
@@ -462,7 +487,9 @@ impl AdaptiveTuner {
         let Some(r) = self.rates else { return };
         let half_life = (self.config.budget_half_life_us.max(1) as f64) / 1e6;
         let total = r.flush + r.wal + r.compaction;
-        let mut learned = (self.learned_budget * 0.5f64.powf(secs / half_life)).max(total);
+        let decay = 0.5f64.powf(secs / half_life);
+        self.peak_foreground = (self.peak_foreground * decay).max(r.flush + r.wal);
+        let mut learned = (self.learned_budget * decay).max(total);
         let binding = self.phase != Phase::Deferred
             && self.engine.rate_limit.is_some_and(|limit| r.compaction >= 0.95 * limit as f64);
         if binding {
@@ -484,6 +511,7 @@ impl AdaptiveTuner {
             foreground,
             budget,
             paced_limit: budget.saturating_sub(foreground).max(floor),
+            peak_foreground: to_u64(self.peak_foreground),
         }
     }
 
@@ -517,11 +545,18 @@ impl AdaptiveTuner {
         match self.config.defer {
             DeferPolicy::Never => false,
             DeferPolicy::UntilIdle => !idle,
-            DeferPolicy::FlushPressure { defer_pct, resume_pct } => {
+            DeferPolicy::FlushPressure { defer_pct, resume_pct, peak_defer_pct, peak_resume_pct } => {
                 let deferring = matches!(self.phase, Phase::Deferred | Phase::Forced);
-                let pct = if deferring { resume_pct } else { defer_pct };
-                let pressed = u128::from(rates.foreground) * 100 >= u128::from(rates.budget) * u128::from(pct.max(1));
-                !idle && (memtables_wait || pressed)
+                let (pct, peak_pct) =
+                    if deferring { (resume_pct, peak_resume_pct) } else { (defer_pct, peak_defer_pct) };
+                let share_of = |reference: u64, pct: u64| {
+                    rates.foreground > 0
+                        && u128::from(rates.foreground) * 100 >= u128::from(reference) * u128::from(pct.max(1))
+                };
+                let budget_pressed = share_of(rates.budget, pct);
+                let peak_pressed =
+                    peak_defer_pct > 0 && share_of(rates.peak_foreground.max(MIN_BUDGET as u64), peak_pct);
+                !idle && (memtables_wait || budget_pressed || peak_pressed)
             }
         }
     }
@@ -654,7 +689,8 @@ mod tests {
                 compaction: 10 * MB,
                 foreground: 50 * MB,
                 budget: 100 * MB,
-                paced_limit: 50 * MB
+                paced_limit: 50 * MB,
+                peak_foreground: 50 * MB
             }
         );
         assert_eq!(d.actions, [Action::SetCompactionRateLimit(50 * MB)]);
@@ -872,9 +908,63 @@ mod tests {
         AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, max_l0_files: 1000, ..AdaptiveConfig::adaptive() }
     }
 
+    /// The budget rule alone (the peak rule off), as on a disk-bound machine.
+    fn budget_only(config: AdaptiveConfig) -> AdaptiveConfig {
+        AdaptiveConfig {
+            defer: DeferPolicy::FlushPressure { defer_pct: 50, resume_pct: 25, peak_defer_pct: 0, peak_resume_pct: 0 },
+            ..config
+        }
+    }
+
+    #[test]
+    fn the_peak_rule_defers_a_cpu_bound_sine_at_once_and_catches_up_in_the_cool_down() {
+        // A learned budget on a machine whose "disk" is the page cache: while
+        // compaction runs it drives the budget far above what flushes use, so
+        // the budget rule alone would never see flush pressure.
+        let config =
+            AdaptiveConfig { initial_budget_bytes_per_sec: 2000 * MB, max_l0_files: 2000, ..Default::default() };
+        let mut tuner = AdaptiveTuner::new(config.clone());
+        let mut toy = Toy::new(8, 3000);
+        let steps = simulate(&mut tuner, &mut toy, 150_000_000, 500_000, sine);
+        assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred, Phase::CatchUp, Phase::Paced]);
+        // Deferred from the second observation (the first has no rates): the
+        // load is at its own peak so far.
+        assert_eq!(phase_at(&steps, 500_000), Phase::Deferred);
+        // Held through the end of the wave: the peak rule resumes under 15 %
+        // of the peak (2 x 250 MB/s), which only the cool-down reaches.
+        assert_eq!(phase_at(&steps, 59_500_000), Phase::Deferred);
+        let catch_up = steps.iter().find(|s| s.decision.phase == Phase::CatchUp).unwrap();
+        assert!((60_000_000..63_000_000).contains(&catch_up.t_us), "catch-up at {}", catch_up.t_us);
+        assert!(catch_up.l0_files > 500, "the wave's debt: {} L0 files", catch_up.l0_files);
+        assert!(toy.score() < 1.0, "caught up by the end");
+        let deferred_bytes: u64 =
+            steps.iter().filter(|s| s.decision.phase == Phase::Deferred).map(|s| s.compaction).sum();
+        assert_eq!(deferred_bytes, 0);
+        // With the peak rule off, the same run never defers: the learned
+        // budget dwarfs flush + WAL.
+        let mut tuner = AdaptiveTuner::new(budget_only(config));
+        let mut toy = Toy::new(8, 3000);
+        let steps = simulate(&mut tuner, &mut toy, 60_000_000, 500_000, sine);
+        assert!(steps.iter().all(|s| s.decision.phase != Phase::Deferred));
+    }
+
+    #[test]
+    fn a_periodic_trough_does_not_end_a_deferral_under_the_peak_rule() {
+        let config = AdaptiveConfig { io_budget_bytes_per_sec: 3000 * MB, max_l0_files: 0, ..Default::default() };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut toy = Toy::new(8, 3000);
+        // Two full periods of the wave: troughs at 0, 60 and 120 s (50 MB/s, 20 % of the peak).
+        let wave = |t_us: u64| {
+            let t = t_us as f64 / 1e6;
+            100.0 * (std::f64::consts::TAU / 60.0 * t + 1.5 * std::f64::consts::PI).sin() + 150.0
+        };
+        let steps = simulate(&mut tuner, &mut toy, 120_000_000, 500_000, wave);
+        assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred]);
+    }
+
     #[test]
     fn a_sine_load_is_deferred_at_the_peak_and_caught_up_after() {
-        let mut tuner = AdaptiveTuner::new(sine_config());
+        let mut tuner = AdaptiveTuner::new(budget_only(sine_config()));
         let mut toy = Toy::new(64, 600);
         let steps = simulate(&mut tuner, &mut toy, 180_000_000, 500_000, sine);
         assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred, Phase::CatchUp, Phase::Paced]);
@@ -980,7 +1070,7 @@ mod tests {
 
     #[test]
     fn waiting_memtables_pause_running_compactions() {
-        let config = AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, ..AdaptiveConfig::adaptive() };
+        let config = budget_only(AdaptiveConfig { io_budget_bytes_per_sec: 400 * MB, ..AdaptiveConfig::adaptive() });
         let mut tuner = AdaptiveTuner::new(config);
         let mut toy = Toy::new(8, 600);
         // Flush + WAL at 30 % of the budget: paced.

@@ -1,0 +1,279 @@
+//! Universal and FIFO compaction end to end: model tests against a `BTreeMap`
+//! across reopens, and the bounds each style promises (space amplification
+//! and sorted runs for universal; size, age and newest-data-wins for FIFO).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{scan, tiny_options, Model};
+use ebb::fs::MemFs;
+use ebb::{CompactionStyle, Db, Options, ReadOptions, WriteBatch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn universal_options(fs: &MemFs) -> Options {
+    let mut o = tiny_options(Some(fs.clone()));
+    o.compaction_style = CompactionStyle::Universal;
+    o.level0_file_num_compaction_trigger = 4;
+    o.level0_slowdown_writes_trigger = 20;
+    o.level0_stop_writes_trigger = 30;
+    o.num_levels = 5;
+    o
+}
+
+fn fifo_options(fs: &MemFs, max_table_files_size: u64) -> Options {
+    let mut o = tiny_options(Some(fs.clone()));
+    o.compaction_style = CompactionStyle::Fifo;
+    o.compaction_options_fifo.max_table_files_size = max_table_files_size;
+    o
+}
+
+/// Compactions finished for the reason RocksDB calls `name`.
+fn reason_count(db: &Db, name: &str) -> u64 {
+    db.metrics().compactions_by_reason.iter().find(|(n, _)| *n == name).map_or(0, |(_, c)| *c)
+}
+
+fn universal_compactions(db: &Db) -> u64 {
+    ["UniversalSizeAmplification", "UniversalSizeRatio", "UniversalSortedRunNum"]
+        .iter()
+        .map(|n| reason_count(db, n))
+        .sum()
+}
+
+/// Sorted runs: each L0 file and each non-empty level.
+fn sorted_runs(db: &Db) -> usize {
+    let m = db.metrics();
+    m.files_per_level[0] + m.files_per_level.iter().skip(1).filter(|n| **n > 0).count()
+}
+
+fn total_sst_bytes(db: &Db) -> u64 {
+    db.metrics().bytes_per_level.iter().sum()
+}
+
+fn check_all(db: &Db, model: &Model, space: u32, ctx: &str) {
+    assert_eq!(&scan(db, ReadOptions::default()), model, "{ctx}: scan");
+    for i in 0..space {
+        let k = format!("key{i:05}").into_bytes();
+        assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{ctx}: get key{i:05}");
+    }
+}
+
+#[test]
+fn universal_model_across_reopens() {
+    let space = 800;
+    let mut universal_total = 0;
+    for seed in 0..3u64 {
+        let fs = MemFs::new();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut model = Model::new();
+        let path = format!("/universal-{seed}");
+        for epoch in 0..3 {
+            let ctx = format!("seed {seed} epoch {epoch}");
+            let db = Db::open(&path, universal_options(&fs)).unwrap();
+            check_all(&db, &model, space, &format!("{ctx} after reopen"));
+            for step in 0..2500 {
+                let k = format!("key{:05}", rng.gen_range(0..space)).into_bytes();
+                match rng.gen_range(0..100) {
+                    0..=59 => {
+                        let v = format!("{seed}-{epoch}-{step}-{}", "v".repeat(rng.gen_range(0..80))).into_bytes();
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    }
+                    60..=74 => {
+                        db.delete(&k).unwrap();
+                        model.remove(&k);
+                    }
+                    75..=84 => {
+                        let mut b = WriteBatch::new();
+                        for j in 0..rng.gen_range(1..8) {
+                            let k = format!("key{:05}", rng.gen_range(0..space)).into_bytes();
+                            if rng.gen_bool(0.7) {
+                                let v = format!("batch-{step}-{j}").into_bytes();
+                                b.put(&k, &v);
+                                model.insert(k, v);
+                            } else {
+                                b.delete(&k);
+                                model.remove(&k);
+                            }
+                        }
+                        db.write(&b).unwrap();
+                    }
+                    85..=97 => assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "{ctx} step {step}: get"),
+                    98 => db.flush(false).unwrap(),
+                    _ => {
+                        if rng.gen_bool(0.1) {
+                            db.compact_range(None, None).unwrap();
+                        }
+                    }
+                }
+            }
+            check_all(&db, &model, space, &ctx);
+            db.wait_for_compact().unwrap();
+            check_all(&db, &model, space, &format!("{ctx} after wait_for_compact"));
+            universal_total += universal_compactions(&db);
+            if epoch % 2 == 0 {
+                db.close().unwrap();
+            } else {
+                drop(db);
+            }
+        }
+    }
+    assert!(universal_total >= 10, "universal compactions ran: {universal_total}");
+}
+
+/// Overwrites of one key set: space used stays within
+/// (1 + max_size_amplification_percent/100) x the live data, plus the few
+/// flush files written since the last check (the trigger is reached before
+/// the picker looks again).
+#[test]
+fn universal_space_amplification_is_bounded() {
+    let fs = MemFs::new();
+    let mut o = universal_options(&fs);
+    o.compaction_options_universal.max_size_amplification_percent = 100;
+    let db = Db::open("/space-amp", o.clone()).unwrap();
+    let (keys, value_len) = (1000, 100);
+    let mut worst = 0.0f64;
+    for round in 0..8 {
+        for i in 0..keys {
+            let v = format!("{round:03}{}", "x".repeat(value_len)).into_bytes();
+            db.put(format!("key{i:05}").as_bytes(), &v).unwrap();
+        }
+        db.flush(true).unwrap();
+        db.wait_for_compact().unwrap();
+        worst = worst.max(total_sst_bytes(&db) as f64);
+    }
+    assert!(reason_count(&db, "UniversalSizeAmplification") > 0);
+    // Live data: everything merged into one run holds each key once.
+    db.compact_range(None, None).unwrap();
+    let live = total_sst_bytes(&db) as f64;
+    let m = db.metrics();
+    assert_eq!(sorted_runs(&db), 1, "compact_range leaves one run: {:?}", m.files_per_level);
+    assert!(m.files_per_level[o.num_levels - 1] > 0, "in the last level: {:?}", m.files_per_level);
+    // At most a trigger's worth of flush files (each about a memtable) since the last check.
+    let slack = (o.level0_file_num_compaction_trigger as usize * o.write_buffer_size) as f64;
+    let bound = (1.0 + 100.0 / 100.0) * live + slack;
+    assert!(worst <= bound, "space used {worst} over bound {bound} (live {live})");
+    for i in (0..keys).step_by(97) {
+        assert_eq!(db.get(format!("key{i:05}").as_bytes()).unwrap().unwrap()[..3], *b"007");
+    }
+}
+
+/// Whatever the sizes, once compaction settles there are at most
+/// `level0_file_num_compaction_trigger` sorted runs.
+#[test]
+fn universal_sorted_runs_bounded_by_the_trigger() {
+    for (size_ratio, amp) in [(1, 200), (0, 100_000)] {
+        let fs = MemFs::new();
+        let mut o = universal_options(&fs);
+        o.compaction_options_universal.size_ratio = size_ratio;
+        o.compaction_options_universal.max_size_amplification_percent = amp;
+        let db = Db::open("/runs", o.clone()).unwrap();
+        let mut rng = StdRng::seed_from_u64(size_ratio.into());
+        for i in 0..6000u32 {
+            // Bursts of different sizes make runs of different sizes.
+            let v = vec![b'v'; if i % 1000 < 300 { 300 } else { 20 }];
+            db.put(format!("key{:06}", rng.gen_range(0..20_000)).as_bytes(), &v).unwrap();
+            if i % 400 == 0 {
+                db.flush(false).unwrap();
+            }
+        }
+        db.flush(true).unwrap();
+        db.wait_for_compact().unwrap();
+        let runs = sorted_runs(&db);
+        let trigger = o.level0_file_num_compaction_trigger as usize;
+        assert!(
+            runs <= trigger,
+            "ratio {size_ratio}: {runs} runs > trigger {trigger}: {:?}",
+            db.metrics().files_per_level
+        );
+        assert!(universal_compactions(&db) > 0);
+        assert_eq!(db.get_property("ebb.compaction-pending").as_deref(), Some("0"));
+    }
+}
+
+/// Written in key order, FIFO keeps the newest files under the size limit:
+/// the newest keys are all there, the oldest gone, and no key ever shows a
+/// value other than the newest written for it.
+#[test]
+fn fifo_model_drops_the_oldest_data() {
+    for allow_compaction in [false, true] {
+        let fs = MemFs::new();
+        let max = 64 * 1024;
+        let mut o = fifo_options(&fs, max);
+        o.compaction_options_fifo.allow_compaction = allow_compaction;
+        let path = "/fifo";
+        let db = Db::open(path, o.clone()).unwrap();
+        let mut rng = StdRng::seed_from_u64(7);
+        // key -> newest value written.
+        let mut newest: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let n = 6000u32;
+        for i in 0..n {
+            // Mostly new keys in order; sometimes a recent key rewritten.
+            let k = if i > 100 && rng.gen_bool(0.1) { rng.gen_range(i - 100..i) } else { i };
+            let key = format!("key{k:06}").into_bytes();
+            let value = format!("value-{i}-{}", "p".repeat(40)).into_bytes();
+            db.put(&key, &value).unwrap();
+            newest.insert(key, value);
+            // Small manual flushes give allow_compaction files to merge.
+            if allow_compaction && i % 50 == 0 {
+                db.flush(false).unwrap();
+            }
+        }
+        db.flush(true).unwrap();
+        db.wait_for_compact().unwrap();
+        let mut db = Some(db);
+        for reopen in [false, true] {
+            let db = db.take().unwrap_or_else(|| Db::open(path, o.clone()).unwrap());
+            let ctx = format!("allow_compaction {allow_compaction} reopen {reopen}");
+            let m = db.metrics();
+            assert_eq!(m.files_per_level.iter().skip(1).sum::<usize>(), 0, "{ctx}: all in L0");
+            assert!(total_sst_bytes(&db) <= max, "{ctx}: {} bytes > {max}", total_sst_bytes(&db));
+            assert!(reason_count(&db, "FIFOMaxSize") > 0 || reopen, "{ctx}");
+            let found = scan(&db, ReadOptions::default());
+            for (k, v) in &found {
+                assert_eq!(newest.get(k), Some(v), "{ctx}: {} is not the newest value", String::from_utf8_lossy(k));
+            }
+            for i in n - 200..n {
+                let k = format!("key{i:06}").into_bytes();
+                assert_eq!(db.get(&k).unwrap().as_ref(), newest.get(&k), "{ctx}: newest key{i:06}");
+            }
+            for i in 0..200 {
+                assert_eq!(db.get(format!("key{i:06}").as_bytes()).unwrap(), None, "{ctx}: oldest key{i:06}");
+            }
+            assert!(found.len() > 200 && found.len() < n as usize / 2, "{ctx}: {} keys kept", found.len());
+            if allow_compaction && !reopen {
+                assert!(reason_count(&db, "FIFOReduceNumFiles") > 0, "{ctx}: small files were merged");
+            }
+            db.close().unwrap();
+        }
+    }
+}
+
+/// Files whose data is older than `ttl` are dropped though the size limit is far.
+#[test]
+fn fifo_ttl_drops_expired_files() {
+    let fs = MemFs::new();
+    let mut o = fifo_options(&fs, 1 << 30);
+    o.ttl = 1;
+    let db = Db::open("/ttl", o).unwrap();
+    for i in 0..100 {
+        db.put(format!("old{i:03}").as_bytes(), b"o").unwrap();
+    }
+    db.flush(true).unwrap();
+    db.wait_for_compact().unwrap();
+    assert!(db.get(b"old000").unwrap().is_some(), "not expired yet");
+    // creation_time has one-second resolution: two seconds make the file
+    // more than one second old whatever the rounding.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    for i in 0..100 {
+        db.put(format!("new{i:03}").as_bytes(), b"n").unwrap();
+    }
+    db.flush(true).unwrap();
+    db.wait_for_compact().unwrap();
+    assert_eq!(reason_count(&db, "FIFOTtl"), 1);
+    assert_eq!(db.get(b"old000").unwrap(), None);
+    assert_eq!(db.get(b"old099").unwrap(), None);
+    assert_eq!(db.get(b"new000").unwrap().as_deref(), Some(&b"n"[..]));
+    assert_eq!(db.metrics().files_per_level[0], 1);
+}
