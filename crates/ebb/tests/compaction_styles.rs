@@ -1,6 +1,7 @@
 //! Universal and FIFO compaction end to end: model tests against a `BTreeMap`
 //! across reopens, and the bounds each style promises (space amplification
-//! and sorted runs for universal; size, age and newest-data-wins for FIFO).
+//! and sorted runs for universal; size, age and newest-data-wins for FIFO),
+//! and column families of different styles side by side.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 
 use common::{scan, tiny_options, Model};
 use ebb::fs::MemFs;
-use ebb::{CompactionStyle, Db, Options, ReadOptions, WriteBatch};
+use ebb::{ColumnFamilyHandle, CompactionStyle, Db, Options, ReadOptions, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -276,4 +277,154 @@ fn fifo_ttl_drops_expired_files() {
     assert_eq!(db.get(b"old099").unwrap(), None);
     assert_eq!(db.get(b"new000").unwrap().as_deref(), Some(&b"n"[..]));
     assert_eq!(db.metrics().files_per_level[0], 1);
+}
+
+fn scan_cf(db: &Db, cf: &ColumnFamilyHandle) -> Model {
+    let mut it = db.iter_cf(cf, ReadOptions::default());
+    it.seek_to_first();
+    let mut out = Model::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().expect("iterator status");
+    out
+}
+
+/// Files per level of column family `cf`.
+fn files_per_level_cf(db: &Db, cf: &ColumnFamilyHandle, num_levels: usize) -> Vec<u64> {
+    (0..num_levels)
+        .map(|l| db.get_property_cf(cf, &format!("ebb.num-files-at-level{l}")).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Files per level of the default column family.
+fn files_per_level_default(db: &Db, num_levels: usize) -> Vec<u64> {
+    (0..num_levels).map(|l| db.get_property(&format!("ebb.num-files-at-level{l}")).unwrap().parse().unwrap()).collect()
+}
+
+/// One database, three styles: the default family leveled, `universal` and
+/// `fifo` by their own options. Each compacts by its own style (universal
+/// reasons and a bounded number of sorted runs only from `universal`; FIFO
+/// drops old files, all in L0, only in `fifo`, while the same keys stay in
+/// the default family, which compacts into deeper levels), through a
+/// manual compaction of each and a reopen.
+#[test]
+fn column_families_compact_by_their_own_styles() {
+    let fs = MemFs::new();
+    let path = "/styles-cf";
+    let leveled = tiny_options(Some(fs.clone()));
+    let uni = universal_options(&fs);
+    let fifo_max = 64 * 1024;
+    let fifo = fifo_options(&fs, fifo_max);
+    let families = [("universal", uni.clone()), ("fifo", fifo.clone())];
+    let db = Db::open(path, leveled.clone()).unwrap();
+    let u = db.create_column_family("universal", &uni).unwrap();
+    let f = db.create_column_family("fifo", &fifo).unwrap();
+    let mut rng = StdRng::seed_from_u64(21);
+    let (mut default_model, mut universal_model) = (Model::new(), Model::new());
+    let n = 5000u32;
+    for i in 0..n {
+        let mut b = WriteBatch::new();
+        // Default and universal: the same overwrites and deletes of a small key space.
+        let k = format!("key{:05}", rng.gen_range(0..800)).into_bytes();
+        if rng.gen_bool(0.1) {
+            b.delete(&k);
+            b.delete_cf(&u, &k);
+            default_model.remove(&k);
+            universal_model.remove(&k);
+        } else {
+            let v = format!("v{i}-{}", "x".repeat(rng.gen_range(0..60))).into_bytes();
+            b.put(&k, &v);
+            b.put_cf(&u, &k, &v);
+            default_model.insert(k.clone(), v.clone());
+            universal_model.insert(k, v);
+        }
+        // Default and FIFO: new keys in order.
+        let k = format!("seq{i:06}").into_bytes();
+        let v = format!("value-{i}-{}", "p".repeat(40)).into_bytes();
+        b.put(&k, &v);
+        b.put_cf(&f, &k, &v);
+        default_model.insert(k, v);
+        db.write(&b).unwrap();
+    }
+    db.flush(true).unwrap();
+    db.flush_cf(&u, true).unwrap();
+    db.flush_cf(&f, true).unwrap();
+    db.wait_for_compact().unwrap();
+
+    let check = |db: &Db, u: &ColumnFamilyHandle, f: &ColumnFamilyHandle, ctx: &str| {
+        assert_eq!(scan(db, ReadOptions::default()), default_model, "{ctx}: default family");
+        assert_eq!(scan_cf(db, u), universal_model, "{ctx}: universal family");
+        // FIFO: at most max_table_files_size, all in L0, the newest keys
+        // there and the oldest gone; every key kept has its value.
+        let fifo_files = files_per_level_cf(db, f, fifo.num_levels);
+        assert_eq!(fifo_files[1..].iter().sum::<u64>(), 0, "{ctx}: fifo all in L0: {fifo_files:?}");
+        let fifo_bytes: u64 = db.get_property_cf(f, "ebb.total-sst-files-size").unwrap().parse().unwrap();
+        assert!(fifo_bytes <= fifo_max, "{ctx}: fifo holds {fifo_bytes} bytes > {fifo_max}");
+        let kept = scan_cf(db, f);
+        for (k, v) in &kept {
+            assert_eq!(default_model.get(k), Some(v), "{ctx}: fifo {}", String::from_utf8_lossy(k));
+        }
+        assert!(kept.len() > 100 && kept.len() < n as usize / 2, "{ctx}: fifo kept {} keys", kept.len());
+        for i in (0..100).chain(n - 100..n) {
+            let k = format!("seq{i:06}").into_bytes();
+            let want = if i < 100 { None } else { default_model.get(&k) };
+            assert_eq!(db.get_cf(f, &k).unwrap().as_ref(), want, "{ctx}: fifo seq{i:06}");
+            // The default family holds the same keys, old ones included.
+            assert_eq!(db.get(&k).unwrap().as_ref(), default_model.get(&k), "{ctx}: default seq{i:06}");
+        }
+        // The default family is leveled: its data went below L0.
+        let default_files = files_per_level_default(db, leveled.num_levels);
+        assert!(default_files[1..].iter().sum::<u64>() > 0, "{ctx}: default below L0: {default_files:?}");
+        assert!(default_files[0] < 2, "{ctx}: default L0 under its trigger: {default_files:?}");
+    };
+    check(&db, &u, &f, "after load");
+    let runs = |db: &Db, u: &ColumnFamilyHandle| {
+        let files = files_per_level_cf(db, u, uni.num_levels);
+        (files[0] + files[1..].iter().filter(|n| **n > 0).count() as u64, files)
+    };
+    let (u_runs, u_files) = runs(&db, &u);
+    assert!(u_runs <= 4, "universal family: {u_runs} sorted runs > trigger 4: {u_files:?}");
+    assert!(universal_compactions(&db) > 0, "the universal family compacted by universal reasons");
+    assert!(reason_count(&db, "FIFOMaxSize") > 0, "the fifo family dropped files");
+    assert!(
+        reason_count(&db, "LevelL0FilesNum") + reason_count(&db, "LevelMaxLevelSize") > 0,
+        "the default family compacted by leveled reasons"
+    );
+    for cf in [&u, &f] {
+        assert_eq!(db.get_property_cf(cf, "ebb.compaction-pending").as_deref(), Some("0"));
+    }
+
+    // A manual compaction of the universal family merges it into one run in
+    // its last level; the other families are untouched.
+    let default_before = files_per_level_default(&db, leveled.num_levels);
+    let fifo_before = files_per_level_cf(&db, &f, fifo.num_levels);
+    db.compact_range_cf(&u, None, None).unwrap();
+    let (u_runs, u_files) = runs(&db, &u);
+    assert_eq!(u_runs, 1, "one run after compact_range_cf: {u_files:?}");
+    assert!(u_files[uni.num_levels - 1] > 0, "in the universal family's last level: {u_files:?}");
+    assert_eq!(files_per_level_default(&db, leveled.num_levels), default_before);
+    assert_eq!(files_per_level_cf(&db, &f, fifo.num_levels), fifo_before);
+    // A manual compaction of the FIFO family keeps it FIFO (no level below L0).
+    db.compact_range_cf(&f, None, None).unwrap();
+    check(&db, &u, &f, "after manual compactions");
+    drop((u, f));
+    db.close().unwrap();
+
+    let db = Db::open_cf(path, leveled.clone(), &families).unwrap();
+    let (u, f) = (db.cf_handle("universal").unwrap(), db.cf_handle("fifo").unwrap());
+    check(&db, &u, &f, "after reopen");
+    // More writes to the FIFO family after the reopen still drop its oldest data.
+    let before = reason_count(&db, "FIFOMaxSize");
+    for i in n..n + 2000 {
+        db.put_cf(&f, format!("seq{i:06}").as_bytes(), format!("value-{i}-{}", "p".repeat(40)).as_bytes()).unwrap();
+    }
+    db.flush_cf(&f, true).unwrap();
+    db.wait_for_compact().unwrap();
+    assert!(reason_count(&db, "FIFOMaxSize") > before, "fifo dropped files after the reopen");
+    assert_eq!(db.get_cf(&f, format!("seq{:06}", n - 1).as_bytes()).unwrap(), None, "older data dropped");
+    assert!(db.get_cf(&f, format!("seq{:06}", n + 1999).as_bytes()).unwrap().is_some());
+    assert_eq!(scan(&db, ReadOptions::default()), default_model, "default family unchanged");
+    assert_eq!(scan_cf(&db, &u), universal_model, "universal family unchanged");
 }
