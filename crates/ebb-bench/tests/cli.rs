@@ -187,3 +187,35 @@ fn end_to_end_bursts_report_both_throughputs() {
     let line = stdout.lines().find(|l| l.contains("bursts")).unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.contains("over the whole run") && line.contains("over burst time"), "{line}");
 }
+
+#[test]
+fn column_families_spread_the_keys_and_reads_find_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_flag = format!("--db={}", db.display());
+    let common = ["--num=3000", "--value_size=50", "--num_column_families=3", "--progress=false", db_flag.as_str()];
+    let o = ebb_bench(&[&["--benchmarks=fillseq"], &common[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ebb_bench(&[&["--benchmarks=readrandom", "--use_existing_db=1", "--reads=3000"], &common[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(3000 of 3000 found)"), "{out}");
+    // Three families, each holding about a third of the keys.
+    let opts = ebb::Options::default();
+    let mut names = ebb::Db::list_column_families(&db, &opts).unwrap();
+    names.sort();
+    assert_eq!(names, ["column_family_name_000001", "column_family_name_000002", "default"]);
+    let listed: Vec<(&str, ebb::Options)> = names[..2].iter().map(|n| (n.as_str(), opts.clone())).collect();
+    let handle = ebb::Db::open_cf(&db, opts.clone(), &listed).unwrap();
+    let mut counts = vec![handle.iterator(ebb::ReadOptions::default(), ebb::IteratorMode::Start).count()];
+    for n in &names[..2] {
+        let cf = handle.cf_handle(n).unwrap();
+        counts.push(handle.iterator_cf(&cf, ebb::ReadOptions::default(), ebb::IteratorMode::Start).count());
+    }
+    assert_eq!(counts.iter().sum::<usize>(), 3000, "{counts:?}");
+    assert!(counts.iter().all(|c| *c > 800), "{counts:?}");
+    // Bad counts are refused by name.
+    let o = ebb_bench(&["--benchmarks=fillseq", "--num_column_families=0", db_flag.as_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--num_column_families"), "{}", stderr(&o));
+}

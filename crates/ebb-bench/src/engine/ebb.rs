@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
 use crate::bail;
@@ -15,6 +15,19 @@ use crate::flags::{spec, Flags, Support, Value};
 /// An open Ebb database.
 pub struct EbbEngine {
     db: Db,
+    /// `--num_column_families` above 1: the families after the default one
+    /// (db_bench's names). A key's family is its hash modulo the count, 0
+    /// being the default family; scans read the default family only.
+    families: Vec<ColumnFamilyHandle>,
+}
+
+/// db_bench's `ColumnFamilyName(i)`.
+fn family_name(i: usize) -> String {
+    if i == 0 {
+        "default".to_string()
+    } else {
+        format!("column_family_name_{i:06}")
+    }
 }
 
 /// The text an engine option gets for a flag's value; `None` = leave the engine default.
@@ -162,6 +175,11 @@ fn write_options(wo: WriteOpts) -> WriteOptions {
 impl EbbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<EbbEngine> {
+        let count = flags.i64("num_column_families");
+        if count < 1 {
+            bail!("flag --num_column_families={count}: at least 1");
+        }
+        let count = count as usize;
         let mut opts = ebb_options(flags, create)?;
         let event_log = flags.str("event_log");
         if !event_log.is_empty() {
@@ -170,8 +188,33 @@ impl EbbEngine {
         if fresh && path.exists() {
             Db::destroy(path, &opts).map_err(|e| BenchError::new(format!("cannot destroy {}: {e}", path.display())))?;
         }
-        let db = Db::open(path, opts).map_err(|e| BenchError::new(format!("cannot open {}: {e}", path.display())))?;
-        Ok(EbbEngine { db })
+        let cannot_open = |e: ebb::Error| BenchError::new(format!("cannot open {}: {e}", path.display()));
+        let existing =
+            if path.exists() { Db::list_column_families(path, &opts).unwrap_or_default() } else { Vec::new() };
+        let names: Vec<String> = (1..count).map(family_name).collect();
+        let listed: Vec<(&str, Options)> =
+            existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), opts.clone())).collect();
+        let db =
+            if listed.is_empty() { Db::open(path, opts.clone()) } else { Db::open_cf(path, opts.clone(), &listed) }
+                .map_err(cannot_open)?;
+        let mut families = Vec::new();
+        for name in &names {
+            let handle = match db.cf_handle(name) {
+                Some(h) => h,
+                None => db.create_column_family(name, &opts).map_err(cannot_open)?,
+            };
+            families.push(handle);
+        }
+        Ok(EbbEngine { db, families })
+    }
+
+    /// The family `key` lives in; `None` for the default one.
+    fn family(&self, key: &[u8]) -> Option<&ColumnFamilyHandle> {
+        if self.families.is_empty() {
+            return None;
+        }
+        let i = (xxhash_rust::xxh3::xxh3_64(key) % (self.families.len() as u64 + 1)) as usize;
+        i.checked_sub(1).map(|i| &self.families[i])
     }
 }
 
@@ -181,29 +224,43 @@ impl Engine for EbbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
-        Ok(self.db.put_opt(key, value, &write_options(wo))?)
+        match self.family(key) {
+            None => Ok(self.db.put_opt(key, value, &write_options(wo))?),
+            Some(cf) => Ok(self.db.put_cf_opt(cf, key, value, &write_options(wo))?),
+        }
     }
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
-        Ok(self.db.delete_opt(key, &write_options(wo))?)
+        match self.family(key) {
+            None => Ok(self.db.delete_opt(key, &write_options(wo))?),
+            Some(cf) => Ok(self.db.delete_cf_opt(cf, key, &write_options(wo))?),
+        }
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
         let mut batch = WriteBatch::new();
         for op in ops {
-            match op {
-                BatchOp::Put(k, v) => batch.put(k, v),
-                BatchOp::Delete(k) => batch.delete(k),
+            match (op, self.family(op.key())) {
+                (BatchOp::Put(k, v), None) => batch.put(k, v),
+                (BatchOp::Put(k, v), Some(cf)) => batch.put_cf(cf, k, v),
+                (BatchOp::Delete(k), None) => batch.delete(k),
+                (BatchOp::Delete(k), Some(cf)) => batch.delete_cf(cf, k),
             }
         }
         Ok(self.db.write_opt(&batch, &write_options(wo))?)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
+        match self.family(key) {
+            None => Ok(self.db.get(key)?),
+            Some(cf) => Ok(self.db.get_cf(cf, key)?),
+        }
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if !self.families.is_empty() {
+            return keys.iter().map(|k| self.get(k)).collect();
+        }
         self.db.multi_get(keys, &ReadOptions::default()).into_iter().map(|r| r.map_err(BenchError::from)).collect()
     }
 
@@ -237,11 +294,19 @@ impl Engine for EbbEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush(true)?)
+        self.db.flush(true)?;
+        for cf in &self.families {
+            self.db.flush_cf(cf, true)?;
+        }
+        Ok(())
     }
 
     fn compact_range(&self) -> Result<()> {
-        Ok(self.db.compact_range(None, None)?)
+        self.db.compact_range(None, None)?;
+        for cf in &self.families {
+            self.db.compact_range_cf(cf, None, None)?;
+        }
+        Ok(())
     }
 
     fn wait_for_compaction(&self) -> Result<()> {

@@ -34,6 +34,15 @@ pub enum BatchOp<'a> {
     Delete(&'a [u8]),
 }
 
+impl<'a> BatchOp<'a> {
+    /// The key the operation writes.
+    pub fn key(&self) -> &'a [u8] {
+        match self {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+        }
+    }
+}
+
 /// Where a scan starts.
 #[derive(Debug, Clone, Copy)]
 pub enum ScanStart<'a> {

@@ -197,6 +197,9 @@ fn block_cache(flags: &Flags) -> Result<Option<Cache>> {
 impl RocksDbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<RocksDbEngine> {
+        if flags.i64("num_column_families") != 1 {
+            bail!("flag --num_column_families: the rocksdb peer drives one family (use compare --peer=db_bench)");
+        }
         let mut opts = Options::default();
         opts.create_if_missing(create);
         let mut table = BlockBasedOptions::default();

@@ -440,7 +440,7 @@ pub const FLAGS: &[FlagSpec] = &[
     f("merge_operator", Str, "", Refused("Ebb has no merge operator"), "Merge operator name"),
     f("prefix_size", Int, "0", Refused("prefixed keys are not implemented"), "Key prefix size"),
     f("keys_per_prefix", Int, "0", Refused("prefixed keys are not implemented"), "Keys per prefix"),
-    f("num_column_families", Int, "1", Refused("column families are not implemented"), "Column families"),
+    f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
     f("readonly", Bool, "false", Refused("read-only open is not implemented"), "Open read-only"),
     f("transaction_db", Bool, "false", Refused("Ebb has no transactions"), "TransactionDB"),
