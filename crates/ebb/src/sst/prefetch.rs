@@ -85,7 +85,7 @@ impl PrefetchBuffer {
         let end = offset.saturating_add(len as u64);
         let sequential = self.previous_end.is_none_or(|e| e == offset);
         self.previous_end = Some(end);
-        if let Some(bytes) = self.from_window(offset, end).map(<[u8]>::to_vec) {
+        if let Some(bytes) = self.in_window(offset, end).map(<[u8]>::to_vec) {
             self.hits += 1;
             return Ok(bytes);
         }
@@ -114,7 +114,7 @@ impl PrefetchBuffer {
     }
 
     /// The window's bytes for `[offset, end)`, if it holds all of them.
-    fn from_window(&self, offset: u64, end: u64) -> Option<&[u8]> {
+    fn in_window(&self, offset: u64, end: u64) -> Option<&[u8]> {
         let from = usize::try_from(offset.checked_sub(self.start)?).ok()?;
         let to = usize::try_from(end - self.start).ok()?;
         self.window.get(from..to)
