@@ -141,6 +141,16 @@ pub struct Options {
     pub bytes_per_sync: u64,
     /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
     pub max_manifest_file_size: u64,
+    /// Read SSTs through a read-only memory map instead of `pread`. RocksDB
+    /// `allow_mmap_reads`; default false. SSTs must not be truncated while
+    /// open (a read of a lost page raises SIGBUS); see docs/io.md.
+    pub allow_mmap_reads: bool,
+    /// Hint `POSIX_FADV_RANDOM` on SSTs when they are opened for reads, so
+    /// point lookups do not pull in OS readahead. RocksDB `advise_random_on_open`; default true.
+    pub advise_random_on_open: bool,
+    /// Bytes read ahead of each compaction input's data blocks, in one read;
+    /// 0 reads block by block. RocksDB `compaction_readahead_size`; default 2 MiB. Dynamic.
+    pub compaction_readahead_size: usize,
     /// Write rate while writes are slowed down, bytes/s. RocksDB `delayed_write_rate`; default 16 MiB/s. Dynamic.
     pub delayed_write_rate: u64,
     /// Collect tickers and histograms. RocksDB `statistics` (a pointer there, a switch here); default false.
@@ -280,6 +290,13 @@ pub struct Options {
     /// Keep the cached index and filter blocks of L0 tables referenced while
     /// the table is open, so they are never evicted. RocksDB; default false.
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// First readahead of a long iterator scan, once two data-block reads in a
+    /// row were sequential; it doubles per read up to the max below. RocksDB
+    /// `initial_auto_readahead_size`; default 8 KiB (clipped to the max).
+    pub initial_auto_readahead_size: usize,
+    /// Largest readahead of a long iterator scan; 0 turns auto readahead off.
+    /// RocksDB `max_auto_readahead_size`; default 256 KiB.
+    pub max_auto_readahead_size: usize,
     // ---- not in the text form ----
     /// A block cache to use instead of building one from the options above,
     /// e.g. one shared by several databases (RocksDB `block_cache`). Its own
@@ -307,6 +324,9 @@ impl Default for Options {
             wal_bytes_per_sync: 0,
             bytes_per_sync: 0,
             max_manifest_file_size: 1 << 30,
+            allow_mmap_reads: false,
+            advise_random_on_open: true,
+            compaction_readahead_size: 2 << 20,
             delayed_write_rate: 16 << 20,
             statistics: false,
             stats_dump_period_sec: 600,
@@ -361,6 +381,8 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             cache_index_and_filter_blocks_with_high_priority: true,
             pin_l0_filter_and_index_blocks_in_cache: false,
+            initial_auto_readahead_size: 8 << 10,
+            max_auto_readahead_size: 256 << 10,
             block_cache: None,
             fs: Arc::new(PosixFs::new()),
             listeners: Vec::new(),
@@ -373,6 +395,9 @@ impl std::fmt::Debug for Options {
         f.write_str(&self.to_text())
     }
 }
+
+/// Largest readahead accepted, in bytes: each is a buffer in memory.
+pub const MAX_READAHEAD_SIZE: usize = 1 << 30;
 
 /// Largest user key accepted, in bytes.
 pub const MAX_KEY_SIZE: usize = 8 << 20;
@@ -620,6 +645,16 @@ impl Options {
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate", "must be positive");
         }
+        // Each readahead is one buffer in memory per iterator.
+        for (name, size) in [
+            ("compaction_readahead_size", self.compaction_readahead_size),
+            ("initial_auto_readahead_size", self.initial_auto_readahead_size),
+            ("max_auto_readahead_size", self.max_auto_readahead_size),
+        ] {
+            if size > MAX_READAHEAD_SIZE {
+                return bad(name, "must be at most 1 GiB");
+            }
+        }
         CacheOptions::from_options(self).validate()?;
         Ok(())
     }
@@ -743,6 +778,11 @@ pub struct ReadOptions {
     pub iterate_lower_bound: Option<Vec<u8>>,
     /// Iterators see no key at or above this (exclusive).
     pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Bytes iterators read ahead of each data block they read from a file;
+    /// 0 means auto readahead (`initial_auto_readahead_size` growing to
+    /// `max_auto_readahead_size` on sequential reads). RocksDB
+    /// `ReadOptions::readahead_size`; default 0.
+    pub readahead_size: usize,
 }
 
 impl Default for ReadOptions {
@@ -753,6 +793,7 @@ impl Default for ReadOptions {
             fill_cache: true,
             iterate_lower_bound: None,
             iterate_upper_bound: None,
+            readahead_size: 0,
         }
     }
 }
@@ -982,6 +1023,9 @@ option_table! {
     wal_bytes_per_sync: Db, true;
     bytes_per_sync: Db, true;
     max_manifest_file_size: Db, false;
+    allow_mmap_reads: Db, false;
+    advise_random_on_open: Db, false;
+    compaction_readahead_size: Db, true;
     delayed_write_rate: Db, true;
     statistics: Db, false;
     stats_dump_period_sec: Db, true;
@@ -1041,6 +1085,8 @@ option_table! {
     cache_index_and_filter_blocks: Table, false;
     cache_index_and_filter_blocks_with_high_priority: Table, false;
     pin_l0_filter_and_index_blocks_in_cache: Table, false;
+    initial_auto_readahead_size: Table, false;
+    max_auto_readahead_size: Table, false;
 }
 
 #[cfg(test)]
@@ -1159,6 +1205,42 @@ mod tests {
         o.block_cache_high_pri_pool_ratio = -0.1;
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("block_cache_high_pri_pool_ratio"), "{e}");
+    }
+
+    #[test]
+    fn read_path_io_options_round_trip_and_are_checked() {
+        let d = Options::default();
+        assert!(!d.allow_mmap_reads && d.advise_random_on_open);
+        assert_eq!(
+            (d.compaction_readahead_size, d.initial_auto_readahead_size, d.max_auto_readahead_size),
+            (2 << 20, 8 << 10, 256 << 10),
+            "RocksDB's defaults"
+        );
+        assert_eq!(ReadOptions::default().readahead_size, 0);
+        let text = "allow_mmap_reads=true\nadvise_random_on_open=false\ncompaction_readahead_size=65536\n\
+                    initial_auto_readahead_size=4096\nmax_auto_readahead_size=0";
+        let o = Options::from_text(text).unwrap();
+        assert!(o.allow_mmap_reads && !o.advise_random_on_open);
+        assert_eq!(
+            (o.compaction_readahead_size, o.initial_auto_readahead_size, o.max_auto_readahead_size),
+            (65536, 4096, 0)
+        );
+        o.validate().unwrap();
+        assert_eq!(Options::from_text(&o.to_text()).unwrap().to_text(), o.to_text());
+        let n = o.apply_dynamic(&[("compaction_readahead_size", "0")]).unwrap();
+        assert_eq!(n.compaction_readahead_size, 0);
+        let e = o.apply_dynamic(&[("allow_mmap_reads", "false")]).unwrap_err().to_string();
+        assert!(e.contains("allow_mmap_reads"), "{e}");
+        for name in ["compaction_readahead_size", "initial_auto_readahead_size", "max_auto_readahead_size"] {
+            let e = Options::from_text(&format!("{name}=-1")).unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+            let mut o = Options::default();
+            o.set(name, &(MAX_READAHEAD_SIZE + 1).to_string()).unwrap();
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains(name), "{e}");
+        }
+        let e = Options::from_text("allow_mmap_reads=sometimes").unwrap_err().to_string();
+        assert!(e.contains("allow_mmap_reads"), "{e}");
     }
 
     #[test]

@@ -396,6 +396,31 @@ mod tests {
     }
 
     #[test]
+    fn read_path_io_flags_reach_the_options() {
+        let d = ebb_options(&flags(&[]), true).unwrap();
+        assert!(!d.allow_mmap_reads && d.advise_random_on_open);
+        assert_eq!(d.compaction_readahead_size, 2 << 20);
+        let o = ebb_options(
+            &flags(&[
+                "--mmap_read=true",
+                "--advise_random_on_open=false",
+                "--compaction_readahead_size=0",
+                "--initial_auto_readahead_size=4096",
+                "--max_auto_readahead_size=65536",
+            ]),
+            true,
+        )
+        .unwrap();
+        assert!(o.allow_mmap_reads && !o.advise_random_on_open);
+        assert_eq!(
+            (o.compaction_readahead_size, o.initial_auto_readahead_size, o.max_auto_readahead_size),
+            (0, 4096, 65536)
+        );
+        let e = ebb_options(&flags(&["--max_auto_readahead_size=4294967296"]), true).unwrap_err().to_string();
+        assert!(e.contains("max_auto_readahead_size"), "{e}");
+    }
+
+    #[test]
     fn missing_engine_options_are_refused_unless_default() {
         // The thesis tuner decides from rate-limiter drains, so it needs a rate.
         let e = ebb_options(&flags(&["--auto_tuned_compactions=true"]), true).unwrap_err().to_string();

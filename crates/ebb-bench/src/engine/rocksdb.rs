@@ -152,6 +152,7 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
         "use_direct_io_for_flush_and_compaction" => opts.set_use_direct_io_for_flush_and_compaction(bool_of(flag, v)?),
         "mmap_read" => opts.set_allow_mmap_reads(bool_of(flag, v)?),
         "compaction_readahead_size" => opts.set_compaction_readahead_size(u64_of(flag, v)? as usize),
+        "advise_random_on_open" => opts.set_advise_random_on_open(bool_of(flag, v)?),
         "enable_pipelined_write" => opts.set_enable_pipelined_write(bool_of(flag, v)?),
         "allow_concurrent_memtable_write" => opts.set_allow_concurrent_memtable_write(bool_of(flag, v)?),
         "optimize_filters_for_hits" => opts.set_optimize_filters_for_hits(bool_of(flag, v)?),

@@ -145,7 +145,7 @@ pub fn table(data: &[u8]) {
     };
     let _ = t.properties();
     for verify_checksums in [true, false] {
-        let rs = ReadSettings { verify_checksums, fill_cache: false };
+        let rs = ReadSettings { verify_checksums, fill_cache: false, ..ReadSettings::default() };
         let mut it = t.iter(rs);
         it.seek_to_first();
         let mut keys = Vec::new();

@@ -404,7 +404,7 @@ impl DbInner {
             bump(&self.stats.subcompactions, ranges.len() as u64);
         }
         let settings = SubcompactionSettings {
-            rs: ReadSettings { verify_checksums: db_opts.paranoid_checks, fill_cache: false },
+            rs: ReadSettings::for_compaction(&db_opts),
             table_options: TableBuilderOptions::from_options(&opts, c.compression),
             smallest_snapshot,
             cancel,

@@ -692,7 +692,7 @@ impl DbInner {
             }
         }
         let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
-        let rs = ReadSettings { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+        let rs = ReadSettings::from_read_options(ro);
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
         // newest hit, stopping once no remaining file can be newer.
         let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>)> = None;
@@ -732,7 +732,7 @@ impl DbInner {
     fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions) -> DbIterator<'static> {
         let sv = cf.super_version();
         let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
-        let rs = ReadSettings { verify_checksums: ro.verify_checksums, fill_cache: ro.fill_cache };
+        let rs = ReadSettings::from_read_options(&ro);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             children.push(Box::new(mem.iter()));

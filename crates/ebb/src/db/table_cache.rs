@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
 use crate::error::Result;
+use crate::fs::Access;
 use crate::fs::FileSystem;
 use crate::sst::table_reader::TableCachePolicy;
 use crate::sst::Table;
@@ -24,6 +25,10 @@ pub struct TableCache {
     cache_index_and_filter_blocks: bool,
     high_priority: bool,
     pin_l0: bool,
+    allow_mmap_reads: bool,
+    advise_random_on_open: bool,
+    initial_auto_readahead_size: usize,
+    max_auto_readahead_size: usize,
     tables: Mutex<HashMap<u64, Arc<Table>>>,
 }
 
@@ -42,6 +47,10 @@ impl TableCache {
             cache_index_and_filter_blocks: options.cache_index_and_filter_blocks,
             high_priority: options.cache_index_and_filter_blocks_with_high_priority,
             pin_l0: options.pin_l0_filter_and_index_blocks_in_cache,
+            allow_mmap_reads: options.allow_mmap_reads,
+            advise_random_on_open: options.advise_random_on_open,
+            initial_auto_readahead_size: options.initial_auto_readahead_size,
+            max_auto_readahead_size: options.max_auto_readahead_size,
             tables: Mutex::new(HashMap::new()),
         }
     }
@@ -54,12 +63,19 @@ impl TableCache {
             return Ok(Arc::clone(t));
         }
         let path = filename::table_file(&self.dir, f.number);
-        let file = self.fs.open_random(&path)?;
+        let file = if self.allow_mmap_reads { self.fs.open_random_mmap(&path)? } else { self.fs.open_random(&path)? };
+        // RocksDB `TableCache::GetTableReader`: tables are opened for point
+        // reads; a compaction's iterator hints its inputs sequential later.
+        if self.advise_random_on_open {
+            file.advise(Access::Random);
+        }
         let policy = TableCachePolicy {
             block_cache: self.block_cache.clone(),
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             cache_index_and_filter_blocks_with_high_priority: self.high_priority,
             pin_index_and_filter_blocks: self.pin_l0 && level == 0 && self.cache_index_and_filter_blocks,
+            initial_auto_readahead_size: self.initial_auto_readahead_size,
+            max_auto_readahead_size: self.max_auto_readahead_size,
         };
         let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
         Ok(Arc::clone(self.tables.lock().entry(f.number).or_insert(table)))

@@ -29,6 +29,9 @@
 //! 6. Every operation is counted by [`FaultOp`] before it runs, including ones
 //!    that then fail. An operation failed by an injected fault changes nothing:
 //!    a failed append applies no byte, a failed sync leaves `synced_len`.
+//! 7. Read-path hints are ignored: `open_random_mmap` opens an ordinary
+//!    handle (there is no memory to map; reads copy out of the inode either
+//!    way) and `advise` does nothing and is not counted.
 //!
 //! Thread-safety: one mutex guards the whole state and every call, including
 //! each call through a handle, holds it throughout, so a crash is atomic with

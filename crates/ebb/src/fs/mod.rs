@@ -42,12 +42,32 @@ pub trait WritableFile: Send {
     }
 }
 
+/// How a file is about to be read (POSIX `posix_fadvise` advice, RocksDB
+/// `FSRandomAccessFile::AccessPattern`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No particular pattern: the OS default readahead.
+    Normal,
+    /// Point reads: the OS should not read ahead.
+    Random,
+    /// Front to back: the OS may read ahead aggressively.
+    Sequential,
+    /// The whole file will be needed soon.
+    WillNeed,
+}
+
 /// A file read at arbitrary offsets, shared between threads.
 pub trait RandomAccessFile: Send + Sync {
-    /// Reads up to `len` bytes at `offset`; fewer only at end of file.
+    /// Reads up to `len` bytes at `offset`; fewer only at end of file. A read
+    /// that starts past the end returns no bytes or fails (a memory-mapped
+    /// file fails, naming the file); it never panics.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
     /// The file's size in bytes.
     fn size(&self) -> Result<u64>;
+    /// Tells the OS how the file will be read. A hint: it changes no result,
+    /// and a failure is ignored, as RocksDB ignores a failed `Hint`. The
+    /// default does nothing.
+    fn advise(&self, _access: Access) {}
 }
 
 /// A file read front to back.
@@ -69,6 +89,14 @@ pub trait FileSystem: Send + Sync + 'static {
     fn reopen_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens a file for positional reads.
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for positional reads served from a read-only memory map
+    /// (RocksDB `allow_mmap_reads`). Only for files that are never written
+    /// again while open, such as SSTs: on most systems a mapped file that
+    /// shrinks makes a later read of the lost pages raise SIGBUS. The default
+    /// (and [`MemFs`]) opens it as [`FileSystem::open_random`] does.
+    fn open_random_mmap(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
     /// Opens a file for sequential reads.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// True when the file or directory exists.

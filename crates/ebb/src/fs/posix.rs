@@ -4,6 +4,14 @@
 //! `flush`/`sync`; `sync` is `fdatasync`. Directory sync opens the directory and
 //! fsyncs it. Locks are `flock(LOCK_EX | LOCK_NB)`, which also conflicts between
 //! two handles in one process.
+//!
+//! Random-access files read with `pread`, or, opened by `open_random_mmap`,
+//! from a read-only shared memory map (RocksDB `PosixMmapReadableFile`). A
+//! mapped file must not shrink while mapped: reading a page past its new end
+//! raises SIGBUS, which no check here can turn into an error. Ebb maps only
+//! SSTs, which are immutable once written, as RocksDB documents for
+//! `allow_mmap_reads`. `advise` is `posix_fadvise` on a descriptor and
+//! `madvise` on a map.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -12,7 +20,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use memmap2::{Advice, Mmap};
+
+use super::{Access, FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
 
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -124,6 +134,68 @@ impl RandomAccessFile for PosixRandom {
     fn size(&self) -> Result<u64> {
         Ok(self.file.metadata().map_err(|e| Error::io("stat", &self.path, e))?.len())
     }
+    fn advise(&self, access: Access) {
+        #[cfg(target_os = "linux")]
+        {
+            let advice = match access {
+                Access::Normal => libc::POSIX_FADV_NORMAL,
+                Access::Random => libc::POSIX_FADV_RANDOM,
+                Access::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+                Access::WillNeed => libc::POSIX_FADV_WILLNEED,
+            };
+            // SAFETY: the descriptor is owned by `self.file` and open for the call's duration.
+            #[allow(unsafe_code)]
+            let _ = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, advice) };
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = access;
+    }
+}
+
+/// A file read from a read-only memory map taken at open; its size is the
+/// size then. An empty file maps nothing (`map` is `None`).
+struct PosixMmapRandom {
+    path: PathBuf,
+    map: Option<Mmap>,
+}
+
+impl PosixMmapRandom {
+    fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+impl RandomAccessFile for PosixMmapRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let bytes = self.bytes();
+        let start = match usize::try_from(offset) {
+            Ok(s) if s <= bytes.len() => s,
+            _ => {
+                let reason = format!("read at offset {offset} past the end of a {}-byte mapped file", bytes.len());
+                return Err(Error::io(
+                    "mmap read",
+                    &self.path,
+                    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, reason),
+                ));
+            }
+        };
+        let end = start.saturating_add(len).min(bytes.len());
+        Ok(bytes[start..end].to_vec())
+    }
+    fn size(&self) -> Result<u64> {
+        Ok(self.bytes().len() as u64)
+    }
+    fn advise(&self, access: Access) {
+        let advice = match access {
+            Access::Normal => Advice::Normal,
+            Access::Random => Advice::Random,
+            Access::Sequential => Advice::Sequential,
+            Access::WillNeed => Advice::WillNeed,
+        };
+        if let Some(map) = &self.map {
+            let _ = map.advise(advice);
+        }
+    }
 }
 
 struct PosixSequential {
@@ -178,6 +250,22 @@ impl FileSystem for PosixFs {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         Ok(Arc::new(PosixRandom { path: path.to_path_buf(), file }))
     }
+    fn open_random_mmap(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
+        let map = if len == 0 {
+            None
+        } else {
+            // SAFETY: the map is read-only. Its
+            // bytes may change only if the file is written or truncated while
+            // mapped; callers map only immutable files (SSTs), see the module
+            // contract. The descriptor may close after mapping.
+            #[allow(unsafe_code)]
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io("mmap", path, e))?;
+            Some(map)
+        };
+        Ok(Arc::new(PosixMmapRandom { path: path.to_path_buf(), map }))
+    }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         Ok(Box::new(PosixSequential { path: path.to_path_buf(), file }))
@@ -229,5 +317,65 @@ impl FileSystem for PosixFs {
             return Err(Error::io("flock", path, err));
         }
         Ok(Box::new(PosixLock { _file: file }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn file_of(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn mmap_reads_return_what_pread_returns() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+        let bytes: Vec<u8> = (0..20_000).map(|_| rng.gen()).collect();
+        let (_dir, path) = file_of(&bytes);
+        let fs = PosixFs::new();
+        let pread = fs.open_random(&path).unwrap();
+        let mapped = fs.open_random_mmap(&path).unwrap();
+        assert_eq!(mapped.size().unwrap(), 20_000);
+        for access in [Access::Random, Access::Sequential, Access::WillNeed, Access::Normal] {
+            pread.advise(access);
+            mapped.advise(access);
+        }
+        for _ in 0..500 {
+            let offset = rng.gen_range(0..=20_000u64);
+            let len = rng.gen_range(0..6_000usize);
+            let got = mapped.read_at(offset, len).unwrap();
+            assert_eq!(got, pread.read_at(offset, len).unwrap(), "offset {offset} len {len}");
+            let end = (offset as usize + len).min(bytes.len());
+            assert_eq!(got, &bytes[offset as usize..end], "a read crossing the end is short, as with pread");
+        }
+    }
+
+    #[test]
+    fn a_mapped_read_past_the_end_is_an_error_naming_the_file() {
+        let (_dir, path) = file_of(b"0123456789");
+        let mapped = PosixFs::new().open_random_mmap(&path).unwrap();
+        for offset in [11, 1 << 40, u64::MAX] {
+            let err = mapped.read_at(offset, 4).unwrap_err();
+            assert!(matches!(err, Error::Io { .. }), "{err}");
+            assert!(err.to_string().contains("000001.sst"), "{err}");
+        }
+        assert_eq!(mapped.read_at(8, usize::MAX).unwrap(), b"89");
+        assert_eq!(mapped.read_at(10, 4).unwrap(), b"");
+    }
+
+    #[test]
+    fn an_empty_file_maps_to_nothing() {
+        let (_dir, path) = file_of(b"");
+        let mapped = PosixFs::new().open_random_mmap(&path).unwrap();
+        assert_eq!(mapped.size().unwrap(), 0);
+        assert_eq!(mapped.read_at(0, 10).unwrap(), b"");
+        assert!(mapped.read_at(1, 1).is_err());
+        mapped.advise(Access::Random);
     }
 }

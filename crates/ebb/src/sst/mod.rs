@@ -9,7 +9,8 @@
 //! - The pieces: [`format`] (block handles, block trailer, footer),
 //!   [`block_builder`] and [`block`] (prefix-compressed blocks with restart
 //!   points), [`filter`] (the per-table bloom filter over user keys),
-//!   [`properties`] (the properties block).
+//!   [`properties`] (the properties block), [`prefetch`] (the readahead
+//!   buffer of table iterators: compaction and long scans).
 //!
 //! Invariants:
 //! 1. Every block is followed by a 5-byte trailer: compression type and a
@@ -29,6 +30,7 @@ pub mod block;
 pub mod block_builder;
 pub mod filter;
 pub mod format;
+pub mod prefetch;
 pub mod properties;
 pub mod table_builder;
 pub mod table_reader;
@@ -37,9 +39,10 @@ pub use block::{Block, BlockIterator, KeyOrder};
 pub use block_builder::BlockBuilder;
 pub use filter::{BloomFilter, BloomFilterBuilder};
 pub use format::{BlockHandle, Footer};
+pub use prefetch::PrefetchBuffer;
 pub use properties::TableProperties;
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use table_reader::{ReadSettings, Table, TableIterator};
+pub use table_reader::{ReadSettings, Readahead, Table, TableIterator};
 
 /// Metaindex name of the filter block. DO NOT CHANGE: on-disk format.
 pub const FILTER_BLOCK_NAME: &str = "ebb.filter";

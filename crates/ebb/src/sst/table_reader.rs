@@ -20,7 +20,13 @@
 //! 3. Any damage found (checksum, magic, lengths, varints, compression, a
 //!    handle past the end) is [`Error::Corruption`] naming the file and the
 //!    offset of the block concerned; no input makes a read panic.
-//! 4. A `Table` is immutable and `Sync`; iterators are used by one thread each.
+//! 4. Data blocks an iterator reads from the file go through its
+//!    [`PrefetchBuffer`] as [`ReadSettings::readahead`] says: fixed readahead
+//!    for compaction inputs and an explicit `ReadOptions::readahead_size`,
+//!    auto readahead (growing on sequential reads) otherwise; point lookups and
+//!    the index, filter and properties blocks never read ahead. A compaction's
+//!    iterator hints the file sequential (docs/io.md).
+//! 5. A `Table` is immutable and `Sync`; iterators are used by one thread each.
 //!    A [`TableIterator`] that meets an error becomes invalid for good and
 //!    reports the error through `status()`.
 
@@ -29,14 +35,15 @@ use std::sync::Arc;
 use super::block::{Block, BlockIterator, KeyOrder};
 use super::filter::BloomFilter;
 use super::format::{unwrap_block, BlockHandle, Footer, FOOTER_LEN};
+use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
 use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
 use crate::error::{Error, Result};
-use crate::fs::RandomAccessFile;
+use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
 use crate::key::{user_key, TRAILER_LEN};
-use crate::options::ReadOptions;
+use crate::options::{Options, ReadOptions};
 use crate::util::checksum::ChecksumType;
 
 /// Per-read settings for data blocks.
@@ -47,18 +54,56 @@ pub struct ReadSettings {
     pub verify_checksums: bool,
     /// Put data blocks read from the file into the block cache. Default true.
     pub fill_cache: bool,
+    /// How iterators read ahead of the data blocks they need. Default auto.
+    pub readahead: Readahead,
+    /// The reads are a compaction's: iterators hint the file sequential
+    /// (`posix_fadvise(POSIX_FADV_SEQUENTIAL)`) when created. Default false.
+    pub for_compaction: bool,
+}
+
+/// How a table iterator reads ahead (docs/io.md, "Readahead").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Readahead {
+    /// After two sequential data-block reads from the file, read ahead from
+    /// the table's `initial_auto_readahead_size`, doubling up to its
+    /// `max_auto_readahead_size` (RocksDB's implicit auto-readahead).
+    #[default]
+    Auto,
+    /// Every data block read from the file reads this many bytes more
+    /// (RocksDB `ReadOptions::readahead_size`, `compaction_readahead_size`);
+    /// 0 reads each block alone.
+    Fixed(usize),
 }
 
 impl Default for ReadSettings {
     fn default() -> Self {
-        ReadSettings { verify_checksums: true, fill_cache: true }
+        ReadSettings { verify_checksums: true, fill_cache: true, readahead: Readahead::Auto, for_compaction: false }
     }
 }
 
 impl ReadSettings {
-    /// The settings a user's [`ReadOptions`] ask for.
+    /// The settings a user's [`ReadOptions`] ask for: a `readahead_size` of 0
+    /// means auto readahead, as in RocksDB.
     pub fn from_read_options(o: &ReadOptions) -> Self {
-        ReadSettings { verify_checksums: o.verify_checksums, fill_cache: o.fill_cache }
+        let readahead = if o.readahead_size > 0 { Readahead::Fixed(o.readahead_size) } else { Readahead::Auto };
+        ReadSettings {
+            verify_checksums: o.verify_checksums,
+            fill_cache: o.fill_cache,
+            readahead,
+            for_compaction: false,
+        }
+    }
+
+    /// The settings of a compaction's input iterators: checksums as
+    /// `paranoid_checks` says, no cache fill, `compaction_readahead_size`
+    /// readahead, files hinted sequential.
+    pub fn for_compaction(o: &Options) -> Self {
+        ReadSettings {
+            verify_checksums: o.paranoid_checks,
+            fill_cache: false,
+            readahead: Readahead::Fixed(o.compaction_readahead_size),
+            for_compaction: true,
+        }
     }
 }
 
@@ -76,8 +121,14 @@ impl BlockReader {
         Error::corruption(self.file_name.clone(), offset, reason)
     }
 
-    /// The uncompressed contents of the block at `handle`.
-    fn read_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
+    /// The uncompressed contents of the block at `handle`, read through
+    /// `prefetch` when one is given.
+    fn read_contents(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<Vec<u8>> {
         let end = handle.end_with_trailer().filter(|&e| e <= self.blocks_end).ok_or_else(|| {
             self.corruption(
                 handle.offset,
@@ -89,7 +140,10 @@ impl BlockReader {
         })?;
         let len = usize::try_from(end - handle.offset)
             .map_err(|_| self.corruption(handle.offset, "block too large for this platform"))?;
-        let raw = self.file.read_at(handle.offset, len)?;
+        let raw = match prefetch {
+            Some(p) => p.read(self.file.as_ref(), handle.offset, len, self.blocks_end)?,
+            None => self.file.read_at(handle.offset, len)?,
+        };
         if raw.len() != len {
             return Err(self.corruption(handle.offset, format!("truncated block: read {} of {len} bytes", raw.len())));
         }
@@ -97,8 +151,8 @@ impl BlockReader {
     }
 
     /// The block of entries at `handle`.
-    fn read(&self, handle: BlockHandle, verify: bool) -> Result<Block> {
-        let contents = self.read_contents(handle, verify)?;
+    fn read(&self, handle: BlockHandle, verify: bool, prefetch: Option<&mut PrefetchBuffer>) -> Result<Block> {
+        let contents = self.read_contents(handle, verify, prefetch)?;
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
@@ -106,15 +160,16 @@ impl BlockReader {
     fn read_meta(&self, handle: BlockHandle, kind: BlockKind) -> Result<CacheValue> {
         Ok(match kind {
             BlockKind::Filter => {
-                let contents = self.read_contents(handle, true)?;
+                let contents = self.read_contents(handle, true, None)?;
                 CacheValue::Filter(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
             }
-            BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true)?)),
+            BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true, None)?)),
         })
     }
 }
 
-/// How a table uses the block cache (RocksDB `BlockBasedTableOptions`).
+/// How a table uses the block cache and reads ahead (RocksDB
+/// `BlockBasedTableOptions`).
 #[derive(Clone)]
 pub struct TableCachePolicy {
     /// The cache blocks are shared through; `None`, or a cache of capacity 0,
@@ -130,6 +185,11 @@ pub struct TableCachePolicy {
     /// whole life, so they are never evicted (they count as pinned usage). The
     /// database sets it for L0 tables under `pin_l0_filter_and_index_blocks_in_cache`.
     pub pin_index_and_filter_blocks: bool,
+    /// Auto readahead's first size. RocksDB `initial_auto_readahead_size`; default 8 KiB.
+    pub initial_auto_readahead_size: usize,
+    /// Auto readahead's largest size; 0 turns auto readahead off. RocksDB
+    /// `max_auto_readahead_size`; default 256 KiB.
+    pub max_auto_readahead_size: usize,
 }
 
 impl Default for TableCachePolicy {
@@ -139,6 +199,8 @@ impl Default for TableCachePolicy {
             cache_index_and_filter_blocks: false,
             cache_index_and_filter_blocks_with_high_priority: true,
             pin_index_and_filter_blocks: false,
+            initial_auto_readahead_size: 8 << 10,
+            max_auto_readahead_size: 256 << 10,
         }
     }
 }
@@ -194,6 +256,8 @@ pub struct Table {
     cache: Option<Arc<dyn BlockCache>>,
     cache_id: u64,
     meta_priority: Priority,
+    /// Auto readahead sizes, initial and max.
+    auto_readahead: (usize, usize),
 }
 
 impl Table {
@@ -237,7 +301,7 @@ impl Table {
         let footer = Footer::decode(&buf).map_err(|r| Error::corruption(file_name.clone(), footer_at, r))?;
         let reader = BlockReader { file, file_name, checksum: footer.checksum, blocks_end: footer_at };
 
-        let metaindex = Arc::new(reader.read(footer.metaindex, true)?);
+        let metaindex = Arc::new(reader.read(footer.metaindex, true, None)?);
         let mut meta = BlockIterator::new(metaindex, KeyOrder::Bytewise);
         let mut filter_handle = None;
         let mut properties_handle = None;
@@ -260,7 +324,7 @@ impl Table {
 
         let properties_handle = properties_handle
             .ok_or_else(|| reader.corruption(footer.metaindex.offset, "metaindex names no properties block"))?;
-        let mut properties = TableProperties::decode(Arc::new(reader.read(properties_handle, true)?))
+        let mut properties = TableProperties::decode(Arc::new(reader.read(properties_handle, true, None)?))
             .map_err(|r| reader.corruption(properties_handle.offset, r))?;
         properties.file_size = file_size;
 
@@ -315,6 +379,7 @@ impl Table {
             cache,
             cache_id,
             meta_priority,
+            auto_readahead: (policy.initial_auto_readahead_size, policy.max_auto_readahead_size),
         }))
     }
 
@@ -379,7 +444,7 @@ impl Table {
         // if this block holds no entry >= lookup, no later block holds one
         // with lookup's user key.
         let handle = BlockHandle::decode_exact(index.value()).map_err(|r| self.index_corruption(&r))?;
-        let (data_block, _data_pin) = self.data_block(handle, rs)?;
+        let (data_block, _data_pin) = self.data_block(handle, rs, None)?;
         let mut data = BlockIterator::new(data_block, KeyOrder::Internal);
         data.seek(lookup);
         if let Some(r) = data.corruption() {
@@ -391,9 +456,20 @@ impl Table {
         Ok(None)
     }
 
-    /// An iterator over every entry, unpositioned.
+    /// An iterator over every entry, unpositioned, reading ahead as
+    /// `rs.readahead` says.
     pub fn iter(self: &Arc<Self>, rs: ReadSettings) -> TableIterator {
+        if rs.for_compaction {
+            self.reader.file.advise(Access::Sequential);
+        }
+        let prefetch = match rs.readahead {
+            Readahead::Fixed(0) => None,
+            Readahead::Fixed(size) => Some(PrefetchBuffer::fixed(size)),
+            Readahead::Auto if self.auto_readahead.1 == 0 => None,
+            Readahead::Auto => Some(PrefetchBuffer::auto(self.auto_readahead.0, self.auto_readahead.1)),
+        };
         TableIterator {
+            prefetch,
             index: None,
             index_pin: None,
             table: self.clone(),
@@ -467,10 +543,16 @@ impl Table {
     }
 
     /// The data block at `handle`, from the cache when it is there, and the
-    /// handle that keeps it cached while it is used.
-    fn data_block(&self, handle: BlockHandle, rs: &ReadSettings) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+    /// handle that keeps it cached while it is used. A block not in the cache
+    /// is read through `prefetch` when one is given.
+    fn data_block(
+        &self,
+        handle: BlockHandle,
+        rs: &ReadSettings,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
         let Some(cache) = &self.cache else {
-            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums)?), None));
+            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
         };
         let key = CacheKey::new(self.cache_id, handle.offset);
         if let Some(h) = cache.lookup(&key) {
@@ -480,7 +562,7 @@ impl Table {
             }
         }
         cache.stats().record_miss(BlockKind::Data);
-        let block = Arc::new(self.reader.read(handle, rs.verify_checksums)?);
+        let block = Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?);
         if !rs.fill_cache {
             return Ok((block, None));
         }
@@ -513,6 +595,8 @@ pub struct TableIterator {
     data_pin: Option<CacheHandle>,
     /// Handle of the block `data` iterates.
     data_handle: BlockHandle,
+    /// Reads data blocks ahead; `None` when readahead is off.
+    prefetch: Option<PrefetchBuffer>,
     error: Option<Error>,
 }
 
@@ -567,7 +651,7 @@ impl TableIterator {
         if self.data.is_some() && self.data_handle == handle {
             return true;
         }
-        match self.table.data_block(handle, &self.rs) {
+        match self.table.data_block(handle, &self.rs, self.prefetch.as_mut()) {
             Ok((block, pin)) => {
                 self.data = Some(BlockIterator::new(block, KeyOrder::Internal));
                 self.data_pin = pin;
@@ -797,15 +881,16 @@ mod tests {
         }
     }
 
-    /// A read-only file in memory that counts its reads.
+    /// A read-only file in memory that counts its reads and records hints.
     struct MemRandom {
         data: Vec<u8>,
         reads: AtomicUsize,
+        advised: Mutex<Vec<Access>>,
     }
 
     impl MemRandom {
         fn new(data: Vec<u8>) -> Arc<MemRandom> {
-            Arc::new(MemRandom { data, reads: AtomicUsize::new(0) })
+            Arc::new(MemRandom { data, reads: AtomicUsize::new(0), advised: Mutex::new(Vec::new()) })
         }
     }
 
@@ -818,6 +903,9 @@ mod tests {
         }
         fn size(&self) -> Result<u64> {
             Ok(self.data.len() as u64)
+        }
+        fn advise(&self, access: Access) {
+            self.advised.lock().push(access);
         }
     }
 
@@ -1062,7 +1150,7 @@ mod tests {
         let cache = Arc::new(LruCache::new(1 << 20));
         let t = Table::open(file.clone(), bytes.len() as u64, "c.sst".into(), Some(cache.clone())).unwrap();
         let key = &entries[100].0;
-        let no_fill = ReadSettings { verify_checksums: true, fill_cache: false };
+        let no_fill = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
         assert!(t.get(&no_fill, key).unwrap().is_some());
         assert_eq!(cache.usage(), 0, "fill_cache = false inserted a block");
 
@@ -1104,6 +1192,7 @@ mod tests {
             cache_index_and_filter_blocks: true,
             cache_index_and_filter_blocks_with_high_priority: high_priority,
             pin_index_and_filter_blocks: pin,
+            ..TableCachePolicy::default()
         }
     }
 
@@ -1241,7 +1330,7 @@ mod tests {
             assert!(cache.stats().snapshot().data.insert_failures >= 1);
             // Reads that do not fill the cache still work, and so does
             // everything once the handles are released.
-            let no_fill = ReadSettings { verify_checksums: true, fill_cache: false };
+            let no_fill = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
             assert!(t.get(&no_fill, &entries[2000].0).unwrap().is_some());
             drop(held);
             assert!(t.get(&rs, &entries[2000].0).unwrap().is_some());
@@ -1389,7 +1478,7 @@ mod tests {
 
     #[test]
     fn flipped_bytes_without_verification_never_panic() {
-        let rs = ReadSettings { verify_checksums: false, fill_cache: true };
+        let rs = ReadSettings { verify_checksums: false, fill_cache: true, ..ReadSettings::default() };
         for compression in [CompressionType::None, CompressionType::Lz4] {
             let (bytes, entries) = small_table(compression, ChecksumType::Crc32c);
             for i in 0..bytes.len() {
@@ -1554,5 +1643,59 @@ mod tests {
         let t = Table::open(fs.open_random(&path).unwrap(), props.file_size, path.display().to_string(), None).unwrap();
         assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
         assert_eq!(compare_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
+    }
+    #[test]
+    fn iterators_read_ahead_as_their_settings_say() {
+        let entries = sample_entries(3000);
+        let (bytes, props) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
+        let blocks = props.num_data_blocks as usize;
+        assert!(blocks > 100, "{blocks} blocks");
+        let file = MemRandom::new(bytes.clone());
+        let table = Table::open(file.clone(), bytes.len() as u64, "test.sst".into(), None).unwrap();
+        let scan_reads = |rs: ReadSettings| {
+            let before = file.reads.load(AtomicOrdering::SeqCst);
+            assert_eq!(scan_forward(&table, rs).unwrap(), entries);
+            file.reads.load(AtomicOrdering::SeqCst) - before
+        };
+        let fixed = |n| ReadSettings { readahead: Readahead::Fixed(n), ..ReadSettings::default() };
+        assert_eq!(scan_reads(fixed(0)), blocks, "no readahead: one read per block");
+        let with_64k = scan_reads(fixed(64 << 10));
+        assert_eq!(with_64k, bytes.len().div_ceil(64 << 10).min(blocks), "one read per 64 KiB window");
+        let auto = scan_reads(ReadSettings::default());
+        assert!(auto < blocks / 10, "auto readahead: {auto} reads for {blocks} blocks");
+        // A reverse scan is never sequential: auto readahead stays off.
+        let before = file.reads.load(AtomicOrdering::SeqCst);
+        let mut it = table.iter(ReadSettings::default());
+        it.seek_to_last();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.prev();
+        }
+        assert_eq!(n, entries.len());
+        assert_eq!(file.reads.load(AtomicOrdering::SeqCst) - before, blocks);
+        assert!(file.advised.lock().is_empty(), "user scans give no hint");
+        let compaction = ReadSettings { for_compaction: true, ..fixed(0) };
+        assert_eq!(scan_reads(compaction), blocks);
+        assert_eq!(*file.advised.lock(), vec![Access::Sequential]);
+        // With auto readahead off, a scan reads block by block.
+        let policy = TableCachePolicy { max_auto_readahead_size: 0, ..TableCachePolicy::default() };
+        let table = Table::open_with_policy(file.clone(), bytes.len() as u64, "test.sst".into(), policy).unwrap();
+        let before = file.reads.load(AtomicOrdering::SeqCst);
+        assert_eq!(scan_forward(&table, ReadSettings::default()).unwrap(), entries);
+        assert_eq!(file.reads.load(AtomicOrdering::SeqCst) - before, blocks);
+    }
+
+    #[test]
+    fn a_damaged_block_read_through_the_readahead_window_is_corruption() {
+        let entries = sample_entries(2000);
+        let (mut bytes, props) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
+        let middle = (props.data_size / 2) as usize;
+        bytes[middle] ^= 0x40;
+        let table = open(&bytes).unwrap();
+        for readahead in [Readahead::Auto, Readahead::Fixed(16 << 10)] {
+            let err = scan_forward(&table, ReadSettings { readahead, ..ReadSettings::default() }).unwrap_err();
+            assert!(matches!(err, Error::Corruption { .. }), "{readahead:?}: {err}");
+        }
     }
 }
