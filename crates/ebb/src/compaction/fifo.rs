@@ -129,7 +129,7 @@ fn compaction(opts: &Options, inputs: Vec<Arc<FileMetaData>>, reason: Compaction
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::compaction::test_file;
     use crate::options::CompactionStyle;
     use crate::version::VersionEdit;
 
@@ -138,19 +138,7 @@ mod tests {
         let mut e = VersionEdit::default();
         for (i, size) in sizes.iter().enumerate() {
             let n = i as u64 + 1;
-            e.add_file(
-                0,
-                FileMetaData {
-                    number: n,
-                    file_size: *size,
-                    smallest: make_internal_key(b"a", n, ValueKind::Value),
-                    largest: make_internal_key(b"z", n, ValueKind::Value),
-                    smallest_seq: n,
-                    largest_seq: n,
-                    num_entries: 1,
-                    num_deletions: 0,
-                },
-            );
+            e.add_file(0, test_file(n, "a", "z", *size, n));
         }
         Version::new(4).apply(&[&e]).unwrap()
     }

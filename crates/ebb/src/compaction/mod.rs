@@ -153,3 +153,20 @@ impl Compaction {
         (lo.unwrap_or_default().to_vec(), hi.unwrap_or_default().to_vec())
     }
 }
+
+/// A table of `size` bytes spanning user keys `[lo, hi]` at sequence `seq`,
+/// for the pickers' tests.
+#[cfg(test)]
+pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
+    use crate::key::{make_internal_key, ValueKind};
+    FileMetaData {
+        number,
+        file_size: size,
+        smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
+        largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
+        smallest_seq: seq,
+        largest_seq: seq,
+        num_entries: 1,
+        num_deletions: 0,
+    }
+}

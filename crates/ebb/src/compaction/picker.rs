@@ -204,11 +204,7 @@ fn finish(
     // unlimited): cut into target-sized pieces it would be several newest L0
     // files, which the next intra-L0 pick would merge again, forever.
     let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
-    let inputs_disjoint = level > 0 || {
-        let mut sorted: Vec<_> = inputs.iter().collect();
-        sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-        sorted.windows(2).all(|w| w[0].largest_user_key() < w[1].smallest_user_key())
-    };
+    let inputs_disjoint = level > 0 || files_disjoint(inputs.iter());
     let source_compression = opts.compression_for_level(level, false);
     let trivial_move = level != output_level
         && output_inputs.is_empty()
@@ -417,6 +413,15 @@ pub fn manual_compaction_for_style(
     }
 }
 
+/// True when no two of `files` share a user key (RocksDB
+/// `IsInputFilesNonOverlapping`): sorted by smallest key, each ends before the
+/// next begins.
+pub(super) fn files_disjoint<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> bool {
+    let mut sorted: Vec<&Arc<FileMetaData>> = files.collect();
+    sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+    sorted.windows(2).all(|w| w[0].largest_user_key() < w[1].smallest_user_key())
+}
+
 /// True when the user-key ranges of `a` and `b` overlap.
 pub fn ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
     user_key(&a.smallest) <= user_key(&b.largest) && user_key(&b.smallest) <= user_key(&a.largest)
@@ -425,21 +430,8 @@ pub fn ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::compaction::test_file as file;
     use crate::version::VersionEdit;
-
-    fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            num_entries: 1,
-            num_deletions: 0,
-        }
-    }
 
     fn pick(v: &Version, o: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
         pick_compaction(v, o, busy, &|_| None)

@@ -29,7 +29,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::picker::ranges_overlap;
+use super::picker::files_disjoint;
 use super::{Compaction, CompactionReason};
 use crate::options::Options;
 use crate::version::{FileMetaData, Version};
@@ -206,36 +206,17 @@ fn build(
         reason,
     };
     // Moving files within L0 would change nothing and be picked again.
-    c.trivial_move = opts.compaction_options_universal.allow_trivial_move && output_level > 0 && inputs_disjoint(&c);
+    c.trivial_move =
+        opts.compaction_options_universal.allow_trivial_move && output_level > 0 && files_disjoint(c.all_inputs());
     c
-}
-
-/// True when no two input files share a user key (RocksDB `IsInputFilesNonOverlapping`).
-fn inputs_disjoint(c: &Compaction) -> bool {
-    let mut files: Vec<&Arc<FileMetaData>> = c.all_inputs().collect();
-    files.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-    files.windows(2).all(|w| !ranges_overlap(w[0], w[1]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::compaction::test_file as file;
     use crate::options::CompactionStyle;
     use crate::version::VersionEdit;
-
-    fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            num_entries: 1,
-            num_deletions: 0,
-        }
-    }
 
     fn opts() -> Options {
         let mut o = Options::default();
