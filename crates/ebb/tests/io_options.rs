@@ -6,16 +6,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{scan, scan_reverse, tiny_options};
+use common::{check_bounded_scans, scan, scan_reverse, tiny_options, Model};
 use ebb::fs::{FaultOp, MemFs};
 use ebb::{Db, Error, Options, ReadOptions, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
@@ -83,15 +80,7 @@ fn run_model(seed: u64, path: &Path, opts_for: &dyn Fn() -> Options, ctx: &str) 
                 _ => {
                     let a = key(rng.gen_range(0..800));
                     let b = key(rng.gen_range(0..800));
-                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                    let ro = ReadOptions {
-                        iterate_lower_bound: Some(lo.clone()),
-                        iterate_upper_bound: Some(hi.clone()),
-                        ..ReadOptions::default()
-                    };
-                    let want: Model = model.range(lo..hi).map(|(k, v)| (k.clone(), v.clone())).collect();
-                    assert_eq!(scan(&db, ro.clone()), want, "{ctx}: bounded scan");
-                    assert_eq!(scan_reverse(&db, ro), want, "{ctx}: bounded reverse scan");
+                    check_bounded_scans(&db, &model, a, b, &ctx);
                 }
             }
         }

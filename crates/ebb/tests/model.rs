@@ -4,15 +4,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use common::{scan, scan_reverse, tiny_options};
+use common::{check_bounded_scans, scan, scan_reverse, tiny_options, Model};
 use ebb::fs::MemFs;
 use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("key{:05}", rng.gen_range(0..space)).into_bytes()
@@ -150,15 +146,7 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
                     // Range scan with bounds.
                     let a = key(&mut rng, 600);
                     let b = key(&mut rng, 600);
-                    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                    let ro = ReadOptions {
-                        iterate_lower_bound: Some(lo.clone()),
-                        iterate_upper_bound: Some(hi.clone()),
-                        ..ReadOptions::default()
-                    };
-                    let want: Model = model.range(lo..hi).map(|(k, v)| (k.clone(), v.clone())).collect();
-                    assert_eq!(scan(&db, ro.clone()), want, "{ctx}: bounded scan");
-                    assert_eq!(scan_reverse(&db, ro), want, "{ctx}: bounded reverse scan");
+                    check_bounded_scans(&db, &model, a, b, &ctx);
                 }
             }
         }

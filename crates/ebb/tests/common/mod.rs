@@ -67,6 +67,21 @@ pub fn scan_reverse(db: &Db, ro: ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// A reference model of the database: the visible key/value pairs.
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// Scans between keys `a` and `b` (in either order; lower bound inclusive,
+/// upper exclusive) through `ReadOptions`' iterate bounds, forwards and
+/// backwards, and checks both against `model`.
+pub fn check_bounded_scans(db: &Db, model: &Model, a: Vec<u8>, b: Vec<u8>, ctx: &str) {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    let ro = ReadOptions {
+        iterate_lower_bound: Some(lo.clone()),
+        iterate_upper_bound: Some(hi.clone()),
+        ..ReadOptions::default()
+    };
+    let want: Model = model.range(lo..hi).map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(scan(db, ro.clone()), want, "{ctx}: bounded scan");
+    assert_eq!(scan_reverse(db, ro), want, "{ctx}: bounded reverse scan");
+}
+
 /// The states a database may legally be found in after a failure.
 ///
 /// `states[i]` is the model after the first `i` writes attempted (so
