@@ -191,17 +191,14 @@ impl EbbEngine {
         let cannot_open = |e: ebb::Error| BenchError::new(format!("cannot open {}: {e}", path.display()));
         let existing =
             if path.exists() { Db::list_column_families(path, &opts).unwrap_or_default() } else { Vec::new() };
-        let names: Vec<String> = (1..count).map(family_name).collect();
         let listed: Vec<(&str, Options)> =
             existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), opts.clone())).collect();
-        let db =
-            if listed.is_empty() { Db::open(path, opts.clone()) } else { Db::open_cf(path, opts.clone(), &listed) }
-                .map_err(cannot_open)?;
+        let db = Db::open_cf(path, opts.clone(), &listed).map_err(cannot_open)?;
         let mut families = Vec::new();
-        for name in &names {
-            let handle = match db.cf_handle(name) {
+        for name in (1..count).map(family_name) {
+            let handle = match db.cf_handle(&name) {
                 Some(h) => h,
-                None => db.create_column_family(name, &opts).map_err(cannot_open)?,
+                None => db.create_column_family(&name, &opts).map_err(cannot_open)?,
             };
             families.push(handle);
         }

@@ -84,20 +84,11 @@ pub fn resolve_knob(name: &str) -> Result<Knob> {
 }
 
 fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    known.map(|k| (edit_distance(name, k), k)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d).map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    known
+        .map(|k| (crate::flags::edit_distance(name, k), k))
+        .filter(|(d, _)| *d <= 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
 }
 
 /// Parses a byte size: a number with an optional binary suffix (`K`, `KB`,

@@ -363,7 +363,9 @@ fn unknown_flag(name: &str) -> BenchError {
     }
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance between `a` and `b`, in characters: how near a
+/// mistyped name is (flags here, experiment knobs in `experiment::spec`).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
