@@ -26,6 +26,12 @@
 //! publishes with release ordering. This is the only `unsafe` in the cache,
 //! confined to [`ReadGuard`] and [`WriteGuard`].
 //!
+//! Point reads ([`BlockCache::lookup_with`]) hold the slot's reader count
+//! for the length of one block search and create no handle: a hit is one
+//! atomic add and one subtract on the slot's `meta` word (HyperClockCache's
+//! acquire and release), with nothing else written, so readers on different
+//! cores share no other cache line. Erase and replace wait for such readers.
+//!
 //! Handles: a handle is a clone of the entry's `Arc`, so a release is one
 //! atomic decrement and needs no table access. The slot's own `Arc` is the
 //! cache's reference: an entry is referenced when its strong count exceeds 1.
@@ -339,6 +345,29 @@ impl ClockShard {
         None
     }
 
+    /// Calls `f` with the value of `key` while a reader is counted in its
+    /// slot (so it cannot be evicted, erased or replaced meanwhile).
+    fn lookup_with(&self, key: &CacheKey, hash: u64, f: &mut dyn FnMut(&CacheValue)) -> bool {
+        for i in self.probe(hash) {
+            let slot = &self.slots[i];
+            if state(slot.meta.load(Ordering::Acquire)) == VISIBLE && slot.holds(key) {
+                if let Some(g) = ReadGuard::acquire(slot) {
+                    if let (true, Some(entry)) = (slot.holds(key), g.entry()) {
+                        if countdown(g.meta) < MAX_COUNTDOWN {
+                            slot.meta.fetch_or(COUNTDOWN_MASK, Ordering::Relaxed);
+                        }
+                        f(entry.value());
+                        return true;
+                    }
+                }
+            }
+            if slot.displacements.load(Ordering::Relaxed) == 0 {
+                return false;
+            }
+        }
+        false
+    }
+
     /// The slot holding `key`; the caller holds the writer mutex, so slots
     /// change state only by its hand.
     fn find_locked(&self, key: &CacheKey, hash: u64, _w: &WriterState) -> Option<usize> {
@@ -379,7 +408,8 @@ impl ClockShard {
     }
 
     /// Removes the entry for `key` whatever its references (erase, replace),
-    /// waiting out readers inside its slot.
+    /// waiting out readers inside its slot: lookups cloning the entry's `Arc`,
+    /// and [`BlockCache::lookup_with`] callers, held for one block search.
     fn remove_key_locked(&self, key: &CacheKey, hash: u64, w: &mut WriterState, freed: &mut Vec<Arc<ClockEntry>>) {
         let Some(i) = self.find_locked(key, hash, w) else { return };
         let mut spins = 0u32;
@@ -387,7 +417,7 @@ impl ClockShard {
             if let Some(g) = WriteGuard::lock_visible(&self.slots[i]) {
                 break g;
             }
-            // Readers stay only to clone an `Arc`; a preempted one may take longer.
+            // A preempted reader may take a time slice to leave.
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();
@@ -626,6 +656,14 @@ impl BlockCache for ClockCache {
         Some(CacheHandle { inner: HandleInner::Clock(entry) })
     }
 
+    fn lookup_with(&self, key: &CacheKey, f: &mut dyn FnMut(&CacheValue)) -> bool {
+        if self.capacity == 0 {
+            return false;
+        }
+        let hash = key.hash64();
+        self.shard(hash).lookup_with(key, hash, f)
+    }
+
     fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
         if self.capacity == 0 {
             return Ok(CacheHandle::uncached(value));
@@ -806,6 +844,68 @@ mod tests {
             put(&c, i, 100);
         }
         assert!((0..4).all(|i| !present(&c, i)), "released entries never aged out");
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn lookup_with_holds_the_entry_until_the_call_returns() {
+        let c = cache(1000, 100, false);
+        let mut calls = 0;
+        assert!(!c.lookup_with(&key(1), &mut |_| calls += 1), "a miss is a hit");
+        assert_eq!(calls, 0, "a miss called back");
+        put(&c, 1, 100);
+        // Inside the call the entry is referenced: a flood of inserts (ten
+        // times the capacity) cannot evict it.
+        let mut seen = None;
+        assert!(c.lookup_with(&key(1), &mut |v| {
+            for i in 100..200 {
+                put(&c, i, 100);
+            }
+            seen = Some(tag_of(v));
+        }));
+        assert_eq!(seen, Some(1));
+        assert!(present(&c, 1), "the entry held by lookup_with was evicted");
+        assert!(c.usage() <= 1000);
+        // Released when the call returns: it ages out like any other.
+        for i in 200..300 {
+            put(&c, i, 100);
+        }
+        assert!(!present(&c, 1), "the entry stayed referenced after lookup_with returned");
+        c.check_consistency().unwrap();
+
+        let empty = cache(0, 100, false);
+        assert!(!empty.lookup_with(&key(1), &mut |_| unreachable!()));
+    }
+
+    #[test]
+    fn erase_waits_for_a_lookup_with_in_progress() {
+        let c = Arc::new(cache(1000, 100, false));
+        put(&c, 1, 100);
+        let (inside_tx, inside_rx) = std::sync::mpsc::channel();
+        let (leave_tx, leave_rx) = std::sync::mpsc::channel::<()>();
+        let reader = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || {
+                c.lookup_with(&key(1), &mut |v| {
+                    inside_tx.send(()).unwrap();
+                    leave_rx.recv().unwrap();
+                    // Still the value it found: nobody took it out meanwhile.
+                    assert_eq!(tag_of(v), 1);
+                })
+            })
+        };
+        inside_rx.recv().unwrap();
+        let eraser = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || c.erase(&key(1)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!eraser.is_finished(), "erase took the entry out from under a reader");
+        leave_tx.send(()).unwrap();
+        assert!(reader.join().unwrap());
+        eraser.join().unwrap();
+        assert!(!present(&c, 1), "the erase did not happen once the reader left");
+        assert_eq!(c.usage(), 0);
         c.check_consistency().unwrap();
     }
 

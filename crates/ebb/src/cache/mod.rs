@@ -184,6 +184,21 @@ impl std::fmt::Debug for CacheHandle {
 pub trait BlockCache: Send + Sync {
     /// A reference to the entry for `key`, marking it recently used.
     fn lookup(&self, key: &CacheKey) -> Option<CacheHandle>;
+    /// [`BlockCache::lookup`] for a caller that needs the value only for a
+    /// moment: on a hit, calls `f` with the value, which stays referenced
+    /// until `f` returns, and returns true. The clock cache holds its entry
+    /// this way without creating a handle (one atomic add and one subtract on
+    /// the slot, nothing else shared); an insert or erase of the same key
+    /// waits until `f` returns, so `f` must not insert or erase `key` itself.
+    fn lookup_with(&self, key: &CacheKey, f: &mut dyn FnMut(&CacheValue)) -> bool {
+        match self.lookup(key) {
+            Some(h) => {
+                f(h.value());
+                true
+            }
+            None => false,
+        }
+    }
     /// Caches `value` under `key` with `charge` bytes (plus the metadata
     /// charge), replacing any entry already there (a replaced entry still
     /// referenced lives on, unfindable, until its last handle goes), and
@@ -526,7 +541,20 @@ mod tests {
                                 cache.erase(&ck);
                                 model.remove(&key);
                             }
-                            40..=79 => {
+                            40..=59 => {
+                                let want = model.get(&key).map(|v| tag(t, key, *v));
+                                let mut got = None;
+                                let hit = cache.lookup_with(&ck, &mut |v| got = Some(tag_of(v)));
+                                assert_eq!(hit, got.is_some(), "lookup_with's answer and its call disagree");
+                                if let Some(got) = got {
+                                    assert_eq!(
+                                        Some(got),
+                                        want,
+                                        "thread {t} key {key}: lookup_with found a stale version"
+                                    );
+                                }
+                            }
+                            60..=79 => {
                                 if let Some(h) = cache.lookup(&ck) {
                                     let got = tag_of(&h);
                                     assert_eq!(
@@ -540,9 +568,19 @@ mod tests {
                                 }
                             }
                             80..=89 => {
+                                // Other threads' keys, which their owners replace
+                                // and erase meanwhile: a reader inside the slot
+                                // makes them wait.
                                 let other = rng.gen_range(0..THREADS);
-                                if let Some(h) = cache.lookup(&CacheKey::new(other + 1, key)) {
-                                    assert_eq!(tag_of(&h) >> 32, (other << 16) | key, "foreign key mixed up");
+                                let ok = CacheKey::new(other + 1, key);
+                                if rng.gen_bool(0.5) {
+                                    if let Some(h) = cache.lookup(&ok) {
+                                        assert_eq!(tag_of(&h) >> 32, (other << 16) | key, "foreign key mixed up");
+                                    }
+                                } else {
+                                    cache.lookup_with(&ok, &mut |v| {
+                                        assert_eq!(tag_of(v) >> 32, (other << 16) | key, "foreign key mixed up");
+                                    });
                                 }
                             }
                             _ => {

@@ -8,11 +8,10 @@
 //! to one of [`STRIPES`] cache-line-aligned rows, and a snapshot sums the rows.
 //! Counts are exact; a snapshot taken during updates may miss the latest ones.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Rows of counters; threads beyond this share rows.
-const STRIPES: usize = 16;
+use crate::stats::{stripe_of_this_thread, STRIPES};
+
 /// Counters per kind: hits, misses, inserts, bytes inserted, insert failures.
 const PER_KIND: usize = 5;
 const HITS: usize = 0;
@@ -66,19 +65,6 @@ impl std::fmt::Debug for CacheStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.snapshot().fmt(f)
     }
-}
-
-fn stripe_of_this_thread() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    STRIPE.with(|s| {
-        if s.get() == usize::MAX {
-            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
-        }
-        s.get()
-    })
 }
 
 impl CacheStats {

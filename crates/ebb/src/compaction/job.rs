@@ -212,6 +212,7 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
         largest_seq: o.largest_seq,
         num_entries,
         num_deletions: props.num_deletions,
+        table: Default::default(),
     });
     Ok(())
 }

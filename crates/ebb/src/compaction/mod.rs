@@ -168,5 +168,6 @@ pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) ->
         largest_seq: seq,
         num_entries: 1,
         num_deletions: 0,
+        table: Default::default(),
     }
 }

@@ -892,6 +892,7 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             num_deletions: 0,
+            table: Default::default(),
         })
     }
 

@@ -2,8 +2,9 @@
 //!
 //! Locks, always taken in this order: the write queue (`queue`), the db state
 //! (`state`), the WAL (`wal`). Each column family's super-version slot
-//! (`ColumnFamilyData::super_version`) is a leaf lock held only to clone or
-//! swap an `Arc`. Column families: see `column_family.rs`.
+//! (`ColumnFamilyData::super_version`) is an `ArcSwap`: readers load it
+//! without a lock, installers (under the db state lock) swap it. Column
+//! families: see `column_family.rs`.
 //!
 //! Invariants:
 //! 1. Only the write-group leader appends to the WAL and inserts into the
@@ -656,7 +657,7 @@ impl DbInner {
             st.live_versions.push(Arc::downgrade(&version));
             let sv =
                 SuperVersion { mem: Arc::clone(&family.mem), imm: family.imm.iter().rev().cloned().collect(), version };
-            *family.data.super_version.lock() = Arc::new(sv);
+            family.data.super_version.store(Arc::new(sv));
         }
     }
 
@@ -664,15 +665,11 @@ impl DbInner {
         self.check_open()?;
         cf.check_live()?;
         let start = std::time::Instant::now();
-        let sv = cf.super_version();
+        let sv = cf.super_version_guard();
         let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
         let r = self.get_from(&sv, key, seq, ro);
         let s = &self.stats;
-        stats::bump(&s.keys_read, 1);
-        if let Ok(Some(v)) = &r {
-            stats::bump(&s.keys_found, 1);
-            stats::bump(&s.bytes_read, v.len() as u64);
-        }
+        s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
         s.time(|h| &h.get_micros, start.elapsed().as_micros() as u64);
         r
     }
@@ -707,16 +704,21 @@ impl DbInner {
                     }
                 }
             }
-            let table = self.tables.get(&f, level)?;
+            let table = self.tables.get(f, level)?;
             if !table.key_may_match(key) {
-                stats::bump(&self.stats.bloom_useful, 1);
+                self.stats.reads.record_bloom_useful();
                 continue;
             }
-            if let Some((ikey, value)) = table.get_past_filter(&rs, &lookup)? {
-                let p = parse_internal_key(&ikey)
-                    .ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
-                if best.as_ref().is_none_or(|(s, _, _)| p.seq > *s) {
-                    best = Some((p.seq, p.kind, value));
+            // Only a value is copied out of the block; the key is parsed in place.
+            let hit = table.get_past_filter_with(&rs, &lookup, |ikey, value| {
+                parse_internal_key(ikey)
+                    .map(|p| (p.seq, p.kind, if p.kind == ValueKind::Value { value.to_vec() } else { Vec::new() }))
+            })?;
+            if let Some(hit) = hit {
+                let (seq, kind, value) =
+                    hit.ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
+                if best.as_ref().is_none_or(|(s, _, _)| seq > *s) {
+                    best = Some((seq, kind, value));
                 }
                 if level > 0 {
                     break;

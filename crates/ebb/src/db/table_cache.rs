@@ -57,8 +57,19 @@ impl TableCache {
 
     /// The reader for `f`, opening it on first use. `level` decides pinning
     /// (`pin_l0_filter_and_index_blocks_in_cache`), once, when it is opened,
-    /// as in RocksDB.
-    pub fn get(&self, f: &FileMetaData, level: usize) -> Result<Arc<Table>> {
+    /// as in RocksDB. Once open, the reader is kept in `f` itself, so later
+    /// reads through the same metadata borrow it without any lock.
+    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize) -> Result<&'a Arc<Table>> {
+        if let Some(t) = f.table.get() {
+            return Ok(t);
+        }
+        let table = self.open(f, level)?;
+        Ok(f.table.keep(table))
+    }
+
+    /// The reader for file `f` from the map (metadata not from a version, or
+    /// a file opened before its metadata reached one), opening it if needed.
+    fn open(&self, f: &FileMetaData, level: usize) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.lock().get(&f.number) {
             return Ok(Arc::clone(t));
         }
@@ -89,5 +100,68 @@ impl TableCache {
     /// The block cache, if any.
     pub fn block_cache(&self) -> Option<&Arc<dyn BlockCache>> {
         self.block_cache.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFs;
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+
+    /// A one-entry table `000007.sst` in a memory file system, and its metadata.
+    fn setup() -> (TableCache, FileMetaData) {
+        let fs = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        let file = fs.new_writable(&filename::table_file(&dir, 7)).unwrap();
+        let key = make_internal_key(b"k", 1, ValueKind::Value);
+        let mut b = TableBuilder::new(file, TableBuilderOptions::default(), "000007.sst".into());
+        b.add(&key, b"v").unwrap();
+        let props = b.finish().unwrap();
+        let f = FileMetaData {
+            number: 7,
+            file_size: props.file_size,
+            smallest: key.clone(),
+            largest: key,
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            num_deletions: 0,
+            table: Default::default(),
+        };
+        (TableCache::new(dir, fs, None, &crate::Options::default()), f)
+    }
+
+    #[test]
+    fn an_opened_table_stays_with_its_metadata() {
+        let (cache, f) = setup();
+        assert!(f.table.get().is_none());
+        let first = Arc::clone(cache.get(&f, 1).unwrap());
+        let kept = f.table.get().expect("the reader was not kept in the metadata");
+        assert!(Arc::ptr_eq(&first, kept));
+        assert!(Arc::ptr_eq(&first, cache.get(&f, 1).unwrap()), "a second read opened the file again");
+        // A copy of the metadata (a trivial move's edit) shares the reader, and
+        // equality ignores it.
+        let moved = f.clone();
+        assert!(Arc::ptr_eq(&first, moved.table.get().unwrap()));
+        let fresh = FileMetaData { table: Default::default(), ..f.clone() };
+        assert_eq!(fresh, f);
+        // Metadata that never saw the reader (decoded from the MANIFEST) gets
+        // the one already open, not a second.
+        assert!(Arc::ptr_eq(&first, cache.get(&fresh, 1).unwrap()));
+        // Evicting the file forgets the shared copy; readers holding the
+        // metadata keep theirs.
+        cache.evict(7);
+        assert!(Arc::ptr_eq(&first, cache.get(&f, 1).unwrap()));
+    }
+
+    #[test]
+    fn a_missing_file_is_an_error_and_nothing_is_kept() {
+        let (cache, f) = setup();
+        let gone = FileMetaData { number: 8, table: Default::default(), ..f };
+        assert!(cache.get(&gone, 0).is_err());
+        assert!(gone.table.get().is_none(), "a failed open left a reader behind");
     }
 }

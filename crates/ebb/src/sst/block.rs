@@ -6,12 +6,14 @@
 //!    No byte pattern makes either panic: a bad entry makes the iterator
 //!    invalid and [`BlockIterator::corruption`] says why.
 //! 2. A block is immutable and shared through `Arc` (the block cache hands out
-//!    the same block to many readers); an iterator owns its `Arc`, so its
-//!    `value()` slice stays valid until the iterator moves.
+//!    the same block to many readers); an iterator owns its `Arc` (or, for a
+//!    point lookup, borrows the block), so its `value()` slice stays valid
+//!    until the iterator moves.
 //! 3. Keys are compared in the block's [`KeyOrder`]: internal-key order for
 //!    data and index blocks, bytewise for the metaindex and properties blocks.
 
 use std::cmp::Ordering;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use crate::key::{compare_internal_keys, TRAILER_LEN};
@@ -99,8 +101,8 @@ struct EntryHeader {
 /// reporting: a corruption makes it invalid and is reported as a reason by
 /// [`BlockIterator::corruption`], for the owner to wrap with the file name and
 /// block offset.
-pub struct BlockIterator {
-    block: Arc<Block>,
+pub struct BlockIterator<B: Deref<Target = Block> = Arc<Block>> {
+    block: B,
     order: KeyOrder,
     /// Offset of the current entry.
     current: usize,
@@ -114,9 +116,11 @@ pub struct BlockIterator {
     corruption: Option<String>,
 }
 
-impl BlockIterator {
-    /// An unpositioned iterator over `block` whose keys are in `order`.
-    pub fn new(block: Arc<Block>, order: KeyOrder) -> Self {
+impl<B: Deref<Target = Block>> BlockIterator<B> {
+    /// An unpositioned iterator over `block` whose keys are in `order`: an
+    /// `Arc<Block>` to own it, or `&Block` for a lookup that borrows it (no
+    /// reference count touched, so readers on other cores do not contend).
+    pub fn new(block: B, order: KeyOrder) -> Self {
         BlockIterator {
             block,
             order,
@@ -246,6 +250,17 @@ impl BlockIterator {
     fn decode_header(&self, offset: usize) -> Result<EntryHeader, String> {
         let limit = self.block.restart_offset;
         let area = self.block.data.get(offset..limit).ok_or("entry offset past the entries")?;
+        // LevelDB's `DecodeEntry` fast path: three one-byte lengths.
+        if let [shared, non_shared, value_len, ..] = *area {
+            if (shared | non_shared | value_len) < 0x80 {
+                let key_start = offset + 3;
+                let key_end = key_start + usize::from(non_shared);
+                let value_end = key_end + usize::from(value_len);
+                if value_end <= limit {
+                    return Ok(EntryHeader { shared: usize::from(shared), key_start, key_end, value_end });
+                }
+            }
+        }
         let mut p = 0;
         let mut field = |name: &str| -> Result<usize, String> {
             let (v, n) = decode_varint32(&area[p..]).ok_or_else(|| format!("bad {name} varint"))?;
@@ -491,6 +506,29 @@ mod tests {
         assert!(it.corruption().unwrap().contains("shares 40 bytes"), "{:?}", it.corruption());
         it.seek_to_first();
         assert!(!it.valid(), "a corrupt iterator stays invalid");
+    }
+
+    #[test]
+    fn one_byte_lengths_past_the_entries_are_corruption() {
+        // The fast path (three one-byte lengths) must check bounds as the slow
+        // path does: a value length of 127 runs past this small block.
+        let key = make_internal_key(b"k", 1, ValueKind::Value);
+        let mut raw = {
+            let mut b = BlockBuilder::new(16);
+            b.add(&key, b"v");
+            b.finish()
+        };
+        raw[2] = 127;
+        let mut it = BlockIterator::new(Arc::new(Block::new(raw.clone()).unwrap()), KeyOrder::Internal);
+        it.seek_to_first();
+        assert!(!it.valid());
+        assert!(it.corruption().unwrap().contains("value runs past"), "{:?}", it.corruption());
+        // Same through a borrowed block and a seek.
+        let block = Block::new(raw).unwrap();
+        let mut it = BlockIterator::new(&block, KeyOrder::Internal);
+        it.seek(&key);
+        assert!(!it.valid());
+        assert!(it.corruption().is_some());
     }
 
     #[test]

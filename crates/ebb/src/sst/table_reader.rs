@@ -245,6 +245,24 @@ impl MetaRef<'_> {
     }
 }
 
+/// A data block in use by a point lookup.
+enum BlockRef {
+    /// Found in the cache; the handle keeps it there while borrowed.
+    Cached(CacheHandle),
+    /// Read from the file, and the handle of its cache entry when inserted.
+    Read(Arc<Block>, Option<CacheHandle>),
+}
+
+impl BlockRef {
+    /// The block; `None` only for a cache entry that is not a block.
+    fn block(&self) -> Option<&Block> {
+        match self {
+            BlockRef::Cached(h) => h.value().block().map(|b| &**b),
+            BlockRef::Read(b, _) => Some(b),
+        }
+    }
+}
+
 /// An open table file.
 pub struct Table {
     reader: BlockReader,
@@ -426,12 +444,26 @@ impl Table {
     /// [`Table::get`] for a caller that already asked [`Table::key_may_match`]
     /// (the db counts the filter's verdicts), so the filter is not probed twice.
     pub fn get_past_filter(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.get_past_filter_with(rs, lookup, |k, v| (k.to_vec(), v.to_vec()))
+    }
+
+    /// [`Table::get_past_filter`] handing the entry found (internal key,
+    /// value) to `found` instead of copying both out. The blocks are borrowed
+    /// from the table or the cache for the lookup, not reference-counted: a
+    /// point read touches no count that readers on other cores share.
+    pub fn get_past_filter_with<R>(
+        &self,
+        rs: &ReadSettings,
+        lookup: &[u8],
+        found: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
         if lookup.len() < TRAILER_LEN {
             return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
         }
         let wanted = user_key(lookup);
-        let (index_block, _index_pin) = self.index_block()?;
-        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
+        let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
+        let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
+        let mut index = BlockIterator::new(&**index_block, KeyOrder::Internal);
         index.seek(lookup);
         if !index.valid() {
             return match index.corruption() {
@@ -444,16 +476,36 @@ impl Table {
         // if this block holds no entry >= lookup, no later block holds one
         // with lookup's user key.
         let handle = BlockHandle::decode_exact(index.value()).map_err(|r| self.index_corruption(&r))?;
-        let (data_block, _data_pin) = self.data_block(handle, rs, None)?;
-        let mut data = BlockIterator::new(data_block, KeyOrder::Internal);
-        data.seek(lookup);
-        if let Some(r) = data.corruption() {
-            return Err(self.reader.corruption(handle.offset, r));
+        let mut found = Some(found);
+        let mut search = |block: &Block| -> Result<Option<R>> {
+            let mut data = BlockIterator::new(block, KeyOrder::Internal);
+            data.seek(lookup);
+            if let Some(r) = data.corruption() {
+                return Err(self.reader.corruption(handle.offset, r));
+            }
+            match found.take() {
+                Some(found) if data.valid() && user_key(data.key()) == wanted => {
+                    Ok(Some(found(data.key(), data.value())))
+                }
+                _ => Ok(None),
+            }
+        };
+        if let Some(cache) = &self.cache {
+            // A hit is searched in place, the entry held only for the search.
+            let mut hit = None;
+            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
+                if let Some(block) = v.block() {
+                    hit = Some(search(block));
+                }
+            });
+            if let Some(r) = hit {
+                cache.stats().record_hit(BlockKind::Data);
+                return r;
+            }
         }
-        if data.valid() && user_key(data.key()) == wanted {
-            return Ok(Some((data.key().to_vec(), data.value().to_vec())));
-        }
-        Ok(None)
+        let data_ref = self.load_data_block(handle, rs, None)?;
+        let data_block = data_ref.block().ok_or_else(|| self.data_not_a_block(handle))?;
+        search(data_block)
     }
 
     /// An iterator over every entry, unpositioned, reading ahead as
@@ -551,32 +603,70 @@ impl Table {
         rs: &ReadSettings,
         prefetch: Option<&mut PrefetchBuffer>,
     ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        let Some(cache) = &self.cache else {
-            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
-        };
-        let key = CacheKey::new(self.cache_id, handle.offset);
-        if let Some(h) = cache.lookup(&key) {
-            if let Some(block) = h.value().block() {
-                cache.stats().record_hit(BlockKind::Data);
-                return Ok((Arc::clone(block), Some(h)));
+        Ok(match self.data_block_ref(handle, rs, prefetch)? {
+            BlockRef::Cached(h) => {
+                let block = h.value().block().map(Arc::clone).ok_or_else(|| self.data_not_a_block(handle))?;
+                (block, Some(h))
+            }
+            BlockRef::Read(block, h) => (block, h),
+        })
+    }
+
+    /// The data block at `handle` for the caller to borrow: held in the cache
+    /// through its handle, or read (and inserted when `fill_cache`).
+    fn data_block_ref(
+        &self,
+        handle: BlockHandle,
+        rs: &ReadSettings,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<BlockRef> {
+        if let Some(cache) = &self.cache {
+            if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
+                if h.value().block().is_some() {
+                    cache.stats().record_hit(BlockKind::Data);
+                    return Ok(BlockRef::Cached(h));
+                }
             }
         }
+        self.load_data_block(handle, rs, prefetch)
+    }
+
+    /// The data block at `handle`, not found in the cache: read from the file
+    /// (through `prefetch` when given) and inserted when `fill_cache`.
+    fn load_data_block(
+        &self,
+        handle: BlockHandle,
+        rs: &ReadSettings,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<BlockRef> {
+        let Some(cache) = &self.cache else {
+            return Ok(BlockRef::Read(Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
+        };
         cache.stats().record_miss(BlockKind::Data);
         let block = Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?);
         if !rs.fill_cache {
-            return Ok((block, None));
+            return Ok(BlockRef::Read(block, None));
         }
         let charge = block.size();
-        match cache.insert(key, CacheValue::Block(Arc::clone(&block)), charge, Priority::Low) {
+        match cache.insert(
+            CacheKey::new(self.cache_id, handle.offset),
+            CacheValue::Block(Arc::clone(&block)),
+            charge,
+            Priority::Low,
+        ) {
             Ok(h) => {
                 cache.stats().record_insert(BlockKind::Data, charge);
-                Ok((block, Some(h)))
+                Ok(BlockRef::Read(block, Some(h)))
             }
             Err(e) => {
                 cache.stats().record_insert_failure(BlockKind::Data);
                 Err(e)
             }
         }
+    }
+
+    fn data_not_a_block(&self, handle: BlockHandle) -> Error {
+        self.reader.corruption(handle.offset, "data block cached as a filter".to_string())
     }
 }
 

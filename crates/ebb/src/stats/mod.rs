@@ -6,7 +6,8 @@
 
 pub mod histogram;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -139,14 +140,8 @@ pub struct Stats {
     pub levels: Mutex<Vec<LevelCompactionStats>>,
     /// Counters at the previous `ebb.stats` dump.
     last_dump: Mutex<DumpMark>,
-    /// Point reads.
-    pub keys_read: AtomicU64,
-    /// Point reads that found a value.
-    pub keys_found: AtomicU64,
-    /// Bytes of values returned by point reads.
-    pub bytes_read: AtomicU64,
-    /// Tables a bloom filter ruled out for a point read.
-    pub bloom_useful: AtomicU64,
+    /// Point-read counters, striped per thread.
+    pub reads: ReadCounters,
     /// Latency histograms; `None` unless `Options::statistics` is on.
     pub histograms: Option<Histograms>,
 }
@@ -188,10 +183,7 @@ impl Stats {
             stall_count: Default::default(),
             levels: Mutex::new(vec![LevelCompactionStats::default(); num_levels]),
             last_dump: Mutex::new(DumpMark::default()),
-            keys_read: AtomicU64::new(0),
-            keys_found: AtomicU64::new(0),
-            bytes_read: AtomicU64::new(0),
-            bloom_useful: AtomicU64::new(0),
+            reads: ReadCounters::default(),
             histograms: None,
         }
     }
@@ -212,12 +204,12 @@ impl Stats {
         let tickers: [(&str, u64); 16] = [
             ("rocksdb.block.cache.hit", block_cache.0),
             ("rocksdb.block.cache.miss", block_cache.1),
-            ("rocksdb.bloom.filter.useful", read(&self.bloom_useful)),
+            ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
             ("rocksdb.number.keys.written", read(&self.user_keys)),
-            ("rocksdb.number.keys.read", read(&self.keys_read)),
-            ("rocksdb.number.keys.found", read(&self.keys_found)),
+            ("rocksdb.number.keys.read", self.reads.keys_read()),
+            ("rocksdb.number.keys.found", self.reads.keys_found()),
             ("rocksdb.bytes.written", read(&self.user_bytes)),
-            ("rocksdb.bytes.read", read(&self.bytes_read)),
+            ("rocksdb.bytes.read", self.reads.bytes_read()),
             ("rocksdb.wal.bytes", read(&self.wal_bytes)),
             ("rocksdb.wal.synced", read(&self.wal_syncs)),
             ("rocksdb.write.self", read(&self.write_groups)),
@@ -283,6 +275,90 @@ impl Stats {
 /// Shorthand for a relaxed atomic add.
 pub fn bump(counter: &AtomicU64, by: u64) {
     counter.fetch_add(by, Ordering::Relaxed);
+}
+
+/// Rows of striped counters; threads beyond this share rows.
+pub(crate) const STRIPES: usize = 16;
+
+/// The stripe the calling thread adds to: threads take rows in turn, so up
+/// to [`STRIPES`] threads each write their own cache lines.
+pub(crate) fn stripe_of_this_thread() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    STRIPE.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
+        }
+        s.get()
+    })
+}
+
+const KEYS_READ: usize = 0;
+const KEYS_FOUND: usize = 1;
+const BYTES_READ: usize = 2;
+const BLOOM_USEFUL: usize = 3;
+
+/// One thread group's read counters, alone in its cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct ReadStripe([AtomicU64; 4]);
+
+/// The counters every point read bumps (RocksDB `NUMBER_KEYS_READ`,
+/// `NUMBER_KEYS_FOUND`, `BYTES_READ`, `BLOOM_FILTER_USEFUL`). One shared
+/// atomic per counter would be written by every reader and bounce between
+/// cores on each read; each thread adds to its own stripe instead, and a read
+/// of a counter sums the stripes (exact once updates stop).
+pub struct ReadCounters {
+    stripes: [ReadStripe; STRIPES],
+}
+
+impl Default for ReadCounters {
+    fn default() -> Self {
+        ReadCounters { stripes: std::array::from_fn(|_| ReadStripe::default()) }
+    }
+}
+
+impl ReadCounters {
+    fn sum(&self, i: usize) -> u64 {
+        self.stripes.iter().map(|s| s.0[i].load(Ordering::Relaxed)).sum()
+    }
+
+    /// Counts a point read, and the value it returned if any.
+    pub fn record_get(&self, found: Option<usize>) {
+        let row = &self.stripes[stripe_of_this_thread()].0;
+        row[KEYS_READ].fetch_add(1, Ordering::Relaxed);
+        if let Some(bytes) = found {
+            row[KEYS_FOUND].fetch_add(1, Ordering::Relaxed);
+            row[BYTES_READ].fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a table a bloom filter ruled out.
+    pub fn record_bloom_useful(&self) {
+        self.stripes[stripe_of_this_thread()].0[BLOOM_USEFUL].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Point reads.
+    pub fn keys_read(&self) -> u64 {
+        self.sum(KEYS_READ)
+    }
+
+    /// Point reads that found a value.
+    pub fn keys_found(&self) -> u64 {
+        self.sum(KEYS_FOUND)
+    }
+
+    /// Bytes of values returned by point reads.
+    pub fn bytes_read(&self) -> u64 {
+        self.sum(BYTES_READ)
+    }
+
+    /// Tables a bloom filter ruled out for a point read.
+    pub fn bloom_useful(&self) -> u64 {
+        self.sum(BLOOM_USEFUL)
+    }
 }
 
 /// Shorthand for a relaxed atomic load.
@@ -550,6 +626,38 @@ fn level_row(
         human_count(s.keys_in),
         human_count(s.keys_dropped),
     )
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+
+    #[test]
+    fn striped_read_counters_add_up_across_threads() {
+        let c = std::sync::Arc::new(ReadCounters::default());
+        // More threads than stripes, so some share a row.
+        let threads: Vec<_> = (0..STRIPES as u64 + 4)
+            .map(|t| {
+                let c = std::sync::Arc::clone(&c);
+                std::thread::spawn(move || {
+                    for i in 0..1000u64 {
+                        c.record_get(if i % 4 == 0 { None } else { Some(t as usize + 1) });
+                        if i % 10 == 0 {
+                            c.record_bloom_useful();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let n = STRIPES as u64 + 4;
+        assert_eq!(c.keys_read(), n * 1000);
+        assert_eq!(c.keys_found(), n * 750);
+        assert_eq!(c.bytes_read(), (1..=n).map(|b| b * 750).sum::<u64>());
+        assert_eq!(c.bloom_useful(), n * 100);
+    }
 }
 
 #[cfg(test)]

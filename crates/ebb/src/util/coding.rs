@@ -38,7 +38,14 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Decodes a varint32 from the start of `src`: `(value, bytes consumed)`.
+#[inline]
 pub fn decode_varint32(src: &[u8]) -> Option<(u32, usize)> {
+    // One byte is the common case (lengths under 128): no loop, no call.
+    if let Some(&b) = src.first() {
+        if b < 0x80 {
+            return Some((u32::from(b), 1));
+        }
+    }
     let (v, n) = decode_varint64(src)?;
     if n > 5 || v > u64::from(u32::MAX) {
         return None;

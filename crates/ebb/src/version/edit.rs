@@ -5,10 +5,11 @@
 //! payload. Unknown tags are corruption (no forward compatibility is promised
 //! yet). The tag numbers are on disk: DO NOT CHANGE.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, MAX_SEQUENCE};
+use crate::sst::Table;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 
 // DO NOT CHANGE: on-disk format (MANIFEST field tags).
@@ -43,6 +44,44 @@ pub struct FileMetaData {
     pub num_entries: u64,
     /// Tombstones.
     pub num_deletions: u64,
+    /// The table's reader once opened; not part of the MANIFEST record.
+    pub table: TableSlot,
+}
+
+/// The open reader of a table, kept beside its metadata from the first read
+/// until the last version listing the file is gone: RocksDB's
+/// `FileDescriptor::table_reader` with `max_open_files = -1`. A point read
+/// borrows it through the version it already holds, so it takes no lock and
+/// touches no shared reference count to find the table. Clones share the
+/// reader (a trivial move keeps it); equality ignores it.
+#[derive(Clone, Default)]
+pub struct TableSlot(OnceLock<Arc<Table>>);
+
+impl TableSlot {
+    /// The reader, if opened.
+    pub fn get(&self) -> Option<&Arc<Table>> {
+        self.0.get()
+    }
+
+    /// Keeps `table` unless another thread kept one first; returns the kept one.
+    pub fn keep(&self, table: Arc<Table>) -> &Arc<Table> {
+        let _ = self.0.set(table);
+        self.0.get().unwrap_or_else(|| unreachable!("set just succeeded or another value was kept"))
+    }
+}
+
+impl PartialEq for TableSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TableSlot {}
+
+impl std::fmt::Debug for TableSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "open" } else { "unopened" })
+    }
 }
 
 impl FileMetaData {
@@ -185,6 +224,7 @@ impl VersionEdit {
                             largest_seq: d.varint64()?,
                             num_entries: d.varint64()?,
                             num_deletions: d.varint64()?,
+                            table: Default::default(),
                         })
                     })()
                     .ok_or_else(|| bad("new file fields truncated"))?;
@@ -224,6 +264,7 @@ mod tests {
                 largest_seq: 9,
                 num_entries: 10,
                 num_deletions: 1,
+                table: Default::default(),
             },
         );
         e

@@ -91,25 +91,21 @@ impl Version {
 
     /// For a point lookup: the L0 files that may hold `key` (newest first), then
     /// at most one file per deeper level.
-    pub fn files_for_key(&self, key: &[u8]) -> Vec<(usize, Arc<FileMetaData>)> {
-        let mut out = Vec::new();
-        for (level, files) in self.levels.iter().enumerate() {
-            if level == 0 {
-                for f in files {
-                    if f.smallest_user_key() <= key && key <= f.largest_user_key() {
-                        out.push((0, Arc::clone(f)));
-                    }
-                }
+    pub fn files_for_key<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = (usize, &'a FileMetaData)> + 'a {
+        // Borrowed, not cloned: a point read bumps no reference count shared
+        // with readers on other cores, and allocates nothing.
+        self.levels.iter().enumerate().flat_map(move |(level, files)| {
+            let (all, one) = if level == 0 {
+                (&files[..], None)
             } else {
                 let i = files.partition_point(|f| f.largest_user_key() < key);
-                if let Some(f) = files.get(i) {
-                    if f.smallest_user_key() <= key {
-                        out.push((level, Arc::clone(f)));
-                    }
-                }
-            }
-        }
-        out
+                (&files[..0], files.get(i))
+            };
+            all.iter()
+                .chain(one)
+                .filter(move |f| f.smallest_user_key() <= key && key <= f.largest_user_key())
+                .map(move |f| (level, &**f))
+        })
     }
 
     /// Checks invariant 2; corruption when violated.
@@ -535,6 +531,7 @@ mod tests {
             largest_seq: seq,
             num_entries: 1,
             num_deletions: 0,
+            table: Default::default(),
         }
     }
 
@@ -548,11 +545,11 @@ mod tests {
         let v = Version::new(3).apply(&[&e]).unwrap();
         assert_eq!(v.levels[0].iter().map(|f| f.number).collect::<Vec<_>>(), vec![2, 1]);
         assert_eq!(v.levels[1].iter().map(|f| f.number).collect::<Vec<_>>(), vec![3, 4]);
-        let hits: Vec<_> = v.files_for_key(b"l").iter().map(|(l, f)| (*l, f.number)).collect();
+        let hits: Vec<_> = v.files_for_key(b"l").map(|(l, f)| (l, f.number)).collect();
         assert_eq!(hits, vec![(0, 2), (0, 1)]);
-        let hits: Vec<_> = v.files_for_key(b"o").iter().map(|(l, f)| (*l, f.number)).collect();
+        let hits: Vec<_> = v.files_for_key(b"o").map(|(l, f)| (l, f.number)).collect();
         assert_eq!(hits, vec![(0, 2), (1, 4)]);
-        assert!(v.files_for_key(b"h").iter().all(|(l, _)| *l == 0));
+        assert!(v.files_for_key(b"h").all(|(l, _)| l == 0));
         assert_eq!(v.overlapping_files(1, Some(b"e"), Some(b"o")).len(), 2);
         assert_eq!(v.overlapping_files(1, Some(b"g"), Some(b"m")).len(), 0);
         let mut d = VersionEdit::default();
