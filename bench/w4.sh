@@ -16,6 +16,12 @@
 #   ROCKS_BENCH  ebb-bench built with --features rocksdb-peer (default
 #                /work/target-rocks/release/ebb-bench)
 #   CACHE_BENCH  RocksDB's cache_bench (default /usr/bin/cache_bench)
+#   CACHE_BENCH10  a release-built cache_bench of RocksDB 10
+#                (bench/build_cache_bench.sh); when set, (a) also runs
+#                cache_bench 10's loop (--pinned_ratio=0.25: each thread keeps
+#                its newest handles pinned) for it (rocks10-lru, rocks10-hcc)
+#                and for Ebb's caches (ebb10-lru, ebb10-clock)
+#   CACHE_VARIANTS  the (a) variants to run (default: all)
 #   OPS          cachebench operations per run over all threads (default 4000000,
 #                5-10 s on 2 cores); each thread runs OPS / threads
 #   THREADS      cachebench thread counts (default "1 2 8")
@@ -40,9 +46,23 @@ trap 'rm -rf "$tmp"' EXIT
 w4=(--lookup_percent=90 --insert_percent=5 --erase_percent=5 --lookup_insert_percent=0
   --cache_size=67108864 --value_bytes=8192 --num_shard_bits=6)
 
+cache_bench10=${CACHE_BENCH10:-}
 cache_variants=(ebb-lru ebb-lru-nopromote ebb-clock rocks-lru rocks-hcc)
+if [[ -n "$cache_bench10" ]]; then
+  cache_variants+=(ebb10-lru ebb10-clock rocks10-lru rocks10-hcc)
+fi
+if [[ -n "${CACHE_VARIANTS:-}" ]]; then
+  read -r -a cache_variants <<<"$CACHE_VARIANTS"
+fi
+# cache_bench 10's loop: blind inserts (its flag, 5 % by default) off so the
+# mix stays W4's, and a quarter of the capacity pinned (its default).
+loop10=(--blind_insert_percent=0 --pinned_ratio=0.25)
 cachebench() {
   case $1 in
+    ebb10-lru) "$ebb" cachebench --cache_type=lru_cache "${loop10[@]}" "${@:2}" ;;
+    ebb10-clock) "$ebb" cachebench --cache_type=hyper_clock_cache "${loop10[@]}" "${@:2}" ;;
+    rocks10-lru) "$cache_bench10" --cache_type=lru_cache "${loop10[@]}" "${@:2}" ;;
+    rocks10-hcc) "$cache_bench10" --cache_type=hyper_clock_cache "${loop10[@]}" "${@:2}" ;;
     ebb-lru) "$ebb" cachebench --cache_type=lru_cache "${@:2}" ;;
     ebb-lru-nopromote) "$ebb" cachebench --cache_type=lru_cache --lru_promote=false "${@:2}" ;;
     ebb-clock) "$ebb" cachebench --cache_type=hyper_clock_cache "${@:2}" ;;

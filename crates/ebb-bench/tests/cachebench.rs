@@ -33,6 +33,9 @@ fn tiny_runs_report_every_operation_and_stay_within_capacity() {
         &["--cache_type=hyper_clock_cache"],
         &["--cache_type=clock_cache", "--lookup_insert_percent=87", "--lookup_percent=3", "--skewed"],
         &["--nopopulate_cache", "--lean", "--nohistograms"],
+        // cache_bench 10's loop: a quarter of the capacity pinned, blind inserts.
+        &["--cache_type=hyper_clock_cache", "--pinned_ratio=0.25", "--insert_percent=2", "--blind_insert_percent=3"],
+        &["--cache_type=lru_cache", "--pinned_ratio=0.25"],
     ] {
         let config = tiny(extra);
         let mut out = Vec::new();

@@ -84,6 +84,19 @@ const FLAGS: &[CacheFlag] = &[
         "true",
         "Time every operation and print the latency histogram (as later cache_bench).",
     ),
+    flag(
+        "blind_insert_percent",
+        Kind::U32,
+        "0",
+        "cache_bench 10: ratio of inserts that keep no handle (between insert and lookup in the draw).",
+    ),
+    flag(
+        "pinned_ratio",
+        Kind::Double,
+        "-1",
+        "cache_bench 10: keep the newest cache_size * pinned_ratio / value_bytes handles (over all threads) \
+         pinned; negative = v7.8.3's loop, one handle held until the thread's next lookup or insert.",
+    ),
 ];
 
 /// A checked `cachebench` configuration.
@@ -127,6 +140,12 @@ pub struct CacheBenchConfig {
     pub lru_promote: bool,
     /// Time every operation.
     pub histograms: bool,
+    /// Percent of inserts that keep no handle (cache_bench 10).
+    pub blind_insert_percent: u32,
+    /// Handles each thread keeps pinned (cache_bench 10's `pinned_ratio`
+    /// share of the capacity, split over the threads); `None` = v7.8.3's
+    /// loop, which holds one handle until the next lookup or insert.
+    pub pinned_ratio: Option<f64>,
 }
 
 impl CacheBenchConfig {
@@ -194,19 +213,21 @@ impl CacheBenchConfig {
         if threads == 0 {
             bail!("cachebench: flag --threads must be at least 1 (cache_bench: \"threads number <= 0\")");
         }
-        let percents = ["lookup_insert_percent", "insert_percent", "lookup_percent", "erase_percent"];
+        let percents =
+            ["lookup_insert_percent", "insert_percent", "blind_insert_percent", "lookup_percent", "erase_percent"];
         let mut sum = 0u64;
         for p in percents {
             sum += u64::from(u32_of(p)?);
         }
         if sum != 100 {
             bail!(
-                "cachebench: flags --lookup_insert_percent={}, --insert_percent={}, --lookup_percent={} and \
-                 --erase_percent={} add to {sum}; percentages must add to 100",
+                "cachebench: flags --lookup_insert_percent={}, --insert_percent={}, --blind_insert_percent={}, \
+                 --lookup_percent={} and --erase_percent={} add to {sum}; percentages must add to 100",
                 text(percents[0]),
                 text(percents[1]),
                 text(percents[2]),
-                text(percents[3])
+                text(percents[3]),
+                text(percents[4])
             );
         }
         let value_bytes = u32_of("value_bytes")?;
@@ -244,6 +265,10 @@ impl CacheBenchConfig {
         if bool_of("gather_stats")? {
             bail!("cachebench: flag --gather_stats is not supported: Ebb's caches cannot be walked entry by entry");
         }
+        let pinned_ratio = parse_f64("pinned_ratio", text("pinned_ratio"))?;
+        if pinned_ratio > 1.0 || pinned_ratio.is_nan() {
+            bail!("cachebench: flag --pinned_ratio={pinned_ratio} must be at most 1 (negative = v7.8.3's loop)");
+        }
         let num_shard_bits = parse_i32("num_shard_bits", text("num_shard_bits"))?;
         if !(-1..=ebb::cache::MAX_NUM_SHARD_BITS).contains(&num_shard_bits) {
             bail!(
@@ -271,6 +296,8 @@ impl CacheBenchConfig {
             max_key,
             lru_promote,
             histograms: bool_of("histograms")?,
+            blind_insert_percent: u32_of("blind_insert_percent")?,
+            pinned_ratio: (pinned_ratio >= 0.0).then_some(pinned_ratio),
         })
     }
 }
@@ -404,6 +431,9 @@ mod tests {
         assert!(e.contains("--lookup_percent=90") && e.contains("add to 180") && e.contains("100"), "{e}");
         let e = error(&["--lookup_insert_percent=0", "--lookup_percent=90", "--insert_percent=5", "--erase_percent=1"]);
         assert!(e.contains("add to 96"), "{e}");
+        // cache_bench 10's blind inserts count too.
+        let e = error(&["--blind_insert_percent=5"]);
+        assert!(e.contains("--blind_insert_percent=5") && e.contains("add to 105"), "{e}");
     }
 
     #[test]
@@ -420,6 +450,9 @@ mod tests {
             (&["--resident_ratio=inf"], "--resident_ratio"),
             (&["--populate_cache=maybe"], "--populate_cache"),
             (&["--gather_stats"], "--gather_stats"),
+            (&["--pinned_ratio=1.5"], "--pinned_ratio"),
+            (&["--pinned_ratio=nan"], "--pinned_ratio"),
+            (&["--blind_insert_percent=lots"], "--blind_insert_percent"),
             (&["--value_bytes=0"], "--value_bytes"),
             (&["--ops_per_thread"], "--ops_per_thread"),
             (&["--no_such_flag=1"], "--no_such_flag"),

@@ -7,21 +7,25 @@
 //! insert, lookup, erase. Lookups and inserts first release the handle the
 //! thread holds and then keep the new one until its next lookup or insert
 //! (erases leave it held), so some entries are always pinned, as in
-//! `cache_bench`. A hit is "used" by hashing the value (skipped with
+//! `cache_bench` v7.8.3. With `--pinned_ratio` (cache_bench 10's loop) a
+//! thread instead keeps its newest `cache_size * pinned_ratio / value_bytes /
+//! threads` handles and releases the oldest beyond that after each operation,
+//! and `--blind_insert_percent` inserts drop their handle at once. A hit is
+//! "used" by hashing the value (skipped with
 //! `--lean`); an insert allocates and fills a fresh value of `value_bytes`
 //! from the generator, as `createValue` does, charged `value_bytes`.
 //!
 //! Differences from `cache_bench`, all small: a value is an Ebb data block
 //! (one entry whose value holds the random bytes, about 20 bytes of block
-//! framing more than `value_bytes`), and reading it back goes through a block
-//! iterator, which clones the block's `Arc` (one more atomic pair per hit).
+//! framing more than `value_bytes`), hashed whole from its first byte.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use ebb::cache::{new_cache, BlockCache, CacheKey, CacheOptions, CacheType, CacheValue, Priority};
-use ebb::sst::{Block, BlockIterator, KeyOrder};
+use ebb::cache::{new_cache, BlockCache, CacheHandle, CacheKey, CacheOptions, CacheType, CacheValue, Priority};
+use ebb::sst::Block;
 use ebb::util::coding::{put_fixed32, put_varint32};
 
 use super::mt64::{random_key, Mt19937_64};
@@ -119,12 +123,21 @@ fn make_value(rng: &mut Mt19937_64, key: u64, value_bytes: usize) -> Result<Cach
     Ok(CacheValue::Block(Arc::new(block)))
 }
 
-/// "Does something with the data": hashes the value bytes of a hit.
+/// "Does something with the data": hashes a hit's bytes from the start, as
+/// `cache_bench` hashes its value buffer (the value plus this block's 19 bytes
+/// of framing; no jump to the restart array at the far end first).
 fn use_value(value: &CacheValue) -> u64 {
-    let Some(block) = value.block() else { return 0 };
-    let mut it = BlockIterator::new(Arc::clone(block), KeyOrder::Bytewise);
-    it.seek_to_first();
-    xxhash_rust::xxh3::xxh3_64(it.value())
+    value.block().map_or(0, |block| xxhash_rust::xxh3::xxh3_64(block.contents()))
+}
+
+/// cache_bench 10's handles kept pinned by thread `tid`: `cache_size *
+/// pinned_ratio / value_bytes` over all threads (rounded up), split so some
+/// threads round up and some down; `None` for v7.8.3's loop.
+fn pin_count(config: &CacheBenchConfig, tid: u32) -> Option<usize> {
+    config.pinned_ratio.map(|ratio| {
+        let total = (config.cache_size as f64 * ratio / f64::from(config.value_bytes) + 0.999999) as u64;
+        ((total + u64::from(tid)) / u64::from(config.threads)) as usize
+    })
 }
 
 /// The operation chosen by one 64-bit draw (`cache_bench`'s cumulative thresholds).
@@ -132,6 +145,7 @@ fn use_value(value: &CacheValue) -> u64 {
 enum Op {
     LookupInsert,
     Insert,
+    BlindInsert,
     Lookup,
     Erase,
     Nothing,
@@ -140,6 +154,7 @@ enum Op {
 struct Thresholds {
     lookup_insert: u64,
     insert: u64,
+    blind_insert: u64,
     lookup: u64,
     erase: u64,
 }
@@ -149,9 +164,10 @@ impl Thresholds {
         let hundredth = u64::MAX / 100;
         let lookup_insert = hundredth * u64::from(c.lookup_insert_percent);
         let insert = lookup_insert + hundredth * u64::from(c.insert_percent);
-        let lookup = insert + hundredth * u64::from(c.lookup_percent);
+        let blind_insert = insert + hundredth * u64::from(c.blind_insert_percent);
+        let lookup = blind_insert + hundredth * u64::from(c.lookup_percent);
         let erase = lookup + hundredth * u64::from(c.erase_percent);
-        Thresholds { lookup_insert, insert, lookup, erase }
+        Thresholds { lookup_insert, insert, blind_insert, lookup, erase }
     }
 
     fn pick(&self, draw: u64) -> Op {
@@ -159,6 +175,8 @@ impl Thresholds {
             Op::LookupInsert
         } else if draw < self.insert {
             Op::Insert
+        } else if draw < self.blind_insert {
+            Op::BlindInsert
         } else if draw < self.lookup {
             Op::Lookup
         } else if draw < self.erase {
@@ -206,7 +224,11 @@ fn operate(cache: &dyn BlockCache, config: &CacheBenchConfig, tid: u32, start: &
     let skewed = skewed_max_log(config);
     let value_bytes = config.value_bytes as usize;
     let mut r = ThreadResult { secs: 0.0, lookups: 0, hits: 0, latency: Histogram::new(), checksum: 0 };
-    // Held until this thread's next lookup or insert, as cache_bench holds it.
+    // v7.8.3: one handle, held until this thread's next lookup or insert.
+    // cache_bench 10 (`pinned_ratio` given): the newest `pin_count` handles,
+    // released oldest first once there are more.
+    let pin_count = pin_count(config, tid);
+    let mut pinned: VecDeque<CacheHandle> = VecDeque::new();
     let mut handle = None;
     start.wait();
     let began = Instant::now();
@@ -215,9 +237,11 @@ fn operate(cache: &dyn BlockCache, config: &CacheBenchConfig, tid: u32, start: &
         let op = thresholds.pick(rng.next_u64());
         let cache_key = CacheKey::new(CACHE_ID, key);
         let timer = config.histograms.then(Instant::now);
+        if pin_count.is_none() && matches!(op, Op::LookupInsert | Op::Lookup | Op::Insert) {
+            drop(handle.take());
+        }
         match op {
             Op::LookupInsert | Op::Lookup => {
-                drop(handle.take());
                 handle = cache.lookup(&cache_key);
                 r.lookups += 1;
                 match &handle {
@@ -235,17 +259,27 @@ fn operate(cache: &dyn BlockCache, config: &CacheBenchConfig, tid: u32, start: &
                 }
             }
             Op::Insert => {
-                drop(handle.take());
                 let value = make_value(&mut rng, key, value_bytes)?;
                 handle = Some(cache.insert(cache_key, value, value_bytes, Priority::Low)?);
             }
+            Op::BlindInsert => {
+                let value = make_value(&mut rng, key, value_bytes)?;
+                drop(cache.insert(cache_key, value, value_bytes, Priority::Low)?);
+            }
             Op::Erase => cache.erase(&cache_key),
             Op::Nothing => {}
+        }
+        if let Some(pin_count) = pin_count {
+            pinned.extend(handle.take());
+            while pinned.len() > pin_count {
+                pinned.pop_front();
+            }
         }
         if let Some(t) = timer {
             r.latency.add(t.elapsed().as_nanos() as u64);
         }
     }
+    drop(pinned);
     drop(handle);
     r.secs = began.elapsed().as_secs_f64();
     Ok(r)
@@ -369,6 +403,7 @@ pub fn run(config: &CacheBenchConfig, out: &mut dyn Write) -> Result<CacheBenchR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ebb::sst::{BlockIterator, KeyOrder};
 
     fn config(args: &[&str]) -> CacheBenchConfig {
         CacheBenchConfig::parse(args.iter().copied()).unwrap().unwrap()
@@ -400,6 +435,34 @@ mod tests {
             [Op::LookupInsert, Op::Insert, Op::Lookup, Op::Erase, Op::Erase]
         );
         assert_eq!(t.pick(u64::MAX), Op::Nothing);
+    }
+
+    #[test]
+    fn blind_inserts_sit_between_inserts_and_lookups() {
+        let t = Thresholds::new(&config(&[
+            "--lookup_insert_percent=10",
+            "--insert_percent=20",
+            "--blind_insert_percent=5",
+            "--lookup_percent=25",
+            "--erase_percent=40",
+        ]));
+        let at = |pct: u64| t.pick(u64::MAX / 100 * pct);
+        assert_eq!(
+            [at(5), at(15), at(32), at(40), at(65)],
+            [Op::LookupInsert, Op::Insert, Op::BlindInsert, Op::Lookup, Op::Erase]
+        );
+    }
+
+    #[test]
+    fn pinned_handles_split_cache_bench_10s_share_over_the_threads() {
+        let w4 = ["--cache_size=67108864", "--value_bytes=8192", "--threads=3", "--pinned_ratio=0.25"];
+        let c = config(&w4);
+        // 64 MiB x 0.25 / 8 KiB = 2048 handles: 682, 683, 683 (RocksDB's rounding).
+        let per: Vec<_> = (0..3).map(|t| pin_count(&c, t).unwrap()).collect();
+        assert_eq!(per, [682, 683, 683]);
+        assert_eq!(per.iter().sum::<usize>(), 2048);
+        assert_eq!(pin_count(&config(&w4[..3]), 0), None, "without --pinned_ratio the v7.8.3 loop holds one handle");
+        assert_eq!(pin_count(&config(&["--pinned_ratio=0", "--threads=4"]), 3), Some(0));
     }
 
     #[test]

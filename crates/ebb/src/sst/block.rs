@@ -81,6 +81,11 @@ impl Block {
         self.data.len()
     }
 
+    /// The block's bytes as stored: entries, restart array and count.
+    pub fn contents(&self) -> &[u8] {
+        &self.data
+    }
+
     fn restart_point(&self, i: usize) -> usize {
         let at = self.restart_offset + 4 * i;
         decode_fixed32(&self.data[at..]).unwrap_or(0) as usize
