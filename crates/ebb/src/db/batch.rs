@@ -67,6 +67,24 @@ impl WriteBatch {
         WriteBatch { rep: vec![0; HEADER_LEN], other_families: false }
     }
 
+    /// An empty batch with room for `bytes` of records, so filling it does
+    /// not reallocate (RocksDB `WriteBatch(reserved_bytes)`).
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, other_families: false }
+    }
+
+    /// Room for one put or delete of `key` and `value` in family `cf`: tag,
+    /// family id, two lengths, the bytes.
+    pub(crate) fn one_record(cf: u32, key: &[u8], value: &[u8]) -> Self {
+        let varint = crate::util::coding::varint_length;
+        let family = if cf == 0 { 0 } else { varint(u64::from(cf)) };
+        WriteBatch::with_capacity(
+            1 + family + varint(key.len() as u64) + key.len() + varint(value.len() as u64) + value.len(),
+        )
+    }
+
     /// Adds a put to the default column family. Sizes are checked when the
     /// batch is written.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
@@ -296,6 +314,23 @@ impl<'a> Iterator for CfBatchIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_record_batches_are_sized_to_fit() {
+        for (cf, key, value) in
+            [(0u32, &b"k"[..], &b"v"[..]), (0, &[7u8; 200][..], &[1u8; 5000][..]), (300, b"key", b"")]
+        {
+            let mut b = WriteBatch::one_record(cf, key, value);
+            let room = b.rep.capacity();
+            b.put_in(cf, key, value);
+            assert_eq!(b.rep.capacity(), room, "cf {cf}, {} + {} bytes: the put reallocated", key.len(), value.len());
+            assert!(b.rep.len() <= room);
+            let mut d = WriteBatch::one_record(cf, key, &[]);
+            let room = d.rep.capacity();
+            d.delete_in(cf, key);
+            assert_eq!(d.rep.capacity(), room, "the delete reallocated");
+        }
+    }
 
     #[test]
     fn a_sequence_past_the_largest_is_corruption() {

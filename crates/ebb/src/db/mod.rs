@@ -328,7 +328,7 @@ impl Db {
     /// Sets `key` to `value` in column family `cf` with write options.
     pub fn put_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
         cf.data.check_live()?;
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::one_record(cf.id(), key, value);
         b.put_cf(cf, key, value);
         b.validate()?;
         self.inner.write(Some(b), wo, None)
@@ -342,7 +342,7 @@ impl Db {
     /// Deletes `key` in column family `cf` with write options.
     pub fn delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
         cf.data.check_live()?;
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::one_record(cf.id(), key, &[]);
         b.delete_cf(cf, key);
         b.validate()?;
         self.inner.write(Some(b), wo, None)
@@ -412,7 +412,7 @@ impl Db {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::one_record(0, key, value);
         b.put(key, value);
         b.validate()?;
         self.inner.write(Some(b), wo, None)
@@ -425,7 +425,7 @@ impl Db {
 
     /// Deletes `key` with write options.
     pub fn delete_opt(&self, key: &[u8], wo: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::one_record(0, key, &[]);
         b.delete(key);
         b.validate()?;
         self.inner.write(Some(b), wo, None)
@@ -664,13 +664,13 @@ impl DbInner {
     fn get_in(&self, cf: &ColumnFamilyData, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         cf.check_live()?;
-        let start = std::time::Instant::now();
+        let start = self.stats.start_timer();
         let sv = cf.super_version_guard();
         let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
         let r = self.get_from(&sv, key, seq, ro);
         let s = &self.stats;
         s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
-        s.time(|h| &h.get_micros, start.elapsed().as_micros() as u64);
+        s.time_since(|h| &h.get_micros, start);
         r
     }
 

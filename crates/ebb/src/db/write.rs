@@ -72,9 +72,9 @@ impl DbInner {
             done: Mutex::new(None),
             cv: Condvar::new(),
         });
-        let start = Instant::now();
+        let start = self.stats.start_timer();
         let record = |r: Result<()>| {
-            self.stats.time(|h| &h.write_micros, start.elapsed().as_micros() as u64);
+            self.stats.time_since(|h| &h.write_micros, start);
             r
         };
         let mut q = self.queue.lock();

@@ -188,6 +188,21 @@ impl Stats {
         }
     }
 
+    /// A start time for [`Stats::time_since`]: read from the clock only when
+    /// histograms are on (a point read or write does not pay for the clock
+    /// otherwise).
+    pub fn start_timer(&self) -> Option<Instant> {
+        self.histograms.is_some().then(Instant::now)
+    }
+
+    /// Records the time since `start` (from [`Stats::start_timer`]) in the
+    /// chosen histogram.
+    pub fn time_since(&self, pick: impl Fn(&Histograms) -> &Histogram, start: Option<Instant>) {
+        if let (Some(h), Some(start)) = (&self.histograms, start) {
+            pick(h).record(start.elapsed().as_micros() as u64);
+        }
+    }
+
     /// Records a latency in the chosen histogram, when histograms are on.
     pub fn time(&self, pick: impl Fn(&Histograms) -> &Histogram, micros: u64) {
         if let Some(h) = &self.histograms {
