@@ -245,24 +245,6 @@ impl MetaRef<'_> {
     }
 }
 
-/// A data block in use by a point lookup.
-enum BlockRef {
-    /// Found in the cache; the handle keeps it there while borrowed.
-    Cached(CacheHandle),
-    /// Read from the file, and the handle of its cache entry when inserted.
-    Read(Arc<Block>, Option<CacheHandle>),
-}
-
-impl BlockRef {
-    /// The block; `None` only for a cache entry that is not a block.
-    fn block(&self) -> Option<&Block> {
-        match self {
-            BlockRef::Cached(h) => h.value().block().map(|b| &**b),
-            BlockRef::Read(b, _) => Some(b),
-        }
-    }
-}
-
 /// An open table file.
 pub struct Table {
     reader: BlockReader,
@@ -503,9 +485,8 @@ impl Table {
                 return r;
             }
         }
-        let data_ref = self.load_data_block(handle, rs, None)?;
-        let data_block = data_ref.block().ok_or_else(|| self.data_not_a_block(handle))?;
-        search(data_block)
+        let (data_block, _data_pin) = self.load_data_block(handle, rs, None)?;
+        search(&data_block)
     }
 
     /// An iterator over every entry, unpositioned, reading ahead as
@@ -603,28 +584,11 @@ impl Table {
         rs: &ReadSettings,
         prefetch: Option<&mut PrefetchBuffer>,
     ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        Ok(match self.data_block_ref(handle, rs, prefetch)? {
-            BlockRef::Cached(h) => {
-                let block = h.value().block().map(Arc::clone).ok_or_else(|| self.data_not_a_block(handle))?;
-                (block, Some(h))
-            }
-            BlockRef::Read(block, h) => (block, h),
-        })
-    }
-
-    /// The data block at `handle` for the caller to borrow: held in the cache
-    /// through its handle, or read (and inserted when `fill_cache`).
-    fn data_block_ref(
-        &self,
-        handle: BlockHandle,
-        rs: &ReadSettings,
-        prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<BlockRef> {
         if let Some(cache) = &self.cache {
             if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
-                if h.value().block().is_some() {
+                if let Some(block) = h.value().block() {
                     cache.stats().record_hit(BlockKind::Data);
-                    return Ok(BlockRef::Cached(h));
+                    return Ok((Arc::clone(block), Some(h)));
                 }
             }
         }
@@ -632,20 +596,21 @@ impl Table {
     }
 
     /// The data block at `handle`, not found in the cache: read from the file
-    /// (through `prefetch` when given) and inserted when `fill_cache`.
+    /// (through `prefetch` when given) and inserted when `fill_cache`, with
+    /// the handle of its cache entry then.
     fn load_data_block(
         &self,
         handle: BlockHandle,
         rs: &ReadSettings,
         prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<BlockRef> {
+    ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
         let Some(cache) = &self.cache else {
-            return Ok(BlockRef::Read(Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
+            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
         };
         cache.stats().record_miss(BlockKind::Data);
         let block = Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?);
         if !rs.fill_cache {
-            return Ok(BlockRef::Read(block, None));
+            return Ok((block, None));
         }
         let charge = block.size();
         match cache.insert(
@@ -656,17 +621,13 @@ impl Table {
         ) {
             Ok(h) => {
                 cache.stats().record_insert(BlockKind::Data, charge);
-                Ok(BlockRef::Read(block, Some(h)))
+                Ok((block, Some(h)))
             }
             Err(e) => {
                 cache.stats().record_insert_failure(BlockKind::Data);
                 Err(e)
             }
         }
-    }
-
-    fn data_not_a_block(&self, handle: BlockHandle) -> Error {
-        self.reader.corruption(handle.offset, "data block cached as a filter".to_string())
     }
 }
 
