@@ -113,9 +113,15 @@ fn make_value(rng: &mut Mt19937_64, key: u64, value_bytes: usize) -> Result<Cach
     data.extend_from_slice(&key.to_le_bytes());
     let start = data.len();
     data.resize(start + value_bytes, 0);
-    for chunk in data[start..].chunks_mut(8) {
-        let draw = rng.next_u64().to_le_bytes();
-        chunk.copy_from_slice(&draw[..chunk.len()]);
+    // Fixed 8-byte chunks (one store each, no call per chunk), then the tail.
+    let mut chunks = data[start..].chunks_exact_mut(8);
+    for chunk in &mut chunks {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    let tail = chunks.into_remainder();
+    if !tail.is_empty() {
+        let n = tail.len();
+        tail.copy_from_slice(&rng.next_u64().to_le_bytes()[..n]);
     }
     put_fixed32(&mut data, 0);
     put_fixed32(&mut data, 1);

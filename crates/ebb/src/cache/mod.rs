@@ -137,6 +137,7 @@ pub struct CacheHandle {
 enum HandleInner {
     Lru(lru::LruHandle),
     Clock(Arc<clock::ClockEntry>),
+    ClockSlot(clock::ClockRef),
     Uncached(CacheValue),
 }
 
@@ -152,6 +153,7 @@ impl CacheHandle {
         match &self.inner {
             HandleInner::Lru(h) => h.value(),
             HandleInner::Clock(e) => e.value(),
+            HandleInner::ClockSlot(r) => r.value(),
             HandleInner::Uncached(v) => v,
         }
     }
@@ -173,7 +175,7 @@ impl std::fmt::Debug for CacheHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.inner {
             HandleInner::Lru(_) => "lru",
-            HandleInner::Clock(_) => "clock",
+            HandleInner::Clock(_) | HandleInner::ClockSlot(_) => "clock",
             HandleInner::Uncached(_) => "uncached",
         };
         f.debug_struct("CacheHandle").field("cache", &kind).finish_non_exhaustive()
@@ -188,8 +190,7 @@ pub trait BlockCache: Send + Sync {
     /// moment: on a hit, calls `f` with the value, which stays referenced
     /// until `f` returns, and returns true. The clock cache holds its entry
     /// this way without creating a handle (one atomic add and one subtract on
-    /// the slot, nothing else shared); an insert or erase of the same key
-    /// waits until `f` returns, so `f` must not insert or erase `key` itself.
+    /// the slot, nothing else shared).
     fn lookup_with(&self, key: &CacheKey, f: &mut dyn FnMut(&CacheValue)) -> bool {
         match self.lookup(key) {
             Some(h) => {
