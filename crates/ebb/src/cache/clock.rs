@@ -199,19 +199,19 @@ struct ReadGuard<'a> {
 
 impl<'a> ReadGuard<'a> {
     fn acquire(shard: &'a ClockShard, index: usize) -> Option<Self> {
-        let meta = shard.slots[index].meta.fetch_add(ONE_READER, Ordering::Acquire);
-        if state(meta) == VISIBLE {
-            Some(ReadGuard { shard, index, meta })
-        } else {
-            shard.release_reader(index);
-            None
-        }
+        Self::enter(shard, index, |st| st == VISIBLE)
     }
 
     /// A reader inside a VISIBLE or INVISIBLE slot (to read its charge).
     fn acquire_live(shard: &'a ClockShard, index: usize) -> Option<Self> {
+        Self::enter(shard, index, |st| matches!(st, VISIBLE | INVISIBLE))
+    }
+
+    /// Counts a reader in; keeps it if the state it found is one `accept`s,
+    /// else gives it back.
+    fn enter(shard: &'a ClockShard, index: usize, accept: impl Fn(u64) -> bool) -> Option<Self> {
         let meta = shard.slots[index].meta.fetch_add(ONE_READER, Ordering::Acquire);
-        if matches!(state(meta), VISIBLE | INVISIBLE) {
+        if accept(state(meta)) {
             Some(ReadGuard { shard, index, meta })
         } else {
             shard.release_reader(index);
@@ -233,11 +233,11 @@ impl<'a> ReadGuard<'a> {
     }
 
     /// Keeps the reader counted past the guard: the caller owns it now and
-    /// must give it back with [`ClockShard::release_reader`].
-    fn into_raw(self) -> (usize, u64) {
-        let r = (self.index, self.meta);
+    /// must give it back with [`ClockShard::release_reader`]. Returns the slot.
+    fn into_raw(self) -> usize {
+        let index = self.index;
         std::mem::forget(self);
-        r
+        index
     }
 }
 
@@ -298,9 +298,10 @@ impl<'a> WriteGuard<'a> {
         // SAFETY: the guard exists only after a compare-and-swap into WRITING
         // that exactly one thread can win: from EMPTY (no `ReadGuard` exists
         // outside VISIBLE and INVISIBLE) or from VISIBLE or INVISIBLE with
-        // zero readers (the last reader's own count consumed by the swap). Until `drop`
-        // leaves WRITING no `ReadGuard` or other `WriteGuard` can be made, and
-        // the acquire swap ordered every earlier reader's reads before us.
+        // zero readers (the last reader's own count consumed by the swap).
+        // Until `drop` leaves WRITING no `ReadGuard` or other `WriteGuard` can
+        // be made, and the acquire swap ordered every earlier reader's reads
+        // before us.
         #[allow(unsafe_code)]
         unsafe {
             &mut *self.slot.entry.get()
@@ -370,9 +371,9 @@ impl ClockShard {
         (0..self.slots.len()).map(move |i| home.wrapping_add(i.wrapping_mul(step)) & self.mask)
     }
 
-    /// The slot holding `key`, with a reader counted in it that the caller
-    /// owns (a [`ClockRef`]).
-    fn lookup(&self, key: &CacheKey, hash: u64) -> Option<usize> {
+    /// A reader inside the slot holding `key`, the hit counted for the clock
+    /// (countdown back to the top).
+    fn hold(&self, key: &CacheKey, hash: u64) -> Option<ReadGuard<'_>> {
         for i in self.probe(hash) {
             let slot = &self.slots[i];
             if state(slot.meta.load(Ordering::Acquire)) == VISIBLE && slot.holds(key) {
@@ -381,7 +382,7 @@ impl ClockShard {
                         if countdown(g.meta) < MAX_COUNTDOWN {
                             slot.meta.fetch_or(COUNTDOWN_MASK, Ordering::Relaxed);
                         }
-                        return Some(g.into_raw().0);
+                        return Some(g);
                     }
                 }
             }
@@ -390,6 +391,12 @@ impl ClockShard {
             }
         }
         None
+    }
+
+    /// The slot holding `key`, with a reader counted in it that the caller
+    /// owns (a [`ClockRef`]).
+    fn lookup(&self, key: &CacheKey, hash: u64) -> Option<usize> {
+        self.hold(key, hash).map(ReadGuard::into_raw)
     }
 
     /// Gives back one reader of slot `i`. The last reader of an INVISIBLE
@@ -420,26 +427,17 @@ impl ClockShard {
     }
 
     /// Calls `f` with the value of `key` while a reader is counted in its
-    /// slot (so it cannot be evicted, erased or replaced meanwhile).
+    /// slot (so it cannot be evicted or freed meanwhile).
     fn lookup_with(&self, key: &CacheKey, hash: u64, f: &mut dyn FnMut(&CacheValue)) -> bool {
-        for i in self.probe(hash) {
-            let slot = &self.slots[i];
-            if state(slot.meta.load(Ordering::Acquire)) == VISIBLE && slot.holds(key) {
-                if let Some(g) = ReadGuard::acquire(self, i) {
-                    if let (true, Some(entry)) = (slot.holds(key), g.entry()) {
-                        if countdown(g.meta) < MAX_COUNTDOWN {
-                            slot.meta.fetch_or(COUNTDOWN_MASK, Ordering::Relaxed);
-                        }
-                        f(entry.value());
-                        return true;
-                    }
+        match self.hold(key, hash) {
+            Some(g) => {
+                if let Some(entry) = g.entry() {
+                    f(entry.value());
                 }
+                true
             }
-            if slot.displacements.load(Ordering::Relaxed) == 0 {
-                return false;
-            }
+            None => false,
         }
-        false
     }
 
     /// The slot holding `key`; the caller holds the writer mutex, so slots
@@ -652,7 +650,7 @@ unsafe impl Sync for ClockRef {}
 
 impl ClockRef {
     fn shard(&self) -> &ClockShard {
-        // SAFETY: the shard lives in its cache's boxed slice, which is freed
+        // SAFETY: the shard lives in its cache's `Vec` of shards, which is freed
         // only when the cache is dropped with no reader counted in any slot
         // (`Drop for ClockCache` checks under each shard's mutex, and leaks
         // the shards otherwise); this handle's reader is counted until its

@@ -4,13 +4,12 @@
 //!
 //! Every lookup bumps a counter, so one shared atomic would be written by all
 //! reader threads and bounce between cores, which is the contention the clock
-//! cache exists to avoid. The counters are striped instead: each thread adds
-//! to one of [`STRIPES`] cache-line-aligned rows, and a snapshot sums the rows.
-//! Counts are exact; a snapshot taken during updates may miss the latest ones.
+//! cache exists to avoid. The counters are striped instead
+//! ([`crate::stats::Striped`]): each thread adds to its own cache-line-aligned
+//! row, and a snapshot sums the rows. Counts are exact; a snapshot taken
+//! during updates may miss the latest ones.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::stats::{stripe_of_this_thread, STRIPES};
+use crate::stats::Striped;
 
 /// Counters per kind: hits, misses, inserts, bytes inserted, insert failures.
 const PER_KIND: usize = 5;
@@ -45,21 +44,9 @@ impl BlockKind {
     }
 }
 
-/// One thread group's counters, alone in its cache lines.
-#[repr(align(128))]
-#[derive(Default)]
-struct Stripe([AtomicU64; PER_KIND * 3]);
-
 /// Striped counters of a cache's lookups and inserts per block kind.
-pub struct CacheStats {
-    stripes: [Stripe; STRIPES],
-}
-
-impl Default for CacheStats {
-    fn default() -> Self {
-        CacheStats { stripes: std::array::from_fn(|_| Stripe::default()) }
-    }
-}
+#[derive(Default)]
+pub struct CacheStats(Striped<{ PER_KIND * 3 }>);
 
 impl std::fmt::Debug for CacheStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,7 +56,7 @@ impl std::fmt::Debug for CacheStats {
 
 impl CacheStats {
     fn add(&self, kind: BlockKind, counter: usize, n: u64) {
-        self.stripes[stripe_of_this_thread()].0[kind.row_offset() + counter].fetch_add(n, Ordering::Relaxed);
+        self.0.add(kind.row_offset() + counter, n);
     }
 
     /// A lookup of a `kind` block found it.
@@ -95,12 +82,7 @@ impl CacheStats {
 
     /// The sums of all rows.
     pub fn snapshot(&self) -> CacheCounters {
-        let mut sums = [0u64; PER_KIND * 3];
-        for stripe in &self.stripes {
-            for (sum, c) in sums.iter_mut().zip(&stripe.0) {
-                *sum += c.load(Ordering::Relaxed);
-            }
-        }
+        let sums = self.0.sums();
         let kind = |k: BlockKind| {
             let at = k.row_offset();
             BlockKindCounters {

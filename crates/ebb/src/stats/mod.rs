@@ -293,11 +293,11 @@ pub fn bump(counter: &AtomicU64, by: u64) {
 }
 
 /// Rows of striped counters; threads beyond this share rows.
-pub(crate) const STRIPES: usize = 16;
+const STRIPES: usize = 16;
 
 /// The stripe the calling thread adds to: threads take rows in turn, so up
 /// to [`STRIPES`] threads each write their own cache lines.
-pub(crate) fn stripe_of_this_thread() -> usize {
+fn stripe_of_this_thread() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -310,69 +310,85 @@ pub(crate) fn stripe_of_this_thread() -> usize {
     })
 }
 
+/// One thread group's row of `N` counters, alone in its cache lines.
+#[repr(align(128))]
+struct StripeRow<const N: usize>([AtomicU64; N]);
+
+/// `N` counters that many threads bump: one shared atomic per counter would
+/// be written by every thread and bounce between cores, so each thread adds
+/// to its own row and a read sums the rows (exact once updates stop; a read
+/// during updates may miss the latest ones).
+pub(crate) struct Striped<const N: usize> {
+    rows: [StripeRow<N>; STRIPES],
+}
+
+impl<const N: usize> Default for Striped<N> {
+    fn default() -> Self {
+        Striped { rows: std::array::from_fn(|_| StripeRow(std::array::from_fn(|_| AtomicU64::new(0)))) }
+    }
+}
+
+impl<const N: usize> Striped<N> {
+    /// Adds `n` to counter `i` in the calling thread's row.
+    pub(crate) fn add(&self, i: usize, n: u64) {
+        self.rows[stripe_of_this_thread()].0[i].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counter `i` over all rows.
+    pub(crate) fn sum(&self, i: usize) -> u64 {
+        self.rows.iter().map(|r| r.0[i].load(Ordering::Relaxed)).sum()
+    }
+
+    /// Every counter over all rows.
+    pub(crate) fn sums(&self) -> [u64; N] {
+        std::array::from_fn(|i| self.sum(i))
+    }
+}
+
 const KEYS_READ: usize = 0;
 const KEYS_FOUND: usize = 1;
 const BYTES_READ: usize = 2;
 const BLOOM_USEFUL: usize = 3;
 
-/// One thread group's read counters, alone in its cache lines.
-#[repr(align(128))]
-#[derive(Default)]
-struct ReadStripe([AtomicU64; 4]);
-
 /// The counters every point read bumps (RocksDB `NUMBER_KEYS_READ`,
-/// `NUMBER_KEYS_FOUND`, `BYTES_READ`, `BLOOM_FILTER_USEFUL`). One shared
-/// atomic per counter would be written by every reader and bounce between
-/// cores on each read; each thread adds to its own stripe instead, and a read
-/// of a counter sums the stripes (exact once updates stop).
-pub struct ReadCounters {
-    stripes: [ReadStripe; STRIPES],
-}
-
-impl Default for ReadCounters {
-    fn default() -> Self {
-        ReadCounters { stripes: std::array::from_fn(|_| ReadStripe::default()) }
-    }
-}
+/// `NUMBER_KEYS_FOUND`, `BYTES_READ`, `BLOOM_FILTER_USEFUL`), striped per
+/// thread.
+#[derive(Default)]
+pub struct ReadCounters(Striped<4>);
 
 impl ReadCounters {
-    fn sum(&self, i: usize) -> u64 {
-        self.stripes.iter().map(|s| s.0[i].load(Ordering::Relaxed)).sum()
-    }
-
     /// Counts a point read, and the value it returned if any.
     pub fn record_get(&self, found: Option<usize>) {
-        let row = &self.stripes[stripe_of_this_thread()].0;
-        row[KEYS_READ].fetch_add(1, Ordering::Relaxed);
+        self.0.add(KEYS_READ, 1);
         if let Some(bytes) = found {
-            row[KEYS_FOUND].fetch_add(1, Ordering::Relaxed);
-            row[BYTES_READ].fetch_add(bytes as u64, Ordering::Relaxed);
+            self.0.add(KEYS_FOUND, 1);
+            self.0.add(BYTES_READ, bytes as u64);
         }
     }
 
     /// Counts a table a bloom filter ruled out.
     pub fn record_bloom_useful(&self) {
-        self.stripes[stripe_of_this_thread()].0[BLOOM_USEFUL].fetch_add(1, Ordering::Relaxed);
+        self.0.add(BLOOM_USEFUL, 1);
     }
 
     /// Point reads.
     pub fn keys_read(&self) -> u64 {
-        self.sum(KEYS_READ)
+        self.0.sum(KEYS_READ)
     }
 
     /// Point reads that found a value.
     pub fn keys_found(&self) -> u64 {
-        self.sum(KEYS_FOUND)
+        self.0.sum(KEYS_FOUND)
     }
 
     /// Bytes of values returned by point reads.
     pub fn bytes_read(&self) -> u64 {
-        self.sum(BYTES_READ)
+        self.0.sum(BYTES_READ)
     }
 
     /// Tables a bloom filter ruled out for a point read.
     pub fn bloom_useful(&self) -> u64 {
-        self.sum(BLOOM_USEFUL)
+        self.0.sum(BLOOM_USEFUL)
     }
 }
 

@@ -95,14 +95,15 @@ impl Version {
         // Borrowed, not cloned: a point read bumps no reference count shared
         // with readers on other cores, and allocates nothing.
         self.levels.iter().enumerate().flat_map(move |(level, files)| {
-            let (all, one) = if level == 0 {
-                (&files[..], None)
+            // L0: every file; deeper: the one file whose range may hold `key`.
+            let candidates = if level == 0 {
+                &files[..]
             } else {
                 let i = files.partition_point(|f| f.largest_user_key() < key);
-                (&files[..0], files.get(i))
+                files.get(i..=i).unwrap_or_default()
             };
-            all.iter()
-                .chain(one)
+            candidates
+                .iter()
                 .filter(move |f| f.smallest_user_key() <= key && key <= f.largest_user_key())
                 .map(move |f| (level, &**f))
         })
