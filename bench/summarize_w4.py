@@ -32,6 +32,11 @@ BASELINE10 = "rocks10-lru"
 def baseline_of(variant):
     return BASELINE10 if "10-" in variant else BASELINE
 
+
+def hcc_of(variant):
+    """The HyperClockCache run a clock variant is also compared with."""
+    return "rocks10-hcc" if "10-" in variant else "rocks-hcc"
+
 PARALLEL = re.compile(r"Rough parallel ops/sec = (\d+)")
 THREAD = re.compile(r"Thread ops/sec = (\d+)")
 HIT = re.compile(r"Lookup hit ratio: ([0-9.eE+-]+)")
@@ -95,6 +100,18 @@ def cache_table(out):
                 hits += r["hit"]
         print(f"| {v} | " + " | ".join(cells) + f" | {reps} | {fmt(median(hits), 1, 3)} |")
     print()
+    clocks = [v for v in variants if v.startswith("ebb") and "clock" in v and any((hcc_of(v), t) in runs for t in threads)]
+    if clocks:
+        print("Ebb's clock cache against RocksDB's HyperClockCache in the same loop (parallel ops/s, medians):\n")
+        print("| cache | " + " | ".join(f"{t} thr" for t in threads) + " |")
+        print("|---|" + "---|" * len(threads))
+        for v in clocks:
+            cells = []
+            for t in threads:
+                r, h = runs.get((v, t)), runs.get((hcc_of(v), t))
+                cells.append(ratio(median(r["parallel"]) if r else None, median(h["parallel"]) if h else None))
+            print(f"| {v} vs {hcc_of(v)} | " + " | ".join(cells) + " |")
+        print()
 
 
 def read_table(out):
@@ -111,12 +128,13 @@ def read_table(out):
     if not runs:
         return
     base = median(runs.get(BASELINE, []))
+    hcc = median(runs.get("rocks-hcc", []))
     print("### readrandom, 8 threads, database within a 1 GiB block cache (median of reps)\n")
-    print(f"| engine and cache | ops/s | vs {BASELINE} | reps |")
-    print("|---|---|---|---|")
+    print(f"| engine and cache | ops/s | vs {BASELINE} | vs rocks-hcc | reps |")
+    print("|---|---|---|---|---|")
     for v in order(set(runs), READ_ORDER):
         ops = median(runs[v])
-        print(f"| {v} | {fmt(ops)} | {ratio(ops, base)} | {len(runs[v])} |")
+        print(f"| {v} | {fmt(ops)} | {ratio(ops, base)} | {ratio(ops, hcc)} | {len(runs[v])} |")
     print()
 
 

@@ -22,6 +22,9 @@
 #                its newest handles pinned) for it (rocks10-lru, rocks10-hcc)
 #                and for Ebb's caches (ebb10-lru, ebb10-clock)
 #   CACHE_VARIANTS  the (a) variants to run (default: all)
+#   CACHE_FLAGS  extra flags for every (a) run, e.g. "--lean=true" (cache_bench's
+#                flag: hits are not hashed, so the loop times the cache rather
+#                than hashing 8 KiB per hit; inserts still fill their values)
 #   OPS          cachebench operations per run over all threads (default 4000000,
 #                5-10 s on 2 cores); each thread runs OPS / threads
 #   THREADS      cachebench thread counts (default "1 2 8")
@@ -103,7 +106,8 @@ for rep in $(seq 1 "$reps"); do
     for t in $threads_list; do
       for v in "${cache_variants[@]}"; do
         echo "== rep $rep cachebench $v threads=$t" >&2
-        cachebench "$v" "${w4[@]}" --threads="$t" --ops_per_thread=$((ops / t)) >"$out/cache.$v.t$t.$rep.log" 2>&1
+        # shellcheck disable=SC2086
+        cachebench "$v" "${w4[@]}" ${CACHE_FLAGS:-} --threads="$t" --ops_per_thread=$((ops / t)) >"$out/cache.$v.t$t.$rep.log" 2>&1
       done
     done
   fi

@@ -4,7 +4,7 @@
 //! Layout: the capacity is split over `2^num_shard_bits` shards; a key's shard
 //! comes from the top bits of its hash. Each shard is one `parking_lot` mutex
 //! over a hash table (key -> slot), a slab of slots, and one LRU list threaded
-//! through the slab by index (slot 0 is the list's sentinel; no unsafe).
+//! through the slab by index (slot 0 is the list's sentinel).
 //!
 //! Entry states (RocksDB `LRUHandle`):
 //! 1. referenced and in the cache: `refs > 0`, `in_cache`; not on the list
@@ -34,9 +34,19 @@
 //! after the entry is freed, so the index stays valid while a handle lives.
 //! The shard and its entries point at each other; [`LruCache`]'s `Drop` breaks
 //! the cycle by freeing what is unreferenced and leaving the rest to releases.
+//!
+//! Point reads ([`BlockCache::lookup_with`]) create no handle: under the lock
+//! they take a reference in the slot, as a handle would, and read the block's
+//! address from the slot itself (`Slot::block`, a second owner of the block);
+//! the search runs on that address outside the lock, then one more lock drops
+//! the reference. Nothing shared is written outside the two critical sections
+//! (no `Arc` count), and the entry itself is never read: the chain is
+//! slot -> block, as in RocksDB (handle -> block). This is the one `unsafe`
+//! in this file, argued in `LruShard::lookup_with`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -47,10 +57,13 @@ use super::{
     CacheValue, HandleInner, Priority,
 };
 use crate::error::Result;
+use crate::sst::block::Block;
 
 /// Shards hold at least this much when the shard count is automatic
 /// (RocksDB `GetDefaultCacheShardBits`), so large blocks still fit a shard.
 const MIN_SHARD_SIZE: usize = 512 << 10;
+// A slot is one cache line: the lock's critical section reads and writes one.
+const _: () = assert!(std::mem::size_of::<Slot>() <= 64);
 /// The list sentinel's slot.
 const SENTINEL: usize = 0;
 /// What one entry costs besides its value: the entry, its slot, its hash-table
@@ -89,6 +102,9 @@ pub(super) struct LruEntry {
 struct Slot {
     /// `None` for a free slot (and the sentinel).
     entry: Option<Arc<LruEntry>>,
+    /// The entry's block, if its value is one: a second owner kept beside the
+    /// list links so a point read reaches the block without reading the entry.
+    block: Option<Arc<Block>>,
     key: CacheKey,
     /// Value charge plus metadata charge.
     charge: usize,
@@ -100,14 +116,17 @@ struct Slot {
     /// Looked up since inserted (RocksDB `HasHit`); with promotion off, since
     /// it last reached the list tail.
     hit: bool,
-    older: usize,
-    newer: usize,
+    /// List links: slot indexes (a shard never holds 2^32 entries; `u32`
+    /// keeps a slot within one cache line).
+    older: u32,
+    newer: u32,
 }
 
 impl Slot {
     fn free() -> Self {
         Slot {
             entry: None,
+            block: None,
             key: CacheKey::new(0, 0),
             charge: 0,
             refs: 0,
@@ -116,8 +135,8 @@ impl Slot {
             high_pri: false,
             in_high_pool: false,
             hit: false,
-            older: SENTINEL,
-            newer: SENTINEL,
+            older: SENTINEL as u32,
+            newer: SENTINEL as u32,
         }
     }
 }
@@ -170,19 +189,29 @@ pub(super) struct LruShard {
 }
 
 impl ShardState {
+    /// The slot after `i` towards the newest end (the sentinel after the newest).
+    fn newer(&self, i: usize) -> usize {
+        self.slots[i].newer as usize
+    }
+
+    /// The slot before `i` towards the oldest end (the sentinel before the oldest).
+    fn older(&self, i: usize) -> usize {
+        self.slots[i].older as usize
+    }
+
     fn link_after(&mut self, pos: usize, i: usize) {
-        let next = self.slots[pos].newer;
-        self.slots[i].older = pos;
-        self.slots[i].newer = next;
-        self.slots[pos].newer = i;
-        self.slots[next].older = i;
+        let next = self.newer(pos);
+        self.slots[i].older = pos as u32;
+        self.slots[i].newer = next as u32;
+        self.slots[pos].newer = i as u32;
+        self.slots[next].older = i as u32;
         self.slots[i].on_list = true;
     }
 
     fn unlink(&mut self, i: usize) {
-        let (older, newer) = (self.slots[i].older, self.slots[i].newer);
-        self.slots[older].newer = newer;
-        self.slots[newer].older = older;
+        let (older, newer) = (self.older(i), self.newer(i));
+        self.slots[older].newer = newer as u32;
+        self.slots[newer].older = older as u32;
         if self.low_pri_newest == i {
             self.low_pri_newest = older;
         }
@@ -197,13 +226,13 @@ impl ShardState {
     fn list_insert(&mut self, i: usize) {
         let s = &self.slots[i];
         if self.high_pri_capacity > 0 && (s.high_pri || s.hit) {
-            let newest = self.slots[SENTINEL].older;
+            let newest = self.older(SENTINEL);
             self.link_after(newest, i);
             self.slots[i].in_high_pool = true;
             self.high_pri_usage += self.slots[i].charge;
             // Demote the oldest high-priority entries while the pool is too big.
             while self.high_pri_usage > self.high_pri_capacity {
-                let j = self.slots[self.low_pri_newest].newer;
+                let j = self.newer(self.low_pri_newest);
                 if j == SENTINEL {
                     break;
                 }
@@ -249,7 +278,7 @@ impl ShardState {
     /// Evicts from the old end until `charge` more bytes fit or nothing is evictable.
     fn evict(&mut self, charge: usize, freed: &mut Vec<Arc<LruEntry>>) {
         while self.usage + charge > self.capacity {
-            let i = self.slots[SENTINEL].newer;
+            let i = self.newer(SENTINEL);
             if i == SENTINEL {
                 return;
             }
@@ -292,8 +321,8 @@ impl LruShard {
         }
     }
 
-    fn lookup(&self, key: &CacheKey) -> Option<LruHandle> {
-        let mut st = self.state.lock();
+    /// Takes a reference on the entry for `key` (a hit), under the lock.
+    fn reference(st: &mut ShardState, key: &CacheKey) -> Option<usize> {
         let i = *st.map.get(key)?;
         if st.slots[i].refs == 0 {
             st.pinned_usage += st.slots[i].charge;
@@ -304,7 +333,51 @@ impl LruShard {
         let s = &mut st.slots[i];
         s.refs += 1;
         s.hit = true;
-        s.entry.clone().map(|entry| LruHandle { entry })
+        Some(i)
+    }
+
+    fn lookup(&self, key: &CacheKey) -> Option<LruHandle> {
+        let mut st = self.state.lock();
+        let i = Self::reference(&mut st, key)?;
+        st.slots[i].entry.clone().map(|entry| LruHandle { entry })
+    }
+
+    /// [`BlockCache::lookup_with`]: a reference taken and dropped under the
+    /// lock like a handle's, with no handle (see the module documentation).
+    fn lookup_with(&self, key: &CacheKey, f: &mut dyn FnMut(&CacheValue)) -> bool {
+        /// Drops the reference when the call returns or unwinds.
+        struct Release<'a>(&'a LruShard, usize);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                self.0.release(self.1);
+            }
+        }
+        let mut st = self.state.lock();
+        let Some(i) = Self::reference(&mut st, key) else { return false };
+        let block = st.slots[i].block.as_ref().map(Arc::as_ptr);
+        let entry = match block {
+            Some(_) => None,
+            None => st.slots[i].entry.clone(),
+        };
+        drop(st);
+        let _release = Release(self, i);
+        match (block, entry) {
+            (Some(block), _) => {
+                // SAFETY: `block` comes from `Arc::as_ptr` of the `Arc` in
+                // slot `i`, whose reference we took above. A slot's `block` is
+                // dropped only by `free_slot`, which runs only at `refs == 0`,
+                // so that `Arc` lives until `_release` drops our reference,
+                // after `f` returns. The copy made from it is never dropped
+                // (`ManuallyDrop`), so the strong count is neither raised nor
+                // lowered; anything `f` clones from it is a counted owner.
+                #[allow(unsafe_code)]
+                let value = ManuallyDrop::new(CacheValue::Block(unsafe { Arc::from_raw(block) }));
+                f(&value);
+            }
+            (None, Some(entry)) => f(&entry.value),
+            (None, None) => unreachable!("a cached slot holds its entry"),
+        }
+        true
     }
 
     fn release(&self, i: usize) {
@@ -361,9 +434,18 @@ impl LruShard {
             return Err(strict_limit_error(charge, capacity));
         }
         let i = st.alloc_slot();
+        let block = value.block().cloned();
         let entry = Arc::new(LruEntry { value, slot: i, shard: Arc::clone(self) });
-        st.slots[i] =
-            Slot { entry: Some(Arc::clone(&entry)), key, charge, refs: 1, in_cache: true, high_pri, ..Slot::free() };
+        st.slots[i] = Slot {
+            entry: Some(Arc::clone(&entry)),
+            block,
+            key,
+            charge,
+            refs: 1,
+            in_cache: true,
+            high_pri,
+            ..Slot::free()
+        };
         st.map.insert(key, i);
         st.usage += charge;
         st.pinned_usage += charge;
@@ -440,7 +522,7 @@ impl LruCache {
             let mut listed = 0;
             let mut high = 0;
             let mut in_low_region = st.low_pri_newest != SENTINEL;
-            let mut i = st.slots[SENTINEL].newer;
+            let mut i = st.newer(SENTINEL);
             while i != SENTINEL {
                 let s = &st.slots[i];
                 if !s.on_list || !s.in_cache || s.entry.is_none() {
@@ -459,12 +541,18 @@ impl LruCache {
                     in_low_region = false;
                 }
                 listed += 1;
-                i = s.newer;
+                i = s.newer as usize;
             }
             if high != st.high_pri_usage {
                 return Err(format!("shard {n}: high pool holds {high}, accounted {}", st.high_pri_usage));
             }
             let live = || st.slots.iter().filter(|s| s.entry.is_some());
+            for (i, s) in st.slots.iter().enumerate() {
+                let block = s.entry.as_ref().and_then(|e| e.value.block());
+                if block.map(Arc::as_ptr) != s.block.as_ref().map(Arc::as_ptr) {
+                    return Err(format!("shard {n}: slot {i} points at another block than its entry holds"));
+                }
+            }
             let usage: usize = live().map(|s| s.charge).sum();
             let pinned: usize = live().filter(|s| s.refs > 0).map(|s| s.charge).sum();
             if (usage, pinned) != (st.usage, st.pinned_usage) {
@@ -516,6 +604,10 @@ impl BlockCache for LruCache {
         }
         let h = self.shard(key).lookup(key)?;
         Some(CacheHandle { inner: HandleInner::Lru(h) })
+    }
+
+    fn lookup_with(&self, key: &CacheKey, f: &mut dyn FnMut(&CacheValue)) -> bool {
+        self.capacity != 0 && self.shard(key).lookup_with(key, f)
     }
 
     fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
@@ -770,6 +862,78 @@ mod tests {
             put(&c, i, 100, Priority::Low);
         }
         assert!(present(&c, 0), "a block hit before the scan was flushed by it");
+    }
+
+    #[test]
+    fn lookup_with_holds_the_entry_until_the_call_returns() {
+        for promote in [true, false] {
+            let c = cache(1000, 0.0, promote);
+            let mut calls = 0;
+            assert!(!c.lookup_with(&key(1), &mut |_| calls += 1), "a miss is a hit");
+            assert_eq!(calls, 0, "a miss called back");
+            put(&c, 1, 100, Priority::Low);
+            // Inside the call the entry is referenced: a flood of inserts (ten
+            // times the capacity) cannot evict it, an erase only hides it, and
+            // its value stays the one found.
+            let mut seen = None;
+            assert!(c.lookup_with(&key(1), &mut |v| {
+                assert_eq!(c.pinned_usage(), 100, "the call holds no reference");
+                for i in 100..200 {
+                    put(&c, i, 100, Priority::Low);
+                }
+                assert!(present(&c, 1), "promote={promote}: the entry held by lookup_with was evicted");
+                c.erase(&key(1));
+                assert!(!present(&c, 1));
+                put(&c, 1, 50, Priority::Low);
+                seen = Some(tag_of(v));
+            }));
+            assert_eq!(seen, Some(1));
+            // Released when the call returns: the erased entry is freed, its
+            // replacement stays.
+            assert_eq!(c.pinned_usage(), 0, "promote={promote}: the reference outlived the call");
+            // Eight of the flood (one made room for the replacement) and the
+            // replacement: the erased 100 bytes are gone.
+            assert_eq!(c.usage(), 8 * 100 + 50, "promote={promote}: the erased entry was not freed");
+            assert!(present(&c, 1));
+            c.check_consistency().unwrap();
+        }
+        let empty = cache(0, 0.5, true);
+        assert!(!empty.lookup_with(&key(1), &mut |_| unreachable!()));
+    }
+
+    #[test]
+    fn lookup_with_releases_its_reference_when_the_call_panics() {
+        // No high-priority pool, so the hit entry is not shielded by it.
+        let c = cache(1000, 0.0, true);
+        put(&c, 1, 100, Priority::Low);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            c.lookup_with(&key(1), &mut |_| panic!("inside the call"));
+        }));
+        assert!(r.is_err());
+        assert_eq!(c.pinned_usage(), 0, "a panicking call left its entry referenced");
+        // Unreferenced again, so it can be evicted.
+        for i in 100..200 {
+            put(&c, i, 100, Priority::Low);
+        }
+        assert!(!present(&c, 1));
+        c.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn lookup_with_returns_filters_through_their_entry() {
+        let c = cache(1 << 20, 0.5, true);
+        let mut b = crate::sst::filter::BloomFilterBuilder::new(10);
+        b.add_key(b"present");
+        let filter = crate::sst::filter::BloomFilter::from_block(b.finish().unwrap()).unwrap();
+        drop(c.insert(key(1), CacheValue::Filter(filter), 100, Priority::High).unwrap());
+        let mut matched = None;
+        assert!(c.lookup_with(&key(1), &mut |v| match v {
+            CacheValue::Filter(f) => matched = Some(f.may_match(b"present")),
+            CacheValue::Block(_) => panic!("a filter came back as a block"),
+        }));
+        assert_eq!(matched, Some(true));
+        assert_eq!(c.pinned_usage(), 0);
+        c.check_consistency().unwrap();
     }
 
     #[test]
