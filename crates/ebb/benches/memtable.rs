@@ -1,12 +1,15 @@
-//! Memtable insert and lookup: Ebb's memtable (crossbeam's lock-free skiplist)
-//! beside a `RwLock<BTreeMap>` of the same internal keys, the simplest
-//! alternative. Single-threaded inserts (the write-group leader inserts alone)
-//! and lookups with 1 and 2 concurrent reader threads.
+//! Memtable insert and lookup: Ebb's memtable (its arena skiplist) beside the
+//! crate it replaced, `crossbeam-skiplist`'s lock-free `SkipMap`, and a
+//! `RwLock<BTreeMap>`, the simplest alternative, all over the same internal
+//! keys. Single-threaded inserts (the write-group leader inserts alone) and
+//! lookups with 1 and 2 concurrent reader threads.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crossbeam_skiplist::SkipMap;
 use ebb::key::{make_internal_key, InternalKey, ValueKind};
 use ebb::memtable::MemTable;
 use parking_lot::RwLock;
@@ -31,6 +34,15 @@ fn bench_insert(c: &mut Criterion) {
             black_box(m.num_entries())
         })
     });
+    g.bench_function("crossbeam_skipmap", |b| {
+        b.iter(|| {
+            let m: SkipMap<InternalKey, Vec<u8>> = SkipMap::new();
+            for i in 0..N {
+                m.insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
+            }
+            black_box(m.len())
+        })
+    });
     g.bench_function("rwlock_btreemap", |b| {
         b.iter(|| {
             let m: RwLock<BTreeMap<InternalKey, Vec<u8>>> = RwLock::new(BTreeMap::new());
@@ -48,8 +60,10 @@ fn bench_lookup(c: &mut Criterion) {
     let value = vec![b'v'; 100];
     let skip = Arc::new(MemTable::new(1));
     let tree: Arc<RwLock<BTreeMap<InternalKey, Vec<u8>>>> = Arc::new(RwLock::new(BTreeMap::new()));
+    let cross: SkipMap<InternalKey, Vec<u8>> = SkipMap::new();
     for i in 0..N {
         skip.add(i + 1, ValueKind::Value, &key(i), &value);
+        cross.insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
         tree.write().insert(InternalKey::new(&key(i), i + 1, ValueKind::Value), value.clone());
     }
     let keys: Vec<Vec<u8>> = (0..N).map(key).collect();
@@ -63,6 +77,20 @@ fn bench_lookup(c: &mut Criterion) {
                         s.spawn(|| {
                             for k in &keys {
                                 black_box(skip.get(k, u64::MAX >> 8));
+                            }
+                        });
+                    }
+                })
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("crossbeam_skipmap", threads), &threads, |b, &t| {
+            b.iter(|| {
+                std::thread::scope(|s| {
+                    for _ in 0..t {
+                        s.spawn(|| {
+                            for k in &keys {
+                                let probe = InternalKey(make_internal_key(k, u64::MAX >> 8, ValueKind::Value));
+                                black_box(cross.lower_bound(Bound::Included(&probe)).map(|e| e.value().len()));
                             }
                         });
                     }

@@ -226,3 +226,24 @@ fn a_full_disk_during_compaction_and_open_fails_cleanly() {
     let want: Model = r.history.latest().clone();
     assert!(try_scan(&db, ReadOptions::default()).unwrap() == want);
 }
+
+#[test]
+fn close_reports_unlogged_writes_that_a_failed_flush_left_unsaved() {
+    let fs = MemFs::new();
+    let mut r = recorder(&fs);
+    r.options.write_buffer_size = 1 << 20;
+    let db = r.open().unwrap();
+    for i in 0..20 {
+        r.put_unlogged(&db, &key(i), &value(i, 100)).unwrap();
+    }
+    // The flush that would save them fails; they exist only in the memtable.
+    fs.inject(FaultRule::new(FaultOp::Append).kind(FaultKind::NoSpace).path_contains(".sst").persistent());
+    expect_no_space("a flush", db.flush(true));
+    // Close cannot flush them either (the error is sticky), so it must not
+    // report success: those acknowledged writes are lost.
+    let e = db.close().unwrap_err();
+    assert!(matches!(e, Error::Background(_)) && e.is_no_space(), "close after the failed flush: {e:?}");
+    fs.clear_faults();
+    let db = r.open().unwrap();
+    assert!(try_scan(&db, ReadOptions::default()).unwrap().is_empty(), "unlogged writes came back without a table");
+}

@@ -723,11 +723,18 @@ impl DbInner {
                 }
             }
         }
-        // Writes made without the WAL survive only in an SST.
+        // Writes made without the WAL survive only in an SST. If a background
+        // error stopped flushes, they are lost: close must say so (the
+        // writes were acknowledged before the error).
         let needs_flush = {
             let st = self.state.lock();
-            st.bg_error.is_none()
-                && st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()))
+            let unlogged = st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()));
+            if let (true, Some(e)) = (unlogged, &st.bg_error) {
+                if result.is_ok() {
+                    result = Err(Error::Background(Arc::clone(e)));
+                }
+            }
+            unlogged && st.bg_error.is_none()
         };
         if needs_flush && result.is_ok() {
             let mut st = self.state.lock();

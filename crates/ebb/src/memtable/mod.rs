@@ -5,45 +5,23 @@
 //! 1. Entries are keyed by internal key, so every version of a user key is kept
 //!    and the newest sorts first.
 //! 2. Inserts come from one thread at a time (the write-group leader); reads and
-//!    iterators run concurrently with inserts without locks (crossbeam's
-//!    lock-free skiplist).
+//!    iterators run concurrently with inserts without locks (the arena
+//!    skiplist of [`skiplist`]).
 //! 3. Once switched to immutable, a memtable never changes again.
 //!
-//! Memory is accounted as key + value + a fixed per-entry overhead, which is
-//! what `write_buffer_size` is compared with.
+//! Memory is accounted as the bytes of the skiplist's nodes (header, tower,
+//! key and value: RocksDB's arena usage without the unused block tails), which
+//! is what `write_buffer_size` is compared with.
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+mod skiplist;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
-
-use crossbeam_skiplist::SkipMap;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{
-    compare_internal_keys, make_internal_key, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
-};
-
-/// Bytes charged per entry on top of its key and value: skiplist node, tower
-/// and the two boxed slices (measured order of magnitude, not exact).
-const ENTRY_OVERHEAD: usize = 64;
-
-/// An internal key with the internal ordering, owned by the skiplist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MemKey(Box<[u8]>);
-
-impl Ord for MemKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal_keys(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+use crate::key::{make_internal_key, pack_trailer, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use skiplist::{Cursor, SkipList};
 
 /// What a point lookup found in a memtable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,8 +35,7 @@ pub enum MemLookup {
 /// A memtable. Shared as `Arc<MemTable>` between the writer, readers,
 /// iterators and the flush job.
 pub struct MemTable {
-    map: SkipMap<MemKey, Box<[u8]>>,
-    bytes: AtomicUsize,
+    list: SkipList,
     entries: AtomicU64,
     deletions: AtomicU64,
     /// The WAL file whose records this memtable holds (all writes to it went there).
@@ -73,8 +50,7 @@ impl MemTable {
     /// A new, empty memtable whose writes go to WAL `log_number`.
     pub fn new(log_number: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
             entries: AtomicU64::new(0),
             deletions: AtomicU64::new(0),
             log_number,
@@ -83,16 +59,25 @@ impl MemTable {
         }
     }
 
-    /// Inserts one entry. Requires: a single inserting thread at a time.
+    /// Inserts one entry. Inserts are serialised (one writer at a time).
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let ikey = make_internal_key(user_key, seq, kind);
-        self.bytes.fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, AtomicOrdering::Relaxed);
+        let mut key = [0u8; 64];
+        let heap;
+        // Internal keys of short user keys are built on the stack.
+        let ikey: &[u8] = if user_key.len() + 8 <= key.len() {
+            key[..user_key.len()].copy_from_slice(user_key);
+            key[user_key.len()..user_key.len() + 8].copy_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+            &key[..user_key.len() + 8]
+        } else {
+            heap = make_internal_key(user_key, seq, kind);
+            &heap
+        };
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         if kind == ValueKind::Deletion {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
-        self.map.insert(MemKey(ikey.into_boxed_slice()), value.into());
+        self.list.insert(ikey, value);
     }
 
     /// Records that a write reached this memtable without the WAL.
@@ -107,21 +92,21 @@ impl MemTable {
 
     /// The newest version of `user_key` with sequence `<= snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> Option<MemLookup> {
-        let lookup = MemKey(make_internal_key(user_key, snapshot, KIND_FOR_SEEK).into_boxed_slice());
-        let entry = self.map.lower_bound(Bound::Included(&lookup))?;
-        let parsed = parse_internal_key(&entry.key().0)?;
+        let lookup = make_internal_key(user_key, snapshot, KIND_FOR_SEEK);
+        let (key, value) = self.list.lower_bound(&lookup)?;
+        let parsed = parse_internal_key(key)?;
         if parsed.user_key != user_key {
             return None;
         }
         Some(match parsed.kind {
-            ValueKind::Value => MemLookup::Value(entry.value().to_vec()),
+            ValueKind::Value => MemLookup::Value(value.to_vec()),
             ValueKind::Deletion => MemLookup::Deleted,
         })
     }
 
     /// Bytes charged against `write_buffer_size`.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.bytes.load(AtomicOrdering::Relaxed)
+        self.list.memory_usage()
     }
 
     /// Number of entries (every version counts).
@@ -136,7 +121,7 @@ impl MemTable {
 
     /// True when nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
     /// The WAL this memtable's writes went to.
@@ -150,90 +135,51 @@ impl MemTable {
     }
 
     /// Calls `f` for every entry in internal-key order (used by flush).
-    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        for e in self.map.iter() {
-            f(&e.key().0, e.value())?;
-        }
-        Ok(())
+    pub fn for_each(&self, f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        self.list.for_each(f)
     }
 
     /// An iterator over this memtable; it keeps the memtable alive.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator { current: None, mem: Arc::clone(self) }
+        MemTableIterator { cursor: self.list.cursor(), mem: Arc::clone(self) }
     }
 }
 
-/// An [`InternalIterator`] over a memtable.
-///
-/// It walks the skiplist's links directly (`Entry::next` / `Entry::prev`), so a
-/// step costs O(1) and copies nothing. The entry borrows the skiplist owned by
-/// the memtable this iterator keeps alive in `mem`.
+/// An [`InternalIterator`] over a memtable: a cursor into its skiplist, which
+/// the `Arc` keeps alive. A step forward follows one link; a step back is a
+/// search from the head (the nodes have no back links, as in LevelDB).
 pub struct MemTableIterator {
-    // Field order matters: `current` borrows from `*mem` and must be dropped first.
-    current: Option<MapEntry<'static>>,
+    cursor: Cursor,
     mem: Arc<MemTable>,
-}
-
-type MapEntry<'a> = crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>;
-
-impl MemTableIterator {
-    fn set(&mut self, e: Option<MapEntry<'_>>) {
-        // SAFETY: the entry borrows `self.mem.map`. `self.mem` is an `Arc` this
-        // struct owns, so the skiplist neither moves nor is dropped while the
-        // entry lives: the entry is always replaced or dropped (field order
-        // above) before `mem` is. Extending the borrow to 'static never lets
-        // it escape: `key()` and `value()` hand out borrows of `self` only.
-        #[allow(unsafe_code)]
-        let e: Option<MapEntry<'static>> = unsafe { std::mem::transmute(e) };
-        self.current = e;
-    }
-
-    fn map(&self) -> &'static SkipMap<MemKey, Box<[u8]>> {
-        // SAFETY: as in `set`: the map lives as long as `self.mem`, and every
-        // entry derived from this reference is stored in `self.current`, which
-        // is dropped before `self.mem`.
-        #[allow(unsafe_code)]
-        unsafe {
-            &*(&self.mem.map as *const SkipMap<MemKey, Box<[u8]>>)
-        }
-    }
 }
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        self.cursor.valid()
     }
     fn seek_to_first(&mut self) {
-        let e = self.map().front();
-        self.set(e);
+        self.cursor.seek_to_first(&self.mem.list);
     }
     fn seek_to_last(&mut self) {
-        let e = self.map().back();
-        self.set(e);
+        self.cursor.seek_to_last(&self.mem.list);
     }
     fn seek(&mut self, target: &[u8]) {
-        let t = MemKey(target.into());
-        let e = self.map().lower_bound(Bound::Included(&t));
-        self.set(e);
+        self.cursor.seek(&self.mem.list, target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let t = MemKey(target.into());
-        let e = self.map().upper_bound(Bound::Included(&t));
-        self.set(e);
+        self.cursor.seek_for_prev(&self.mem.list, target);
     }
     fn next(&mut self) {
-        let e = self.current.as_ref().and_then(|e| e.next());
-        self.set(e);
+        self.cursor.next(&self.mem.list);
     }
     fn prev(&mut self) {
-        let e = self.current.as_ref().and_then(|e| e.prev());
-        self.set(e);
+        self.cursor.prev(&self.mem.list);
     }
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |e| &e.key().0)
+        self.cursor.key(&self.mem.list)
     }
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |e| e.value())
+        self.cursor.value(&self.mem.list)
     }
     fn status(&self) -> Result<()> {
         Ok(())
@@ -261,7 +207,8 @@ mod tests {
         assert_eq!(m.num_entries(), 4);
         assert_eq!(m.num_deletions(), 1);
         assert_eq!(m.first_sequence(), 1);
-        assert!(m.approximate_memory_usage() > 4 * ENTRY_OVERHEAD);
+        // Each node: 16-byte header, a tower of at least one link, key, value.
+        assert!(m.approximate_memory_usage() >= 4 * (16 + 8 + 9));
     }
 
     #[test]

@@ -1,0 +1,634 @@
+//! The memtable's skiplist: nodes in an arena, one writer, lock-free readers
+//! (LevelDB `db/skiplist.h` and `util/arena.cc`, RocksDB's `InlineSkipList`).
+//!
+//! Why not `crossbeam-skiplist`: it allocates three times per entry (node,
+//! key, value) and frees through epochs; W1's fills spent their time in the
+//! allocator, and 64 bytes of overhead per entry made a 64 MiB memtable hold a
+//! quarter fewer entries than RocksDB's, so Ebb flushed more, smaller L0 files.
+//! Here an entry is one bump allocation: header, tower, key and value together.
+//!
+//! Contract:
+//! 1. Keys are internal keys, ordered by [`compare_internal_keys`]. Inserting a
+//!    key equal to one present replaces it (the old node is unlinked, as
+//!    `crossbeam`'s `insert` did); internal keys carry unique sequence numbers,
+//!    so this happens only with a WAL replayed over itself.
+//! 2. Inserts are serialised by the writer mutex (uncontended: the memtable
+//!    has one writer, the write-group leader). Readers take no lock.
+//! 3. A node is written completely before it is published: its tower is
+//!    stored first, then each predecessor's link with `Release`; readers load
+//!    links with `Acquire`, so a node they reach is fully initialised. Nodes
+//!    are never changed after that except their links, and never freed before
+//!    the list is dropped, so a reader holding a node pointer (an iterator,
+//!    which keeps its memtable alive) can always follow its links, even if a
+//!    replace unlinked it meanwhile.
+//! 4. Memory is charged as the bytes of the nodes (header, tower, key and
+//!    value, rounded to 8), not the arena's blocks, so tiny memtables in tests
+//!    flush at the same points whatever the block size.
+
+// The whole module is the unsafe core of the memtable: raw node pointers
+// into an arena, each use argued at its `SAFETY` comment.
+#![allow(unsafe_code)]
+
+use std::cmp::Ordering;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
+
+use crate::key::compare_internal_keys;
+
+/// Tallest tower (LevelDB's 12: with branching 4, enough for 4^12 = 16 M
+/// entries before searches degrade, and memtables hold far fewer).
+pub(crate) const MAX_HEIGHT: usize = 12;
+/// One in `BRANCHING` nodes of height h also reaches h + 1.
+const BRANCHING: u32 = 4;
+/// Arena block size. Nodes over a quarter of it get a block of their own
+/// (LevelDB's rule), so a block wastes at most a quarter at its end.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// A node's fixed part; its tower of `height` links follows, then the key and
+/// the value. `repr(C)` so the tower starts right after these 16 bytes.
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+    tower: [AtomicPtr<Node>; 0],
+}
+
+const HEADER: usize = std::mem::size_of::<Node>();
+const _: () = assert!(HEADER == 16 && std::mem::align_of::<Node>() == 8);
+
+impl Node {
+    fn size(height: usize, key_len: usize, value_len: usize) -> usize {
+        (HEADER + height * 8 + key_len + value_len).next_multiple_of(8)
+    }
+
+    /// Link `level` of `node`. Requires `level < height`.
+    ///
+    /// # Safety
+    /// `node` points to an initialised node of this list with `level < height`.
+    unsafe fn link(node: *const Node) -> *const AtomicPtr<Node> {
+        // SAFETY (caller): the tower follows the header inside the node's
+        // allocation; `addr_of!` does not create a reference to the
+        // zero-length array, so the pointer keeps the allocation's provenance.
+        unsafe { ptr::addr_of!((*node).tower).cast::<AtomicPtr<Node>>() }
+    }
+
+    /// # Safety
+    /// As [`Node::link`].
+    unsafe fn next(node: *const Node, level: usize) -> *mut Node {
+        // SAFETY: caller's contract; the link is initialised before the node
+        // is published (contract 3).
+        unsafe { (*Node::link(node).add(level)).load(AtomicOrdering::Acquire) }
+    }
+
+    /// # Safety
+    /// As [`Node::link`]; only the writer stores.
+    unsafe fn set_next(node: *const Node, level: usize, to: *mut Node) {
+        // SAFETY: caller's contract.
+        unsafe { (*Node::link(node).add(level)).store(to, AtomicOrdering::Release) }
+    }
+
+    /// The node's key.
+    ///
+    /// # Safety
+    /// `node` points to a published node; the slice lives as long as the list.
+    unsafe fn key<'a>(node: *const Node) -> &'a [u8] {
+        // SAFETY: the key follows the tower, `key_len` bytes, written before
+        // publication and never changed.
+        unsafe {
+            let n = &*node;
+            let at = node.cast::<u8>().add(HEADER + n.height as usize * 8);
+            std::slice::from_raw_parts(at, n.key_len as usize)
+        }
+    }
+
+    /// The node's value.
+    ///
+    /// # Safety
+    /// As [`Node::key`].
+    unsafe fn value<'a>(node: *const Node) -> &'a [u8] {
+        // SAFETY: as `key`; the value follows the key.
+        unsafe {
+            let n = &*node;
+            let at = node.cast::<u8>().add(HEADER + n.height as usize * 8 + n.key_len as usize);
+            std::slice::from_raw_parts(at, n.value_len as usize)
+        }
+    }
+}
+
+/// Bump allocation in blocks that never move and are freed with the list.
+struct Arena {
+    /// Every block, as the raw pointer its `Box` was turned into.
+    blocks: Vec<*mut [u64]>,
+    /// Free space of the current block.
+    next: *mut u8,
+    left: usize,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena { blocks: Vec::new(), next: ptr::null_mut(), left: 0 }
+    }
+
+    fn new_block(&mut self, bytes: usize) -> *mut u8 {
+        let words = bytes.div_ceil(8);
+        let block: *mut [u64] = Box::into_raw(vec![0u64; words].into_boxed_slice());
+        self.blocks.push(block);
+        block.cast::<u8>()
+    }
+
+    /// `bytes` (a multiple of 8) of zeroed, 8-aligned memory.
+    fn alloc(&mut self, bytes: usize) -> *mut u8 {
+        debug_assert_eq!(bytes % 8, 0);
+        if bytes > BLOCK_BYTES / 4 {
+            return self.new_block(bytes);
+        }
+        if bytes > self.left {
+            self.next = self.new_block(BLOCK_BYTES);
+            self.left = BLOCK_BYTES;
+        }
+        let at = self.next;
+        // SAFETY: `bytes <= left`, so the result stays inside the current block.
+        {
+            self.next = unsafe { self.next.add(bytes) };
+        }
+        self.left -= bytes;
+        at
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for &block in &self.blocks {
+            // SAFETY: each pointer came from `Box::into_raw` in `new_block`
+            // and is freed once, here; no node outlives the list (contract 3:
+            // iterators keep their memtable, and so the list, alive).
+            drop(unsafe { Box::from_raw(block) });
+        }
+    }
+}
+
+/// The writer's state, behind the mutex.
+struct Writer {
+    arena: Arena,
+    rng: u64,
+}
+
+/// A sorted set of (internal key, value) entries; see the module contract.
+pub(crate) struct SkipList {
+    head: NonNull<Node>,
+    /// Height of the tallest tower linked so far (readers may see it before
+    /// the links: the head's links at the new levels are null, which reads as
+    /// "nothing there", as in LevelDB).
+    max_height: AtomicUsize,
+    writer: Mutex<Writer>,
+    /// Bytes of all nodes (contract 4).
+    bytes: AtomicUsize,
+}
+
+// SAFETY: the raw pointers are into the arena the list owns. Nodes are written
+// only by the writer, under `writer`, before a `Release` store publishes them;
+// afterwards only their atomic links change (contract 3). So the list can move
+// to and be shared between threads like the `Vec`s and atomics it is made of.
+unsafe impl Send for SkipList {}
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    pub(crate) fn new() -> Self {
+        let mut arena = Arena::new();
+        let size = Node::size(MAX_HEIGHT, 0, 0);
+        let head = arena.alloc(size).cast::<Node>();
+        // SAFETY: `head` is fresh, zeroed, aligned memory of the node's size:
+        // zeroed links are null pointers.
+        unsafe {
+            (*head).height = MAX_HEIGHT as u32;
+        }
+        SkipList {
+            head: NonNull::new(head).expect("arena blocks are never null"),
+            max_height: AtomicUsize::new(1),
+            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15 }),
+            bytes: AtomicUsize::new(0),
+        }
+    }
+
+    fn head(&self) -> *const Node {
+        self.head.as_ptr()
+    }
+
+    /// Bytes of all nodes inserted (contract 4).
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: the head is a node of this list of height MAX_HEIGHT.
+        unsafe { Node::next(self.head(), 0).is_null() }
+    }
+
+    /// Inserts `(key, value)`, replacing an entry with an equal key.
+    pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
+        let mut w = self.writer.lock();
+        let mut prev = [self.head(); MAX_HEIGHT];
+        let height = self.max_height.load(AtomicOrdering::Relaxed);
+        let mut x = self.head();
+        for level in (0..height).rev() {
+            loop {
+                // SAFETY: `x` is the head or a node reached through links
+                // below its height; every level < height exists on `x`
+                // because we descend from the top and only move right on the
+                // same level.
+                let next = unsafe { Node::next(x, level) };
+                if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
+                    x = next;
+                } else {
+                    break;
+                }
+            }
+            prev[level] = x;
+        }
+        let new_height = random_height(&mut w.rng);
+        if new_height > height {
+            // Readers that see the new height before the links find null
+            // links on the head at those levels, and go down.
+            self.max_height.store(new_height, AtomicOrdering::Relaxed);
+        }
+        // SAFETY: `prev[0]` is a node (or the head) of this list.
+        let old = unsafe { Node::next(prev[0], 0) };
+        let replaced = !old.is_null() && compare_internal_keys(unsafe { Node::key(old) }, key) == Ordering::Equal;
+        let old_height = if replaced { unsafe { (*old).height as usize } } else { 0 };
+
+        let size = Node::size(new_height, key.len(), value.len());
+        let node = w.arena.alloc(size).cast::<Node>();
+        // SAFETY: `node` is fresh, zeroed, 8-aligned memory of `size` bytes,
+        // which hold the header, a tower of `new_height` links, the key and
+        // the value. Nothing else can see it until it is linked below.
+        unsafe {
+            (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
+            (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
+            (*node).height = new_height as u32;
+            let data = node.cast::<u8>().add(HEADER + new_height * 8);
+            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+            for (level, &p) in prev.iter().enumerate().take(new_height) {
+                let next = if level < old_height { Node::next(old, level) } else { Node::next(p, level) };
+                Node::set_next(node, level, next);
+            }
+            // Publish bottom-up (a reader may find the node at level 0 before
+            // the upper levels, which only makes its search longer); where the
+            // replaced node stood above the new one's height, unlink it.
+            for (level, &p) in prev.iter().enumerate().take(new_height.max(old_height)) {
+                let to = if level < new_height { node } else { Node::next(old, level) };
+                Node::set_next(p, level, to);
+            }
+        }
+        self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
+    }
+
+    /// The first node `>= key`, or null.
+    fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
+        let mut x = self.head();
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `insert`'s search.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
+                x = next;
+            } else if level == 0 {
+                return next;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The last node `< key`, or the head.
+    fn find_less_than(&self, key: &[u8]) -> *const Node {
+        let mut x = self.head();
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `insert`'s search.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The last node, or the head when empty.
+    fn find_last(&self) -> *const Node {
+        let mut x = self.head();
+        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `insert`'s search.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// A cursor at nothing; position it with a seek.
+    pub(crate) fn cursor(&self) -> Cursor {
+        Cursor { node: ptr::null() }
+    }
+
+    /// Calls `f` for every entry in order.
+    pub(crate) fn for_each<E>(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), E>) -> Result<(), E> {
+        // SAFETY: links from the head lead to published nodes of this list.
+        let mut x = unsafe { Node::next(self.head(), 0) };
+        while !x.is_null() {
+            unsafe {
+                f(Node::key(x), Node::value(x))?;
+                x = Node::next(x, 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The first entry `>= key`.
+    pub(crate) fn lower_bound(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
+        let x = self.find_greater_or_equal(key);
+        // SAFETY: a published node of this list, which `&self` keeps alive.
+        (!x.is_null()).then(|| unsafe { (Node::key(x), Node::value(x)) })
+    }
+}
+
+/// A position in a [`SkipList`]. It holds no borrow: every call takes the
+/// list, which must be the one it was created from and must outlive it (the
+/// memtable iterator keeps its memtable alive for this).
+pub(crate) struct Cursor {
+    node: *const Node,
+}
+
+// SAFETY: a node pointer into a list that is itself `Send + Sync`; the cursor
+// only reads through it, with the list alive (see `Cursor`).
+unsafe impl Send for Cursor {}
+
+impl Cursor {
+    pub(crate) fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    fn set_unless_head(&mut self, list: &SkipList, x: *const Node) {
+        self.node = if ptr::eq(x, list.head()) { ptr::null() } else { x };
+    }
+
+    pub(crate) fn seek_to_first(&mut self, list: &SkipList) {
+        // SAFETY: the head is a node of `list`.
+        self.node = unsafe { Node::next(list.head(), 0) };
+    }
+
+    pub(crate) fn seek_to_last(&mut self, list: &SkipList) {
+        self.set_unless_head(list, list.find_last());
+    }
+
+    /// At the first entry `>= target`.
+    pub(crate) fn seek(&mut self, list: &SkipList, target: &[u8]) {
+        self.node = list.find_greater_or_equal(target);
+    }
+
+    /// At the last entry `<= target`.
+    pub(crate) fn seek_for_prev(&mut self, list: &SkipList, target: &[u8]) {
+        self.seek(list, target);
+        if !self.valid() {
+            self.seek_to_last(list);
+        } else if compare_internal_keys(self.key(list), target) == Ordering::Greater {
+            self.prev(list);
+        }
+    }
+
+    pub(crate) fn next(&mut self, _list: &SkipList) {
+        if self.valid() {
+            // SAFETY: a valid cursor is at a published node of the live list.
+            self.node = unsafe { Node::next(self.node, 0) };
+        }
+    }
+
+    /// At the entry before this one (a search from the head, as LevelDB's:
+    /// nodes have no back links).
+    pub(crate) fn prev(&mut self, list: &SkipList) {
+        if self.valid() {
+            let x = list.find_less_than(self.key(list));
+            self.set_unless_head(list, x);
+        }
+    }
+
+    /// The current key; empty when not valid.
+    pub(crate) fn key<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+        if self.node.is_null() {
+            return &[];
+        }
+        // SAFETY: a published node of `list`, alive as long as `list` is.
+        unsafe { Node::key(self.node) }
+    }
+
+    /// The current value; empty when not valid.
+    pub(crate) fn value<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+        if self.node.is_null() {
+            return &[];
+        }
+        // SAFETY: as `key`.
+        unsafe { Node::value(self.node) }
+    }
+}
+
+/// A tower height: 1, then each further level with probability 1/BRANCHING.
+fn random_height(rng: &mut u64) -> usize {
+    let mut height = 1;
+    while height < MAX_HEIGHT {
+        // xorshift64*: the writer's own generator, no shared state.
+        *rng ^= *rng >> 12;
+        *rng ^= *rng << 25;
+        *rng ^= *rng >> 27;
+        let r = rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        if !((r >> 32) as u32).is_multiple_of(BRANCHING) {
+            break;
+        }
+        height += 1;
+    }
+    height
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+
+    /// An internal key whose order is the model's: `BTreeMap` keyed by
+    /// (user key, reversed sequence) sorts as `compare_internal_keys` does.
+    fn ikey(user: u32, seq: u64) -> Vec<u8> {
+        make_internal_key(&user.to_be_bytes(), seq, ValueKind::Value)
+    }
+
+    fn model_key(user: u32, seq: u64) -> (u32, std::cmp::Reverse<u64>) {
+        (user, std::cmp::Reverse(seq))
+    }
+
+    fn all(list: &SkipList) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut v = Vec::new();
+        list.for_each::<()>(|k, val| {
+            v.push((k.to_vec(), val.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn matches_a_sorted_model_forwards_backwards_and_in_seeks() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..4 {
+            let list = SkipList::new();
+            let mut model = BTreeMap::new();
+            let n = [0, 1, 50, if cfg!(miri) { 300 } else { 3000 }][round];
+            for i in 0..n {
+                // Few user keys and few sequences: many versions and some
+                // exact repeats, which replace.
+                let (user, seq) = (rng.gen_range(0..200u32), rng.gen_range(0..50u64));
+                let len = if i % 97 == 0 { 20_000 } else { rng.gen_range(0..40) };
+                let value: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                list.insert(&ikey(user, seq), &value);
+                model.insert(model_key(user, seq), (ikey(user, seq), value));
+            }
+            let expected: Vec<_> = model.values().cloned().collect();
+            assert_eq!(all(&list), expected, "round {round}: for_each order or contents");
+            assert_eq!(list.is_empty(), expected.is_empty());
+
+            // Cursor forwards and backwards.
+            let mut c = list.cursor();
+            c.seek_to_first(&list);
+            let mut fwd = Vec::new();
+            while c.valid() {
+                fwd.push((c.key(&list).to_vec(), c.value(&list).to_vec()));
+                c.next(&list);
+            }
+            assert_eq!(fwd, expected);
+            c.seek_to_last(&list);
+            let mut back = Vec::new();
+            while c.valid() {
+                back.push((c.key(&list).to_vec(), c.value(&list).to_vec()));
+                c.prev(&list);
+            }
+            back.reverse();
+            assert_eq!(back, expected);
+
+            // Seeks at present and absent keys.
+            for _ in 0..if cfg!(miri) { 30 } else { 300 } {
+                let (user, seq) = (rng.gen_range(0..201u32), rng.gen_range(0..51u64));
+                let target = ikey(user, seq);
+                let ge = model.range(model_key(user, seq)..).next().map(|(_, v)| v.clone());
+                let le = model.range(..=model_key(user, seq)).next_back().map(|(_, v)| v.clone());
+                c.seek(&list, &target);
+                assert_eq!(c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec())), ge);
+                assert_eq!(list.lower_bound(&target).map(|(k, v)| (k.to_vec(), v.to_vec())), ge);
+                c.seek_for_prev(&list, &target);
+                assert_eq!(c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec())), le);
+            }
+        }
+    }
+
+    #[test]
+    fn memory_usage_is_the_bytes_of_the_nodes() {
+        let list = SkipList::new();
+        assert_eq!(list.memory_usage(), 0);
+        list.insert(&ikey(1, 1), &[7; 100]);
+        let one = list.memory_usage();
+        // Header, one or more links, 12-byte key, 100-byte value, rounded to 8.
+        assert!((16 + 8 + 112..=16 + 8 * MAX_HEIGHT + 112).contains(&one) && one.is_multiple_of(8), "{one}");
+        // A value bigger than a quarter block gets a block of its own and is
+        // still charged by its size.
+        list.insert(&ikey(2, 1), &vec![9; BLOCK_BYTES]);
+        assert!(list.memory_usage() - one >= BLOCK_BYTES + 16 + 8 + 12);
+        assert_eq!(list.lower_bound(&ikey(2, 1)).unwrap().1, &vec![9; BLOCK_BYTES][..]);
+    }
+
+    #[test]
+    fn readers_see_a_sorted_list_holding_everything_inserted_before_they_looked() {
+        let list = Arc::new(SkipList::new());
+        let inserted = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
+        // Every key once, in a scattered order; values name their key.
+        let mut order: Vec<u32> = (0..n).collect();
+        use rand::seq::SliceRandom;
+        order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(3));
+        let readers: Vec<_> = (0..3)
+            .map(|r| {
+                let (list, inserted, done, order) =
+                    (Arc::clone(&list), Arc::clone(&inserted), Arc::clone(&done), order.clone());
+                std::thread::spawn(move || {
+                    let mut rounds = 0;
+                    while !done.load(AtomicOrdering::Acquire) || rounds < 2 {
+                        rounds += 1;
+                        let before = inserted.load(AtomicOrdering::Acquire);
+                        // Every key inserted before this point is found.
+                        for &k in order[..before].iter().rev().take(200) {
+                            let (key, value) = list.lower_bound(&ikey(k, 1)).expect("an inserted key is missing");
+                            assert_eq!(key, &ikey(k, 1)[..], "reader {r}");
+                            assert_eq!(value, &k.to_le_bytes()[..]);
+                        }
+                        // A scan is sorted and holds at least those keys.
+                        let mut c = list.cursor();
+                        c.seek_to_first(&list);
+                        let mut count = 0;
+                        let mut last: Option<Vec<u8>> = None;
+                        while c.valid() {
+                            let k = c.key(&list).to_vec();
+                            if let Some(l) = &last {
+                                assert_eq!(compare_internal_keys(l, &k), Ordering::Less, "reader {r}: out of order");
+                            }
+                            last = Some(k);
+                            count += 1;
+                            c.next(&list);
+                        }
+                        assert!(count >= before, "reader {r}: scan saw {count} of {before} entries");
+                    }
+                })
+            })
+            .collect();
+        for (i, &k) in order.iter().enumerate() {
+            list.insert(&ikey(k, 1), &k.to_le_bytes());
+            inserted.store(i + 1, AtomicOrdering::Release);
+        }
+        done.store(true, AtomicOrdering::Release);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(all(&list).len(), n as usize);
+    }
+
+    #[test]
+    fn a_replaced_entry_stays_readable_from_a_cursor_on_it() {
+        let list = SkipList::new();
+        for u in 0..100 {
+            list.insert(&ikey(u, 1), b"old");
+        }
+        let mut c = list.cursor();
+        c.seek(&list, &ikey(50, 1));
+        list.insert(&ikey(50, 1), b"new");
+        // The cursor still reads the node it was on, and walks on from it.
+        assert_eq!(c.value(&list), b"old");
+        c.next(&list);
+        assert_eq!(c.key(&list), &ikey(51, 1)[..]);
+        // The list holds one entry for the key, the new one.
+        assert_eq!(list.lower_bound(&ikey(50, 1)).unwrap().1, b"new");
+        assert_eq!(all(&list).len(), 100);
+    }
+}
