@@ -287,8 +287,10 @@ impl SkipList {
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
 
-    /// The first node `>= key`, or null.
-    fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
+    /// The last node `< key` (the head if none) and the first node `>= key`
+    /// (null if none): LevelDB's `FindGreaterOrEqual` and `FindLessThan` in
+    /// one descent.
+    fn search(&self, key: &[u8]) -> (*const Node, *const Node) {
         let mut x = self.head();
         let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
         loop {
@@ -297,28 +299,21 @@ impl SkipList {
             if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
                 x = next;
             } else if level == 0 {
-                return next;
+                return (x, next);
             } else {
                 level -= 1;
             }
         }
     }
 
+    /// The first node `>= key`, or null.
+    fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
+        self.search(key).1
+    }
+
     /// The last node `< key`, or the head.
     fn find_less_than(&self, key: &[u8]) -> *const Node {
-        let mut x = self.head();
-        let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
-        loop {
-            // SAFETY: as in `insert`'s search.
-            let next = unsafe { Node::next(x, level) };
-            if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
-                x = next;
-            } else if level == 0 {
-                return x;
-            } else {
-                level -= 1;
-            }
-        }
+        self.search(key).0
     }
 
     /// The last node, or the head when empty.
