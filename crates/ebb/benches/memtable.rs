@@ -71,7 +71,11 @@ fn bench_lookup(c: &mut Criterion) {
     for threads in [1usize, 2] {
         g.throughput(Throughput::Elements(N * threads as u64));
         g.bench_with_input(BenchmarkId::new("skiplist", threads), &threads, |b, &t| {
-            b.iter(|| look_up_all(t, &keys, |k| black_box(skip.get(k, u64::MAX >> 8)).is_some()))
+            b.iter(|| {
+                look_up_all(t, &keys, |k| {
+                    black_box(skip.get(&make_internal_key(k, u64::MAX >> 8, ValueKind::Value))).is_some()
+                })
+            })
         });
         g.bench_with_input(BenchmarkId::new("crossbeam_skipmap", threads), &threads, |b, &t| {
             b.iter(|| {

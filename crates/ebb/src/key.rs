@@ -62,6 +62,20 @@ pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) 
     v
 }
 
+/// Calls `f` with the internal key for `(user_key, seq, kind)`, built on the
+/// stack when the user key is short (a memtable insert per write), else on
+/// the heap.
+pub fn with_internal_key<R>(user_key: &[u8], seq: SequenceNumber, kind: ValueKind, f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = [0u8; 64];
+    let len = user_key.len() + TRAILER_LEN;
+    if len > buf.len() {
+        return f(&make_internal_key(user_key, seq, kind));
+    }
+    buf[..user_key.len()].copy_from_slice(user_key);
+    buf[user_key.len()..len].copy_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+    f(&buf[..len])
+}
+
 /// The user-key part of an internal key. Requires `ikey.len() >= 8`.
 pub fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len() - TRAILER_LEN]
@@ -194,6 +208,17 @@ mod tests {
         assert_eq!(compare_internal_keys(&a, &c), Ordering::Less);
         assert_eq!(compare_internal_keys(&b, &d), Ordering::Less);
         assert_eq!(compare_internal_keys(&a, &a), Ordering::Equal);
+    }
+
+    #[test]
+    fn with_internal_key_builds_what_make_internal_key_does_on_either_side_of_the_stack_buffer() {
+        for len in [0, 1, 55, 56, 57, 300] {
+            let user = vec![b'u'; len];
+            for (seq, kind) in [(0, ValueKind::Deletion), (MAX_SEQUENCE, ValueKind::Value), (77, ValueKind::Value)] {
+                let got = with_internal_key(&user, seq, kind, <[u8]>::to_vec);
+                assert_eq!(got, make_internal_key(&user, seq, kind), "user key of {len} bytes, seq {seq}");
+            }
+        }
     }
 
     #[test]

@@ -681,14 +681,14 @@ impl DbInner {
         seq: SequenceNumber,
         ro: &ReadOptions,
     ) -> Result<Option<Vec<u8>>> {
+        let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(key, seq) {
+            match mem.get(&lookup) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v)),
                 Some(MemLookup::Deleted) => return Ok(None),
                 None => {}
             }
         }
-        let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
         let rs = ReadSettings::from_read_options(ro);
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
         // newest hit, stopping once no remaining file can be newer.

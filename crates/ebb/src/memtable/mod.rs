@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{make_internal_key, pack_trailer, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind};
 use skiplist::{Cursor, SkipList};
 
 /// What a point lookup found in a memtable.
@@ -61,23 +61,12 @@ impl MemTable {
 
     /// Inserts one entry. Inserts are serialised (one writer at a time).
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        let mut key = [0u8; 64];
-        let heap;
-        // Internal keys of short user keys are built on the stack.
-        let ikey: &[u8] = if user_key.len() + 8 <= key.len() {
-            key[..user_key.len()].copy_from_slice(user_key);
-            key[user_key.len()..user_key.len() + 8].copy_from_slice(&pack_trailer(seq, kind).to_le_bytes());
-            &key[..user_key.len() + 8]
-        } else {
-            heap = make_internal_key(user_key, seq, kind);
-            &heap
-        };
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         if kind == ValueKind::Deletion {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
-        self.list.insert(ikey, value);
+        with_internal_key(user_key, seq, kind, |ikey| self.list.insert(ikey, value));
     }
 
     /// Records that a write reached this memtable without the WAL.
@@ -90,12 +79,14 @@ impl MemTable {
         self.has_unlogged.load(AtomicOrdering::Relaxed)
     }
 
-    /// The newest version of `user_key` with sequence `<= snapshot`.
-    pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> Option<MemLookup> {
-        let lookup = make_internal_key(user_key, snapshot, KIND_FOR_SEEK);
-        let (key, value) = self.list.lower_bound(&lookup)?;
+    /// The newest version of a user key visible at a snapshot: `lookup` is
+    /// its internal key with the snapshot's sequence and
+    /// [`crate::key::KIND_FOR_SEEK`]
+    /// (built once by the caller for every memtable and table it asks).
+    pub fn get(&self, lookup: &[u8]) -> Option<MemLookup> {
+        let (key, value) = self.list.lower_bound(lookup)?;
         let parsed = parse_internal_key(key)?;
-        if parsed.user_key != user_key {
+        if parsed.user_key != user_key(lookup) {
             return None;
         }
         Some(match parsed.kind {
@@ -189,7 +180,11 @@ impl InternalIterator for MemTableIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::user_key;
+    use crate::key::{make_internal_key, KIND_FOR_SEEK};
+
+    fn get(m: &MemTable, key: &[u8], snapshot: SequenceNumber) -> Option<MemLookup> {
+        m.get(&make_internal_key(key, snapshot, KIND_FOR_SEEK))
+    }
 
     #[test]
     fn get_sees_the_newest_visible_version() {
@@ -198,12 +193,12 @@ mod tests {
         m.add(2, ValueKind::Value, b"k", b"v2");
         m.add(3, ValueKind::Deletion, b"k", b"");
         m.add(4, ValueKind::Value, b"k2", b"x");
-        assert_eq!(m.get(b"k", 1), Some(MemLookup::Value(b"v1".to_vec())));
-        assert_eq!(m.get(b"k", 2), Some(MemLookup::Value(b"v2".to_vec())));
-        assert_eq!(m.get(b"k", 3), Some(MemLookup::Deleted));
-        assert_eq!(m.get(b"k", 100), Some(MemLookup::Deleted));
-        assert_eq!(m.get(b"k2", 3), None);
-        assert_eq!(m.get(b"j", 100), None);
+        assert_eq!(get(&m, b"k", 1), Some(MemLookup::Value(b"v1".to_vec())));
+        assert_eq!(get(&m, b"k", 2), Some(MemLookup::Value(b"v2".to_vec())));
+        assert_eq!(get(&m, b"k", 3), Some(MemLookup::Deleted));
+        assert_eq!(get(&m, b"k", 100), Some(MemLookup::Deleted));
+        assert_eq!(get(&m, b"k2", 3), None);
+        assert_eq!(get(&m, b"j", 100), None);
         assert_eq!(m.num_entries(), 4);
         assert_eq!(m.num_deletions(), 1);
         assert_eq!(m.first_sequence(), 1);

@@ -233,30 +233,15 @@ impl SkipList {
         let mut w = self.writer.lock();
         let mut prev = [self.head(); MAX_HEIGHT];
         let height = self.max_height.load(AtomicOrdering::Relaxed);
-        let mut x = self.head();
-        for level in (0..height).rev() {
-            loop {
-                // SAFETY: `x` is the head or a node reached through links
-                // below its height; every level < height exists on `x`
-                // because we descend from the top and only move right on the
-                // same level.
-                let next = unsafe { Node::next(x, level) };
-                if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
-                    x = next;
-                } else {
-                    break;
-                }
-            }
-            prev[level] = x;
-        }
+        // Only this writer changes the height, so the descent sees `height`.
+        let (_, old) = self.descend(key, |level, x| prev[level] = x);
         let new_height = random_height(&mut w.rng);
         if new_height > height {
             // Readers that see the new height before the links find null
             // links on the head at those levels, and go down.
             self.max_height.store(new_height, AtomicOrdering::Relaxed);
         }
-        // SAFETY: `prev[0]` is a node (or the head) of this list.
-        let old = unsafe { Node::next(prev[0], 0) };
+        // SAFETY (`old`, here and below): null or a node of this list.
         let replaced = !old.is_null() && compare_internal_keys(unsafe { Node::key(old) }, key) == Ordering::Equal;
         let old_height = if replaced { unsafe { (*old).height as usize } } else { 0 };
 
@@ -289,21 +274,31 @@ impl SkipList {
 
     /// The last node `< key` (the head if none) and the first node `>= key`
     /// (null if none): LevelDB's `FindGreaterOrEqual` and `FindLessThan` in
-    /// one descent.
-    fn search(&self, key: &[u8]) -> (*const Node, *const Node) {
+    /// one descent. `at_level(level, x)` hears of the last node `< key` on
+    /// each level, top down (an insert's splice).
+    fn descend(&self, key: &[u8], mut at_level: impl FnMut(usize, *const Node)) -> (*const Node, *const Node) {
         let mut x = self.head();
         let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
         loop {
-            // SAFETY: as in `insert`'s search.
+            // SAFETY: `x` is the head or a node reached through links below
+            // its height; every level <= `level` exists on `x` because the
+            // descent starts at the top and only moves right on one level.
             let next = unsafe { Node::next(x, level) };
             if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
                 x = next;
-            } else if level == 0 {
-                return (x, next);
             } else {
+                at_level(level, x);
+                if level == 0 {
+                    return (x, next);
+                }
                 level -= 1;
             }
         }
+    }
+
+    /// [`SkipList::descend`] without the splice.
+    fn search(&self, key: &[u8]) -> (*const Node, *const Node) {
+        self.descend(key, |_, _| {})
     }
 
     /// The first node `>= key`, or null.
@@ -321,7 +316,7 @@ impl SkipList {
         let mut x = self.head();
         let mut level = self.max_height.load(AtomicOrdering::Relaxed) - 1;
         loop {
-            // SAFETY: as in `insert`'s search.
+            // SAFETY: as in `descend`.
             let next = unsafe { Node::next(x, level) };
             if !next.is_null() {
                 x = next;
