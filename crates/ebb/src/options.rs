@@ -157,6 +157,15 @@ pub struct Options {
     pub statistics: bool,
     /// Print `ebb.stats` to the info log every this many seconds; 0 disables. Dynamic.
     pub stats_dump_period_sec: u32,
+    /// Old info logs (`LOG.old.*`) kept beside `LOG`; older ones are deleted
+    /// at open. RocksDB `keep_log_file_num`; default 1000.
+    pub keep_log_file_num: usize,
+    /// Open what can be opened of a damaged database instead of failing: the
+    /// MANIFEST is replayed up to its first damage and back to the last state
+    /// whose files all exist, and what was left out is reported
+    /// (`Db::recovery_report`, the info log). RocksDB `best_efforts_recovery`;
+    /// default false, so damage is an error (docs/reliability.md).
+    pub best_efforts_recovery: bool,
     /// Rate limit for flush and compaction writes, bytes/s; 0 disables. RocksDB `rate_limiter` (db_bench `rate_limiter_bytes_per_sec`).
     pub rate_limiter_bytes_per_sec: u64,
     /// How often the rate limiter refills, microseconds. RocksDB's `refill_period_us`; default 100 ms.
@@ -330,6 +339,8 @@ impl Default for Options {
             delayed_write_rate: 16 << 20,
             statistics: false,
             stats_dump_period_sec: 600,
+            keep_log_file_num: 1000,
+            best_efforts_recovery: false,
             rate_limiter_bytes_per_sec: 0,
             rate_limiter_refill_period_us: 100_000,
             rate_limiter_fairness: 10,
@@ -1029,6 +1040,8 @@ option_table! {
     delayed_write_rate: Db, true;
     statistics: Db, false;
     stats_dump_period_sec: Db, true;
+    keep_log_file_num: Db, false;
+    best_efforts_recovery: Db, false;
     rate_limiter_bytes_per_sec: Db, true;
     rate_limiter_refill_period_us: Db, false;
     rate_limiter_fairness: Db, false;

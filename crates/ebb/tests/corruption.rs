@@ -137,6 +137,8 @@ struct WalDamage {
     /// Some intact record follows the damage in a later block or a later WAL,
     /// so skip mode must find it.
     later_records_survive: bool,
+    /// A later WAL holds writes: point-in-time recovery refuses to drop them.
+    later_wal_has_writes: bool,
 }
 
 /// Recovers `d` under `mode` and checks the mode's promise, then checks the
@@ -147,16 +149,19 @@ fn check_wal_recovery(d: &WalDamage, written: usize, mode: WalRecoveryMode) {
     let refused = match mode {
         WalRecoveryMode::AbsoluteConsistency => true,
         WalRecoveryMode::TolerateCorruptedTailRecords => !d.is_tail,
-        _ => false,
+        WalRecoveryMode::PointInTime => d.later_wal_has_writes,
+        WalRecoveryMode::SkipAnyCorruptedRecords => false,
     };
     let opened = Db::open(DB, wal_options(&fs, mode));
     if refused {
         let e = opened.err().unwrap_or_else(|| panic!("{ctx}: open must fail"));
         assert!(e.is_corruption(), "{ctx}: expected a corruption error, got {e:?}");
         assert!(e.to_string().contains(&d.wal), "{ctx}: the error must name {}: {e}", d.wal);
+        assert!(fs.exists(&Path::new(DB).join(&d.wal)), "{ctx}: a refused open must leave the WAL in place");
         return;
     }
     let db = opened.unwrap_or_else(|e| panic!("{ctx}: open must succeed: {e}"));
+    check_damage_evidence(&fs, &db, d, &ctx);
     let got = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
     let all = wal_prefix(written);
     if mode == WalRecoveryMode::SkipAnyCorruptedRecords {
@@ -181,6 +186,28 @@ fn check_wal_recovery(d: &WalDamage, written: usize, mode: WalRecoveryMode) {
     want.insert(b"zz-after".to_vec(), b"new".to_vec());
     let again = try_scan(&db, ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: second scan: {e}"));
     assert!(again == want, "{ctx}: the second open does not see the recovered state plus the new write");
+}
+
+/// Damage a recovery mode accepted leaves evidence: the report, the
+/// property and the info log name the WAL and the offset, and the WAL is kept
+/// in `lost/` instead of being deleted.
+fn check_damage_evidence(fs: &MemFs, db: &Db, d: &WalDamage, ctx: &str) {
+    let report = db.recovery_report();
+    let w = report
+        .wal_damage
+        .iter()
+        .find(|w| w.damage.file.ends_with(&d.wal))
+        .unwrap_or_else(|| panic!("{ctx}: the recovery report does not name {}: {report:?}", d.wal));
+    let property = db.get_property("ebb.recovery-report").unwrap_or_default();
+    assert!(
+        property.contains(&d.wal) && property.contains(&format!("offset {}", w.damage.offset)),
+        "{ctx}: {property}"
+    );
+    let log = String::from_utf8(fs.file_bytes(&Path::new(DB).join("LOG")).unwrap()).unwrap();
+    assert!(log.contains(&d.wal) && log.contains("[WARN]"), "{ctx}: the info log does not name {}:\n{log}", d.wal);
+    let kept = Path::new(DB).join(ebb::LOST_DIR).join(&d.wal);
+    assert!(fs.exists(&kept), "{ctx}: the damaged WAL was not kept as {}", kept.display());
+    assert!(report.set_aside.iter().any(|s| s.to.ends_with(&d.wal)), "{ctx}: {report:?}");
 }
 
 fn run_wal_damages(damages: &[WalDamage], written: usize) -> usize {
@@ -209,6 +236,7 @@ fn wal_damage_in_one_log_follows_each_recovery_mode() {
             record,
             is_tail: record == N - 1,
             later_records_survive: records.iter().any(|(o, _)| block_of(*o) > block_of(offset)),
+            later_wal_has_writes: false,
         }
     };
     let flipped = |at: usize| {
@@ -269,6 +297,7 @@ fn wal_damage_in_an_older_log_is_never_a_tail() {
             record,
             is_tail: false,
             later_records_survive: true,
+            later_wal_has_writes: true,
         });
     }
     let cut = last_at + 7 + 50;
@@ -279,6 +308,7 @@ fn wal_damage_in_an_older_log_is_never_a_tail() {
         record: in_older - 1,
         is_tail: false,
         later_records_survive: true,
+        later_wal_has_writes: true,
     });
     run_wal_damages(&cases, N);
 
@@ -292,6 +322,7 @@ fn wal_damage_in_an_older_log_is_never_a_tail() {
         record: N - 1,
         is_tail: true,
         later_records_survive: false,
+        later_wal_has_writes: false,
     };
     run_wal_damages(&[torn], N);
 }
@@ -555,8 +586,10 @@ fn manifest_damage_before_its_last_record_fails_the_open() {
             let e = r.err().unwrap_or_else(|| panic!("{manifest} byte {at} ^ {mask:#04x}: open must fail"));
             assert!(e.is_corruption(), "{manifest} byte {at} ^ {mask:#04x}: expected corruption, got {e:?}");
             assert!(e.to_string().contains(&manifest), "the error must name {manifest}: {e}");
-            let left: Vec<String> = files_of(&fs, DB).into_iter().map(|(n, _)| n).collect();
-            let before: Vec<String> = damaged.iter().map(|(n, _)| n.clone()).collect();
+            // The info log (LOG, LOG.old.*) is the only thing a failed open may change.
+            let data = |n: &String| !n.starts_with("LOG");
+            let left: Vec<String> = files_of(&fs, DB).into_iter().map(|(n, _)| n).filter(data).collect();
+            let before: Vec<String> = damaged.iter().map(|(n, _)| n.clone()).filter(data).collect();
             assert_eq!(left, before, "a failed open must leave the files for repair");
             flipped += 1;
         }

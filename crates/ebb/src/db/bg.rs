@@ -133,38 +133,10 @@ impl DbInner {
         let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
         let opts = self.family_opts(&data);
         let smallest_snapshot = self.smallest_snapshot(st);
-        let dir = self.dir.clone();
-        let fs = Arc::clone(&self.fs);
-        let table_options = TableBuilderOptions::from_options(&opts, opts.compression_for_level(0, false));
         // A flush writes exactly one file (no size cut), so one number is reserved.
         let number = st.versions.new_file_number();
         st.pending_outputs.push(number);
-        let mut pool = vec![number];
-        let output = MutexGuard::unlocked(st, || {
-            let children: Vec<Box<dyn InternalIterator>> =
-                mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
-            let mut input = MergingIterator::new(children);
-            input.seek_to_first();
-            let mut alloc = || pool.pop().unwrap_or(u64::MAX);
-            let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
-            job::run(
-                &mut input,
-                job::JobContext {
-                    dir: &dir,
-                    fs: &fs,
-                    table_options,
-                    target_file_size: u64::MAX,
-                    grandparents: &[],
-                    smallest_snapshot,
-                    drop_tombstones: false,
-                    drop_hidden: true,
-                    cancel: None,
-                    new_file_number: &mut alloc,
-                    on_bytes: &mut on_bytes,
-                    bytes_per_sync: self.opts().bytes_per_sync,
-                },
-            )
-        });
+        let output = MutexGuard::unlocked(st, || self.write_level0_table(mems, &opts, cf, number, smallest_snapshot));
         if let Some(i) = st.pending_outputs.iter().position(|n| *n == number) {
             st.pending_outputs.swap_remove(i);
         }
@@ -233,6 +205,45 @@ impl DbInner {
             MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_completed(&info)));
         }
         Ok(())
+    }
+
+    /// Writes `mems` (oldest first) of column family `cf` into one table
+    /// numbered `number` (no size cut; nothing when they hold nothing
+    /// visible). Does not need the db mutex: callers hold it only at open.
+    pub(crate) fn write_level0_table(
+        &self,
+        mems: &[Arc<MemTable>],
+        opts: &crate::Options,
+        cf: u32,
+        number: u64,
+        smallest_snapshot: u64,
+    ) -> Result<job::JobOutput> {
+        let mut table_options = TableBuilderOptions::from_options(opts, opts.compression_for_level(0, false));
+        table_options.column_family = cf;
+        let children: Vec<Box<dyn InternalIterator>> =
+            mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
+        let mut input = MergingIterator::new(children);
+        input.seek_to_first();
+        let mut pool = vec![number];
+        let mut alloc = || pool.pop().unwrap_or(u64::MAX);
+        let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
+        job::run(
+            &mut input,
+            job::JobContext {
+                dir: &self.dir,
+                fs: &self.fs,
+                table_options,
+                target_file_size: u64::MAX,
+                grandparents: &[],
+                smallest_snapshot,
+                drop_tombstones: false,
+                drop_hidden: true,
+                cancel: None,
+                new_file_number: &mut alloc,
+                on_bytes: &mut on_bytes,
+                bytes_per_sync: self.opts().bytes_per_sync,
+            },
+        )
     }
 
     /// The oldest sequence number any reader may still read at.
@@ -403,9 +414,11 @@ impl DbInner {
             bump(&self.stats.split_compactions, 1);
             bump(&self.stats.subcompactions, ranges.len() as u64);
         }
+        let mut table_options = TableBuilderOptions::from_options(&opts, c.compression);
+        table_options.column_family = cf;
         let settings = SubcompactionSettings {
             rs: ReadSettings::for_compaction(&db_opts),
-            table_options: TableBuilderOptions::from_options(&opts, c.compression),
+            table_options,
             smallest_snapshot,
             cancel,
             numbers: &numbers,
@@ -599,9 +612,8 @@ impl DbInner {
     }
 
     /// Appends `ebb.stats` to the info log (`LOG`) every
-    /// `stats_dump_period_sec` (dynamic), as RocksDB does. Errors writing the
-    /// info log are ignored: it is a diagnostic, not data.
-    pub(crate) fn stats_dump_loop(self: Arc<Self>, mut log: Box<dyn crate::fs::WritableFile>) {
+    /// `stats_dump_period_sec` (dynamic), as RocksDB does.
+    pub(crate) fn stats_dump_loop(self: Arc<Self>) {
         let mut last = Instant::now();
         loop {
             let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
@@ -620,8 +632,7 @@ impl DbInner {
             }
             last = Instant::now();
             if let Some(text) = self.property(0, "ebb.stats") {
-                let _ = log.append(format!("------- DUMPING STATS -------\n{text}\n").as_bytes());
-                let _ = log.flush();
+                self.info_log.log(super::info_log::Level::Info, &format!("------- DUMPING STATS -------\n{text}"));
             }
         }
     }
@@ -779,6 +790,7 @@ impl DbInner {
             let _ = t.join();
         }
         *self.wal.lock() = None;
+        self.info_log.close();
         result
     }
 }

@@ -70,4 +70,9 @@ pub trait EventListener: Send + Sync {
     fn on_background_error(&self, _error: &crate::Error) {}
     /// A background tuner changed something (docs/tuning.md).
     fn on_background_tuning(&self, _event: &super::TuningEvent) {}
+    /// The open that is finishing accepted damage (a WAL record or the
+    /// MANIFEST's incomplete last record left out) or set files aside in
+    /// `lost/`; called once, before `Db::open` returns, only when there is
+    /// something to report.
+    fn on_recovery_damage(&self, _report: &super::RecoveryReport) {}
 }

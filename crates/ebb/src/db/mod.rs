@@ -19,9 +19,11 @@
 mod batch;
 mod bg;
 mod column_family;
+mod info_log;
 mod iter;
 mod listener;
 mod open;
+mod recovery;
 mod table_cache;
 mod tuning;
 mod write;
@@ -31,12 +33,13 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
+pub use recovery::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
 pub use tuning::{TuningEvent, TuningMetrics};
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
@@ -188,6 +191,10 @@ pub(crate) struct DbInner {
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) pool_sizes: Mutex<bg::PoolSizes>,
     pub(crate) tuning: tuning::TuningHooks,
+    /// The info log, `LOG`.
+    pub(crate) info_log: Arc<info_log::InfoLog>,
+    /// What recovery at open found damaged or set aside.
+    pub(crate) recovery_report: OnceLock<RecoveryReport>,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 
@@ -280,6 +287,14 @@ impl Db {
     /// [`Db::open`] otherwise.
     pub fn open_cf(path: impl AsRef<Path>, options: Options, families: &[(&str, Options)]) -> Result<Db> {
         open::open(path.as_ref(), options, families)
+    }
+
+    /// What the open that returned this handle found damaged and left out,
+    /// or set aside in `lost/` instead of deleting (docs/reliability.md,
+    /// "Damage and what it leads to"). Empty after a clean open. The same
+    /// text is the property `ebb.recovery-report` and is in the info log.
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.inner.recovery_report.get().cloned().unwrap_or_default()
     }
 
     /// The names of the column families of the database at `path`, the
@@ -879,6 +894,7 @@ impl DbInner {
             }
             "ebb.total-sst-files-size" => Some(m.bytes_per_level.iter().sum::<u64>().to_string()),
             "ebb.num-snapshots" => Some(self.state.lock().snapshots.values().sum::<usize>().to_string()),
+            "ebb.recovery-report" => Some(self.recovery_report.get().cloned().unwrap_or_default().to_string()),
             "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
             "ebb.options-statistics" => Some(self.stats.statistics_text((m.block_cache_hits, m.block_cache_misses))),

@@ -146,6 +146,7 @@ impl FaultOp {
 pub struct FaultRule {
     op: Option<FaultOp>,
     path_contains: Option<String>,
+    path_excludes: Option<String>,
     nth: u64,
     persistent: bool,
     kind: FaultKind,
@@ -154,12 +155,19 @@ pub struct FaultRule {
 impl FaultRule {
     /// Fails the next operation of kind `op` once, with [`FaultKind::Io`].
     pub fn new(op: FaultOp) -> Self {
-        FaultRule { op: Some(op), path_contains: None, nth: 1, persistent: false, kind: FaultKind::Io }
+        FaultRule {
+            op: Some(op),
+            path_contains: None,
+            path_excludes: None,
+            nth: 1,
+            persistent: false,
+            kind: FaultKind::Io,
+        }
     }
 
     /// Fails the next operation of any kind once, with [`FaultKind::Io`].
     pub fn any_op() -> Self {
-        FaultRule { op: None, path_contains: None, nth: 1, persistent: false, kind: FaultKind::Io }
+        FaultRule { op: None, path_contains: None, path_excludes: None, nth: 1, persistent: false, kind: FaultKind::Io }
     }
 
     /// Fails the `k`-th matching operation counted from injection (1 is the
@@ -189,9 +197,22 @@ impl FaultRule {
         self
     }
 
+    /// Matches only operations whose paths do not contain `fragment` (for a
+    /// rename, neither path). Default: no path is excluded.
+    pub fn path_excludes(mut self, fragment: impl Into<String>) -> Self {
+        self.path_excludes = Some(fragment.into());
+        self
+    }
+
     fn matches(&self, op: FaultOp, path: &Path, other: Option<&Path>) -> bool {
         if self.op.is_some_and(|want| want != op) {
             return false;
+        }
+        if let Some(fragment) = &self.path_excludes {
+            let hit = |p: &Path| p.to_string_lossy().contains(fragment.as_str());
+            if hit(path) || other.is_some_and(hit) {
+                return false;
+            }
         }
         match &self.path_contains {
             None => true,

@@ -17,6 +17,7 @@ use crate::util::compression::CompressionType;
 /// Property names. DO NOT CHANGE: on-disk format.
 mod names {
     pub const CHECKSUM: &str = "ebb.checksum";
+    pub const COLUMN_FAMILY: &str = "ebb.column.family.id";
     pub const COMPRESSION: &str = "ebb.compression";
     pub const CREATION_TIME: &str = "ebb.creation.time";
     pub const DATA_SIZE: &str = "ebb.data.size";
@@ -71,6 +72,10 @@ pub struct TableProperties {
     pub checksum: ChecksumType,
     /// When the table was written, in seconds since the Unix epoch.
     pub creation_time: u64,
+    /// The id of the column family the table was written for (RocksDB's
+    /// `rocksdb.column.family.id`), so that repair can place it; `None` in
+    /// tables written before the property existed.
+    pub column_family: Option<u32>,
     /// Size of the whole file. Not stored in the block: filled in by
     /// `TableBuilder::finish` and `Table::open`.
     pub file_size: u64,
@@ -94,6 +99,7 @@ impl Default for TableProperties {
             compression: CompressionType::None,
             checksum: ChecksumType::Crc32c,
             creation_time: 0,
+            column_family: None,
             file_size: 0,
         }
     }
@@ -109,6 +115,7 @@ impl TableProperties {
         };
         let mut entries: Vec<(&str, Vec<u8>)> = vec![
             (names::CHECKSUM, number(u64::from(self.checksum.as_u8()))),
+            (names::COLUMN_FAMILY, self.column_family.map(|id| number(u64::from(id))).unwrap_or_default()),
             (names::COMPRESSION, number(self.compression as u64)),
             (names::CREATION_TIME, number(self.creation_time)),
             (names::DATA_SIZE, number(self.data_size)),
@@ -124,6 +131,9 @@ impl TableProperties {
             (names::SMALLEST_KEY, self.smallest_key.clone()),
             (names::SMALLEST_SEQNO, number(self.smallest_seqno)),
         ];
+        if self.column_family.is_none() {
+            entries.retain(|(name, _)| *name != names::COLUMN_FAMILY);
+        }
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut b = BlockBuilder::new(1);
         for (name, value) in &entries {
@@ -158,6 +168,11 @@ impl TableProperties {
                         .ok()
                         .and_then(CompressionType::from_u8)
                         .ok_or_else(|| format!("unknown compression type {v} in properties"))?;
+                }
+                names::COLUMN_FAMILY => {
+                    let v = number()?;
+                    p.column_family =
+                        Some(u32::try_from(v).map_err(|_| format!("column family id {v} in properties is too large"))?);
                 }
                 names::CREATION_TIME => p.creation_time = number()?,
                 names::DATA_SIZE => p.data_size = number()?,
@@ -205,6 +220,7 @@ mod tests {
             compression: CompressionType::Zstd,
             checksum: ChecksumType::Xxh3,
             creation_time: 1_700_000_000,
+            column_family: Some(7),
             file_size: 0,
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();

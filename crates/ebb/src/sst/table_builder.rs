@@ -41,6 +41,9 @@ pub struct TableBuilderOptions {
     pub checksum: ChecksumType,
     /// Compression of data and index blocks.
     pub compression: CompressionType,
+    /// The column family the table is written for, recorded in its
+    /// properties (0, the default family, unless set).
+    pub column_family: u32,
 }
 
 impl TableBuilderOptions {
@@ -52,6 +55,7 @@ impl TableBuilderOptions {
             bloom_bits_per_key: o.bloom_bits_per_key,
             checksum: o.checksum,
             compression,
+            column_family: 0,
         }
     }
 }
@@ -64,6 +68,7 @@ impl Default for TableBuilderOptions {
             bloom_bits_per_key: 10,
             checksum: ChecksumType::Crc32c,
             compression: CompressionType::None,
+            column_family: 0,
         }
     }
 }
@@ -91,7 +96,12 @@ impl TableBuilder {
     pub fn new(file: Box<dyn WritableFile>, mut opts: TableBuilderOptions, file_name: String) -> Self {
         opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE);
         let filter = (opts.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
-        let props = TableProperties { compression: opts.compression, checksum: opts.checksum, ..Default::default() };
+        let props = TableProperties {
+            compression: opts.compression,
+            checksum: opts.checksum,
+            column_family: Some(opts.column_family),
+            ..Default::default()
+        };
         TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.block_restart_interval),

@@ -961,7 +961,14 @@ mod tests {
     }
 
     fn opts(compression: CompressionType, checksum: ChecksumType, block_size: usize) -> TableBuilderOptions {
-        TableBuilderOptions { block_size, block_restart_interval: 4, bloom_bits_per_key: 10, checksum, compression }
+        TableBuilderOptions {
+            block_size,
+            block_restart_interval: 4,
+            bloom_bits_per_key: 10,
+            checksum,
+            compression,
+            column_family: 0,
+        }
     }
 
     fn build(entries: &[(Vec<u8>, Vec<u8>)], o: TableBuilderOptions) -> (Vec<u8>, TableProperties) {

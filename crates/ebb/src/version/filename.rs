@@ -71,6 +71,9 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
         "LOG" => return Some((FileType::InfoLog, 0)),
         _ => {}
     }
+    if name.strip_prefix("LOG.old.").is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())) {
+        return Some((FileType::InfoLog, 0));
+    }
     // Temporaries of atomic writes (`CURRENT.dbtmp`, `OPTIONS-000009.dbtmp`).
     if name.ends_with(".dbtmp") && (name.starts_with("CURRENT") || name.starts_with("OPTIONS-")) {
         return Some((FileType::Temp, 0));
@@ -112,6 +115,8 @@ mod tests {
         assert_eq!(parse_file_name("MANIFEST-x"), None);
         assert_eq!(parse_file_name("notes"), None);
         assert_eq!(parse_file_name("CURRENT.dbtmp"), Some((FileType::Temp, 0)));
+        assert_eq!(parse_file_name("LOG.old.1795456625000000"), Some((FileType::InfoLog, 0)));
+        assert_eq!(parse_file_name("LOG.old."), None);
         assert_eq!(parse_file_name("OPTIONS-000009.dbtmp"), Some((FileType::Temp, 0)));
     }
 }

@@ -30,8 +30,7 @@ pub use edit::{FileMetaData, VersionEdit};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{compare_internal_keys, user_key, SequenceNumber};
-use crate::options::WalRecoveryMode;
-use crate::wal::LogWriter;
+use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
 
 /// One immutable state of the LSM tree: the files of every level.
 #[derive(Debug, Clone, Default)]
@@ -221,32 +220,109 @@ fn apply_edit(
     Ok(())
 }
 
-/// Reads CURRENT: the MANIFEST's name and number.
+/// Reads CURRENT: the MANIFEST's name and number. Anything but
+/// `MANIFEST-<digits>` and a newline is corruption naming the first byte that
+/// does not fit; a MANIFEST it names that does not exist is corruption too.
 fn current_manifest(dir: &Path, fs: &dyn FileSystem) -> Result<(String, u64)> {
     let current = fs.read_file(&filename::current_file(dir))?;
-    let name = std::str::from_utf8(&current)
-        .ok()
-        .and_then(|s| s.strip_suffix('\n'))
-        .filter(|s| matches!(filename::parse_file_name(s), Some((filename::FileType::Manifest, _))))
-        .ok_or_else(|| Error::corruption("CURRENT", 0, "does not name a MANIFEST file"))?
-        .to_string();
-    let Some((_, number)) = filename::parse_file_name(&name) else {
-        return Err(Error::corruption("CURRENT", 0, "does not name a MANIFEST file"));
+    const PREFIX: &[u8] = b"MANIFEST-";
+    let digits = current.iter().skip(PREFIX.len()).take_while(|b| b.is_ascii_digit()).count();
+    let bad_at = current
+        .iter()
+        .zip(PREFIX)
+        .position(|(a, b)| a != b)
+        .or_else(|| (current.len() < PREFIX.len()).then_some(current.len()))
+        .or_else(|| (digits == 0).then_some(PREFIX.len()))
+        .or_else(|| (current.get(PREFIX.len() + digits) != Some(&b'\n')).then_some(PREFIX.len() + digits))
+        .or_else(|| (current.len() != PREFIX.len() + digits + 1).then_some(PREFIX.len() + digits + 1));
+    let parsed = std::str::from_utf8(&current).ok().and_then(|s| s.strip_suffix('\n')).and_then(|s| {
+        match filename::parse_file_name(s) {
+            Some((filename::FileType::Manifest, number)) => Some((s.to_string(), number)),
+            _ => None,
+        }
+    });
+    let (name, number) = match (bad_at, parsed) {
+        (None, Some(parsed)) => parsed,
+        (at, _) => {
+            let at = at.unwrap_or(0);
+            return Err(Error::corruption(
+                "CURRENT",
+                at as u64,
+                format!(
+                    "does not name a MANIFEST file (expected MANIFEST-<number> and a newline; byte {at} does not fit)"
+                ),
+            ));
+        }
     };
+    if !fs.exists(&dir.join(&name)) {
+        return Err(Error::corruption("CURRENT", 0, format!("names {name}, which does not exist")));
+    }
     Ok((name, number))
 }
 
-/// Calls `f` with every edit of the live MANIFEST, oldest first.
-fn replay_manifest(dir: &Path, fs: &dyn FileSystem, mut f: impl FnMut(&str, VersionEdit) -> Result<()>) -> Result<()> {
+/// How a MANIFEST replay ended, beyond the edits it handed out.
+#[derive(Debug, Clone, Default)]
+struct ReplayEnd {
+    /// The last record was incomplete (an append cut short) and was ignored.
+    torn_tail: Option<LogDamage>,
+    /// Best efforts only: the damage replay stopped at.
+    stopped_at: Option<LogDamage>,
+}
+
+/// Calls `f` with every edit of the live MANIFEST and its offset, oldest
+/// first. A record that fails its checksum, an edit that does not decode and
+/// an edit `f` refuses are corruption naming the MANIFEST and the record's
+/// offset, wherever they are, the last record included; only an incomplete
+/// last record (its bytes run past the end of the file: an append cut short)
+/// is ignored, and reported in the result. With `best_efforts`, replay stops
+/// at the first damage instead and reports it.
+fn replay_manifest(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    best_efforts: bool,
+    mut f: impl FnMut(&str, u64, VersionEdit) -> Result<()>,
+) -> Result<(String, ReplayEnd)> {
     let (name, _) = current_manifest(dir, fs)?;
-    crate::wal::replay(fs, &dir.join(&name), WalRecoveryMode::TolerateCorruptedTailRecords, true, |record| {
-        let edit = VersionEdit::decode(record, &name, 0)?;
-        f(&name, edit).map_err(|e| match e {
-            Error::Corruption { offset, reason, .. } => Error::corruption(&name, offset, reason),
-            other => other,
-        })
-    })?;
-    Ok(())
+    let path = dir.join(&name);
+    let mut reader = LogReader::new(fs.open_sequential(&path)?, name.clone());
+    let mut end = ReplayEnd::default();
+    let damage = |offset: u64, reason: String| -> Result<LogDamage> {
+        let bytes = fs.file_size(&path)?.saturating_sub(offset);
+        Ok(LogDamage { file: name.clone(), offset, bytes, reason })
+    };
+    loop {
+        match reader.next()? {
+            LogRecord::Record { data, offset } => {
+                let applied = VersionEdit::decode(&data, &name, offset).and_then(|edit| f(&name, offset, edit));
+                match applied {
+                    Ok(()) => {}
+                    Err(Error::Corruption { reason, .. }) if best_efforts => {
+                        end.stopped_at = Some(damage(offset, reason)?);
+                        break;
+                    }
+                    Err(Error::Corruption { reason, .. }) => return Err(Error::corruption(&name, offset, reason)),
+                    Err(other) => return Err(other),
+                }
+            }
+            LogRecord::Eof => break,
+            LogRecord::Corrupt { offset, reason, incomplete: true, .. } => {
+                end.torn_tail = Some(damage(offset, reason)?);
+                break;
+            }
+            LogRecord::Corrupt { offset, reason, .. } if best_efforts => {
+                end.stopped_at = Some(damage(offset, reason)?);
+                break;
+            }
+            LogRecord::Corrupt { offset, reason, .. } => {
+                return Err(Error::corruption(
+                    &name,
+                    offset,
+                    format!("{reason} (a record that is all there but fails its check is damage, not a torn write)"),
+                ));
+            }
+        }
+    }
+    Ok((name, end))
 }
 
 /// The names of the column families of the database in `dir`, default first
@@ -254,48 +330,172 @@ fn replay_manifest(dir: &Path, fs: &dyn FileSystem, mut f: impl FnMut(&str, Vers
 pub fn list_column_families(dir: &Path, fs: &dyn FileSystem) -> Result<Vec<String>> {
     let mut families = BTreeMap::new();
     families.insert(0u32, DEFAULT_COLUMN_FAMILY.to_string());
-    replay_manifest(dir, fs, |name, edit| {
+    replay_manifest(dir, fs, false, |_, _, edit| {
         if let Some(added) = edit.column_family_add {
             families.insert(edit.column_family, added);
         } else if edit.column_family_drop {
             families.remove(&edit.column_family);
         } else if !families.contains_key(&edit.column_family) {
-            return Err(Error::corruption(name, 0, format!("edit for unknown column family {}", edit.column_family)));
+            return Err(Error::corruption(
+                "MANIFEST",
+                0,
+                format!("edit for unknown column family {}", edit.column_family),
+            ));
         }
         Ok(())
     })?;
     Ok(families.into_values().collect())
 }
 
+/// What recovering the MANIFEST tolerated or left out; all empty for an
+/// intact MANIFEST (docs/reliability.md, "Damage and what it leads to").
+#[derive(Debug, Clone, Default)]
+pub struct ManifestRecovery {
+    /// The MANIFEST replayed.
+    pub file: String,
+    /// Its last record was incomplete (an append cut short by a crash) and
+    /// was ignored.
+    pub torn_tail: Option<LogDamage>,
+    /// `best_efforts_recovery`: the damage replay stopped at; later records
+    /// were not read.
+    pub stopped_at: Option<LogDamage>,
+    /// `best_efforts_recovery`: edits read but left out, because every state
+    /// after them lists a table that does not exist.
+    pub edits_left_out: u64,
+    /// `best_efforts_recovery`: the missing tables that made it leave them out.
+    pub missing_tables: Vec<u64>,
+    /// The next file number the MANIFEST recorded, before files found in the
+    /// directory raised it: an unknown file numbered at or above it may be
+    /// the output of a lost edit, and is never deleted.
+    pub recorded_next_file: u64,
+}
+
+/// The counters the MANIFEST must record, as replay finds them.
+#[derive(Default, Clone, Copy)]
+struct Counters {
+    log_number: Option<u64>,
+    next_file: Option<u64>,
+    last_sequence: Option<SequenceNumber>,
+}
+
+impl Counters {
+    fn take(&mut self, edit: &VersionEdit) {
+        self.log_number = edit.log_number.or(self.log_number);
+        self.next_file = edit.next_file_number.or(self.next_file);
+        self.last_sequence = edit.last_sequence.or(self.last_sequence);
+    }
+    fn complete(&self) -> bool {
+        self.log_number.is_some() && self.next_file.is_some() && self.last_sequence.is_some()
+    }
+}
+
+/// A family map holding only the empty default family.
+fn default_family_only(levels_for: &dyn Fn(&str) -> usize) -> BTreeMap<u32, FamilyVersions> {
+    let default = Version::new(levels_for(DEFAULT_COLUMN_FAMILY));
+    let family = FamilyVersions { name: DEFAULT_COLUMN_FAMILY.to_string(), current: Arc::new(default), log_number: 0 };
+    BTreeMap::from([(0u32, family)])
+}
+
+/// For `best_efforts_recovery`: the number of leading edits after which the
+/// state has every counter and only tables in `tables_on_disk`, and the
+/// tables missing from the state after all of `edits`.
+fn longest_complete_prefix(
+    edits: &[VersionEdit],
+    tables_on_disk: &std::collections::HashSet<u64>,
+    levels_for: &dyn Fn(&str) -> usize,
+) -> (usize, Vec<u64>) {
+    let mut families = default_family_only(levels_for);
+    let mut max_column_family = 0;
+    let mut counters = Counters::default();
+    // Missing tables of the state so far, by number, with their family.
+    let mut missing: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut best = 0;
+    for (i, edit) in edits.iter().enumerate() {
+        if apply_edit(&mut families, &mut max_column_family, edit, levels_for).is_err() {
+            break;
+        }
+        counters.take(edit);
+        for (_, number) in &edit.deleted_files {
+            missing.remove(number);
+        }
+        for (_, f) in &edit.new_files {
+            if !tables_on_disk.contains(&f.number) {
+                missing.insert(f.number, edit.column_family);
+            }
+        }
+        if edit.column_family_drop {
+            missing.retain(|_, family| *family != edit.column_family);
+        }
+        if missing.is_empty() && counters.complete() {
+            best = i + 1;
+        }
+    }
+    (best, missing.into_keys().collect())
+}
+
 impl VersionSet {
     /// Recovers the version set from CURRENT and its MANIFEST. `levels_for`
-    /// gives the number of levels of a family by name.
+    /// gives the number of levels of a family by name. Damage is corruption
+    /// naming the file and offset (see `replay_manifest`); what was tolerated
+    /// is returned beside the version set. With `best_efforts` (RocksDB's
+    /// `best_efforts_recovery`), replay stops at the first damage and backs
+    /// up to the last state whose tables all exist in `dir`.
     pub fn recover(
         dir: &Path,
         fs: Arc<dyn FileSystem>,
         levels_for: &dyn Fn(&str) -> usize,
         max_manifest_size: u64,
-    ) -> Result<Self> {
-        let (name, manifest_number) = current_manifest(dir, fs.as_ref())?;
-        let mut families = BTreeMap::new();
-        let default = Version::new(levels_for(DEFAULT_COLUMN_FAMILY));
-        families.insert(
-            0u32,
-            FamilyVersions { name: DEFAULT_COLUMN_FAMILY.to_string(), current: Arc::new(default), log_number: 0 },
-        );
+        best_efforts: bool,
+    ) -> Result<(Self, ManifestRecovery)> {
+        let mut families = default_family_only(levels_for);
         let mut max_column_family = 0;
-        let (mut log_number, mut next_file, mut last_seq) = (None, None, None);
-        replay_manifest(dir, fs.as_ref(), |_, edit| {
-            apply_edit(&mut families, &mut max_column_family, &edit, levels_for)?;
-            log_number = edit.log_number.or(log_number);
-            next_file = edit.next_file_number.or(next_file);
-            last_seq = edit.last_sequence.or(last_seq);
-            Ok(())
-        })?;
-        let missing = |what: &str| Error::corruption(&name, 0, format!("MANIFEST has no {what}"));
-        let next_file_number = next_file.ok_or_else(|| missing("next file number"))?;
-        let last_sequence = last_seq.ok_or_else(|| missing("last sequence"))?;
-        log_number.ok_or_else(|| missing("log number"))?;
+        let mut counters = Counters::default();
+        let mut report = ManifestRecovery::default();
+        let (name, end) = if best_efforts {
+            let mut edits = Vec::new();
+            let (name, end) = replay_manifest(dir, fs.as_ref(), true, |_, _, edit| {
+                edits.push(edit);
+                Ok(())
+            })?;
+            let tables: std::collections::HashSet<u64> = fs
+                .list_dir(dir)?
+                .iter()
+                .filter_map(|n| filename::parse_file_name(n))
+                .filter(|(t, _)| *t == filename::FileType::Table)
+                .map(|(_, n)| n)
+                .collect();
+            let (keep, missing) = longest_complete_prefix(&edits, &tables, levels_for);
+            if keep == 0 {
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    "best-efforts recovery found no state in the MANIFEST with its counters and all its tables",
+                ));
+            }
+            if keep < edits.len() {
+                report.edits_left_out = (edits.len() - keep) as u64;
+                report.missing_tables = missing;
+            }
+            for edit in edits.iter().take(keep) {
+                apply_edit(&mut families, &mut max_column_family, edit, levels_for)?;
+                counters.take(edit);
+            }
+            (name, end)
+        } else {
+            replay_manifest(dir, fs.as_ref(), false, |_, _, edit| {
+                apply_edit(&mut families, &mut max_column_family, &edit, levels_for)?;
+                counters.take(&edit);
+                Ok(())
+            })?
+        };
+        let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
+        let missing = |what: &str| {
+            let cut = if end.torn_tail.is_some() { " (its last record is incomplete)" } else { "" };
+            Error::corruption(&name, 0, format!("MANIFEST has no {what}{cut}"))
+        };
+        let next_file_number = counters.next_file.ok_or_else(|| missing("next file number"))?;
+        let last_sequence = counters.last_sequence.ok_or_else(|| missing("last sequence"))?;
+        counters.log_number.ok_or_else(|| missing("log number"))?;
         for family in families.values() {
             family.current.check(&name)?;
             for f in family.current.levels.iter().flatten() {
@@ -303,12 +503,16 @@ impl VersionSet {
                     return Err(Error::corruption(
                         &name,
                         0,
-                        format!("file {} is not below the next file number", f.number),
+                        format!("file {} is not below the next file number {next_file_number}", f.number),
                     ));
                 }
             }
         }
-        Ok(VersionSet {
+        report.file = name;
+        report.torn_tail = end.torn_tail;
+        report.stopped_at = end.stopped_at;
+        report.recorded_next_file = next_file_number;
+        let versions = VersionSet {
             dir: dir.to_path_buf(),
             fs,
             families,
@@ -318,7 +522,8 @@ impl VersionSet {
             manifest_number,
             manifest: None,
             max_manifest_size,
-        })
+        };
+        Ok((versions, report))
     }
 
     /// Writes the MANIFEST and CURRENT of a new, empty database.
@@ -413,7 +618,17 @@ impl VersionSet {
 
     /// Records `edit`, which adds a column family of `num_levels` levels.
     pub fn add_column_family(&mut self, edit: VersionEdit, num_levels: usize) -> Result<()> {
-        self.apply_all(vec![edit], &|_| num_levels)
+        self.apply_all(vec![edit], &|_| num_levels, false)
+    }
+
+    /// As [`VersionSet::log_and_apply_all`], but always into a new MANIFEST
+    /// holding the whole state, which CURRENT switches to in one rename: the
+    /// edits take effect all together or, after a crash, not at all.
+    pub fn log_and_apply_in_new_manifest(&mut self, edits: Vec<VersionEdit>) -> Result<()> {
+        if edits.iter().any(|e| e.column_family_add.is_some()) {
+            return Err(Error::invalid("a column family is added with add_column_family"));
+        }
+        self.apply_all(edits, &|_| 0, true)
     }
 
     /// As [`VersionSet::log_and_apply`] for several edits, synced once. Each
@@ -422,10 +637,15 @@ impl VersionSet {
         if edits.iter().any(|e| e.column_family_add.is_some()) {
             return Err(Error::invalid("a column family is added with add_column_family"));
         }
-        self.apply_all(edits, &|_| 0)
+        self.apply_all(edits, &|_| 0, false)
     }
 
-    fn apply_all(&mut self, mut edits: Vec<VersionEdit>, levels_for: &dyn Fn(&str) -> usize) -> Result<()> {
+    fn apply_all(
+        &mut self,
+        mut edits: Vec<VersionEdit>,
+        levels_for: &dyn Fn(&str) -> usize,
+        new_manifest: bool,
+    ) -> Result<()> {
         let mut next = self.families.clone();
         let mut max_column_family = self.max_column_family;
         for edit in &mut edits {
@@ -437,7 +657,7 @@ impl VersionSet {
             edit.last_sequence = Some(self.last_sequence);
         }
         let too_big = self.manifest.as_ref().is_some_and(|m| m.file_size() >= self.max_manifest_size);
-        if self.manifest.is_none() || too_big {
+        if self.manifest.is_none() || too_big || new_manifest {
             self.roll_manifest(&next, max_column_family)?;
         } else if let Some(m) = self.manifest.as_mut() {
             kill_point!("manifest_append");
@@ -451,8 +671,11 @@ impl VersionSet {
         Ok(())
     }
 
-    /// Writes a new MANIFEST holding `families` as one edit per family (the
-    /// default first, with the counters), then points CURRENT at it.
+    /// Writes a new MANIFEST holding `families` as one edit per family, then
+    /// points CURRENT at it. The default family's edit, which carries the
+    /// counters every MANIFEST must have, comes last: a MANIFEST cut short
+    /// inside this snapshot lacks them and is refused, instead of opening
+    /// without the families whose edits were cut off.
     fn roll_manifest(&mut self, families: &BTreeMap<u32, FamilyVersions>, max_column_family: u32) -> Result<()> {
         let number = self.new_file_number();
         let path = filename::manifest_file(&self.dir, number);
@@ -478,6 +701,7 @@ impl VersionSet {
             }
             snapshot.push(edit);
         }
+        snapshot.rotate_left(1);
         let mut current_touched = false;
         let result = (|| {
             let mut w = LogWriter::new(self.fs.new_writable(&path)?, path.display().to_string());

@@ -88,8 +88,23 @@ impl RecordType {
     }
 }
 
+/// Damage in a log file (a WAL or the MANIFEST) that recovery accepted and
+/// left out, for reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDamage {
+    /// The file, as its path was given to the reader.
+    pub file: String,
+    /// Offset of the damaged record.
+    pub offset: u64,
+    /// Bytes from the damaged record to the end of the file (the part not
+    /// replayed; for skipped records, the bytes skipped).
+    pub bytes: u64,
+    /// What check failed.
+    pub reason: String,
+}
+
 /// What [`replay`] did with one log file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayOutcome {
     /// Logical records handed to the callback.
     pub records: u64,
@@ -98,6 +113,12 @@ pub struct ReplayOutcome {
     /// Point-in-time recovery stopped at damage in this file: later logs must
     /// not be replayed.
     pub stop_replay: bool,
+    /// The first damage met and accepted, if any: its offset and what check failed.
+    pub first_damage: Option<(u64, String)>,
+    /// Intact records after the damage that were not replayed (point-in-time
+    /// recovery stops at the damage; the rest of the file is read only to
+    /// count them).
+    pub records_dropped: u64,
 }
 
 /// Replays one WAL file, handing each intact logical record to `f` in order
@@ -134,9 +155,10 @@ pub fn replay(
                 }
                 return Ok(out);
             }
-            LogRecord::Corrupt { offset, reason, tail } => match mode {
+            LogRecord::Corrupt { offset, reason, tail, .. } => match mode {
                 WalRecoveryMode::TolerateCorruptedTailRecords if tail && is_last_log => {
                     out.corrupted_bytes += dropped_to_end(offset)?;
+                    out.first_damage.get_or_insert((offset, reason));
                     return Ok(out);
                 }
                 WalRecoveryMode::TolerateCorruptedTailRecords | WalRecoveryMode::AbsoluteConsistency => {
@@ -145,14 +167,35 @@ pub fn replay(
                 WalRecoveryMode::PointInTime => {
                     out.corrupted_bytes += dropped_to_end(offset)?;
                     out.stop_replay = true;
+                    out.first_damage.get_or_insert((offset, reason));
+                    out.records_dropped = count_records(&mut reader)?;
                     return Ok(out);
                 }
                 WalRecoveryMode::SkipAnyCorruptedRecords => {
                     skipping_from.get_or_insert(offset);
+                    out.first_damage.get_or_insert((offset, reason));
                 }
             },
         }
     }
+}
+
+/// Reads `reader` to the end, counting the intact records it still finds.
+fn count_records(reader: &mut LogReader) -> Result<u64> {
+    let mut n = 0;
+    loop {
+        match reader.next()? {
+            LogRecord::Record { .. } => n += 1,
+            LogRecord::Eof => return Ok(n),
+            LogRecord::Corrupt { .. } => {}
+        }
+    }
+}
+
+/// The intact logical records of the log at `path`, counted, damage skipped.
+pub fn count_intact_records(fs: &dyn FileSystem, path: &Path) -> Result<u64> {
+    let mut reader = LogReader::new(fs.open_sequential(path)?, path.display().to_string());
+    count_records(&mut reader)
 }
 
 /// Helpers shared by the WAL tests.
@@ -468,7 +511,9 @@ mod tests {
         for (bytes, reason) in cases {
             let events = read_all(&bytes);
             match &events[0] {
-                LogRecord::Corrupt { offset: 0, reason: r, tail: false } => assert!(r.starts_with(reason), "{r}"),
+                LogRecord::Corrupt { offset: 0, reason: r, tail: false, incomplete: false } => {
+                    assert!(r.starts_with(reason), "{r}")
+                }
                 other => panic!("{reason}: {other:?}"),
             }
             assert_eq!(records_of(&events).last().unwrap(), b"b");
@@ -478,7 +523,7 @@ mod tests {
 
         let torn = [b.clone(), physical(2, b"a"), physical(3, b"m")].concat();
         let events = read_all(&torn);
-        assert!(matches!(&events[1], LogRecord::Corrupt { offset: 8, tail: true, .. }), "{events:?}");
+        assert!(matches!(&events[1], LogRecord::Corrupt { offset: 8, tail: true, incomplete: true, .. }), "{events:?}");
         assert_kept(&torn, TolerateCorruptedTailRecords, true, &[b"b".to_vec()], false);
     }
 
@@ -488,6 +533,50 @@ mod tests {
         bytes[4..6].copy_from_slice(&40_000u16.to_le_bytes());
         let events = read_all(&bytes);
         assert!(matches!(&events[0], LogRecord::Corrupt { offset: 0, tail: true, .. }), "{events:?}");
+        // Past the end of the file as well: an append cut short, not damage in place.
+        assert!(matches!(&events[0], LogRecord::Corrupt { incomplete: true, .. }), "{events:?}");
+        let mut inside = bytes.clone();
+        inside.resize(BLOCK_SIZE + 10, 0x55);
+        let events = read_all(&inside);
+        assert!(matches!(&events[0], LogRecord::Corrupt { offset: 0, incomplete: false, .. }), "{events:?}");
+    }
+
+    #[test]
+    fn only_records_cut_short_by_the_end_of_the_file_are_incomplete() {
+        let records: Vec<Vec<u8>> = vec![vec![1; 100], vec![2; 40_000], vec![3; 50]];
+        let bytes = test_support::encode(&records);
+        // Every truncation inside the last record (a single FULL) is incomplete.
+        let last_start = bytes.len() - (50 + HEADER_SIZE);
+        for cut in last_start + 1..bytes.len() {
+            let events = read_all(&bytes[..cut]);
+            let damage = events.iter().find(|e| matches!(e, LogRecord::Corrupt { .. }));
+            assert!(
+                matches!(damage, Some(LogRecord::Corrupt { incomplete: true, tail: true, .. })),
+                "cut at {cut}: {events:?}"
+            );
+        }
+        // Every truncation inside the fragmented record, once its FIRST is complete.
+        for cut in (100 + 2 * HEADER_SIZE + 1..last_start).step_by(997) {
+            let events = read_all(&bytes[..cut]);
+            assert!(
+                events.iter().any(|e| matches!(e, LogRecord::Corrupt { incomplete: true, .. })),
+                "cut at {cut}: {events:?}"
+            );
+        }
+        // A flipped byte in the last record leaves it all there: not incomplete.
+        for at in last_start..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x40;
+            let events = read_all(&damaged);
+            for e in &events {
+                if let LogRecord::Corrupt { incomplete, offset, .. } = e {
+                    // A flip in the length field may make the length run past the end.
+                    let in_length = at == last_start + 4 || at == last_start + 5;
+                    assert!(!incomplete || in_length, "flip at {at}: {events:?}");
+                    assert_eq!(*offset, last_start as u64, "flip at {at}: {events:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub enum LogRecord {
         /// True when nothing valid follows the damage in this file (a torn or
         /// corrupt tail): the next call returns `Eof`.
         tail: bool,
+        /// True when the damage is an incomplete last record: its header or
+        /// payload, or its later fragments, run past the end of the file (an
+        /// append cut short). A record that is all there but fails its
+        /// checksum is not incomplete. Implies `tail`.
+        incomplete: bool,
     },
 }
 
@@ -60,7 +65,8 @@ enum Physical {
     /// Damage. `chained` is where the next record would start if the header's
     /// length is right; `resync` is where reading may safely resume: the next
     /// block start, or `next` when the checksum vouches for the length.
-    Damaged { reason: String, chained: Option<u64>, resync: u64 },
+    /// `incomplete`: the record runs past the end of the file.
+    Damaged { reason: String, chained: Option<u64>, resync: u64, incomplete: bool },
 }
 
 /// Reads a log file front to back. Single-threaded (`&mut self`).
@@ -131,7 +137,8 @@ impl LogReader {
                 Physical::End => {
                     return match first_at {
                         Some(first) => {
-                            self.damage(first, "FIRST fragment without LAST at end of file".into(), at, at, at)
+                            let reason = "FIRST fragment without LAST at end of file".into();
+                            self.damage(first, reason, at, at, at, true)
                         }
                         None => {
                             self.finished = true;
@@ -139,8 +146,9 @@ impl LogReader {
                         }
                     };
                 }
-                Physical::Damaged { reason, chained, resync } => {
-                    return self.damage(first_at.unwrap_or(at), reason, at, chained.unwrap_or(resync), resync);
+                Physical::Damaged { reason, chained, resync, incomplete } => {
+                    let offset = first_at.unwrap_or(at);
+                    return self.damage(offset, reason, at, chained.unwrap_or(resync), resync, incomplete);
                 }
                 Physical::Fragment { kind, payload, next } => match (kind, first_at) {
                     (RecordType::Full, None) => {
@@ -164,13 +172,13 @@ impl LogReader {
                     }
                     (RecordType::Full | RecordType::First, Some(first)) => {
                         let reason = format!("FIRST fragment without LAST, followed by {kind:?} at offset {at}");
-                        return self.damage(first, reason, at, at, at);
+                        return self.damage(first, reason, at, at, at, false);
                     }
                     (RecordType::Middle | RecordType::Last | RecordType::Zero, None) => {
-                        return self.damage(at, format!("{kind:?} fragment without FIRST"), at, next, next);
+                        return self.damage(at, format!("{kind:?} fragment without FIRST"), at, next, next, false);
                     }
                     (RecordType::Zero, Some(first)) => {
-                        return self.damage(first, "fragment of type 0".into(), at, next, next);
+                        return self.damage(first, "fragment of type 0".into(), at, next, next, false);
                     }
                 },
             }
@@ -179,6 +187,8 @@ impl LogReader {
 
     /// Reports damage to the logical record at `offset`, found in the
     /// physical record at `damaged_at`, and positions the reader at what follows.
+    /// `incomplete`: the damage is a record that runs past the end of the
+    /// file, which is an append cut short if nothing intact follows it.
     fn damage(
         &mut self,
         offset: u64,
@@ -186,16 +196,20 @@ impl LogReader {
         damaged_at: u64,
         tail_scan_from: u64,
         resume_from: u64,
+        incomplete: bool,
     ) -> Result<LogRecord> {
         self.fragments.clear();
         let tail = self.next_record_start(tail_scan_from, true)?.is_none()
             && !self.intact_record_starts_later_in_block(damaged_at)?;
+        // A length that runs past the end of the file while intact records
+        // follow it is a damaged length, not an append cut short.
+        let incomplete = incomplete && tail;
         let resume = if tail { None } else { self.next_record_start(resume_from, false)? };
         match resume {
             Some(at) => self.pos = at,
             None => self.finished = true,
         }
-        Ok(LogRecord::Corrupt { offset, reason, tail })
+        Ok(LogRecord::Corrupt { offset, reason, tail, incomplete })
     }
 
     /// The offset of the first intact FULL or FIRST record at or after `from`,
@@ -259,6 +273,7 @@ impl LogReader {
             reason: "header cut short by the end of the file".into(),
             chained: None,
             resync: block_end,
+            incomplete: true,
         };
         if room < HEADER {
             self.fill_to(block_end)?;
@@ -293,6 +308,7 @@ impl LogReader {
                     reason: format!("zero-filled bytes inside the log, up to offset {nonzero}"),
                     chained: None,
                     resync: (nonzero / BLOCK * BLOCK).max(block_end),
+                    incomplete: false,
                 },
             });
         }
@@ -300,10 +316,14 @@ impl LogReader {
         let length = u64::from(u16::from_le_bytes([header[4], header[5]]));
         let type_byte = header[6];
         if HEADER + length > room {
+            // A length past the end of the file as well is an append cut short
+            // (its bytes never all reached the disk); inside the file it is damage.
+            self.fill_to(block_end)?;
             return Ok(Physical::Damaged {
                 reason: format!("record length {length} overruns its block"),
                 chained: None,
                 resync: block_end,
+                incomplete: self.eof && self.end() < at + HEADER + length,
             });
         }
         let next = at + HEADER + length;
@@ -313,6 +333,7 @@ impl LogReader {
                 reason: "record cut short by the end of the file".into(),
                 chained: None,
                 resync: block_end,
+                incomplete: true,
             });
         }
         let payload = self.range(at + HEADER, next);
@@ -322,6 +343,7 @@ impl LogReader {
                 reason: "checksum mismatch".into(),
                 chained: Some(next),
                 resync: block_end,
+                incomplete: false,
             });
         }
         match RecordType::from_u8(type_byte) {
@@ -331,6 +353,7 @@ impl LogReader {
                 reason: format!("unknown record type {type_byte}"),
                 chained: Some(next),
                 resync: next,
+                incomplete: false,
             }),
         }
     }

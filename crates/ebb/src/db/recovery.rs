@@ -1,0 +1,455 @@
+//! Recovery at open, after the MANIFEST: replay the WALs, write what they
+//! held into L0 tables, record those and the new WAL in a new MANIFEST, and
+//! clean the directory without destroying evidence.
+//!
+//! Promises (docs/reliability.md, "Damage and what it leads to"):
+//! 1. Damage is loud. Whatever a recovery mode accepted and left out of a WAL
+//!    (file, offset, bytes, records), and the incomplete last record of a
+//!    MANIFEST, is written to the info log, kept in the [`RecoveryReport`]
+//!    (`Db::recovery_report`, property `ebb.recovery-report`) and given to
+//!    the listeners (`EventListener::on_recovery_damage`).
+//! 2. Nothing is deleted on the strength of a damaged file. An open that
+//!    tolerated any damage moves what it would otherwise delete into `lost/`
+//!    (LevelDB's RepairDB convention); so does every open for a table the
+//!    MANIFEST does not list whose number is at or above the next file
+//!    number the MANIFEST recorded (the output of a job, or of an edit that
+//!    was lost), and for a WAL whose replay stopped early.
+//! 3. File numbers are never reused: the next number is above every numbered
+//!    file in the directory and in `lost/`.
+//! 4. The recovered state is recorded in one step: the tables written from
+//!    the WALs and every family's new log number go into a new MANIFEST that
+//!    CURRENT switches to, so a crash during recovery leaves either the old
+//!    state (and WALs) or the new one, never a mix of families.
+//!
+//! Point-in-time recovery follows RocksDB: replay stops at the first damage;
+//! a later WAL holding writes, or a column family whose tables hold data
+//! logged after the damaged WAL, makes the open fail as corruption. A WAL is
+//! synced before the next one is started, so damage followed by a later
+//! write is damage to acknowledged data, not a write torn by a crash.
+//!
+//! Requires: called once, from open, before any background thread starts.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::info_log::Level;
+use super::{BatchOp, DbInner, DbState, WriteBatch};
+use crate::error::{Error, Result};
+use crate::key::ValueKind;
+use crate::memtable::MemTable;
+use crate::options::{Options, WalRecoveryMode};
+use crate::stats::bump;
+use crate::version::{filename, ManifestRecovery, VersionEdit};
+use crate::wal::{LogDamage, LogWriter};
+
+/// The directory, inside the database directory, where files recovery would
+/// not delete are moved (LevelDB's RepairDB convention).
+pub const LOST_DIR: &str = "lost";
+
+/// Damage a WAL recovery mode accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalDamage {
+    /// The WAL's number.
+    pub number: u64,
+    /// Where the damage starts, how many bytes were not replayed, and why.
+    pub damage: LogDamage,
+    /// Intact records after the damage that were not replayed (point-in-time
+    /// recovery stops at the damage).
+    pub records_dropped: u64,
+    /// The mode that accepted it.
+    pub mode: WalRecoveryMode,
+}
+
+/// A file moved to `lost/` instead of being deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// Where it was.
+    pub from: PathBuf,
+    /// Where it is now.
+    pub to: PathBuf,
+    /// Why it was not deleted.
+    pub why: String,
+}
+
+/// What an open found damaged and left out, and what it set aside. Empty
+/// after the open of an undamaged database that crashed nowhere special.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    /// What replaying the MANIFEST tolerated (an incomplete last record) or,
+    /// with `best_efforts_recovery`, left out.
+    pub manifest: ManifestRecovery,
+    /// Damage accepted in WALs, oldest first.
+    pub wal_damage: Vec<WalDamage>,
+    /// Files moved to `lost/`.
+    pub set_aside: Vec<SetAside>,
+}
+
+impl RecoveryReport {
+    /// True when recovery accepted damage of any kind: then nothing is
+    /// deleted at this open, only set aside.
+    pub fn tolerated_damage(&self) -> bool {
+        let m = &self.manifest;
+        m.torn_tail.is_some() || m.stopped_at.is_some() || m.edits_left_out > 0 || !self.wal_damage.is_empty()
+    }
+
+    /// True when there is nothing to report.
+    pub fn is_empty(&self) -> bool {
+        !self.tolerated_damage() && self.set_aside.is_empty()
+    }
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return writeln!(f, "recovery: nothing damaged, nothing set aside");
+        }
+        let m = &self.manifest;
+        if let Some(d) = &m.torn_tail {
+            writeln!(
+                f,
+                "{}: last record at offset {} incomplete ({}); {} bytes ignored (an append cut short)",
+                d.file, d.offset, d.reason, d.bytes
+            )?;
+        }
+        if let Some(d) = &m.stopped_at {
+            writeln!(
+                f,
+                "{}: best-efforts recovery stopped at offset {} ({}); {} bytes not read",
+                d.file, d.offset, d.reason, d.bytes
+            )?;
+        }
+        if m.edits_left_out > 0 {
+            let missing: Vec<String> = m.missing_tables.iter().map(|n| format!("{n:06}.sst")).collect();
+            writeln!(
+                f,
+                "{}: best-efforts recovery left out its last {} edits, whose state lists missing tables: {}",
+                m.file,
+                m.edits_left_out,
+                missing.join(", ")
+            )?;
+        }
+        for w in &self.wal_damage {
+            writeln!(
+                f,
+                "{}: damage at offset {} ({}); {} bytes and {} intact records after it not replayed ({:?})",
+                w.damage.file, w.damage.offset, w.damage.reason, w.damage.bytes, w.records_dropped, w.mode
+            )?;
+        }
+        for s in &self.set_aside {
+            writeln!(f, "set aside {} as {}: {}", s.from.display(), s.to.display(), s.why)?;
+        }
+        Ok(())
+    }
+}
+
+/// Per column family during replay: the recovered memtables, the one being
+/// filled, its write buffer size and its log number.
+struct Recovering {
+    mems: Vec<Arc<MemTable>>,
+    mem: Option<Arc<MemTable>>,
+    write_buffer_size: usize,
+    log_number: u64,
+}
+
+/// Replays the WALs, writes what they held into L0 tables, records them with
+/// a new WAL in a new MANIFEST and cleans the directory (module promises).
+/// Returns the report, `manifest` included.
+pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: ManifestRecovery) -> Result<RecoveryReport> {
+    let mut report = RecoveryReport { manifest, ..RecoveryReport::default() };
+    let mut st = inner.state.lock();
+    let names = inner.fs.list_dir(&inner.dir)?;
+    // Promise 3: above every numbered file, here and in lost/.
+    let lost_names = list_lost(inner);
+    let newest = names.iter().chain(&lost_names).filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max();
+    if let Some(newest) = newest {
+        st.versions.set_next_file_at_least(newest + 1);
+    }
+    let log_number = st.versions.log_number();
+    let mut wals: Vec<u64> = names
+        .iter()
+        .filter_map(|n| filename::parse_file_name(n))
+        .filter(|(t, n)| *t == filename::FileType::Wal && *n >= log_number)
+        .map(|(_, n)| n)
+        .collect();
+    wals.sort_unstable();
+    check_files_present(inner, &st, &report, log_number, &wals)?;
+
+    let mut last_seq = st.versions.last_sequence();
+    let mut recovering: BTreeMap<u32, Recovering> = st
+        .families
+        .iter()
+        .map(|(id, f)| {
+            let r = Recovering {
+                mems: Vec::new(),
+                mem: None,
+                write_buffer_size: inner.family_opts(&f.data).write_buffer_size,
+                log_number: st.versions.family_log_number(*id),
+            };
+            (*id, r)
+        })
+        .collect();
+    let mode = options.wal_recovery_mode;
+    // Point-in-time recovery stopped in this WAL, at this damage.
+    let mut stopped: Option<(u64, LogDamage)> = None;
+    for (i, number) in wals.iter().enumerate() {
+        let path = filename::wal_file(&inner.dir, *number);
+        let name = path.display().to_string();
+        if let Some((_, damage)) = &stopped {
+            let records = crate::wal::count_intact_records(inner.fs.as_ref(), &path)?;
+            if records > 0 {
+                return Err(Error::corruption(
+                    &damage.file,
+                    damage.offset,
+                    format!(
+                        "{}; point-in-time recovery would stop here, but the later WAL {name} holds {records} \
+                         writes past this point (a WAL is synced before the next one starts, so this is damage \
+                         to acknowledged writes, not a write torn by a crash)",
+                        damage.reason
+                    ),
+                ));
+            }
+            continue;
+        }
+        let is_last = i + 1 == wals.len();
+        let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record| {
+            let batch = WriteBatch::from_data(record, &name, 0)?;
+            let mut seq = batch.sequence();
+            for op in batch.iter_cf() {
+                let (cf, op) = op.map_err(|reason| Error::corruption(&name, 0, reason))?;
+                // A dropped family's entries, and those already in a family's
+                // tables, are skipped.
+                if let Some(r) = recovering.get_mut(&cf).filter(|r| *number >= r.log_number) {
+                    let mem = r.mem.get_or_insert_with(|| Arc::new(MemTable::new(*number)));
+                    match op {
+                        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+                        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
+                    }
+                    if mem.approximate_memory_usage() >= r.write_buffer_size {
+                        r.mems.extend(r.mem.take());
+                    }
+                }
+                seq += 1;
+            }
+            last_seq = last_seq.max(seq.saturating_sub(1));
+            Ok(())
+        })?;
+        if let Some((offset, reason)) = outcome.first_damage.clone() {
+            let damage = LogDamage { file: name.clone(), offset, bytes: outcome.corrupted_bytes, reason };
+            let w =
+                WalDamage { number: *number, damage: damage.clone(), records_dropped: outcome.records_dropped, mode };
+            inner.info_log.log(
+                Level::Warn,
+                &format!(
+                    "WAL {name}: damage at offset {offset} ({}); {} bytes and {} intact records after it not replayed \
+                     ({mode:?}); the file is kept in {LOST_DIR}/",
+                    damage.reason, damage.bytes, outcome.records_dropped
+                ),
+            );
+            report.wal_damage.push(w);
+            if outcome.stop_replay {
+                stopped = Some((*number, damage));
+            }
+        }
+    }
+    if let Some((wal, damage)) = &stopped {
+        // RocksDB's "SST file is ahead of WALs": a family whose tables hold
+        // data logged after the damaged WAL cannot be rolled back with it.
+        for f in st.versions.families().values() {
+            if f.log_number > *wal && f.current.levels.iter().any(|l| !l.is_empty()) {
+                return Err(Error::corruption(
+                    &damage.file,
+                    damage.offset,
+                    format!(
+                        "{}; point-in-time recovery would stop here, but column family '{}' holds tables with \
+                         data logged after this WAL (its log number is {})",
+                        damage.reason, f.name, f.log_number
+                    ),
+                ));
+            }
+        }
+    }
+    inner.last_sequence.store(last_seq, Ordering::Release);
+    st.versions.set_last_sequence(last_seq);
+
+    // The new WAL, durable by name before anything refers to it.
+    let wal_number = st.versions.new_file_number();
+    let path = filename::wal_file(&inner.dir, wal_number);
+    let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&path)?, options.wal_bytes_per_sync);
+    let mut writer = LogWriter::new(file, path.display().to_string());
+    writer.sync()?;
+    inner.fs.sync_dir(&inner.dir)?;
+    *inner.wal.lock() = Some(writer);
+    st.wal_number = wal_number;
+    for family in st.families.values_mut() {
+        family.mem = Arc::new(MemTable::new(wal_number));
+        family.imm.clear();
+    }
+
+    // Promise 4: every recovered memtable into a table, then one new MANIFEST.
+    let smallest_snapshot = last_seq;
+    let mut edits = Vec::new();
+    let mut written = 0;
+    for (id, r) in recovering.iter_mut() {
+        r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
+        let Some(data) = st.families.get(id).map(|f| Arc::clone(&f.data)) else { continue };
+        let opts = inner.family_opts(&data);
+        let mut edit = VersionEdit { column_family: *id, log_number: Some(wal_number), ..Default::default() };
+        for mem in &r.mems {
+            let number = st.versions.new_file_number();
+            let output = inner.write_level0_table(std::slice::from_ref(mem), &opts, *id, number, smallest_snapshot)?;
+            for f in output.files {
+                written += f.file_size;
+                edit.add_file(0, f);
+            }
+        }
+        edits.push(edit);
+    }
+    st.versions.log_and_apply_in_new_manifest(edits)?;
+    bump(&inner.stats.flush_bytes, written);
+    inner.install_super_version(&mut st);
+    clean_directory(inner, &mut st, &mut report)?;
+    Ok(report)
+}
+
+/// Names in `lost/`, if it exists.
+fn list_lost(inner: &DbInner) -> Vec<String> {
+    let lost = inner.dir.join(LOST_DIR);
+    if inner.fs.exists(&lost) {
+        inner.fs.list_dir(&lost).unwrap_or_default()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Every table the MANIFEST lists must exist; and an incomplete last record
+/// of the MANIFEST may be ignored only when nothing it could have described
+/// was acted on: the WAL the recovered state starts from must still exist
+/// (WALs are deleted only after the edit that makes them obsolete is synced).
+fn check_files_present(
+    inner: &DbInner,
+    st: &DbState,
+    report: &RecoveryReport,
+    log_number: u64,
+    wals: &[u64],
+) -> Result<()> {
+    let torn = report.manifest.torn_tail.as_ref();
+    let acted_on = |what: String| -> Error {
+        let (file, offset, reason) = match torn {
+            Some(t) => (t.file.clone(), t.offset, t.reason.clone()),
+            None => (report.manifest.file.clone(), 0, String::new()),
+        };
+        Error::corruption(
+            file,
+            offset,
+            format!(
+                "the last record is incomplete ({reason}), and the database acted on it: {what}; \
+                 open with best_efforts_recovery or repair the database (Db::repair, `ebb repair`)"
+            ),
+        )
+    };
+    for family in st.versions.families().values() {
+        for f in family.current.levels.iter().flatten() {
+            let path = filename::table_file(&inner.dir, f.number);
+            if !inner.fs.exists(&path) {
+                if torn.is_some() {
+                    return Err(acted_on(format!(
+                        "table {:06}.sst, which the state before it lists, is gone",
+                        f.number
+                    )));
+                }
+                return Err(Error::corruption(
+                    path.display().to_string(),
+                    0,
+                    format!("SST {} listed in the MANIFEST is missing", f.number),
+                ));
+            }
+        }
+    }
+    let best_efforts = report.manifest.stopped_at.is_some() || report.manifest.edits_left_out > 0;
+    if torn.is_some() && !best_efforts && log_number > 0 && !wals.contains(&log_number) {
+        return Err(acted_on(format!("WAL {log_number:06}.log, which the state before it replays from, is gone")));
+    }
+    Ok(())
+}
+
+/// Deletes what the recovered state makes obsolete, or moves it to `lost/`
+/// (module promise 2), and logs and reports what it moved.
+fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &mut RecoveryReport) -> Result<()> {
+    let tolerated = report.tolerated_damage();
+    let recorded_next = report.manifest.recorded_next_file;
+    let live: std::collections::HashSet<u64> =
+        st.versions.families().values().flat_map(|f| f.current.live_files()).collect();
+    let log_number = st.versions.log_number();
+    let manifest = st.versions.manifest_number();
+    let damaged_wals: Vec<u64> = report.wal_damage.iter().map(|w| w.number).collect();
+    let stop = report.wal_damage.iter().find(|w| w.mode == WalRecoveryMode::PointInTime).map(|w| w.number);
+    let nothing_deleted = "recovery tolerated damage, so it deletes nothing".to_string();
+    let mut moved = Vec::new();
+    for name in inner.fs.list_dir(&inner.dir)? {
+        let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
+        // `None`: obsolete, and deleted; `Some(why)`: obsolete, and set aside.
+        let why = match kind {
+            filename::FileType::Wal if number < log_number && number != st.wal_number => {
+                if damaged_wals.contains(&number) {
+                    Some("its replay met damage (see the info log)".to_string())
+                } else if stop.is_some_and(|w| number > w) {
+                    Some("point-in-time recovery stopped in an earlier WAL".to_string())
+                } else {
+                    tolerated.then(|| nothing_deleted.clone())
+                }
+            }
+            filename::FileType::Table if !live.contains(&number) => {
+                if number >= recorded_next {
+                    Some(format!(
+                        "the MANIFEST does not list it and it is numbered at or above the next file number \
+                         {recorded_next} the MANIFEST recorded (the output of an unfinished job or of a lost edit)"
+                    ))
+                } else {
+                    tolerated.then(|| nothing_deleted.clone())
+                }
+            }
+            filename::FileType::Manifest if number != manifest => tolerated.then(|| nothing_deleted.clone()),
+            _ => continue,
+        };
+        match why {
+            Some(why) => moved.push((name, why)),
+            None => {
+                if kind == filename::FileType::Table {
+                    inner.tables.evict(number);
+                }
+                let _ = inner.fs.remove_file(&inner.dir.join(&name));
+            }
+        }
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let lost = inner.dir.join(LOST_DIR);
+    inner.fs.create_dir_all(&lost)?;
+    let mut taken = list_lost(inner);
+    for (name, why) in moved {
+        let from = inner.dir.join(&name);
+        let unique = unique_name(&name, &taken);
+        let to = lost.join(&unique);
+        taken.push(unique);
+        inner.fs.rename(&from, &to)?;
+        inner.info_log.log(Level::Warn, &format!("set aside {} as {}: {why}", from.display(), to.display()));
+        report.set_aside.push(SetAside { from, to, why });
+    }
+    inner.fs.sync_dir(&lost)?;
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(())
+}
+
+/// `name`, or `name.1`, `name.2`, ... if `taken` holds it.
+fn unique_name(name: &str, taken: &[String]) -> String {
+    if !taken.iter().any(|t| t == name) {
+        return name.to_string();
+    }
+    (1..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+}
