@@ -33,8 +33,8 @@ pub mod wal;
 
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, FlushJobInfo, IteratorMode, RecoveryReport, SetAside, Snapshot, StallCondition, TuningEvent,
-    TuningMetrics, WalDamage, WriteBatch, DEFAULT_COLUMN_FAMILY, LOST_DIR,
+    EventListener, FlushJobInfo, IteratorMode, RecoveryReport, RepairReport, RepairedTable, RepairedWal, SetAside,
+    Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch, DEFAULT_COLUMN_FAMILY, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

@@ -20,7 +20,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{files_of, fs_holding, tiny_options, try_scan, Model};
+use common::{files_of, fs_holding, log_records, tiny_options, try_scan, Model};
 use ebb::fs::{FileSystem, MemFs};
 use ebb::sst::format::FOOTER_LEN;
 use ebb::sst::Table;
@@ -59,31 +59,6 @@ fn names_ending(files: &Files, suffix: &str) -> Vec<String> {
     let mut v: Vec<String> = files.iter().filter(|(n, _)| n.ends_with(suffix)).map(|(n, _)| n.clone()).collect();
     v.sort();
     v
-}
-
-/// Where each logical record of a log file starts, and the payload length
-/// of its first fragment: the FULL and FIRST physical records, walked by
-/// their headers (docs/format.md, "Blocks and records").
-fn log_records(bytes: &[u8]) -> Vec<(usize, usize)> {
-    const BLOCK: usize = 32 * 1024;
-    const HEADER: usize = 7;
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos + HEADER <= bytes.len() {
-        let left = BLOCK - pos % BLOCK;
-        if left < HEADER {
-            pos += left;
-            continue;
-        }
-        let len = usize::from(u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]));
-        match bytes[pos + 6] {
-            0 => break,
-            1 | 2 => out.push((pos, len)),
-            _ => {}
-        }
-        pos += HEADER + len;
-    }
-    out
 }
 
 // ---------------------------------------------------------------- WAL ----

@@ -89,7 +89,7 @@ pub fn wal_reader(data: &[u8]) {
     fs.create_dir_all(Path::new("/wal")).expect("mkdir");
     fs.set_file_bytes(path, data).expect("plant the log");
     for mode in RECOVERY_MODES {
-        let _ = ebb::wal::replay(&fs, path, mode, true, |_| Ok(()));
+        let _ = ebb::wal::replay(&fs, path, mode, true, |_, _| Ok(()));
     }
 }
 

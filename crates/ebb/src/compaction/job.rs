@@ -161,7 +161,7 @@ fn merge(
             let file = crate::fs::WriteBehindFile::wrap(fs.new_writable(&path).map_err(fail)?, ctx.bytes_per_sync);
             current = Some(OpenOutput {
                 number,
-                builder: TableBuilder::new(file, ctx.table_options, path.display().to_string()),
+                builder: TableBuilder::new(file, ctx.table_options.clone(), path.display().to_string()),
                 smallest: key.to_vec(),
                 largest: Vec::new(),
                 smallest_seq: SequenceNumber::MAX,

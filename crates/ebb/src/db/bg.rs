@@ -136,7 +136,8 @@ impl DbInner {
         // A flush writes exactly one file (no size cut), so one number is reserved.
         let number = st.versions.new_file_number();
         st.pending_outputs.push(number);
-        let output = MutexGuard::unlocked(st, || self.write_level0_table(mems, &opts, cf, number, smallest_snapshot));
+        let output =
+            MutexGuard::unlocked(st, || self.write_level0_table(mems, &opts, &data, number, smallest_snapshot));
         if let Some(i) = st.pending_outputs.iter().position(|n| *n == number) {
             st.pending_outputs.swap_remove(i);
         }
@@ -208,42 +209,26 @@ impl DbInner {
     }
 
     /// Writes `mems` (oldest first) of column family `cf` into one table
-    /// numbered `number` (no size cut; nothing when they hold nothing
-    /// visible). Does not need the db mutex: callers hold it only at open.
+    /// numbered `number` (see [`write_memtables`]). Does not need the db
+    /// mutex: callers hold it only at open.
     pub(crate) fn write_level0_table(
         &self,
         mems: &[Arc<MemTable>],
         opts: &crate::Options,
-        cf: u32,
+        family: &super::column_family::ColumnFamilyData,
         number: u64,
         smallest_snapshot: u64,
     ) -> Result<job::JobOutput> {
-        let mut table_options = TableBuilderOptions::from_options(opts, opts.compression_for_level(0, false));
-        table_options.column_family = cf;
-        let children: Vec<Box<dyn InternalIterator>> =
-            mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
-        let mut input = MergingIterator::new(children);
-        input.seek_to_first();
-        let mut pool = vec![number];
-        let mut alloc = || pool.pop().unwrap_or(u64::MAX);
         let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
-        job::run(
-            &mut input,
-            job::JobContext {
-                dir: &self.dir,
-                fs: &self.fs,
-                table_options,
-                target_file_size: u64::MAX,
-                grandparents: &[],
-                smallest_snapshot,
-                drop_tombstones: false,
-                drop_hidden: true,
-                cancel: None,
-                new_file_number: &mut alloc,
-                on_bytes: &mut on_bytes,
-                bytes_per_sync: self.opts().bytes_per_sync,
-            },
-        )
+        let target = TableTarget {
+            dir: &self.dir,
+            fs: &self.fs,
+            opts,
+            cf: family.id,
+            cf_name: &family.name,
+            bytes_per_sync: self.opts().bytes_per_sync,
+        };
+        write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
     }
 
     /// The oldest sequence number any reader may still read at.
@@ -416,6 +401,7 @@ impl DbInner {
         }
         let mut table_options = TableBuilderOptions::from_options(&opts, c.compression);
         table_options.column_family = cf;
+        table_options.column_family_name = Some(Arc::from(data.name.as_str()));
         let settings = SubcompactionSettings {
             rs: ReadSettings::for_compaction(&db_opts),
             table_options,
@@ -552,7 +538,7 @@ impl DbInner {
             job::JobContext {
                 dir: &self.dir,
                 fs: &self.fs,
-                table_options: settings.table_options,
+                table_options: settings.table_options.clone(),
                 target_file_size: c.target_file_size,
                 grandparents: &c.grandparents,
                 smallest_snapshot: settings.smallest_snapshot,
@@ -793,6 +779,56 @@ impl DbInner {
         self.info_log.close();
         result
     }
+}
+
+/// Where and how a table written from memtables goes.
+pub(crate) struct TableTarget<'a> {
+    pub(crate) dir: &'a std::path::Path,
+    pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
+    /// The column family's options (table format, level-0 compression).
+    pub(crate) opts: &'a crate::Options,
+    /// The column family and its name, recorded in the table's properties.
+    pub(crate) cf: u32,
+    pub(crate) cf_name: &'a str,
+    pub(crate) bytes_per_sync: u64,
+}
+
+/// Writes `mems` (oldest first) into one table numbered `number`: a flush,
+/// with no size cut, keeping what a reader at `smallest_snapshot` or later
+/// can see. Writes nothing (no file) when they hold nothing.
+pub(crate) fn write_memtables(
+    target: &TableTarget<'_>,
+    mems: &[Arc<MemTable>],
+    number: u64,
+    smallest_snapshot: u64,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<job::JobOutput> {
+    let mut table_options = TableBuilderOptions::from_options(target.opts, target.opts.compression_for_level(0, false));
+    table_options.column_family = target.cf;
+    table_options.column_family_name = Some(Arc::from(target.cf_name));
+    let children: Vec<Box<dyn InternalIterator>> =
+        mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
+    let mut input = MergingIterator::new(children);
+    input.seek_to_first();
+    let mut pool = vec![number];
+    let mut alloc = || pool.pop().unwrap_or(u64::MAX);
+    job::run(
+        &mut input,
+        job::JobContext {
+            dir: target.dir,
+            fs: target.fs,
+            table_options,
+            target_file_size: u64::MAX,
+            grandparents: &[],
+            smallest_snapshot,
+            drop_tombstones: false,
+            drop_hidden: true,
+            cancel: None,
+            new_file_number: &mut alloc,
+            on_bytes,
+            bytes_per_sync: target.bytes_per_sync,
+        },
+    )
 }
 
 #[allow(dead_code)]

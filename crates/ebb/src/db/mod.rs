@@ -24,6 +24,7 @@ mod iter;
 mod listener;
 mod open;
 mod recovery;
+mod repair;
 mod table_cache;
 mod tuning;
 mod write;
@@ -34,6 +35,7 @@ pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
 pub use recovery::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
+pub use repair::{RepairReport, RepairedTable, RepairedWal};
 pub use tuning::{TuningEvent, TuningMetrics};
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -287,6 +289,22 @@ impl Db {
     /// [`Db::open`] otherwise.
     pub fn open_cf(path: impl AsRef<Path>, options: Options, families: &[(&str, Options)]) -> Result<Db> {
         open::open(path.as_ref(), options, families)
+    }
+
+    /// Rebuilds the MANIFEST of the database at `path` from the tables and
+    /// WALs in its directory (LevelDB's and RocksDB's `RepairDB`), for a
+    /// database whose MANIFEST or CURRENT is damaged beyond what an open
+    /// accepts. Every table that reads back whole is kept, at level 0 of the
+    /// column family its properties record; every WAL is turned into tables;
+    /// what cannot be used (unreadable tables, the old MANIFESTs, the
+    /// converted WALs) is moved to `lost/`, never deleted. The database must
+    /// not be open. `options` supplies the filesystem and the table format
+    /// of the tables written from WALs. See docs/reliability.md, "Repair".
+    ///
+    /// Errors: `Busy` when the database is open; `InvalidArgument` when the
+    /// directory holds no Ebb files; I/O errors as they come.
+    pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport> {
+        repair::repair(path.as_ref(), options)
     }
 
     /// What the open that returned this handle found damaged and left out,

@@ -194,6 +194,10 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
         })
         .collect();
     let mode = options.wal_recovery_mode;
+    let max_family_id = st.versions.next_column_family_id() - 1;
+    let best_efforts = options.best_efforts_recovery;
+    let manifest_file = report.manifest.file.clone();
+    let mut unknown_family_writes = 0u64;
     // Point-in-time recovery stopped in this WAL, at this damage.
     let mut stopped: Option<(u64, LogDamage)> = None;
     for (i, number) in wals.iter().enumerate() {
@@ -216,11 +220,28 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
             continue;
         }
         let is_last = i + 1 == wals.len();
-        let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record| {
-            let batch = WriteBatch::from_data(record, &name, 0)?;
+        let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record, offset| {
+            let batch = WriteBatch::from_data(record, &name, offset)?;
             let mut seq = batch.sequence();
             for op in batch.iter_cf() {
-                let (cf, op) = op.map_err(|reason| Error::corruption(&name, 0, reason))?;
+                let (cf, op) = op.map_err(|reason| Error::corruption(&name, offset, reason))?;
+                // Ids are never reused, so a family above every id the
+                // MANIFEST handed out is one whose creation it lost.
+                if cf > max_family_id && best_efforts {
+                    unknown_family_writes += 1;
+                    seq += 1;
+                    continue;
+                }
+                if cf > max_family_id {
+                    return Err(Error::corruption(
+                        &manifest_file,
+                        0,
+                        format!(
+                            "WAL {name} at offset {offset} holds a write to column family {cf}, which the MANIFEST \
+                             never created (its largest family id is {max_family_id}): edits are missing from it"
+                        ),
+                    ));
+                }
                 // A dropped family's entries, and those already in a family's
                 // tables, are skipped.
                 if let Some(r) = recovering.get_mut(&cf).filter(|r| *number >= r.log_number) {
@@ -255,6 +276,15 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
                 stopped = Some((*number, damage));
             }
         }
+    }
+    if unknown_family_writes > 0 {
+        inner.info_log.log(
+            Level::Warn,
+            &format!(
+                "best-efforts recovery left out {unknown_family_writes} WAL writes to column families the \
+                 MANIFEST never created"
+            ),
+        );
     }
     if let Some((wal, damage)) = &stopped {
         // RocksDB's "SST file is ahead of WALs": a family whose tables hold
@@ -301,7 +331,8 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
         let mut edit = VersionEdit { column_family: *id, log_number: Some(wal_number), ..Default::default() };
         for mem in &r.mems {
             let number = st.versions.new_file_number();
-            let output = inner.write_level0_table(std::slice::from_ref(mem), &opts, *id, number, smallest_snapshot)?;
+            let output =
+                inner.write_level0_table(std::slice::from_ref(mem), &opts, &data, number, smallest_snapshot)?;
             for f in output.files {
                 written += f.file_size;
                 edit.add_file(0, f);
@@ -326,10 +357,12 @@ fn list_lost(inner: &DbInner) -> Vec<String> {
     }
 }
 
-/// Every table the MANIFEST lists must exist; and an incomplete last record
-/// of the MANIFEST may be ignored only when nothing it could have described
-/// was acted on: the WAL the recovered state starts from must still exist
-/// (WALs are deleted only after the edit that makes them obsolete is synced).
+/// The MANIFEST must not be behind the directory: every table it lists must
+/// exist, and so must the WAL its state replays from (the smallest log number
+/// of any family). WALs and tables are deleted only after the edit that makes
+/// them obsolete is synced, so a missing one means the MANIFEST lost an edit
+/// that was acted on: its incomplete last record, or records cut off at a
+/// record boundary, which no check can tell from the end of the file.
 fn check_files_present(
     inner: &DbInner,
     st: &DbState,
@@ -338,41 +371,44 @@ fn check_files_present(
     wals: &[u64],
 ) -> Result<()> {
     let torn = report.manifest.torn_tail.as_ref();
-    let acted_on = |what: String| -> Error {
-        let (file, offset, reason) = match torn {
-            Some(t) => (t.file.clone(), t.offset, t.reason.clone()),
-            None => (report.manifest.file.clone(), 0, String::new()),
-        };
-        Error::corruption(
-            file,
-            offset,
-            format!(
-                "the last record is incomplete ({reason}), and the database acted on it: {what}; \
-                 open with best_efforts_recovery or repair the database (Db::repair, `ebb repair`)"
+    let behind = |what: String| -> Error {
+        let advice = "open with best_efforts_recovery, or repair the database (Db::repair, `ebb repair`)";
+        match torn {
+            Some(t) => Error::corruption(
+                t.file.clone(),
+                t.offset,
+                format!("the last record is incomplete ({}), and the database acted on it: {what}; {advice}", t.reason),
             ),
-        )
+            None => Error::corruption(
+                report.manifest.file.clone(),
+                0,
+                format!("the MANIFEST is behind the files it describes (edits are missing from it): {what}; {advice}"),
+            ),
+        }
     };
     for family in st.versions.families().values() {
         for f in family.current.levels.iter().flatten() {
             let path = filename::table_file(&inner.dir, f.number);
             if !inner.fs.exists(&path) {
                 if torn.is_some() {
-                    return Err(acted_on(format!(
-                        "table {:06}.sst, which the state before it lists, is gone",
-                        f.number
-                    )));
+                    return Err(behind(format!("table {:06}.sst, which the state before it lists, is gone", f.number)));
                 }
                 return Err(Error::corruption(
                     path.display().to_string(),
                     0,
-                    format!("SST {} listed in the MANIFEST is missing", f.number),
+                    format!(
+                        "table {} listed in {} is missing (deleted, or the MANIFEST lost the edit that \
+                         removed it); repair the database (Db::repair, `ebb repair`) to open what remains",
+                        f.number, report.manifest.file
+                    ),
                 ));
             }
         }
     }
     let best_efforts = report.manifest.stopped_at.is_some() || report.manifest.edits_left_out > 0;
-    if torn.is_some() && !best_efforts && log_number > 0 && !wals.contains(&log_number) {
-        return Err(acted_on(format!("WAL {log_number:06}.log, which the state before it replays from, is gone")));
+    // Log number 0 is a new database's, from before its first WAL.
+    if !best_efforts && log_number > 0 && !wals.contains(&log_number) {
+        return Err(behind(format!("WAL {log_number:06}.log, from which its state replays, is gone")));
     }
     Ok(())
 }
@@ -447,7 +483,7 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
 }
 
 /// `name`, or `name.1`, `name.2`, ... if `taken` holds it.
-fn unique_name(name: &str, taken: &[String]) -> String {
+pub(super) fn unique_name(name: &str, taken: &[String]) -> String {
     if !taken.iter().any(|t| t == name) {
         return name.to_string();
     }

@@ -18,6 +18,7 @@ use crate::util::compression::CompressionType;
 mod names {
     pub const CHECKSUM: &str = "ebb.checksum";
     pub const COLUMN_FAMILY: &str = "ebb.column.family.id";
+    pub const COLUMN_FAMILY_NAME: &str = "ebb.column.family.name";
     pub const COMPRESSION: &str = "ebb.compression";
     pub const CREATION_TIME: &str = "ebb.creation.time";
     pub const DATA_SIZE: &str = "ebb.data.size";
@@ -76,6 +77,9 @@ pub struct TableProperties {
     /// `rocksdb.column.family.id`), so that repair can place it; `None` in
     /// tables written before the property existed.
     pub column_family: Option<u32>,
+    /// That family's name (RocksDB's `rocksdb.column.family.name`); `None`
+    /// where the property is absent.
+    pub column_family_name: Option<String>,
     /// Size of the whole file. Not stored in the block: filled in by
     /// `TableBuilder::finish` and `Table::open`.
     pub file_size: u64,
@@ -100,6 +104,7 @@ impl Default for TableProperties {
             checksum: ChecksumType::Crc32c,
             creation_time: 0,
             column_family: None,
+            column_family_name: None,
             file_size: 0,
         }
     }
@@ -131,6 +136,9 @@ impl TableProperties {
             (names::SMALLEST_KEY, self.smallest_key.clone()),
             (names::SMALLEST_SEQNO, number(self.smallest_seqno)),
         ];
+        if let Some(name) = &self.column_family_name {
+            entries.push((names::COLUMN_FAMILY_NAME, name.as_bytes().to_vec()));
+        }
         if self.column_family.is_none() {
             entries.retain(|(name, _)| *name != names::COLUMN_FAMILY);
         }
@@ -173,6 +181,10 @@ impl TableProperties {
                     let v = number()?;
                     p.column_family =
                         Some(u32::try_from(v).map_err(|_| format!("column family id {v} in properties is too large"))?);
+                }
+                names::COLUMN_FAMILY_NAME => {
+                    let name = std::str::from_utf8(value).map_err(|_| "column family name is not UTF-8".to_string())?;
+                    p.column_family_name = Some(name.to_string());
                 }
                 names::CREATION_TIME => p.creation_time = number()?,
                 names::DATA_SIZE => p.data_size = number()?,
@@ -221,6 +233,7 @@ mod tests {
             checksum: ChecksumType::Xxh3,
             creation_time: 1_700_000_000,
             column_family: Some(7),
+            column_family_name: Some("users".into()),
             file_size: 0,
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();

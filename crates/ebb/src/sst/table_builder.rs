@@ -15,6 +15,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN};
+use std::sync::Arc;
+
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
 use crate::error::{Error, Result};
@@ -29,7 +31,7 @@ use crate::util::compression::CompressionType;
 const MAX_BLOCK_SIZE: usize = 1 << 30;
 
 /// How tables are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableBuilderOptions {
     /// Target uncompressed size of a data block (RocksDB `block_size`).
     pub block_size: usize,
@@ -44,6 +46,8 @@ pub struct TableBuilderOptions {
     /// The column family the table is written for, recorded in its
     /// properties (0, the default family, unless set).
     pub column_family: u32,
+    /// That family's name, recorded in its properties when set.
+    pub column_family_name: Option<Arc<str>>,
 }
 
 impl TableBuilderOptions {
@@ -56,6 +60,7 @@ impl TableBuilderOptions {
             checksum: o.checksum,
             compression,
             column_family: 0,
+            column_family_name: None,
         }
     }
 }
@@ -69,6 +74,7 @@ impl Default for TableBuilderOptions {
             checksum: ChecksumType::Crc32c,
             compression: CompressionType::None,
             column_family: 0,
+            column_family_name: None,
         }
     }
 }
@@ -100,6 +106,7 @@ impl TableBuilder {
             compression: opts.compression,
             checksum: opts.checksum,
             column_family: Some(opts.column_family),
+            column_family_name: opts.column_family_name.as_ref().map(|n| n.to_string()),
             ..Default::default()
         };
         TableBuilder {

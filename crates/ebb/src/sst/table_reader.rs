@@ -968,6 +968,7 @@ mod tests {
             checksum,
             compression,
             column_family: 0,
+            column_family_name: None,
         }
     }
 

@@ -121,8 +121,8 @@ pub struct ReplayOutcome {
     pub records_dropped: u64,
 }
 
-/// Replays one WAL file, handing each intact logical record to `f` in order
-/// and applying `mode` to damage (module documentation; RocksDB
+/// Replays one WAL file, handing each intact logical record and its file
+/// offset to `f` in order and applying `mode` to damage (module documentation; RocksDB
 /// `WALRecoveryMode`). `is_last_log` says whether this is the newest log, the
 /// only one whose tail may be torn by a crash. I/O errors and errors from `f`
 /// are returned as they are; refused damage is [`Error::Corruption`] naming
@@ -132,7 +132,7 @@ pub fn replay(
     path: &Path,
     mode: WalRecoveryMode,
     is_last_log: bool,
-    mut f: impl FnMut(&[u8]) -> Result<()>,
+    mut f: impl FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<ReplayOutcome> {
     let name = path.display().to_string();
     let mut reader = LogReader::new(fs.open_sequential(path)?, name.clone());
@@ -146,7 +146,7 @@ pub fn replay(
                 if let Some(from) = skipping_from.take() {
                     out.corrupted_bytes += offset.saturating_sub(from);
                 }
-                f(&data)?;
+                f(&data, offset)?;
                 out.records += 1;
             }
             LogRecord::Eof => {
@@ -278,7 +278,7 @@ pub(crate) mod test_support {
     ) -> Result<(Vec<Vec<u8>>, ReplayOutcome)> {
         let fs = fs_holding(bytes);
         let mut got = Vec::new();
-        let outcome = replay(&fs, Path::new(LOG), mode, is_last_log, |r| {
+        let outcome = replay(&fs, Path::new(LOG), mode, is_last_log, |r, _| {
             got.push(r.to_vec());
             Ok(())
         })?;
@@ -604,7 +604,7 @@ mod tests {
             w.flush().unwrap();
             fs.crash(mode);
             let mut got = Vec::new();
-            let outcome = replay(&fs, Path::new(LOG), TolerateCorruptedTailRecords, true, |r| {
+            let outcome = replay(&fs, Path::new(LOG), TolerateCorruptedTailRecords, true, |r, _| {
                 got.push(r.to_vec());
                 Ok(())
             })
@@ -621,10 +621,10 @@ mod tests {
     fn callback_and_io_errors_end_replay() {
         let bytes = encode(&small_records());
         let fs = fs_holding(&bytes);
-        let err = replay(&fs, Path::new(LOG), PointInTime, true, |_| Err(Error::Closed)).unwrap_err();
+        let err = replay(&fs, Path::new(LOG), PointInTime, true, |_, _| Err(Error::Closed)).unwrap_err();
         assert!(matches!(err, Error::Closed));
         fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Read));
-        assert!(matches!(replay(&fs, Path::new(LOG), PointInTime, true, |_| Ok(())), Err(Error::Io { .. })));
-        assert!(replay(&fs, Path::new("/wal/missing.log"), PointInTime, true, |_| Ok(())).is_err());
+        assert!(matches!(replay(&fs, Path::new(LOG), PointInTime, true, |_, _| Ok(())), Err(Error::Io { .. })));
+        assert!(replay(&fs, Path::new("/wal/missing.log"), PointInTime, true, |_, _| Ok(())).is_err());
     }
 }

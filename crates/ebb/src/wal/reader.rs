@@ -668,7 +668,7 @@ mod tests {
                 w.add_record(r).unwrap();
             }
             let mut got = Vec::new();
-            let outcome = replay(&fs, path, WalRecoveryMode::AbsoluteConsistency, true, |r| {
+            let outcome = replay(&fs, path, WalRecoveryMode::AbsoluteConsistency, true, |r, _| {
                 got.push(r.to_vec());
                 Ok(())
             })

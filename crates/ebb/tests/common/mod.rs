@@ -223,3 +223,28 @@ pub fn try_scan(db: &Db, ro: ReadOptions) -> ebb::Result<Model> {
     it.status()?;
     Ok(out)
 }
+
+/// Where each logical record of a log file starts, and the payload length
+/// of its first fragment: the FULL and FIRST physical records, walked by
+/// their headers (docs/format.md, "Blocks and records").
+pub fn log_records(bytes: &[u8]) -> Vec<(usize, usize)> {
+    const BLOCK: usize = 32 * 1024;
+    const HEADER: usize = 7;
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + HEADER <= bytes.len() {
+        let left = BLOCK - pos % BLOCK;
+        if left < HEADER {
+            pos += left;
+            continue;
+        }
+        let len = usize::from(u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]));
+        match bytes[pos + 6] {
+            0 => break,
+            1 | 2 => out.push((pos, len)),
+            _ => {}
+        }
+        pos += HEADER + len;
+    }
+    out
+}

@@ -1,0 +1,474 @@
+//! Repair: rebuild a database's MANIFEST from the tables and WALs in its
+//! directory (LevelDB's `RepairDB`, RocksDB's `RepairDB`), for when the
+//! MANIFEST or CURRENT is damaged beyond what an open accepts.
+//!
+//! Steps, with the directory locked:
+//! 1. Read every MANIFEST present leniently (damaged records skipped) for
+//!    what it can still tell: the names of column families and which were
+//!    dropped, each family's log number, the last sequence number.
+//! 2. Replay every WAL leniently (damaged records skipped, as
+//!    `SkipAnyCorruptedRecords`) into memtables, per family, skipping what a
+//!    family's log number says is already in its tables, and write them out
+//!    as tables.
+//! 3. Read every table whole with checksums verified: a table that reads
+//!    cleanly is kept, with its key range, sequence range and entries; one
+//!    that does not, or whose column family was dropped, is set aside.
+//! 4. Write a new MANIFEST listing every kept table at level 0 of its
+//!    family (L0 files may overlap; compaction sorts them into levels after
+//!    the next open), with the counters above every number and sequence
+//!    seen, and point CURRENT at it.
+//! 5. Move what was replaced or could not be used into `lost/`: the old
+//!    MANIFESTs, the WALs that were converted, the unreadable tables.
+//!
+//! Nothing is deleted. A table is placed by the column family recorded in
+//! its properties; tables written before that property existed go to the
+//! default family, and a family whose name no MANIFEST still holds is named
+//! `family-<id>`. What repair cannot know, it cannot restore: a table moved
+//! to level 0 may hold versions a compaction had already hidden, which reads
+//! resolve by sequence number; data only a lost table held is gone.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::bg::{write_memtables, TableTarget};
+use super::info_log::{InfoLog, Level};
+use super::recovery::{SetAside, LOST_DIR};
+use super::{BatchOp, WriteBatch};
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::iter::InternalIterator;
+use crate::key::{parse_internal_key, SequenceNumber, ValueKind};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::sst::{ReadSettings, Table};
+use crate::version::{filename, FileMetaData, VersionEdit, DEFAULT_COLUMN_FAMILY};
+use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
+
+/// A table the repaired MANIFEST lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairedTable {
+    /// Its file number.
+    pub number: u64,
+    /// The column family it was placed in.
+    pub column_family: u32,
+    /// Entries read from it.
+    pub entries: u64,
+    /// Its sequence number range.
+    pub sequences: (SequenceNumber, SequenceNumber),
+    /// The WAL it was written from, for tables repair made.
+    pub from_wal: Option<u64>,
+}
+
+/// A WAL repair turned into tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairedWal {
+    /// Its file number.
+    pub number: u64,
+    /// Intact write batches replayed.
+    pub records: u64,
+    /// Damage skipped.
+    pub damage: Vec<LogDamage>,
+}
+
+/// What [`crate::Db::repair`] kept, made and set aside.
+#[derive(Debug, Clone, Default)]
+pub struct RepairReport {
+    /// The new MANIFEST.
+    pub manifest: String,
+    /// The column families of the repaired database, by id.
+    pub column_families: BTreeMap<u32, String>,
+    /// The tables it lists.
+    pub tables: Vec<RepairedTable>,
+    /// The WALs turned into tables.
+    pub wals: Vec<RepairedWal>,
+    /// Damage skipped in old MANIFESTs while reading them for family names.
+    pub manifest_damage: Vec<LogDamage>,
+    /// Files moved to `lost/`, with why.
+    pub set_aside: Vec<SetAside>,
+    /// The last sequence number the repaired database starts from.
+    pub last_sequence: SequenceNumber,
+}
+
+impl fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let families: Vec<String> = self.column_families.iter().map(|(id, n)| format!("{n} ({id})")).collect();
+        writeln!(f, "repaired: {} lists {} tables in {}", self.manifest, self.tables.len(), families.join(", "))?;
+        for t in &self.tables {
+            let from = t.from_wal.map(|w| format!(", written from WAL {w:06}.log")).unwrap_or_default();
+            writeln!(
+                f,
+                "  kept {:06}.sst: family {}, {} entries, sequences {}..{}{from}",
+                t.number, t.column_family, t.entries, t.sequences.0, t.sequences.1
+            )?;
+        }
+        for w in &self.wals {
+            writeln!(f, "  WAL {:06}.log: {} write batches replayed", w.number, w.records)?;
+            for d in &w.damage {
+                writeln!(f, "    skipped {} bytes at offset {}: {}", d.bytes, d.offset, d.reason)?;
+            }
+        }
+        for d in &self.manifest_damage {
+            writeln!(f, "  {}: skipped damage at offset {}: {}", d.file, d.offset, d.reason)?;
+        }
+        for s in &self.set_aside {
+            writeln!(f, "  set aside {} as {}: {}", s.from.display(), s.to.display(), s.why)?;
+        }
+        writeln!(f, "  last sequence {}", self.last_sequence)
+    }
+}
+
+/// What the MANIFESTs present still say, read leniently.
+#[derive(Default)]
+struct Remembered {
+    names: BTreeMap<u32, String>,
+    dropped: HashSet<u32>,
+    log_numbers: BTreeMap<u32, u64>,
+    last_sequence: SequenceNumber,
+    max_column_family: u32,
+}
+
+/// Rebuilds the MANIFEST of the database in `dir` (module documentation).
+pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(dir) {
+        return Err(Error::invalid(format!("{} does not exist", dir.display())));
+    }
+    let names = fs.list_dir(dir)?;
+    let parsed: Vec<(filename::FileType, u64, String)> =
+        names.iter().filter_map(|n| filename::parse_file_name(n).map(|(t, number)| (t, number, n.clone()))).collect();
+    let of = |kind: filename::FileType| -> Vec<u64> {
+        let mut v: Vec<u64> = parsed.iter().filter(|(t, _, _)| *t == kind).map(|(_, n, _)| *n).collect();
+        v.sort_unstable();
+        v
+    };
+    let (tables, wals, manifests) =
+        (of(filename::FileType::Table), of(filename::FileType::Wal), of(filename::FileType::Manifest));
+    if tables.is_empty() && wals.is_empty() && manifests.is_empty() {
+        return Err(Error::invalid(format!(
+            "{} holds no tables, WALs or MANIFESTs of an Ebb database; nothing to repair",
+            dir.display()
+        )));
+    }
+    let _lock = fs.lock_file(&filename::lock_file(dir))?;
+    let log = InfoLog::open(fs.as_ref(), dir, options.keep_log_file_num)?;
+    log.log(Level::Warn, &format!("repair of {} started", dir.display()));
+    let result = repair_locked(dir, options, &fs, &tables, &wals, &manifests);
+    match &result {
+        Ok(report) => log.log(Level::Warn, &report.to_string()),
+        Err(e) => log.log(Level::Error, &format!("repair failed: {e}")),
+    }
+    result
+}
+
+fn repair_locked(
+    dir: &Path,
+    options: &Options,
+    fs: &Arc<dyn FileSystem>,
+    tables: &[u64],
+    wals: &[u64],
+    manifests: &[u64],
+) -> Result<RepairReport> {
+    let mut report = RepairReport::default();
+    let remembered = read_manifests(dir, fs.as_ref(), manifests, &mut report)?;
+    // Numbers above every file here and in lost/, so none is reused.
+    let lost = dir.join(LOST_DIR);
+    let mut all_names = fs.list_dir(dir)?;
+    if fs.exists(&lost) {
+        all_names.extend(fs.list_dir(&lost)?);
+    }
+    let mut next_number =
+        all_names.iter().filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max().unwrap_or(0) + 1;
+    let mut last_sequence = remembered.last_sequence;
+    let mut to_lost: Vec<(String, String)> = Vec::new();
+    let mut families = remembered.names.clone();
+    families.insert(0, DEFAULT_COLUMN_FAMILY.to_string());
+    let mut placed: BTreeMap<u32, Vec<FileMetaData>> = BTreeMap::new();
+    // Step 3 (the tables found): first, as their properties name their families.
+    for &number in tables {
+        keep_table(dir, fs.as_ref(), number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report);
+    }
+    // Step 2: WALs into tables, then read back as the others.
+    for &wal in wals {
+        let (records, damage, mems, max_seq) = replay_wal(dir, fs.as_ref(), wal, &remembered)?;
+        last_sequence = last_sequence.max(max_seq);
+        for (cf, mem) in mems {
+            let number = next_number;
+            next_number += 1;
+            let name = families.entry(cf).or_insert_with(|| format!("family-{cf}")).clone();
+            let target =
+                TableTarget { dir, fs, opts: options, cf, cf_name: &name, bytes_per_sync: options.bytes_per_sync };
+            let out = write_memtables(&target, &[mem], number, max_seq, &mut |_| {})?;
+            for f in out.files {
+                let (families, placed) = (&mut families, &mut placed);
+                keep_table(
+                    dir,
+                    fs.as_ref(),
+                    f.number,
+                    Some(wal),
+                    &remembered,
+                    families,
+                    placed,
+                    &mut to_lost,
+                    &mut report,
+                );
+            }
+        }
+        let why = format!("its {records} write batches were written into tables");
+        report.wals.push(RepairedWal { number: wal, records, damage });
+        to_lost.push((format!("{wal:06}.log"), why));
+    }
+    last_sequence = report.tables.iter().map(|t| t.sequences.1).fold(last_sequence, u64::max);
+
+    // Step 4: the new MANIFEST, the default family's edit (with the
+    // counters) last, as in every MANIFEST snapshot.
+    let manifest_number = next_number;
+    let log_number = manifest_number + 1;
+    let next_file = manifest_number + 2;
+    let max_column_family = families.keys().copied().max().unwrap_or(0).max(remembered.max_column_family);
+    let mut edits = Vec::new();
+    for (id, family) in &families {
+        let mut edit = VersionEdit {
+            column_family: *id,
+            column_family_add: (*id != 0).then(|| family.clone()),
+            log_number: Some(log_number),
+            ..Default::default()
+        };
+        for f in placed.remove(id).unwrap_or_default() {
+            edit.add_file(0, f);
+        }
+        if *id == 0 {
+            edit.next_file_number = Some(next_file);
+            edit.last_sequence = Some(last_sequence);
+            edit.max_column_family = (max_column_family > 0).then_some(max_column_family);
+        }
+        edits.push(edit);
+    }
+    edits.rotate_left(1);
+    // The WAL the repaired state replays from exists, as in every database
+    // (recovery checks it): an empty one.
+    let wal_path = filename::wal_file(dir, log_number);
+    LogWriter::new(fs.new_writable(&wal_path)?, wal_path.display().to_string()).sync()?;
+    let path = filename::manifest_file(dir, manifest_number);
+    let mut w = LogWriter::new(fs.new_writable(&path)?, path.display().to_string());
+    for edit in &edits {
+        w.add_record(&edit.encode())?;
+    }
+    w.sync()?;
+    drop(w);
+    fs.sync_dir(dir)?;
+    fs.write_file_atomic(&filename::current_file(dir), format!("MANIFEST-{manifest_number:06}\n").as_bytes())?;
+    report.manifest = format!("MANIFEST-{manifest_number:06}");
+    report.column_families = families;
+    report.last_sequence = last_sequence;
+
+    // Step 5: what was replaced or could not be used, into lost/.
+    for m in manifests {
+        to_lost.push((format!("MANIFEST-{m:06}"), "replaced by the repaired MANIFEST".into()));
+    }
+    if !to_lost.is_empty() {
+        fs.create_dir_all(&lost)?;
+        let mut taken = fs.list_dir(&lost)?;
+        for (name, why) in to_lost {
+            let from = dir.join(&name);
+            let unique = super::recovery::unique_name(&name, &taken);
+            let to = lost.join(&unique);
+            taken.push(unique);
+            fs.rename(&from, &to)?;
+            report.set_aside.push(SetAside { from, to, why });
+        }
+        fs.sync_dir(&lost)?;
+        fs.sync_dir(dir)?;
+    }
+    report.tables.sort_by_key(|t| t.number);
+    Ok(report)
+}
+
+/// Step 3 for one table: keeps it, placed in its family, if it reads back
+/// whole and its family was not dropped; otherwise marks it for `lost/`.
+#[allow(clippy::too_many_arguments)]
+fn keep_table(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    number: u64,
+    from_wal: Option<u64>,
+    remembered: &Remembered,
+    families: &mut BTreeMap<u32, String>,
+    placed: &mut BTreeMap<u32, Vec<FileMetaData>>,
+    to_lost: &mut Vec<(String, String)>,
+    report: &mut RepairReport,
+) {
+    let name = format!("{number:06}.sst");
+    match scan_table(dir, fs, number) {
+        Ok((meta, cf, cf_name)) => {
+            let cf = cf.unwrap_or(0);
+            if remembered.dropped.contains(&cf) {
+                to_lost.push((name, format!("its column family {cf} was dropped")));
+                return;
+            }
+            let fallback = cf_name.unwrap_or_else(|| format!("family-{cf}"));
+            families.entry(cf).or_insert(fallback);
+            report.tables.push(RepairedTable {
+                number,
+                column_family: cf,
+                entries: meta.num_entries,
+                sequences: (meta.smallest_seq, meta.largest_seq),
+                from_wal,
+            });
+            placed.entry(cf).or_default().push(meta);
+        }
+        Err(e) => to_lost.push((name, format!("it cannot be read whole: {e}"))),
+    }
+}
+
+/// Step 1: family names, drops, log numbers and the last sequence from every
+/// MANIFEST present, oldest first, damaged records skipped.
+fn read_manifests(dir: &Path, fs: &dyn FileSystem, manifests: &[u64], report: &mut RepairReport) -> Result<Remembered> {
+    let mut r = Remembered::default();
+    for &m in manifests {
+        let path = filename::manifest_file(dir, m);
+        let name = path.display().to_string();
+        let mut reader = LogReader::new(fs.open_sequential(&path)?, name.clone());
+        loop {
+            match reader.next()? {
+                LogRecord::Record { data, offset } => {
+                    let Ok(edit) = VersionEdit::decode(&data, &name, offset) else {
+                        report.manifest_damage.push(LogDamage {
+                            file: name.clone(),
+                            offset,
+                            bytes: data.len() as u64,
+                            reason: "an edit that does not decode".into(),
+                        });
+                        continue;
+                    };
+                    let id = edit.column_family;
+                    if let Some(family) = &edit.column_family_add {
+                        r.names.insert(id, family.clone());
+                        r.dropped.remove(&id);
+                    }
+                    if edit.column_family_drop {
+                        r.dropped.insert(id);
+                    }
+                    if let Some(n) = edit.log_number {
+                        let entry = r.log_numbers.entry(id).or_insert(0);
+                        *entry = (*entry).max(n);
+                    }
+                    r.last_sequence = r.last_sequence.max(edit.last_sequence.unwrap_or(0));
+                    r.max_column_family = r.max_column_family.max(id).max(edit.max_column_family.unwrap_or(0));
+                }
+                LogRecord::Eof => break,
+                LogRecord::Corrupt { offset, reason, .. } => {
+                    let bytes = 0;
+                    report.manifest_damage.push(LogDamage { file: name.clone(), offset, bytes, reason });
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Step 2 for one WAL: its intact batches into one memtable per family,
+/// skipping dropped families and what a family's log number says is in its
+/// tables. Returns the records replayed, the damage skipped, the memtables
+/// and the largest sequence number seen.
+#[allow(clippy::type_complexity)]
+fn replay_wal(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    wal: u64,
+    remembered: &Remembered,
+) -> Result<(u64, Vec<LogDamage>, Vec<(u32, Arc<MemTable>)>, SequenceNumber)> {
+    let path = filename::wal_file(dir, wal);
+    let name = path.display().to_string();
+    let mut reader = LogReader::new(fs.open_sequential(&path)?, name.clone());
+    let mut mems: BTreeMap<u32, Arc<MemTable>> = BTreeMap::new();
+    let (mut records, mut damage, mut max_seq) = (0, Vec::new(), 0);
+    let size = fs.file_size(&path)?;
+    loop {
+        match reader.next()? {
+            LogRecord::Record { data, offset } => {
+                let batch = match WriteBatch::from_data(&data, &name, offset) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let reason = format!("a write batch that does not decode: {e}");
+                        damage.push(LogDamage { file: name.clone(), offset, bytes: data.len() as u64, reason });
+                        continue;
+                    }
+                };
+                records += 1;
+                for (seq, op) in (batch.sequence()..).zip(batch.iter_cf()) {
+                    let Ok((cf, op)) = op else { break };
+                    let in_tables = remembered.log_numbers.get(&cf).is_some_and(|n| *n > wal);
+                    if !remembered.dropped.contains(&cf) && !in_tables {
+                        let mem = mems.entry(cf).or_insert_with(|| Arc::new(MemTable::new(wal)));
+                        match op {
+                            BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+                            BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
+                        }
+                    }
+                    max_seq = max_seq.max(seq);
+                }
+            }
+            LogRecord::Eof => break,
+            LogRecord::Corrupt { offset, reason, tail, .. } => {
+                let bytes = if tail { size.saturating_sub(offset) } else { 0 };
+                damage.push(LogDamage { file: name.clone(), offset, bytes, reason });
+            }
+        }
+    }
+    Ok((records, damage, mems.into_iter().filter(|(_, m)| !m.is_empty()).collect(), max_seq))
+}
+
+/// Reads one table whole with checksums verified: its metadata, and the
+/// column family id and name its properties record.
+fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<(FileMetaData, Option<u32>, Option<String>)> {
+    let path = filename::table_file(dir, number);
+    let size = fs.file_size(&path)?;
+    let table = Table::open(fs.open_random(&path)?, size, path.display().to_string(), None)?;
+    let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
+    let mut it = table.iter(rs);
+    it.seek_to_first();
+    let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+    let (mut smallest_seq, mut largest_seq, mut entries, mut deletions) = (SequenceNumber::MAX, 0, 0, 0);
+    while it.valid() {
+        let key = it.key();
+        let p = parse_internal_key(key)
+            .ok_or_else(|| Error::corruption(path.display().to_string(), 0, "unparsable internal key"))?;
+        if smallest.is_empty() {
+            smallest = key.to_vec();
+        }
+        largest.clear();
+        largest.extend_from_slice(key);
+        smallest_seq = smallest_seq.min(p.seq);
+        largest_seq = largest_seq.max(p.seq);
+        entries += 1;
+        deletions += u64::from(p.kind == ValueKind::Deletion);
+        it.next();
+    }
+    it.status()?;
+    if entries != table.properties().num_entries {
+        return Err(Error::corruption(
+            path.display().to_string(),
+            0,
+            format!("{entries} entries read, {} recorded in its properties", table.properties().num_entries),
+        ));
+    }
+    if entries == 0 {
+        return Err(Error::corruption(path.display().to_string(), 0, "the table holds no entries"));
+    }
+    let meta = FileMetaData {
+        number,
+        file_size: size,
+        smallest,
+        largest,
+        smallest_seq,
+        largest_seq,
+        num_entries: entries,
+        num_deletions: deletions,
+        table: Default::default(),
+    };
+    let p = table.properties();
+    Ok((meta, p.column_family, p.column_family_name.clone()))
+}
