@@ -1,6 +1,15 @@
 //! Iterators of the db layer: the per-level concatenating iterator and
 //! [`DbIterator`], which turns internal entries into the user's view at a
 //! snapshot (LevelDB `db/db_iter.cc`).
+//!
+//! Errors: both keep iterator contract 2 (an iterator in error is not
+//! valid), so a damaged or unopenable table never lets the older entries it
+//! shadows through. `DbIterator` leans on its inner [`MergingIterator`] being
+//! invalid whenever its status is an error: every scan that stops at
+//! `!iter.valid()` also stops at an error, and only the reverse scan, which
+//! may hold an older version collected before the error, reads the status
+//! itself. An internal key that does not parse is a corruption error of the
+//! `DbIterator`, not the end of the data.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -17,13 +26,21 @@ use crate::version::FileMetaData;
 
 /// Iterates the files of one sorted level (L1 or deeper) as one sequence,
 /// opening each table only when the cursor reaches it.
+///
+/// Errors (iterator contract 2): a table that fails to open, or whose
+/// iterator reports an error, makes this iterator invalid with that error; it
+/// never moves on to the next file, since the failed file may hold the
+/// entries that shadow older levels. The error lasts until the next seek,
+/// which opens a fresh table iterator for the file it lands in.
 pub(crate) struct LevelIterator {
     files: Vec<Arc<FileMetaData>>,
     level: usize,
     tables: Arc<TableCache>,
     settings: ReadSettings,
     index: usize,
+    /// The iterator of file `index`; `None` when exhausted or in error.
     current: Option<Box<dyn InternalIterator>>,
+    /// Why `current` is `None`, when it is for an error.
     error: Option<Error>,
 }
 
@@ -38,26 +55,24 @@ impl LevelIterator {
         LevelIterator { files, level, tables, settings, index, current: None, error: None }
     }
 
+    /// Makes file `index` the current one, unpositioned; a table that fails
+    /// to open becomes an iterator holding the error, which the caller's
+    /// `skip_*` then records.
     fn open(&mut self, index: usize) {
         self.index = index;
-        self.current = None;
-        if let Some(f) = self.files.get(index) {
+        self.current = self.files.get(index).map(|f| -> Box<dyn InternalIterator> {
             match self.tables.get(f, self.level) {
-                Ok(t) => self.current = Some(Box::new(t.iter(self.settings))),
-                Err(e) => {
-                    if self.error.is_none() {
-                        self.error = Some(e);
-                    }
-                    self.current = Some(Box::new(EmptyIterator::new()));
-                }
+                Ok(t) => Box::new(t.iter(self.settings)),
+                Err(e) => Box::new(EmptyIterator::with_error(e)),
             }
-        }
+        });
     }
 
+    /// Moves to following files while the current one has no entry left;
+    /// stops, invalid, at the first file in error.
     fn skip_forward(&mut self) {
         while self.current.as_ref().is_some_and(|c| !c.valid()) {
-            if self.current.as_ref().is_some_and(|c| c.status().is_err()) || self.index + 1 >= self.files.len() {
-                self.keep_error();
+            if self.fail_if_current_failed() || self.index + 1 >= self.files.len() {
                 self.current = None;
                 return;
             }
@@ -68,10 +83,10 @@ impl LevelIterator {
         }
     }
 
+    /// As `skip_forward`, towards preceding files.
     fn skip_backward(&mut self) {
         while self.current.as_ref().is_some_and(|c| !c.valid()) {
-            if self.current.as_ref().is_some_and(|c| c.status().is_err()) || self.index == 0 {
-                self.keep_error();
+            if self.fail_if_current_failed() || self.index == 0 {
                 self.current = None;
                 return;
             }
@@ -82,11 +97,14 @@ impl LevelIterator {
         }
     }
 
-    fn keep_error(&mut self) {
-        if let Some(Err(e)) = self.current.as_ref().map(|c| c.status()) {
-            if self.error.is_none() {
+    /// Records the error of the current (invalid) file iterator, if it has one.
+    fn fail_if_current_failed(&mut self) -> bool {
+        match self.current.as_ref().map(|c| c.status()) {
+            Some(Err(e)) => {
                 self.error = Some(e);
+                true
             }
+            _ => false,
         }
     }
 }
@@ -96,6 +114,7 @@ impl InternalIterator for LevelIterator {
         self.current.as_ref().is_some_and(|c| c.valid())
     }
     fn seek_to_first(&mut self) {
+        self.error = None;
         if self.files.is_empty() {
             self.current = None;
             return;
@@ -107,6 +126,7 @@ impl InternalIterator for LevelIterator {
         self.skip_forward();
     }
     fn seek_to_last(&mut self) {
+        self.error = None;
         if self.files.is_empty() {
             self.current = None;
             return;
@@ -118,6 +138,7 @@ impl InternalIterator for LevelIterator {
         self.skip_backward();
     }
     fn seek(&mut self, target: &[u8]) {
+        self.error = None;
         let i = self.files.partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
         if i >= self.files.len() {
             self.current = None;
@@ -130,6 +151,7 @@ impl InternalIterator for LevelIterator {
         self.skip_forward();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.error = None;
         let i = self.files.partition_point(|f| compare_internal_keys(&f.smallest, target) != Ordering::Greater);
         if i == 0 {
             self.current = None;
@@ -160,10 +182,10 @@ impl InternalIterator for LevelIterator {
         self.current.as_ref().map_or(&[], |c| c.value())
     }
     fn status(&self) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.duplicate());
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
         }
-        self.current.as_ref().map_or(Ok(()), |c| c.status())
     }
 }
 
@@ -178,7 +200,10 @@ enum Direction {
 /// next call that moves it.
 ///
 /// Errors do not panic or yield wrong data: the iterator becomes invalid and
-/// [`DbIterator::status`] reports the error.
+/// [`DbIterator::status`] reports the error (RocksDB's behaviour: a damaged
+/// block never lets an older, shadowed value through). A later seek clears
+/// the error only if every table and memtable iterator under it is then free
+/// of error (a table iterator that met damage keeps its error).
 pub struct DbIterator<'a> {
     pub(crate) _db: std::marker::PhantomData<&'a Db>,
     pub(crate) iter: MergingIterator,
@@ -189,6 +214,8 @@ pub struct DbIterator<'a> {
     valid: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// An unparsable internal key met since the last seek.
+    error: Option<Error>,
     /// Keeps the memtables and version this view reads alive.
     pub(crate) _pin: Box<dyn std::any::Any + Send>,
 }
@@ -211,6 +238,7 @@ impl<'a> DbIterator<'a> {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            error: None,
             _pin: pin,
         }
     }
@@ -242,13 +270,17 @@ impl<'a> DbIterator<'a> {
         }
     }
 
-    /// The first error met, if any.
+    /// The error that made the iterator invalid, if any.
     pub fn status(&self) -> Result<()> {
-        self.iter.status()
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => self.iter.status(),
+        }
     }
 
     /// Positions at the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.error = None;
         self.direction = Direction::Forward;
         match self.lower.clone() {
             Some(lower) => self.iter.seek(&make_internal_key(&lower, self.sequence, KIND_FOR_SEEK)),
@@ -259,6 +291,7 @@ impl<'a> DbIterator<'a> {
 
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.error = None;
         self.direction = Direction::Reverse;
         match self.upper.clone() {
             Some(upper) => self.iter.seek_for_prev(&make_internal_key(&upper, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK)),
@@ -273,6 +306,7 @@ impl<'a> DbIterator<'a> {
             Some(l) if target < l.as_slice() => l.clone(),
             _ => target.to_vec(),
         };
+        self.error = None;
         self.direction = Direction::Forward;
         self.iter.seek(&make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
         self.find_next_user_entry(false);
@@ -286,6 +320,7 @@ impl<'a> DbIterator<'a> {
                 return;
             }
         }
+        self.error = None;
         self.direction = Direction::Reverse;
         self.iter.seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));
         self.find_prev_user_entry();
@@ -349,7 +384,7 @@ impl<'a> DbIterator<'a> {
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         while self.iter.valid() {
             let Some(p) = parse_internal_key(self.iter.key()) else {
-                self.valid = false;
+                self.fail_unparsable();
                 return;
             };
             if p.seq <= self.sequence {
@@ -381,7 +416,11 @@ impl<'a> DbIterator<'a> {
     fn find_prev_user_entry(&mut self) {
         let mut kind = ValueKind::Deletion;
         while self.iter.valid() {
-            let Some(p) = parse_internal_key(self.iter.key()) else { break };
+            let Some(p) = parse_internal_key(self.iter.key()) else {
+                // It may be a newer version of the key collected so far.
+                self.fail_unparsable();
+                return;
+            };
             if p.seq <= self.sequence {
                 if kind != ValueKind::Deletion && p.user_key < self.saved_key.as_slice() {
                     break;
@@ -399,7 +438,12 @@ impl<'a> DbIterator<'a> {
             }
             self.iter.prev();
         }
-        if kind == ValueKind::Deletion || self.lower.as_ref().is_some_and(|l| self.saved_key.as_slice() < l.as_slice())
+        // Stopped by an error, the scan may have missed newer versions of
+        // the key collected (they come after the older ones backwards).
+        let failed = !self.iter.valid() && self.iter.status().is_err();
+        if failed
+            || kind == ValueKind::Deletion
+            || self.lower.as_ref().is_some_and(|l| self.saved_key.as_slice() < l.as_slice())
         {
             self.valid = false;
             self.saved_key.clear();
@@ -408,6 +452,22 @@ impl<'a> DbIterator<'a> {
         } else {
             self.valid = true;
         }
+    }
+
+    /// Ends the scan on an internal key that does not parse: a corruption
+    /// the iterator reports, not the end of the data.
+    fn fail_unparsable(&mut self) {
+        let key = self.iter.key();
+        let shown: String = key.iter().take(32).map(|b| format!("{b:02x}")).collect();
+        self.error = Some(Error::corruption(
+            "(db iterator)",
+            0,
+            format!("unparsable internal key of {} bytes: {shown}", key.len()),
+        ));
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        self.direction = Direction::Forward;
     }
 
     /// A Rust iterator over `(key, value)` pairs from the current position
@@ -444,5 +504,204 @@ impl Iterator for Entries<'_> {
             self.it.next();
         }
         Some(Ok(item))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::fs::{FileSystem, MemFs};
+    use crate::iter::testing::FailingIterator;
+    use crate::iter::VecIterator;
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+    use crate::version::filename;
+
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn ikey(k: &str, seq: u64, kind: ValueKind) -> Vec<u8> {
+        make_internal_key(k.as_bytes(), seq, kind)
+    }
+
+    /// An internal key whose kind byte names no kind.
+    fn unparsable(k: &str, seq: u64) -> Vec<u8> {
+        let mut v = k.as_bytes().to_vec();
+        v.extend_from_slice(&((seq << 8) | 0x7f).to_le_bytes());
+        assert!(parse_internal_key(&v).is_none());
+        assert_eq!(compare_internal_keys(&v, &ikey(k, seq, ValueKind::Value)), Ordering::Less, "trailer encoding");
+        v
+    }
+
+    fn sorted(mut v: Pairs) -> Pairs {
+        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v
+    }
+
+    fn db_iter(children: Vec<Box<dyn InternalIterator>>) -> DbIterator<'static> {
+        DbIterator::new(MergingIterator::new(children), 1000, None, None, Box::new(()))
+    }
+
+    /// `b` has a newer version whose key does not parse, above the older
+    /// value "old"; `a` and `c` are intact.
+    fn with_unparsable_key() -> DbIterator<'static> {
+        let entries = sorted(vec![
+            (ikey("a", 1, ValueKind::Value), b"a".to_vec()),
+            (unparsable("b", 5), b"new".to_vec()),
+            (ikey("b", 1, ValueKind::Value), b"old".to_vec()),
+            (ikey("c", 1, ValueKind::Value), b"c".to_vec()),
+        ]);
+        db_iter(vec![Box::new(VecIterator::new(entries))])
+    }
+
+    fn assert_corrupt(it: &DbIterator<'_>, ctx: &str) {
+        assert!(!it.valid(), "{ctx}: valid at {:?} = {:?}", it.key(), it.value());
+        let e = it.status().expect_err(ctx);
+        assert!(e.is_corruption(), "{ctx}: {e}");
+    }
+
+    #[test]
+    fn an_unparsable_key_is_corruption_forwards() {
+        let mut it = with_unparsable_key();
+        it.seek_to_first();
+        assert_eq!((it.key(), it.value()), (&b"a"[..], &b"a"[..]));
+        it.next();
+        assert_corrupt(&it, "next onto the unparsable key");
+        it.seek(b"b");
+        assert_corrupt(&it, "seek onto the unparsable key");
+        it.seek(b"c");
+        assert!(it.valid() && it.status().is_ok(), "a seek past it starts afresh");
+        assert_eq!(it.value(), b"c");
+        let mut it = with_unparsable_key();
+        it.seek_to_first();
+        let got: Vec<_> = it.into_entries(false).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[1].as_ref().is_err_and(Error::is_corruption), "{got:?}");
+    }
+
+    #[test]
+    fn an_unparsable_key_is_corruption_backwards() {
+        let mut it = with_unparsable_key();
+        it.seek_to_last();
+        assert_eq!(it.value(), b"c");
+        // Backwards the older "old" comes first; the unparsable newer
+        // version must not let it through.
+        it.prev();
+        assert_corrupt(&it, "prev onto the unparsable key");
+        it.seek_for_prev(b"b");
+        assert_corrupt(&it, "seek_for_prev onto the unparsable key");
+        it.seek_for_prev(b"a");
+        assert!(it.valid() && it.status().is_ok(), "a seek before it starts afresh");
+        assert_eq!(it.value(), b"a");
+        // Forwards at "c", then back: the direction switch meets it too.
+        it.seek(b"c");
+        it.prev();
+        assert_corrupt(&it, "prev switching direction");
+        let mut it = with_unparsable_key();
+        it.seek_to_last();
+        let got: Vec<_> = it.into_entries(true).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[1].as_ref().is_err_and(Error::is_corruption), "{got:?}");
+    }
+
+    #[test]
+    fn a_reverse_scan_stopped_by_an_error_drops_the_version_it_collected() {
+        // Backwards, "old" (older child) is collected first; the older child
+        // then fails stepping back to "a", before the newer child's "new"
+        // for the same key is reached.
+        let newer = vec![(ikey("b", 5, ValueKind::Value), b"new".to_vec())];
+        let older = sorted(vec![
+            (ikey("a", 1, ValueKind::Value), b"a".to_vec()),
+            (ikey("b", 1, ValueKind::Value), b"old".to_vec()),
+        ]);
+        let mut it = db_iter(vec![Box::new(VecIterator::new(newer)), Box::new(FailingIterator::new(older, 0))]);
+        it.seek_to_last();
+        assert_corrupt(&it, "seek_to_last");
+        let got: Vec<_> = it.into_entries(true).collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].is_err(), "{got:?}");
+    }
+
+    /// Something done to a table file.
+    type Damage = dyn Fn(&MemFs, &Path);
+
+    /// Three tables of one level, holding `a`..`c`, `d`..`f` and `g`..`i`,
+    /// after `damage` is done to the middle one's file.
+    fn level(damage: impl FnOnce(&MemFs, &Path)) -> LevelIterator {
+        let fs = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        let mut files = Vec::new();
+        for (n, keys) in [(1, ["a", "b", "c"]), (2, ["d", "e", "f"]), (3, ["g", "h", "i"])] {
+            let path = filename::table_file(&dir, n);
+            let mut b =
+                TableBuilder::new(fs.new_writable(&path).unwrap(), TableBuilderOptions::default(), format!("{n}"));
+            let keys = keys.map(|k| ikey(k, 1, ValueKind::Value));
+            for k in &keys {
+                b.add(k, user_key(k)).unwrap();
+            }
+            let props = b.finish().unwrap();
+            files.push(Arc::new(FileMetaData {
+                number: n,
+                file_size: props.file_size,
+                smallest: keys[0].clone(),
+                largest: keys[2].clone(),
+                smallest_seq: 1,
+                largest_seq: 1,
+                num_entries: 3,
+                num_deletions: 0,
+                table: Default::default(),
+            }));
+        }
+        damage(&fs, &filename::table_file(&dir, 2));
+        let tables = Arc::new(TableCache::new(dir, fs, None, &crate::Options::default()));
+        LevelIterator::new(files, 1, tables, ReadSettings::default())
+    }
+
+    fn walk(it: &mut LevelIterator, forward: bool) -> String {
+        let mut out = String::new();
+        while it.valid() {
+            out.push_str(std::str::from_utf8(it.value()).unwrap());
+            if forward {
+                it.next();
+            } else {
+                it.prev();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_level_iterator_stops_at_a_file_in_error_in_both_directions() {
+        let missing = |fs: &MemFs, path: &Path| fs.remove_file(path).unwrap();
+        let damaged_block = |fs: &MemFs, path: &Path| {
+            let mut bytes = fs.file_bytes(path).unwrap();
+            bytes[2] ^= 0x10;
+            fs.set_file_bytes(path, &bytes).unwrap();
+        };
+        let damages: [(&str, &Damage); 2] = [("missing", &missing), ("damaged", &damaged_block)];
+        for (what, damage) in damages {
+            let mut it = level(damage);
+            let failed = |it: &LevelIterator, ctx: &str| {
+                assert!(!it.valid(), "{what}: {ctx}: valid at {:?}", it.key());
+                assert!(it.status().is_err(), "{what}: {ctx}: no error");
+            };
+            it.seek_to_first();
+            assert_eq!(walk(&mut it, true), "abc", "{what}: forward scan");
+            failed(&it, "forward scan");
+            it.seek_to_last();
+            assert_eq!(walk(&mut it, false), "ihg", "{what}: reverse scan");
+            failed(&it, "reverse scan");
+            it.seek(&ikey("e", 9, ValueKind::Value));
+            failed(&it, "seek into the file");
+            it.seek(&ikey("h", 9, ValueKind::Value));
+            assert!(it.valid() && it.status().is_ok(), "{what}: a seek into another file starts afresh");
+            assert_eq!(it.value(), b"h");
+            it.seek_for_prev(&ikey("e", 0, ValueKind::Deletion));
+            failed(&it, "seek_for_prev into the file");
+            it.seek_for_prev(&ikey("b", 0, ValueKind::Deletion));
+            assert_eq!((it.valid(), it.value()), (true, &b"b"[..]), "{what}");
+            assert!(it.status().is_ok());
+        }
     }
 }

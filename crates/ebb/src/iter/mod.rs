@@ -3,8 +3,13 @@
 //! Contract of [`InternalIterator`] (LevelDB `include/leveldb/iterator.h`):
 //! 1. `key()` and `value()` may be called only while `valid()`; the slices they
 //!    return stay valid until the next call that moves the iterator.
-//! 2. Errors do not interrupt movement: an iterator that meets one becomes
-//!    invalid and reports it through `status()`.
+//! 2. An iterator that meets an error becomes invalid and reports it through
+//!    `status()`, and an iterator whose `status()` is an error is never valid
+//!    (RocksDB's rule; LevelDB lets some iterators carry on past a failed
+//!    child and report it afterwards). So a consumer that stops at
+//!    `!valid()` can never step over damage to an older, shadowed entry, and
+//!    needs to read `status()` only then. A seek may clear an error when its
+//!    new position reads cleanly; `next` and `prev` never do.
 //! 3. Iterators are used by one thread at a time (`Send`, not `Sync`).
 
 pub mod merging;
@@ -33,7 +38,7 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value. Requires `valid()`.
     fn value(&self) -> &[u8];
-    /// The first error met, if any.
+    /// The error that made the iterator invalid, if any (contract 2).
     fn status(&self) -> Result<()>;
 }
 
@@ -134,5 +139,78 @@ impl InternalIterator for VecIterator {
     }
     fn status(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+/// Iterators for tests of the layers above.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{InternalIterator, VecIterator};
+    use crate::error::{Error, Result};
+
+    /// A test iterator over sorted entries that cannot read the entry at index
+    /// `bad` (as in a damaged block): landing on it makes it invalid with a
+    /// corruption error, until a seek lands elsewhere.
+    pub(crate) struct FailingIterator {
+        inner: VecIterator,
+        bad_key: Vec<u8>,
+        failed: bool,
+    }
+
+    impl FailingIterator {
+        pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>, bad: usize) -> Self {
+            let bad_key = entries[bad].0.clone();
+            FailingIterator { inner: VecIterator::new(entries), bad_key, failed: false }
+        }
+        fn settle(&mut self) {
+            self.failed = self.inner.valid() && self.inner.key() == self.bad_key.as_slice();
+        }
+    }
+
+    impl InternalIterator for FailingIterator {
+        fn valid(&self) -> bool {
+            !self.failed && self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+            self.settle();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+            self.settle();
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.inner.seek(target);
+            self.settle();
+        }
+        fn seek_for_prev(&mut self, target: &[u8]) {
+            self.inner.seek_for_prev(target);
+            self.settle();
+        }
+        fn next(&mut self) {
+            if self.valid() {
+                self.inner.next();
+                self.settle();
+            }
+        }
+        fn prev(&mut self) {
+            if self.valid() {
+                self.inner.prev();
+                self.settle();
+            }
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            if self.failed {
+                Err(Error::corruption("newer.sst", 0, "damaged block"))
+            } else {
+                Ok(())
+            }
+        }
     }
 }
