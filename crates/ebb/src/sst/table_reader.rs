@@ -596,8 +596,8 @@ impl Table {
     }
 
     /// The data block at `handle`, not found in the cache: read from the file
-    /// (through `prefetch` when given) and inserted when `fill_cache`, with
-    /// the handle of its cache entry then.
+    /// (through `prefetch` when given) and inserted when `fill_cache` and its
+    /// checksum was verified, with the handle of its cache entry then.
     fn load_data_block(
         &self,
         handle: BlockHandle,
@@ -609,7 +609,10 @@ impl Table {
         };
         cache.stats().record_miss(BlockKind::Data);
         let block = Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?);
-        if !rs.fill_cache {
+        // An unverified block is not shared: a later read that verifies
+        // checksums takes cached blocks on trust, and must never be handed a
+        // damaged one (RocksDB caches it; here a cached block is a verified one).
+        if !rs.fill_cache || !rs.verify_checksums {
             return Ok((block, None));
         }
         let charge = block.size();
@@ -1235,6 +1238,26 @@ mod tests {
         let t3 = Table::open(file, bytes.len() as u64, "c.sst".into(), Some(small.clone())).unwrap();
         assert_eq!(scan_forward(&t3, rs).unwrap(), entries);
         assert!(small.usage() > 0 && small.usage() <= 2048);
+    }
+
+    #[test]
+    fn a_block_read_without_verification_is_not_cached_for_verified_reads() {
+        let entries = sample_entries(50);
+        let (mut bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 4096));
+        // A byte of the first value, inside the first data block: it still
+        // parses, so only its checksum tells.
+        let (key, value) = &entries[0];
+        let at = bytes.windows(value.len()).position(|w| w == value.as_slice()).unwrap();
+        bytes[at] ^= 0x01;
+        let file = MemRandom::new(bytes.clone());
+        let cache = Arc::new(LruCache::new(1 << 20));
+        let t = Table::open(file, bytes.len() as u64, "d.sst".into(), Some(cache.clone())).unwrap();
+        let unverified = ReadSettings { verify_checksums: false, ..ReadSettings::default() };
+        let got = t.get(&unverified, key).unwrap().unwrap();
+        assert_ne!(got.1, *value, "the damage is in the value read without verification");
+        assert_eq!(cache.usage(), 0, "an unverified block was cached");
+        let e = t.get(&ReadSettings::default(), key).unwrap_err();
+        assert!(e.is_corruption(), "{e:?}");
     }
 
     /// A table of many small blocks, in memory with a read counter.
