@@ -55,6 +55,47 @@ fn missing_database_without_create_if_missing() {
     o.create_if_missing = true;
     let e = Db::open(dir.path(), o).err().expect("must refuse to create over foreign files");
     assert!(e.to_string().contains("not empty"), "{e}");
+    // Refused before anything is written: no LOCK, no LOG left behind.
+    let left: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(left, ["notes.txt"], "a directory that is not a database was changed");
+}
+
+#[test]
+fn a_regular_file_is_not_a_database_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, b"bytes").unwrap();
+    for create in [false, true] {
+        let mut o = tiny_options(None);
+        o.create_if_missing = create;
+        let e = Db::open(&file, o).err().expect("must fail");
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(e.to_string().contains("regular file"), "{e}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"bytes");
+}
+
+#[test]
+fn the_info_log_is_a_diagnostic_whose_write_failures_fail_nothing() {
+    use ebb::fs::{FaultOp, FaultRule};
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    drop(Db::open("/db", o.clone()).unwrap());
+    // Appends to LOG fail from now on; renaming the old LOG fails too.
+    fs.inject(FaultRule::new(FaultOp::Append).path_contains("LOG").persistent());
+    fs.inject(FaultRule::new(FaultOp::Rename).path_contains("LOG").persistent());
+    let db = Db::open("/db", o.clone()).expect("an open whose LOG cannot be written");
+    db.put(b"k", b"v").unwrap();
+    db.flush(true).unwrap();
+    db.close().unwrap();
+    // Creating LOG fails: the open fails, as in RocksDB.
+    fs.clear_faults();
+    fs.inject(FaultRule::new(FaultOp::Create).path_contains("LOG").persistent());
+    let e = Db::open("/db", o.clone()).err().expect("an open that cannot create LOG");
+    assert!(matches!(e, Error::Io { .. }), "{e:?}");
+    fs.clear_faults();
+    assert_eq!(Db::open("/db", o).unwrap().get(b"k").unwrap(), Some(b"v".to_vec()));
 }
 
 #[test]
