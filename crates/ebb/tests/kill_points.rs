@@ -173,7 +173,7 @@ fn recover_and_check(out: &Outcome, ctx: &str) {
     o.fs = Arc::new(out.fs.clone());
     o.wal_recovery_mode = WalRecoveryMode::AbsoluteConsistency;
     let detail = format!("; the workload stopped at {:?}", out.first_error);
-    workload::recover_and_verify(o, &out.history, &detail, ctx);
+    workload::recover_and_verify(o, &out.history, &detail, ctx, false);
 }
 
 /// The hits tried out of `n`: the first, the last and up to `MAX_HITS` in all.

@@ -111,7 +111,9 @@ fn power_loss_keeps_synced_writes_in_every_crash_mode() {
                 // The handle is now dead; dropping it must not panic.
                 drop(db);
             }
-            let db = Db::open("/db", o).unwrap_or_else(|e| panic!("seed {seed} {mode:?}: reopen: {e}"));
+            let garbage = matches!(mode, CrashMode::GarbageTail { .. });
+            let (db, _) = common::open_after_power_loss("/db", &o, garbage)
+                .unwrap_or_else(|e| panic!("seed {seed} {mode:?}: reopen: {e}"));
             let got = scan(&db, ReadOptions::default());
             let matching = states.iter().rposition(|s| *s == got);
             let Some(at) = matching else {

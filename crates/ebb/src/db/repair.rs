@@ -5,14 +5,18 @@
 //! Steps, with the directory locked:
 //! 1. Read every MANIFEST present leniently (damaged records skipped) for
 //!    what it can still tell: the names of column families and which were
-//!    dropped, each family's log number, the last sequence number.
+//!    dropped, each family's log number, the tables edits removed, the last
+//!    sequence number.
 //! 2. Replay every WAL leniently (damaged records skipped, as
 //!    `SkipAnyCorruptedRecords`) into memtables, per family, skipping what a
 //!    family's log number says is already in its tables, and write them out
 //!    as tables.
 //! 3. Read every table whole with checksums verified: a table that reads
 //!    cleanly is kept, with its key range, sequence range and entries; one
-//!    that does not, or whose column family was dropped, is set aside.
+//!    that does not, whose column family was dropped, or that a readable
+//!    edit removed (a compaction's input whose deletion had not happened:
+//!    kept, it could bring back a value a tombstone dropped at the bottom
+//!    level had deleted), is set aside.
 //! 4. Write a new MANIFEST listing every kept table at level 0 of its
 //!    family (L0 files may overlap; compaction sorts them into levels after
 //!    the next open), with the counters above every number and sequence
@@ -125,6 +129,9 @@ struct Remembered {
     names: BTreeMap<u32, String>,
     dropped: HashSet<u32>,
     log_numbers: BTreeMap<u32, u64>,
+    /// Tables an edit removed and no later edit listed again: obsolete (a
+    /// compaction's inputs whose deletion did not happen), so not kept.
+    removed_tables: HashSet<u64>,
     last_sequence: SequenceNumber,
     max_column_family: u32,
 }
@@ -301,6 +308,10 @@ fn keep_table(
     report: &mut RepairReport,
 ) {
     let name = format!("{number:06}.sst");
+    if remembered.removed_tables.contains(&number) {
+        to_lost.push((name, "a MANIFEST edit removed it (a compaction's input not yet deleted)".into()));
+        return;
+    }
     match scan_table(dir, fs, number) {
         Ok((meta, cf, cf_name)) => {
             let cf = cf.unwrap_or(0);
@@ -350,6 +361,12 @@ fn read_manifests(dir: &Path, fs: &dyn FileSystem, manifests: &[u64], report: &m
                     }
                     if edit.column_family_drop {
                         r.dropped.insert(id);
+                    }
+                    for (_, number) in &edit.deleted_files {
+                        r.removed_tables.insert(*number);
+                    }
+                    for (_, f) in &edit.new_files {
+                        r.removed_tables.remove(&f.number);
                     }
                     if let Some(n) = edit.log_number {
                         let entry = r.log_numbers.entry(id).or_insert(0);

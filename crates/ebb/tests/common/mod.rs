@@ -188,6 +188,22 @@ impl History {
     }
 }
 
+/// Opens the database in `dir` after a power loss. With `garbage_tail` (the
+/// crash mode `GarbageTail`: a filesystem that fills unsynced space with
+/// garbage), an append to the MANIFEST cut short can read as a record that
+/// fails its checksum, which an open refuses, naming the MANIFEST, as
+/// RocksDB's does; the database is then repaired, as an operator would, and
+/// opened again. Returns the database and whether it was repaired.
+pub fn open_after_power_loss(dir: &str, o: &Options, garbage_tail: bool) -> ebb::Result<(Db, bool)> {
+    match Db::open(dir, o.clone()) {
+        Err(e) if garbage_tail && e.is_corruption() && e.to_string().contains("MANIFEST-") => {
+            Db::repair(dir, o)?;
+            Ok((Db::open(dir, o.clone())?, true))
+        }
+        r => r.map(|db| (db, false)),
+    }
+}
+
 /// Every file of a MemFs directory with its bytes, for replanting copies.
 pub fn files_of(fs: &MemFs, dir: &str) -> Vec<(String, Vec<u8>)> {
     use ebb::fs::FileSystem;

@@ -364,8 +364,9 @@ pub fn all() -> Vec<(&'static str, Workload)> {
 /// against `history` (a prefix no earlier than what was promised), then that
 /// it is durable and writable: a synced write, a close, and a second reopen
 /// that keeps both. `detail` is appended to failure messages.
-pub fn recover_and_verify(options: Options, history: &super::History, detail: &str, ctx: &str) {
-    let db = Db::open(DB, options.clone()).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}{detail}"));
+pub fn recover_and_verify(options: Options, history: &super::History, detail: &str, ctx: &str, garbage_tail: bool) {
+    let (db, _) = super::open_after_power_loss(DB, &options, garbage_tail)
+        .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}{detail}"));
     let got = super::try_scan(&db, ebb::ReadOptions::default()).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
     if let Err(e) = history.check_after_crash(&got) {
         panic!("{ctx}: {e}{detail}");
