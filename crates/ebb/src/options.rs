@@ -12,7 +12,6 @@ use std::sync::Arc;
 use crate::cache::{BlockCache, CacheOptions, CacheType};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
-use crate::key::SequenceNumber;
 pub use crate::tuning::BackgroundTuning;
 use crate::util::checksum::ChecksumType;
 pub use crate::util::compression::CompressionType;
@@ -777,10 +776,41 @@ pub struct WriteOptions {
 }
 
 /// Options passed to each read.
+///
+/// A read at a snapshot borrows it (as the `rocksdb` crate's
+/// `ReadOptions::set_snapshot(&snapshot)` does), so read options cannot
+/// outlive their snapshot: a read through a dropped snapshot does not compile.
+///
+/// ```
+/// # use ebb::{Db, Options, ReadOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let mut o = Options::default();
+/// # o.create_if_missing = true;
+/// # let db = Db::open(dir.path(), o).unwrap();
+/// db.put(b"k", b"v1").unwrap();
+/// let snapshot = db.snapshot();
+/// let ro = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+/// db.put(b"k", b"v2").unwrap();
+/// assert_eq!(db.get_opt(b"k", &ro).unwrap(), Some(b"v1".to_vec()));
+/// ```
+///
+/// ```compile_fail,E0597
+/// # use ebb::{Db, Options, ReadOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let mut o = Options::default();
+/// # o.create_if_missing = true;
+/// # let db = Db::open(dir.path(), o).unwrap();
+/// let ro = {
+///     let snapshot = db.snapshot();
+///     ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() }
+/// }; // the snapshot is dropped here, while `ro` still borrows it
+/// db.get_opt(b"k", &ro).unwrap();
+/// ```
 #[derive(Debug, Clone)]
-pub struct ReadOptions {
-    /// Read as of this sequence number (from [`crate::Db::snapshot`]); latest when `None`.
-    pub snapshot: Option<SequenceNumber>,
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot (from [`crate::Db::snapshot`], of the same
+    /// database); the latest state when `None`.
+    pub snapshot: Option<&'a crate::db::Snapshot<'a>>,
     /// Verify block checksums on this read. Default true.
     pub verify_checksums: bool,
     /// Put blocks read into the block cache. Default true.
@@ -796,7 +826,7 @@ pub struct ReadOptions {
     pub readahead_size: usize,
 }
 
-impl Default for ReadOptions {
+impl Default for ReadOptions<'_> {
     fn default() -> Self {
         ReadOptions {
             snapshot: None,

@@ -122,6 +122,11 @@ fn model_inputs() {
     run("model", 3);
 }
 
+#[test]
+fn manifest_recovery_inputs() {
+    run("manifest_recovery", 40);
+}
+
 // ---- the seeds ----
 
 fn files_named(fs: &MemFs, suffix: &str) -> Vec<Vec<u8>> {
@@ -236,4 +241,16 @@ fn write_seed_corpus() {
     let mut rng = StdRng::seed_from_u64(1);
     let programs: Vec<Vec<u8>> = (0..4).map(|_| (0..rng.gen_range(40..160)).map(|_| rng.gen()).collect()).collect();
     write_seeds("model", &programs);
+
+    // Damage programs: none; a flipped, a set and a cut MANIFEST byte; a
+    // flipped CURRENT byte; a cut CURRENT (four bytes a change).
+    let damage: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0, 0, 5, 1],
+        vec![4, 0, 0x30, 0],
+        vec![1, 0, 3, 2],
+        vec![0, 0, 0x40, 0x80, 2, 1, 0, 0],
+        vec![5, 0, 9, 0],
+    ];
+    write_seeds("manifest_recovery", &damage);
 }

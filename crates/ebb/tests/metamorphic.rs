@@ -337,14 +337,14 @@ fn batch_of(updates: &[Update]) -> WriteBatch {
     b
 }
 
-fn read_options(
-    snaps: &[Snapshot<'_>],
+fn read_options<'a>(
+    snaps: &'a [Snapshot<'a>],
     snapshot: Option<usize>,
     lower: &Option<Vec<u8>>,
     upper: &Option<Vec<u8>>,
-) -> ReadOptions {
+) -> ReadOptions<'a> {
     ReadOptions {
-        snapshot: pick(snaps.len(), snapshot).map(|s| snaps[s].sequence()),
+        snapshot: pick(snaps.len(), snapshot).map(|s| &snaps[s]),
         iterate_lower_bound: lower.clone(),
         iterate_upper_bound: upper.clone(),
         ..ReadOptions::default()

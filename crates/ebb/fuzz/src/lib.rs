@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ebb::fs::{CrashMode, FileSystem, MemFs, RandomAccessFile, SequentialFile};
 use ebb::iter::InternalIterator;
@@ -29,6 +29,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("version_edit", version_edit),
     ("batch_replay", batch_replay),
     ("model", model),
+    ("manifest_recovery", manifest_recovery),
 ];
 
 const RECOVERY_MODES: [WalRecoveryMode; 4] = [
@@ -404,4 +405,155 @@ pub fn model(data: &[u8]) {
         }
     }
     let _ = db.close();
+}
+
+/// A small database, built once: two column families, tables at several
+/// levels, writes left in the WAL; its files and each family's contents.
+struct Sample {
+    files: Vec<(String, Vec<u8>)>,
+    models: BTreeMap<String, Model>,
+}
+
+fn sample_options(fs: &MemFs) -> Options {
+    let mut o = tiny_options(fs);
+    o.disable_auto_compactions = true;
+    o.stats_dump_period_sec = 0;
+    o
+}
+
+fn sample() -> &'static Sample {
+    static SAMPLE: OnceLock<Sample> = OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        let fs = MemFs::new();
+        let db = Db::open("/db", sample_options(&fs)).unwrap();
+        let other = db.create_column_family("other", &sample_options(&fs)).unwrap();
+        let mut models: BTreeMap<String, Model> = BTreeMap::new();
+        let synced = WriteOptions { sync: true, disable_wal: false };
+        for round in 0..4u32 {
+            for i in 0..12u32 {
+                let (k, v) = (format!("k{i:02}").into_bytes(), format!("r{round} {i}").into_bytes());
+                db.put_opt(&k, &v, &synced).unwrap();
+                models.entry("default".into()).or_default().insert(k.clone(), v.clone());
+                if round % 2 == 0 {
+                    db.put_cf_opt(&other, &k, &v, &synced).unwrap();
+                    models.entry("other".into()).or_default().insert(k, v);
+                }
+            }
+            if round < 3 {
+                db.flush(true).unwrap();
+                db.flush_cf(&other, true).unwrap();
+            }
+            if round == 1 {
+                db.compact_range(None, None).unwrap();
+            }
+        }
+        db.close().unwrap();
+        let dir = Path::new("/db");
+        let files = fs
+            .list_dir(dir)
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| fs.file_bytes(&dir.join(&n)).map(|b| (n, b)))
+            .collect();
+        Sample { files, models }
+    })
+}
+
+/// Each family's contents, `None` when a read fails.
+fn family_contents(db: &Db) -> Option<BTreeMap<String, Model>> {
+    let mut out = BTreeMap::new();
+    for name in db.column_family_names() {
+        let cf = db.cf_handle(&name)?;
+        let mut it = db.iter_cf(&cf, ReadOptions::default());
+        it.seek_to_first();
+        let mut m = Model::new();
+        while it.valid() {
+            m.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status().ok()?;
+        out.insert(name, m);
+    }
+    Some(out)
+}
+
+/// Raw bytes as damage to the MANIFEST and CURRENT of a whole database
+/// directory: four bytes per change (which file and how: flip, set or cut;
+/// a 16-bit position; a byte). An open, default or best-efforts, never
+/// panics; a default open that succeeds holds every synced write of every
+/// family that holds any, and nothing else; no open deletes a table; and
+/// when the default open fails, repair brings every synced write back.
+pub fn manifest_recovery(data: &[u8]) {
+    let sample = sample();
+    let manifest = sample.files.iter().position(|(n, _)| n.starts_with("MANIFEST-")).unwrap();
+    let current = sample.files.iter().position(|(n, _)| n == "CURRENT").unwrap();
+    let mut files = sample.files.clone();
+    for change in data.chunks(4).take(16) {
+        let [how, hi, lo, byte] =
+            [change[0], *change.get(1).unwrap_or(&0), *change.get(2).unwrap_or(&0), *change.get(3).unwrap_or(&1)];
+        let file = if how & 1 == 0 { manifest } else { current };
+        let bytes = &mut files[file].1;
+        if bytes.is_empty() {
+            continue;
+        }
+        let at = usize::from(u16::from_be_bytes([hi, lo])) % bytes.len();
+        match how >> 1 & 3 {
+            0 => bytes[at] ^= byte.max(1),
+            1 => bytes[at] = byte,
+            _ => bytes.truncate(at),
+        }
+    }
+    let plant = || {
+        let fs = MemFs::new();
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        for (name, bytes) in &files {
+            fs.set_file_bytes(&Path::new("/db").join(name), bytes).unwrap();
+        }
+        fs
+    };
+    let open = |fs: &MemFs, best_efforts: bool| {
+        let mut o = sample_options(fs);
+        o.create_if_missing = false;
+        o.best_efforts_recovery = best_efforts;
+        let names = Db::list_column_families("/db", &o)?;
+        let listed: Vec<(&str, Options)> = names.iter().map(|n| (n.as_str(), sample_options(fs))).collect();
+        Db::open_cf("/db", o, &listed)
+    };
+    let tables_kept = |fs: &MemFs| {
+        for (name, bytes) in files.iter().filter(|(n, _)| n.ends_with(".sst")) {
+            let here = fs.file_bytes(&Path::new("/db").join(name));
+            let lost = fs.file_bytes(&Path::new("/db/lost").join(name));
+            assert!(here.as_ref() == Some(bytes) || lost.as_ref() == Some(bytes), "table {name} was deleted");
+        }
+    };
+    let nonempty = |m: &BTreeMap<String, Model>| -> BTreeMap<String, Model> {
+        m.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    let fs = plant();
+    let opened = open(&fs, false);
+    tables_kept(&fs);
+    match opened {
+        Ok(db) => {
+            let got = family_contents(&db).expect("reads of an opened database fail");
+            assert!(nonempty(&got) == sample.models, "a damaged MANIFEST opened without every synced write");
+            let _ = db.close();
+        }
+        Err(e) => {
+            assert!(e.to_string().contains("MANIFEST") || e.to_string().contains("CURRENT"), "{e}");
+            let best = plant();
+            if let Ok(db) = open(&best, true) {
+                let _ = family_contents(&db);
+                let _ = db.close();
+            }
+            tables_kept(&best);
+            let fs = plant();
+            Db::repair("/db", &sample_options(&fs)).unwrap_or_else(|e| panic!("repair: {e}"));
+            let db = open(&fs, false).unwrap_or_else(|e| panic!("open after repair: {e}"));
+            let got = family_contents(&db).expect("reads after repair fail");
+            for (family, model) in &sample.models {
+                assert_eq!(got.get(family), Some(model), "repair lost writes of {family}");
+            }
+            let _ = db.close();
+        }
+    }
 }

@@ -208,20 +208,27 @@ pub struct Db {
 }
 
 /// A consistent read view; reads through it see the database as of its
-/// creation. It cannot outlive the [`Db`] it came from.
+/// creation. It cannot outlive the [`Db`] it came from, and read options
+/// that read at it ([`ReadOptions::snapshot`]) cannot outlive it.
 pub struct Snapshot<'a> {
     db: &'a Db,
     seq: SequenceNumber,
 }
 
-impl Snapshot<'_> {
+impl std::fmt::Debug for Snapshot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("sequence", &self.seq).finish()
+    }
+}
+
+impl<'a> Snapshot<'a> {
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SequenceNumber {
         self.seq
     }
-    /// Read options that read at this snapshot.
-    pub fn read_options(&self) -> ReadOptions {
-        ReadOptions { snapshot: Some(self.seq), ..ReadOptions::default() }
+    /// Read options that read at this snapshot (the rest default).
+    pub fn read_options(&self) -> ReadOptions<'_> {
+        ReadOptions { snapshot: Some(self), ..ReadOptions::default() }
     }
     /// Reads `key` as of this snapshot.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -387,19 +394,19 @@ impl Db {
     }
 
     /// Reads `key` in column family `cf` with read options.
-    pub fn get_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    pub fn get_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
         self.inner.get_in(&cf.data, key, ro)
     }
 
     /// A cursor over column family `cf` (a consistent view taken now),
     /// unpositioned. Over a dropped family it is empty and its `status()` is
     /// the error.
-    pub fn iter_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions) -> DbIterator<'_> {
+    pub fn iter_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions<'_>) -> DbIterator<'_> {
         self.inner.new_iterator(&cf.data, ro)
     }
 
     /// A Rust iterator of `(key, value)` pairs of column family `cf`.
-    pub fn iterator_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions, mode: IteratorMode<'_>) -> Entries<'_> {
+    pub fn iterator_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions<'_>, mode: IteratorMode<'_>) -> Entries<'_> {
         position(self.iter_cf(cf, ro), mode)
     }
 
@@ -480,28 +487,29 @@ impl Db {
         self.get_opt(key, &ReadOptions::default())
     }
 
-    /// Reads `key` with read options.
-    pub fn get_opt(&self, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    /// Reads `key` with read options. A snapshot of another database in
+    /// `ro` is an `InvalidArgument` error.
+    pub fn get_opt(&self, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
         self.inner.get_in(&self.inner.default_cf, key, ro)
     }
 
     /// Reads several keys at one consistent point.
-    pub fn multi_get(&self, keys: &[&[u8]], ro: &ReadOptions) -> Vec<Result<Option<Vec<u8>>>> {
-        if let Err(e) = self.inner.check_open() {
-            return keys.iter().map(|_| Err(e.duplicate())).collect();
-        }
+    pub fn multi_get(&self, keys: &[&[u8]], ro: &ReadOptions<'_>) -> Vec<Result<Option<Vec<u8>>>> {
+        let seq = match self.inner.check_open().and_then(|()| self.inner.read_sequence(ro)) {
+            Ok(seq) => seq,
+            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+        };
         let sv = self.inner.default_cf.super_version();
-        let seq = ro.snapshot.unwrap_or_else(|| self.inner.last_sequence.load(Ordering::Acquire));
         keys.iter().map(|k| self.inner.get_from(&sv, k, seq, ro)).collect()
     }
 
     /// A cursor over the database (a consistent view taken now), unpositioned.
-    pub fn iter(&self, ro: ReadOptions) -> DbIterator<'_> {
+    pub fn iter(&self, ro: ReadOptions<'_>) -> DbIterator<'_> {
         self.inner.new_iterator(&self.inner.default_cf, ro)
     }
 
     /// A Rust iterator of `(key, value)` pairs in the given mode.
-    pub fn iterator(&self, ro: ReadOptions, mode: IteratorMode<'_>) -> Entries<'_> {
+    pub fn iterator(&self, ro: ReadOptions<'_>, mode: IteratorMode<'_>) -> Entries<'_> {
         position(self.iter(ro), mode)
     }
 
@@ -694,12 +702,24 @@ impl DbInner {
         }
     }
 
-    fn get_in(&self, cf: &ColumnFamilyData, key: &[u8], ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+    /// The sequence number a read with `ro` reads at: its snapshot's, which
+    /// must be of this database, or the latest.
+    fn read_sequence(&self, ro: &ReadOptions<'_>) -> Result<SequenceNumber> {
+        match ro.snapshot {
+            Some(s) if !std::ptr::eq(Arc::as_ptr(&s.db.inner), self) => {
+                Err(Error::invalid("the read options' snapshot is of another database"))
+            }
+            Some(s) => Ok(s.seq),
+            None => Ok(self.last_sequence.load(Ordering::Acquire)),
+        }
+    }
+
+    fn get_in(&self, cf: &ColumnFamilyData, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         cf.check_live()?;
+        let seq = self.read_sequence(ro)?;
         let start = self.stats.start_timer();
         let sv = cf.super_version_guard();
-        let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
         let r = self.get_from(&sv, key, seq, ro);
         let s = &self.stats;
         s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
@@ -712,7 +732,7 @@ impl DbInner {
         sv: &SuperVersion,
         key: &[u8],
         seq: SequenceNumber,
-        ro: &ReadOptions,
+        ro: &ReadOptions<'_>,
     ) -> Result<Option<Vec<u8>>> {
         let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -764,9 +784,10 @@ impl DbInner {
         })
     }
 
-    fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions) -> DbIterator<'static> {
+    fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions<'_>) -> DbIterator<'static> {
         let sv = cf.super_version();
-        let seq = ro.snapshot.unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire));
+        let sequence = self.read_sequence(&ro);
+        let seq = *sequence.as_ref().unwrap_or(&0);
         let rs = ReadSettings::from_read_options(&ro);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -785,7 +806,7 @@ impl DbInner {
         }
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
-        if let Err(e) = self.check_open().and_then(|()| cf.check_live()) {
+        if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
         it
