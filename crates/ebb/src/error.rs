@@ -39,9 +39,21 @@ pub enum Error {
     Busy(String),
     /// A feature or option value that this build does not support.
     NotSupported(String),
-    /// An earlier background flush, compaction or fsync failed; the database
-    /// refuses writes until it is reopened.
+    /// An earlier background flush, compaction or fsync failed (or panicked:
+    /// [`Error::Panicked`]); the database refuses writes until it is reopened.
     Background(Arc<Error>),
+    /// Code running for the database panicked: a background job (a flush,
+    /// a compaction, the tuner), or the thread leading a group of writes.
+    /// It is recorded as the sticky background error (so it reaches callers
+    /// wrapped in [`Error::Background`]): what the panic interrupted may be
+    /// half done, so the database refuses writes until it is reopened, and
+    /// the reopen recovers every acknowledged write.
+    Panicked {
+        /// What panicked (`"flush"`, `"compaction"`, `"subcompaction"`, ...).
+        job: &'static str,
+        /// The panic's message.
+        message: String,
+    },
     /// The operation was cancelled (a compaction cancelled at run time).
     Cancelled,
     /// The database was closed.
@@ -62,6 +74,12 @@ impl Error {
     /// Builds an [`Error::InvalidArgument`].
     pub fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// Builds an [`Error::Panicked`] from the payload `std::panic::catch_unwind`
+    /// caught for `job`.
+    pub(crate) fn panicked(job: &'static str, payload: &(dyn std::any::Any + Send)) -> Error {
+        Error::Panicked { job, message: panic_message(payload) }
     }
 
     /// True for [`Error::Corruption`], also when wrapped as a background error.
@@ -101,9 +119,21 @@ impl Error {
             Error::Busy(m) => Error::Busy(m.clone()),
             Error::NotSupported(m) => Error::NotSupported(m.clone()),
             Error::Background(e) => Error::Background(e.clone()),
+            Error::Panicked { job, message } => Error::Panicked { job, message: message.clone() },
             Error::Cancelled => Error::Cancelled,
             Error::Closed => Error::Closed,
         }
+    }
+}
+
+/// The message of a panic caught by `std::panic::catch_unwind`: what
+/// `panic!` was given (a literal or a format string), or a placeholder for
+/// another payload (`std::panic::panic_any`).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(m), _) => (*m).to_string(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => "a panic without a message".to_string(),
     }
 }
 
@@ -122,6 +152,7 @@ impl fmt::Display for Error {
             Error::Background(e) => {
                 write!(f, "background error, database is read-only until reopened: {e}")
             }
+            Error::Panicked { job, message } => write!(f, "{job} panicked: {message}"),
             Error::Cancelled => write!(f, "operation cancelled"),
             Error::Closed => write!(f, "database is closed"),
         }

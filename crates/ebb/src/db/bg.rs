@@ -5,12 +5,24 @@
 //! threads (low priority, `max_background_compactions`) wait on `work_cv`.
 //! Pools are resized by `set_options`: a thread whose index is at or over the
 //! current limit takes no work, and new threads are spawned when the limit grows.
+//!
+//! Panics: every job (flush, compaction, the file deletions they end with)
+//! runs under `catch_unwind` (`catch_job`), and what a job holds in the db
+//! state (running counters, `being_compacted` marks, `pending_outputs`
+//! entries, cancellation flags) is held by a guard (`JobGuard`) that gives
+//! it back however the job ends, so a panic can never leave writers or
+//! waiters waiting for a job that is gone. Tables a job wrote but never
+//! handed to the MANIFEST are deleted (`NewTables`). The panic becomes the
+//! sticky background error (`Error::Panicked`), and the thread lives on.
 
+use std::any::Any;
+use std::ops::{Deref, DerefMut};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::MutexGuard;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
 use crate::compaction::{job, picker, Compaction};
@@ -78,10 +90,12 @@ impl DbInner {
             };
             if index < limit && st.paused == 0 && st.bg_error.is_none() {
                 let did = match pool {
-                    Pool::Flush => self.maybe_flush(&mut st),
-                    Pool::Compaction => self.maybe_compact(&mut st, &opts),
+                    Pool::Flush => self.catch_job(&mut st, "flush", |st| self.maybe_flush(st)),
+                    Pool::Compaction => self.catch_job(&mut st, "compaction", |st| self.maybe_compact(st, &opts)),
                 };
-                if did {
+                // A job that panicked did work too: its error is sticky now,
+                // and this thread waits on for the shutdown.
+                if did.unwrap_or(true) {
                     continue;
                 }
             }
@@ -105,24 +119,19 @@ impl DbInner {
         else {
             return false;
         };
-        st.flush_running += 1;
+        let mut st = JobGuard::new(self, st, Hold::Flush);
         if !self.opts().listeners.is_empty() {
-            MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_begin()));
+            MutexGuard::unlocked(&mut st, || self.notify_event("on_flush_begin", |l| l.on_flush_begin()));
         }
-        let result = self.flush_memtables(st, cf, &mems);
-        st.flush_running -= 1;
-        if let Err(e) = result {
-            self.set_bg_error_locked(st, e);
+        if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
+            self.set_bg_error_locked(&mut st, e);
         }
-        self.bg_cv.notify_all();
-        self.work_cv.notify_all();
         true
     }
 
     /// Writes `mems` (oldest first) of column family `cf` into one L0 table
     /// and installs it. Requires the db mutex; releases it during I/O. A
-    /// family dropped meanwhile is `Cancelled`; its table is left to
-    /// `delete_obsolete_files`.
+    /// family dropped meanwhile is `Cancelled`; its table is deleted.
     pub(crate) fn flush_memtables(
         &self,
         st: &mut MutexGuard<'_, DbState>,
@@ -133,14 +142,16 @@ impl DbInner {
         let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
         let opts = self.family_opts(&data);
         let smallest_snapshot = self.smallest_snapshot(st);
-        // A flush writes exactly one file (no size cut), so one number is reserved.
+        // A flush writes exactly one file (no size cut), so one number is
+        // reserved, and protected while the table is written without the
+        // mutex (from then on the mutex is held until it is installed).
         let number = st.versions.new_file_number();
-        st.pending_outputs.push(number);
-        let output =
-            MutexGuard::unlocked(st, || self.write_level0_table(mems, &opts, &data, number, smallest_snapshot));
-        if let Some(i) = st.pending_outputs.iter().position(|n| *n == number) {
-            st.pending_outputs.swap_remove(i);
-        }
+        let new_tables = NewTables::new(self);
+        new_tables.record(number);
+        let output = {
+            let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
+            MutexGuard::unlocked(&mut st, || self.write_level0_table(mems, &opts, &data, number, smallest_snapshot))
+        };
         let output = output?;
         if !st.families.contains_key(&cf) {
             return Err(Error::Cancelled);
@@ -177,6 +188,7 @@ impl DbInner {
         }
         let last = self.last_sequence.load(Ordering::Acquire);
         st.versions.set_last_sequence(last);
+        new_tables.installing();
         st.versions.log_and_apply_all(edits)?;
         if let Some(family) = st.families.get_mut(&cf) {
             family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
@@ -203,7 +215,7 @@ impl DbInner {
                 entries: mems.iter().map(|m| m.num_entries()).sum(),
                 micros: start.elapsed().as_micros() as u64,
             };
-            MutexGuard::unlocked(st, || self.notify(|l| l.on_flush_completed(&info)));
+            MutexGuard::unlocked(st, || self.notify_event("on_flush_completed", |l| l.on_flush_completed(&info)));
         }
         Ok(())
     }
@@ -289,12 +301,7 @@ impl DbInner {
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
     /// the result. Requires the db mutex.
     pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, c: Compaction) -> Result<()> {
-        for f in c.all_inputs() {
-            st.being_compacted.insert(f.number);
-        }
-        st.compactions_running += 1;
         let cancel = Arc::new(AtomicBool::new(false));
-        st.running_jobs.push(Arc::clone(&cancel));
         let listening = !self.opts().listeners.is_empty();
         let mut info = CompactionJobInfo {
             input_level: c.level,
@@ -308,21 +315,20 @@ impl DbInner {
             micros: 0,
             reason: c.reason,
         };
-        if listening {
-            MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_begin(&info)));
-        }
         let start = Instant::now();
-        let result = self.run_compaction_inner(st, cf, &c, &cancel);
+        let result = {
+            let inputs = info.input_files.clone();
+            let mut st = JobGuard::new(self, st, Hold::Compaction { inputs, cancel: Arc::clone(&cancel) });
+            if listening {
+                MutexGuard::unlocked(&mut st, || {
+                    self.notify_event("on_compaction_begin", |l| l.on_compaction_begin(&info))
+                });
+            }
+            self.run_compaction_inner(&mut st, cf, &c, &cancel)
+        };
         if result.is_ok() {
             bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
         }
-        for f in c.all_inputs() {
-            st.being_compacted.remove(&f.number);
-        }
-        st.running_jobs.retain(|j| !Arc::ptr_eq(j, &cancel));
-        st.compactions_running -= 1;
-        self.bg_cv.notify_all();
-        self.work_cv.notify_all();
         if listening {
             info.micros = start.elapsed().as_micros() as u64;
             info.cancelled = matches!(result, Err(Error::Cancelled));
@@ -331,14 +337,15 @@ impl DbInner {
                 info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
                 info.bytes_read = if c.trivial_move || c.is_deletion() { 0 } else { c.input_bytes() };
             }
-            MutexGuard::unlocked(st, || self.notify(|l| l.on_compaction_completed(&info)));
+            MutexGuard::unlocked(st, || {
+                self.notify_event("on_compaction_completed", |l| l.on_compaction_completed(&info))
+            });
         }
         result.map(|_| ())
     }
 
     /// Returns the files the compaction installed.
-    /// A family dropped meanwhile is `Cancelled`; outputs are left to
-    /// `delete_obsolete_files`.
+    /// A family dropped meanwhile is `Cancelled`; its outputs are deleted.
     fn run_compaction_inner(
         &self,
         st: &mut MutexGuard<'_, DbState>,
@@ -390,9 +397,9 @@ impl DbInner {
         let db_opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
         // Outputs are numbered without the mutex; every number at or above
-        // `floor` is protected from deletion until the job ends.
+        // `floor` is protected from deletion until they are installed.
         let floor = st.versions.next_file_number();
-        st.pending_outputs.push(floor);
+        let new_tables = NewTables::new(self);
         let numbers = st.versions.file_number_allocator();
         let ranges = subcompaction_ranges(c, db_opts.max_subcompactions as usize);
         if ranges.len() > 1 {
@@ -408,26 +415,25 @@ impl DbInner {
             smallest_snapshot,
             cancel,
             numbers: &numbers,
+            new_tables: &new_tables,
         };
-        let results: Vec<Result<job::JobOutput>> = MutexGuard::unlocked(st, || {
+        let mut job = JobGuard::new(self, st, Hold::PendingOutputs(floor));
+        let results: Vec<Result<job::JobOutput>> = MutexGuard::unlocked(&mut job, || {
             if ranges.len() == 1 {
                 vec![self.run_subcompaction(c, &ranges[0], &settings)]
             } else {
+                // A subcompaction thread that panics fails the compaction;
+                // its outputs are in `new_tables` and deleted with the others'.
                 std::thread::scope(|scope| {
                     let handles: Vec<_> =
                         ranges.iter().map(|r| scope.spawn(|| self.run_subcompaction(c, r, &settings))).collect();
                     handles
                         .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|_| Err(Error::invalid("a subcompaction thread panicked"))))
+                        .map(|h| h.join().unwrap_or_else(|payload| Err(self.panic_error("subcompaction", payload))))
                         .collect()
                 })
             }
         });
-        let release = |st: &mut MutexGuard<'_, DbState>| {
-            if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
-                st.pending_outputs.swap_remove(i);
-            }
-        };
         let mut out = job::JobOutput::default();
         let mut first_error = None;
         for r in results {
@@ -449,10 +455,11 @@ impl DbInner {
             if matches!(e, Error::Cancelled) {
                 bump(&self.stats.cancelled_compactions, 1);
             }
-            for f in &out.files {
-                let _ = self.fs.remove_file(&filename::table_file(&self.dir, f.number));
+            if matches!(e, Error::Panicked { .. }) {
+                // Sticky whichever thread ran the compaction (a manual one
+                // does not make its other errors sticky).
+                return Err(self.set_bg_error_locked(&mut job, e));
             }
-            release(st);
             return Err(e);
         }
         let written: u64 = out.files.iter().map(|f| f.file_size).sum();
@@ -460,8 +467,13 @@ impl DbInner {
         for f in &installed {
             edit.new_files.push((c.output_level, Arc::clone(f)));
         }
-        let r = if st.families.contains_key(&cf) { st.versions.log_and_apply(edit) } else { Err(Error::Cancelled) };
-        release(st);
+        let r = if job.families.contains_key(&cf) {
+            new_tables.installing();
+            job.versions.log_and_apply(edit)
+        } else {
+            Err(Error::Cancelled)
+        };
+        drop(job);
         r?;
         self.install_super_version(st);
         if c.level == 0 && c.output_level == 0 {
@@ -527,7 +539,7 @@ impl DbInner {
             Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
             None => input.seek_to_first(),
         }
-        let mut alloc = || settings.numbers.fetch_add(1, Ordering::SeqCst);
+        let mut alloc = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
         let from_l0 = c.level == 0;
         let mut on_bytes = |b: u64| {
             bump(&self.stats.compaction_bytes_written, b);
@@ -598,8 +610,16 @@ impl DbInner {
     }
 
     /// Appends `ebb.stats` to the info log (`LOG`) every
-    /// `stats_dump_period_sec` (dynamic), as RocksDB does.
+    /// `stats_dump_period_sec` (dynamic), as RocksDB does. A panic ends the
+    /// thread and becomes the sticky background error.
     pub(crate) fn stats_dump_loop(self: Arc<Self>) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.dump_stats_until_shutdown())) {
+            let e = self.panic_error("stats dump thread", payload);
+            self.set_bg_error(e);
+        }
+    }
+
+    fn dump_stats_until_shutdown(&self) {
         let mut last = Instant::now();
         loop {
             let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
@@ -623,16 +643,17 @@ impl DbInner {
         }
     }
 
-    /// Compacts column family `cf`'s files overlapping `[begin, end]`.
+    /// Compacts column family `cf`'s files overlapping `[begin, end]`, on
+    /// the caller's thread: a panic there is a job's panic too (the sticky
+    /// error, returned).
     pub(crate) fn compact_range(&self, cf: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
         self.flush_family(cf, true)?;
         let mut st = self.state.lock();
-        st.manual_compactions += 1;
-        let r = self.compact_range_locked(&mut st, cf, begin, end);
-        st.manual_compactions -= 1;
-        self.work_cv.notify_all();
-        r
+        self.catch_job(&mut st, "manual compaction", |st| {
+            let mut st = JobGuard::new(self, st, Hold::ManualCompaction);
+            self.compact_range_locked(&mut st, cf, begin, end)
+        })?
     }
 
     fn compact_range_locked(
@@ -645,6 +666,9 @@ impl DbInner {
         // Wait for automatic compactions to finish, so inputs are free.
         while st.compactions_running > 0 {
             self.bg_cv.wait(st);
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(Arc::clone(e)));
         }
         let dropped = || Error::invalid(format!("column family {cf} was dropped"));
         let data = Arc::clone(&st.families.get(&cf).ok_or_else(dropped)?.data);
@@ -735,28 +759,8 @@ impl DbInner {
         };
         if needs_flush && result.is_ok() {
             let mut st = self.state.lock();
-            let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
-            if !switch.is_empty() {
-                if let Err(e) = self.switch_memtables(&mut st, &switch) {
-                    result = Err(e);
-                }
-            }
-            loop {
-                let pending = st.families.iter().find(|(_, f)| !f.imm.is_empty()).map(|(id, f)| (*id, f.imm.clone()));
-                if result.is_err() || (pending.is_none() && st.flush_running == 0) {
-                    break;
-                }
-                match pending {
-                    Some((cf, mems)) if st.flush_running == 0 => {
-                        st.flush_running += 1;
-                        let r = self.flush_memtables(&mut st, cf, &mems);
-                        st.flush_running -= 1;
-                        if let Err(e) = r {
-                            result = Err(self.set_bg_error_locked(&mut st, e));
-                        }
-                    }
-                    _ => self.bg_cv.wait(&mut st),
-                }
+            if let Err(e) = self.catch_job(&mut st, "flush at close", |st| self.flush_unlogged(st)).and_then(|r| r) {
+                result = Err(e);
             }
         }
         self.closed.store(true, Ordering::Release);
@@ -773,11 +777,201 @@ impl DbInner {
         drop(q);
         let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
         for t in threads {
-            let _ = t.join();
+            let name = t.thread().name().unwrap_or("unnamed").to_string();
+            // Jobs run under `catch_unwind`; a thread dies only of a panic
+            // outside one, and that is reported, not ignored.
+            if let Err(payload) = t.join() {
+                let message = format!("{name}: {}", crate::error::panic_message(payload.as_ref()));
+                let e = Error::Panicked { job: "background thread", message };
+                self.info_log.log(super::info_log::Level::Error, &format!("background error: {e}"));
+                if result.is_ok() {
+                    result = Err(e);
+                }
+            }
+        }
+        // A panic (caught, and made the sticky error) may have interrupted
+        // work half done: unlike an I/O error that a write or flush already
+        // reported, nothing else tells the caller, so close does not report
+        // a clean shutdown.
+        if result.is_ok() {
+            let st = self.state.lock();
+            if let Some(e) = st.bg_error.as_ref().filter(|e| matches!(***e, Error::Panicked { .. })) {
+                result = Err(Error::Background(Arc::clone(e)));
+            }
         }
         *self.wal.lock() = None;
         self.info_log.close();
         result
+    }
+
+    /// Flushes, at close, every memtable holding writes made without the
+    /// WAL (running background flushes finish first). Requires the db mutex.
+    fn flush_unlogged(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
+        if !switch.is_empty() {
+            self.switch_memtables(st, &switch)?;
+        }
+        loop {
+            let pending = st.families.iter().find(|(_, f)| !f.imm.is_empty()).map(|(id, f)| (*id, f.imm.clone()));
+            match pending {
+                None if st.flush_running == 0 => return Ok(()),
+                Some((cf, mems)) if st.flush_running == 0 => {
+                    let mut st = JobGuard::new(self, st, Hold::Flush);
+                    if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
+                        return Err(self.set_bg_error_locked(&mut st, e));
+                    }
+                }
+                _ => self.bg_cv.wait(st),
+            }
+        }
+    }
+
+    /// Runs `body`, the job `job`, under `catch_unwind`: a panic in it
+    /// becomes the sticky background error (`Error::Panicked`, also in the
+    /// info log), returned wrapped as every later write will see it. By then
+    /// the job's guards (`JobGuard`, `NewTables`) have given back what it
+    /// held. Requires the db mutex, and it is held again when this returns
+    /// (`MutexGuard::unlocked` takes it back while a panic unwinds).
+    fn catch_job<'a, T>(
+        &self,
+        st: &mut MutexGuard<'a, DbState>,
+        job: &'static str,
+        body: impl FnOnce(&mut MutexGuard<'a, DbState>) -> T,
+    ) -> Result<T> {
+        match catch_unwind(AssertUnwindSafe(|| body(st))) {
+            Ok(v) => Ok(v),
+            Err(payload) => {
+                let e = self.panic_error(job, payload);
+                Err(self.set_bg_error_locked(st, e))
+            }
+        }
+    }
+
+    /// The error for a panic caught in `job`, written to the info log.
+    pub(crate) fn panic_error(&self, job: &'static str, payload: Box<dyn Any + Send>) -> Error {
+        let e = Error::panicked(job, payload.as_ref());
+        self.info_log.log(super::info_log::Level::Error, &format!("background error: {e}"));
+        e
+    }
+}
+
+/// What a running job holds in the db state.
+enum Hold {
+    /// A flush, counted in `flush_running`.
+    Flush,
+    /// A manual compaction, counted in `manual_compactions` (automatic ones
+    /// are not picked meanwhile).
+    ManualCompaction,
+    /// A compaction: counted in `compactions_running`, its inputs marked in
+    /// `being_compacted`, its cancellation flag in `running_jobs`.
+    Compaction { inputs: Vec<u64>, cancel: Arc<AtomicBool> },
+    /// Table numbers from this floor up, protected from deletion as
+    /// obsolete (`pending_outputs`) while the job writes them.
+    PendingOutputs(u64),
+}
+
+/// A job's hold on the db state (`Hold`), taken when the guard is made and
+/// given back when it drops: when the job returns, fails, or unwinds from a
+/// panic. Waiters are woken then (`bg_cv`, `work_cv`).
+///
+/// The guard owns the job's use of the db lock: it derefs to the job's
+/// `MutexGuard`, so the lock is held whenever the guard drops, also during
+/// an unwind (`MutexGuard::unlocked` takes the lock back on the way out).
+/// So its `Drop` never takes the lock, and cannot deadlock.
+pub(crate) struct JobGuard<'g, 'a> {
+    inner: &'g DbInner,
+    st: &'g mut MutexGuard<'a, DbState>,
+    hold: Hold,
+}
+
+impl<'g, 'a> JobGuard<'g, 'a> {
+    fn new(inner: &'g DbInner, st: &'g mut MutexGuard<'a, DbState>, hold: Hold) -> Self {
+        match &hold {
+            Hold::Flush => st.flush_running += 1,
+            Hold::ManualCompaction => st.manual_compactions += 1,
+            Hold::Compaction { inputs, cancel } => {
+                st.being_compacted.extend(inputs.iter().copied());
+                st.compactions_running += 1;
+                st.running_jobs.push(Arc::clone(cancel));
+            }
+            Hold::PendingOutputs(floor) => st.pending_outputs.push(*floor),
+        }
+        JobGuard { inner, st, hold }
+    }
+}
+
+impl<'a> Deref for JobGuard<'_, 'a> {
+    type Target = MutexGuard<'a, DbState>;
+    fn deref(&self) -> &Self::Target {
+        self.st
+    }
+}
+
+impl DerefMut for JobGuard<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.st
+    }
+}
+
+impl Drop for JobGuard<'_, '_> {
+    fn drop(&mut self) {
+        let st: &mut DbState = self.st;
+        match &self.hold {
+            Hold::Flush => st.flush_running -= 1,
+            Hold::ManualCompaction => st.manual_compactions -= 1,
+            Hold::Compaction { inputs, cancel } => {
+                for n in inputs {
+                    st.being_compacted.remove(n);
+                }
+                st.running_jobs.retain(|j| !Arc::ptr_eq(j, cancel));
+                st.compactions_running -= 1;
+            }
+            Hold::PendingOutputs(floor) => {
+                if let Some(i) = st.pending_outputs.iter().position(|n| n == floor) {
+                    st.pending_outputs.swap_remove(i);
+                }
+            }
+        }
+        self.inner.bg_cv.notify_all();
+        self.inner.work_cv.notify_all();
+    }
+}
+
+/// The tables a job creates (their numbers, recorded as they are handed
+/// out), deleted when the guard drops unless the job handed them to the
+/// MANIFEST first (`installing`): a job that fails or panics before that
+/// leaves none behind. Once an edit listing them may have reached the
+/// MANIFEST they are never deleted here, even if installing fails: whether
+/// it reached the disk is unknown, and the reopen decides.
+pub(crate) struct NewTables<'g> {
+    inner: &'g DbInner,
+    numbers: Mutex<Vec<u64>>,
+}
+
+impl<'g> NewTables<'g> {
+    fn new(inner: &'g DbInner) -> Self {
+        NewTables { inner, numbers: Mutex::new(Vec::new()) }
+    }
+
+    /// Records table `number` as created by the job; returns it.
+    fn record(&self, number: u64) -> u64 {
+        self.numbers.lock().push(number);
+        number
+    }
+
+    /// The tables are about to be handed to the MANIFEST.
+    fn installing(&self) {
+        self.numbers.lock().clear();
+    }
+}
+
+impl Drop for NewTables<'_> {
+    fn drop(&mut self) {
+        for number in self.numbers.get_mut().drain(..) {
+            self.inner.tables.evict(number);
+            // A number handed out for a table never started has no file.
+            let _ = self.inner.fs.remove_file(&filename::table_file(&self.inner.dir, number));
+        }
     }
 }
 
@@ -848,6 +1042,7 @@ struct SubcompactionSettings<'a> {
     smallest_snapshot: u64,
     cancel: &'a AtomicBool,
     numbers: &'a AtomicU64,
+    new_tables: &'a NewTables<'a>,
 }
 
 /// Splits `c` into at most `max` key ranges of about equal input bytes, cut

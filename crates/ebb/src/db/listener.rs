@@ -1,7 +1,13 @@
 //! Event listeners: callbacks for background events (RocksDB `EventListener`).
 //!
-//! Callbacks run on the thread that did the work, without the db mutex held;
-//! they must be quick and must not call back into the database's write path.
+//! Callbacks run on the thread that did the work, without the db mutex held
+//! (but for `on_background_error`); they must be quick and must not call back
+//! into the database's write path.
+//!
+//! Listeners are user code, called defensively (as RocksDB does): a callback
+//! that panics is caught, written to the info log (`LOG`) with the
+//! callback's name and the panic's message, and otherwise ignored; the job
+//! that called it and the other listeners carry on.
 
 use crate::stats::StallCause;
 
@@ -66,7 +72,8 @@ pub trait EventListener: Send + Sync {
     fn on_compaction_completed(&self, _info: &CompactionJobInfo) {}
     /// The write-stall condition changed.
     fn on_stall_conditions_changed(&self, _previous: StallCondition, _current: StallCondition) {}
-    /// A background error became sticky; writes fail until reopen.
+    /// A background error became sticky; writes fail until reopen. Called
+    /// with the database's mutex held: it must not call the database.
     fn on_background_error(&self, _error: &crate::Error) {}
     /// A background tuner changed something (docs/tuning.md).
     fn on_background_tuning(&self, _event: &super::TuningEvent) {}

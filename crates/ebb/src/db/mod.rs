@@ -13,8 +13,9 @@
 //!    memtable, so readers never see half a batch.
 //! 3. A file is deleted only when no live `Version` (held by a reader or
 //!    iterator) lists it and no running job is writing it.
-//! 4. After a failed WAL write, WAL sync, flush or MANIFEST write, the error is
-//!    sticky (`bg_error`): every later write fails until the database is reopened.
+//! 4. After a failed WAL write, WAL sync, flush or MANIFEST write, or a panic
+//!    in a background job or a write group's leader, the error is sticky
+//!    (`bg_error`): every later write fails until the database is reopened.
 
 mod batch;
 mod bg;
@@ -659,11 +660,21 @@ impl DbInner {
         Ok(())
     }
 
-    /// Calls `f` on every listener.
-    pub(crate) fn notify(&self, f: impl Fn(&dyn EventListener)) {
+    /// Calls `f`, which calls the listener method `callback`, on every
+    /// listener. Listeners are user code, called defensively (RocksDB does
+    /// too): a listener that panics is written to the info log and skipped,
+    /// and neither the job that called it nor the other listeners notice.
+    /// May be called with the db mutex held (`on_background_error`).
+    pub(crate) fn notify_event(&self, callback: &'static str, f: impl Fn(&dyn EventListener)) {
         let opts = self.opts();
         for l in &opts.listeners {
-            f(l.as_ref());
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(l.as_ref()))) {
+                let message = crate::error::panic_message(payload.as_ref());
+                self.info_log.log(
+                    info_log::Level::Error,
+                    &format!("an event listener panicked in {callback} (ignored): {message}"),
+                );
+            }
         }
     }
 

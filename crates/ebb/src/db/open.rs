@@ -219,7 +219,7 @@ fn open_locked(
     let report = super::recovery::recover(&inner, &options, manifest)?;
     if !report.is_empty() {
         inner.info_log.log(Level::Warn, &format!("recovery report:\n{report}"));
-        inner.notify(|l| l.on_recovery_damage(&report));
+        inner.notify_event("on_recovery_damage", |l| l.on_recovery_damage(&report));
     }
     let _ = inner.recovery_report.set(report);
     write_options_file(&inner, &options)?;

@@ -229,15 +229,25 @@ fn thesis_tuner(o: &Options) -> CompactionAutoTuner {
 }
 
 impl DbInner {
-    /// The tuning thread's body: runs until the database shuts down.
+    /// The tuning thread's body: runs until the database shuts down. A
+    /// panic ends the thread and becomes the sticky background error; the
+    /// holds the tuner may have left on compaction (deferral, the pause
+    /// gate) are lifted, so no compaction waits for a tuner that is gone.
     pub(crate) fn tuning_loop(self: Arc<Self>) {
         let opts = self.opts();
-        match self.tuning.mode {
+        let tune = || match self.tuning.mode {
             BackgroundTuning::Off => {}
             BackgroundTuning::Thesis => self.thesis_loop(thesis_tuner(&opts)),
             BackgroundTuning::Adaptive | BackgroundTuning::Idle => {
                 self.adaptive_loop(AdaptiveTuner::new(adaptive_config(&opts)))
             }
+        };
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(tune)) {
+            self.tuning.deferred.store(false, Ordering::Relaxed);
+            self.tuning.paused.store(false, Ordering::Relaxed);
+            let e = self.panic_error("tuning thread", payload);
+            self.set_bg_error(e);
+            self.work_cv.notify_all();
         }
     }
 
@@ -376,7 +386,7 @@ impl DbInner {
     fn tuning_event(&self, action: String) {
         let phase = self.tuning.metrics.lock().phase;
         let event = TuningEvent { mode: self.tuning.mode.name(), action, phase };
-        self.notify(|l| l.on_background_tuning(&event));
+        self.notify_event("on_background_tuning", |l| l.on_background_tuning(&event));
     }
 
     /// Changes options on behalf of a tuner (dynamic or not: the tuner owns them).

@@ -46,6 +46,53 @@ pub(crate) struct WriterSlot {
     cv: Condvar,
 }
 
+/// The write queue while a writer leads it. Should the leader's thread
+/// panic (in the WAL, a memtable insert, a switch), it unwinds through this
+/// guard, which keeps the queue from waiting forever on a leader that is
+/// gone: the group's writes may be half applied (in the WAL, not all in the
+/// memtable, `last_sequence` not published), so the panic becomes the sticky
+/// background error, and the leader leaves the queue, so that the writers
+/// behind it fail with that error. A flag, not `catch_unwind`: the panic
+/// goes on to the leader's caller, and a write pays nothing for this.
+struct Leading<'g, 'a> {
+    inner: &'g DbInner,
+    q: &'g mut MutexGuard<'a, VecDeque<Arc<WriterSlot>>>,
+    leader: &'g Arc<WriterSlot>,
+    /// `lead` returned (the leader popped itself).
+    returned: bool,
+}
+
+impl<'a> std::ops::Deref for Leading<'_, 'a> {
+    type Target = MutexGuard<'a, VecDeque<Arc<WriterSlot>>>;
+    fn deref(&self) -> &Self::Target {
+        self.q
+    }
+}
+
+impl std::ops::DerefMut for Leading<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.q
+    }
+}
+
+impl Drop for Leading<'_, '_> {
+    fn drop(&mut self) {
+        if self.returned {
+            return;
+        }
+        // The queue lock is held (`MutexGuard::unlocked` took it back while
+        // unwinding), the db lock is not: queue, then state, is the lock order.
+        let message = "its leader's thread panicked (the panic goes on to the leader's caller)".to_string();
+        self.inner.set_bg_error(Error::Panicked { job: "write group", message });
+        if let Some(i) = self.q.iter().position(|w| Arc::ptr_eq(w, self.leader)) {
+            self.q.remove(i);
+        }
+        if let Some(front) = self.q.front() {
+            front.cv.notify_one();
+        }
+    }
+}
+
 impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_open()?;
@@ -89,7 +136,10 @@ impl DbInner {
             slot.cv.wait(&mut q);
         }
         // We lead.
-        let result = self.lead(&mut q, &slot);
+        let mut leading = Leading { inner: self, q: &mut q, leader: &slot, returned: false };
+        let result = self.lead(&mut leading, &slot);
+        leading.returned = true;
+        drop(leading);
         // `lead` popped the group and answered the followers; wake the next leader.
         if let Some(front) = q.front() {
             front.cv.notify_one();
@@ -394,7 +444,9 @@ impl DbInner {
         let previous = st.controller.condition;
         st.controller.update(condition, l0, pending, &opts);
         if previous != condition && !opts.listeners.is_empty() {
-            MutexGuard::unlocked(st, || self.notify(|l| l.on_stall_conditions_changed(previous, condition)));
+            MutexGuard::unlocked(st, || {
+                self.notify_event("on_stall_conditions_changed", |l| l.on_stall_conditions_changed(previous, condition))
+            });
         }
     }
 
@@ -450,7 +502,8 @@ impl DbInner {
         let arc = st.bg_error.get_or_insert_with(|| Arc::new(e)).clone();
         self.bg_cv.notify_all();
         if first {
-            self.notify(|l| l.on_background_error(&arc));
+            // With the db mutex held: `notify_event` isolates a listener that panics.
+            self.notify_event("on_background_error", |l| l.on_background_error(&arc));
         }
         Error::Background(arc)
     }
