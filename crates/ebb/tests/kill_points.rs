@@ -14,8 +14,10 @@
 //!   kill can be durable), the disk's contents are taken as a power loss
 //!   would leave them (`MemFs::crash_clone`), and the thread that hit the
 //!   point panics. Whatever the rest of the dead database does, it does on
-//!   the frozen filesystem; a thread left waiting for a job whose thread died
-//!   is abandoned.
+//!   the frozen filesystem. (A background job's panic becomes the sticky
+//!   error and wakes every waiter; a workload thread that still has not wound
+//!   down after `WIND_DOWN` is abandoned, as a dead process's would be, and
+//!   counted: none is, since panics are caught, tests/panics.rs.)
 //!
 //! Then the database is reopened on what the disk kept, under
 //! `AbsoluteConsistency` (a power loss that keeps only synced bytes tears
