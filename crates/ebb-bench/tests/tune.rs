@@ -1,5 +1,5 @@
-//! `ebb-bench tune`: the optimiser (optuna, tools/tune.py; installed by
-//! `.ci/run` from tools/requirements.txt) finds a known optimum of the
+//! `ebb-bench tune`: the optimiser (optuna, tools/tune.py; tools/test.sh
+//! installs tools/requirements.txt into .venv/ and puts it first on PATH) finds a known optimum of the
 //! synthetic objective within a set tolerance in a set number of iterations,
 //! deterministically for a seed; the OPTIONS file it writes round-trips and
 //! runs; a tiny real search runs its candidates as benchmarks.
@@ -58,7 +58,7 @@ fn tune(file_text: &str, dir: &Path, extra: &[&str]) -> TuneResults {
     assert!(
         o.status.success(),
         "ebb-bench tune failed (does `python3 -c 'import optuna'` work? \
-         python3 -m pip install -r tools/requirements.txt):\n{}\n{}",
+         run the tests with bash tools/test.sh, which puts .venv/ with optuna first on PATH):\n{}\n{}",
         text(&o.stdout),
         text(&o.stderr)
     );
