@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command, and the last step of .ci/run: the tuner's Python
-# environment (tools/python-env.sh makes .venv/), first on PATH so that the
-# tests' `python3` is that one, then `cargo test --workspace` with any
-# arguments given here (`bash tools/test.sh -p ebb-bench --test tune`).
+# The README's test command, and the last step of .ci/run: what the tests need
+# beyond Rust (tools/deps.sh: a font for the plot tests, .venv/ with the
+# tuner's Python packages), .venv/ first on PATH so that the tests' `python3`
+# is that one, then `cargo test --workspace` with any arguments given here
+# (`bash tools/test.sh -p ebb-bench --test tune`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash tools/python-env.sh
+bash tools/deps.sh
 export VIRTUAL_ENV="$PWD/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
 # rustup puts cargo in ~/.cargo/bin, which a shell opened before it may not have on PATH.

@@ -42,7 +42,7 @@ impl Optimizer {
             .map_err(|e| {
                 BenchError::new(format!(
                     "cannot start the optimiser with {python:?}: {e} (the tuner needs Python 3 with optuna: \
-                     bash tools/python-env.sh makes .venv/ with tools/requirements.txt; then \
+                     bash tools/deps.sh makes .venv/ with tools/requirements.txt; then \
                      EBB_PYTHON=.venv/bin/python3, or --python, names the interpreter)"
                 ))
             })?;
@@ -65,7 +65,7 @@ impl Optimizer {
             let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no output)");
             bail!(
                 "the optimiser stopped: {last} (log: {}; the tuner needs Python 3 with optuna: \
-                 bash tools/python-env.sh, then EBB_PYTHON=.venv/bin/python3)",
+                 bash tools/deps.sh, then EBB_PYTHON=.venv/bin/python3)",
                 self.log.display()
             );
         }
