@@ -2,8 +2,8 @@
 # The README's test command, and the last step of .ci/run: what the tests need
 # beyond Rust (tools/deps.sh: a font for the plot tests, .venv/ with the
 # tuner's Python packages), .venv/ first on PATH so that the tests' `python3`
-# is that one, then `cargo test --workspace` with any arguments given here
-# (`bash tools/test.sh -p ebb-bench --test tune`).
+# is that one, then `cargo test --workspace`, or `cargo test` with the
+# arguments given here instead (`bash tools/test.sh -p ebb-bench --test tune`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,4 +14,7 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$PATH:$HOME/.cargo/bin"
 fi
-exec cargo test --workspace "$@"
+if [ $# -eq 0 ]; then
+  set -- --workspace
+fi
+exec cargo test "$@"
