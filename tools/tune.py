@@ -76,7 +76,8 @@ def main():
     try:
         import optuna
     except ImportError as e:
-        fail(f"optuna is not installed ({e}): python3 -m pip install -r tools/requirements.txt")
+        fail(f"optuna is not installed ({e}): bash tools/deps.sh makes .venv/ with it; "
+             "then EBB_PYTHON=.venv/bin/python3")
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -40,6 +40,7 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "auto_tuned_compactions",
     "options_preset",
     "options_file",
+    "summary",
 ];
 
 /// The peer engine.
@@ -109,15 +110,37 @@ fn run_child(program: &Path, args: &[String], what: &str) -> Result<String> {
     Ok(stdout)
 }
 
+/// `ebb-bench compare --help`.
+pub const USAGE: &str = "\
+usage: ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] [--db_bench=PATH] -- FLAGS...
+
+Runs the db_bench FLAGS (see ebb-bench --help) with Ebb and with a peer engine,
+alternating (ebb, peer, ebb, peer, ...), and prints per benchmark the median
+ops/s and MB/s of each and the Ebb/peer ops/s ratio.
+
+  --peer=rocksdb    the default: this binary with --engine=rocksdb; needs ebb-bench
+                    built with --features rocksdb-peer (builds RocksDB from source)
+  --peer=db_bench   RocksDB's db_bench from PATH (Debian: apt-get install rocksdb-tools),
+                    with a fresh temporary --db per run unless FLAGS name one
+  --db_bench=PATH   the db_bench binary to run instead of the one on PATH
+  --reps=N          runs of each engine (default 3)
+
+Example: ebb-bench compare --peer=db_bench -- --benchmarks=fillrandom,readrandom --num=100000
+";
+
 /// The `compare` subcommand.
 pub fn run(args: &[String]) -> Result<()> {
     let mut peer_name = "rocksdb".to_string();
     let mut reps = 3usize;
     let mut db_bench_path: Option<PathBuf> = None;
     let split = args.iter().position(|a| a == "--");
+    if args[..split.unwrap_or(args.len())].iter().any(|a| a == "--help" || a == "-h" || a == "-help") {
+        print!("{USAGE}");
+        return Ok(());
+    }
     let (own, flags) = match split {
         Some(i) => (&args[..i], &args[i + 1..]),
-        None => bail!("compare: put the benchmark flags after `--` (ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] -- FLAGS...)"),
+        None => bail!("compare: put the benchmark flags after `--` (ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] -- FLAGS...; see ebb-bench compare --help)"),
     };
     for a in own {
         if let Some(v) = a.strip_prefix("--peer=") {
@@ -296,5 +319,9 @@ mod tests {
         assert!(e.contains("--"), "{e}");
         let e = run(&["--peer=leveldb".into(), "--".into(), "--num=1".into()]).unwrap_err().to_string();
         assert!(e.contains("leveldb"), "{e}");
+        assert!(run(&["--help".into()]).is_ok());
+        // After `--`, --help belongs to the benchmark flags, which do not take it.
+        let e = run(&["--".into(), "--help".into()]).unwrap_err().to_string();
+        assert!(e.contains("not benchmark flags"), "{e}");
     }
 }

@@ -106,6 +106,8 @@ pub struct Config {
     pub json: Option<PathBuf>,
     /// `--progress`.
     pub progress: bool,
+    /// `--summary`.
+    pub summary: bool,
     /// The write cap over time.
     pub write_schedule: Schedule,
     /// Bursts in count: (`--burst_writes`, idle seconds).
@@ -213,6 +215,7 @@ impl Config {
             report_file: PathBuf::from(flags.str("report_file")),
             json,
             progress: flags.bool("progress"),
+            summary: flags.bool("summary"),
             write_schedule,
             count_bursts,
             read_rate_limit,

@@ -6,7 +6,7 @@
 //! `engine` (the `Engine` trait and its implementations). Load shapes live in
 //! `shape` and `limiter` on a `clock`; key and value generation in `keys`,
 //! `values`, `dist`, `workload`; output in `stats`, `histogram`, `monitor`,
-//! `report`, `progress`; the `plot` and `compare` subcommands in their own
+//! `report`, `progress`, `summary`; the `plot` and `compare` subcommands in their own
 //! modules, `experiment` for `experiment` and `tune`, `cachebench` for
 //! `cachebench` (RocksDB's `cache_bench` over Ebb's block caches). docs/bench-client.md
 //! describes the flags and the JSON schema; docs/experiments.md the files.
@@ -35,6 +35,7 @@ pub mod report;
 pub mod rng;
 pub mod shape;
 pub mod stats;
+pub mod summary;
 pub mod timefmt;
 pub mod values;
 pub mod workload;

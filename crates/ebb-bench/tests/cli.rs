@@ -79,7 +79,103 @@ fn help_lists_flags_and_subcommands_coexist() {
     assert!(stderr(&o).contains("no file given"), "{}", stderr(&o));
 }
 
+#[test]
+fn compare_help_prints_its_usage_and_exits_0() {
+    for help in ["--help", "-h"] {
+        let o = ebb_bench(&["compare", help]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{help}: {}", stderr(&o));
+        assert!(out.contains("usage: ebb-bench compare") && out.contains("--peer=db_bench"), "{out}");
+    }
+}
+
+#[test]
+fn help_points_to_the_benchmark_list_where_it_is() {
+    let o = ebb_bench(&["--help"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let benchmarks = out.find("\nBenchmarks:\n").expect("a Benchmarks section");
+    let flag = out.find("  --benchmarks=").expect("the --benchmarks flag");
+    assert!(benchmarks < flag, "the list comes before the flag");
+    let help = out[flag..].lines().nth(1).unwrap();
+    assert!(help.contains("above") && !help.contains("below"), "{help}");
+}
+
+/// The header's first line: nothing may be printed before a refusal.
+const HEADER: &str = "Ebb:        version";
+
+#[test]
+fn a_flag_ebb_cannot_take_is_refused_before_the_header() {
+    for flag in ["--use_direct_reads=true", "--open_files=100", "--enable_pipelined_write=true"] {
+        let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", flag]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{flag}");
+        let name = flag.split('=').next().unwrap();
+        assert!(stderr(&o).contains(name) && stderr(&o).contains("not supported yet"), "{flag}: {}", stderr(&o));
+        assert!(!out.contains(HEADER) && !out.contains("Set seed"), "{flag} printed:\n{out}");
+    }
+    // Engine option values the engine refuses fail before the header too.
+    let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", "--compression_type=brotli"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("brotli"), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(HEADER));
+}
+
+#[test]
+fn db_at_a_regular_file_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-db");
+    std::fs::write(&file, "x").unwrap();
+    for db in [file.clone(), file.join("below")] {
+        let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", &format!("--db={}", db.display())]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(err.contains(&format!("{} is a regular file, not a directory", file.display())), "{err}");
+        assert!(!String::from_utf8_lossy(&o.stdout).contains(HEADER));
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x", "the file is left alone");
+}
+
+#[test]
+fn header_says_what_a_zero_rate_means() {
+    let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", "--progress=false", "--summary=false"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("Write rate: 0 bytes/second (0 = unlimited)"), "{out}");
+    assert!(out.contains("Read rate: 0 ops/second (0 = unlimited)"), "{out}");
+    assert!(!out.contains("Summary"), "--summary=false leaves it out:\n{out}");
+}
+
 // ---- awaiting the engine: these drive a real Ebb database ----
+
+#[test]
+fn a_run_ends_with_a_summary_of_throughput_levels_and_tuner() {
+    // Small memtables and levels, so that a few thousand entries flush and compact.
+    let o = ebb_bench(&[
+        "--benchmarks=fillrandom,overwrite,readrandom",
+        "--num=20000",
+        "--value_size=100",
+        "--write_buffer_size=65536",
+        "--target_file_size_base=65536",
+        "--max_bytes_for_level_base=262144",
+        "--level_compaction_dynamic_level_bytes=false",
+        "--background_tuning=adaptive",
+        "--progress=false",
+        "--seed=3",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "stdout:\n{out}\nstderr:\n{}", stderr(&o));
+    let summary = &out[out.find("\nSummary").unwrap_or_else(|| panic!("no summary:\n{out}"))..];
+    for name in ["fillrandom", "overwrite", "readrandom"] {
+        let row = Regex::new(&format!(r"(?m)^  {name} +\d+ +[\d.]+ +[\d.]+ +\d+ +\d+ +[\d.]+  \S")).unwrap();
+        assert!(row.is_match(summary), "no {name} row:\n{summary}");
+    }
+    assert!(Regex::new(r"Write amplification \d+\.\d").unwrap().is_match(summary), "{summary}");
+    assert!(Regex::new(r"Levels now: L\d \d+ files?, [\d.]+ MB").unwrap().is_match(summary), "{summary}");
+    assert!(summary.contains("Tuner (adaptive):"), "{summary}");
+    // db_bench's result lines are still the ones compare parses, and the summary adds none.
+    let results = ebb_bench::compare::collect_results(&out);
+    assert_eq!(results.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["fillrandom", "overwrite", "readrandom"]);
+}
 
 /// db_bench's result line.
 fn result_line_regex() -> Regex {

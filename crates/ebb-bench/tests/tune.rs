@@ -1,8 +1,9 @@
-//! `ebb-bench tune`: the optimiser (optuna, tools/tune.py; installed by
-//! `.ci/run` from tools/requirements.txt) finds a known optimum of the
-//! synthetic objective within a set tolerance in a set number of iterations,
-//! deterministically for a seed; the OPTIONS file it writes round-trips and
-//! runs; a tiny real search runs its candidates as benchmarks.
+//! `ebb-bench tune`: the optimiser (optuna, tools/tune.py; tools/deps.sh
+//! installs tools/requirements.txt into .venv/, which tools/test.sh puts first
+//! on PATH) finds a known optimum of the synthetic objective within a set
+//! tolerance in a set number of iterations, deterministically for a seed; the
+//! OPTIONS file it writes round-trips and runs; a tiny real search runs its
+//! candidates as benchmarks.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -57,8 +58,8 @@ fn tune(file_text: &str, dir: &Path, extra: &[&str]) -> TuneResults {
     let o = ebb_bench(&args);
     assert!(
         o.status.success(),
-        "ebb-bench tune failed (does `python3 -c 'import optuna'` work? \
-         python3 -m pip install -r tools/requirements.txt):\n{}\n{}",
+        "ebb-bench tune failed (it needs python3 with optuna and a font for its plots: \
+         bash tools/test.sh installs both and puts .venv/ first on PATH):\n{}\n{}",
         text(&o.stdout),
         text(&o.stderr)
     );

@@ -1,13 +1,16 @@
-//! The README's example, compiled and run by `cargo test` (as an example) so it
-//! cannot drift from the API.
+//! The README's example ("Use"), word for word after this comment
+//! (tests/readme.rs checks that). `cargo test` runs it (Cargo.toml: `test =
+//! true`, `harness = false`) and `cargo run -p ebb --example basic` does too.
 
 use ebb::{Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn main() -> ebb::Result<()> {
-    let dir = tempfile::tempdir().map_err(|e| ebb::Error::io("tempdir", "/tmp", e))?;
     let mut opts = Options::default();
     opts.create_if_missing = true;
-    let db = Db::open(dir.path().join("example"), opts)?;
+    // A database is a directory that outlives the process: this run's own,
+    // destroyed at the end, so the example runs again from scratch.
+    let path = std::env::temp_dir().join(format!("ebb-example-{}", std::process::id()));
+    let db = Db::open(&path, opts.clone())?;
 
     db.put(b"apple", b"red")?;
     let mut batch = WriteBatch::new();
@@ -25,5 +28,6 @@ fn main() -> ebb::Result<()> {
         println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
     }
     drop(snapshot);
-    db.close()
+    db.close()?;
+    Db::destroy(&path, &opts)
 }

@@ -12,7 +12,7 @@ pub mod worker;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -30,8 +30,9 @@ use crate::monitor::{Monitor, ReportCsv};
 use crate::progress::Progress;
 use crate::report::{BenchResult, BurstSummary, FlagValue, LatencySummary, Report, SCHEMA_VERSION};
 use crate::rng::{thread_seed, Rng64};
-use crate::shape::{CountBursts, Schedule};
+use crate::shape::{Base, CountBursts, Schedule};
 use crate::stats::{result_line, LiveCounters, Merged, ThreadStats};
+use crate::summary;
 use crate::timefmt;
 use crate::values::ValueGenerator;
 use worker::{Shared, Worker};
@@ -121,11 +122,18 @@ struct Runner<'a> {
     engine: Option<Box<dyn Engine>>,
     untouched_fresh: bool,
     report: Report,
+    /// The summary's lines, one per benchmark that ran.
+    summary_rows: Vec<summary::Row>,
 }
 
 /// Runs the benchmarks the flags ask for.
 pub fn run(flags: &Flags) -> Result<()> {
     let cfg = Config::from_flags(flags)?;
+    // Whatever can be refused is refused before anything is printed.
+    engine::check_options(cfg.engine, flags)?;
+    if let Some(db) = &cfg.db {
+        check_db_path(db)?;
+    }
     let seed = if cfg.seed == 0 {
         let s = timefmt::unix_now() as u64;
         println!("Set seed to {s} because --seed was 0");
@@ -168,9 +176,15 @@ pub fn run(flags: &Flags) -> Result<()> {
                 .collect(),
             results: Vec::new(),
         },
+        summary_rows: Vec::new(),
     };
     runner.print_header();
     let outcome = runner.run_all();
+    if outcome.is_ok() && cfg.summary {
+        if let Some(engine) = &runner.engine {
+            print!("{}", summary::render(&runner.summary_rows, &engine.metrics()));
+        }
+    }
     let closed = match runner.engine.take() {
         Some(e) => e.close(),
         None => Ok(()),
@@ -206,8 +220,16 @@ impl Runner<'_> {
         println!("Entries:    {}", cfg.num);
         println!("RawSize:    {raw:.1} MB (estimated)");
         println!("FileSize:   {file:.1} MB (estimated)");
-        println!("Write rate: {} bytes/second", self.flags.i64("benchmark_write_rate_limit"));
-        println!("Read rate: {} ops/second", self.flags.i64("benchmark_read_rate_limit"));
+        // db_bench's two lines, with what their figure means here after them.
+        let write_cap = match cfg.write_schedule.base {
+            Base::Unlimited => " (0 = unlimited)",
+            Base::Fixed(_) => "",
+            Base::Sine(_) => " (the cap follows --sine_write_rate instead)",
+            Base::Trace(_) => " (the cap follows --trace_file instead)",
+        };
+        println!("Write rate: {} bytes/second{write_cap}", self.flags.i64("benchmark_write_rate_limit"));
+        let read_cap = if cfg.read_rate_limit.is_none() { " (0 = unlimited)" } else { "" };
+        println!("Read rate: {} ops/second{read_cap}", self.flags.i64("benchmark_read_rate_limit"));
         println!("Compression: {compression}");
         println!("------------------------------------------------");
         println!("DB path: [{}]", self.db_path.display());
@@ -242,7 +264,12 @@ impl Runner<'_> {
                 }
             }
             self.untouched_fresh = false;
+            let before = self.engine()?.metrics();
             let result = self.run_one(index as u64, name, kind).map_err(|e| e.context(format!("benchmark {name}")))?;
+            if !matches!(kind, Kind::Stats | Kind::LevelStats) {
+                let one_shot = matches!(kind, Kind::Compact | Kind::WaitForCompaction | Kind::Flush);
+                self.summary_rows.push(summary::Row::new(&result, one_shot, &before, &self.engine()?.metrics()));
+            }
             self.report.results.push(result);
             if let Some(path) = &self.cfg.json {
                 self.report.write(path)?;
@@ -587,6 +614,30 @@ fn bench_result(
     }
 }
 
+/// `--db` must be a directory or a path that can become one: a regular file
+/// there (or in its way) is named as such, before anything is destroyed.
+fn check_db_path(db: &Path) -> Result<()> {
+    for path in db.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(m) => {
+                let what = if m.is_file() { "a regular file, not a directory" } else { "not a directory" };
+                let place = if path == db { String::new() } else { format!(" (in the way of {})", db.display()) };
+                crate::bail!(
+                    "--db={}: {} is {what}{place}; --db names the database's directory \
+                     (ebb-bench creates it if missing)",
+                    db.display(),
+                    path.display()
+                );
+            }
+            // Missing, or below a file (ENOTDIR): the parent tells. Anything
+            // else (permissions) the engine reports when it opens.
+            Err(_) => continue,
+        }
+    }
+    Ok(())
+}
+
 fn engine_title(cfg: &Config) -> &'static str {
     match cfg.engine {
         crate::config::EngineKind::Ebb => "Ebb",
@@ -731,6 +782,7 @@ mod tests {
                 flags: BTreeMap::new(),
                 results: Vec::new(),
             },
+            summary_rows: Vec::new(),
         };
         for (index, name) in cfg.benchmarks.iter().enumerate() {
             let kind = kind_of(name).unwrap();

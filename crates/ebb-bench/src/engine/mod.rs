@@ -84,6 +84,47 @@ pub struct EngineMetrics {
     pub block_cache_hits: u64,
     /// Block cache misses.
     pub block_cache_misses: u64,
+    /// Bytes appended to the WAL.
+    pub wal_bytes: u64,
+    /// Bytes of table files per level (index = level); empty when the engine
+    /// does not say.
+    pub bytes_per_level: Vec<u64>,
+    /// Flush and compaction jobs finished, when the engine counts them.
+    pub jobs: Option<JobCounts>,
+    /// What the background tuner has done, for an engine that has one.
+    pub tuner: Option<TunerActivity>,
+}
+
+/// Background jobs finished since open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Flushes.
+    pub flushes: u64,
+    /// Compactions, trivial moves included.
+    pub compactions: u64,
+    /// Compactions that moved files without rewriting them.
+    pub trivial_moves: u64,
+}
+
+/// A background tuner's decisions since open (Ebb's `background_tuning`,
+/// docs/tuning.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TunerActivity {
+    /// The mode: `off`, `thesis`, `adaptive` or `idle`.
+    pub mode: String,
+    /// Its phase now (`paced`, `deferred`, `catch_up`, `forced`; `enabled` or
+    /// `disabled` for the thesis tuner).
+    pub phase: String,
+    /// Times it held automatic compaction back.
+    pub disables: u64,
+    /// Times it let automatic compaction run again.
+    pub enables: u64,
+    /// Times it paused running compactions.
+    pub pauses: u64,
+    /// Catch-ups it started after a peak.
+    pub catch_ups: u64,
+    /// Times a bound (L0 files, pending bytes) forced compaction.
+    pub forced: u64,
 }
 
 /// A key-value store under test.
@@ -122,6 +163,16 @@ pub trait Engine: Send + Sync {
     fn metrics(&self) -> EngineMetrics;
     /// Closes the database.
     fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Checks the engine options among `flags` without opening anything, so that
+/// a value the engine refuses fails before the run prints its header.
+pub fn check_options(kind: EngineKind, flags: &Flags) -> Result<()> {
+    match kind {
+        EngineKind::Ebb => ebb::ebb_options(flags, true).map(drop),
+        // The peer maps flags to the `rocksdb` crate's setters as it opens.
+        EngineKind::RocksDb => Ok(()),
+    }
 }
 
 /// Opens `kind` at `path` with the engine options among `flags`; `fresh`

@@ -357,6 +357,8 @@ impl Engine for RocksDbEngine {
             compaction_enabled: self.compaction_enabled,
             block_cache_hits: ticker(&stats, "rocksdb.block.cache.hit"),
             block_cache_misses: ticker(&stats, "rocksdb.block.cache.miss"),
+            wal_bytes: ticker(&stats, "rocksdb.wal.bytes"),
+            ..EngineMetrics::default()
         }
     }
 

@@ -42,7 +42,8 @@ impl Optimizer {
             .map_err(|e| {
                 BenchError::new(format!(
                     "cannot start the optimiser with {python:?}: {e} (the tuner needs Python 3 with optuna: \
-                     python3 -m pip install -r tools/requirements.txt; EBB_PYTHON or --python names the interpreter)"
+                     bash tools/deps.sh makes .venv/ with tools/requirements.txt; then \
+                     EBB_PYTHON=.venv/bin/python3, or --python, names the interpreter)"
                 ))
             })?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -64,7 +65,7 @@ impl Optimizer {
             let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no output)");
             bail!(
                 "the optimiser stopped: {last} (log: {}; the tuner needs Python 3 with optuna: \
-                 python3 -m pip install -r tools/requirements.txt)",
+                 bash tools/deps.sh, then EBB_PYTHON=.venv/bin/python3)",
                 self.log.display()
             );
         }

@@ -18,7 +18,7 @@ pub const FLAGS: &[FlagSpec] = &[
         Str,
         "fillseq,fillrandom,overwrite,readrandom,readseq",
         Client,
-        "Comma-separated benchmarks to run in order (see the list below)",
+        "Comma-separated benchmarks to run in order (see Benchmarks above)",
     ),
     f("engine", Str, "ebb", Client, "Engine to drive: ebb, or rocksdb (needs the rocksdb-peer cargo feature)"),
     f(
@@ -106,6 +106,13 @@ pub const FLAGS: &[FlagSpec] = &[
     f("json", Str, "", Client, "Write a JSON report (flags, results, interval series) to this file"),
     f("event_log", Str, "", Client, "Ebb: append tuning, flush, compaction and stall events to this file"),
     f("progress", Bool, "true", Client, "Show a progress bar when stderr is a terminal"),
+    f(
+        "summary",
+        Bool,
+        "true",
+        Client,
+        "End with a plain-language summary: throughput, background work, write amplification, levels, tuner",
+    ),
     // ---- write-rate shapes ----
     f("benchmark_write_rate_limit", UInt, "0", Client, "Cap on client writes, bytes/s (0 = none)"),
     f("benchmark_read_rate_limit", UInt, "0", Client, "Cap on client reads, ops/s (0 = none)"),
