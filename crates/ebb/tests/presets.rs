@@ -29,12 +29,23 @@ fn load(db: &Db, n: u32) {
 
 #[test]
 fn bulk_load_keeps_everything_in_l0_until_a_manual_compaction() {
-    let db = Db::open("/bulk", small(Options::default().prepare_for_bulk_load())).unwrap();
-    load(&db, 3000);
+    // One flush per 75 keys, each into a memtable far from full: exactly 40
+    // L0 files, however slowly the machine flushes (a flush that fell behind
+    // would merge several full memtables into one file).
+    let mut o = small(Options::default().prepare_for_bulk_load());
+    o.write_buffer_size = 1 << 20;
+    let db = Db::open("/bulk", o).unwrap();
+    for i in 0..3000u32 {
+        let k = format!("key{:06}", (i * 7919) % 3000);
+        db.put(k.as_bytes(), &[b'v'; 100]).unwrap();
+        if i % 75 == 74 {
+            db.flush(true).unwrap();
+        }
+    }
     let m = db.metrics();
     let l0 = m.files_per_level[0];
     // Far past the default triggers (compaction at 4, stop at 36).
-    assert!(l0 > 36, "L0 has {l0} files");
+    assert_eq!(l0, 40, "L0 has {l0} files");
     assert_eq!(m.files_per_level.iter().skip(1).sum::<usize>(), 0, "{:?}", m.files_per_level);
     // Only a full set of memtables may hold writes back, never L0 or pending bytes.
     for (cause, micros) in StallCause::ALL.iter().zip(&m.stall_micros_by_cause) {
