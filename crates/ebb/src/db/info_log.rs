@@ -93,23 +93,15 @@ fn micros_since_epoch() -> u128 {
 /// `2026/11/23-17:37:05.123456`, in UTC (RocksDB's LOG time format).
 fn timestamp(t: SystemTime) -> String {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Days to a civil date (Howard Hinnant's `civil_from_days`).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let c = crate::util::calendar::civil_from_unix(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
     format!(
-        "{year:04}/{month:02}/{day:02}-{:02}:{:02}:{:02}.{:06}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        "{:04}/{:02}/{:02}-{:02}:{:02}:{:02}.{:06}",
+        c.year,
+        c.month,
+        c.day,
+        c.hour,
+        c.minute,
+        c.second,
         since.subsec_micros()
     )
 }
