@@ -61,6 +61,17 @@ pub enum BatchOp<'a> {
     },
 }
 
+impl<'a> BatchOp<'a> {
+    /// The memtable entry this update is: its kind, key and value (empty
+    /// for a deletion).
+    pub(crate) fn entry(self) -> (crate::key::ValueKind, &'a [u8], &'a [u8]) {
+        match self {
+            BatchOp::Put { key, value } => (crate::key::ValueKind::Value, key, value),
+            BatchOp::Delete { key } => (crate::key::ValueKind::Deletion, key, &[]),
+        }
+    }
+}
+
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {

@@ -31,16 +31,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
 use super::info_log::Level;
-use super::{BatchOp, DbInner, DbState, WriteBatch};
+use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
-use crate::key::ValueKind;
+use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::stats::bump;
@@ -164,9 +164,8 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     let mut st = inner.state.lock();
     let names = inner.fs.list_dir(&inner.dir)?;
     // Promise 3: above every numbered file, here and in lost/.
-    let lost_names = list_lost(inner);
-    let newest = names.iter().chain(&lost_names).filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max();
-    if let Some(newest) = newest {
+    let lost_names = list_lost(inner.fs.as_ref(), &inner.dir)?;
+    if let Some(newest) = newest_number(names.iter().chain(&lost_names)) {
         st.versions.set_next_file_at_least(newest + 1);
     }
     let log_number = st.versions.log_number();
@@ -246,10 +245,8 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
                 // tables, are skipped.
                 if let Some(r) = recovering.get_mut(&cf).filter(|r| *number >= r.log_number) {
                     let mem = r.mem.get_or_insert_with(|| Arc::new(MemTable::new(*number)));
-                    match op {
-                        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
-                        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
-                    }
+                    let (kind, key, value) = op.entry();
+                    mem.add(seq, kind, key, value);
                     if mem.approximate_memory_usage() >= r.write_buffer_size {
                         r.mems.extend(r.mem.take());
                     }
@@ -347,14 +344,47 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     Ok(report)
 }
 
-/// Names in `lost/`, if it exists.
-fn list_lost(inner: &DbInner) -> Vec<String> {
-    let lost = inner.dir.join(LOST_DIR);
-    if inner.fs.exists(&lost) {
-        inner.fs.list_dir(&lost).unwrap_or_default()
+/// Names in `dir/lost/`, none if it does not exist.
+pub(super) fn list_lost(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
+    let lost = dir.join(LOST_DIR);
+    if fs.exists(&lost) {
+        fs.list_dir(&lost)
     } else {
-        Vec::new()
+        Ok(Vec::new())
     }
+}
+
+/// The largest file number among `names`.
+pub(super) fn newest_number<'a>(names: impl Iterator<Item = &'a String>) -> Option<u64> {
+    names.filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max()
+}
+
+/// Moves each `(name, why)` from `dir` into `dir/lost/`, under a name not
+/// taken there (`name.1`, `name.2`, ...), and syncs both directories;
+/// returns what was moved where.
+pub(super) fn move_to_lost(fs: &dyn FileSystem, dir: &Path, files: Vec<(String, String)>) -> Result<Vec<SetAside>> {
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lost = dir.join(LOST_DIR);
+    fs.create_dir_all(&lost)?;
+    let mut taken = fs.list_dir(&lost)?;
+    let mut moved = Vec::new();
+    for (name, why) in files {
+        let from = dir.join(&name);
+        let unique = if taken.contains(&name) {
+            (1..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
+        } else {
+            name
+        };
+        let to = lost.join(&unique);
+        taken.push(unique);
+        fs.rename(&from, &to)?;
+        moved.push(SetAside { from, to, why });
+    }
+    fs.sync_dir(&lost)?;
+    fs.sync_dir(dir)?;
+    Ok(moved)
 }
 
 /// The MANIFEST must not be behind the directory: every table it lists must
@@ -462,30 +492,9 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
             }
         }
     }
-    if moved.is_empty() {
-        return Ok(());
+    for s in move_to_lost(inner.fs.as_ref(), &inner.dir, moved)? {
+        inner.info_log.log(Level::Warn, &format!("set aside {} as {}: {}", s.from.display(), s.to.display(), s.why));
+        report.set_aside.push(s);
     }
-    let lost = inner.dir.join(LOST_DIR);
-    inner.fs.create_dir_all(&lost)?;
-    let mut taken = list_lost(inner);
-    for (name, why) in moved {
-        let from = inner.dir.join(&name);
-        let unique = unique_name(&name, &taken);
-        let to = lost.join(&unique);
-        taken.push(unique);
-        inner.fs.rename(&from, &to)?;
-        inner.info_log.log(Level::Warn, &format!("set aside {} as {}: {why}", from.display(), to.display()));
-        report.set_aside.push(SetAside { from, to, why });
-    }
-    inner.fs.sync_dir(&lost)?;
-    inner.fs.sync_dir(&inner.dir)?;
     Ok(())
-}
-
-/// `name`, or `name.1`, `name.2`, ... if `taken` holds it.
-pub(super) fn unique_name(name: &str, taken: &[String]) -> String {
-    if !taken.iter().any(|t| t == name) {
-        return name.to_string();
-    }
-    (1..).map(|i| format!("{name}.{i}")).find(|n| !taken.contains(n)).unwrap_or_default()
 }

@@ -38,8 +38,8 @@ use std::sync::Arc;
 
 use super::bg::{write_memtables, TableTarget};
 use super::info_log::{InfoLog, Level};
-use super::recovery::{SetAside, LOST_DIR};
-use super::{BatchOp, WriteBatch};
+use super::recovery::{list_lost, move_to_lost, newest_number, SetAside};
+use super::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -47,7 +47,10 @@ use crate::key::{parse_internal_key, SequenceNumber, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::{ReadSettings, Table};
-use crate::version::{filename, FileMetaData, VersionEdit, DEFAULT_COLUMN_FAMILY};
+use crate::version::{
+    filename, write_manifest, FamilyVersions, FileMetaData, SnapshotCounters, Version, VersionEdit,
+    DEFAULT_COLUMN_FAMILY,
+};
 use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
 
 /// A table the repaired MANIFEST lists.
@@ -181,13 +184,8 @@ fn repair_locked(
     let mut report = RepairReport::default();
     let remembered = read_manifests(dir, fs.as_ref(), manifests, &mut report)?;
     // Numbers above every file here and in lost/, so none is reused.
-    let lost = dir.join(LOST_DIR);
-    let mut all_names = fs.list_dir(dir)?;
-    if fs.exists(&lost) {
-        all_names.extend(fs.list_dir(&lost)?);
-    }
-    let mut next_number =
-        all_names.iter().filter_map(|n| filename::parse_file_name(n)).map(|(_, n)| n).max().unwrap_or(0) + 1;
+    let (names, lost_names) = (fs.list_dir(dir)?, list_lost(fs.as_ref(), dir)?);
+    let mut next_number = newest_number(names.iter().chain(&lost_names)).unwrap_or(0) + 1;
     let mut last_sequence = remembered.last_sequence;
     let mut to_lost: Vec<(String, String)> = Vec::new();
     let mut families = remembered.names.clone();
@@ -229,44 +227,27 @@ fn repair_locked(
     }
     last_sequence = report.tables.iter().map(|t| t.sequences.1).fold(last_sequence, u64::max);
 
-    // Step 4: the new MANIFEST, the default family's edit (with the
-    // counters) last, as in every MANIFEST snapshot.
+    // Step 4: the new MANIFEST, every kept table at L0 of its family.
     let manifest_number = next_number;
     let log_number = manifest_number + 1;
-    let next_file = manifest_number + 2;
-    let max_column_family = families.keys().copied().max().unwrap_or(0).max(remembered.max_column_family);
-    let mut edits = Vec::new();
-    for (id, family) in &families {
-        let mut edit = VersionEdit {
-            column_family: *id,
-            column_family_add: (*id != 0).then(|| family.clone()),
-            log_number: Some(log_number),
-            ..Default::default()
-        };
-        for f in placed.remove(id).unwrap_or_default() {
-            edit.add_file(0, f);
-        }
-        if *id == 0 {
-            edit.next_file_number = Some(next_file);
-            edit.last_sequence = Some(last_sequence);
-            edit.max_column_family = (max_column_family > 0).then_some(max_column_family);
-        }
-        edits.push(edit);
-    }
-    edits.rotate_left(1);
+    let counters = SnapshotCounters {
+        next_file_number: manifest_number + 2,
+        last_sequence,
+        max_column_family: families.keys().copied().max().unwrap_or(0).max(remembered.max_column_family),
+    };
+    let versions: BTreeMap<u32, FamilyVersions> = families
+        .iter()
+        .map(|(id, name)| {
+            let l0 = placed.remove(id).unwrap_or_default().into_iter().map(Arc::new).collect();
+            let current = Arc::new(Version { levels: vec![l0] });
+            (*id, FamilyVersions { name: name.clone(), current, log_number })
+        })
+        .collect();
     // The WAL the repaired state replays from exists, as in every database
     // (recovery checks it): an empty one.
     let wal_path = filename::wal_file(dir, log_number);
     LogWriter::new(fs.new_writable(&wal_path)?, wal_path.display().to_string()).sync()?;
-    let path = filename::manifest_file(dir, manifest_number);
-    let mut w = LogWriter::new(fs.new_writable(&path)?, path.display().to_string());
-    for edit in &edits {
-        w.add_record(&edit.encode())?;
-    }
-    w.sync()?;
-    drop(w);
-    fs.sync_dir(dir)?;
-    fs.write_file_atomic(&filename::current_file(dir), format!("MANIFEST-{manifest_number:06}\n").as_bytes())?;
+    write_manifest(fs.as_ref(), dir, manifest_number, &versions, counters, &mut false)?;
     report.manifest = format!("MANIFEST-{manifest_number:06}");
     report.column_families = families;
     report.last_sequence = last_sequence;
@@ -275,20 +256,7 @@ fn repair_locked(
     for m in manifests {
         to_lost.push((format!("MANIFEST-{m:06}"), "replaced by the repaired MANIFEST".into()));
     }
-    if !to_lost.is_empty() {
-        fs.create_dir_all(&lost)?;
-        let mut taken = fs.list_dir(&lost)?;
-        for (name, why) in to_lost {
-            let from = dir.join(&name);
-            let unique = super::recovery::unique_name(&name, &taken);
-            let to = lost.join(&unique);
-            taken.push(unique);
-            fs.rename(&from, &to)?;
-            report.set_aside.push(SetAside { from, to, why });
-        }
-        fs.sync_dir(&lost)?;
-        fs.sync_dir(dir)?;
-    }
+    report.set_aside = move_to_lost(fs.as_ref(), dir, to_lost)?;
     report.tables.sort_by_key(|t| t.number);
     Ok(report)
 }
@@ -420,10 +388,8 @@ fn replay_wal(
                     let in_tables = remembered.log_numbers.get(&cf).is_some_and(|n| *n > wal);
                     if !remembered.dropped.contains(&cf) && !in_tables {
                         let mem = mems.entry(cf).or_insert_with(|| Arc::new(MemTable::new(wal)));
-                        match op {
-                            BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
-                            BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
-                        }
+                        let (kind, key, value) = op.entry();
+                        mem.add(seq, kind, key, value);
                     }
                     max_seq = max_seq.max(seq);
                 }

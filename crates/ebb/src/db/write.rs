@@ -265,16 +265,9 @@ impl DbInner {
         for (seq, op) in (first..).zip(batch.iter_cf()) {
             let (cf, op) = op.map_err(Error::invalid)?;
             let Some(mem) = mem_of(cf) else { continue };
-            match op {
-                super::BatchOp::Put { key, value } => {
-                    user_bytes += (key.len() + value.len()) as u64;
-                    mem.add(seq, crate::key::ValueKind::Value, key, value);
-                }
-                super::BatchOp::Delete { key } => {
-                    user_bytes += key.len() as u64;
-                    mem.add(seq, crate::key::ValueKind::Deletion, key, &[]);
-                }
-            }
+            let (kind, key, value) = op.entry();
+            user_bytes += (key.len() + value.len()) as u64;
+            mem.add(seq, kind, key, value);
         }
         self.last_sequence.store(first + count - 1, Ordering::Release);
         bump(&self.stats.user_keys, count);

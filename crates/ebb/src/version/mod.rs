@@ -678,46 +678,13 @@ impl VersionSet {
     /// without the families whose edits were cut off.
     fn roll_manifest(&mut self, families: &BTreeMap<u32, FamilyVersions>, max_column_family: u32) -> Result<()> {
         let number = self.new_file_number();
-        let path = filename::manifest_file(&self.dir, number);
-        let mut snapshot = Vec::new();
-        for (id, family) in families {
-            let mut edit = VersionEdit {
-                column_family: *id,
-                column_family_add: (*id != 0).then(|| family.name.clone()),
-                log_number: Some(family.log_number),
-                ..Default::default()
-            };
-            if *id == 0 {
-                edit.next_file_number = Some(self.next_file_number());
-                edit.last_sequence = Some(self.last_sequence);
-                // Absent while no family was ever created, so a database
-                // without column families keeps its earlier MANIFEST format.
-                edit.max_column_family = (max_column_family > 0).then_some(max_column_family);
-            }
-            for (level, files) in family.current.levels.iter().enumerate() {
-                for f in files {
-                    edit.new_files.push((level, Arc::clone(f)));
-                }
-            }
-            snapshot.push(edit);
-        }
-        snapshot.rotate_left(1);
+        let counters = SnapshotCounters {
+            next_file_number: self.next_file_number(),
+            last_sequence: self.last_sequence,
+            max_column_family,
+        };
         let mut current_touched = false;
-        let result = (|| {
-            let mut w = LogWriter::new(self.fs.new_writable(&path)?, path.display().to_string());
-            kill_point!("manifest_append");
-            for edit in &snapshot {
-                w.add_record(&edit.encode())?;
-            }
-            w.sync()?;
-            kill_point!("dir_sync");
-            self.fs.sync_dir(&self.dir)?;
-            let current = format!("MANIFEST-{number:06}\n");
-            current_touched = true;
-            self.fs.write_file_atomic(&filename::current_file(&self.dir), current.as_bytes())?;
-            Ok(w)
-        })();
-        match result {
+        match write_manifest(self.fs.as_ref(), &self.dir, number, families, counters, &mut current_touched) {
             Ok(w) => {
                 let old = std::mem::replace(&mut self.manifest_number, number);
                 self.manifest = Some(w);
@@ -733,12 +700,77 @@ impl VersionSet {
                 // rolls again, since what started this roll still holds, and
                 // points CURRENT at a MANIFEST with the whole state.
                 if !current_touched {
-                    let _ = self.fs.remove_file(&path);
+                    let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
                 }
                 Err(e)
             }
         }
     }
+}
+
+/// The database-wide counters a MANIFEST snapshot records in the default
+/// family's edit.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotCounters {
+    /// Field 2.
+    pub next_file_number: u64,
+    /// Field 3.
+    pub last_sequence: SequenceNumber,
+    /// Field 203, written once any family other than the default was ever
+    /// created (absent before, so such a database keeps its earlier format).
+    pub max_column_family: u32,
+}
+
+/// Writes `MANIFEST-<number>` in `dir` holding `families` as a snapshot, one
+/// edit per family, syncs it and its directory entry, then points CURRENT
+/// at it; returns the open MANIFEST, for edits to follow. The default
+/// family's edit, which carries `counters` (the fields every MANIFEST must
+/// have), comes last: a MANIFEST cut short inside its snapshot lacks them
+/// and is refused, instead of opening without the families cut off.
+/// `current_touched` is set once CURRENT is being replaced: from then on
+/// CURRENT may name the new file, which must not be removed on error.
+pub fn write_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    families: &BTreeMap<u32, FamilyVersions>,
+    counters: SnapshotCounters,
+    current_touched: &mut bool,
+) -> Result<LogWriter> {
+    let mut snapshot = Vec::new();
+    for (id, family) in families {
+        let mut edit = VersionEdit {
+            column_family: *id,
+            column_family_add: (*id != 0).then(|| family.name.clone()),
+            log_number: Some(family.log_number),
+            ..Default::default()
+        };
+        if *id == 0 {
+            edit.next_file_number = Some(counters.next_file_number);
+            edit.last_sequence = Some(counters.last_sequence);
+            let max = counters.max_column_family;
+            edit.max_column_family = (max > 0).then_some(max);
+        }
+        for (level, files) in family.current.levels.iter().enumerate() {
+            for f in files {
+                edit.new_files.push((level, Arc::clone(f)));
+            }
+        }
+        snapshot.push(edit);
+    }
+    snapshot.rotate_left(1);
+    let path = filename::manifest_file(dir, number);
+    let mut w = LogWriter::new(fs.new_writable(&path)?, path.display().to_string());
+    kill_point!("manifest_append");
+    for edit in &snapshot {
+        w.add_record(&edit.encode())?;
+    }
+    w.sync()?;
+    kill_point!("dir_sync");
+    fs.sync_dir(dir)?;
+    *current_touched = true;
+    fs.write_file_atomic(&filename::current_file(dir), format!("MANIFEST-{number:06}\n").as_bytes())?;
+    Ok(w)
 }
 
 #[cfg(test)]
