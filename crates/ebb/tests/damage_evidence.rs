@@ -9,32 +9,18 @@ mod common;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::{files_of, log_records, tiny_options, Model};
+use common::{files_of, log_records, manual_options, scan, Model, SYNCED};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::{Db, EventListener, Options, ReadOptions, RecoveryReport, WalRecoveryMode, WriteOptions, LOST_DIR};
+use ebb::{Db, EventListener, ReadOptions, RecoveryReport, WalRecoveryMode, LOST_DIR};
 
 const DB: &str = "/db";
-
-fn options(fs: &MemFs) -> Options {
-    let mut o = tiny_options(Some(fs.clone()));
-    o.disable_auto_compactions = true;
-    o
-}
-
-fn synced() -> WriteOptions {
-    WriteOptions { sync: true, disable_wal: false }
-}
 
 fn put_all(db: &Db, model: &mut Model, prefix: &str, n: usize) {
     for i in 0..n {
         let (k, v) = (format!("{prefix}{i:03}").into_bytes(), format!("{prefix} {i}").into_bytes());
-        db.put_opt(&k, &v, &synced()).unwrap();
+        db.put_opt(&k, &v, &SYNCED).unwrap();
         model.insert(k, v);
     }
-}
-
-fn scan(db: &Db) -> Model {
-    common::try_scan(db, ReadOptions::default()).unwrap()
 }
 
 fn lost_names(fs: &MemFs) -> Vec<String> {
@@ -58,18 +44,18 @@ impl EventListener for Recorder {
 #[test]
 fn listeners_hear_of_damage_recovery_accepted_and_of_nothing_else() {
     let fs = MemFs::new();
-    let db = Db::open(DB, options(&fs)).unwrap();
+    let db = Db::open(DB, manual_options(&fs)).unwrap();
     let mut model = Model::new();
     put_all(&db, &mut model, "k", 30);
     db.close().unwrap();
     let recorder = Arc::new(Recorder::default());
-    let mut o = options(&fs);
+    let mut o = manual_options(&fs);
     o.listeners.push(recorder.clone());
     Db::open(DB, o.clone()).unwrap().close().unwrap();
     assert!(recorder.0.lock().unwrap().is_empty(), "a clean open reported damage");
 
     // Damage the last record of the WAL: point-in-time recovery drops it.
-    let db = Db::open(DB, options(&fs)).unwrap();
+    let db = Db::open(DB, manual_options(&fs)).unwrap();
     put_all(&db, &mut model, "m", 5);
     db.close().unwrap();
     let wal = files_of(&fs, DB).into_iter().find(|(n, _)| n.ends_with(".log")).unwrap();
@@ -85,7 +71,7 @@ fn listeners_hear_of_damage_recovery_accepted_and_of_nothing_else() {
     assert_eq!(heard[0].wal_damage[0].damage.offset, last as u64);
     assert!(heard[0].wal_damage[0].damage.file.ends_with(&wal.0));
     model.remove(b"m004".as_slice());
-    assert_eq!(scan(&db), model);
+    assert_eq!(scan(&db, ReadOptions::default()), model);
     assert_eq!(db.recovery_report().wal_damage, heard[0].wal_damage);
     assert!(lost_names(&fs).contains(&wal.0), "the damaged WAL was not kept");
 }
@@ -93,7 +79,7 @@ fn listeners_hear_of_damage_recovery_accepted_and_of_nothing_else() {
 #[test]
 fn unknown_tables_go_to_lost_and_their_numbers_are_never_reused() {
     let fs = MemFs::new();
-    let db = Db::open(DB, options(&fs)).unwrap();
+    let db = Db::open(DB, manual_options(&fs)).unwrap();
     let mut model = Model::new();
     put_all(&db, &mut model, "k", 30);
     db.flush(true).unwrap();
@@ -105,8 +91,8 @@ fn unknown_tables_go_to_lost_and_their_numbers_are_never_reused() {
     // lost/ already holds a file of that name, from an earlier incident.
     fs.create_dir_all(&Path::new(DB).join(LOST_DIR)).unwrap();
     fs.set_file_bytes(&Path::new(DB).join(LOST_DIR).join("000999.sst"), b"earlier").unwrap();
-    let db = Db::open(DB, options(&fs)).unwrap();
-    assert_eq!(scan(&db), model);
+    let db = Db::open(DB, manual_options(&fs)).unwrap();
+    assert_eq!(scan(&db, ReadOptions::default()), model);
     let report = db.recovery_report();
     assert!(report.set_aside.iter().any(|s| s.to.ends_with("000999.sst.1")), "{report}");
     let lost = Path::new(DB).join(LOST_DIR);
@@ -128,7 +114,7 @@ fn unknown_tables_go_to_lost_and_their_numbers_are_never_reused() {
 /// Three flushes (`a`, `b`, `c`), then writes left in the WAL (`w`); the
 /// MANIFEST holds an edit per flush.
 fn three_flushes(fs: &MemFs) -> Model {
-    let db = Db::open(DB, options(fs)).unwrap();
+    let db = Db::open(DB, manual_options(fs)).unwrap();
     let mut model = Model::new();
     for prefix in ["a", "b", "c"] {
         put_all(&db, &mut model, prefix, 20);
@@ -154,19 +140,19 @@ fn best_efforts_recovery_opens_what_it_can_and_reports_what_it_left_out() {
     let mut bytes = clean.clone();
     bytes[last + 10] ^= 0x04;
     fs.set_file_bytes(&Path::new(DB).join(&name), &bytes).unwrap();
-    let e = Db::open(DB, options(&fs)).err().expect("a damaged MANIFEST must not open by default");
+    let e = Db::open(DB, manual_options(&fs)).err().expect("a damaged MANIFEST must not open by default");
     assert!(e.is_corruption() && e.to_string().contains(&name), "{e}");
     let tables_before: Vec<String> =
         files_of(&fs, DB).into_iter().map(|(n, _)| n).filter(|n| n.ends_with(".sst")).collect();
 
-    let mut o = options(&fs);
+    let mut o = manual_options(&fs);
     o.best_efforts_recovery = true;
     let db = Db::open(DB, o).unwrap();
     let report = db.recovery_report();
     let stopped = report.manifest.stopped_at.as_ref().expect("the report names where replay stopped");
     assert_eq!(stopped.offset, last as u64, "{report}");
     // What the lost edit listed is not visible, and not deleted either.
-    let got = scan(&db);
+    let got = scan(&db, ReadOptions::default());
     let without_c: Model =
         model.iter().filter(|(k, _)| !k.starts_with(b"c")).map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got, without_c, "best efforts: everything but the lost flush");
@@ -185,14 +171,14 @@ fn best_efforts_recovery_backs_up_to_the_last_state_whose_tables_exist() {
     // The table of the last flush is gone.
     let newest = files_of(&fs, DB).into_iter().map(|(n, _)| n).filter(|n| n.ends_with(".sst")).max().unwrap();
     fs.remove_file(&Path::new(DB).join(&newest)).unwrap();
-    assert!(Db::open(DB, options(&fs)).is_err(), "a missing table must fail the default open");
-    let mut o = options(&fs);
+    assert!(Db::open(DB, manual_options(&fs)).is_err(), "a missing table must fail the default open");
+    let mut o = manual_options(&fs);
     o.best_efforts_recovery = true;
     let db = Db::open(DB, o).unwrap();
     let report = db.recovery_report();
     assert!(report.manifest.edits_left_out > 0, "{report}");
     let number: u64 = newest.trim_end_matches(".sst").parse().unwrap();
     assert_eq!(report.manifest.missing_tables, [number], "{report}");
-    let got = scan(&db);
+    let got = scan(&db, ReadOptions::default());
     assert!(got.keys().any(|k| k.starts_with(b"a")) && got.keys().any(|k| k.starts_with(b"b")), "{report}");
 }

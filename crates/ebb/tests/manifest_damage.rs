@@ -21,9 +21,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{files_of, fs_holding, log_records, tiny_options, Model};
+use common::{family_contents, files_of, fs_holding, log_records, manual_options, Model, SYNCED};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteOptions, LOST_DIR};
+use ebb::{ColumnFamilyHandle, Db, Options, LOST_DIR};
 
 const DB: &str = "/db";
 
@@ -37,13 +37,8 @@ struct Fixture {
     models: BTreeMap<String, Model>,
 }
 
-fn synced() -> WriteOptions {
-    WriteOptions { sync: true, disable_wal: false }
-}
-
 fn options(fs: &MemFs) -> Options {
-    let mut o = tiny_options(Some(fs.clone()));
-    o.disable_auto_compactions = true;
+    let mut o = manual_options(fs);
     o.stats_dump_period_sec = 0;
     o
 }
@@ -53,8 +48,8 @@ fn fill(db: &Db, cf: Option<&ColumnFamilyHandle>, model: &mut Model, prefix: &st
     for i in 0..n {
         let (k, v) = (format!("{prefix}{i:04}").into_bytes(), format!("{prefix} value {i}").into_bytes());
         match cf {
-            Some(cf) => db.put_cf_opt(cf, &k, &v, &synced()).unwrap(),
-            None => db.put_opt(&k, &v, &synced()).unwrap(),
+            Some(cf) => db.put_cf_opt(cf, &k, &v, &SYNCED).unwrap(),
+            None => db.put_opt(&k, &v, &SYNCED).unwrap(),
         }
         model.insert(k, v);
     }
@@ -83,7 +78,7 @@ fn levels() -> Fixture {
     fill(&db, None, &mut model, "b", 30);
     for i in (0..60).step_by(7) {
         let k = format!("a{i:04}").into_bytes();
-        db.delete_opt(&k, &synced()).unwrap();
+        db.delete_opt(&k, &SYNCED).unwrap();
         model.remove(&k);
     }
     db.flush(true).unwrap();
@@ -126,7 +121,7 @@ fn families() -> Fixture {
     let one = db.cf_handle("one").unwrap();
     let two = db.create_column_family("two", &options(&fs)).unwrap();
     let gone = db.create_column_family("gone", &options(&fs)).unwrap();
-    db.put_cf_opt(&gone, b"g", b"g", &synced()).unwrap();
+    db.put_cf_opt(&gone, b"g", b"g", &SYNCED).unwrap();
     db.drop_column_family(&gone).unwrap();
     fill(&db, Some(&two), models.entry("two".into()).or_default(), "t", 20);
     db.flush_cf(&two, true).unwrap();
@@ -159,24 +154,6 @@ fn open_listing(fs: &MemFs) -> ebb::Result<Db> {
     let names = Db::list_column_families(DB, &o)?;
     let listed: Vec<(&str, Options)> = names.iter().map(|n| (n.as_str(), options(fs))).collect();
     Db::open_cf(DB, o, &listed)
-}
-
-/// What each family of `db` holds.
-fn contents(db: &Db) -> BTreeMap<String, Model> {
-    let mut out = BTreeMap::new();
-    for name in db.column_family_names() {
-        let cf = db.cf_handle(&name).unwrap();
-        let mut it = db.iter_cf(&cf, ReadOptions::default());
-        it.seek_to_first();
-        let mut m = Model::new();
-        while it.valid() {
-            m.insert(it.key().to_vec(), it.value().to_vec());
-            it.next();
-        }
-        it.status().unwrap_or_else(|e| panic!("scan of {name}: {e}"));
-        out.insert(name, m);
-    }
-    out
 }
 
 /// Checks every table of `files` is still in the directory or in `lost/`,
@@ -214,7 +191,7 @@ fn check_copy(f: &Fixture, damaged: &Files, named: &str, ctx: &str, repair: bool
     let fs = fs_holding(DB, damaged);
     let refused = match open_listing(&fs) {
         Ok(db) => {
-            let got = contents(&db);
+            let got = family_contents(&db);
             // A family that holds nothing may be missing: its creation was
             // the torn last record, never acknowledged.
             let got_nonempty: BTreeMap<&String, &Model> = got.iter().filter(|(_, m)| !m.is_empty()).collect();
@@ -222,7 +199,7 @@ fn check_copy(f: &Fixture, damaged: &Files, named: &str, ctx: &str, repair: bool
             assert!(got_nonempty == want, "{ctx}: opened, but not with every synced write (and nothing else)");
             db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
             let again = open_listing(&fs).unwrap_or_else(|e| panic!("{ctx}: second open: {e}"));
-            assert!(contents(&again) == got, "{ctx}: the second open differs");
+            assert!(family_contents(&again) == got, "{ctx}: the second open differs");
             tally.opened += 1;
             false
         }
@@ -238,7 +215,7 @@ fn check_copy(f: &Fixture, damaged: &Files, named: &str, ctx: &str, repair: bool
         let fs = fs_holding(DB, damaged);
         let report = Db::repair(DB, &options(&fs)).unwrap_or_else(|e| panic!("{ctx}: repair: {e}"));
         let db = open_listing(&fs).unwrap_or_else(|e| panic!("{ctx}: open after repair: {e}\n{report}"));
-        let got = contents(&db);
+        let got = family_contents(&db);
         for (family, model) in &f.models {
             let have = got.get(family).unwrap_or_else(|| panic!("{ctx}: repair lost family {family}\n{report}"));
             assert!(have == model, "{ctx}: after repair, family {family} lacks synced writes\n{report}");

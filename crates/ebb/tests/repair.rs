@@ -7,35 +7,25 @@ mod common;
 
 use std::path::Path;
 
-use common::{files_of, fs_holding, tiny_options, Model};
+use common::{family_contents, files_of, fs_holding, manual_options, Model, SYNCED};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::{Db, Error, Options, ReadOptions, WriteOptions, LOST_DIR};
+use ebb::{Db, Error, LOST_DIR};
 
 const DB: &str = "/db";
-
-fn options(fs: &MemFs) -> Options {
-    let mut o = tiny_options(Some(fs.clone()));
-    o.disable_auto_compactions = true;
-    o
-}
-
-fn synced() -> WriteOptions {
-    WriteOptions { sync: true, disable_wal: false }
-}
 
 /// Three flushed tables of 20 keys each (`t0-`, `t1-`, `t2-`), then 10 keys
 /// left in the WAL (`w-`), in the default family and in family `users`.
 fn fixture() -> (MemFs, Model, Model) {
     let fs = MemFs::new();
-    let db = Db::open(DB, options(&fs)).unwrap();
-    let users = db.create_column_family("users", &options(&fs)).unwrap();
+    let db = Db::open(DB, manual_options(&fs)).unwrap();
+    let users = db.create_column_family("users", &manual_options(&fs)).unwrap();
     let (mut default, mut in_users) = (Model::new(), Model::new());
     for t in 0..3 {
         for i in 0..20 {
             let (k, v) = (format!("t{t}-{i:03}").into_bytes(), format!("v{t}.{i}").into_bytes());
-            db.put_opt(&k, &v, &synced()).unwrap();
+            db.put_opt(&k, &v, &SYNCED).unwrap();
             default.insert(k.clone(), v.clone());
-            db.put_cf_opt(&users, &k, b"u", &synced()).unwrap();
+            db.put_cf_opt(&users, &k, b"u", &SYNCED).unwrap();
             in_users.insert(k, b"u".to_vec());
         }
         db.flush(true).unwrap();
@@ -43,28 +33,15 @@ fn fixture() -> (MemFs, Model, Model) {
     }
     for i in 0..10 {
         let (k, v) = (format!("w-{i:03}").into_bytes(), b"in the WAL".to_vec());
-        db.put_opt(&k, &v, &synced()).unwrap();
+        db.put_opt(&k, &v, &SYNCED).unwrap();
         default.insert(k, v);
     }
     db.close().unwrap();
     (fs, default, in_users)
 }
 
-fn scan_all(db: &Db, family: &str) -> Model {
-    let cf = db.cf_handle(family).unwrap();
-    let mut it = db.iter_cf(&cf, ReadOptions::default());
-    it.seek_to_first();
-    let mut out = Model::new();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    out
-}
-
 fn open_users(fs: &MemFs) -> ebb::Result<Db> {
-    Db::open_cf(DB, options(fs), &[("users", options(fs))])
+    Db::open_cf(DB, manual_options(fs), &[("users", manual_options(fs))])
 }
 
 fn tables(fs: &MemFs) -> Vec<String> {
@@ -81,14 +58,14 @@ fn repair_without_any_manifest_keeps_every_table_and_the_wal_with_family_names()
             fs.remove_file(&Path::new(DB).join(name)).unwrap();
         }
     }
-    let report = Db::repair(DB, &options(&fs)).unwrap();
+    let report = Db::repair(DB, &manual_options(&fs)).unwrap();
     assert_eq!(report.column_families.values().cloned().collect::<Vec<_>>(), ["default", "users"], "{report}");
     assert_eq!(report.wals.len(), 1, "{report}");
     assert_eq!(report.wals[0].records, 10, "{report}");
     assert!(report.tables.iter().filter(|t| t.from_wal.is_none()).count() == before.len(), "{report}");
     let db = open_users(&fs).unwrap();
-    assert_eq!(scan_all(&db, "default"), default);
-    assert_eq!(scan_all(&db, "users"), users);
+    assert_eq!(family_contents(&db)["default"], default);
+    assert_eq!(family_contents(&db)["users"], users);
     // New writes get sequence numbers above every repaired one, so they win.
     db.put(b"t0-000", b"newer").unwrap();
     assert_eq!(db.get(b"t0-000").unwrap(), Some(b"newer".to_vec()));
@@ -106,7 +83,7 @@ fn an_unreadable_table_is_set_aside_and_the_rest_is_kept() {
     let mut bytes = fs.file_bytes(&path).unwrap();
     bytes[40] ^= 0xff;
     fs.set_file_bytes(&path, &bytes).unwrap();
-    let report = Db::repair(DB, &options(&fs)).unwrap();
+    let report = Db::repair(DB, &manual_options(&fs)).unwrap();
     let lost = Path::new(DB).join(LOST_DIR).join(&victim);
     assert_eq!(fs.file_bytes(&lost).as_deref(), Some(&bytes[..]), "the damaged table must be kept in lost/: {report}");
     assert!(report.set_aside.iter().any(|s| s.to == lost && s.why.contains("cannot be read")), "{report}");
@@ -114,8 +91,9 @@ fn an_unreadable_table_is_set_aside_and_the_rest_is_kept() {
     // What the damaged table held is gone, unless a newer table holds it;
     // everything else is there, and nothing is invented.
     let db = open_users(&fs).unwrap();
-    let got = scan_all(&db, "default");
-    for (k, v) in &got {
+    let contents = family_contents(&db);
+    let got = &contents["default"];
+    for (k, v) in got {
         assert_eq!(default.get(k), Some(v), "a value nobody wrote: {}", String::from_utf8_lossy(k));
     }
     for prefix in ["t1-", "t2-", "w-"] {
@@ -128,12 +106,12 @@ fn an_unreadable_table_is_set_aside_and_the_rest_is_kept() {
 fn repair_refuses_an_open_database_and_a_directory_that_holds_no_database() {
     let (fs, _, _) = fixture();
     let db = open_users(&fs).unwrap();
-    let e = Db::repair(DB, &options(&fs)).unwrap_err();
+    let e = Db::repair(DB, &manual_options(&fs)).unwrap_err();
     assert!(matches!(e, Error::Busy(_)), "{e:?}");
     db.close().unwrap();
 
     let fs = fs_holding("/notes", &[("todo.txt".into(), b"nothing to see".to_vec())]);
-    let mut o = options(&fs);
+    let mut o = manual_options(&fs);
     o.create_if_missing = false;
     let e = Db::repair("/notes", &o).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("nothing to repair"), "{e:?}");
@@ -145,11 +123,11 @@ fn repair_refuses_an_open_database_and_a_directory_that_holds_no_database() {
 #[test]
 fn repairing_twice_changes_nothing_the_second_time() {
     let (fs, default, users) = fixture();
-    Db::repair(DB, &options(&fs)).unwrap();
+    Db::repair(DB, &manual_options(&fs)).unwrap();
     let first = tables(&fs);
-    let report = Db::repair(DB, &options(&fs)).unwrap();
+    let report = Db::repair(DB, &manual_options(&fs)).unwrap();
     assert_eq!(tables(&fs), first, "{report}");
     let db = open_users(&fs).unwrap();
-    assert_eq!(scan_all(&db, "default"), default);
-    assert_eq!(scan_all(&db, "users"), users);
+    assert_eq!(family_contents(&db)["default"], default);
+    assert_eq!(family_contents(&db)["users"], users);
 }

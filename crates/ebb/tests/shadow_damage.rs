@@ -28,7 +28,7 @@ use ebb::fs::{FileSystem, MemFs};
 use ebb::key::{make_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use ebb::sst::format::FOOTER_LEN;
 use ebb::sst::Table;
-use ebb::{CompressionType, Db, Error, IteratorMode, Options, ReadOptions};
+use ebb::{CompressionType, Db, DbIterator, Error, IteratorMode, Options, ReadOptions};
 
 const DB: &str = "/db";
 const N: usize = 100;
@@ -210,6 +210,42 @@ fn expect_corruption(ctx: &str, what: &str, e: &Error) {
     assert!(e.is_corruption(), "{ctx}: {what}: expected a corruption error, got {e:?}");
 }
 
+/// Walks `it` from where it stands with `step`, up to `limit` entries,
+/// checking each against `expected`: every entry is the right one, and the
+/// walk ends where `expected` does or with a corruption error, never early
+/// with an OK status. Returns whether it ended in an error.
+fn check_walk<'m>(
+    ctx: &str,
+    what: &str,
+    it: &mut DbIterator<'_>,
+    mut expected: impl Iterator<Item = (&'m Vec<u8>, &'m Vec<u8>)>,
+    step: fn(&mut DbIterator<'_>),
+    limit: usize,
+) -> bool {
+    for n in 0..limit {
+        let w = expected.next();
+        if !it.valid() {
+            return match it.status() {
+                Ok(()) => {
+                    assert!(w.is_none(), "{ctx}: {what}: ended early after {n} entries without an error");
+                    false
+                }
+                Err(e) => {
+                    expect_corruption(ctx, what, &e);
+                    true
+                }
+            };
+        }
+        assert!(
+            w == Some((&it.key().to_vec(), &it.value().to_vec())),
+            "{ctx}: {what}: entry {n} ({}) is wrong",
+            show(it.key())
+        );
+        step(it);
+    }
+    false
+}
+
 /// Reads everything every way, checking each answer against `model`.
 /// Returns whether a full forward and a full reverse scan each met an error.
 fn check_reads(db: &Db, model: &Model, ctx: &str) -> (bool, bool) {
@@ -230,46 +266,12 @@ fn check_reads(db: &Db, model: &Model, ctx: &str) -> (bool, bool) {
         }
     }
 
-    let want: Vec<(&Vec<u8>, &Vec<u8>)> = model.iter().collect();
     let mut it = db.iter(ro.clone());
     it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        assert!(n < want.len(), "{ctx}: forward scan returned {} past the end", show(it.key()));
-        assert!((it.key(), it.value()) == (&want[n].0[..], &want[n].1[..]), "{ctx}: forward scan entry {n} is wrong");
-        n += 1;
-        it.next();
-    }
-    let forward_failed = match it.status() {
-        Ok(()) => {
-            assert_eq!(n, want.len(), "{ctx}: forward scan ended early without an error");
-            false
-        }
-        Err(e) => {
-            expect_corruption(ctx, "forward scan", &e);
-            true
-        }
-    };
+    let forward_failed = check_walk(ctx, "forward scan", &mut it, model.iter(), |it| it.next(), usize::MAX);
     let mut it = db.iter(ro.clone());
     it.seek_to_last();
-    let mut n = 0;
-    while it.valid() {
-        assert!(n < want.len(), "{ctx}: reverse scan returned {} past the start", show(it.key()));
-        let (k, v) = want[want.len() - 1 - n];
-        assert!((it.key(), it.value()) == (&k[..], &v[..]), "{ctx}: reverse scan entry {n} is wrong");
-        n += 1;
-        it.prev();
-    }
-    let reverse_failed = match it.status() {
-        Ok(()) => {
-            assert_eq!(n, want.len(), "{ctx}: reverse scan ended early without an error");
-            false
-        }
-        Err(e) => {
-            expect_corruption(ctx, "reverse scan", &e);
-            true
-        }
-    };
+    let reverse_failed = check_walk(ctx, "reverse scan", &mut it, model.iter().rev(), |it| it.prev(), usize::MAX);
 
     // The Rust iterators: right entries in order, then at most one error, last.
     for (mode, reverse) in [(IteratorMode::Start, false), (IteratorMode::End, true)] {
@@ -296,44 +298,11 @@ fn check_reads(db: &Db, model: &Model, ctx: &str) -> (bool, bool) {
     for k in probes.iter().step_by(9).chain(&probes[N..]) {
         let mut it = db.iter(ro.clone());
         it.seek(k);
-        let mut expected = model.range(k.clone()..);
-        for step in 0..3 {
-            let w = expected.next();
-            if !it.valid() {
-                match it.status() {
-                    Ok(()) => assert!(w.is_none(), "{ctx}: seek {} + {step}: ended early", show(k)),
-                    Err(e) => expect_corruption(ctx, "seek", &e),
-                }
-                break;
-            }
-            assert!(
-                w == Some((&it.key().to_vec(), &it.value().to_vec())),
-                "{ctx}: seek {} + {step} gave {} wrongly",
-                show(k),
-                show(it.key())
-            );
-            it.next();
-        }
+        check_walk(ctx, &format!("seek {}", show(k)), &mut it, model.range(k.clone()..), |it| it.next(), 3);
         let mut it = db.iter(ro.clone());
         it.seek_for_prev(k);
-        let mut expected = model.range(..=k.clone()).rev();
-        for step in 0..3 {
-            let w = expected.next();
-            if !it.valid() {
-                match it.status() {
-                    Ok(()) => assert!(w.is_none(), "{ctx}: seek_for_prev {} - {step}: ended early", show(k)),
-                    Err(e) => expect_corruption(ctx, "seek_for_prev", &e),
-                }
-                break;
-            }
-            assert!(
-                w == Some((&it.key().to_vec(), &it.value().to_vec())),
-                "{ctx}: seek_for_prev {} - {step} gave {} wrongly",
-                show(k),
-                show(it.key())
-            );
-            it.prev();
-        }
+        let expected = model.range(..=k.clone()).rev();
+        check_walk(ctx, &format!("seek_for_prev {}", show(k)), &mut it, expected, |it| it.prev(), 3);
     }
     (forward_failed, reverse_failed)
 }

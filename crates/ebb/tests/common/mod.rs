@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ebb::fs::MemFs;
-use ebb::{CompressionType, Db, Options, ReadOptions};
+use ebb::{CompressionType, Db, Options, ReadOptions, WriteOptions};
+
+/// A write synced through the WAL.
+pub const SYNCED: WriteOptions = WriteOptions { sync: true, disable_wal: false };
 
 /// Options that make flushes and compactions happen after a few KiB.
 pub fn tiny_options(fs: Option<MemFs>) -> Options {
@@ -31,6 +34,32 @@ pub fn tiny_options(fs: Option<MemFs>) -> Options {
         o.fs = Arc::new(fs);
     }
     o
+}
+
+/// [`tiny_options`] on `fs` with automatic compaction off, so files stay
+/// where a test puts them.
+pub fn manual_options(fs: &MemFs) -> Options {
+    let mut o = tiny_options(Some(fs.clone()));
+    o.disable_auto_compactions = true;
+    o
+}
+
+/// What each column family of `db` holds, by name (a full forward scan each).
+pub fn family_contents(db: &Db) -> BTreeMap<String, Model> {
+    let mut out = BTreeMap::new();
+    for name in db.column_family_names() {
+        let cf = db.cf_handle(&name).expect("a live family");
+        let mut it = db.iter_cf(&cf, ReadOptions::default());
+        it.seek_to_first();
+        let mut m = Model::new();
+        while it.valid() {
+            m.insert(it.key().to_vec(), it.value().to_vec());
+            it.next();
+        }
+        it.status().unwrap_or_else(|e| panic!("scan of {name}: {e}"));
+        out.insert(name, m);
+    }
+    out
 }
 
 /// Every key/value visible through a full forward scan.
