@@ -1,7 +1,14 @@
 //! `ebb-bench compare [--peer=rocksdb|db_bench] [--reps=3] [--db_bench=PATH] -- FLAGS...`:
-//! runs the same db_bench flags with Ebb and with a peer, alternating
-//! A B A B ..., and prints per benchmark the median ops/s and MB/s of each
-//! and the Ebb/peer ratio.
+//! runs the same db_bench flags with Ebb and with a peer, alternating which
+//! runs first (A B, B A, A B, ...), and prints per benchmark the median ops/s
+//! and MB/s of each and the Ebb/peer ratio.
+//!
+//! Fairness: both engines get the same `--seed` (one is drawn when none is
+//! given), each its own database directory, and the same options: an engine
+//! flag left out takes Ebb's value on both (db_bench is passed Ebb's values
+//! explicitly). Before the runs, each engine is opened once with
+//! `--benchmarks=options`, its options are read back and printed side by side,
+//! and the comparison is refused if they differ on a flag the user gave.
 //!
 //! Peers: `rocksdb` is this binary with `--engine=rocksdb` (needs the
 //! `rocksdb-peer` feature); `db_bench` is RocksDB's own tool found on PATH
@@ -13,8 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::bail;
+use crate::engine::options_map;
 use crate::error::{BenchError, Result};
-use crate::flags::{Flags, Parsed};
+use crate::flags::{Flags, Parsed, Value};
 use crate::stats::{parse_result_line, ResultLine};
 
 /// Flags that RocksDB's db_bench does not have.
@@ -41,6 +49,21 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "options_preset",
     "options_file",
     "summary",
+    "sine_finished_seconds",
+    "sine_finished_write_rate_limit",
+    "max_manifest_file_size",
+    "cache_lru_promote",
+    "rate_limiter_fairness",
+    "background_tuning",
+    "tuning_flush_watermark_pct",
+    "tuning_total_watermark_pct",
+    "tuning_interval_us",
+    "tuning_io_budget",
+    "tuning_max_l0_files",
+    "idle_policy",
+    "idle_probe_interval_ms",
+    "idle_quiet_ms",
+    "idle_throughput_threshold",
 ];
 
 /// The peer engine.
@@ -125,6 +148,12 @@ ops/s and MB/s of each and the Ebb/peer ops/s ratio.
   --db_bench=PATH   the db_bench binary to run instead of the one on PATH
   --reps=N          runs of each engine (default 3)
 
+Both engines get the same --seed (drawn when not given), each its own
+database directory (--db=D becomes D-ebb and D-<peer>), and the same options:
+an engine flag left out takes Ebb's value on both. With --peer=rocksdb each
+engine is first opened once to read its options back; they are printed side
+by side and the comparison is refused when they differ on a flag given.
+
 Example: ebb-bench compare --peer=db_bench -- --benchmarks=fillrandom,readrandom --num=100000
 ";
 
@@ -189,41 +218,144 @@ pub fn run(args: &[String]) -> Result<()> {
         other => bail!("compare: unknown peer {other:?} (expected rocksdb or db_bench)"),
     };
     let me = std::env::current_exe().map_err(|e| BenchError::new(format!("compare: cannot find this binary: {e}")))?;
+    let seed = match parsed.u64("seed")? {
+        0 => crate::timefmt::unix_now() as u64,
+        s => s,
+    };
+    eprintln!("compare: --seed={seed} for every run of both engines");
+    let runs = plan(flags, &parsed, &peer, reps, seed)?;
+    if peer == Peer::RocksDb {
+        let probe = |engine: &str| -> Result<BTreeMap<String, String>> {
+            let dir = tempfile::Builder::new()
+                .prefix("ebb-bench-options-")
+                .tempdir()
+                .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
+            let mut a = flags.to_vec();
+            a.extend([
+                format!("--engine={engine}"),
+                "--benchmarks=options".into(),
+                "--use_existing_db=false".into(),
+                format!("--db={}", dir.path().join("db").display()),
+                "--json=".into(),
+                "--progress=false".into(),
+                "--summary=false".into(),
+            ]);
+            Ok(options_map::parse_effective(&run_child(&me, &a, engine)?))
+        };
+        let rows = options_map::option_rows(&probe("ebb")?, &probe("rocksdb")?, &|f| {
+            parsed.is_set(f) && !parsed.value(f).is_some_and(|v| options_map::means_engine_default(f, v))
+        });
+        eprint!("{}", options_map::render_rows(&rows, "rocksdb"));
+        let given_and_different: Vec<String> = rows
+            .iter()
+            .filter(|r| r.given && r.differs())
+            .map(|r| format!("--{}: ebb {} rocksdb {}", r.flag, r.ebb, r.peer))
+            .collect();
+        if !given_and_different.is_empty() {
+            bail!(
+                "compare: the engines do not run with the options given; refusing to compare:\n  {}",
+                given_and_different.join("\n  ")
+            );
+        }
+        let others = rows.iter().filter(|r| r.differs()).count();
+        if others > 0 {
+            eprintln!("compare: warning: {others} option(s) marked ! differ between the engines (not given on the command line)");
+        }
+    }
     let mut ebb_runs: Vec<Vec<(String, ResultLine)>> = Vec::new();
     let mut peer_runs: Vec<Vec<(String, ResultLine)>> = Vec::new();
-    for rep in 0..reps {
-        let mut a: Vec<String> = flags.to_vec();
-        a.push("--engine=ebb".into());
-        a.push("--progress=false".into());
-        eprintln!("compare: run {} of {reps}: ebb", rep + 1);
-        ebb_runs.push(collect_results(&run_child(&me, &a, "ebb")?));
-        eprintln!("compare: run {} of {reps}: {}", rep + 1, peer.name());
-        let out = match &peer {
-            Peer::RocksDb => {
-                let mut b: Vec<String> = flags.to_vec();
-                b.push("--engine=rocksdb".into());
-                b.push("--progress=false".into());
-                run_child(&me, &b, "rocksdb")?
-            }
-            Peer::DbBench(path) => {
-                let mut b: Vec<String> = flags.to_vec();
-                let _guard = if parsed.is_set("db") {
-                    None
-                } else {
-                    let dir = tempfile::Builder::new()
-                        .prefix("ebb-bench-db_bench-")
-                        .tempdir()
-                        .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
-                    b.push(format!("--db={}", dir.path().join("db").display()));
-                    Some(dir)
-                };
-                run_child(path, &b, "db_bench")?
-            }
+    for run in &runs {
+        let name = if run.peer { peer.name() } else { "ebb" };
+        eprintln!("compare: run {} of {reps}: {name}", run.rep + 1);
+        let program = match (&peer, run.peer) {
+            (Peer::DbBench(path), true) => path.clone(),
+            _ => me.clone(),
         };
-        peer_runs.push(collect_results(&out));
+        let mut args = run.args.clone();
+        // db_bench gets a fresh temporary directory when the flags name none.
+        let _guard = if run.peer && matches!(peer, Peer::DbBench(_)) && !parsed.is_set("db") {
+            let dir = tempfile::Builder::new()
+                .prefix("ebb-bench-db_bench-")
+                .tempdir()
+                .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
+            args.push(format!("--db={}", dir.path().join("db").display()));
+            Some(dir)
+        } else {
+            None
+        };
+        let results = collect_results(&run_child(&program, &args, name)?);
+        if run.peer {
+            peer_runs.push(results);
+        } else {
+            ebb_runs.push(results);
+        }
     }
     print!("{}", comparison_table(&ebb_runs, &peer_runs, peer.name()));
     Ok(())
+}
+
+/// One run `compare` makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedRun {
+    /// Which repetition (from 0).
+    pub rep: usize,
+    /// The peer's run (else Ebb's).
+    pub peer: bool,
+    /// Its flags.
+    pub args: Vec<String>,
+}
+
+/// The runs in order: the engines alternate which goes first in each
+/// repetition; every run gets `--seed=seed`; a `--db` the user names becomes
+/// one directory per engine (`DB-ebb`, `DB-rocksdb`, `DB-db_bench`). db_bench
+/// is given Ebb's value for every engine flag left out that it knows.
+pub fn plan(flags: &[String], parsed: &Flags, peer: &Peer, reps: usize, seed: u64) -> Result<Vec<PlannedRun>> {
+    let db = parsed.is_set("db").then(|| parsed.str("db").to_string());
+    let ebb_args = {
+        let mut a = flags.to_vec();
+        a.extend(["--engine=ebb".to_string(), "--progress=false".into(), format!("--seed={seed}")]);
+        if let Some(db) = &db {
+            a.push(format!("--db={db}-ebb"));
+        }
+        a
+    };
+    let peer_args = {
+        let mut a = flags.to_vec();
+        match peer {
+            Peer::RocksDb => a.extend(["--engine=rocksdb".to_string(), "--progress=false".into()]),
+            Peer::DbBench(_) => {
+                let reference = crate::engine::ebb::peer_reference_options(parsed)?;
+                for s in options_map::engine_flags() {
+                    let left_out = !parsed.is_set(s.name)
+                        || parsed.value(s.name).is_some_and(|v| options_map::means_engine_default(s.name, v));
+                    if !left_out || EBB_ONLY_FLAGS.contains(&s.name) || s.name == "statistics" {
+                        continue;
+                    }
+                    // db_bench's universal widths are int32: RocksDB's UINT_MAX
+                    // default is what db_bench's 0 leaves anyway.
+                    if let Some(v) = options_map::ebb_flag_value(s, &reference).filter(|v| {
+                        !(s.name.starts_with("universal_") && matches!(v, Value::UInt(u) if *u > i32::MAX as u64))
+                    }) {
+                        a.push(format!("--{}={}", s.name, v.to_text()));
+                    }
+                }
+            }
+        }
+        a.push(format!("--seed={seed}"));
+        if let Some(db) = &db {
+            a.push(format!("--db={db}-{}", peer.name()));
+        }
+        a
+    };
+    let mut out = Vec::new();
+    for rep in 0..reps {
+        let peer_first = rep % 2 == 1;
+        for peer_run in [peer_first, !peer_first] {
+            let args = if peer_run { peer_args.clone() } else { ebb_args.clone() };
+            out.push(PlannedRun { rep, peer: peer_run, args });
+        }
+    }
+    Ok(out)
 }
 
 /// The table of medians and ratios.
@@ -323,5 +455,40 @@ mod tests {
         // After `--`, --help belongs to the benchmark flags, which do not take it.
         let e = run(&["--".into(), "--help".into()]).unwrap_err().to_string();
         assert!(e.contains("not benchmark flags"), "{e}");
+    }
+
+    fn parsed(args: &[String]) -> Flags {
+        match Flags::parse(args.iter().cloned()).unwrap() {
+            Parsed::Run(f) => f,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn runs_alternate_share_the_seed_and_keep_their_own_directories() {
+        let flags: Vec<String> = ["--benchmarks=fillrandom", "--num=10", "--db=/tmp/x"].map(String::from).to_vec();
+        let runs = plan(&flags, &parsed(&flags), &Peer::RocksDb, 3, 42).unwrap();
+        let order: Vec<bool> = runs.iter().map(|r| r.peer).collect();
+        assert_eq!(order, [false, true, true, false, false, true], "who goes first alternates");
+        for r in &runs {
+            let f = parsed(&r.args);
+            assert_eq!(f.u64("seed").unwrap(), 42);
+            let engine = if r.peer { "rocksdb" } else { "ebb" };
+            assert_eq!(f.str("engine"), engine);
+            assert_eq!(f.str("db"), format!("/tmp/x-{engine}"));
+        }
+    }
+
+    #[test]
+    fn db_bench_is_given_ebbs_value_for_each_engine_flag_left_out() {
+        let flags: Vec<String> = ["--benchmarks=readrandom", "--checksum_type=4"].map(String::from).to_vec();
+        let runs = plan(&flags, &parsed(&flags), &Peer::DbBench(PathBuf::from("db_bench")), 1, 7).unwrap();
+        let peer = runs.iter().find(|r| r.peer).unwrap();
+        let f = parsed(&peer.args);
+        assert_eq!(f.i64("bloom_bits"), 10, "Ebb's filter, not db_bench's none");
+        assert_eq!(f.i64("checksum_type"), 4, "a flag given stays as given");
+        assert!(!peer.args.iter().any(|a| a.starts_with("--background_tuning")), "db_bench has no such flag");
+        let ebb = runs.iter().find(|r| !r.peer).unwrap();
+        assert!(!ebb.args.iter().any(|a| a.starts_with("--bloom_bits")), "Ebb keeps its own defaults");
     }
 }

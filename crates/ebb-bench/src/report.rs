@@ -32,6 +32,10 @@ pub struct Report {
     pub db_path: String,
     /// Every flag: its value and whether it was given.
     pub flags: BTreeMap<String, FlagValue>,
+    /// The value each engine flag had in the engine, read back from it when
+    /// the database was first opened (`--benchmarks=options` prints the same).
+    #[serde(default)]
+    pub effective_options: BTreeMap<String, serde_json::Value>,
     /// One entry per benchmark, in order.
     pub results: Vec<BenchResult>,
 }
@@ -217,6 +221,7 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
             "num".to_string(),
             FlagValue { value: serde_json::Value::from(1000), explicit: true },
         )]),
+        effective_options: BTreeMap::new(),
         results: vec![BenchResult {
             name: "fillrandom".into(),
             skipped: false,

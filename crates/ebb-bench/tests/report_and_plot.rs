@@ -99,3 +99,27 @@ fn plot_subcommand_via_the_binary() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no interval series"));
 }
+
+/// What the engine actually has, read back from it: printed by the `options`
+/// benchmark and kept in the JSON report, flags given and flags left out alike.
+#[test]
+fn effective_options_are_read_back_from_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_ebb-bench"))
+        .args(["--benchmarks=options", "--num=10", "--bloom_bits=7", "--options_preset=read", "--summary=false"])
+        .arg(format!("--db={}", dir.path().join("db").display()))
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let shown = ebb_bench::engine::options_map::parse_effective(&stdout);
+    assert_eq!(shown.get("bloom_bits").map(String::as_str), Some("7"), "given: {stdout}");
+    // Left out: the preset's 512 MiB cache and Ebb's CRC-32C.
+    assert_eq!(shown.get("cache_size").map(String::as_str), Some("536870912"), "{stdout}");
+    assert_eq!(shown.get("checksum_type").map(String::as_str), Some("1"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["effective_options"]["bloom_bits"], 7);
+    assert_eq!(v["effective_options"]["compression_type"], "snappy");
+}

@@ -56,6 +56,7 @@ enum Kind {
     Checksum { xxh3: bool },
     Stats,
     LevelStats,
+    Options,
     Compact,
     WaitForCompaction,
     Flush,
@@ -92,6 +93,7 @@ fn kind_of(name: &str) -> Option<Kind> {
         "xxh3" => Kind::Checksum { xxh3: true },
         "stats" => Kind::Stats,
         "levelstats" => Kind::LevelStats,
+        "options" => Kind::Options,
         "compact" => Kind::Compact,
         "waitforcompaction" => Kind::WaitForCompaction,
         "flush" => Kind::Flush,
@@ -174,6 +176,7 @@ pub fn run(flags: &Flags) -> Result<()> {
                 .values()
                 .map(|(name, v)| (name.to_string(), FlagValue { value: v.to_json(), explicit: flags.is_set(name) }))
                 .collect(),
+            effective_options: BTreeMap::new(),
             results: Vec::new(),
         },
         summary_rows: Vec::new(),
@@ -241,7 +244,12 @@ impl Runner<'_> {
             e.close()?;
         }
         let create = !self.cfg.use_existing_db;
-        self.engine = Some(engine::open(self.cfg.engine, &self.db_path, self.flags, fresh, create)?);
+        let engine = engine::open(self.cfg.engine, &self.db_path, self.flags, fresh, create)?;
+        if self.report.effective_options.is_empty() {
+            self.report.effective_options =
+                engine.effective_options().into_iter().map(|(f, v)| (f.to_string(), v.to_json())).collect();
+        }
+        self.engine = Some(engine);
         self.untouched_fresh = fresh;
         Ok(())
     }
@@ -266,7 +274,7 @@ impl Runner<'_> {
             self.untouched_fresh = false;
             let before = self.engine()?.metrics();
             let result = self.run_one(index as u64, name, kind).map_err(|e| e.context(format!("benchmark {name}")))?;
-            if !matches!(kind, Kind::Stats | Kind::LevelStats) {
+            if !matches!(kind, Kind::Stats | Kind::LevelStats | Kind::Options) {
                 let one_shot = matches!(kind, Kind::Compact | Kind::WaitForCompaction | Kind::Flush);
                 self.summary_rows.push(summary::Row::new(&result, one_shot, &before, &self.engine()?.metrics()));
             }
@@ -300,6 +308,10 @@ impl Runner<'_> {
                     Some(text) => println!("\n{text}\n"),
                     None => println!("\n(the engine has no {property} property)\n"),
                 }
+                return Ok(BenchResult { skipped: false, ..skipped(name) });
+            }
+            Kind::Options => {
+                println!("\n{}", engine::render_effective(&engine.effective_options()));
                 return Ok(BenchResult { skipped: false, ..skipped(name) });
             }
             Kind::Compact => return timed_meta(&|| engine.compact_range()),
@@ -551,7 +563,9 @@ fn run_body(
             None => Err(BenchError::new("the mix benchmark has no mix defined")),
         },
         Kind::Checksum { xxh3 } => ops::checksum(w, xxh3),
-        Kind::Stats | Kind::LevelStats | Kind::Compact | Kind::WaitForCompaction | Kind::Flush => Ok(()),
+        Kind::Stats | Kind::LevelStats | Kind::Options | Kind::Compact | Kind::WaitForCompaction | Kind::Flush => {
+            Ok(())
+        }
     }
 }
 
@@ -686,6 +700,9 @@ mod tests {
         fn name(&self) -> &'static str {
             "mem"
         }
+        fn effective_options(&self) -> Vec<(&'static str, crate::flags::Value)> {
+            Vec::new()
+        }
         fn put(&self, key: &[u8], value: &[u8], _wo: WriteOpts) -> Result<()> {
             self.written.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
             self.map.write().insert(key.to_vec(), value.to_vec());
@@ -780,6 +797,7 @@ mod tests {
                 seed: 7,
                 db_path: String::new(),
                 flags: BTreeMap::new(),
+                effective_options: BTreeMap::new(),
                 results: Vec::new(),
             },
             summary_rows: Vec::new(),

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
+use super::options_map;
 use super::{BatchOp, Direction, Engine, EngineMetrics, JobCounts, ScanStart, TunerActivity, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
@@ -19,6 +20,8 @@ pub struct EbbEngine {
     /// (db_bench's names). A key's family is its hash modulo the count, 0
     /// being the default family; scans read the default family only.
     families: Vec<ColumnFamilyHandle>,
+    /// The options it was opened with.
+    options: Options,
 }
 
 /// db_bench's `ColumnFamilyName(i)`.
@@ -73,18 +76,43 @@ pub fn preset_options(preset: &str) -> Result<Options> {
 /// file (`--options_file`), then the engine flags given explicitly, each on
 /// top of the last.
 pub fn ebb_options(flags: &Flags, create: bool) -> Result<Options> {
+    build_options(flags, create, read_options_file(flags)?.as_ref().map(|(t, f)| (t.as_str(), f.as_str())), false)
+}
+
+/// The options the RocksDB peer is given where a flag is absent: Ebb's, from
+/// the same preset, OPTIONS file and flags, skipping the flags Ebb has no
+/// option for (the peer sets those itself).
+pub fn peer_reference_options(flags: &Flags) -> Result<Options> {
+    build_options(flags, true, read_options_file(flags)?.as_ref().map(|(t, f)| (t.as_str(), f.as_str())), true)
+        .map_err(|e| {
+            BenchError::new(format!(
+                "{e} (--engine=rocksdb takes Ebb's value for every engine flag not given, so the flags must suit Ebb too)"
+            ))
+        })
+}
+
+fn read_options_file(flags: &Flags) -> Result<Option<(String, String)>> {
     let file = flags.str("options_file");
     if file.is_empty() {
-        return ebb_options_with_text(flags, create, None);
+        return Ok(None);
     }
     let text = std::fs::read_to_string(file)
         .map_err(|e| BenchError::new(format!("flag --options_file: cannot read {file}: {e}")))?;
-    ebb_options_with_text(flags, create, Some((&text, file)))
+    Ok(Some((text, file.to_string())))
 }
 
 /// As [`ebb_options`], with the OPTIONS text (and where it came from, for
 /// errors) given instead of read from `--options_file`.
 pub fn ebb_options_with_text(flags: &Flags, create: bool, options_text: Option<(&str, &str)>) -> Result<Options> {
+    build_options(flags, create, options_text, false)
+}
+
+fn build_options(
+    flags: &Flags,
+    create: bool,
+    options_text: Option<(&str, &str)>,
+    skip_missing: bool,
+) -> Result<Options> {
     let mut opts = preset_options(flags.str("options_preset"))?;
     if let Some((text, origin)) = options_text {
         opts.apply_text(text).map_err(|e| BenchError::new(format!("options file {origin}: {e}")))?;
@@ -95,7 +123,7 @@ pub fn ebb_options_with_text(flags: &Flags, create: bool, options_text: Option<(
         let Some(value) = flags.value(name) else { continue };
         // `Flags::parse` refuses these already; flags set by `Flags::set` (experiments) arrive here.
         if missing_in_ebb(s).is_some() {
-            if flags.is_default(s) {
+            if flags.is_default(s) || skip_missing {
                 continue;
             }
             return Err(not_in_ebb(name, option));
@@ -203,7 +231,7 @@ impl EbbEngine {
             };
             families.push(handle);
         }
-        Ok(EbbEngine { db, families })
+        Ok(EbbEngine { db, families, options: opts })
     }
 
     /// The family `key` lives in; `None` for the default one.
@@ -313,6 +341,12 @@ impl Engine for EbbEngine {
 
     fn property(&self, name: &str) -> Option<String> {
         self.db.get_property(name)
+    }
+
+    fn effective_options(&self) -> Vec<(&'static str, Value)> {
+        options_map::engine_flags()
+            .filter_map(|s| Some((s.name, options_map::ebb_flag_value(s, &self.options)?)))
+            .collect()
     }
 
     fn metrics(&self) -> EngineMetrics {

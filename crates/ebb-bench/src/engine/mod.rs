@@ -7,6 +7,7 @@
 //! [`Engine::close`], which consumes it.
 
 pub mod ebb;
+pub mod options_map;
 #[cfg(feature = "rocksdb-peer")]
 pub mod rocksdb;
 
@@ -14,7 +15,7 @@ use std::path::Path;
 
 use crate::config::EngineKind;
 use crate::error::Result;
-use crate::flags::Flags;
+use crate::flags::{Flags, Value};
 
 /// Per-write durability.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,8 +162,22 @@ pub trait Engine: Send + Sync {
     fn property(&self, name: &str) -> Option<String>;
     /// Cumulative figures now.
     fn metrics(&self) -> EngineMetrics;
+    /// The value each engine flag has in the open engine, read back from it
+    /// (Ebb's options; the OPTIONS file RocksDB wrote), in the flag's form.
+    /// Flags the engine does not record are left out.
+    fn effective_options(&self) -> Vec<(&'static str, Value)>;
     /// Closes the database.
     fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// `options`' output: a header, then `  --flag=value` per flag
+/// ([`options_map::parse_effective`] reads it back).
+pub fn render_effective(values: &[(&'static str, Value)]) -> String {
+    let mut out = String::from("Effective engine options (read back from the engine):\n");
+    for (flag, v) in values {
+        out.push_str(&format!("  --{flag}={}\n", v.to_text()));
+    }
+    out
 }
 
 /// Checks the engine options among `flags` without opening anything, so that

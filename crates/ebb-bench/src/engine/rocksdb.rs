@@ -2,8 +2,12 @@
 //! for side-by-side runs with the same flags (`--engine=rocksdb`). Compiled
 //! only with the `rocksdb-peer` feature, which builds RocksDB from source.
 //!
-//! Flags map to the crate's option setters by db_bench name, only when given;
-//! the few the crate cannot express are refused unless at their defaults.
+//! Every engine flag maps to the crate's option setters by db_bench name: a
+//! flag given is passed as given, a flag left out takes Ebb's value
+//! (`ebb::peer_reference_options`), so both engines run with the same options.
+//! A flag the crate cannot express is refused when given a value other than
+//! its default; `effective_options` reads back the OPTIONS file RocksDB wrote,
+//! so what RocksDB actually has is what `compare` shows.
 //! Statistics (needed for the interval series) are enabled with
 //! `--statistics` or `--json`.
 
@@ -11,14 +15,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, LruCacheOptions, Options, WriteBatch,
-    WriteOptions, DB,
+    BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions,
+    Options, UniversalCompactOptions, WriteBatch, WriteOptions, DB,
 };
 
+use super::options_map::{self, engine_flags, means_engine_default};
 use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
-use crate::flags::{spec, Flags, Support, Value};
+use crate::flags::{Flags, Value};
 
 fn rocks_error(e: rocksdb::Error) -> BenchError {
     BenchError::new(format!("rocksdb: {e}"))
@@ -27,9 +32,13 @@ fn rocks_error(e: rocksdb::Error) -> BenchError {
 /// An open RocksDB database.
 pub struct RocksDbEngine {
     db: DB,
+    path: std::path::PathBuf,
     opts: Options,
     compaction_enabled: bool,
     num_levels: usize,
+    /// Every value given to RocksDB's setters, for the flags its OPTIONS
+    /// file does not record (the bloom filter's bits, the cache's kind).
+    configured: Vec<(&'static str, Value)>,
 }
 
 fn int(flag: &str, v: &Value) -> Result<i64> {
@@ -62,8 +71,29 @@ fn f64_of(flag: &str, v: &Value) -> Result<f64> {
     }
 }
 
+/// What the flags set on RocksDB, gathered before the open.
+struct Setup {
+    opts: Options,
+    table: BlockBasedOptions,
+    universal: UniversalCompactOptions,
+    fifo: FifoCompactOptions,
+    cache_size: usize,
+    cache_type: String,
+    cache_shard_bits: i32,
+    block_size: usize,
+    num_levels: usize,
+    /// `ttl`, which the crate sets only on an open database.
+    ttl: Option<u64>,
+}
+
+fn c_int_of(flag: &str, v: &Value) -> Result<i32> {
+    // RocksDB's unsigned fields (max_merge_width's UINT_MAX) pass through C's int.
+    Ok(u32::try_from(int(flag, v)?).map_err(|_| BenchError::new(format!("flag --{flag}: value out of range")))? as i32)
+}
+
 #[allow(deprecated)]
-fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Value) -> Result<bool> {
+fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
+    let Setup { opts, table, .. } = setup;
     match flag {
         "statistics" => {
             if bool_of(flag, v)? {
@@ -80,7 +110,20 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
             u32::try_from(u64_of(flag, v)?)
                 .map_err(|_| BenchError::new("flag --subcompactions: value out of range"))?,
         ),
-        "num_levels" => opts.set_num_levels(i32_of(flag, v)?),
+        "num_levels" => {
+            opts.set_num_levels(i32_of(flag, v)?);
+            setup.num_levels = usize::try_from(int(flag, v)?).unwrap_or(7).max(1);
+        }
+        "fifo_compaction_ttl" => setup.ttl = Some(u64_of(flag, v)?),
+        "universal_size_ratio" => setup.universal.set_size_ratio(c_int_of(flag, v)?),
+        "universal_min_merge_width" => setup.universal.set_min_merge_width(c_int_of(flag, v)?),
+        "universal_max_merge_width" => setup.universal.set_max_merge_width(c_int_of(flag, v)?),
+        "universal_max_size_amplification_percent" => {
+            setup.universal.set_max_size_amplification_percent(c_int_of(flag, v)?)
+        }
+        "fifo_compaction_max_table_files_size_mb" => {
+            setup.fifo.set_max_table_files_size(u64_of(flag, v)?.saturating_mul(1 << 20))
+        }
         "compaction_style" => opts.set_compaction_style(match int(flag, v)? {
             0 => DBCompactionStyle::Level,
             1 => DBCompactionStyle::Universal,
@@ -113,16 +156,27 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
                 other => bail!("flag --compression_type={other}: the rocksdb peer supports none, snappy, lz4, zstd"),
             })
         }
-        "block_size" => table.set_block_size(u64_of(flag, v)? as usize),
+        "block_size" => {
+            setup.block_size = u64_of(flag, v)? as usize;
+            table.set_block_size(setup.block_size);
+        }
         "block_restart_interval" => table.set_block_restart_interval(i32_of(flag, v)?),
         "bloom_bits" => {
             let bits = int(flag, v)?;
-            if bits >= 0 {
+            if bits > 0 {
                 table.set_bloom_filter(bits as f64, false);
             }
         }
         // The cache is built from all its flags at once, by `block_cache`.
-        "cache_size" | "cache_type" | "cache_numshardbits" => {}
+        "cache_size" => {
+            setup.cache_size =
+                usize::try_from(u64_of(flag, v)?).map_err(|_| BenchError::new("flag --cache_size: value too large"))?
+        }
+        "cache_type" => {
+            let Value::Str(t) = v else { bail!("flag --cache_type: expected a name") };
+            setup.cache_type = t.clone();
+        }
+        "cache_numshardbits" => setup.cache_shard_bits = i32_of(flag, v)?,
         "checksum_type" => table.set_checksum_type(match int(flag, v)? {
             1 => ChecksumType::CRC32c,
             4 => ChecksumType::XXH3,
@@ -161,19 +215,12 @@ fn apply(opts: &mut Options, table: &mut BlockBasedOptions, flag: &str, v: &Valu
     Ok(true)
 }
 
-/// The block cache `--cache_size`, `--cache_type` and `--cache_numshardbits`
-/// ask for, as db_bench builds it; `None` when none of them is given, which
-/// keeps RocksDB's own default cache. A HyperClockCache is sized for entries
-/// of `--block_size`, db_bench's `estimated_entry_charge`.
-fn block_cache(flags: &Flags) -> Result<Option<Cache>> {
-    if !["cache_size", "cache_type", "cache_numshardbits"].iter().any(|f| flags.is_set(f)) {
-        return Ok(None);
-    }
-    let capacity =
-        usize::try_from(flags.u64("cache_size")?).map_err(|_| BenchError::new("flag --cache_size: value too large"))?;
-    let bits = i32::try_from(flags.i64("cache_numshardbits"))
-        .map_err(|_| BenchError::new("flag --cache_numshardbits: value out of range"))?;
-    Ok(Some(match flags.str("cache_type") {
+/// The block cache the cache flags ask for, as db_bench builds it. A
+/// HyperClockCache is sized for entries of `--block_size`, db_bench's
+/// `estimated_entry_charge`.
+fn block_cache(setup: &Setup) -> Result<Cache> {
+    let (capacity, bits) = (setup.cache_size, setup.cache_shard_bits);
+    Ok(match setup.cache_type.as_str() {
         "lru_cache" => {
             let mut o = LruCacheOptions::default();
             o.set_capacity(capacity);
@@ -187,12 +234,10 @@ fn block_cache(flags: &Flags) -> Result<Option<Cache>> {
                      bits; leave it at -1 with --cache_type=hyper_clock_cache"
                 );
             }
-            let entry_charge = usize::try_from(flags.u64("block_size")?)
-                .map_err(|_| BenchError::new("flag --block_size: value too large"))?;
-            Cache::new_hyper_clock_cache(capacity, entry_charge.max(1))
+            Cache::new_hyper_clock_cache(capacity, setup.block_size.max(1))
         }
         other => bail!("flag --cache_type={other}: the rocksdb peer supports lru_cache and hyper_clock_cache"),
-    }))
+    })
 }
 
 impl RocksDbEngine {
@@ -201,22 +246,47 @@ impl RocksDbEngine {
         if flags.i64("num_column_families") != 1 {
             bail!("flag --num_column_families: the rocksdb peer drives one family (use compare --peer=db_bench)");
         }
-        let mut opts = Options::default();
-        opts.create_if_missing(create);
-        let mut table = BlockBasedOptions::default();
-        for name in flags.explicit() {
-            let Some(s) = spec(name) else { continue };
-            let Support::Engine(_) = s.support else { continue };
-            let Some(value) = flags.value(name) else { continue };
-            if !apply(&mut opts, &mut table, name, value)? && !flags.is_default(s) {
-                bail!("flag --{name} is not supported by the rocksdb peer");
+        let reference = super::ebb::peer_reference_options(flags)?;
+        let mut setup = Setup {
+            opts: Options::default(),
+            table: BlockBasedOptions::default(),
+            universal: UniversalCompactOptions::default(),
+            fifo: FifoCompactOptions::default(),
+            cache_size: 32 << 20,
+            cache_type: "lru_cache".into(),
+            cache_shard_bits: -1,
+            block_size: 4096,
+            num_levels: 7,
+            ttl: None,
+        };
+        setup.opts.create_if_missing(create);
+        let mut configured = Vec::new();
+        for s in engine_flags() {
+            let given = flags.value(s.name).filter(|v| flags.is_set(s.name) && !means_engine_default(s.name, v));
+            let value = match given {
+                Some(v) => v.clone(),
+                None => match options_map::ebb_flag_value(s, &reference) {
+                    Some(v) => v,
+                    None => continue,
+                },
+            };
+            // A flag left out that RocksDB cannot take (Ebb's tuner, say) is
+            // Ebb's own feature, not an option the peer lacks.
+            if apply(&mut setup, s.name, &value)? {
+                configured.push((s.name, value));
+            } else if given.is_some() && !flags.is_default(s) {
+                bail!("flag --{} is not supported by the rocksdb peer", s.name);
             }
         }
-        match block_cache(flags)? {
-            Some(_) if flags.u64("cache_size")? == 0 => table.disable_cache(),
-            Some(cache) => table.set_block_cache(&cache),
-            None => {}
+        let cache = block_cache(&setup)?;
+        let Setup { mut opts, mut table, universal, fifo, cache_size, num_levels, ttl, .. } = setup;
+        if cache_size == 0 {
+            table.disable_cache();
+        } else {
+            table.set_block_cache(&cache);
         }
+        opts.set_universal_compaction_options(&universal);
+        opts.set_fifo_compaction_options(&fifo);
         if !flags.str("json").is_empty() && !flags.bool("statistics") {
             opts.enable_statistics();
         }
@@ -225,8 +295,36 @@ impl RocksDbEngine {
             DB::destroy(&opts, path).map_err(rocks_error)?;
         }
         let db = DB::open(&opts, path).map_err(rocks_error)?;
-        let num_levels = usize::try_from(flags.i64("num_levels")).unwrap_or(7).max(1);
-        Ok(RocksDbEngine { db, opts, compaction_enabled: !flags.bool("disable_auto_compactions"), num_levels })
+        if let Some(ttl) = ttl {
+            // RocksDB's leveled default is 30 days; Ebb's is none.
+            db.set_options(&[("ttl", &ttl.to_string())]).map_err(rocks_error)?;
+        }
+        Ok(RocksDbEngine {
+            db,
+            path: path.to_path_buf(),
+            opts,
+            compaction_enabled: !flags.bool("disable_auto_compactions"),
+            num_levels,
+            configured,
+        })
+    }
+
+    /// The newest OPTIONS file RocksDB wrote, parsed.
+    fn options_file(&self) -> std::collections::BTreeMap<String, String> {
+        let newest = std::fs::read_dir(&self.path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let n: u64 = name.strip_prefix("OPTIONS-")?.parse().ok()?;
+                Some((n, e.path()))
+            })
+            .max();
+        newest
+            .and_then(|(_, p)| std::fs::read_to_string(p).ok())
+            .map(|t| options_map::parse_rocksdb_options(&t))
+            .unwrap_or_default()
     }
 
     fn int_property(&self, name: &str) -> u64 {
@@ -360,6 +458,25 @@ impl Engine for RocksDbEngine {
             wal_bytes: ticker(&stats, "rocksdb.wal.bytes"),
             ..EngineMetrics::default()
         }
+    }
+
+    fn effective_options(&self) -> Vec<(&'static str, Value)> {
+        let file = self.options_file();
+        engine_flags()
+            .filter_map(|s| {
+                let value = match s.name {
+                    // Not in the OPTIONS file; RocksDB reports the capacity.
+                    "cache_size" => Value::Int(self.int_property("rocksdb.block-cache-capacity") as i64),
+                    _ => match options_map::rocksdb_flag_value(s, &file) {
+                        Some(v) => v,
+                        // The file does not say (RocksDB 10 writes the filter as
+                        // `bloomfilter`, without its bits): what was set.
+                        None => self.configured.iter().find(|(f, _)| *f == s.name)?.1.clone(),
+                    },
+                };
+                Some((s.name, value))
+            })
+            .collect()
     }
 
     fn close(self: Box<Self>) -> Result<()> {

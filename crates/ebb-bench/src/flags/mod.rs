@@ -131,7 +131,7 @@ pub fn spec(name: &str) -> Option<&'static FlagSpec> {
     table::FLAGS.iter().find(|s| s.name == name)
 }
 
-fn parse_value(spec: &FlagSpec, text: &str) -> Result<Value> {
+pub(crate) fn parse_value(spec: &FlagSpec, text: &str) -> Result<Value> {
     let bad = |what: &str| BenchError::new(format!("flag --{}: invalid value {text:?}: expected {what}", spec.name));
     let t = text.trim();
     Ok(match spec.kind {
@@ -415,7 +415,8 @@ pub fn help_text() -> String {
          ebb-bench tune FILE [--out DIR] [--synthetic]       Bayesian tuning of options\n  \
          ebb-bench cachebench [--flag=value ...]             RocksDB's cache_bench over Ebb's caches (--help)\n\n\
          Flags are accepted as --name=value, -name=value, --name value, and bare --name (or --noname) for booleans.\n\
-         Engine options are applied only when given; otherwise the engine's own default holds.\n\
+         An engine option given is passed as given; one left out takes Ebb's default, with --engine=rocksdb too,\n\
+         so both engines run with the same options (--benchmarks=options prints what the engine has).\n\
          A run prints db_bench's header and result lines, then a plain-language summary (--summary=false omits it).\n\n\
          Benchmarks:\n",
     );

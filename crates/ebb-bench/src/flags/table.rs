@@ -183,7 +183,7 @@ pub const FLAGS: &[FlagSpec] = &[
     f("iter_theta", Double, "0.0", Client, "mixgraph: theta of the generalized Pareto scan length"),
     f("iter_k", Double, "2.517", Client, "mixgraph: k of the generalized Pareto scan length"),
     f("iter_sigma", Double, "14.236", Client, "mixgraph: sigma of the generalized Pareto scan length"),
-    // ---- engine options (applied only when given; otherwise the engine's default) ----
+    // ---- engine options (given: passed as given; absent: Ebb's default, for RocksDB too) ----
     f("statistics", Bool, "false", Engine("statistics"), "Collect engine statistics"),
     f("write_buffer_size", Int, "67108864", Engine("write_buffer_size"), "Memtable size in bytes"),
     f("max_write_buffer_number", Int, "2", Engine("max_write_buffer_number"), "Memtables before writes stop"),
@@ -507,6 +507,7 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
     ("mix", "custom mix of point reads, scans, inserts, updates and deletes (--mix_* or --workload_file)"),
     ("stats", "print the engine's stats property"),
     ("levelstats", "print the engine's files and bytes per level"),
+    ("options", "print the value each engine flag has in the open engine (read back from it)"),
     ("compact", "compact the whole key range"),
     ("waitforcompaction", "wait until no flush or compaction is pending"),
     ("flush", "flush the memtables"),
