@@ -117,33 +117,43 @@ pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet
     scores
 }
 
-/// Estimated bytes compaction must rewrite to bring every level under target
-/// (RocksDB's `EstimateCompactionBytesNeeded`, simplified). 0 for universal
-/// and FIFO, which RocksDB does not estimate either.
+/// Estimated bytes compaction must rewrite to bring every level under target:
+/// RocksDB's `VersionStorageInfo::EstimateCompactionBytesNeeded`. L0 counts
+/// once it reaches its trigger (or holds `max_bytes_for_level_base`), with the
+/// base level it merges into; each level's excess over its target, bytes
+/// carried down from the level above included, counts with the fan-out it
+/// will meet below (next level's bytes / this level's, plus one), and the
+/// next level then starts from its own bytes plus that excess. 0 for
+/// universal and FIFO, which RocksDB does not estimate either.
 pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u64 {
     if opts.compaction_style != CompactionStyle::Level {
         return 0;
     }
     let t = level_targets(version, opts);
-    let mut pending = 0u64;
     let l0_bytes = version.level_bytes(0);
+    let l0_triggered = version.num_files(0) >= opts.level0_file_num_compaction_trigger.max(1) as usize
+        || l0_bytes >= opts.max_bytes_for_level_base;
+    let mut pending = 0u64;
     let mut carried = 0u64;
-    if version.num_files(0) >= opts.level0_file_num_compaction_trigger.max(1) as usize {
-        pending += l0_bytes + version.level_bytes(t.base_level);
+    if l0_triggered {
+        pending = l0_bytes;
         carried = l0_bytes;
     }
     for level in t.base_level..version.num_levels().saturating_sub(1) {
-        let bytes = version.level_bytes(level) + carried;
+        let own = version.level_bytes(level);
+        if level == t.base_level && l0_triggered {
+            pending = pending.saturating_add(own);
+        }
+        let size = own.saturating_add(carried);
         carried = 0;
-        if t.targets[level] > 0 && bytes > t.targets[level] {
-            let excess = bytes - t.targets[level];
-            let ratio = if bytes > 0 {
-                version.level_bytes(level + 1) as f64 / version.level_bytes(level).max(1) as f64
-            } else {
-                0.0
-            };
-            pending += excess + (excess as f64 * (ratio + 1.0)) as u64;
-            carried = excess;
+        if size > t.targets[level] {
+            carried = size - t.targets[level];
+            let next = version.level_bytes(level + 1);
+            if next > 0 {
+                // `size` > target >= 0, so the division is by a positive size.
+                let fan_out = next as f64 / size as f64 + 1.0;
+                pending = pending.saturating_add((carried as f64 * fan_out) as u64);
+            }
         }
     }
     pending
@@ -445,6 +455,38 @@ mod tests {
         o.level0_file_num_compaction_trigger = 2;
         o.compression = crate::CompressionType::None;
         o
+    }
+
+    /// W2's bug: with the base level empty, the old estimate divided the
+    /// next level's bytes by the base level's own (0, taken as 1) and passed
+    /// the 256 GiB hard limit on a tree of a few MB. The figure is RocksDB's.
+    #[test]
+    fn pending_bytes_with_an_empty_base_level_count_the_carried_bytes() {
+        let mut e = VersionEdit::default();
+        for n in 1..=3 {
+            e.add_file(0, file(n, "a", "z", 1000, n));
+        }
+        e.add_file(2, file(10, "a", "z", 50_000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let o = opts();
+        // L0 3000 bytes (trigger 2) into an empty L1 (target 1000): 2000 over,
+        // meeting 50000 bytes in L2 -> 2000 * (50000 / 3000 + 1); L2 then holds
+        // 52000 against 10000, with nothing below to merge into.
+        let expected = 3000 + (2000.0 * (50_000.0 / 3000.0 + 1.0)) as u64;
+        assert_eq!(estimate_pending_compaction_bytes(&v, &o), expected);
+        assert!(expected < 100_000, "bounded by a small multiple of the tree's 53 KB");
+        // Below the trigger L0 counts for nothing; L2's excess has no level to merge into.
+        let mut e = VersionEdit::default();
+        e.add_file(0, file(1, "a", "z", 500, 1));
+        e.add_file(2, file(10, "a", "z", 50_000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        assert_eq!(estimate_pending_compaction_bytes(&v, &o), 0);
+        // L1 over target with L2 below: excess * (L2 / L1 + 1).
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "z", 1500, 0));
+        e.add_file(2, file(10, "a", "z", 3000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        assert_eq!(estimate_pending_compaction_bytes(&v, &o), (500.0 * (3000.0 / 1500.0 + 1.0)) as u64);
     }
 
     #[test]
