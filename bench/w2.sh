@@ -9,6 +9,7 @@
 #   EBB_BENCH: the ebb-bench binary (default target/release/ebb-bench; the rocks-*
 #   variants need one built with --features rocksdb-peer).
 #   COOLDOWN=1 adds the thesis's cool-down (sine_finished after 60 s at 10 MB/s).
+#   EXTRA_FLAGS: more flags for every run and its read-back (e.g. --checksum_type=4).
 set -euo pipefail
 out=${1:?usage: bench/w2.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-3}
@@ -25,6 +26,9 @@ base=(--benchmarks=fillrandom,stats --duration=120 --num=50000 --value_size=1000
   --sine_write_rate_interval_milliseconds=1000 --stats_interval_seconds=10 --stats_per_interval=1
   --write_buffer_size=8388608 --max_bytes_for_level_base=33554432 --target_file_size_base=8388608
   --max_write_buffer_number=6 --max_background_flushes=2 --progress=false)
+# shellcheck disable=SC2206
+extra=(${EXTRA_FLAGS:-})
+base+=("${extra[@]}")
 if [ "${COOLDOWN:-0}" = 1 ]; then
   base+=(--sine_finished_seconds=60 --sine_finished_write_rate_limit=10000000)
 fi
@@ -56,7 +60,7 @@ for rep in $(seq 1 "$reps"); do
     # RocksDB's readrandom on the filterless, uncompacted tree "disabled"
     # leaves takes minutes: cut at READ_TIMEOUT seconds (reported as unfinished).
     timeout "${READ_TIMEOUT:-90}" "$bin" "$engine" --use_existing_db=1 --benchmarks=readrandom --num=50000 \
-      --reads=20000 --value_size=100000 --disable_auto_compactions=true --progress=false --db="$db" \
+      --reads=20000 --value_size=100000 --disable_auto_compactions=true --progress=false "${extra[@]}" --db="$db" \
       --json="$out/$v.$rep.read.json" >"$out/$v.$rep.read.log" 2>&1 || echo "read cut or failed: $?" >>"$out/$v.$rep.read.log"
     rm -rf "$db"
   done

@@ -278,6 +278,14 @@ impl RocksDbEngine {
                 bail!("flag --{} is not supported by the rocksdb peer", s.name);
             }
         }
+        if !cfg!(target_feature = "sse4.2")
+            && configured.iter().any(|(f, v)| *f == "checksum_type" && *v == Value::Int(1))
+        {
+            eprintln!(
+                "ebb-bench: warning: RocksDB was compiled without SSE4.2, so its CRC-32C is software and slow; \
+                 build the peer with bench/build_peer.sh"
+            );
+        }
         let cache = block_cache(&setup)?;
         let Setup { mut opts, mut table, universal, fifo, cache_size, num_levels, ttl, .. } = setup;
         if cache_size == 0 {
