@@ -226,10 +226,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let runs = plan(flags, &parsed, &peer, reps, seed)?;
     if peer == Peer::RocksDb {
         let probe = |engine: &str| -> Result<BTreeMap<String, String>> {
-            let dir = tempfile::Builder::new()
-                .prefix("ebb-bench-options-")
-                .tempdir()
-                .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
+            let dir = scratch_dir("ebb-bench-options-")?;
             let mut a = flags.to_vec();
             a.extend([
                 format!("--engine={engine}"),
@@ -243,7 +240,7 @@ pub fn run(args: &[String]) -> Result<()> {
             Ok(options_map::parse_effective(&run_child(&me, &a, engine)?))
         };
         let rows = options_map::option_rows(&probe("ebb")?, &probe("rocksdb")?, &|f| {
-            parsed.is_set(f) && !parsed.value(f).is_some_and(|v| options_map::means_engine_default(f, v))
+            options_map::given_value(&parsed, f).is_some()
         });
         eprint!("{}", options_map::render_rows(&rows, "rocksdb"));
         let given_and_different: Vec<String> = rows
@@ -274,10 +271,7 @@ pub fn run(args: &[String]) -> Result<()> {
         let mut args = run.args.clone();
         // db_bench gets a fresh temporary directory when the flags name none.
         let _guard = if run.peer && matches!(peer, Peer::DbBench(_)) && !parsed.is_set("db") {
-            let dir = tempfile::Builder::new()
-                .prefix("ebb-bench-db_bench-")
-                .tempdir()
-                .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))?;
+            let dir = scratch_dir("ebb-bench-db_bench-")?;
             args.push(format!("--db={}", dir.path().join("db").display()));
             Some(dir)
         } else {
@@ -292,6 +286,14 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     print!("{}", comparison_table(&ebb_runs, &peer_runs, peer.name()));
     Ok(())
+}
+
+/// A temporary directory, deleted when dropped.
+fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| BenchError::new(format!("compare: cannot create a temporary directory: {e}")))
 }
 
 /// One run `compare` makes.
@@ -326,9 +328,10 @@ pub fn plan(flags: &[String], parsed: &Flags, peer: &Peer, reps: usize, seed: u6
             Peer::DbBench(_) => {
                 let reference = crate::engine::ebb::peer_reference_options(parsed)?;
                 for s in options_map::engine_flags() {
-                    let left_out = !parsed.is_set(s.name)
-                        || parsed.value(s.name).is_some_and(|v| options_map::means_engine_default(s.name, v));
-                    if !left_out || EBB_ONLY_FLAGS.contains(&s.name) || s.name == "statistics" {
+                    if options_map::given_value(parsed, s.name).is_some()
+                        || EBB_ONLY_FLAGS.contains(&s.name)
+                        || s.name == "statistics"
+                    {
                         continue;
                     }
                     // db_bench's universal widths are int32: RocksDB's UINT_MAX

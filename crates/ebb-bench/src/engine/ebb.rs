@@ -35,8 +35,10 @@ fn family_name(i: usize) -> String {
 
 /// The text an engine option gets for a flag's value; `None` = leave the engine default.
 pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
+    if options_map::means_engine_default(flag, value) {
+        return Ok(None);
+    }
     Ok(match (flag, value) {
-        ("bloom_bits", Value::Int(b)) if *b < 0 => None,
         ("checksum_type", Value::Int(1)) => Some("kCRC32c".into()),
         ("checksum_type", Value::Int(4)) => Some("kXXH3".into()),
         // db_bench's names; RocksDB has no other clock cache now, so clock_cache is Ebb's clock too.
@@ -47,15 +49,6 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("checksum_type", Value::Int(other)) => {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }
-        // db_bench leaves the engine's value alone when these are 0.
-        (
-            "universal_size_ratio"
-            | "universal_min_merge_width"
-            | "universal_max_merge_width"
-            | "universal_max_size_amplification_percent"
-            | "fifo_compaction_max_table_files_size_mb",
-            Value::UInt(0),
-        ) => None,
         ("fifo_compaction_max_table_files_size_mb", Value::UInt(mb)) => Some(mb.saturating_mul(1 << 20).to_string()),
         _ => Some(value.to_text()),
     })

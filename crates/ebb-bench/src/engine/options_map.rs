@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::flags::{missing_in_ebb, parse_value, table::FLAGS, FlagSpec, Support, Value};
+use crate::flags::{missing_in_ebb, parse_value, table::FLAGS, FlagSpec, Flags, Support, Value};
 
 /// Every engine flag, in the table's order.
 pub fn engine_flags() -> impl Iterator<Item = &'static FlagSpec> {
@@ -34,6 +34,12 @@ pub fn means_engine_default(flag: &str, value: &Value) -> bool {
         ) => true,
         _ => false,
     }
+}
+
+/// The value of an engine flag given on the command line, unless the value
+/// [`means_engine_default`]: `None` for a flag left out, which takes Ebb's value.
+pub fn given_value<'f>(flags: &'f Flags, flag: &str) -> Option<&'f Value> {
+    flags.value(flag).filter(|v| flags.is_set(flag) && !means_engine_default(flag, v))
 }
 
 /// An engine's text for an option (`kSnappyCompression`, `bloomfilter:10:false`,

@@ -19,7 +19,7 @@ use rocksdb::{
     Options, UniversalCompactOptions, WriteBatch, WriteOptions, DB,
 };
 
-use super::options_map::{self, engine_flags, means_engine_default};
+use super::options_map::{self, engine_flags, given_value};
 use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
@@ -262,7 +262,7 @@ impl RocksDbEngine {
         setup.opts.create_if_missing(create);
         let mut configured = Vec::new();
         for s in engine_flags() {
-            let given = flags.value(s.name).filter(|v| flags.is_set(s.name) && !means_engine_default(s.name, v));
+            let given = given_value(flags, s.name);
             let value = match given {
                 Some(v) => v.clone(),
                 None => match options_map::ebb_flag_value(s, &reference) {
