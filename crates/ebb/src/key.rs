@@ -26,6 +26,11 @@ pub enum ValueKind {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A value kept in a blob file: the entry's value is a
+    /// [`crate::blob::BlobIndex`] saying where (RocksDB's `kTypeBlobIndex`,
+    /// the same number). Only flushes and compactions write it, into SSTs;
+    /// it is never in a WAL or a memtable.
+    BlobIndex = 0x11,
 }
 
 impl ValueKind {
@@ -34,14 +39,22 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            0x11 => Some(ValueKind::BlobIndex),
             _ => None,
         }
+    }
+
+    /// True for the kinds that hold the key's value (inline or in a blob file).
+    pub fn is_value(self) -> bool {
+        matches!(self, ValueKind::Value | ValueKind::BlobIndex)
     }
 }
 
 /// The kind used when building a seek target: the highest, so a seek for
-/// `(key, seq)` lands on the newest entry with sequence `<= seq`.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Value;
+/// `(key, seq)` lands on the newest entry with sequence `<= seq` whatever
+/// its kind (RocksDB's `kValueTypeForSeek`, for the same reason: a lower
+/// kind would sort after, and so skip, an entry of a higher kind at `seq`).
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::BlobIndex;
 
 /// Packs a sequence number and kind into the trailer value.
 pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {

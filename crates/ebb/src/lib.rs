@@ -3,8 +3,9 @@
 //!
 //! Layers, bottom up (LevelDB's layout): `util` (coding, checksums,
 //! compression), `fs` (the filesystem boundary), `key` (internal keys), `wal`
-//! (write-ahead log), `memtable`, `sst` (block-based tables), `cache` (block
-//! cache), `version` (MANIFEST and the set of live files), `iter` (merging),
+//! (write-ahead log), `memtable`, `sst` (block-based tables), `blob` (blob
+//! files: values kept apart from the tables), `cache` (block cache),
+//! `version` (MANIFEST and the set of live files), `iter` (merging),
 //! `compaction`, `db` (the public handle).
 
 #![deny(unsafe_code)]
@@ -15,6 +16,7 @@
 #[macro_use]
 mod kill_points;
 
+pub mod blob;
 pub mod cache;
 pub mod compaction;
 mod db;
@@ -33,8 +35,9 @@ pub mod wal;
 
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, FlushJobInfo, IteratorMode, RecoveryReport, RepairReport, RepairedTable, RepairedWal, SetAside,
-    Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch, DEFAULT_COLUMN_FAMILY, LOST_DIR,
+    EventListener, FlushJobInfo, IteratorMode, RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable,
+    RepairedWal, SetAside, Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
+    DEFAULT_COLUMN_FAMILY, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

@@ -259,6 +259,36 @@ pub struct Options {
     pub compression_per_level: Vec<CompressionType>,
     /// Compression of the bottommost level; `None` means as the other levels. Dynamic.
     pub bottommost_compression: Option<CompressionType>,
+    // ---- blob files (RocksDB's integrated BlobDB; docs/blob.md) ----
+    /// Write values of at least `min_blob_size` bytes into blob files when
+    /// flushing and compacting, keeping only a reference to each in the
+    /// tables (key-value separation). RocksDB `enable_blob_files`; default
+    /// false. Not with FIFO compaction, which drops tables unread and so
+    /// could not account for the blobs they refer to. Dynamic.
+    pub enable_blob_files: bool,
+    /// Smallest value, in bytes, written to a blob file; smaller ones stay
+    /// in the tables. RocksDB `min_blob_size`; default 0 (every value). Dynamic.
+    pub min_blob_size: u64,
+    /// A blob file is closed, and the next one started, once it reaches
+    /// this many bytes. RocksDB `blob_file_size`; default 256 MiB. Dynamic.
+    pub blob_file_size: u64,
+    /// Compression of each blob (stored raw where it saves less than 1/8).
+    /// RocksDB `blob_compression_type`; default none. Dynamic.
+    pub blob_compression_type: CompressionType,
+    /// Compactions relocate the blobs they meet in the oldest blob files
+    /// (`blob_garbage_collection_age_cutoff`) into new ones, so the old files
+    /// empty and are deleted. RocksDB `enable_blob_garbage_collection`;
+    /// default false. Dynamic.
+    pub enable_blob_garbage_collection: bool,
+    /// The oldest fraction of blob files whose blobs compactions relocate,
+    /// in `[0, 1]`. RocksDB `blob_garbage_collection_age_cutoff`; default 0.25. Dynamic.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// Once at least this fraction of the bytes of the blob files within
+    /// the age cutoff is garbage, the tables referring to the oldest blob
+    /// file are compacted even if no level needs it (leveled compaction
+    /// only), in `[0, 1]`. RocksDB `blob_garbage_collection_force_threshold`;
+    /// default 1.0, which turns forcing off, as in RocksDB. Dynamic.
+    pub blob_garbage_collection_force_threshold: f64,
     // ---- table options ----
     /// Uncompressed bytes per data block. RocksDB `block_size`; default 4 KiB.
     pub block_size: usize,
@@ -378,6 +408,13 @@ impl Default for Options {
             compression: CompressionType::Snappy,
             compression_per_level: Vec::new(),
             bottommost_compression: None,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression_type: CompressionType::None,
+            enable_blob_garbage_collection: false,
+            blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_force_threshold: 1.0,
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -654,6 +691,24 @@ impl Options {
         }
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate", "must be positive");
+        }
+        if self.blob_file_size == 0 {
+            return bad("blob_file_size", "must be positive");
+        }
+        for (name, fraction) in [
+            ("blob_garbage_collection_age_cutoff", self.blob_garbage_collection_age_cutoff),
+            ("blob_garbage_collection_force_threshold", self.blob_garbage_collection_force_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&fraction) {
+                return bad(name, "must be between 0 and 1");
+            }
+        }
+        if self.enable_blob_files && self.compaction_style == CompactionStyle::Fifo {
+            return bad(
+                "enable_blob_files",
+                "is not supported with FIFO compaction (it drops tables unread, so the blobs they refer to \
+                 could never be counted as garbage and deleted)",
+            );
         }
         // Each readahead is one buffer in memory per iterator.
         for (name, size) in [
@@ -1115,6 +1170,13 @@ option_table! {
     compression: Cf, true;
     compression_per_level: Cf, true;
     bottommost_compression: Cf, true;
+    enable_blob_files: Cf, true;
+    min_blob_size: Cf, true;
+    blob_file_size: Cf, true;
+    blob_compression_type: Cf, true;
+    enable_blob_garbage_collection: Cf, true;
+    blob_garbage_collection_age_cutoff: Cf, true;
+    blob_garbage_collection_force_threshold: Cf, true;
     block_size: Table, false;
     block_restart_interval: Table, false;
     bloom_bits_per_key: Table, false;
@@ -1216,6 +1278,49 @@ mod tests {
             let e = Options::from_text(text).unwrap().apply_dynamic(&[(name, value)]).unwrap_err().to_string();
             assert!(e.contains(name), "{name}: {e}");
         }
+    }
+
+    #[test]
+    fn blob_options_have_rocksdbs_defaults_round_trip_and_are_checked() {
+        let d = Options::default();
+        assert!(!d.enable_blob_files && !d.enable_blob_garbage_collection);
+        assert_eq!((d.min_blob_size, d.blob_file_size, d.blob_compression_type), (0, 256 << 20, CompressionType::None));
+        assert_eq!((d.blob_garbage_collection_age_cutoff, d.blob_garbage_collection_force_threshold), (0.25, 1.0));
+        let text = "enable_blob_files=true\nmin_blob_size=4096\nblob_file_size=1048576\n\
+                    blob_compression_type=kZSTD\nenable_blob_garbage_collection=true\n\
+                    blob_garbage_collection_age_cutoff=0.5\nblob_garbage_collection_force_threshold=0.8";
+        let o = Options::from_text(text).unwrap();
+        assert!(o.enable_blob_files && o.enable_blob_garbage_collection);
+        assert_eq!(
+            (o.min_blob_size, o.blob_file_size, o.blob_compression_type),
+            (4096, 1 << 20, CompressionType::Zstd)
+        );
+        assert_eq!((o.blob_garbage_collection_age_cutoff, o.blob_garbage_collection_force_threshold), (0.5, 0.8));
+        o.validate().unwrap();
+        let written = o.to_text();
+        // Column family options, in their section, as RocksDB's OPTIONS file has them.
+        let cf = written.split("[CFOptions").nth(1).unwrap().split("[TableOptions").next().unwrap();
+        assert!(cf.contains("  blob_compression_type=kZSTD\n"), "{written}");
+        assert_eq!(Options::from_text(&written).unwrap().to_text(), written);
+        for name in Options::names().filter(|n| n.contains("blob")) {
+            assert_eq!(Options::is_dynamic(name), Some(true), "{name} is dynamic in RocksDB");
+        }
+        let n = d.apply_dynamic(&[("enable_blob_files", "true"), ("min_blob_size", "100")]).unwrap();
+        assert!(n.enable_blob_files && n.min_blob_size == 100);
+        for (name, value) in [
+            ("blob_file_size", "0"),
+            ("blob_garbage_collection_age_cutoff", "1.5"),
+            ("blob_garbage_collection_force_threshold", "-0.1"),
+        ] {
+            let e = d.apply_dynamic(&[(name, value)]).unwrap_err().to_string();
+            assert!(e.contains(name), "{name}: {e}");
+        }
+        let e = Options::from_text("blob_compression_type=brotli").unwrap_err().to_string();
+        assert!(e.contains("blob_compression_type"), "{e}");
+        let mut fifo = Options::default();
+        fifo.compaction_style = CompactionStyle::Fifo;
+        fifo.enable_blob_files = true;
+        assert!(fifo.validate().unwrap_err().to_string().contains("enable_blob_files"));
     }
 
     #[test]

@@ -13,18 +13,67 @@
 //! share a user key (the version's invariant), and also before the output
 //! would overlap more than 10 target sizes of grandparent bytes.
 //!
+//! Blob files (docs/blob.md): with [`BlobSettings::min_blob_size`] set, a
+//! value kept of at least that size is written to a blob file and the output
+//! holds a blob index for it instead (kind `BlobIndex`); blob files are cut
+//! at `blob_file_size` and synced before the job returns. With garbage
+//! collection (`BlobSettings::gc`), a blob index kept that points into a
+//! blob file numbered below the cutoff has its blob read and written again
+//! (into a new blob file, or inline when it no longer qualifies). Every blob
+//! index read is counted against its file, and every one written out too:
+//! the difference is the garbage the job found ([`JobOutput::blob_garbage`]),
+//! which the version edit records, so a blob file's garbage reaches its
+//! count exactly when no table refers to it any more.
+//!
 //! A cancelled or failed job deletes every file it created.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, user_key, SequenceNumber, ValueKind};
+use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind};
+use crate::options::CompressionType;
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData};
+
+/// How a merge treats values and blob indexes (module documentation).
+#[derive(Clone, Copy)]
+pub struct BlobSettings<'a> {
+    /// Values kept of at least this many bytes go to blob files; `None`
+    /// keeps every value in the tables (`enable_blob_files` off).
+    pub min_blob_size: Option<u64>,
+    /// Cut blob files at about this size.
+    pub blob_file_size: u64,
+    /// Compression of each blob.
+    pub compression: CompressionType,
+    /// The column family, recorded in each blob file's header.
+    pub column_family: u32,
+    /// Garbage collection: blobs in files numbered below the cutoff are
+    /// read through the fetcher and written again; `None` leaves every blob
+    /// where it is.
+    pub gc: Option<(u64, &'a dyn BlobFetcher)>,
+    /// Verify blob checksums when reading blobs to relocate them.
+    pub verify_checksums: bool,
+}
+
+impl BlobSettings<'_> {
+    /// Values stay in the tables and blobs where they are.
+    pub fn off() -> Self {
+        BlobSettings {
+            min_blob_size: None,
+            blob_file_size: u64::MAX,
+            compression: CompressionType::None,
+            column_family: 0,
+            gc: None,
+            verify_checksums: true,
+        }
+    }
+}
 
 /// Everything a merge needs to know besides its input.
 pub struct JobContext<'a> {
@@ -46,8 +95,12 @@ pub struct JobContext<'a> {
     pub drop_hidden: bool,
     /// Checked at output-block boundaries; when set the job stops with `Error::Cancelled`.
     pub cancel: Option<&'a AtomicBool>,
-    /// Hands out file numbers (and registers them as pending outputs).
+    /// Hands out table file numbers (and registers them as pending outputs).
     pub new_file_number: &'a mut dyn FnMut() -> u64,
+    /// Blob files: what goes into them, what is relocated.
+    pub blob: BlobSettings<'a>,
+    /// Hands out blob file numbers (and registers them as pending outputs).
+    pub new_blob_file_number: &'a mut dyn FnMut() -> u64,
     /// Called with the bytes of each finished output block, for rate limiting and pacing.
     pub on_bytes: &'a mut dyn FnMut(u64),
     /// Ask the OS to write outputs back every this many bytes (`bytes_per_sync`); 0 never.
@@ -63,8 +116,15 @@ pub struct JobOutput {
     pub keys_in: u64,
     /// Entries dropped.
     pub keys_dropped: u64,
-    /// Bytes written.
+    /// Bytes written, to tables and blob files.
     pub bytes_written: u64,
+    /// The blob files written, synced.
+    pub blob_files: Vec<FinishedBlobFile>,
+    /// Per blob file the input referred to: the blobs (count, record bytes)
+    /// the output no longer refers to.
+    pub blob_garbage: BTreeMap<u64, (u64, u64)>,
+    /// Blobs relocated by garbage collection: count, value bytes.
+    pub blobs_relocated: (u64, u64),
 }
 
 struct OpenOutput {
@@ -75,20 +135,44 @@ struct OpenOutput {
     smallest_seq: SequenceNumber,
     largest_seq: SequenceNumber,
     reported: u64,
+    /// The oldest blob file an entry refers to (0: none yet).
+    oldest_blob_file: u64,
+}
+
+/// Blob references read and written per blob file: (count, record bytes).
+type BlobFlow = BTreeMap<u64, (u64, u64)>;
+
+fn add_flow(flow: &mut BlobFlow, number: u64, bytes: u64) {
+    let e = flow.entry(number).or_default();
+    e.0 += 1;
+    e.1 += bytes;
+}
+
+/// The blob file being written, and what the job wrote to blob files.
+#[derive(Default)]
+struct BlobOutputs {
+    current: Option<BlobFileBuilder>,
+    finished: Vec<FinishedBlobFile>,
+    reported: u64,
 }
 
 /// Runs the merge of `input` (already positioned with `seek_to_first`).
 pub fn run(input: &mut dyn InternalIterator, ctx: JobContext<'_>) -> Result<JobOutput> {
     let mut out = JobOutput::default();
     let mut created: Vec<u64> = Vec::new();
-    let result = merge(input, ctx.dir, ctx, &mut out, &mut created);
+    let mut created_blobs: Vec<u64> = Vec::new();
+    let result = merge(input, ctx.dir, ctx, &mut out, &mut created, &mut created_blobs);
     match result {
         Ok(()) => Ok(out),
         Err((e, dir, fs)) => {
             for n in created {
                 let _ = fs.remove_file(&filename::table_file(&dir, n));
             }
+            for n in created_blobs {
+                let _ = fs.remove_file(&filename::blob_file(&dir, n));
+            }
             out.files.clear();
+            out.blob_files.clear();
             Err(e)
         }
     }
@@ -102,9 +186,15 @@ fn merge(
     mut ctx: JobContext<'_>,
     out: &mut JobOutput,
     created: &mut Vec<u64>,
+    created_blobs: &mut Vec<u64>,
 ) -> std::result::Result<(), MergeError> {
     let fs = Arc::clone(ctx.fs);
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
+    let mut blob_in = BlobFlow::new();
+    let mut blob_out = BlobFlow::new();
+    let mut blobs = BlobOutputs::default();
+    let min_blob_size = ctx.blob.min_blob_size;
+    let to_blob = |len: usize| min_blob_size.is_some_and(|min| len as u64 >= min);
     let mut current: Option<OpenOutput> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_seq_for_key = SequenceNumber::MAX;
@@ -149,11 +239,63 @@ fn merge(
         let dead_tombstone =
             ctx.drop_tombstones && parsed.kind == ValueKind::Deletion && parsed.seq <= ctx.smallest_snapshot;
         last_seq_for_key = parsed.seq;
+        // Every blob index read counts against its file, kept or not.
+        let blob_index = match parsed.kind {
+            ValueKind::BlobIndex => {
+                let index = BlobIndex::decode(input.value()).map_err(|r| {
+                    let shown = String::from_utf8_lossy(parsed.user_key);
+                    fail(Error::corruption("compaction input", 0, format!("blob index of key {shown:?}: {r}")))
+                })?;
+                add_flow(&mut blob_in, index.file_number, index.record_len(parsed.user_key));
+                Some(index)
+            }
+            _ => None,
+        };
         if hidden || dead_tombstone {
             out.keys_dropped += 1;
             input.next();
             continue;
         }
+        // The value as the output holds it, when it is not the input's:
+        // moved into a blob file, or relocated out of an old one.
+        let relocated = match (blob_index, ctx.blob.gc) {
+            (Some(index), Some((cutoff, fetcher))) if index.file_number < cutoff => {
+                let v = fetcher.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
+                out.blobs_relocated.0 += 1;
+                out.blobs_relocated.1 += v.len() as u64;
+                Some(v)
+            }
+            _ => None,
+        };
+        let changed: Option<(ValueKind, Vec<u8>, u64)> = match (parsed.kind, relocated) {
+            (ValueKind::Value, None) if to_blob(input.value().len()) => {
+                let index =
+                    add_blob(&mut blobs, &mut ctx, dir, created_blobs, parsed.user_key, input.value()).map_err(fail)?;
+                Some((ValueKind::BlobIndex, index.encode(), index.file_number))
+            }
+            (_, Some(v)) if to_blob(v.len()) => {
+                let index = add_blob(&mut blobs, &mut ctx, dir, created_blobs, parsed.user_key, &v).map_err(fail)?;
+                Some((ValueKind::BlobIndex, index.encode(), index.file_number))
+            }
+            (_, Some(v)) => Some((ValueKind::Value, v, 0)),
+            (_, None) => None,
+        };
+        // The blob file the output entry refers to; a blob index kept as it
+        // is counts for its file (what the job wrote into new blob files is
+        // not garbage of anything).
+        let refers_to = match (&changed, blob_index) {
+            (Some((_, _, number)), _) => *number,
+            (None, Some(index)) => {
+                add_flow(&mut blob_out, index.file_number, index.record_len(parsed.user_key));
+                index.file_number
+            }
+            (None, None) => 0,
+        };
+        let changed_key = changed.as_ref().map(|(kind, _, _)| make_internal_key(parsed.user_key, parsed.seq, *kind));
+        let (out_key, out_value) = match (&changed_key, &changed) {
+            (Some(k), Some((_, v, _))) => (k.as_slice(), v.as_slice()),
+            _ => (key, input.value()),
+        };
         if current.is_none() {
             let number = (ctx.new_file_number)();
             created.push(number);
@@ -162,19 +304,23 @@ fn merge(
             current = Some(OpenOutput {
                 number,
                 builder: TableBuilder::new(file, ctx.table_options.clone(), path.display().to_string()),
-                smallest: key.to_vec(),
+                smallest: out_key.to_vec(),
                 largest: Vec::new(),
                 smallest_seq: SequenceNumber::MAX,
                 largest_seq: 0,
                 reported: 0,
+                oldest_blob_file: 0,
             });
         }
         if let Some(o) = current.as_mut() {
-            o.builder.add(key, input.value()).map_err(fail)?;
+            o.builder.add(out_key, out_value).map_err(fail)?;
             o.largest.clear();
-            o.largest.extend_from_slice(key);
+            o.largest.extend_from_slice(out_key);
             o.smallest_seq = o.smallest_seq.min(parsed.seq);
             o.largest_seq = o.largest_seq.max(parsed.seq);
+            if refers_to != 0 && (o.oldest_blob_file == 0 || refers_to < o.oldest_blob_file) {
+                o.oldest_blob_file = refers_to;
+            }
             let size = o.builder.estimated_file_size();
             if size >= o.reported + block {
                 (ctx.on_bytes)(size - o.reported);
@@ -190,9 +336,62 @@ fn merge(
     if let Some(o) = current.take() {
         finish_output(o, out, &mut ctx).map_err(fail)?;
     }
-    if !out.files.is_empty() {
+    // Blob files are synced before the edit that lists the tables referring
+    // to them can be written (the caller writes it after this returns).
+    finish_blob_file(&mut blobs, &mut ctx).map_err(fail)?;
+    for f in &blobs.finished {
+        out.bytes_written += f.file_size;
+    }
+    out.blob_files = std::mem::take(&mut blobs.finished);
+    for (number, (count, bytes)) in blob_in {
+        let (kept_count, kept_bytes) = blob_out.get(&number).copied().unwrap_or_default();
+        if count > kept_count {
+            out.blob_garbage.insert(number, (count - kept_count, bytes.saturating_sub(kept_bytes)));
+        }
+    }
+    if !out.files.is_empty() || !out.blob_files.is_empty() {
         kill_point!("dir_sync" => Err(fail(crate::kill_points::injected("dir_sync"))));
         fs.sync_dir(dir).map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// Writes `value` of `key` into the blob file being written, starting one
+/// first if none is; cuts it once it reaches `blob_file_size`.
+fn add_blob(
+    blobs: &mut BlobOutputs,
+    ctx: &mut JobContext<'_>,
+    dir: &Path,
+    created_blobs: &mut Vec<u64>,
+    key: &[u8],
+    value: &[u8],
+) -> Result<BlobIndex> {
+    if blobs.current.is_none() {
+        let number = (ctx.new_blob_file_number)();
+        created_blobs.push(number);
+        let path = filename::blob_file(dir, number);
+        let file = crate::fs::WriteBehindFile::wrap(ctx.fs.new_writable(&path)?, ctx.bytes_per_sync);
+        let name = path.display().to_string();
+        blobs.current = Some(BlobFileBuilder::new(file, number, name, ctx.blob.column_family, ctx.blob.compression)?);
+        blobs.reported = 0;
+    }
+    let Some(b) = blobs.current.as_mut() else { unreachable!("a blob file was just started") };
+    let index = b.add(key, value)?;
+    let size = b.file_size();
+    (ctx.on_bytes)(size - blobs.reported);
+    blobs.reported = size;
+    if size >= ctx.blob.blob_file_size {
+        finish_blob_file(blobs, ctx)?;
+    }
+    Ok(index)
+}
+
+/// Finishes (footer, sync) the blob file being written, if any.
+fn finish_blob_file(blobs: &mut BlobOutputs, ctx: &mut JobContext<'_>) -> Result<()> {
+    if let Some(b) = blobs.current.take() {
+        let done = b.finish()?;
+        (ctx.on_bytes)(done.file_size.saturating_sub(blobs.reported));
+        blobs.finished.push(done);
     }
     Ok(())
 }
@@ -212,6 +411,7 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
         largest_seq: o.largest_seq,
         num_entries,
         num_deletions: props.num_deletions,
+        oldest_blob_file: o.oldest_blob_file,
         table: Default::default(),
     });
     Ok(())

@@ -40,11 +40,14 @@ pub enum CompactionReason {
     FifoTtl,
     /// FIFO with `allow_compaction`: small L0 files merged into one.
     FifoReduceNumFiles,
+    /// A table rewritten in place so the oldest blob files, mostly
+    /// garbage, can go (`blob_garbage_collection_force_threshold`).
+    ForcedBlobGc,
 }
 
 impl CompactionReason {
     /// Every reason, in a fixed order (the index of per-reason counters).
-    pub const ALL: [CompactionReason; 10] = [
+    pub const ALL: [CompactionReason; 11] = [
         CompactionReason::L0FileCount,
         CompactionReason::LevelSize,
         CompactionReason::IntraL0,
@@ -55,6 +58,7 @@ impl CompactionReason {
         CompactionReason::FifoMaxSize,
         CompactionReason::FifoTtl,
         CompactionReason::FifoReduceNumFiles,
+        CompactionReason::ForcedBlobGc,
     ];
 
     /// RocksDB's name for the reason (`GetCompactionReasonString`); intra-L0 is Ebb's.
@@ -70,6 +74,7 @@ impl CompactionReason {
             CompactionReason::FifoMaxSize => "FIFOMaxSize",
             CompactionReason::FifoTtl => "FIFOTtl",
             CompactionReason::FifoReduceNumFiles => "FIFOReduceNumFiles",
+            CompactionReason::ForcedBlobGc => "ForcedBlobGC",
         }
     }
 
@@ -168,6 +173,7 @@ pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) ->
         largest_seq: seq,
         num_entries: 1,
         num_deletions: 0,
+        oldest_blob_file: 0,
         table: Default::default(),
     }
 }

@@ -14,6 +14,8 @@
 //!    `10 x target_file_size` of grandparent bytes (seed 001, "trivial move").
 //! 5. L0→L0 when L0→base is blocked by a running compaction and at least 4 L0
 //!    files are free (RocksDB's `kMinFilesForIntraL0Compaction`).
+//! 6. When no level needs compaction: forced blob garbage collection
+//!    (RocksDB's `ComputeFilesMarkedForForcedBlobGC`), see [`pick_forced_blob_gc`].
 //!
 //! [`pick_compaction`] hands universal and FIFO styles to their own pickers
 //! ([`super::universal`], [`super::fifo`]); everything else here is leveled.
@@ -262,7 +264,49 @@ pub fn pick_compaction(
             return picked;
         }
     }
-    None
+    pick_forced_blob_gc(version, opts, busy)
+}
+
+/// Forced blob garbage collection (RocksDB's
+/// `ComputeFilesMarkedForForcedBlobGC`, leveled compaction only): when the
+/// blob files within the age cutoff (the oldest
+/// `blob_garbage_collection_age_cutoff` of them) hold garbage making up at
+/// least `blob_garbage_collection_force_threshold` of their bytes, a free
+/// table naming the oldest blob file as its oldest is rewritten in its own
+/// level. The rewrite relocates its blobs in files below the cutoff (the
+/// oldest among them), so once every such table is rewritten no table
+/// refers to the oldest blob file and it goes; the next pick looks at the
+/// next oldest. Off unless garbage collection is on, the cutoff is above 0
+/// and the threshold below 1, as in RocksDB; and, unlike RocksDB, never
+/// for a batch without garbage (a threshold of 0 would otherwise rewrite
+/// the same blobs forever).
+pub fn pick_forced_blob_gc(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+    let (cutoff, threshold) = (opts.blob_garbage_collection_age_cutoff, opts.blob_garbage_collection_force_threshold);
+    if !opts.enable_blob_garbage_collection || cutoff <= 0.0 || threshold >= 1.0 {
+        return None;
+    }
+    let eligible = (cutoff * version.blob_files.len() as f64) as usize;
+    let (total, garbage) = version
+        .blob_files
+        .values()
+        .take(eligible)
+        .fold((0u64, 0u64), |(t, g), b| (t + b.total_bytes, g + b.garbage_bytes));
+    if eligible == 0 || garbage == 0 || (garbage as f64) < threshold * total as f64 {
+        return None;
+    }
+    let oldest = *version.blob_files.keys().next()?;
+    let (level, file) = version
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, files)| files.iter().map(move |f| (level, f)))
+        .find(|(_, f)| f.oldest_blob_file == oldest && !busy.contains(&f.number))?;
+    let mut c = finish(version, opts, level, level, vec![Arc::clone(file)], Vec::new(), CompactionReason::ForcedBlobGc);
+    if level == 0 {
+        // Older L0 files may hold the keys of its tombstones.
+        c.bottommost = false;
+    }
+    Some(c)
 }
 
 fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Option<Compaction> {
@@ -455,6 +499,53 @@ mod tests {
         o.level0_file_num_compaction_trigger = 2;
         o.compression = crate::CompressionType::None;
         o
+    }
+
+    #[test]
+    fn forced_blob_gc_rewrites_a_table_naming_the_oldest_blob_file_once_garbage_passes_the_threshold() {
+        use crate::version::{BlobFileAddition, BlobFileGarbage};
+        let mut o = opts();
+        o.enable_blob_garbage_collection = true;
+        o.blob_garbage_collection_age_cutoff = 0.5;
+        o.blob_garbage_collection_force_threshold = 0.5;
+        let with_oldest = |mut f: FileMetaData, oldest| {
+            f.oldest_blob_file = oldest;
+            f
+        };
+        // L1 holds two tables under their target; four blob files.
+        let mut e = VersionEdit::default();
+        e.add_file(1, with_oldest(file(1, "a", "f", 100, 1), 10));
+        e.add_file(1, with_oldest(file(2, "g", "m", 100, 1), 11));
+        e.add_file(1, with_oldest(file(3, "n", "z", 100, 1), 12));
+        for n in [10, 11, 12, 13] {
+            e.blob_file_additions.push(BlobFileAddition { number: n, total_count: 10, total_bytes: 1000 });
+        }
+        let v = Version::new(3).apply(&[&e]).unwrap();
+        let none = HashSet::new();
+        assert!(pick(&v, &o, &none).is_none(), "no garbage: nothing forced");
+        // 900 of the 2000 bytes of the two oldest files: under half.
+        let g = |number, bytes| BlobFileGarbage { number, count: bytes / 100, bytes };
+        let v =
+            v.apply(&[&VersionEdit { blob_file_garbage: vec![g(10, 500), g(11, 400)], ..Default::default() }]).unwrap();
+        assert!(pick(&v, &o, &none).is_none(), "under the threshold");
+        // The garbage of a file past the age cutoff does not count.
+        let v2 = v.apply(&[&VersionEdit { blob_file_garbage: vec![g(13, 900)], ..Default::default() }]).unwrap();
+        assert!(pick(&v2, &o, &none).is_none(), "past the age cutoff");
+        let v = v.apply(&[&VersionEdit { blob_file_garbage: vec![g(11, 100)], ..Default::default() }]).unwrap();
+        let c = pick(&v, &o, &none).expect("half the bytes are garbage");
+        assert_eq!((c.reason, c.level, c.output_level), (CompactionReason::ForcedBlobGc, 1, 1));
+        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![1], "the table naming file 10");
+        assert!(!c.trivial_move);
+        assert!(pick(&v, &o, &HashSet::from([1])).is_none(), "its table is busy");
+        for off in [
+            |o: &mut Options| o.enable_blob_garbage_collection = false,
+            |o: &mut Options| o.blob_garbage_collection_force_threshold = 1.0,
+            |o: &mut Options| o.blob_garbage_collection_age_cutoff = 0.0,
+        ] {
+            let mut o = o.clone();
+            off(&mut o);
+            assert!(pick(&v, &o, &none).is_none());
+        }
     }
 
     /// W2's bug: with the base level empty, the old estimate divided the

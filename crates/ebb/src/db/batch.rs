@@ -301,10 +301,15 @@ impl<'a> Iterator for CfBatchIter<'a> {
                     let cf = self.d.varint32().ok_or("write batch column family id truncated")?;
                     (cf, if tag == TAG_CF_VALUE { ValueKind::Value } else { ValueKind::Deletion })
                 }
-                _ => (0, ValueKind::from_u8(tag).ok_or_else(|| format!("write batch record has unknown tag {tag}"))?),
+                // Only the kinds a user writes: a blob index (0x11) is
+                // made by flushes and compactions, never taken from a WAL.
+                _ => match ValueKind::from_u8(tag).filter(|k| *k != ValueKind::BlobIndex) {
+                    Some(kind) => (0, kind),
+                    None => return Err(format!("write batch record has unknown tag {tag}")),
+                },
             };
             match kind {
-                ValueKind::Value => {
+                ValueKind::Value | ValueKind::BlobIndex => {
                     let key = self.d.length_prefixed().ok_or("write batch put key truncated")?;
                     let value = self.d.length_prefixed().ok_or("write batch put value truncated")?;
                     Ok((cf, BatchOp::Put { key, value }))
@@ -383,6 +388,9 @@ mod tests {
         }
         let mut bad_tag = data.clone();
         bad_tag[HEADER_LEN] = 9;
+        assert!(WriteBatch::from_data(&bad_tag, "wal", 7).unwrap_err().is_corruption());
+        // The blob index kind is an entry kind, but never a batch record's.
+        bad_tag[HEADER_LEN] = crate::key::ValueKind::BlobIndex as u8;
         assert!(WriteBatch::from_data(&bad_tag, "wal", 7).unwrap_err().is_corruption());
         let mut extra = data;
         extra.push(0);

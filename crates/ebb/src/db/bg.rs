@@ -11,9 +11,10 @@
 //! state (running counters, `being_compacted` marks, `pending_outputs`
 //! entries, cancellation flags) is held by a guard (`JobGuard`) that gives
 //! it back however the job ends, so a panic can never leave writers or
-//! waiters waiting for a job that is gone. Tables a job wrote but never
-//! handed to the MANIFEST are deleted (`NewTables`). The panic becomes the
-//! sticky background error (`Error::Panicked`), and the thread lives on.
+//! waiters waiting for a job that is gone. Tables and blob files a job
+//! wrote but never handed to the MANIFEST are deleted (`NewTables`). The
+//! panic becomes the sticky background error (`Error::Panicked`), and the
+//! thread lives on.
 
 use std::any::Any;
 use std::ops::{Deref, DerefMut};
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
+use crate::compaction::job::BlobSettings;
 use crate::compaction::{job, picker, Compaction};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
@@ -32,7 +34,7 @@ use crate::key::{make_internal_key, user_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
-use crate::version::{filename, FileMetaData, VersionEdit};
+use crate::version::{filename, BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Pool {
@@ -148,19 +150,25 @@ impl DbInner {
         let number = st.versions.new_file_number();
         let new_tables = NewTables::new(self);
         new_tables.record(number);
+        // Blob files take numbers above the table's, so the same floor
+        // protects them.
+        let numbers = st.versions.file_number_allocator();
+        let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
         let output = {
             let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
-            MutexGuard::unlocked(&mut st, || self.write_level0_table(mems, &opts, &data, number, smallest_snapshot))
+            MutexGuard::unlocked(&mut st, || {
+                self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)
+            })
         };
         let output = output?;
         if !st.families.contains_key(&cf) {
             return Err(Error::Cancelled);
         }
         let mut edit = VersionEdit { column_family: cf, ..Default::default() };
-        let mut written = 0;
+        let written = output.bytes_written;
         let mut file_number = 0;
+        self.record_blob_output(&mut edit, &output);
         for f in output.files {
-            written += f.file_size;
             file_number = f.number;
             edit.add_file(0, f);
         }
@@ -221,8 +229,9 @@ impl DbInner {
     }
 
     /// Writes `mems` (oldest first) of column family `cf` into one table
-    /// numbered `number` (see [`write_memtables`]). Does not need the db
-    /// mutex: callers hold it only at open.
+    /// numbered `number`, and blob files numbered by `new_blob_number` (see
+    /// [`write_memtables`]). Does not need the db mutex: callers hold it
+    /// only at open.
     pub(crate) fn write_level0_table(
         &self,
         mems: &[Arc<MemTable>],
@@ -230,6 +239,7 @@ impl DbInner {
         family: &super::column_family::ColumnFamilyData,
         number: u64,
         smallest_snapshot: u64,
+        new_blob_number: &dyn Fn() -> u64,
     ) -> Result<job::JobOutput> {
         let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
         let target = TableTarget {
@@ -239,8 +249,28 @@ impl DbInner {
             cf: family.id,
             cf_name: &family.name,
             bytes_per_sync: self.opts().bytes_per_sync,
+            new_blob_number: Some(new_blob_number),
         };
         write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
+    }
+
+    /// Adds what a job wrote to blob files, and the garbage it found, to
+    /// `edit`, and counts them in the statistics.
+    pub(crate) fn record_blob_output(&self, edit: &mut VersionEdit, output: &job::JobOutput) {
+        for b in &output.blob_files {
+            edit.blob_file_additions.push(BlobFileAddition {
+                number: b.number,
+                total_count: b.blob_count,
+                total_bytes: b.blob_bytes,
+            });
+            bump(&self.stats.blob_file_bytes_written, b.file_size);
+            bump(&self.stats.blob_files_synced, 1);
+        }
+        for (number, (count, bytes)) in &output.blob_garbage {
+            edit.blob_file_garbage.push(BlobFileGarbage { number: *number, count: *count, bytes: *bytes });
+        }
+        bump(&self.stats.blob_gc_keys_relocated, output.blobs_relocated.0);
+        bump(&self.stats.blob_gc_bytes_relocated, output.blobs_relocated.1);
     }
 
     /// The oldest sequence number any reader may still read at.
@@ -396,6 +426,15 @@ impl DbInner {
         let opts = self.family_opts(&data);
         let db_opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
+        // Held, and listed among the versions readers hold, until the job
+        // ends: garbage collection reads the blob files it lists, which must
+        // stay even if the family is dropped meanwhile.
+        let input_version = st.versions.version(cf).ok_or(Error::Cancelled)?;
+        st.live_versions.push((cf, Arc::downgrade(&input_version)));
+        let fetcher: &dyn crate::blob::BlobFetcher = &*self.blobs;
+        let gc = opts
+            .enable_blob_garbage_collection
+            .then(|| (input_version.blob_gc_cutoff(opts.blob_garbage_collection_age_cutoff), fetcher));
         // Outputs are numbered without the mutex; every number at or above
         // `floor` is protected from deletion until they are installed.
         let floor = st.versions.next_file_number();
@@ -412,6 +451,14 @@ impl DbInner {
         let settings = SubcompactionSettings {
             rs: ReadSettings::for_compaction(&db_opts),
             table_options,
+            blob: BlobSettings {
+                min_blob_size: opts.enable_blob_files.then_some(opts.min_blob_size),
+                blob_file_size: opts.blob_file_size,
+                compression: opts.blob_compression_type,
+                column_family: cf,
+                gc,
+                verify_checksums: db_opts.paranoid_checks,
+            },
             smallest_snapshot,
             cancel,
             numbers: &numbers,
@@ -443,6 +490,14 @@ impl DbInner {
                     out.keys_dropped += o.keys_dropped;
                     out.bytes_written += o.bytes_written;
                     out.files.extend(o.files);
+                    out.blob_files.extend(o.blob_files);
+                    for (number, (count, bytes)) in o.blob_garbage {
+                        let g = out.blob_garbage.entry(number).or_default();
+                        g.0 += count;
+                        g.1 += bytes;
+                    }
+                    out.blobs_relocated.0 += o.blobs_relocated.0;
+                    out.blobs_relocated.1 += o.blobs_relocated.1;
                 }
                 Err(e) => {
                     if first_error.is_none() || matches!(first_error, Some(Error::Cancelled)) {
@@ -462,7 +517,8 @@ impl DbInner {
             }
             return Err(e);
         }
-        let written: u64 = out.files.iter().map(|f| f.file_size).sum();
+        let written = out.bytes_written;
+        self.record_blob_output(&mut edit, &out);
         let installed: Vec<Arc<FileMetaData>> = out.files.into_iter().map(Arc::new).collect();
         for f in &installed {
             edit.new_files.push((c.output_level, Arc::clone(f)));
@@ -474,6 +530,7 @@ impl DbInner {
             Err(Error::Cancelled)
         };
         drop(job);
+        drop(input_version);
         r?;
         self.install_super_version(st);
         if c.level == 0 && c.output_level == 0 {
@@ -540,6 +597,7 @@ impl DbInner {
             None => input.seek_to_first(),
         }
         let mut alloc = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
+        let mut alloc_blob = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
         let from_l0 = c.level == 0;
         let mut on_bytes = |b: u64| {
             bump(&self.stats.compaction_bytes_written, b);
@@ -558,6 +616,8 @@ impl DbInner {
                 drop_hidden: true,
                 cancel: Some(settings.cancel),
                 new_file_number: &mut alloc,
+                blob: settings.blob,
+                new_blob_file_number: &mut alloc_blob,
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: self.opts().bytes_per_sync,
             },
@@ -565,17 +625,21 @@ impl DbInner {
     }
 
     /// Deletes files no live version lists and no job is writing: old WALs,
-    /// unreferenced SSTs, old MANIFESTs and OPTIONS files, temporaries.
-    /// Requires the db mutex.
+    /// unreferenced SSTs and blob files, old MANIFESTs and OPTIONS files,
+    /// temporaries. Requires the db mutex.
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
         let Ok(names) = self.fs.list_dir(&self.dir) else { return };
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<u64> =
-            st.versions.families().values().flat_map(|f| f.current.live_files()).collect();
+        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
+        let mut live: std::collections::HashSet<u64> = st
+            .versions
+            .families()
+            .values()
+            .flat_map(|f| f.current.live_files().chain(f.current.live_blob_files()))
+            .collect();
         // A running compaction of a family dropped meanwhile still reads its inputs.
         live.extend(st.being_compacted.iter().copied());
-        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
-            live.extend(v.live_files());
+        for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
+            live.extend(v.live_files().chain(v.live_blob_files()));
         }
         // Jobs number their outputs from a floor recorded when they started.
         let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
@@ -593,7 +657,9 @@ impl DbInner {
             let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
             let obsolete = match kind {
                 filename::FileType::Wal => number < log_number && number != st.wal_number,
-                filename::FileType::Table => !live.contains(&number) && number < protected_from,
+                filename::FileType::Table | filename::FileType::Blob => {
+                    !live.contains(&number) && number < protected_from
+                }
                 filename::FileType::Manifest => number < manifest,
                 filename::FileType::Options => number < newest_options,
                 filename::FileType::Temp => number < protected_from,
@@ -601,8 +667,10 @@ impl DbInner {
             };
             if obsolete {
                 kill_point!("obsolete_delete" => ());
-                if kind == filename::FileType::Table {
-                    self.tables.evict(number);
+                match kind {
+                    filename::FileType::Table => self.tables.evict(number),
+                    filename::FileType::Blob => self.blobs.evict(number),
+                    _ => {}
                 }
                 let _ = self.fs.remove_file(&self.dir.join(&name));
             }
@@ -679,9 +747,12 @@ impl DbInner {
             let c = picker::manual_compaction_for_style(&version, &opts, &st.being_compacted, &created);
             return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
         }
-        let deepest = version.deepest_nonempty_level();
+        let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
+        // Versions held here would keep the files each compaction makes
+        // obsolete until some later job's clean-up.
+        drop(version);
         let mut level = 0;
-        while level < version.num_levels() {
+        while level < num_levels {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
@@ -695,8 +766,9 @@ impl DbInner {
             }
             let output_level =
                 if level == 0 { picker::level_targets(&v, &opts).base_level.min(last).max(1) } else { level + 1 };
-            if let Some(c) = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end)
-            {
+            let picked = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end);
+            drop(v);
+            if let Some(c) = picked {
                 self.run_compaction(st, cf, c)?;
             }
             level = if level == 0 { output_level } else { level + 1 };
@@ -937,10 +1009,10 @@ impl Drop for JobGuard<'_, '_> {
     }
 }
 
-/// The tables a job creates (their numbers, recorded as they are handed
-/// out), deleted when the guard drops unless the job handed them to the
-/// MANIFEST first (`installing`): a job that fails or panics before that
-/// leaves none behind. Once an edit listing them may have reached the
+/// The tables and blob files a job creates (their numbers, recorded as they
+/// are handed out), deleted when the guard drops unless the job handed them
+/// to the MANIFEST first (`installing`): a job that fails or panics before
+/// that leaves none behind. Once an edit listing them may have reached the
 /// MANIFEST they are never deleted here, even if installing fails: whether
 /// it reached the disk is unknown, and the reopen decides.
 pub(crate) struct NewTables<'g> {
@@ -953,7 +1025,7 @@ impl<'g> NewTables<'g> {
         NewTables { inner, numbers: Mutex::new(Vec::new()) }
     }
 
-    /// Records table `number` as created by the job; returns it.
+    /// Records table or blob file `number` as created by the job; returns it.
     fn record(&self, number: u64) -> u64 {
         self.numbers.lock().push(number);
         number
@@ -969,8 +1041,11 @@ impl Drop for NewTables<'_> {
     fn drop(&mut self) {
         for number in self.numbers.get_mut().drain(..) {
             self.inner.tables.evict(number);
-            // A number handed out for a table never started has no file.
+            self.inner.blobs.evict(number);
+            // A number names one file, a table or a blob file; a number
+            // handed out for a file never started has none.
             let _ = self.inner.fs.remove_file(&filename::table_file(&self.inner.dir, number));
+            let _ = self.inner.fs.remove_file(&filename::blob_file(&self.inner.dir, number));
         }
     }
 }
@@ -985,11 +1060,16 @@ pub(crate) struct TableTarget<'a> {
     pub(crate) cf: u32,
     pub(crate) cf_name: &'a str,
     pub(crate) bytes_per_sync: u64,
+    /// Numbers blob files (`opts.enable_blob_files`); `None` keeps every
+    /// value in the table whatever the options say (repair).
+    pub(crate) new_blob_number: Option<&'a dyn Fn() -> u64>,
 }
 
 /// Writes `mems` (oldest first) into one table numbered `number`: a flush,
 /// with no size cut, keeping what a reader at `smallest_snapshot` or later
-/// can see. Writes nothing (no file) when they hold nothing.
+/// can see; values of at least `min_blob_size` go to blob files when the
+/// options and `target` say so. Writes nothing (no file) when they hold
+/// nothing.
 pub(crate) fn write_memtables(
     target: &TableTarget<'_>,
     mems: &[Arc<MemTable>],
@@ -1006,6 +1086,19 @@ pub(crate) fn write_memtables(
     input.seek_to_first();
     let mut pool = vec![number];
     let mut alloc = || pool.pop().unwrap_or(u64::MAX);
+    let o = target.opts;
+    let blob = match target.new_blob_number {
+        Some(_) if o.enable_blob_files => BlobSettings {
+            min_blob_size: Some(o.min_blob_size),
+            blob_file_size: o.blob_file_size,
+            compression: o.blob_compression_type,
+            column_family: target.cf,
+            gc: None,
+            verify_checksums: true,
+        },
+        _ => BlobSettings::off(),
+    };
+    let mut alloc_blob = || target.new_blob_number.map_or(u64::MAX, |f| f());
     job::run(
         &mut input,
         job::JobContext {
@@ -1019,6 +1112,8 @@ pub(crate) fn write_memtables(
             drop_hidden: true,
             cancel: None,
             new_file_number: &mut alloc,
+            blob,
+            new_blob_file_number: &mut alloc_blob,
             on_bytes,
             bytes_per_sync: target.bytes_per_sync,
         },
@@ -1039,6 +1134,7 @@ type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
 struct SubcompactionSettings<'a> {
     rs: ReadSettings,
     table_options: TableBuilderOptions,
+    blob: BlobSettings<'a>,
     smallest_snapshot: u64,
     cancel: &'a AtomicBool,
     numbers: &'a AtomicU64,
@@ -1142,6 +1238,7 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             num_deletions: 0,
+            oldest_blob_file: 0,
             table: Default::default(),
         })
     }

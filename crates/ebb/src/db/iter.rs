@@ -9,13 +9,17 @@
 //! `!iter.valid()` also stops at an error, and only the reverse scan, which
 //! may hold an older version collected before the error, reads the status
 //! itself. An internal key that does not parse is a corruption error of the
-//! `DbIterator`, not the end of the data.
+//! `DbIterator`, not the end of the data; so is a blob (the value of an
+//! entry of kind `BlobIndex`, read from its blob file when the iterator
+//! lands on it) that cannot be read back whole: the iterator stops there,
+//! invalid, never moving on to an older version or another key.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::table_cache::TableCache;
 use super::Db;
+use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
 use crate::iter::{EmptyIterator, InternalIterator, MergingIterator};
 use crate::key::{
@@ -214,7 +218,13 @@ pub struct DbIterator<'a> {
     valid: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
-    /// An unparsable internal key met since the last seek.
+    /// Going forwards, the current entry's value read from its blob file
+    /// (when `value_is_blob`); backwards, `saved_value` holds it.
+    blob_value: Vec<u8>,
+    value_is_blob: bool,
+    /// Where blobs are read from, and whether their checksums are verified.
+    pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
+    /// An unparsable internal key or an unreadable blob met since the last seek.
     error: Option<Error>,
     /// Keeps the memtables and version this view reads alive.
     pub(crate) _pin: Box<dyn std::any::Any + Send>,
@@ -238,6 +248,9 @@ impl<'a> DbIterator<'a> {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            blob_value: Vec::new(),
+            value_is_blob: false,
+            blobs: None,
             error: None,
             _pin: pin,
         }
@@ -265,6 +278,7 @@ impl<'a> DbIterator<'a> {
             return &[];
         }
         match self.direction {
+            Direction::Forward if self.value_is_blob => &self.blob_value,
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
         }
@@ -394,13 +408,17 @@ impl<'a> DbIterator<'a> {
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
                     }
-                    ValueKind::Value => {
+                    ValueKind::Value | ValueKind::BlobIndex => {
                         if !(skipping && p.user_key <= self.saved_key.as_slice()) {
                             if self.upper.as_ref().is_some_and(|u| p.user_key >= u.as_slice()) {
                                 break;
                             }
+                            self.value_is_blob = p.kind == ValueKind::BlobIndex;
                             self.valid = true;
                             self.saved_key.clear();
+                            if self.value_is_blob {
+                                self.load_blob(Direction::Forward);
+                            }
                             return;
                         }
                     }
@@ -451,6 +469,46 @@ impl<'a> DbIterator<'a> {
             self.direction = Direction::Forward;
         } else {
             self.valid = true;
+            if kind == ValueKind::BlobIndex {
+                self.load_blob(Direction::Reverse);
+            }
+        }
+    }
+
+    /// Reads the current entry's blob: going forwards the inner iterator is
+    /// on the entry, and the blob goes to `blob_value`; backwards the entry
+    /// was collected into `saved_key` and `saved_value` (its blob index),
+    /// and the blob replaces the index there. A blob that cannot be read
+    /// whole stops the iterator with the error.
+    fn load_blob(&mut self, at: Direction) {
+        let (key, raw) = match at {
+            Direction::Forward => (user_key(self.iter.key()), self.iter.value()),
+            Direction::Reverse => (self.saved_key.as_slice(), self.saved_value.as_slice()),
+        };
+        let read = match (&self.blobs, BlobIndex::decode(raw)) {
+            (Some((fetcher, verify)), Ok(index)) => fetcher.fetch(key, &index, *verify),
+            (_, Err(r)) => Err(Error::corruption(
+                "(db iterator)",
+                0,
+                format!("blob index of key {:?}: {r}", String::from_utf8_lossy(key)),
+            )),
+            (None, Ok(index)) => Err(Error::corruption(
+                "(db iterator)",
+                0,
+                format!("an iterator without blob files met a blob index into blob file {}", index.file_number),
+            )),
+        };
+        match (read, at) {
+            (Ok(v), Direction::Forward) => self.blob_value = v,
+            (Ok(v), Direction::Reverse) => self.saved_value = v,
+            (Err(e), _) => {
+                self.error = Some(e);
+                self.valid = false;
+                self.value_is_blob = false;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                self.direction = Direction::Forward;
+            }
         }
     }
 
@@ -650,6 +708,7 @@ mod tests {
                 largest_seq: 1,
                 num_entries: 3,
                 num_deletions: 0,
+                oldest_blob_file: 0,
                 table: Default::default(),
             }));
         }

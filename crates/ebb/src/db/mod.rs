@@ -19,6 +19,7 @@
 
 mod batch;
 mod bg;
+mod blob_cache;
 mod column_family;
 mod info_log;
 mod iter;
@@ -36,7 +37,7 @@ pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
 pub use recovery::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
-pub use repair::{RepairReport, RepairedTable, RepairedWal};
+pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use tuning::{TuningEvent, TuningMetrics};
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -47,6 +48,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::{InternalIterator, MergingIterator};
@@ -57,6 +59,7 @@ use crate::sst::ReadSettings;
 use crate::stats::{self, Stats};
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
+use blob_cache::BlobFileCache;
 use column_family::{ColumnFamilyData, FamilyState};
 use table_cache::TableCache;
 
@@ -123,6 +126,18 @@ pub struct DbMetrics {
     pub cancelled_compactions: u64,
     /// Compactions finished per reason, by RocksDB's reason name (FIFO drops included).
     pub compactions_by_reason: Vec<(&'static str, u64)>,
+    /// Blob files the current version lists (`rocksdb.num-blob-files`).
+    pub blob_files: usize,
+    /// Their bytes (`rocksdb.live-blob-file-size`).
+    pub blob_file_bytes: u64,
+    /// Bytes of their blobs no table refers to (`rocksdb.live-blob-file-garbage-size`).
+    pub blob_garbage_bytes: u64,
+    /// Bytes written to blob files (`rocksdb.blobdb.blob.file.bytes.written`).
+    pub blob_bytes_written: u64,
+    /// Bytes of blob records read (`rocksdb.blobdb.blob.file.bytes.read`).
+    pub blob_bytes_read: u64,
+    /// Blobs relocated by garbage collection (`rocksdb.blobdb.gc.num.keys.relocated`).
+    pub blobs_relocated: u64,
     /// What the background tuner is doing.
     pub tuning: TuningMetrics,
 }
@@ -154,8 +169,9 @@ pub(crate) struct DbState {
     pub(crate) pending_outputs: Vec<u64>,
     /// Files that are inputs of running compactions.
     pub(crate) being_compacted: HashSet<u64>,
-    /// Every version handed to a reader; files they list must stay.
-    pub(crate) live_versions: Vec<Weak<Version>>,
+    /// Every version handed to a reader (or held by a compaction), with its
+    /// column family; files they list must stay.
+    pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
     pub(crate) flush_running: usize,
     pub(crate) compactions_running: usize,
     pub(crate) manual_compactions: usize,
@@ -189,6 +205,8 @@ pub(crate) struct DbInner {
     /// The newest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) tables: Arc<TableCache>,
+    /// Open blob files, for reads and for compactions relocating blobs.
+    pub(crate) blobs: Arc<BlobFileCache>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) closed: AtomicBool,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
@@ -640,6 +658,17 @@ fn position<'a>(mut it: DbIterator<'a>, mode: IteratorMode<'_>) -> Entries<'a> {
     it.into_entries(reverse)
 }
 
+/// RocksDB's `rocksdb.blob-stats` text.
+fn blob_stats_text(m: &DbMetrics) -> String {
+    let live = m.blob_file_bytes.saturating_sub(m.blob_garbage_bytes);
+    let amplification = if live > 0 { m.blob_file_bytes as f64 / live as f64 } else { 0.0 };
+    format!(
+        "Number of blob files: {}\nTotal size of blob files: {}\nTotal size of garbage in blob files: {}\n\
+         Blob file space amplification: {amplification:.1}\n",
+        m.blob_files, m.blob_file_bytes, m.blob_garbage_bytes
+    )
+}
+
 /// The smallest key greater than every key with `prefix`, `None` if none.
 fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut p = prefix.to_vec();
@@ -695,7 +724,7 @@ impl DbInner {
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.stall_cache = None;
-        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
         for (id, family) in &st.families {
             let Some(version) = st.versions.version(*id) else { continue };
             let old = family.data.super_version();
@@ -706,7 +735,7 @@ impl DbInner {
             if same {
                 continue;
             }
-            st.live_versions.push(Arc::downgrade(&version));
+            st.live_versions.push((*id, Arc::downgrade(&version)));
             let sv =
                 SuperVersion { mem: Arc::clone(&family.mem), imm: family.imm.iter().rev().cloned().collect(), version };
             family.data.super_version.store(Arc::new(sv));
@@ -750,19 +779,20 @@ impl DbInner {
             match mem.get(&lookup) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v)),
                 Some(MemLookup::Deleted) => return Ok(None),
+                Some(MemLookup::BlobIndex(v)) => return self.resolve_blob(key, &v, "memtable", ro).map(Some),
                 None => {}
             }
         }
         let rs = ReadSettings::from_read_options(ro);
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
         // newest hit, stopping once no remaining file can be newer.
-        let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>)> = None;
+        let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>, u64)> = None;
         for (level, f) in sv.version.files_for_key(key) {
             if level > 0 && best.is_some() {
                 break;
             }
             if level == 0 {
-                if let Some((s, _, _)) = &best {
+                if let Some((s, _, _, _)) = &best {
                     if f.largest_seq < *s {
                         continue;
                     }
@@ -773,26 +803,40 @@ impl DbInner {
                 self.stats.reads.record_bloom_useful();
                 continue;
             }
-            // Only a value is copied out of the block; the key is parsed in place.
+            // Only a value (or blob index) is copied out of the block; the
+            // key is parsed in place.
             let hit = table.get_past_filter_with(&rs, &lookup, |ikey, value| {
                 parse_internal_key(ikey)
-                    .map(|p| (p.seq, p.kind, if p.kind == ValueKind::Value { value.to_vec() } else { Vec::new() }))
+                    .map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
             })?;
             if let Some(hit) = hit {
                 let (seq, kind, value) =
                     hit.ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
-                if best.as_ref().is_none_or(|(s, _, _)| seq > *s) {
-                    best = Some((seq, kind, value));
+                if best.as_ref().is_none_or(|(s, _, _, _)| seq > *s) {
+                    best = Some((seq, kind, value, f.number));
                 }
                 if level > 0 {
                     break;
                 }
             }
         }
-        Ok(match best {
-            Some((_, ValueKind::Value, v)) => Some(v),
-            _ => None,
-        })
+        match best {
+            Some((_, ValueKind::Value, v, _)) => Ok(Some(v)),
+            Some((_, ValueKind::BlobIndex, v, table)) => {
+                self.resolve_blob(key, &v, &format!("{table:06}.sst"), ro).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The value of `key` that the blob index `index` (found in `holder`, a
+    /// table's name) points at. A damaged index is corruption naming the
+    /// table; a damaged blob, corruption naming the blob file.
+    fn resolve_blob(&self, key: &[u8], index: &[u8], holder: &str, ro: &ReadOptions<'_>) -> Result<Vec<u8>> {
+        let index = BlobIndex::decode(index).map_err(|r| {
+            Error::corruption(holder, 0, format!("blob index of key {:?}: {r}", String::from_utf8_lossy(key)))
+        })?;
+        self.blobs.fetch(key, &index, ro.verify_checksums)
     }
 
     fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions<'_>) -> DbIterator<'static> {
@@ -817,6 +861,7 @@ impl DbInner {
         }
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
+        it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
@@ -892,6 +937,12 @@ impl DbInner {
                 .iter()
                 .map(|r| (r.name(), stats::read(&s.compactions_by_reason[r.index()])))
                 .collect(),
+            blob_files: version.blob_files.len(),
+            blob_file_bytes: version.blob_file_bytes(),
+            blob_garbage_bytes: version.blob_files.values().map(|b| b.garbage_bytes).sum(),
+            blob_bytes_written: stats::read(&s.blob_file_bytes_written),
+            blob_bytes_read: stats::read(&s.blob_file_bytes_read),
+            blobs_relocated: stats::read(&s.blob_gc_keys_relocated),
             tuning: self.tuning.snapshot(),
         }
     }
@@ -943,6 +994,11 @@ impl DbInner {
                 Some(n.to_string())
             }
             "ebb.total-sst-files-size" => Some(m.bytes_per_level.iter().sum::<u64>().to_string()),
+            "ebb.num-blob-files" => Some(m.blob_files.to_string()),
+            "ebb.live-blob-file-size" => Some(m.blob_file_bytes.to_string()),
+            "ebb.live-blob-file-garbage-size" => Some(m.blob_garbage_bytes.to_string()),
+            "ebb.total-blob-file-size" => Some(self.total_blob_file_size(cf).to_string()),
+            "ebb.blob-stats" => Some(blob_stats_text(&m)),
             "ebb.num-snapshots" => Some(self.state.lock().snapshots.values().sum::<usize>().to_string()),
             "ebb.recovery-report" => Some(self.recovery_report.get().cloned().unwrap_or_default().to_string()),
             "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
@@ -951,6 +1007,22 @@ impl DbInner {
             "ebb.stats" => Some(self.stats_text(cf, &m)),
             _ => None,
         }
+    }
+
+    /// Bytes of the blob files of column family `cf` in every version still
+    /// held (RocksDB's `rocksdb.total-blob-file-size`): the current one's,
+    /// and those kept only for readers of older versions.
+    fn total_blob_file_size(&self, cf: u32) -> u64 {
+        let mut st = self.state.lock();
+        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
+        let held = st.live_versions.iter().filter(|(id, _)| *id == cf).filter_map(|(_, w)| w.upgrade());
+        let mut files = std::collections::BTreeMap::new();
+        for v in st.versions.version(cf).into_iter().chain(held) {
+            for b in v.blob_files.values() {
+                files.insert(b.number, b.file_size());
+            }
+        }
+        files.values().sum()
     }
 
     fn level_stats_text(&self, m: &DbMetrics) -> String {

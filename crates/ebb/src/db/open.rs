@@ -20,6 +20,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::{Condvar, Mutex};
 
 use super::bg::PoolSizes;
+use super::blob_cache::BlobFileCache;
 use super::column_family::{ColumnFamilyData, FamilyState};
 use super::info_log::{InfoLog, Level};
 use super::table_cache::TableCache;
@@ -154,6 +155,8 @@ fn open_locked(
     let block_cache = crate::cache::block_cache_for(&options)?;
     let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache, &options));
     let num_levels = options.num_levels;
+    let stats = Arc::new(Stats::with_histograms(num_levels, options.statistics));
+    let blobs = Arc::new(BlobFileCache::new(dir.to_path_buf(), Arc::clone(&fs), Arc::clone(&stats)));
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
     let mut options = options;
@@ -207,7 +210,8 @@ fn open_locked(
         default_cf,
         last_sequence: AtomicU64::new(0),
         tables,
-        stats: Arc::new(Stats::with_histograms(num_levels, options.statistics)),
+        blobs,
+        stats,
         closed: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
         pool_sizes: Mutex::new(PoolSizes::default()),

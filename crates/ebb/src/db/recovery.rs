@@ -10,10 +10,10 @@
 //!    the listeners (`EventListener::on_recovery_damage`).
 //! 2. Nothing is deleted on the strength of a damaged file. An open that
 //!    tolerated any damage moves what it would otherwise delete into `lost/`
-//!    (LevelDB's RepairDB convention); so does every open for a table the
-//!    MANIFEST does not list whose number is at or above the next file
-//!    number the MANIFEST recorded (the output of a job, or of an edit that
-//!    was lost), and for a WAL whose replay stopped early.
+//!    (LevelDB's RepairDB convention); so does every open for a table or
+//!    blob file the MANIFEST does not list whose number is at or above the
+//!    next file number the MANIFEST recorded (the output of a job, or of an
+//!    edit that was lost), and for a WAL whose replay stopped early.
 //! 3. File numbers are never reused: the next number is above every numbered
 //!    file in the directory and in `lost/`.
 //! 4. The recovered state is recorded in one step: the tables written from
@@ -124,10 +124,12 @@ impl fmt::Display for RecoveryReport {
             )?;
         }
         if m.edits_left_out > 0 {
-            let missing: Vec<String> = m.missing_tables.iter().map(|n| format!("{n:06}.sst")).collect();
+            let tables = m.missing_tables.iter().map(|n| format!("{n:06}.sst"));
+            let missing: Vec<String> =
+                tables.chain(m.missing_blob_files.iter().map(|n| format!("{n:06}.blob"))).collect();
             writeln!(
                 f,
-                "{}: best-efforts recovery left out its last {} edits, whose state lists missing tables: {}",
+                "{}: best-efforts recovery left out its last {} edits, whose state lists missing files: {}",
                 m.file,
                 m.edits_left_out,
                 missing.join(", ")
@@ -326,12 +328,15 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
         let Some(data) = st.families.get(id).map(|f| Arc::clone(&f.data)) else { continue };
         let opts = inner.family_opts(&data);
         let mut edit = VersionEdit { column_family: *id, log_number: Some(wal_number), ..Default::default() };
+        let numbers = st.versions.file_number_allocator();
+        let new_blob_number = || numbers.fetch_add(1, Ordering::SeqCst);
         for mem in &r.mems {
             let number = st.versions.new_file_number();
-            let output =
-                inner.write_level0_table(std::slice::from_ref(mem), &opts, &data, number, smallest_snapshot)?;
+            let mem = std::slice::from_ref(mem);
+            let output = inner.write_level0_table(mem, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
+            written += output.bytes_written;
+            inner.record_blob_output(&mut edit, &output);
             for f in output.files {
-                written += f.file_size;
                 edit.add_file(0, f);
             }
         }
@@ -417,19 +422,21 @@ fn check_files_present(
         }
     };
     for family in st.versions.families().values() {
-        for f in family.current.levels.iter().flatten() {
-            let path = filename::table_file(&inner.dir, f.number);
+        let tables = family.current.live_files().map(|n| (n, filename::table_file(&inner.dir, n), "table"));
+        let blobs = family.current.live_blob_files().map(|n| (n, filename::blob_file(&inner.dir, n), "blob file"));
+        for (number, path, what) in tables.chain(blobs) {
             if !inner.fs.exists(&path) {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 if torn.is_some() {
-                    return Err(behind(format!("table {:06}.sst, which the state before it lists, is gone", f.number)));
+                    return Err(behind(format!("{what} {name}, which the state before it lists, is gone")));
                 }
                 return Err(Error::corruption(
                     path.display().to_string(),
                     0,
                     format!(
-                        "table {} listed in {} is missing (deleted, or the MANIFEST lost the edit that \
+                        "{what} {number} listed in {} is missing (deleted, or the MANIFEST lost the edit that \
                          removed it); repair the database (Db::repair, `ebb repair`) to open what remains",
-                        f.number, report.manifest.file
+                        report.manifest.file
                     ),
                 ));
             }
@@ -448,8 +455,12 @@ fn check_files_present(
 fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &mut RecoveryReport) -> Result<()> {
     let tolerated = report.tolerated_damage();
     let recorded_next = report.manifest.recorded_next_file;
-    let live: std::collections::HashSet<u64> =
-        st.versions.families().values().flat_map(|f| f.current.live_files()).collect();
+    let live: std::collections::HashSet<u64> = st
+        .versions
+        .families()
+        .values()
+        .flat_map(|f| f.current.live_files().chain(f.current.live_blob_files()))
+        .collect();
     let log_number = st.versions.log_number();
     let manifest = st.versions.manifest_number();
     let damaged_wals: Vec<u64> = report.wal_damage.iter().map(|w| w.number).collect();
@@ -469,7 +480,7 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
                     tolerated.then(|| nothing_deleted.clone())
                 }
             }
-            filename::FileType::Table if !live.contains(&number) => {
+            filename::FileType::Table | filename::FileType::Blob if !live.contains(&number) => {
                 if number >= recorded_next {
                     Some(format!(
                         "the MANIFEST does not list it and it is numbered at or above the next file number \
@@ -485,8 +496,10 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
         match why {
             Some(why) => moved.push((name, why)),
             None => {
-                if kind == filename::FileType::Table {
-                    inner.tables.evict(number);
+                match kind {
+                    filename::FileType::Table => inner.tables.evict(number),
+                    filename::FileType::Blob => inner.blobs.evict(number),
+                    _ => {}
                 }
                 let _ = inner.fs.remove_file(&inner.dir.join(&name));
             }

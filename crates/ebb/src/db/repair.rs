@@ -19,10 +19,16 @@
 //!    level had deleted), is set aside.
 //! 4. Write a new MANIFEST listing every kept table at level 0 of its
 //!    family (L0 files may overlap; compaction sorts them into levels after
-//!    the next open), with the counters above every number and sequence
-//!    seen, and point CURRENT at it.
+//!    the next open), and every blob file a kept table refers to, with the
+//!    counters above every number and sequence seen, and point CURRENT at it.
+//!    A blob file's garbage is its blobs less the references the kept tables
+//!    hold (counted with repeats, so a blob two kept tables refer to is not
+//!    garbage until both references are gone); one whose header or footer
+//!    is damaged is listed all the same, as holding what the tables refer
+//!    to, so reads of its blobs report the damage instead of its being lost.
 //! 5. Move what was replaced or could not be used into `lost/`: the old
-//!    MANIFESTs, the WALs that were converted, the unreadable tables.
+//!    MANIFESTs, the WALs that were converted, the unreadable tables, the
+//!    blob files no kept table refers to.
 //!
 //! Nothing is deleted. A table is placed by the column family recorded in
 //! its properties; tables written before that property existed go to the
@@ -40,6 +46,7 @@ use super::bg::{write_memtables, TableTarget};
 use super::info_log::{InfoLog, Level};
 use super::recovery::{list_lost, move_to_lost, newest_number, SetAside};
 use super::WriteBatch;
+use crate::blob::{BlobFileReader, BlobIndex};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -48,7 +55,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::{ReadSettings, Table};
 use crate::version::{
-    filename, write_manifest, FamilyVersions, FileMetaData, SnapshotCounters, Version, VersionEdit,
+    filename, write_manifest, BlobFileMetaData, FamilyVersions, FileMetaData, SnapshotCounters, Version, VersionEdit,
     DEFAULT_COLUMN_FAMILY,
 };
 use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
@@ -66,6 +73,20 @@ pub struct RepairedTable {
     pub sequences: (SequenceNumber, SequenceNumber),
     /// The WAL it was written from, for tables repair made.
     pub from_wal: Option<u64>,
+}
+
+/// A blob file the repaired MANIFEST lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairedBlobFile {
+    /// Its file number.
+    pub number: u64,
+    /// The column family whose tables refer to it.
+    pub column_family: u32,
+    /// Blobs the kept tables refer to (a blob referred to twice counts twice).
+    pub references: u64,
+    /// Blobs its footer counts; `None` when its header or footer cannot be
+    /// read (it is listed all the same: reads of its blobs report the damage).
+    pub blobs: Option<u64>,
 }
 
 /// A WAL repair turned into tables.
@@ -88,6 +109,8 @@ pub struct RepairReport {
     pub column_families: BTreeMap<u32, String>,
     /// The tables it lists.
     pub tables: Vec<RepairedTable>,
+    /// The blob files it lists.
+    pub blob_files: Vec<RepairedBlobFile>,
     /// The WALs turned into tables.
     pub wals: Vec<RepairedWal>,
     /// Damage skipped in old MANIFESTs while reading them for family names.
@@ -108,6 +131,14 @@ impl fmt::Display for RepairReport {
                 f,
                 "  kept {:06}.sst: family {}, {} entries, sequences {}..{}{from}",
                 t.number, t.column_family, t.entries, t.sequences.0, t.sequences.1
+            )?;
+        }
+        for b in &self.blob_files {
+            let blobs = b.blobs.map_or("its header or footer is damaged".to_string(), |n| format!("{n} blobs"));
+            writeln!(
+                f,
+                "  kept {:06}.blob: family {}, {} references from kept tables, {blobs}",
+                b.number, b.column_family, b.references
             )?;
         }
         for w in &self.wals {
@@ -156,6 +187,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     };
     let (tables, wals, manifests) =
         (of(filename::FileType::Table), of(filename::FileType::Wal), of(filename::FileType::Manifest));
+    let blob_files = of(filename::FileType::Blob);
     if tables.is_empty() && wals.is_empty() && manifests.is_empty() {
         return Err(Error::invalid(format!(
             "{} holds no tables, WALs or MANIFESTs of an Ebb database; nothing to repair",
@@ -165,7 +197,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let _lock = fs.lock_file(&filename::lock_file(dir))?;
     let log = InfoLog::open(fs.as_ref(), dir, options.keep_log_file_num)?;
     log.log(Level::Warn, &format!("repair of {} started", dir.display()));
-    let result = repair_locked(dir, options, &fs, &tables, &wals, &manifests);
+    let result = repair_locked(dir, options, &fs, &tables, &wals, &manifests, &blob_files);
     match &result {
         Ok(report) => log.log(Level::Warn, &report.to_string()),
         Err(e) => log.log(Level::Error, &format!("repair failed: {e}")),
@@ -180,6 +212,7 @@ fn repair_locked(
     tables: &[u64],
     wals: &[u64],
     manifests: &[u64],
+    blob_files: &[u64],
 ) -> Result<RepairReport> {
     let mut report = RepairReport::default();
     let remembered = read_manifests(dir, fs.as_ref(), manifests, &mut report)?;
@@ -190,7 +223,7 @@ fn repair_locked(
     let mut to_lost: Vec<(String, String)> = Vec::new();
     let mut families = remembered.names.clone();
     families.insert(0, DEFAULT_COLUMN_FAMILY.to_string());
-    let mut placed: BTreeMap<u32, Vec<FileMetaData>> = BTreeMap::new();
+    let mut placed = Placed::default();
     // Step 3 (the tables found): first, as their properties name their families.
     for &number in tables {
         keep_table(dir, fs.as_ref(), number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report);
@@ -203,8 +236,16 @@ fn repair_locked(
             let number = next_number;
             next_number += 1;
             let name = families.entry(cf).or_insert_with(|| format!("family-{cf}")).clone();
-            let target =
-                TableTarget { dir, fs, opts: options, cf, cf_name: &name, bytes_per_sync: options.bytes_per_sync };
+            // Values stay in the tables: repair writes no blob files.
+            let target = TableTarget {
+                dir,
+                fs,
+                opts: options,
+                cf,
+                cf_name: &name,
+                bytes_per_sync: options.bytes_per_sync,
+                new_blob_number: None,
+            };
             let out = write_memtables(&target, &[mem], number, max_seq, &mut |_| {})?;
             for f in out.files {
                 let (families, placed) = (&mut families, &mut placed);
@@ -226,6 +267,7 @@ fn repair_locked(
         to_lost.push((format!("{wal:06}.log"), why));
     }
     last_sequence = report.tables.iter().map(|t| t.sequences.1).fold(last_sequence, u64::max);
+    let listed_blobs = place_blob_files(dir, fs.as_ref(), blob_files, &placed, &mut to_lost, &mut report);
 
     // Step 4: the new MANIFEST, every kept table at L0 of its family.
     let manifest_number = next_number;
@@ -238,8 +280,9 @@ fn repair_locked(
     let versions: BTreeMap<u32, FamilyVersions> = families
         .iter()
         .map(|(id, name)| {
-            let l0 = placed.remove(id).unwrap_or_default().into_iter().map(Arc::new).collect();
-            let current = Arc::new(Version { levels: vec![l0] });
+            let l0 = placed.tables.remove(id).unwrap_or_default().into_iter().map(Arc::new).collect();
+            let blob_files = listed_blobs.get(id).cloned().unwrap_or_default();
+            let current = Arc::new(Version { levels: vec![l0], blob_files });
             (*id, FamilyVersions { name: name.clone(), current, log_number })
         })
         .collect();
@@ -261,6 +304,61 @@ fn repair_locked(
     Ok(report)
 }
 
+/// The kept tables by family, and the blob references they hold: per
+/// family and blob file, (count, record bytes).
+#[derive(Default)]
+struct Placed {
+    tables: BTreeMap<u32, Vec<FileMetaData>>,
+    blob_refs: BTreeMap<u32, BTreeMap<u64, (u64, u64)>>,
+}
+
+/// Step 4 for blob files: every blob file a kept table refers to, listed in
+/// the families that refer to it (module documentation); the others are
+/// marked for `lost/`.
+fn place_blob_files(
+    dir: &Path,
+    fs: &dyn FileSystem,
+    blob_files: &[u64],
+    placed: &Placed,
+    to_lost: &mut Vec<(String, String)>,
+    report: &mut RepairReport,
+) -> BTreeMap<u32, BTreeMap<u64, BlobFileMetaData>> {
+    let mut listed: BTreeMap<u32, BTreeMap<u64, BlobFileMetaData>> = BTreeMap::new();
+    for &number in blob_files {
+        let referring: Vec<(u32, (u64, u64))> =
+            placed.blob_refs.iter().filter_map(|(cf, refs)| refs.get(&number).map(|r| (*cf, *r))).collect();
+        if referring.is_empty() {
+            to_lost.push((format!("{number:06}.blob"), "no table kept refers to it".into()));
+            continue;
+        }
+        let footer = open_blob_file(dir, fs, number).ok().map(|r| r.footer());
+        for (cf, (references, reference_bytes)) in referring {
+            // The totals are at least the references, so a blob referred to
+            // more often than the file holds blobs (tables kept twice) never
+            // reads as all garbage while a reference is left.
+            let total_count = footer.map_or(references, |f| f.blob_count.max(references));
+            let total_bytes = footer.map_or(reference_bytes, |f| f.blob_bytes.max(reference_bytes));
+            let meta = BlobFileMetaData {
+                number,
+                total_count,
+                total_bytes,
+                garbage_count: total_count - references,
+                garbage_bytes: total_bytes - reference_bytes,
+            };
+            listed.entry(cf).or_default().insert(number, meta);
+            let blobs = footer.map(|f| f.blob_count);
+            report.blob_files.push(RepairedBlobFile { number, column_family: cf, references, blobs });
+        }
+    }
+    listed
+}
+
+fn open_blob_file(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<BlobFileReader> {
+    let path = filename::blob_file(dir, number);
+    let size = fs.file_size(&path)?;
+    BlobFileReader::open(fs.open_random(&path)?, size, path.display().to_string(), number)
+}
+
 /// Step 3 for one table: keeps it, placed in its family, if it reads back
 /// whole and its family was not dropped; otherwise marks it for `lost/`.
 #[allow(clippy::too_many_arguments)]
@@ -271,7 +369,7 @@ fn keep_table(
     from_wal: Option<u64>,
     remembered: &Remembered,
     families: &mut BTreeMap<u32, String>,
-    placed: &mut BTreeMap<u32, Vec<FileMetaData>>,
+    placed: &mut Placed,
     to_lost: &mut Vec<(String, String)>,
     report: &mut RepairReport,
 ) {
@@ -281,7 +379,7 @@ fn keep_table(
         return;
     }
     match scan_table(dir, fs, number) {
-        Ok((meta, cf, cf_name)) => {
+        Ok(ScannedTable { meta, cf, cf_name, blob_refs }) => {
             let cf = cf.unwrap_or(0);
             if remembered.dropped.contains(&cf) {
                 to_lost.push((name, format!("its column family {cf} was dropped")));
@@ -296,7 +394,13 @@ fn keep_table(
                 sequences: (meta.smallest_seq, meta.largest_seq),
                 from_wal,
             });
-            placed.entry(cf).or_default().push(meta);
+            placed.tables.entry(cf).or_default().push(meta);
+            let refs = placed.blob_refs.entry(cf).or_default();
+            for (number, (count, bytes)) in blob_refs {
+                let r = refs.entry(number).or_default();
+                r.0 += count;
+                r.1 += bytes;
+            }
         }
         Err(e) => to_lost.push((name, format!("it cannot be read whole: {e}"))),
     }
@@ -404,9 +508,19 @@ fn replay_wal(
     Ok((records, damage, mems.into_iter().filter(|(_, m)| !m.is_empty()).collect(), max_seq))
 }
 
-/// Reads one table whole with checksums verified: its metadata, and the
-/// column family id and name its properties record.
-fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<(FileMetaData, Option<u32>, Option<String>)> {
+/// What [`scan_table`] read.
+struct ScannedTable {
+    meta: FileMetaData,
+    /// The column family id and name its properties record.
+    cf: Option<u32>,
+    cf_name: Option<String>,
+    /// The blob references it holds, per blob file: (count, record bytes).
+    blob_refs: BTreeMap<u64, (u64, u64)>,
+}
+
+/// Reads one table whole with checksums verified: its metadata, its family
+/// and the blob files it refers to.
+fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<ScannedTable> {
     let path = filename::table_file(dir, number);
     let size = fs.file_size(&path)?;
     let table = Table::open(fs.open_random(&path)?, size, path.display().to_string(), None)?;
@@ -415,10 +529,18 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<(FileMetaD
     it.seek_to_first();
     let (mut smallest, mut largest) = (Vec::new(), Vec::new());
     let (mut smallest_seq, mut largest_seq, mut entries, mut deletions) = (SequenceNumber::MAX, 0, 0, 0);
+    let mut blob_refs: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     while it.valid() {
         let key = it.key();
         let p = parse_internal_key(key)
             .ok_or_else(|| Error::corruption(path.display().to_string(), 0, "unparsable internal key"))?;
+        if p.kind == ValueKind::BlobIndex {
+            let index = BlobIndex::decode(it.value())
+                .map_err(|r| Error::corruption(path.display().to_string(), 0, format!("blob index: {r}")))?;
+            let r = blob_refs.entry(index.file_number).or_default();
+            r.0 += 1;
+            r.1 += index.record_len(p.user_key);
+        }
         if smallest.is_empty() {
             smallest = key.to_vec();
         }
@@ -450,8 +572,9 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<(FileMetaD
         largest_seq,
         num_entries: entries,
         num_deletions: deletions,
+        oldest_blob_file: blob_refs.keys().next().copied().unwrap_or(0),
         table: Default::default(),
     };
     let p = table.properties();
-    Ok((meta, p.column_family, p.column_family_name.clone()))
+    Ok(ScannedTable { meta, cf: p.column_family, cf_name: p.column_family_name.clone(), blob_refs })
 }

@@ -129,6 +129,7 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             num_deletions: 0,
+            oldest_blob_file: 0,
             table: Default::default(),
         };
         (TableCache::new(dir, fs, None, &crate::Options::default()), f)

@@ -30,6 +30,11 @@ pub enum MemLookup {
     Value(Vec<u8>),
     /// The newest visible version is a tombstone.
     Deleted,
+    /// The newest visible version is a blob index. Writes never put one in a
+    /// memtable (flushes and compactions make them, in SSTs); should one be
+    /// there, it is reported as what it is, for the reader to resolve,
+    /// never as the value.
+    BlobIndex(Vec<u8>),
 }
 
 /// A memtable. Shared as `Arc<MemTable>` between the writer, readers,
@@ -92,6 +97,7 @@ impl MemTable {
         Some(match parsed.kind {
             ValueKind::Value => MemLookup::Value(value.to_vec()),
             ValueKind::Deletion => MemLookup::Deleted,
+            ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
         })
     }
 

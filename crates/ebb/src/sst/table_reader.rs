@@ -1010,7 +1010,9 @@ mod tests {
                 let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
                 let value = match kind {
                     ValueKind::Deletion => Vec::new(),
-                    ValueKind::Value => format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes(),
+                    ValueKind::Value | ValueKind::BlobIndex => {
+                        format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
+                    }
                 };
                 out.push((ikey(&uk, seq, kind), value));
             }

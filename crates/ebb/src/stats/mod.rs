@@ -130,6 +130,18 @@ pub struct Stats {
     pub subcompactions: AtomicU64,
     /// Compactions cancelled.
     pub cancelled_compactions: AtomicU64,
+    /// Bytes written to blob files by flushes and compactions
+    /// (`rocksdb.blobdb.blob.file.bytes.written`).
+    pub blob_file_bytes_written: AtomicU64,
+    /// Bytes of blob records read, by reads and by garbage collection
+    /// (`rocksdb.blobdb.blob.file.bytes.read`).
+    pub blob_file_bytes_read: AtomicU64,
+    /// Blob files written and synced (`rocksdb.blobdb.blob.file.synced`).
+    pub blob_files_synced: AtomicU64,
+    /// Blobs relocated by garbage collection (`rocksdb.blobdb.gc.num.keys.relocated`).
+    pub blob_gc_keys_relocated: AtomicU64,
+    /// Bytes of the blobs relocated (`rocksdb.blobdb.gc.bytes.relocated`).
+    pub blob_gc_bytes_relocated: AtomicU64,
     /// Compactions finished, per reason (index = `CompactionReason::index`).
     pub compactions_by_reason: [AtomicU64; crate::compaction::CompactionReason::ALL.len()],
     /// Microseconds stalled, per cause.
@@ -178,6 +190,11 @@ impl Stats {
             split_compactions: AtomicU64::new(0),
             subcompactions: AtomicU64::new(0),
             cancelled_compactions: AtomicU64::new(0),
+            blob_file_bytes_written: AtomicU64::new(0),
+            blob_file_bytes_read: AtomicU64::new(0),
+            blob_files_synced: AtomicU64::new(0),
+            blob_gc_keys_relocated: AtomicU64::new(0),
+            blob_gc_bytes_relocated: AtomicU64::new(0),
             compactions_by_reason: std::array::from_fn(|_| AtomicU64::new(0)),
             stall_micros: Default::default(),
             stall_count: Default::default(),
@@ -216,7 +233,7 @@ impl Stats {
     pub fn statistics_text(&self, block_cache: (u64, u64)) -> String {
         let mut out = String::new();
         let stall: u64 = self.total_stall_micros();
-        let tickers: [(&str, u64); 16] = [
+        let tickers: [(&str, u64); 21] = [
             ("rocksdb.block.cache.hit", block_cache.0),
             ("rocksdb.block.cache.miss", block_cache.1),
             ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
@@ -233,6 +250,11 @@ impl Stats {
             ("rocksdb.flush.write.bytes", read(&self.flush_bytes)),
             ("rocksdb.stall.micros", stall),
             ("rocksdb.compaction.cancelled", read(&self.cancelled_compactions)),
+            ("rocksdb.blobdb.blob.file.bytes.written", read(&self.blob_file_bytes_written)),
+            ("rocksdb.blobdb.blob.file.bytes.read", read(&self.blob_file_bytes_read)),
+            ("rocksdb.blobdb.blob.file.synced", read(&self.blob_files_synced)),
+            ("rocksdb.blobdb.gc.num.keys.relocated", read(&self.blob_gc_keys_relocated)),
+            ("rocksdb.blobdb.gc.bytes.relocated", read(&self.blob_gc_bytes_relocated)),
         ];
         for (name, v) in tickers {
             out.push_str(&format!("{name} COUNT : {v}\n"));

@@ -18,12 +18,20 @@ const TAG_NEXT_FILE_NUMBER: u32 = 2;
 const TAG_LAST_SEQUENCE: u32 = 3;
 const TAG_DELETED_FILE: u32 = 4;
 const TAG_NEW_FILE: u32 = 5;
+// A new file that refers to blob files: as 5, then the oldest blob file it
+// refers to (RocksDB's `oldest_blob_file_number`). A file that refers to
+// none is written with tag 5, so a database without blob files writes the
+// bytes it wrote before they existed.
+const TAG_NEW_FILE_WITH_BLOBS: u32 = 6;
 // Column families, RocksDB's tag numbers (kColumnFamily, kColumnFamilyAdd,
 // kColumnFamilyDrop, kMaxColumnFamily).
 const TAG_COLUMN_FAMILY: u32 = 200;
 const TAG_COLUMN_FAMILY_ADD: u32 = 201;
 const TAG_COLUMN_FAMILY_DROP: u32 = 202;
 const TAG_MAX_COLUMN_FAMILY: u32 = 203;
+// Blob files, RocksDB's tag numbers (kBlobFileAddition, kBlobFileGarbage).
+const TAG_BLOB_FILE_ADDITION: u32 = 400;
+const TAG_BLOB_FILE_GARBAGE: u32 = 401;
 
 /// What the version set knows about one SST.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +52,36 @@ pub struct FileMetaData {
     pub num_entries: u64,
     /// Tombstones.
     pub num_deletions: u64,
+    /// The oldest (smallest-numbered) blob file the table's entries refer
+    /// to; 0 when they refer to none (RocksDB's `oldest_blob_file_number`).
+    /// A blob file older than every table's oldest is referred to by none.
+    pub oldest_blob_file: u64,
     /// The table's reader once opened; not part of the MANIFEST record.
     pub table: TableSlot,
+}
+
+/// A blob file a flush or compaction wrote (RocksDB's `BlobFileAddition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileAddition {
+    /// File number (`NNNNNN.blob`).
+    pub number: u64,
+    /// Blobs in it.
+    pub total_count: u64,
+    /// Bytes of its records, their headers and keys included.
+    pub total_bytes: u64,
+}
+
+/// Blobs of a blob file that no table refers to any more, found by a
+/// compaction that dropped or relocated their references (RocksDB's
+/// `BlobFileGarbage`). Added to what the file already had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileGarbage {
+    /// File number.
+    pub number: u64,
+    /// Blobs that became garbage.
+    pub count: u64,
+    /// Their record bytes.
+    pub bytes: u64,
 }
 
 /// The open reader of a table, kept beside its metadata from the first read
@@ -118,6 +154,10 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(usize, u64)>,
     /// Files added: (level, metadata).
     pub new_files: Vec<(usize, Arc<FileMetaData>)>,
+    /// Blob files added to the family.
+    pub blob_file_additions: Vec<BlobFileAddition>,
+    /// Garbage found in the family's blob files.
+    pub blob_file_garbage: Vec<BlobFileGarbage>,
 }
 
 impl VersionEdit {
@@ -167,7 +207,7 @@ impl VersionEdit {
             put_varint64(&mut out, *number);
         }
         for (level, f) in &self.new_files {
-            put_varint32(&mut out, TAG_NEW_FILE);
+            put_varint32(&mut out, if f.oldest_blob_file == 0 { TAG_NEW_FILE } else { TAG_NEW_FILE_WITH_BLOBS });
             put_varint32(&mut out, *level as u32);
             put_varint64(&mut out, f.number);
             put_varint64(&mut out, f.file_size);
@@ -177,6 +217,21 @@ impl VersionEdit {
             put_varint64(&mut out, f.largest_seq);
             put_varint64(&mut out, f.num_entries);
             put_varint64(&mut out, f.num_deletions);
+            if f.oldest_blob_file != 0 {
+                put_varint64(&mut out, f.oldest_blob_file);
+            }
+        }
+        for b in &self.blob_file_additions {
+            put_varint32(&mut out, TAG_BLOB_FILE_ADDITION);
+            put_varint64(&mut out, b.number);
+            put_varint64(&mut out, b.total_count);
+            put_varint64(&mut out, b.total_bytes);
+        }
+        for g in &self.blob_file_garbage {
+            put_varint32(&mut out, TAG_BLOB_FILE_GARBAGE);
+            put_varint64(&mut out, g.number);
+            put_varint64(&mut out, g.count);
+            put_varint64(&mut out, g.bytes);
         }
         out
     }
@@ -212,7 +267,7 @@ impl VersionEdit {
                     let number = d.varint64().ok_or_else(|| bad("deleted file number"))?;
                     edit.deleted_files.push((level, number));
                 }
-                TAG_NEW_FILE => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_BLOBS => {
                     let level = d.varint32().ok_or_else(|| bad("new file level"))? as usize;
                     let f = (|| {
                         Some(FileMetaData {
@@ -224,6 +279,7 @@ impl VersionEdit {
                             largest_seq: d.varint64()?,
                             num_entries: d.varint64()?,
                             num_deletions: d.varint64()?,
+                            oldest_blob_file: if tag == TAG_NEW_FILE { 0 } else { d.varint64()? },
                             table: Default::default(),
                         })
                     })()
@@ -231,7 +287,28 @@ impl VersionEdit {
                     if f.smallest.len() < 8 || f.largest.len() < 8 {
                         return Err(bad("new file key shorter than an internal key"));
                     }
+                    if tag == TAG_NEW_FILE_WITH_BLOBS && f.oldest_blob_file == 0 {
+                        return Err(bad("new file refers to blob file 0"));
+                    }
                     edit.new_files.push((level, Arc::new(f)));
+                }
+                TAG_BLOB_FILE_ADDITION => {
+                    let b = (|| {
+                        Some(BlobFileAddition {
+                            number: d.varint64()?,
+                            total_count: d.varint64()?,
+                            total_bytes: d.varint64()?,
+                        })
+                    })()
+                    .ok_or_else(|| bad("blob file addition truncated"))?;
+                    edit.blob_file_additions.push(b);
+                }
+                TAG_BLOB_FILE_GARBAGE => {
+                    let g = (|| {
+                        Some(BlobFileGarbage { number: d.varint64()?, count: d.varint64()?, bytes: d.varint64()? })
+                    })()
+                    .ok_or_else(|| bad("blob file garbage truncated"))?;
+                    edit.blob_file_garbage.push(g);
                 }
                 other => return Err(bad(&format!("unknown field tag {other}"))),
             }
@@ -264,9 +341,34 @@ mod tests {
                 largest_seq: 9,
                 num_entries: 10,
                 num_deletions: 1,
+                oldest_blob_file: 0,
                 table: Default::default(),
             },
         );
+        e
+    }
+
+    /// [`sample`] with a table referring to blob files, a blob file added
+    /// and garbage found in another.
+    fn sample_with_blobs() -> VersionEdit {
+        let mut e = sample();
+        e.add_file(
+            1,
+            FileMetaData {
+                number: 34,
+                file_size: 2048,
+                smallest: make_internal_key(b"b", 6, ValueKind::BlobIndex),
+                largest: make_internal_key(b"c", 7, ValueKind::Value),
+                smallest_seq: 6,
+                largest_seq: 7,
+                num_entries: 2,
+                num_deletions: 0,
+                oldest_blob_file: 30,
+                table: Default::default(),
+            },
+        );
+        e.blob_file_additions.push(BlobFileAddition { number: 35, total_count: 2, total_bytes: 900 });
+        e.blob_file_garbage.push(BlobFileGarbage { number: 30, count: 1, bytes: 450 });
         e
     }
 
@@ -275,6 +377,49 @@ mod tests {
         let e = sample();
         assert_eq!(VersionEdit::decode(&e.encode(), "MANIFEST", 0).unwrap(), e);
         assert_eq!(VersionEdit::decode(&[], "MANIFEST", 0).unwrap(), VersionEdit::default());
+        let b = sample_with_blobs();
+        assert_eq!(VersionEdit::decode(&b.encode(), "MANIFEST", 0).unwrap(), b);
+        // A table that refers to no blob file keeps tag 5's bytes.
+        let plain = VersionEdit { new_files: e.new_files.clone(), ..Default::default() };
+        assert_eq!(plain.encode()[0], TAG_NEW_FILE as u8);
+        let data = b.encode();
+        for cut in 1..data.len() {
+            if let Ok(d) = VersionEdit::decode(&data[..cut], "MANIFEST", 0) {
+                assert!(d.new_files.len() < 2 || d.new_files[1].1.oldest_blob_file == 30, "cut {cut}");
+                assert!(d.blob_file_additions.iter().all(|a| a.total_bytes == 900), "cut {cut}");
+                assert!(d.blob_file_garbage.iter().all(|g| g.bytes == 450), "cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn blob_fields_match_the_format_doc() {
+        // docs/format.md "MANIFEST", the blob file example.
+        let e = VersionEdit {
+            blob_file_additions: vec![BlobFileAddition { number: 12, total_count: 1, total_bytes: 21 }],
+            blob_file_garbage: vec![BlobFileGarbage { number: 9, count: 3, bytes: 300 }],
+            ..Default::default()
+        };
+        assert_eq!(e.encode(), vec![0x90, 0x03, 0x0c, 0x01, 0x15, 0x91, 0x03, 0x09, 0x03, 0xac, 0x02]);
+        let mut t = VersionEdit::default();
+        t.add_file(
+            0,
+            FileMetaData {
+                number: 13,
+                file_size: 1000,
+                smallest: make_internal_key(b"key", 5, ValueKind::BlobIndex),
+                largest: make_internal_key(b"key", 5, ValueKind::BlobIndex),
+                smallest_seq: 5,
+                largest_seq: 5,
+                num_entries: 1,
+                num_deletions: 0,
+                oldest_blob_file: 12,
+                table: Default::default(),
+            },
+        );
+        let bytes = t.encode();
+        assert_eq!(&bytes[..2], &[0x06, 0x00]);
+        assert_eq!(bytes.last(), Some(&0x0c));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Names of the files in a database directory (RocksDB's scheme).
 //!
 //! `CURRENT` names the live MANIFEST; `MANIFEST-NNNNNN` holds version edits;
-//! `NNNNNN.log` are WALs; `NNNNNN.sst` tables; `OPTIONS-NNNNNN` the options in
+//! `NNNNNN.log` are WALs; `NNNNNN.sst` tables; `NNNNNN.blob` blob files
+//! (RocksDB's name); `OPTIONS-NNNNNN` the options in
 //! text form; `LOCK` is held while the database is open; `*.dbtmp` are
 //! temporaries. Every numbered file shares one counter.
 
@@ -14,6 +15,8 @@ pub enum FileType {
     Wal,
     /// An SST.
     Table,
+    /// A blob file.
+    Blob,
     /// A MANIFEST.
     Manifest,
     /// The CURRENT pointer.
@@ -36,6 +39,11 @@ pub fn wal_file(dir: &Path, number: u64) -> PathBuf {
 /// `dir/000012.sst`
 pub fn table_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
+}
+
+/// `dir/000012.blob`
+pub fn blob_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
 }
 
 /// `dir/MANIFEST-000012`
@@ -89,6 +97,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
     match ext {
         "log" => Some((FileType::Wal, number)),
         "sst" => Some((FileType::Table, number)),
+        "blob" => Some((FileType::Blob, number)),
         "dbtmp" => Some((FileType::Temp, number)),
         _ => None,
     }
@@ -104,6 +113,7 @@ mod tests {
         for (path, t, n) in [
             (wal_file(d, 7), FileType::Wal, 7),
             (table_file(d, 1234567), FileType::Table, 1234567),
+            (blob_file(d, 42), FileType::Blob, 42),
             (manifest_file(d, 3), FileType::Manifest, 3),
             (options_file(d, 9), FileType::Options, 9),
         ] {

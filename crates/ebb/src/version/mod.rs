@@ -14,6 +14,11 @@
 //! 5. Every column family has its own version and log number; the
 //!    MANIFEST's edits name their family (docs/format.md "MANIFEST"). Family
 //!    ids are never reused.
+//! 6. A version lists the blob files its tables may refer to, with how many
+//!    of each file's blobs are garbage (no table refers to them any more).
+//!    A blob file leaves the version once no table can refer to it: when all
+//!    its blobs are garbage and no table names it as its oldest, or when it
+//!    is older than every table's oldest (RocksDB's `VersionBuilder` rules).
 //!
 //! Thread safety: `VersionSet` requires the db mutex (callers hold it).
 
@@ -25,24 +30,68 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use edit::{FileMetaData, VersionEdit};
+pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{compare_internal_keys, user_key, SequenceNumber};
 use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
 
-/// One immutable state of the LSM tree: the files of every level.
+/// What a version knows about one blob file (RocksDB's `BlobFileMetaData`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileMetaData {
+    /// File number (`NNNNNN.blob`).
+    pub number: u64,
+    /// Blobs in the file.
+    pub total_count: u64,
+    /// Bytes of its records.
+    pub total_bytes: u64,
+    /// Blobs no table refers to any more.
+    pub garbage_count: u64,
+    /// Their record bytes.
+    pub garbage_bytes: u64,
+}
+
+impl BlobFileMetaData {
+    /// The file's size: its records, header and footer.
+    pub fn file_size(&self) -> u64 {
+        self.total_bytes + (crate::blob::format::HEADER_LEN + crate::blob::format::FOOTER_LEN) as u64
+    }
+}
+
+/// One immutable state of the LSM tree: the files of every level, and the
+/// blob files they refer to.
 #[derive(Debug, Clone, Default)]
 pub struct Version {
     /// `levels[l]` holds the files of level `l`.
     pub levels: Vec<Vec<Arc<FileMetaData>>>,
+    /// The blob files the tables may refer to, by number (oldest first).
+    pub blob_files: BTreeMap<u64, BlobFileMetaData>,
 }
 
 impl Version {
     /// An empty version with `num_levels` levels.
     pub fn new(num_levels: usize) -> Self {
-        Version { levels: vec![Vec::new(); num_levels] }
+        Version { levels: vec![Vec::new(); num_levels], blob_files: BTreeMap::new() }
+    }
+
+    /// Every live blob file number.
+    pub fn live_blob_files(&self) -> impl Iterator<Item = u64> + '_ {
+        self.blob_files.keys().copied()
+    }
+
+    /// Bytes of every blob file listed.
+    pub fn blob_file_bytes(&self) -> u64 {
+        self.blob_files.values().map(BlobFileMetaData::file_size).sum()
+    }
+
+    /// Blobs in files numbered below this are relocated by a compaction
+    /// collecting garbage: the number of the blob file at `age_cutoff` of
+    /// the way through the list, oldest first, or every file when that is
+    /// past the end (RocksDB's `ComputeBlobGarbageCollectionCutoffFileNumber`).
+    pub fn blob_gc_cutoff(&self, age_cutoff: f64) -> u64 {
+        let index = (age_cutoff * self.blob_files.len() as f64) as usize;
+        self.blob_files.keys().nth(index).copied().unwrap_or(u64::MAX)
     }
 
     /// Number of levels.
@@ -127,7 +176,37 @@ impl Version {
     /// Builds the version that results from applying `edits` to `self`.
     pub fn apply(&self, edits: &[&VersionEdit]) -> Result<Version> {
         let mut levels = self.levels.clone();
+        let mut blob_files = self.blob_files.clone();
         for edit in edits {
+            for b in &edit.blob_file_additions {
+                let meta = BlobFileMetaData {
+                    number: b.number,
+                    total_count: b.total_count,
+                    total_bytes: b.total_bytes,
+                    garbage_count: 0,
+                    garbage_bytes: 0,
+                };
+                if blob_files.insert(b.number, meta).is_some() {
+                    return Err(Error::corruption("MANIFEST", 0, format!("blob file {} added twice", b.number)));
+                }
+            }
+            for g in &edit.blob_file_garbage {
+                let meta = blob_files.get_mut(&g.number).ok_or_else(|| {
+                    Error::corruption("MANIFEST", 0, format!("garbage recorded for blob file {}, not listed", g.number))
+                })?;
+                meta.garbage_count += g.count;
+                meta.garbage_bytes += g.bytes;
+                if meta.garbage_count > meta.total_count {
+                    return Err(Error::corruption(
+                        "MANIFEST",
+                        0,
+                        format!(
+                            "blob file {} has {} garbage blobs of {}",
+                            g.number, meta.garbage_count, meta.total_count
+                        ),
+                    ));
+                }
+            }
             for (level, number) in &edit.deleted_files {
                 let files = levels.get_mut(*level).ok_or_else(|| {
                     Error::corruption("MANIFEST", 0, format!("edit deletes file {number} at missing level {level}"))
@@ -149,7 +228,17 @@ impl Version {
                 files.sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
             }
         }
-        Ok(Version { levels })
+        // Invariant 6. A table names the oldest blob file it refers to, so a
+        // blob file older than every table's oldest is referred to by none;
+        // one that is all garbage stays while a table names it (a miscount
+        // must never drop a blob still referred to).
+        let linked: std::collections::BTreeSet<u64> =
+            levels.iter().flatten().map(|f| f.oldest_blob_file).filter(|n| *n != 0).collect();
+        let oldest_linked = linked.first().copied().unwrap_or(u64::MAX);
+        blob_files.retain(|number, meta| {
+            *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
+        });
+        Ok(Version { levels, blob_files })
     }
 }
 
@@ -211,7 +300,8 @@ fn apply_edit(
         return Ok(());
     }
     let family = families.get_mut(&id).ok_or_else(|| bad(format!("edit for unknown column family {id}")))?;
-    if !edit.new_files.is_empty() || !edit.deleted_files.is_empty() {
+    let changes_files = !edit.new_files.is_empty() || !edit.deleted_files.is_empty();
+    if changes_files || !edit.blob_file_additions.is_empty() || !edit.blob_file_garbage.is_empty() {
         family.current = Arc::new(family.current.apply(&[edit])?);
     }
     if let Some(n) = edit.log_number {
@@ -364,6 +454,8 @@ pub struct ManifestRecovery {
     pub edits_left_out: u64,
     /// `best_efforts_recovery`: the missing tables that made it leave them out.
     pub missing_tables: Vec<u64>,
+    /// `best_efforts_recovery`: the missing blob files that made it leave them out.
+    pub missing_blob_files: Vec<u64>,
     /// The next file number the MANIFEST recorded, before files found in the
     /// directory raised it: an unknown file numbered at or above it may be
     /// the output of a lost edit, and is never deleted.
@@ -396,14 +488,22 @@ fn default_family_only(levels_for: &dyn Fn(&str) -> usize) -> BTreeMap<u32, Fami
     BTreeMap::from([(0u32, family)])
 }
 
+/// What [`longest_complete_prefix`] found: the edits to keep, and the
+/// tables and blob files missing from the state after all of them.
+struct CompletePrefix {
+    keep: usize,
+    missing_tables: Vec<u64>,
+    missing_blob_files: Vec<u64>,
+}
+
 /// For `best_efforts_recovery`: the number of leading edits after which the
-/// state has every counter and only tables in `tables_on_disk`, and the
-/// tables missing from the state after all of `edits`.
+/// state has every counter and only tables and blob files in `files_on_disk`,
+/// and the files missing from the state after all of `edits`.
 fn longest_complete_prefix(
     edits: &[VersionEdit],
-    tables_on_disk: &std::collections::HashSet<u64>,
+    files_on_disk: &std::collections::HashSet<u64>,
     levels_for: &dyn Fn(&str) -> usize,
-) -> (usize, Vec<u64>) {
+) -> CompletePrefix {
     let mut families = default_family_only(levels_for);
     let mut max_column_family = 0;
     let mut counters = Counters::default();
@@ -419,18 +519,29 @@ fn longest_complete_prefix(
             missing.remove(number);
         }
         for (_, f) in &edit.new_files {
-            if !tables_on_disk.contains(&f.number) {
+            if !files_on_disk.contains(&f.number) {
                 missing.insert(f.number, edit.column_family);
             }
         }
         if edit.column_family_drop {
             missing.retain(|_, family| *family != edit.column_family);
         }
-        if missing.is_empty() && counters.complete() {
+        // Blob files leave a version by its rules, not by edits: looked up anew.
+        let blobs_missing = families
+            .values()
+            .flat_map(|f| f.current.live_blob_files().collect::<Vec<_>>())
+            .any(|n| !files_on_disk.contains(&n));
+        if missing.is_empty() && !blobs_missing && counters.complete() {
             best = i + 1;
         }
     }
-    (best, missing.into_keys().collect())
+    let mut missing_blob_files: Vec<u64> = families
+        .values()
+        .flat_map(|f| f.current.live_blob_files().collect::<Vec<_>>())
+        .filter(|n| !files_on_disk.contains(n))
+        .collect();
+    missing_blob_files.sort_unstable();
+    CompletePrefix { keep: best, missing_tables: missing.into_keys().collect(), missing_blob_files }
 }
 
 impl VersionSet {
@@ -457,24 +568,27 @@ impl VersionSet {
                 edits.push(edit);
                 Ok(())
             })?;
-            let tables: std::collections::HashSet<u64> = fs
+            let files: std::collections::HashSet<u64> = fs
                 .list_dir(dir)?
                 .iter()
                 .filter_map(|n| filename::parse_file_name(n))
-                .filter(|(t, _)| *t == filename::FileType::Table)
+                .filter(|(t, _)| matches!(t, filename::FileType::Table | filename::FileType::Blob))
                 .map(|(_, n)| n)
                 .collect();
-            let (keep, missing) = longest_complete_prefix(&edits, &tables, levels_for);
+            let prefix = longest_complete_prefix(&edits, &files, levels_for);
+            let keep = prefix.keep;
             if keep == 0 {
                 return Err(Error::corruption(
                     &name,
                     0,
-                    "best-efforts recovery found no state in the MANIFEST with its counters and all its tables",
+                    "best-efforts recovery found no state in the MANIFEST with its counters and all its tables \
+                     and blob files",
                 ));
             }
             if keep < edits.len() {
                 report.edits_left_out = (edits.len() - keep) as u64;
-                report.missing_tables = missing;
+                report.missing_tables = prefix.missing_tables;
+                report.missing_blob_files = prefix.missing_blob_files;
             }
             for edit in edits.iter().take(keep) {
                 apply_edit(&mut families, &mut max_column_family, edit, levels_for)?;
@@ -498,12 +612,13 @@ impl VersionSet {
         counters.log_number.ok_or_else(|| missing("log number"))?;
         for family in families.values() {
             family.current.check(&name)?;
-            for f in family.current.levels.iter().flatten() {
-                if f.number >= next_file_number {
+            let numbers = family.current.live_files().chain(family.current.live_blob_files());
+            for number in numbers {
+                if number >= next_file_number {
                     return Err(Error::corruption(
                         &name,
                         0,
-                        format!("file {} is not below the next file number {next_file_number}", f.number),
+                        format!("file {number} is not below the next file number {next_file_number}"),
                     ));
                 }
             }
@@ -756,6 +871,14 @@ pub fn write_manifest(
                 edit.new_files.push((level, Arc::clone(f)));
             }
         }
+        for b in family.current.blob_files.values() {
+            let (number, total_count, total_bytes) = (b.number, b.total_count, b.total_bytes);
+            edit.blob_file_additions.push(BlobFileAddition { number, total_count, total_bytes });
+            if b.garbage_count > 0 {
+                let (count, bytes) = (b.garbage_count, b.garbage_bytes);
+                edit.blob_file_garbage.push(BlobFileGarbage { number, count, bytes });
+            }
+        }
         snapshot.push(edit);
     }
     snapshot.rotate_left(1);
@@ -788,6 +911,7 @@ mod tests {
             largest_seq: seq,
             num_entries: 1,
             num_deletions: 0,
+            oldest_blob_file: 0,
             table: Default::default(),
         }
     }
@@ -813,6 +937,58 @@ mod tests {
         d.delete_file(0, 2);
         let v2 = v.apply(&[&d]).unwrap();
         assert_eq!(v2.num_files(0), 1);
+    }
+
+    fn with_blobs(mut f: FileMetaData, oldest: u64) -> FileMetaData {
+        f.oldest_blob_file = oldest;
+        f
+    }
+
+    fn added(number: u64, count: u64) -> BlobFileAddition {
+        BlobFileAddition { number, total_count: count, total_bytes: count * 100 }
+    }
+
+    #[test]
+    fn blob_files_leave_a_version_only_when_no_table_can_refer_to_them() {
+        // Two flushes, each a table and its blob file.
+        let mut e = VersionEdit::default();
+        e.add_file(0, with_blobs(file(2, b"a", b"m", 1), 3));
+        e.blob_file_additions.push(added(3, 4));
+        e.add_file(0, with_blobs(file(4, b"a", b"m", 2), 5));
+        e.blob_file_additions.push(added(5, 2));
+        let v = Version::new(3).apply(&[&e]).unwrap();
+        assert_eq!(v.live_blob_files().collect::<Vec<_>>(), vec![3, 5]);
+        assert_eq!(v.blob_gc_cutoff(0.25), 3);
+        assert_eq!(v.blob_gc_cutoff(0.5), 5);
+        assert_eq!(v.blob_gc_cutoff(1.0), u64::MAX);
+        // Garbage short of all of a file keeps it.
+        let g = |number, count| BlobFileGarbage { number, count, bytes: count * 100 };
+        let partly = VersionEdit { blob_file_garbage: vec![g(3, 3)], ..Default::default() };
+        let v = v.apply(&[&partly]).unwrap();
+        assert_eq!(v.blob_files[&3].garbage_count, 3);
+        // All of file 3 is garbage, but table 2 still names it: it stays.
+        let all = VersionEdit { blob_file_garbage: vec![g(3, 1)], ..Default::default() };
+        let v = v.apply(&[&all]).unwrap();
+        assert!(v.blob_files.contains_key(&3), "a file a table names as its oldest was dropped");
+        // A compaction rewrites table 2 into table 6, whose oldest is file 5:
+        // file 3 is older than every table's oldest, and goes.
+        let mut c = VersionEdit::default();
+        c.delete_file(0, 2);
+        c.add_file(1, with_blobs(file(6, b"a", b"m", 1), 5));
+        let v = v.apply(&[&c]).unwrap();
+        assert_eq!(v.live_blob_files().collect::<Vec<_>>(), vec![5]);
+        // Garbage for a file not listed, or past its count, is corruption.
+        let unknown = VersionEdit { blob_file_garbage: vec![g(3, 1)], ..Default::default() };
+        assert!(v.apply(&[&unknown]).unwrap_err().is_corruption());
+        let too_much = VersionEdit { blob_file_garbage: vec![g(5, 3)], ..Default::default() };
+        assert!(v.apply(&[&too_much]).unwrap_err().is_corruption());
+        let twice = VersionEdit { blob_file_additions: vec![added(5, 1)], ..Default::default() };
+        assert!(v.apply(&[&twice]).unwrap_err().is_corruption());
+        // Once no table refers to any blob file, none stays.
+        let mut gone = VersionEdit::default();
+        gone.delete_file(0, 4);
+        gone.delete_file(1, 6);
+        assert!(v.apply(&[&gone]).unwrap().blob_files.is_empty());
     }
 
     #[test]
