@@ -15,13 +15,18 @@
 //!
 //! A second test pulls the plug with no fault, after a random step, while
 //! background flushes and compactions run, under every `CrashMode`.
+//!
+//! Both run every workload again with blob files (`workload::blob_files`):
+//! flushes and compactions then also write blob files, garbage collection
+//! relocates blobs and obsoletes blob files, and recovery must find every
+//! blob file the MANIFEST lists synced and whole.
 
 mod common;
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use common::workload::{self, Recorder, Workload, DB};
+use common::workload::{self, Configure, Recorder, Workload, DB};
 use ebb::fs::{CrashMode, FaultRule, FileSystem, MemFs};
 use ebb::WalRecoveryMode;
 use rand::rngs::StdRng;
@@ -50,9 +55,10 @@ fn file_sizes(fs: &MemFs) -> Vec<(String, usize)> {
 
 /// Runs `w` cleanly; returns the filesystem operations and the steps (calls
 /// that returned `Ok`) it took.
-fn clean_run(name: &str, w: Workload) -> (u64, usize) {
+fn clean_run(name: &str, w: Workload, configure: Configure) -> (u64, usize) {
     let fs = MemFs::new();
     let mut r = Recorder::new(fs.clone());
+    configure(&mut r.options);
     let steps = Rc::new(Cell::new(0));
     let counter = Rc::clone(&steps);
     r.after_step = Some(Box::new(move |s| counter.set(s)));
@@ -61,14 +67,15 @@ fn clean_run(name: &str, w: Workload) -> (u64, usize) {
 }
 
 /// Crashes `w` at every operation (or every n-th).
-fn explore_fault_points(name: &str, w: Workload) {
-    let (total, _) = clean_run(name, w);
+fn explore_fault_points(name: &str, w: Workload, configure: Configure) {
+    let (total, _) = clean_run(name, w, configure);
     let stride = total.div_ceil(MAX_POINTS).max(1);
     let (mut explored, mut interrupted) = (0, 0);
     for k in (1..=total).step_by(stride as usize) {
         let fs = MemFs::new();
         fs.inject(FaultRule::any_op().nth(k).persistent());
         let mut r = Recorder::new(fs.clone());
+        configure(&mut r.options);
         let outcome = w(&mut r);
         fs.crash(CrashMode::DropUnsynced);
         fs.clear_faults();
@@ -83,37 +90,61 @@ fn explore_fault_points(name: &str, w: Workload) {
 
 #[test]
 fn crash_points_synced_puts() {
-    explore_fault_points("synced puts", workload::synced_puts);
+    explore_fault_points("synced puts", workload::synced_puts, workload::as_is);
 }
 
 #[test]
 fn crash_points_puts_and_deletes() {
-    explore_fault_points("puts and deletes", workload::puts_and_deletes);
+    explore_fault_points("puts and deletes", workload::puts_and_deletes, workload::as_is);
 }
 
 #[test]
 fn crash_points_puts_then_flush() {
-    explore_fault_points("puts then flush", workload::puts_then_flush);
+    explore_fault_points("puts then flush", workload::puts_then_flush, workload::as_is);
 }
 
 #[test]
 fn crash_points_compactions() {
-    explore_fault_points("compactions", workload::compactions);
+    explore_fault_points("compactions", workload::compactions, workload::as_is);
 }
 
 #[test]
 fn crash_points_manifest_rolls() {
-    explore_fault_points("manifest rolls", workload::manifest_rolls);
+    explore_fault_points("manifest rolls", workload::manifest_rolls, workload::as_is);
 }
 
 #[test]
 fn crash_points_unlogged_writes_then_close() {
-    explore_fault_points("unlogged writes then close", workload::unlogged_then_close);
+    explore_fault_points("unlogged writes then close", workload::unlogged_then_close, workload::as_is);
 }
 
 #[test]
 fn crash_points_recovery_into_many_tables() {
-    explore_fault_points("recovery into many tables", workload::recovery_into_many_tables);
+    explore_fault_points("recovery into many tables", workload::recovery_into_many_tables, workload::as_is);
+}
+
+#[test]
+fn crash_points_blob_files_synced_puts() {
+    explore_fault_points("blob files: synced puts", workload::synced_puts, workload::blob_files);
+}
+
+#[test]
+fn crash_points_blob_files_puts_and_deletes() {
+    explore_fault_points("blob files: puts and deletes", workload::puts_and_deletes, workload::blob_files);
+}
+
+#[test]
+fn crash_points_blob_files_compactions() {
+    explore_fault_points("blob files: compactions", workload::compactions, workload::blob_files);
+}
+
+#[test]
+fn crash_points_blob_files_recovery_into_many_tables() {
+    explore_fault_points(
+        "blob files: recovery into many tables",
+        workload::recovery_into_many_tables,
+        workload::blob_files,
+    );
 }
 
 /// Pulls the plug after a random step of each workload, with background work
@@ -122,10 +153,19 @@ fn crash_points_recovery_into_many_tables() {
 /// last WAL, and nothing else.
 #[test]
 fn random_crashes_in_every_mode() {
-    const PER_WORKLOAD: u64 = 40;
+    random_crashes(workload::as_is, 40);
+}
+
+/// As [`random_crashes_in_every_mode`], with blob files.
+#[test]
+fn random_crashes_in_every_mode_with_blob_files() {
+    random_crashes(workload::blob_files, 24);
+}
+
+fn random_crashes(configure: Configure, per_workload: u64) {
     for (name, w) in workload::all() {
-        let (_, steps) = clean_run(name, w);
-        for seed in 0..PER_WORKLOAD {
+        let (_, steps) = clean_run(name, w, configure);
+        for seed in 0..per_workload {
             let mut rng = StdRng::seed_from_u64(seed);
             let mode = match seed % 4 {
                 0 => CrashMode::DropUnsynced,
@@ -136,6 +176,7 @@ fn random_crashes_in_every_mode() {
             let crash_at = rng.gen_range(1..=steps);
             let fs = MemFs::new();
             let mut r = Recorder::new(fs.clone());
+            configure(&mut r.options);
             let crashed = Rc::new(Cell::new(false));
             let (plug, flag) = (fs.clone(), Rc::clone(&crashed));
             r.after_step = Some(Box::new(move |s| {

@@ -24,7 +24,8 @@
 //! nothing): its state must be the model after some prefix of the writes
 //! attempted, no earlier than the last write made durable (a synced write, a
 //! flush, a close); it must take a write and keep it across another reopen.
-//! Every kill point must fire in both modes.
+//! Every kill point must fire in both modes. `blob_sync` fires only with
+//! blob files, so its workloads run with them (`workload::blob_files`).
 #![cfg(feature = "failpoints")]
 
 mod common;
@@ -34,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::time::Duration;
 
-use common::workload::{self, Recorder, Workload};
+use common::workload::{self, Configure, Recorder, Workload};
 use common::History;
 use ebb::fs::{CrashMode, FaultRule, MemFs};
 use ebb::{Options, WalRecoveryMode};
@@ -87,7 +88,7 @@ struct Outcome {
 }
 
 /// Hits of `point` in a clean run of `w`.
-fn count_hits(point: &'static str, w: Workload) -> u64 {
+fn count_hits(point: &'static str, w: Workload, configure: Configure) -> u64 {
     let hits = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&hits);
     fail::cfg_callback(point, move || {
@@ -95,6 +96,7 @@ fn count_hits(point: &'static str, w: Workload) -> u64 {
     })
     .expect("configure the kill point");
     let mut r = Recorder::new(MemFs::new());
+    configure(&mut r.options);
     let clean = w(&mut r);
     fail::remove(point);
     clean.unwrap_or_else(|e| panic!("{point}: the clean run failed: {e}"));
@@ -102,7 +104,7 @@ fn count_hits(point: &'static str, w: Workload) -> u64 {
 }
 
 /// Runs `w` with hit `k` of `point` doing `kill`.
-fn run_killed(point: &'static str, w: Workload, k: u64, kill: Kill) -> Outcome {
+fn run_killed(point: &'static str, w: Workload, configure: Configure, k: u64, kill: Kill) -> Outcome {
     let fs = MemFs::new();
     let fired = Arc::new(AtomicBool::new(false));
     let dead_disk: Arc<Mutex<Option<MemFs>>> = Arc::new(Mutex::new(None));
@@ -130,6 +132,7 @@ fn run_killed(point: &'static str, w: Workload, k: u64, kill: Kill) -> Outcome {
     let (thread_fs, thread_published) = (fs.clone(), Arc::clone(&published));
     std::thread::spawn(move || {
         let mut r = Recorder::new(thread_fs);
+        configure(&mut r.options);
         r.published = Some(thread_published);
         let outcome = catch_unwind(AssertUnwindSafe(|| w(&mut r)));
         let first_error = match (&outcome, &r.first_error) {
@@ -153,7 +156,9 @@ fn run_killed(point: &'static str, w: Workload, k: u64, kill: Kill) -> Outcome {
         Some(done) => done,
         None => {
             let history = published.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            (history, workload::Recorder::new(fs.clone()).options, Some("abandoned".into()))
+            let mut options = workload::Recorder::new(fs.clone()).options;
+            configure(&mut options);
+            (history, options, Some("abandoned".into()))
         }
     };
     let disk = dead_disk.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -187,14 +192,19 @@ fn hits_to_try(n: u64) -> Vec<u64> {
 
 /// Kills every workload at a spread of `point`'s hits, in both modes.
 fn explore(point: &'static str) {
+    explore_with(point, workload::as_is);
+}
+
+/// As [`explore`], with every open's options changed by `configure`.
+fn explore_with(point: &'static str, configure: Configure) {
     quiet_kills();
     let scenario = FailScenario::setup();
     let (mut runs, mut fired, mut abandoned) = ([0u64; 2], [0u64; 2], 0u64);
     for (name, w) in workload::all() {
-        let n = count_hits(point, w);
+        let n = count_hits(point, w, configure);
         for k in hits_to_try(n) {
             for kill in [Kill::Error, Kill::Panic] {
-                let out = run_killed(point, w, k, kill);
+                let out = run_killed(point, w, configure, k, kill);
                 let ctx = format!("{point}: {name}: {kill:?} at hit {k} of {n}");
                 recover_and_check(&out, &ctx);
                 runs[kill as usize] += 1;
@@ -232,6 +242,16 @@ fn kill_at_sst_sync() {
 #[test]
 fn kill_at_dir_sync() {
     explore("dir_sync");
+}
+
+#[test]
+fn kill_at_blob_sync() {
+    explore_with("blob_sync", workload::blob_files);
+}
+
+#[test]
+fn kill_at_dir_sync_with_blob_files() {
+    explore_with("dir_sync", workload::blob_files);
 }
 
 #[test]

@@ -76,6 +76,8 @@ struct Activity {
     trivial_moves: u64,
     intra_l0: u64,
     subcompactions: u64,
+    blob_bytes_written: u64,
+    blobs_relocated: u64,
 }
 
 fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_epoch: usize) -> Activity {
@@ -161,6 +163,8 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
         activity.trivial_moves += m.trivial_moves;
         activity.intra_l0 += m.intra_l0_compactions;
         activity.subcompactions += m.split_compactions.1;
+        activity.blob_bytes_written += m.blob_bytes_written;
+        activity.blobs_relocated += m.blobs_relocated;
         if rng.gen_bool(0.5) {
             db.close().unwrap();
         } else {
@@ -200,6 +204,40 @@ fn model_on_memfs_many_seeds() {
     assert!(total.trivial_moves > 0, "{total:?}");
     assert!(total.subcompactions > 0, "{total:?}");
     eprintln!("model activity: {total:?}");
+}
+
+/// The same histories with blob files: values are 0 to 119 bytes and
+/// `min_blob_size` is 40, so both kinds of values occur (and a key's
+/// versions are of both kinds); blob files are small, so there are many;
+/// odd seeds collect garbage (relocating blobs and forcing compactions), and
+/// every third seed compresses blobs.
+#[test]
+fn model_with_blob_files() {
+    let mut total = Activity::default();
+    for seed in 20..26 {
+        let fs = MemFs::new();
+        let opts = || {
+            let mut o = tiny_options(Some(fs.clone()));
+            o.enable_blob_files = true;
+            o.min_blob_size = 40;
+            o.blob_file_size = 4096;
+            o.enable_blob_garbage_collection = seed % 2 == 1;
+            o.blob_garbage_collection_age_cutoff = 0.5;
+            o.blob_garbage_collection_force_threshold = 0.5;
+            if seed % 3 == 0 {
+                o.blob_compression_type = ebb::CompressionType::Lz4;
+            }
+            o
+        };
+        let a = run_seed(seed, &opts, 3, 1500);
+        total.flushes += a.flushes;
+        total.compactions += a.compactions;
+        total.blob_bytes_written += a.blob_bytes_written;
+        total.blobs_relocated += a.blobs_relocated;
+    }
+    assert!(total.flushes >= 50 && total.compactions >= 50, "{total:?}");
+    assert!(total.blob_bytes_written > 0 && total.blobs_relocated > 0, "{total:?}");
+    eprintln!("model with blob files: {total:?}");
 }
 
 #[test]

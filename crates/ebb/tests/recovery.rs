@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use common::{scan, tiny_options};
 use ebb::fs::{CrashMode, MemFs};
-use ebb::{Db, ReadOptions, WriteOptions};
+use ebb::{Db, Options, ReadOptions, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -69,6 +69,32 @@ fn unlogged_writes_survive_close_by_flush() {
 /// must be a prefix of the history no earlier than the last sync.
 #[test]
 fn power_loss_keeps_synced_writes_in_every_crash_mode() {
+    power_loss_in_every_crash_mode(tiny_options, |_, i| format!("v{i}").into_bytes());
+}
+
+/// As [`power_loss_keeps_synced_writes_in_every_crash_mode`], with blob
+/// files: values of 1 to 400 bytes, those of 100 or more in blob files of
+/// at most 4 KiB, garbage collection forcing compactions early, so the
+/// crash finds blob files being written, relocated and made obsolete.
+#[test]
+fn power_loss_with_blob_files_keeps_synced_writes_in_every_crash_mode() {
+    let options = |fs: Option<MemFs>| {
+        let mut o = tiny_options(fs);
+        o.enable_blob_files = true;
+        o.min_blob_size = 100;
+        o.blob_file_size = 4096;
+        o.enable_blob_garbage_collection = true;
+        o.blob_garbage_collection_force_threshold = 0.25;
+        o
+    };
+    power_loss_in_every_crash_mode(options, |rng, i| {
+        let mut v = format!("v{i}-").into_bytes();
+        v.resize(rng.gen_range(1..400).max(v.len()), b'x');
+        v
+    });
+}
+
+fn power_loss_in_every_crash_mode(options: fn(Option<MemFs>) -> Options, value: fn(&mut StdRng, usize) -> Vec<u8>) {
     let modes = |seed: u64| {
         vec![
             CrashMode::DropUnsynced,
@@ -80,7 +106,7 @@ fn power_loss_keeps_synced_writes_in_every_crash_mode() {
     for seed in 0..6u64 {
         for mode in modes(seed) {
             let fs = MemFs::new();
-            let o = tiny_options(Some(fs.clone()));
+            let o = options(Some(fs.clone()));
             let mut rng = StdRng::seed_from_u64(seed);
             // history[i] = state after write i.
             let mut states: Vec<BTreeMap<Vec<u8>, Vec<u8>>> = vec![BTreeMap::new()];
@@ -89,7 +115,7 @@ fn power_loss_keeps_synced_writes_in_every_crash_mode() {
                 let db = Db::open("/db", o.clone()).unwrap();
                 for i in 0..1500 {
                     let k = format!("k{:03}", rng.gen_range(0..200)).into_bytes();
-                    let v = format!("v{i}").into_bytes();
+                    let v = value(&mut rng, i);
                     let sync = rng.gen_bool(0.05);
                     let mut next = states.last().unwrap().clone();
                     if rng.gen_bool(0.8) {

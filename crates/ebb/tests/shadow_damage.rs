@@ -17,6 +17,12 @@
 //! The older table is damaged the same way: backwards, a key's older
 //! version is met before its newer one, so a failure there must not leave
 //! the older version standing either.
+//!
+//! With blob files, the newer values live in blob files (the tables hold
+//! blob indexes) over older values inline: each part of each blob file (the
+//! header, every record, the footer) is damaged the same way, and the file
+//! is removed; a read gives the newer value or a corruption error, never
+//! the older value.
 
 mod common;
 
@@ -51,10 +57,12 @@ fn show(k: &[u8]) -> String {
     String::from_utf8_lossy(k).into_owned()
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shadow {
     Tombstones,
     NewerValues,
+    /// Newer values written to blob files, over older values inline.
+    NewerValuesInBlobFiles,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +105,8 @@ struct Fixture {
     older_tables: Vec<String>,
     /// The tables written after the older data, which shadow it.
     newer_tables: Vec<String>,
+    /// The blob files holding the newer values.
+    newer_blob_files: Vec<String>,
     /// The visible state: the newer answers.
     model: Model,
 }
@@ -130,11 +140,14 @@ fn fixture(shadow: Shadow, placement: Placement) -> Fixture {
     }
     let old_tables: Vec<u64> =
         files_of(&fs, DB).iter().filter(|(n, _)| n.ends_with(".sst")).map(|(n, _)| table_number(n)).collect();
+    if shadow == Shadow::NewerValuesInBlobFiles {
+        db.set_options(&[("enable_blob_files", "true"), ("min_blob_size", "10")]).unwrap();
+    }
     let write_newer = |range: std::ops::Range<usize>| {
         for i in range {
             match shadow {
                 Shadow::Tombstones => db.delete(&key(i)).unwrap(),
-                Shadow::NewerValues => db.put(&key(i), &new_value(i)).unwrap(),
+                Shadow::NewerValues | Shadow::NewerValuesInBlobFiles => db.put(&key(i), &new_value(i)).unwrap(),
             }
         }
         db.flush(true).unwrap();
@@ -170,9 +183,34 @@ fn fixture(shadow: Shadow, placement: Placement) -> Fixture {
     assert_eq!(newer_tables.len(), if let Placement::L1OverL2 = placement { 2 } else { 1 }, "{newer_tables:?}");
     let model = match shadow {
         Shadow::Tombstones => Model::new(),
-        Shadow::NewerValues => (0..N).map(|i| (key(i), new_value(i))).collect(),
+        Shadow::NewerValues | Shadow::NewerValuesInBlobFiles => (0..N).map(|i| (key(i), new_value(i))).collect(),
     };
-    Fixture { what: format!("{shadow:?} {placement:?}"), files, older_tables, newer_tables, model }
+    let mut newer_blob_files: Vec<String> =
+        files.iter().map(|(n, _)| n.clone()).filter(|n| n.ends_with(".blob")).collect();
+    newer_blob_files.sort();
+    let blob_files_wanted = match (shadow, placement) {
+        (Shadow::NewerValuesInBlobFiles, Placement::L1OverL2) => 2,
+        (Shadow::NewerValuesInBlobFiles, _) => 1,
+        _ => 0,
+    };
+    assert_eq!(newer_blob_files.len(), blob_files_wanted, "{newer_blob_files:?}");
+    Fixture { what: format!("{shadow:?} {placement:?}"), files, older_tables, newer_tables, newer_blob_files, model }
+}
+
+/// The byte ranges of a blob file's parts: the header, each record (walked
+/// by the lengths in its header), the footer (docs/format.md, "Blob files").
+fn blob_parts(bytes: &[u8]) -> Vec<(String, std::ops::Range<usize>)> {
+    use ebb::blob::format::{FOOTER_LEN, HEADER_LEN, RECORD_HEADER_LEN};
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let mut parts = vec![("header".to_string(), 0..HEADER_LEN)];
+    let mut at = HEADER_LEN;
+    while at < bytes.len() - FOOTER_LEN {
+        let end = at + RECORD_HEADER_LEN + u32_at(at + 4) + u32_at(at + 8);
+        parts.push((format!("record at {at}"), at..end));
+        at = end;
+    }
+    parts.push(("footer".to_string(), bytes.len() - FOOTER_LEN..bytes.len()));
+    parts
 }
 
 /// The byte ranges of `table`'s parts: each data block (its start found
@@ -336,6 +374,30 @@ fn check_damage(f: &Fixture) -> usize {
             }
         }
     }
+    for blob in &f.newer_blob_files {
+        let clean = f.files.iter().find(|(n, _)| n == blob).unwrap().1.clone();
+        for (part, range) in blob_parts(&clean) {
+            for at in [range.start, (range.start + range.end) / 2, range.end - 1] {
+                let mut bytes = clean.clone();
+                bytes[at] ^= 0x41;
+                let ctx = format!("{}: blob file {blob} byte {at} ({part}) flipped", f.what);
+                let fs = fs_holding(DB, &with_file(&f.files, blob, bytes));
+                let db = Db::open(DB, options(&fs)).unwrap_or_else(|e| panic!("{ctx}: open: {e}"));
+                let (forward, reverse) = check_reads(&db, &f.model, &ctx);
+                assert!(forward && reverse, "{ctx}: a full scan did not notice the damage");
+                db.close().unwrap();
+                cases += 1;
+            }
+        }
+        // Gone while the database is open (an open refuses a missing one).
+        let ctx = format!("{}: blob file {blob} removed", f.what);
+        let fs = fs_holding(DB, &f.files);
+        let db = Db::open(DB, options(&fs)).unwrap();
+        fs.remove_file(&Path::new(DB).join(blob)).unwrap();
+        let (forward, reverse) = check_reads(&db, &f.model, &ctx);
+        assert!(forward && reverse, "{ctx}: a full scan did not notice");
+        cases += 1;
+    }
     cases
 }
 
@@ -356,4 +418,9 @@ fn damaged_tombstones_never_uncover_deleted_values() {
 #[test]
 fn damaged_newer_values_never_uncover_older_values() {
     run(Shadow::NewerValues);
+}
+
+#[test]
+fn damaged_blob_files_never_uncover_older_values() {
+    run(Shadow::NewerValuesInBlobFiles);
 }

@@ -523,6 +523,9 @@ mod tests {
         let v = Version::new(3).apply(&[&e]).unwrap();
         let none = HashSet::new();
         assert!(pick(&v, &o, &none).is_none(), "no garbage: nothing forced");
+        let mut zero = o.clone();
+        zero.blob_garbage_collection_force_threshold = 0.0;
+        assert!(pick(&v, &zero, &none).is_none(), "no garbage: nothing forced, whatever the threshold");
         // 900 of the 2000 bytes of the two oldest files: under half.
         let g = |number, bytes| BlobFileGarbage { number, count: bytes / 100, bytes };
         let v =

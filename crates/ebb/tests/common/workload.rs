@@ -347,6 +347,25 @@ pub fn recovery_into_many_tables(r: &mut Recorder) -> Result<()> {
     r.close(db)
 }
 
+/// A change to the options every open of a workload uses.
+pub type Configure = fn(&mut Options);
+
+/// The options as [`Recorder::new`] sets them.
+pub fn as_is(_: &mut Options) {}
+
+/// Runs a workload with blob files: values of at least 100 bytes (all of
+/// most workloads' values, some of `puts_and_deletes`') go to blob files of
+/// at most 4 KiB, and compactions collect garbage, forced early, so flushes
+/// and compactions write, relocate and delete blob files as they go.
+pub fn blob_files(o: &mut Options) {
+    o.enable_blob_files = true;
+    o.min_blob_size = 100;
+    o.blob_file_size = 4096;
+    o.enable_blob_garbage_collection = true;
+    o.blob_garbage_collection_age_cutoff = 0.5;
+    o.blob_garbage_collection_force_threshold = 0.25;
+}
+
 /// Every workload, by name.
 pub fn all() -> Vec<(&'static str, Workload)> {
     vec![
