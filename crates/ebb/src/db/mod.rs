@@ -1050,6 +1050,7 @@ impl DbInner {
             compacting,
             bytes: m.bytes_per_level.clone(),
             scores,
+            blob_files: (m.blob_files, m.blob_file_bytes, m.blob_garbage_bytes),
         };
         self.stats.format(&shape)
     }

@@ -483,6 +483,8 @@ pub struct LevelShape {
     pub bytes: Vec<u64>,
     /// Compaction score per level.
     pub scores: Vec<f64>,
+    /// Blob files listed: count, bytes, garbage bytes.
+    pub blob_files: (usize, u64, u64),
 }
 
 impl Stats {
@@ -549,6 +551,15 @@ impl Stats {
             add_into(&mut int, &d);
         }
         out.push_str(&level_row("Int", 0, 0, 0, 0.0, &int, cur.user_bytes.saturating_sub(prev.user_bytes), false));
+        // RocksDB's line, where its stats put it.
+        let (blob_count, blob_bytes, blob_garbage) = shape.blob_files;
+        let live = blob_bytes.saturating_sub(blob_garbage);
+        out.push_str(&format!(
+            "\nBlob file count: {blob_count}, total size: {:.1} GB, garbage size: {:.1} GB, space amp: {:.1}\n\n",
+            blob_bytes as f64 / GB,
+            blob_garbage as f64 / GB,
+            if live > 0 { blob_bytes as f64 / live as f64 } else { 0.0 }
+        ));
         let interval = (now - prev.secs).max(1e-9);
         let uptime = now.max(1e-9);
         out.push_str(&format!("Uptime(secs): {now:.1} total, {interval:.1} interval\n"));
@@ -778,6 +789,7 @@ mod format_tests {
             compacting: vec![0; 3],
             bytes: vec![1 << 20, 3 << 20, 0],
             scores: vec![0.5, 0.1, 0.0],
+            blob_files: (2, 3 << 30, 1 << 30),
         };
         let text = s.format(&shape);
         for (name, re) in [
@@ -793,6 +805,10 @@ mod format_tests {
             assert!(!find_all(re, &text).is_empty(), "{name} not found in:\n{text}");
         }
         assert!(text.contains("12K writes"), "{text}");
+        assert!(
+            text.contains("Blob file count: 2, total size: 3.0 GB, garbage size: 1.0 GB, space amp: 1.5"),
+            "{text}"
+        );
         assert!(text
             .contains("Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp"));
         // The second dump's interval covers only what happened in between.
