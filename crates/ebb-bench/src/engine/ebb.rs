@@ -413,6 +413,31 @@ mod tests {
     }
 
     #[test]
+    fn blob_flags_reach_the_blob_options() {
+        let o = ebb_options(
+            &flags(&[
+                "--enable_blob_files=true",
+                "--min_blob_size=512",
+                "--blob_file_size=1048576",
+                "--blob_compression_type=lz4",
+                "--enable_blob_garbage_collection=true",
+                "--blob_garbage_collection_age_cutoff=0.5",
+                "--blob_garbage_collection_force_threshold=0.8",
+            ]),
+            true,
+        )
+        .unwrap();
+        assert!(o.enable_blob_files && o.enable_blob_garbage_collection);
+        assert_eq!((o.min_blob_size, o.blob_file_size), (512, 1 << 20));
+        assert_eq!(o.blob_compression_type, ebb::CompressionType::Lz4);
+        assert_eq!((o.blob_garbage_collection_age_cutoff, o.blob_garbage_collection_force_threshold), (0.5, 0.8));
+        let d = ebb_options(&flags(&[]), true).unwrap();
+        assert!(!d.enable_blob_files, "blob files are off unless asked for, as in db_bench");
+        let e = ebb_options(&flags(&["--blob_garbage_collection_age_cutoff=2"]), true).unwrap_err().to_string();
+        assert!(e.contains("blob_garbage_collection_age_cutoff"), "{e}");
+    }
+
+    #[test]
     fn cache_flags_reach_the_block_cache_options() {
         let o = ebb_options(
             &flags(&[

@@ -48,7 +48,7 @@ pub fn given_value<'f>(flags: &'f Flags, flag: &str) -> Option<&'f Value> {
 pub fn flag_value_from_text(flag: &FlagSpec, text: &str) -> Option<Value> {
     let t = text.trim();
     let v = match flag.name {
-        "compression_type" => Value::Str(
+        "compression_type" | "blob_compression_type" => Value::Str(
             match t {
                 "kNoCompression" => "none",
                 "kSnappyCompression" => "snappy",
@@ -272,6 +272,8 @@ mod tests {
         // And the values read are the ones Ebb has.
         let d = ebb::Options::default();
         let get = |f: &str| ebb_flag_value(spec(f).unwrap(), &d).unwrap().to_text();
+        assert_eq!(get("blob_compression_type"), "none");
+        assert_eq!(get("blob_garbage_collection_age_cutoff"), "0.25");
         assert_eq!(
             [
                 get("checksum_type"),
@@ -293,6 +295,13 @@ mod tests {
   max_open_files=-1
 [CFOptions \"default\"]
   compression=kNoCompression
+  enable_blob_files=true
+  min_blob_size=4096
+  blob_file_size=268435456
+  blob_compression_type=kLZ4Compression
+  enable_blob_garbage_collection=false
+  blob_garbage_collection_age_cutoff=0.250000
+  blob_garbage_collection_force_threshold=1.000000
   max_bytes_for_level_multiplier=10.000000
   compaction_style=kCompactionStyleLevel
   compaction_options_universal={allow_trivial_move=false;max_merge_width=4294967295;size_ratio=1;}
@@ -306,6 +315,13 @@ mod tests {
         assert_eq!(get("max_background_jobs"), Some(Value::Int(2)));
         assert_eq!(get("open_files"), Some(Value::Int(-1)));
         assert_eq!(get("compression_type"), Some(Value::Str("none".into())));
+        assert_eq!(get("enable_blob_files"), Some(Value::Bool(true)));
+        assert_eq!(get("min_blob_size"), Some(Value::UInt(4096)));
+        assert_eq!(get("blob_file_size"), Some(Value::UInt(256 << 20)));
+        assert_eq!(get("blob_compression_type"), Some(Value::Str("lz4".into())));
+        assert_eq!(get("enable_blob_garbage_collection"), Some(Value::Bool(false)));
+        assert_eq!(get("blob_garbage_collection_age_cutoff"), Some(Value::Double(0.25)));
+        assert_eq!(get("blob_garbage_collection_force_threshold"), Some(Value::Double(1.0)));
         assert_eq!(get("max_bytes_for_level_multiplier"), Some(Value::Double(10.0)));
         assert_eq!(get("compaction_style"), Some(Value::Int(0)));
         assert_eq!(get("universal_size_ratio"), Some(Value::UInt(1)));

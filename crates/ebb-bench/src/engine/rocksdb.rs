@@ -64,6 +64,18 @@ fn bool_of(flag: &str, v: &Value) -> Result<bool> {
     }
 }
 
+/// A compression flag's value (`--compression_type`, `--blob_compression_type`).
+fn compression_of(flag: &str, v: &Value) -> Result<DBCompressionType> {
+    let Value::Str(s) = v else { bail!("flag --{flag}: expected a name") };
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "none" | "no" => DBCompressionType::None,
+        "snappy" => DBCompressionType::Snappy,
+        "lz4" => DBCompressionType::Lz4,
+        "zstd" => DBCompressionType::Zstd,
+        other => bail!("flag --{flag}={other}: the rocksdb peer supports none, snappy, lz4, zstd"),
+    })
+}
+
 fn f64_of(flag: &str, v: &Value) -> Result<f64> {
     match v {
         Value::Double(d) => Ok(*d),
@@ -146,16 +158,7 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             opts.set_hard_pending_compaction_bytes_limit(u64_of(flag, v)? as usize)
         }
         "disable_auto_compactions" => opts.set_disable_auto_compactions(bool_of(flag, v)?),
-        "compression_type" => {
-            let Value::Str(s) = v else { bail!("flag --compression_type: expected a name") };
-            opts.set_compression_type(match s.to_ascii_lowercase().as_str() {
-                "none" | "no" => DBCompressionType::None,
-                "snappy" => DBCompressionType::Snappy,
-                "lz4" => DBCompressionType::Lz4,
-                "zstd" => DBCompressionType::Zstd,
-                other => bail!("flag --compression_type={other}: the rocksdb peer supports none, snappy, lz4, zstd"),
-            })
-        }
+        "compression_type" => opts.set_compression_type(compression_of(flag, v)?),
         "block_size" => {
             setup.block_size = u64_of(flag, v)? as usize;
             table.set_block_size(setup.block_size);
@@ -210,6 +213,13 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
         "enable_pipelined_write" => opts.set_enable_pipelined_write(bool_of(flag, v)?),
         "allow_concurrent_memtable_write" => opts.set_allow_concurrent_memtable_write(bool_of(flag, v)?),
         "optimize_filters_for_hits" => opts.set_optimize_filters_for_hits(bool_of(flag, v)?),
+        "enable_blob_files" => opts.set_enable_blob_files(bool_of(flag, v)?),
+        "min_blob_size" => opts.set_min_blob_size(u64_of(flag, v)?),
+        "blob_file_size" => opts.set_blob_file_size(u64_of(flag, v)?),
+        "blob_compression_type" => opts.set_blob_compression_type(compression_of(flag, v)?),
+        "enable_blob_garbage_collection" => opts.set_enable_blob_gc(bool_of(flag, v)?),
+        "blob_garbage_collection_age_cutoff" => opts.set_blob_gc_age_cutoff(f64_of(flag, v)?),
+        "blob_garbage_collection_force_threshold" => opts.set_blob_gc_force_threshold(f64_of(flag, v)?),
         _ => return Ok(false),
     }
     Ok(true)
