@@ -417,9 +417,18 @@ mod tests {
                 table: Default::default(),
             },
         );
-        let bytes = t.encode();
-        assert_eq!(&bytes[..2], &[0x06, 0x00]);
-        assert_eq!(bytes.last(), Some(&0x0c));
+        let key = [0x0b, b'k', b'e', b'y', 0x11, 0x05, 0, 0, 0, 0, 0, 0];
+        let mut want = vec![0x06, 0x00, 0x0d, 0xe8, 0x07];
+        want.extend_from_slice(&key);
+        want.extend_from_slice(&key);
+        want.extend_from_slice(&[0x05, 0x05, 0x01, 0x00, 0x0c]);
+        assert_eq!(t.encode(), want);
+        assert_eq!(VersionEdit::decode(&want, "MANIFEST", 0).unwrap(), t);
+        // Both in one edit, as the document shows them.
+        t.blob_file_additions = e.blob_file_additions.clone();
+        t.blob_file_garbage = e.blob_file_garbage.clone();
+        want.extend_from_slice(&e.encode());
+        assert_eq!((t.encode(), want.len()), (want, 45));
     }
 
     #[test]
