@@ -127,6 +127,11 @@ fn manifest_recovery_inputs() {
     run("manifest_recovery", 40);
 }
 
+#[test]
+fn blob_file_inputs() {
+    run("blob_file", 300);
+}
+
 // ---- the seeds ----
 
 fn files_named(fs: &MemFs, suffix: &str) -> Vec<Vec<u8>> {
@@ -253,4 +258,39 @@ fn write_seed_corpus() {
         vec![5, 0, 9, 0],
     ];
     write_seeds("manifest_recovery", &damage);
+
+    write_seeds("blob_file", &blob_seeds());
+}
+
+/// Blob files of a small database: values of 20 bytes or more, raw and
+/// compressed with snappy.
+fn blob_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for compression in [CompressionType::None, CompressionType::Snappy] {
+        let fs = MemFs::new();
+        let mut o = Options::default();
+        o.create_if_missing = true;
+        o.enable_blob_files = true;
+        o.min_blob_size = 20;
+        o.blob_compression_type = compression;
+        o.disable_auto_compactions = true;
+        o.fs = std::sync::Arc::new(fs.clone());
+        let db = Db::open("/db", o).unwrap();
+        for i in 0..12u32 {
+            db.put(format!("key{i:03}").as_bytes(), format!("value {i} {}", "v".repeat(4 * i as usize)).as_bytes())
+                .unwrap();
+        }
+        db.flush(true).unwrap();
+        drop(db);
+        seeds.extend(files_named(&fs, ".blob"));
+    }
+    seeds
+}
+
+/// Writes the blob file seeds alone (the other seeds hold creation times,
+/// which a rewrite would change).
+#[test]
+#[ignore = "rewrites the blob file seeds; run by hand"]
+fn write_blob_seed_corpus() {
+    write_seeds("blob_file", &blob_seeds());
 }

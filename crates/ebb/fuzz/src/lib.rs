@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use ebb::blob::format::{BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
+use ebb::blob::BlobFileReader;
 use ebb::fs::{CrashMode, FileSystem, MemFs, RandomAccessFile, SequentialFile};
 use ebb::iter::InternalIterator;
 use ebb::sst::{Block, BlockIterator, KeyOrder, ReadSettings, Table};
@@ -30,6 +32,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("batch_replay", batch_replay),
     ("model", model),
     ("manifest_recovery", manifest_recovery),
+    ("blob_file", blob_file),
 ];
 
 const RECOVERY_MODES: [WalRecoveryMode; 4] = [
@@ -169,6 +172,38 @@ pub fn table(data: &[u8]) {
             let _ = t.approximate_offset_of(k);
         }
         let _ = t.get(&rs, &[0u8; 9]);
+    }
+}
+
+/// A blob file opened from raw bytes: refused, or every record its headers
+/// lead to read back (checksums verified and not) without a panic; a blob
+/// index decoded from the input's first bytes re-encodes to them.
+pub fn blob_file(data: &[u8]) {
+    if let Ok(index) = BlobIndex::decode(data.get(..data.len().min(32)).unwrap_or_default()) {
+        let encoded = index.encode();
+        let again = BlobIndex::decode(&encoded).unwrap_or_else(|e| panic!("a blob index re-encodes badly: {e}"));
+        assert_eq!(again, index, "a blob index does not survive re-encoding");
+    }
+    let file = Arc::new(BytesAt(data.to_vec()));
+    let Ok(r) = BlobFileReader::open(file, data.len() as u64, "000009.blob".into(), 9) else { return };
+    let u32_at = |at: usize| data.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let mut at = HEADER_LEN;
+    let mut read = 0;
+    while let (Some(key_len), Some(value_len)) = (u32_at(at + 4), u32_at(at + 8)) {
+        let Some(key) = data.get(at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + key_len) else { break };
+        let compression = data.get(at + 12).and_then(|c| ebb::CompressionType::from_u8(*c));
+        let offset = (at + RECORD_HEADER_LEN + key_len) as u64;
+        let index =
+            BlobIndex { file_number: 9, offset, size: value_len as u64, compression: compression.unwrap_or_default() };
+        for verify in [true, false] {
+            let _ = r.get(key, &index, verify);
+            let _ = r.get(b"another key", &index, verify);
+        }
+        at = at.saturating_add(RECORD_HEADER_LEN).saturating_add(key_len).saturating_add(value_len);
+        read += 1;
+        if read > 10_000 {
+            break;
+        }
     }
 }
 
