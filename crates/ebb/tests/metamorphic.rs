@@ -10,7 +10,8 @@
 //! printed as a line of text. The history runs against a `BTreeMap` model and
 //! then under each configuration in `CONFIGS` (block size, memtable size,
 //! block cache on and off, compression, checksum, bloom filter bits,
-//! subcompactions, background threads, tuning mode); the lines must be
+//! subcompactions, background threads, tuning mode, blob files with and
+//! without garbage collection); the lines must be
 //! identical. A difference fails with the seed, both configurations, the line
 //! and the operation that printed it.
 
@@ -56,6 +57,16 @@ const CONFIGS: &[(&str, &str)] = &[
         "two levels, adaptive tuning, one thread",
         "num_levels=2; background_tuning=adaptive; max_background_jobs=1; max_background_compactions=-1; \
          max_subcompactions=2; block_cache_size=0",
+    ),
+    (
+        "blob files for values of 60 bytes or more, garbage collection forced early",
+        "enable_blob_files=true; min_blob_size=60; blob_file_size=2048; enable_blob_garbage_collection=true; \
+         blob_garbage_collection_age_cutoff=0.5; blob_garbage_collection_force_threshold=0.3",
+    ),
+    (
+        "every value in blob files, zstd blobs, adaptive tuning",
+        "enable_blob_files=true; min_blob_size=0; blob_compression_type=kZSTD; write_buffer_size=16384; \
+         background_tuning=adaptive",
     ),
 ];
 
