@@ -13,10 +13,12 @@
 //!
 //! Also: a full disk (`ENOSPC`) fails writes cleanly with an error that says
 //! so, and once space is back a reopen makes the database writable again.
+//! Three workloads run again with blob files (`workload::blob_files`), so
+//! blob file writes, syncs and reads (garbage collection, reads) fail too.
 
 mod common;
 
-use common::workload::{self, key, value, Recorder, Workload, DB};
+use common::workload::{self, key, value, Configure, Recorder, Workload, DB};
 use common::{try_scan, History, Model};
 use ebb::fs::{FaultKind, FaultOp, FaultRule, MemFs};
 use ebb::{Db, Error, Options, ReadOptions};
@@ -33,8 +35,9 @@ fn may_be_swallowed(op: FaultOp) -> bool {
 
 /// A recorder that checks failures are sticky and lets background work
 /// settle before each close.
-fn recorder(fs: &MemFs) -> Recorder {
+fn recorder(fs: &MemFs, configure: Configure) -> Recorder {
     let mut r = Recorder::new(fs.clone());
+    configure(&mut r.options);
     r.check_sticky = true;
     r.settle_before_close = true;
     r
@@ -55,17 +58,17 @@ fn reopen_and_check(fs: &MemFs, options: &Options, history: &History, ctx: &str)
 }
 
 /// Counts of each operation kind in a clean run of `w`.
-fn clean_counts(name: &str, w: Workload) -> Vec<(FaultOp, u64)> {
+fn clean_counts(name: &str, w: Workload, configure: Configure) -> Vec<(FaultOp, u64)> {
     let fs = MemFs::new();
-    let mut r = recorder(&fs);
+    let mut r = recorder(&fs, configure);
     w(&mut r).unwrap_or_else(|e| panic!("{name}: the clean run failed: {e}"));
     FaultOp::ALL.iter().map(|&op| (op, fs.op_count_of(op))).filter(|&(_, n)| n > 0).collect()
 }
 
 /// Fails each operation of `w` in turn, once and then persistently.
-fn fail_every_operation(name: &str, w: Workload) {
+fn fail_every_operation(name: &str, w: Workload, configure: Configure) {
     let (mut runs, mut fired) = (0, 0);
-    for (op, count) in clean_counts(name, w) {
+    for (op, count) in clean_counts(name, w, configure) {
         let stride = count.div_ceil(MAX_PER_KIND).max(1);
         for k in (1..=count).step_by(stride as usize) {
             for persistent in [false, true] {
@@ -74,7 +77,7 @@ fn fail_every_operation(name: &str, w: Workload) {
                 // nothing (tested in bad_input.rs), so its files are spared.
                 let rule = FaultRule::new(op).nth(k).path_excludes("LOG");
                 fs.inject(if persistent { rule.persistent() } else { rule });
-                let mut r = recorder(&fs);
+                let mut r = recorder(&fs, configure);
                 let outcome = w(&mut r);
                 let ctx = format!(
                     "{name}: {op:?} #{k} of {count} failing {}",
@@ -102,32 +105,51 @@ fn fail_every_operation(name: &str, w: Workload) {
 
 #[test]
 fn io_errors_synced_puts() {
-    fail_every_operation("synced puts", workload::synced_puts);
+    fail_every_operation("synced puts", workload::synced_puts, workload::as_is);
 }
 
 #[test]
 fn io_errors_puts_and_deletes() {
-    fail_every_operation("puts and deletes", workload::puts_and_deletes);
+    fail_every_operation("puts and deletes", workload::puts_and_deletes, workload::as_is);
 }
 
 #[test]
 fn io_errors_compactions() {
-    fail_every_operation("compactions", workload::compactions);
+    fail_every_operation("compactions", workload::compactions, workload::as_is);
 }
 
 #[test]
 fn io_errors_manifest_rolls() {
-    fail_every_operation("manifest rolls", workload::manifest_rolls);
+    fail_every_operation("manifest rolls", workload::manifest_rolls, workload::as_is);
 }
 
 #[test]
 fn io_errors_unlogged_writes_then_close() {
-    fail_every_operation("unlogged writes then close", workload::unlogged_then_close);
+    fail_every_operation("unlogged writes then close", workload::unlogged_then_close, workload::as_is);
 }
 
 #[test]
 fn io_errors_during_recovery_into_many_tables() {
-    fail_every_operation("recovery into many tables", workload::recovery_into_many_tables);
+    fail_every_operation("recovery into many tables", workload::recovery_into_many_tables, workload::as_is);
+}
+
+#[test]
+fn io_errors_with_blob_files_synced_puts() {
+    fail_every_operation("blob files: synced puts", workload::synced_puts, workload::blob_files);
+}
+
+#[test]
+fn io_errors_with_blob_files_compactions() {
+    fail_every_operation("blob files: compactions", workload::compactions, workload::blob_files);
+}
+
+#[test]
+fn io_errors_with_blob_files_during_recovery_into_many_tables() {
+    fail_every_operation(
+        "blob files: recovery into many tables",
+        workload::recovery_into_many_tables,
+        workload::blob_files,
+    );
 }
 
 /// Writes `n` puts from `from`, all acknowledged.
@@ -145,7 +167,7 @@ fn expect_no_space(what: &str, r: ebb::Result<()>) {
 #[test]
 fn a_full_disk_fails_wal_writes_cleanly_until_reopened() {
     let fs = MemFs::new();
-    let mut r = recorder(&fs);
+    let mut r = recorder(&fs, workload::as_is);
     r.options.write_buffer_size = 1 << 20;
     let db = r.open().unwrap();
     fill(&mut r, &db, 0, 50);
@@ -175,7 +197,7 @@ fn a_full_disk_fails_wal_writes_cleanly_until_reopened() {
 #[test]
 fn a_full_disk_fails_flushes_cleanly_until_reopened() {
     let fs = MemFs::new();
-    let mut r = recorder(&fs);
+    let mut r = recorder(&fs, workload::as_is);
     r.options.write_buffer_size = 1 << 20;
     let db = r.open().unwrap();
     fill(&mut r, &db, 0, 50);
@@ -199,7 +221,7 @@ fn a_full_disk_fails_flushes_cleanly_until_reopened() {
 #[test]
 fn a_full_disk_during_compaction_and_open_fails_cleanly() {
     let fs = MemFs::new();
-    let mut r = recorder(&fs);
+    let mut r = recorder(&fs, workload::as_is);
     let db = r.open().unwrap();
     fill(&mut r, &db, 0, 100);
     r.flush(&db).unwrap();
@@ -232,7 +254,7 @@ fn a_full_disk_during_compaction_and_open_fails_cleanly() {
 #[test]
 fn close_reports_unlogged_writes_that_a_failed_flush_left_unsaved() {
     let fs = MemFs::new();
-    let mut r = recorder(&fs);
+    let mut r = recorder(&fs, workload::as_is);
     r.options.write_buffer_size = 1 << 20;
     let db = r.open().unwrap();
     for i in 0..20 {
