@@ -232,12 +232,14 @@ impl Version {
         // blob file older than every table's oldest is referred to by none;
         // one that is all garbage stays while a table names it (a miscount
         // must never drop a blob still referred to).
-        let linked: std::collections::BTreeSet<u64> =
-            levels.iter().flatten().map(|f| f.oldest_blob_file).filter(|n| *n != 0).collect();
-        let oldest_linked = linked.first().copied().unwrap_or(u64::MAX);
-        blob_files.retain(|number, meta| {
-            *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
-        });
+        if !blob_files.is_empty() {
+            let linked: std::collections::BTreeSet<u64> =
+                levels.iter().flatten().map(|f| f.oldest_blob_file).filter(|n| *n != 0).collect();
+            let oldest_linked = linked.first().copied().unwrap_or(u64::MAX);
+            blob_files.retain(|number, meta| {
+                *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
+            });
+        }
         Ok(Version { levels, blob_files })
     }
 }
