@@ -150,7 +150,16 @@ impl DbInner {
         new_tables.record(number);
         let output = {
             let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
-            MutexGuard::unlocked(&mut st, || self.write_level0_table(mems, &opts, &data, number, smallest_snapshot))
+            let several_families = st.families.len() > 1;
+            MutexGuard::unlocked(&mut st, || {
+                let output = self.write_level0_table(mems, &opts, &data, number, smallest_snapshot)?;
+                // No family's tables may hold writes logged after another
+                // family's unsynced WAL (db/wal_seal.rs, contract 4).
+                if several_families {
+                    self.seal_closed_wals()?;
+                }
+                Ok(output)
+            })
         };
         let output = output?;
         if !st.families.contains_key(&cf) {
@@ -581,6 +590,7 @@ impl DbInner {
         let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
         let log_number = st.versions.log_number();
         st.old_wals.retain(|(number, _)| *number >= log_number);
+        self.wal_sealer.forget_below(log_number);
         let manifest = st.versions.manifest_number();
         let newest_options = names
             .iter()
@@ -735,12 +745,12 @@ impl DbInner {
         }
         // Let queued writes finish: take the queue, then stop new ones.
         let q = self.queue.lock();
-        let mut result = Ok(());
+        let mut result = self.seal_closed_wals();
         {
             let mut wal = self.wal.lock();
             if let Some(w) = wal.as_mut() {
                 if let Err(e) = w.sync() {
-                    result = Err(e);
+                    result = result.and(Err(e));
                 }
             }
         }
