@@ -295,14 +295,17 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
         return None;
     }
     let max_bytes = opts.effective_max_compaction_bytes();
-    if let Some(limit) = intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes) {
-        let inputs = l0[..limit].to_vec();
-        let mut c = finish(version, opts, 0, 0, inputs, Vec::new(), CompactionReason::IntraL0);
-        c.bottommost = false;
-        c.trivial_move = false;
-        return Some(c);
-    }
-    None
+    intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes)
+        .map(|limit| intra_l0(version, opts, &l0[..limit]))
+}
+
+/// `inputs`, adjacent L0 files, merged into one L0 file: never the
+/// bottommost data, never a move.
+fn intra_l0(version: &Version, opts: &Options, inputs: &[Arc<FileMetaData>]) -> Compaction {
+    let mut c = finish(version, opts, 0, 0, inputs.to_vec(), Vec::new(), CompactionReason::IntraL0);
+    c.bottommost = false;
+    c.trivial_move = false;
+    c
 }
 
 /// The length of the newest run of free L0 files worth merging into one
@@ -378,10 +381,7 @@ pub fn pick_l0_run_merge(version: &Version, opts: &Options, busy: &HashSet<u64>)
             end += 1;
         }
         if end - start >= L0_RUN_MERGE_MIN_WIDTH {
-            let mut c = finish(version, opts, 0, 0, l0[start..end].to_vec(), Vec::new(), CompactionReason::IntraL0);
-            c.bottommost = false;
-            c.trivial_move = false;
-            return Some(c);
+            return Some(intra_l0(version, opts, &l0[start..end]));
         }
     }
     None

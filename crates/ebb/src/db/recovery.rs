@@ -221,10 +221,7 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     let mut stopped: Option<(u64, LogDamage)> = None;
     for (i, &(number, pending)) in wal_names.iter().enumerate() {
         let number = &number;
-        let path = match pending {
-            true => filename::pending_wal_file(&inner.dir, *number),
-            false => filename::wal_file(&inner.dir, *number),
-        };
+        let path = filename::wal_path(&inner.dir, *number, pending);
         let name = path.display().to_string();
         if let Some((_, damage)) = &stopped {
             let records = crate::wal::count_intact_records(inner.fs.as_ref(), &path)?;
@@ -304,15 +301,17 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
             // with writes in the pending WAL after it, the tail was lost to a
             // power loss at a record boundary, which reads as a clean end:
             // replaying on would leave a hole (db/wal_seal.rs).
-            let mut later_records = 0;
+            // Only whether any later WAL holds a write matters here: the
+            // stopped replay below counts each one's for the report.
+            let mut later_holds_writes = false;
             for (n, pending) in &wal_names[i + 1..] {
-                let p = match pending {
-                    true => filename::pending_wal_file(&inner.dir, *n),
-                    false => filename::wal_file(&inner.dir, *n),
-                };
-                later_records += crate::wal::count_intact_records(inner.fs.as_ref(), &p)?;
+                let p = filename::wal_path(&inner.dir, *n, *pending);
+                if crate::wal::count_intact_records(inner.fs.as_ref(), &p)? > 0 {
+                    later_holds_writes = true;
+                    break;
+                }
             }
-            if later_records > 0 {
+            if later_holds_writes {
                 let size = inner.fs.file_size(&path)?;
                 let reason = "the WAL ends without the end mark its memtable switch wrote, and a later (pending) \
                               WAL holds writes: its tail was lost";

@@ -40,6 +40,15 @@ pub fn pending_wal_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.log.pending"))
 }
 
+/// WAL `number`'s path: [`pending_wal_file`] or [`wal_file`].
+pub fn wal_path(dir: &Path, number: u64, pending: bool) -> PathBuf {
+    if pending {
+        pending_wal_file(dir, number)
+    } else {
+        wal_file(dir, number)
+    }
+}
+
 /// Whether the directory entry `name` is a pending WAL's ([`pending_wal_file`]).
 pub fn is_pending_wal(name: &str) -> bool {
     name.ends_with(".log.pending") && matches!(parse_file_name(name), Some((FileType::Wal, _)))
