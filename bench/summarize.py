@@ -6,7 +6,9 @@ Usage: bench/summarize.py OUT_DIR [--baseline VARIANT]
 For each variant (file names VARIANT.REP.json and VARIANT.REP.read.json) it
 prints medians over the repetitions: ingest MB/s over the run (and over burst
 time when the run had bursts), compaction MB/s, write amplification, stall %,
-p99 write latency, L0 files at the end, and readrandom ops/s afterwards.
+p99 write latency, L0 files at the end, and readrandom ops/s afterwards. Runs
+with --readers (w2.sh: EXTRA_FLAGS=--readers=N) add the reads during the wave:
+the readers' ops/s and p99 over the run, and the worst interval's read p99.
 """
 import glob
 import json
@@ -49,6 +51,13 @@ def figures(run, read):
         "l0": iv[-1]["l0_files"] if iv else 0,
         "read": fill_result(read)["ops_per_sec"] if read else None,
     }
+    readers = r.get("readers")
+    if readers:
+        out["wave_reads"] = readers["ops_per_sec"]
+        out["wave_read_p99"] = (readers.get("latency") or {}).get("p99")
+        p99s = [i["reads"]["p99_latency_micros"] for i in iv
+                if i.get("reads") and i["reads"].get("p99_latency_micros") is not None]
+        out["wave_read_p99_worst"] = max(p99s) if p99s else None
     burst = r.get("burst")
     if burst:
         out["burst_ingest"] = burst.get("mb_per_sec_burst_only")
@@ -74,7 +83,9 @@ def main():
         runs.setdefault(variant, []).append(figures(load(path), read))
     keys = [("ingest", "ingest MB/s"), ("burst_ingest", "ingest MB/s (bursts)"), ("compaction", "compaction MB/s"),
             ("wamp", "write-amp"), ("stall", "stall %"), ("p99", "p99 write µs"), ("l0", "L0 files at end"),
-            ("read", "readrandom ops/s after"), ("comp_in_bursts_pct", "compaction during writes %")]
+            ("read", "readrandom ops/s after"), ("wave_reads", "reads/s during wave"),
+            ("wave_read_p99", "read p99 µs during wave"), ("wave_read_p99_worst", "worst interval read p99 µs"),
+            ("comp_in_bursts_pct", "compaction during writes %")]
     keys = [k for k in keys if any(k[0] in f and f[k[0]] is not None for fs in runs.values() for f in fs)]
     print("| variant | runs | " + " | ".join(label for _, label in keys) + (" | ingest vs " + baseline if baseline else "") + " |")
     print("|---" * (len(keys) + 2 + (1 if baseline else 0)) + "|")
@@ -86,7 +97,7 @@ def main():
         cells = []
         for k, _ in keys:
             v = med[variant].get(k)
-            cells.append("" if v is None else (f"{v:.0f}" if k in ("l0", "read", "p99") else f"{v:.1f}"))
+            cells.append("" if v is None else (f"{v:.0f}" if k in ("l0", "read", "p99", "wave_reads") else f"{v:.1f}"))
         ratio = ""
         if baseline and baseline in med:
             ratio = f" | {med[variant]['ingest'] / med[baseline]['ingest']:.2f}"

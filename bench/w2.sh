@@ -10,6 +10,9 @@
 #   variants need one built with --features rocksdb-peer).
 #   COOLDOWN=1 adds the thesis's cool-down (sine_finished after 60 s at 10 MB/s).
 #   EXTRA_FLAGS: more flags for every run and its read-back (e.g. --checksum_type=4).
+#   --readers=N among them runs N point-read threads beside the wave's writer (the
+#   read-back, which has no writer, leaves it out); summarize.py then adds the reads
+#   during the wave. Give it as --readers=N, one word.
 set -euo pipefail
 out=${1:?usage: bench/w2.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-3}
@@ -29,6 +32,10 @@ base=(--benchmarks=fillrandom,stats --duration=120 --num=50000 --value_size=1000
 # shellcheck disable=SC2206
 extra=(${EXTRA_FLAGS:-})
 base+=("${extra[@]}")
+read_extra=()
+for f in "${extra[@]}"; do
+  case $f in --readers=* | -readers=*) ;; *) read_extra+=("$f") ;; esac
+done
 if [ "${COOLDOWN:-0}" = 1 ]; then
   base+=(--sine_finished_seconds=60 --sine_finished_write_rate_limit=10000000)
 fi
@@ -60,7 +67,7 @@ for rep in $(seq 1 "$reps"); do
     # RocksDB's readrandom on the filterless, uncompacted tree "disabled"
     # leaves takes minutes: cut at READ_TIMEOUT seconds (reported as unfinished).
     timeout "${READ_TIMEOUT:-90}" "$bin" "$engine" --use_existing_db=1 --benchmarks=readrandom --num=50000 \
-      --reads=20000 --value_size=100000 --disable_auto_compactions=true --progress=false "${extra[@]}" --db="$db" \
+      --reads=20000 --value_size=100000 --disable_auto_compactions=true --progress=false "${read_extra[@]}" --db="$db" \
       --json="$out/$v.$rep.read.json" >"$out/$v.$rep.read.log" 2>&1 || echo "read cut or failed: $?" >>"$out/$v.$rep.read.log"
     rm -rf "$db"
   done

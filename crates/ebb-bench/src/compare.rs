@@ -64,6 +64,7 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "idle_probe_interval_ms",
     "idle_quiet_ms",
     "idle_throughput_threshold",
+    "readers",
 ];
 
 /// The peer engine.
@@ -227,16 +228,7 @@ pub fn run(args: &[String]) -> Result<()> {
     if peer == Peer::RocksDb {
         let probe = |engine: &str| -> Result<BTreeMap<String, String>> {
             let dir = scratch_dir("ebb-bench-options-")?;
-            let mut a = flags.to_vec();
-            a.extend([
-                format!("--engine={engine}"),
-                "--benchmarks=options".into(),
-                "--use_existing_db=false".into(),
-                format!("--db={}", dir.path().join("db").display()),
-                "--json=".into(),
-                "--progress=false".into(),
-                "--summary=false".into(),
-            ]);
+            let a = probe_args(flags, engine, &dir.path().join("db"));
             Ok(options_map::parse_effective(&run_child(&me, &a, engine)?))
         };
         let rows = options_map::option_rows(&probe("ebb")?, &probe("rocksdb")?, &|f| {
@@ -289,6 +281,24 @@ pub fn run(args: &[String]) -> Result<()> {
 }
 
 /// A temporary directory, deleted when dropped.
+/// The flags that open `engine` once in `db` and print its options: the
+/// comparison's flags, with only the `options` benchmark.
+fn probe_args(flags: &[String], engine: &str, db: &Path) -> Vec<String> {
+    let mut a = flags.to_vec();
+    a.extend([
+        format!("--engine={engine}"),
+        "--benchmarks=options".into(),
+        // `options` writes nothing for readers to run beside.
+        "--readers=0".into(),
+        "--use_existing_db=false".into(),
+        format!("--db={}", db.display()),
+        "--json=".into(),
+        "--progress=false".into(),
+        "--summary=false".into(),
+    ]);
+    a
+}
+
 fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(prefix)
@@ -480,6 +490,20 @@ mod tests {
             assert_eq!(f.str("engine"), engine);
             assert_eq!(f.str("db"), format!("/tmp/x-{engine}"));
         }
+    }
+
+    /// `--readers` reaches both engines' runs; db_bench has no such flag, and
+    /// the options probe, which runs no writer, leaves it out.
+    #[test]
+    fn readers_go_to_rocksdb_runs_only() {
+        let flags: Vec<String> = ["--benchmarks=fillrandom", "--readers=2"].map(String::from).to_vec();
+        let runs = plan(&flags, &parsed(&flags), &Peer::RocksDb, 1, 7).unwrap();
+        assert!(runs.iter().all(|r| parsed(&r.args).i64("readers") == 2));
+        let probe = parsed(&probe_args(&flags, "rocksdb", Path::new("/tmp/probe")));
+        crate::config::Config::from_flags(&probe).expect("the probe is not refused for its readers");
+        let peer = vec!["--peer=db_bench".to_string(), "--".into()];
+        let e = run(&[peer, flags].concat()).unwrap_err().to_string();
+        assert!(e.contains("--readers is an ebb-bench flag"), "{e}");
     }
 
     #[test]

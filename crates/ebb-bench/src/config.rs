@@ -114,6 +114,9 @@ pub struct Config {
     pub count_bursts: Option<CountBurstSpec>,
     /// `--benchmark_read_rate_limit` in ops/s.
     pub read_rate_limit: Option<f64>,
+    /// `--readers`: point-read threads beside each benchmark of
+    /// [`BENCHMARKS_WITH_READERS`] (0 = none).
+    pub readers: usize,
     /// The custom mix (when `mix` is among the benchmarks).
     pub mix: Option<MixSpec>,
     /// mixgraph's parameters.
@@ -121,6 +124,25 @@ pub struct Config {
     /// `--block_size` (checksum benchmarks).
     pub block_size: usize,
 }
+
+/// The benchmarks `--readers` runs its threads beside: those whose own threads
+/// write, where reads during the writes are worth measuring. Not
+/// readwhilewriting: its readers are its own `--threads`, and it already
+/// reports them.
+pub const BENCHMARKS_WITH_READERS: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "filluniquerandom",
+    "fillsync",
+    "fill100K",
+    "overwrite",
+    "deleteseq",
+    "deleterandom",
+    "readrandomwriterandom",
+    "updaterandom",
+    "mixgraph",
+    "mix",
+];
 
 fn count(flags: &Flags, name: &str) -> Option<u64> {
     u64::try_from(flags.i64(name)).ok()
@@ -178,6 +200,7 @@ impl Config {
         }
         let (write_schedule, count_bursts) = write_shape(flags)?;
         let read_rate_limit = Some(flags.u64("benchmark_read_rate_limit")? as f64).filter(|r| *r > 0.0);
+        let readers = readers(flags, &benchmarks)?;
         let mix = if benchmarks.iter().any(|b| b == "mix") {
             Some(MixSpec::from_flags(flags)?)
         } else {
@@ -219,6 +242,7 @@ impl Config {
             write_schedule,
             count_bursts,
             read_rate_limit,
+            readers,
             mix,
             mixgraph: MixGraphParams {
                 get_ratio: flags.f64("mix_get_ratio"),
@@ -251,6 +275,16 @@ impl Config {
         self.writes.unwrap_or(self.num)
     }
 
+    /// The `--readers` threads to run beside `benchmark`: none unless it is
+    /// one of [`BENCHMARKS_WITH_READERS`].
+    pub fn readers_beside(&self, benchmark: &str) -> usize {
+        if BENCHMARKS_WITH_READERS.contains(&benchmark) {
+            self.readers
+        } else {
+            0
+        }
+    }
+
     /// Read operations per thread.
     pub fn reads_or_num(&self) -> u64 {
         self.reads.unwrap_or(self.num)
@@ -264,6 +298,24 @@ impl Config {
             (r, w) => r.unwrap_or(0).max(w.unwrap_or(0)),
         }
     }
+}
+
+/// `--readers`, refused where no benchmark would run them: a user who asks
+/// for reads beside the writes and gets none would misread the figures.
+fn readers(flags: &Flags, benchmarks: &[String]) -> Result<usize> {
+    let readers = flags.i64("readers");
+    if readers < 0 {
+        bail!("flag --readers must not be negative, got {readers}");
+    }
+    if readers > 0 && !benchmarks.iter().any(|b| BENCHMARKS_WITH_READERS.contains(&b.as_str())) {
+        bail!(
+            "--readers={readers} runs reader threads beside the benchmarks that write ({}), and \
+             --benchmarks={} has none of them (readwhilewriting's readers are its own --threads)",
+            BENCHMARKS_WITH_READERS.join(", "),
+            benchmarks.join(","),
+        );
+    }
+    Ok(readers as usize)
 }
 
 const SINE_FLAGS: &[&str] = &[

@@ -2,7 +2,9 @@
 //! that, on its own clock, samples the engine's metrics into the JSON series,
 //! prints db_bench's per-thread progress lines and the engine's stats text
 //! (`--stats_interval_seconds`, `--stats_per_interval`), appends rows to
-//! `--report_file` and moves the progress bar.
+//! `--report_file` and moves the progress bar. The `--readers` threads beside
+//! a benchmark have counters of their own, sampled into each interval's
+//! `reads` apart from the benchmark's own operations.
 //!
 //! db_bench prints its interval stats from inside the client threads, every
 //! 1000 operations at most; a separate thread keeps printing while writers
@@ -18,11 +20,10 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineMetrics};
 use crate::error::{BenchError, Result};
-use crate::histogram::Histogram;
 use crate::progress::Progress;
-use crate::report::IntervalSample;
+use crate::report::{IntervalReads, IntervalSample};
 use crate::shape::Schedule;
-use crate::stats::LiveCounters;
+use crate::stats::{IntervalTally, LiveCounters};
 use crate::timefmt;
 
 const MB: f64 = 1048576.0;
@@ -61,6 +62,8 @@ pub struct Monitor<'a> {
     pub engine: &'a dyn Engine,
     /// One entry per client thread.
     pub live: Vec<Arc<LiveCounters>>,
+    /// One entry per `--readers` thread; empty without them.
+    pub readers: Vec<Arc<LiveCounters>>,
     /// Benchmark start.
     pub start: Instant,
     /// Engine metrics at the start.
@@ -85,27 +88,48 @@ struct Prev {
     ops: u64,
 }
 
+/// What the threads of `live` did since the last call.
+fn take_tallies(live: &[Arc<LiveCounters>]) -> IntervalTally {
+    let mut all = IntervalTally::default();
+    for l in live {
+        let mut mine = l.interval.lock();
+        all.merge(&mine);
+        *mine = IntervalTally::default();
+    }
+    all
+}
+
 impl Monitor<'_> {
     fn total_ops(&self) -> u64 {
         self.live.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum()
     }
 
-    fn take_latencies(&self) -> Histogram {
-        let mut h = Histogram::new();
-        for l in &self.live {
-            let mut mine = l.interval_hist.lock();
-            h.merge(&mine);
-            *mine = Histogram::new();
+    /// The `--readers` threads' reads since the last call; `None` without readers.
+    fn take_reads(&self, dt: f64) -> Option<IntervalReads> {
+        if self.readers.is_empty() {
+            return None;
         }
-        h
+        // A reader adds one latency sample per read, so the tally's count is
+        // the interval's reads, taken under the same lock as its found reads.
+        let tally = take_tallies(&self.readers);
+        let (ops, lat) = (tally.hist.count(), &tally.hist);
+        Some(IntervalReads {
+            ops,
+            ops_per_sec: ops as f64 / dt,
+            found: tally.found,
+            not_found: ops - tally.found,
+            p50_latency_micros: (ops > 0).then(|| lat.percentile(50.0)),
+            p99_latency_micros: (ops > 0).then(|| lat.percentile(99.0)),
+        })
     }
 
-    fn sample(&self, prev: &Prev, t: f64, metrics: &EngineMetrics, ops: u64, lat: &Histogram) -> IntervalSample {
+    fn sample(&self, prev: &Prev, t: f64, metrics: &EngineMetrics, ops: u64) -> IntervalSample {
         let dt = (t - prev.t).max(1e-9);
         let d = |now: u64, before: u64| now.saturating_sub(before) as f64;
         let hits = d(metrics.block_cache_hits, prev.metrics.block_cache_hits);
         let misses = d(metrics.block_cache_misses, prev.metrics.block_cache_misses);
         let since = t.max(1e-9);
+        let lat = take_tallies(&self.live).hist;
         IntervalSample {
             t_secs: t,
             interval_secs: dt,
@@ -121,6 +145,7 @@ impl Monitor<'_> {
             compaction_enabled: metrics.compaction_enabled,
             block_cache_hit_rate: (hits + misses > 0.0).then(|| hits / (hits + misses)),
             p99_latency_micros: (lat.count() > 0).then(|| lat.percentile(99.0)),
+            reads: self.take_reads(dt),
             cumulative_ingest_mb_per_sec: d(metrics.user_bytes_written, self.base.user_bytes_written) / MB / since,
             cumulative_compaction_mb_per_sec: (d(metrics.flush_bytes_written, self.base.flush_bytes_written)
                 + d(metrics.compaction_bytes_written, self.base.compaction_bytes_written))
@@ -194,8 +219,7 @@ impl Monitor<'_> {
                 let final_partial = stopped && (t - prev.t > 0.05 || series.is_empty());
                 if t >= at || final_partial {
                     let metrics = self.engine.metrics();
-                    let lat = self.take_latencies();
-                    let s = self.sample(&prev, t, &metrics, ops, &lat);
+                    let s = self.sample(&prev, t, &metrics, ops);
                     series.push(s);
                     prev = Prev { t, metrics, ops };
                     next_sample = self.sample_secs.map(|dt| at + dt);

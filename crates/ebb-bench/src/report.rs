@@ -56,7 +56,7 @@ pub struct BenchResult {
     pub name: String,
     /// True when skipped (e.g. a fill with `--use_existing_db`).
     pub skipped: bool,
-    /// Client threads measured (readwhilewriting's writer excluded).
+    /// Client threads measured (readwhilewriting's writer and the `--readers` threads excluded).
     pub threads: usize,
     /// Operations.
     pub ops: u64,
@@ -76,6 +76,10 @@ pub struct BenchResult {
     pub latency: BTreeMap<String, LatencySummary>,
     /// Throughput over burst time only; null without bursts.
     pub burst: Option<BurstSummary>,
+    /// The `--readers` threads' point reads beside this benchmark; null
+    /// without them. The figures above are the benchmark's own threads'.
+    #[serde(default)]
+    pub readers: Option<ReadersSummary>,
     /// The interval series; empty for benchmarks without operations.
     pub intervals: Vec<IntervalSample>,
 }
@@ -116,6 +120,43 @@ pub struct BurstSummary {
     pub mb_per_sec_burst_only: f64,
 }
 
+/// What the `--readers` threads did beside a benchmark, over its whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadersSummary {
+    /// Reader threads.
+    pub threads: usize,
+    /// Point reads.
+    pub ops: u64,
+    /// Seconds from the first reader's start to the last one's finish (the
+    /// benchmark's own threads' run: readers stop when they do).
+    pub elapsed_secs: f64,
+    /// Reads per second over those seconds.
+    pub ops_per_sec: f64,
+    /// Reads that found their key.
+    pub found: u64,
+    /// Reads that did not.
+    pub not_found: u64,
+    /// Read latency; null without reads.
+    pub latency: Option<LatencySummary>,
+}
+
+/// The `--readers` threads' point reads in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReads {
+    /// Reads completed in the interval.
+    pub ops: u64,
+    /// Reads per second in the interval.
+    pub ops_per_sec: f64,
+    /// Reads that found their key.
+    pub found: u64,
+    /// Reads that did not.
+    pub not_found: u64,
+    /// Median read latency in the interval (microseconds); null without reads.
+    pub p50_latency_micros: Option<f64>,
+    /// 99th percentile read latency in the interval (microseconds); null without reads.
+    pub p99_latency_micros: Option<f64>,
+}
+
 /// One interval of a benchmark, from deltas of the engine's metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalSample {
@@ -145,8 +186,12 @@ pub struct IntervalSample {
     pub compaction_enabled: bool,
     /// Block cache hits / lookups in the interval; null without lookups.
     pub block_cache_hit_rate: Option<f64>,
-    /// 99th percentile client latency in the interval (microseconds); null without ops.
+    /// 99th percentile latency of the benchmark's own threads in the interval
+    /// (microseconds); null without ops.
     pub p99_latency_micros: Option<f64>,
+    /// The `--readers` threads' point reads in the interval; null without them.
+    #[serde(default)]
+    pub reads: Option<IntervalReads>,
     /// Ingest since the benchmark started / elapsed (MB/s): "Cumulative writes".
     pub cumulative_ingest_mb_per_sec: f64,
     /// (Flush + compaction output) since the benchmark started / elapsed (MB/s):
@@ -204,6 +249,15 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
                 compaction_enabled: !(20..40).contains(&i),
                 block_cache_hit_rate: None,
                 p99_latency_micros: Some(50.0),
+                // Reads slow down as the cap climbs, as they would beside a real wave.
+                reads: Some(IntervalReads {
+                    ops: (5000.0 - 10.0 * cap) as u64,
+                    ops_per_sec: 5000.0 - 10.0 * cap,
+                    found: (4000.0 - 10.0 * cap) as u64,
+                    not_found: 1000,
+                    p50_latency_micros: Some(20.0 + cap / 10.0),
+                    p99_latency_micros: Some(100.0 + cap),
+                }),
                 cumulative_ingest_mb_per_sec: ingest * 0.9,
                 cumulative_compaction_mb_per_sec: ingest * 1.4,
             }
@@ -238,6 +292,23 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
                 LatencySummary { count: 1000, avg: 1.0, p50: 1.0, p95: 2.0, p99: 3.0, p999: 4.0, max: 5 },
             )]),
             burst: None,
+            readers: Some(ReadersSummary {
+                threads: 2,
+                ops: 3000 * seconds as u64,
+                elapsed_secs: seconds as f64,
+                ops_per_sec: 3000.0,
+                found: 2000 * seconds as u64,
+                not_found: 1000 * seconds as u64,
+                latency: Some(LatencySummary {
+                    count: 3000 * seconds as u64,
+                    avg: 30.0,
+                    p50: 25.0,
+                    p95: 150.0,
+                    p99: 250.0,
+                    p999: 400.0,
+                    max: 900,
+                }),
+            }),
             intervals,
         }],
     }

@@ -55,8 +55,26 @@ pub struct LiveCounters {
     pub ops: AtomicU64,
     /// Bytes written by this thread (keys + values).
     pub write_bytes: AtomicU64,
-    /// Latencies since the monitor last took them (microseconds).
-    pub interval_hist: Mutex<Histogram>,
+    /// What the thread did since the monitor last took it.
+    pub interval: Mutex<IntervalTally>,
+}
+
+/// A thread's latencies and found reads since the monitor last took them,
+/// under one lock, so an interval's found reads never outnumber its reads.
+#[derive(Debug, Default)]
+pub struct IntervalTally {
+    /// Latencies (microseconds), one sample per finished call.
+    pub hist: Histogram,
+    /// Point reads that found their key ([`ThreadStats::finished_read`]).
+    pub found: u64,
+}
+
+impl IntervalTally {
+    /// Adds `other`.
+    pub fn merge(&mut self, other: &IntervalTally) {
+        self.hist.merge(&other.hist);
+        self.found += other.found;
+    }
 }
 
 /// One thread's statistics.
@@ -68,6 +86,7 @@ pub struct ThreadStats {
     finish: Instant,
     last_op: Instant,
     done: u64,
+    found: u64,
     bytes: u64,
     hists: BTreeMap<OpType, Histogram>,
     message: String,
@@ -85,6 +104,7 @@ impl ThreadStats {
             finish: now,
             last_op: now,
             done: 0,
+            found: 0,
             bytes: 0,
             hists: BTreeMap::new(),
             message: String::new(),
@@ -103,12 +123,27 @@ impl ThreadStats {
 
     /// Records `n` operations of `op` finished now; one latency sample since the previous op.
     pub fn finished_ops(&mut self, n: u64, op: OpType) {
+        self.finished(n, op, false);
+    }
+
+    /// Records one point read finished now, and whether it found its key
+    /// (the found / not-found figures of `--readers`).
+    pub fn finished_read(&mut self, found: bool) {
+        self.finished(1, OpType::Read, found);
+    }
+
+    fn finished(&mut self, n: u64, op: OpType, found: bool) {
         let now = Instant::now();
         let micros = now.duration_since(self.last_op).as_micros() as u64;
         self.hists.entry(op).or_default().add(micros);
-        self.live.interval_hist.lock().add(micros);
+        {
+            let mut tally = self.live.interval.lock();
+            tally.hist.add(micros);
+            tally.found += u64::from(found);
+        }
         self.live.ops.fetch_add(n, Ordering::Relaxed);
         self.done += n;
+        self.found += u64::from(found);
         self.last_op = now;
     }
 
@@ -168,6 +203,9 @@ impl ThreadStats {
 pub struct Merged {
     /// Operations.
     pub done: u64,
+    /// Point reads that found their key, where the threads count them
+    /// ([`ThreadStats::finished_read`]).
+    pub found: u64,
     /// Bytes moved.
     pub bytes: u64,
     /// Sum of the threads' elapsed seconds.
@@ -193,6 +231,7 @@ impl Merged {
         m.elapsed = finish.duration_since(start).as_secs_f64();
         for t in &included {
             m.done += t.done;
+            m.found += t.found;
             m.bytes += t.bytes;
             m.thread_seconds += t.finish.duration_since(t.start).as_secs_f64();
             for (op, h) in &t.hists {
@@ -292,6 +331,7 @@ mod tests {
     fn result_line_matches_db_bench_layout() {
         let m = Merged {
             done: 810000,
+            found: 0,
             bytes: (9.0 * 1048576.0 * 10.0) as u64,
             thread_seconds: 10.0,
             elapsed: 10.0,

@@ -1,6 +1,7 @@
 //! The plain-language summary that closes a run (`--summary`, on by
 //! default): per benchmark its throughput and the background work the engine
-//! did meanwhile, then the whole run's write amplification, the levels as the
+//! did meanwhile (and, with `--readers`, the reads beside it), then the whole
+//! run's write amplification, the levels as the
 //! run leaves them and what the background tuner did. db_bench prints no such
 //! block; its own lines above stay as they are, and no summary line contains
 //! ` : `, so parsers of db_bench's result lines (`compare`) pass over it.
@@ -102,6 +103,10 @@ pub struct Row {
     pub seconds: f64,
     /// Its MB/s, when it moved bytes.
     pub mb_per_sec: Option<f64>,
+    /// The `--readers` threads' reads per second beside it, when they ran.
+    pub reads_per_sec: Option<f64>,
+    /// Their 99th percentile latency (µs), when they read anything.
+    pub read_p99_micros: Option<f64>,
     /// What the engine did while it ran.
     pub work: Work,
 }
@@ -115,6 +120,8 @@ impl Row {
             ops_per_sec: Some(result.ops_per_sec).filter(|_| !one_shot),
             seconds: result.elapsed_secs,
             mb_per_sec: result.mb_per_sec,
+            reads_per_sec: result.readers.as_ref().map(|r| r.ops_per_sec),
+            read_p99_micros: result.readers.as_ref().and_then(|r| r.latency.as_ref()).map(|l| l.p99),
             work: Work::between(before, after),
         }
     }
@@ -156,11 +163,15 @@ pub fn render(rows: &[Row], end: &EngineMetrics) -> String {
     let mut out = String::from("\nSummary (ebb-bench's own; db_bench prints no such block)\n");
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).max("benchmark".len());
     let tuning = rows.iter().any(|r| r.work.tuner.as_ref().is_some_and(|t| t.mode != "off"));
+    let reading = rows.iter().any(|r| r.reads_per_sec.is_some());
     let _ = write!(
         out,
         "  {:<width$} {:>10} {:>8} {:>8} {:>8} {:>12} {:>8}",
         "benchmark", "ops/sec", "MB/s", "seconds", "flushes", "compactions", "bg MB"
     );
+    if reading {
+        let _ = write!(out, " {:>10} {:>9}", "reads/sec", "read p99");
+    }
     out.push_str(if tuning { "  tuner\n" } else { "\n" });
     let mut total = Work::default();
     for r in rows {
@@ -180,12 +191,24 @@ pub fn render(rows: &[Row], end: &EngineMetrics) -> String {
             compactions,
             (r.work.flush_bytes + r.work.compaction_bytes) as f64 / MB,
         );
+        if reading {
+            let dash = || "-".to_string();
+            let _ = write!(
+                out,
+                " {:>10} {:>9}",
+                r.reads_per_sec.map_or_else(dash, |o| format!("{o:.0}")),
+                r.read_p99_micros.map_or_else(dash, |p| format!("{p:.1}")),
+            );
+        }
         if tuning {
             let _ = write!(out, "  {}", r.work.tuner.as_ref().map_or_else(|| "-".to_string(), tuner_words));
         }
         out.push('\n');
     }
     out.push_str("  (flushes, compactions, bg MB: the engine's background work while the benchmark ran");
+    if reading {
+        out.push_str("; reads/sec, read p99 (µs): the --readers threads' point reads beside it");
+    }
     out.push_str(if tuning { "; tuner: its decisions meanwhile)\n" } else { ")\n" });
     write_amplification(&mut out, &total);
     if total.stall_micros > 0 {
@@ -309,6 +332,8 @@ mod tests {
             ops_per_sec: Some(1000.0),
             seconds: 1.0,
             mb_per_sec: Some(1.5),
+            reads_per_sec: None,
+            read_p99_micros: None,
             work: Work::between(before, after),
         }
     }
@@ -330,6 +355,21 @@ mod tests {
         assert!(text.contains("L1 2 files, 4.0 MB; L2 5 files, 20.0 MB"), "{text}");
         assert!(text.contains("Tuner (adaptive): deferred compaction once"), "{text}");
         assert!(!text.contains(" : "), "a result-line parser must not take a summary line:\n{text}");
+    }
+
+    #[test]
+    fn reads_beside_a_benchmark_get_their_columns() {
+        let zero = metrics(0, 0, 0, 0, 0);
+        let plain = render(&[row("fillrandom", &zero, &zero)], &zero);
+        assert!(!plain.contains("reads/sec"), "no columns without --readers:\n{plain}");
+        let with =
+            Row { reads_per_sec: Some(25000.0), read_p99_micros: Some(812.5), ..row("fillrandom", &zero, &zero) };
+        let text = render(&[with, row("readrandom", &zero, &zero)], &zero);
+        let line = |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).unwrap().to_string();
+        assert!(line("benchmark").contains("reads/sec") && line("benchmark").contains("read p99"), "{text}");
+        assert!(line("fillrandom").contains(" 25000     812.5"), "{text}");
+        assert!(line("readrandom").contains(" 0.0          -         -"), "{text}");
+        assert!(text.contains("--readers threads' point reads"), "{text}");
     }
 
     #[test]

@@ -62,6 +62,28 @@ fn points_lists_and_workload_forms() {
     assert_eq!(e.points[0].settings().option_lines, ["bottommost_compression=zstd"]);
 }
 
+/// `readers` is a flag like any other: a workload or a grid may set it, its
+/// figures may be reported, and a workload where nothing writes is refused.
+#[test]
+fn readers_pass_through_to_the_runs() {
+    let e = experiment(&format!(
+        "figures = [\"ops_per_sec\", \"read_ops_per_sec\", \"read_p99_micros\"]\n{WORKLOAD}readers = 2\n\
+         [grid]\nbenchmark_read_rate_limit = [1000, 10000]\n"
+    ))
+    .unwrap();
+    assert!(e.workload.settings.args.contains(&"--readers=2".to_string()), "{:?}", e.workload.settings.args);
+    assert_eq!(
+        e.figures.iter().map(|f| f.name()).collect::<Vec<_>>(),
+        ["ops_per_sec", "read_ops_per_sec", "read_p99_micros"]
+    );
+    let e = experiment(&format!("{WORKLOAD}[grid]\nreaders = [0, 1, 4]\n")).unwrap();
+    assert_eq!(e.points[2].label(), "readers=4");
+    refused(
+        "[workload]\nbenchmarks = \"readrandom\"\nreaders = 1\n[grid]\nnum = [10]\n",
+        &["--readers=1", "readwhilewriting"],
+    );
+}
+
 #[test]
 fn a_mix_becomes_mix_flags() {
     let e = experiment(

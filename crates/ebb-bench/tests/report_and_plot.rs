@@ -35,10 +35,39 @@ fn report_round_trips_through_json() {
         "p99_latency_micros",
         "cumulative_ingest_mb_per_sec",
         "cumulative_compaction_mb_per_sec",
+        "reads",
     ] {
         assert!(sample.get(field).is_some(), "interval field {field} missing");
     }
+    // --readers: per interval, and in total beside the benchmark's own figures.
+    for field in ["ops", "ops_per_sec", "found", "not_found", "p50_latency_micros", "p99_latency_micros"] {
+        assert!(sample["reads"].get(field).is_some(), "interval reads field {field} missing");
+    }
+    let readers = &v["results"][0]["readers"];
+    for field in ["threads", "ops", "elapsed_secs", "ops_per_sec", "found", "not_found", "latency"] {
+        assert!(readers.get(field).is_some(), "readers field {field} missing");
+    }
+    assert!(readers["latency"].get("p99").is_some());
     assert_eq!(v["flags"]["num"]["explicit"], true);
+}
+
+/// A report written before `--readers` existed has neither `readers` nor
+/// `reads`; it still reads, as a run without readers.
+#[test]
+fn a_report_without_reader_fields_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.json");
+    synthetic_report("ebb", 5).write(&path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let result = v["results"][0].as_object_mut().unwrap();
+    result.remove("readers");
+    for i in result["intervals"].as_array_mut().unwrap() {
+        i.as_object_mut().unwrap().remove("reads");
+    }
+    std::fs::write(&path, v.to_string()).unwrap();
+    let back = Report::read(&path).unwrap();
+    assert!(back.results[0].readers.is_none());
+    assert!(back.results[0].intervals.iter().all(|i| i.reads.is_none()));
 }
 
 #[test]
@@ -74,6 +103,31 @@ fn plot_draws_svg_and_png_side_by_side() {
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 5_000, "png of {} bytes", bytes.len());
     let e = draw(&p, &dir.path().join("fig.jpg")).unwrap_err().to_string();
     assert!(e.contains(".svg or .png"), "{e}");
+}
+
+/// With `--readers` series, a second row under the write panels: read ops/s
+/// and read p99; a report without them says so in its place.
+#[test]
+fn plot_draws_reads_beside_the_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut without = synthetic_report("rocksdb", 60);
+    without.results[0].readers = None;
+    for i in &mut without.results[0].intervals {
+        i.reads = None;
+    }
+    let svg = dir.path().join("reads.svg");
+    draw(&panels(&[("with".to_string(), synthetic_report("ebb", 60)), ("without".to_string(), without.clone())]), &svg)
+        .unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains(r#"height="960""#), "two rows of panels");
+    for label in ["interval writes", "with: fillrandom (ebb): reads beside the writes", "read ops/s", "read p99"] {
+        assert!(text.contains(label), "{label} missing");
+    }
+    assert!(text.contains("(none: run without --readers)"), "the panel without reads says so");
+    // Without any reads the figure keeps its one row.
+    draw(&panels(&[("without".to_string(), without)]), &svg).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains(r#"height="480""#) && !text.contains("read ops/s"));
 }
 
 #[test]

@@ -24,17 +24,17 @@ use crate::dist::TwoTermExpKeys;
 use crate::engine::{self, Direction, Engine};
 use crate::error::{BenchError, Result};
 use crate::flags::Flags;
+use crate::histogram::Histogram;
 use crate::keys::{KeyFormat, KeyOrder};
 use crate::limiter::RateLimiter;
 use crate::monitor::{Monitor, ReportCsv};
 use crate::progress::Progress;
-use crate::report::{BenchResult, BurstSummary, FlagValue, LatencySummary, Report, SCHEMA_VERSION};
+use crate::report::{BenchResult, BurstSummary, FlagValue, LatencySummary, ReadersSummary, Report, SCHEMA_VERSION};
 use crate::rng::{thread_seed, Rng64};
 use crate::shape::{Base, CountBursts, Schedule};
-use crate::stats::{result_line, LiveCounters, Merged, ThreadStats};
+use crate::stats::{result_line, LiveCounters, Merged, OpType, ThreadStats};
 use crate::summary;
 use crate::timefmt;
-use crate::values::ValueGenerator;
 use worker::{Shared, Worker};
 
 /// What a benchmark does.
@@ -233,6 +233,15 @@ impl Runner<'_> {
         println!("Write rate: {} bytes/second{write_cap}", self.flags.i64("benchmark_write_rate_limit"));
         let read_cap = if cfg.read_rate_limit.is_none() { " (0 = unlimited)" } else { "" };
         println!("Read rate: {} ops/second{read_cap}", self.flags.i64("benchmark_read_rate_limit"));
+        if cfg.readers > 0 {
+            let beside: Vec<&str> =
+                cfg.benchmarks.iter().map(String::as_str).filter(|b| cfg.readers_beside(b) > 0).collect();
+            println!(
+                "Readers:    {} of random point reads beside {} (--readers; reported apart)",
+                plural(cfg.readers, "thread"),
+                beside.join(", ")
+            );
+        }
         println!("Compression: {compression}");
         println!("------------------------------------------------");
         println!("DB path: [{}]", self.db_path.display());
@@ -362,6 +371,11 @@ impl Runner<'_> {
         if kind == Kind::ReadWhileWriting {
             shared.readers_left.store(clients, Ordering::Relaxed);
         }
+        let side_readers = cfg.readers_beside(name);
+        shared.writers_left.store(threads, Ordering::Relaxed);
+        if let Some(r) = cfg.read_rate_limit.filter(|_| side_readers > 0) {
+            shared.side_read_limiter = Some(RateLimiter::new(Schedule::fixed(r), clock.clone()));
+        }
         let (value_size, write_count) = match kind {
             Kind::Write { per_1000, big_values, .. } => {
                 let count = if per_1000 { cfg.writes.unwrap_or(cfg.num / 1000) } else { cfg.writes_or_num() };
@@ -384,6 +398,8 @@ impl Runner<'_> {
         };
         let progress = Progress::new(cfg.progress, name, expected_ops, cfg.duration.filter(|_| timed));
         let live: Vec<Arc<LiveCounters>> = (0..threads).map(|_| Arc::new(LiveCounters::default())).collect();
+        let reader_live: Vec<Arc<LiveCounters>> =
+            (0..side_readers).map(|_| Arc::new(LiveCounters::default())).collect();
         let sample_secs = cfg.json.as_ref().map(|_| {
             if cfg.report_interval_secs > 0 {
                 cfg.report_interval_secs as f64
@@ -401,6 +417,7 @@ impl Runner<'_> {
         let monitor = Monitor {
             engine,
             live: live.clone(),
+            readers: reader_live.clone(),
             start,
             base: engine.metrics(),
             schedule: &schedule,
@@ -413,29 +430,29 @@ impl Runner<'_> {
         let shared = &shared;
         let mix = cfg.mix.as_ref();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let (outcomes, series) = std::thread::scope(|scope| {
+        let seed = self.seed;
+        // Thread tid of this benchmark; the --readers threads follow the benchmark's own.
+        let worker = move |tid: usize, live: Arc<LiveCounters>| {
+            let values = value_size.max(cfg.value_size);
+            Worker::new(tid, thread_seed(seed, index, tid as u64), live, engine, cfg, shared, values)
+        };
+        let abort = || {
+            shared.abort.store(true, Ordering::Relaxed);
+            shared.writer_stop.store(true, Ordering::Relaxed);
+            shared.side_readers_stop.store(true, Ordering::Relaxed);
+        };
+        let (outcomes, reader_outcomes, series) = std::thread::scope(|scope| {
             let monitor_handle = scope.spawn(move || monitor.run(stop_rx));
             let handles: Vec<_> = (0..threads)
                 .map(|tid| {
                     let live = live[tid].clone();
                     scope.spawn(move || {
-                        let mut w = Worker {
-                            tid,
-                            rng: Rng64::new(thread_seed(self.seed, index, tid as u64)),
-                            stats: ThreadStats::new(tid, live),
-                            engine,
-                            cfg,
-                            shared,
-                            keys: KeyFormat::new(cfg.key_size),
-                            values: ValueGenerator::new(cfg.compression_ratio, value_size.max(cfg.value_size)),
-                            key: Vec::new(),
-                        };
+                        let mut w = worker(tid, live);
                         w.stats.start();
                         let outcome = run_body(&mut w, kind, write_count, value_size, mix);
                         w.stats.stop();
                         if outcome.is_err() {
-                            shared.abort.store(true, Ordering::Relaxed);
-                            shared.writer_stop.store(true, Ordering::Relaxed);
+                            abort();
                         }
                         if kind == Kind::ReadWhileWriting
                             && w.tid > 0
@@ -443,30 +460,40 @@ impl Runner<'_> {
                         {
                             shared.writer_stop.store(true, Ordering::Relaxed);
                         }
+                        if shared.writers_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                            shared.side_readers_stop.store(true, Ordering::Relaxed);
+                        }
+                        (w.stats, outcome)
+                    })
+                })
+                .collect();
+            let reader_handles: Vec<_> = reader_live
+                .iter()
+                .enumerate()
+                .map(|(r, live)| {
+                    let live = live.clone();
+                    scope.spawn(move || {
+                        let mut w = worker(threads + r, live);
+                        w.stats.start();
+                        let outcome = ops::side_reader(&mut w);
+                        w.stats.stop();
+                        if outcome.is_err() {
+                            abort();
+                        }
                         (w.stats, outcome)
                     })
                 })
                 .collect();
             let outcomes: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            let reader_outcomes: Vec<_> = reader_handles.into_iter().map(|h| h.join()).collect();
             drop(stop_tx);
             let series = monitor_handle.join();
-            (outcomes, series)
+            (outcomes, reader_outcomes, series)
         });
         progress.finish();
-        let mut stats = Vec::with_capacity(threads);
         let mut first_error = None;
-        for outcome in outcomes {
-            match outcome {
-                Ok((s, Ok(()))) => stats.push(s),
-                Ok((s, Err(e))) => {
-                    stats.push(s);
-                    first_error.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_error.get_or_insert(BenchError::new("a client thread panicked"));
-                }
-            }
-        }
+        let stats = gather(outcomes, &mut first_error);
+        let reader_stats = gather(reader_outcomes, &mut first_error);
         if let Some(e) = first_error {
             return Err(e);
         }
@@ -477,14 +504,18 @@ impl Runner<'_> {
         let merged = Merged::from_threads(&stats);
         println!("{}", result_line(name, &merged));
         let burst = if writes { self.burst_summary(name, &merged, &stats, shared) } else { None };
+        let readers = (!reader_stats.is_empty()).then(|| readers_summary(name, &reader_stats));
         if cfg.histogram {
             for (op, h) in &merged.hists {
                 println!("Microseconds per {}:\n{}", op.name(), h.to_text());
             }
+            if let Some(h) = Merged::from_threads(&reader_stats).hists.get(&OpType::Read) {
+                println!("Microseconds per read (the --readers threads):\n{}", h.to_text());
+            }
         }
         let _ = std::io::stdout().flush();
         let measured = stats.iter().filter(|s| !s.is_excluded()).count();
-        Ok(bench_result(name, measured, &merged, burst, series))
+        Ok(BenchResult { readers, ..bench_result(name, measured, &merged, burst, series) })
     }
 
     fn burst_summary(
@@ -524,6 +555,62 @@ impl Runner<'_> {
         );
         Some(summary)
     }
+}
+
+/// The statistics of finished threads; the first failure goes to `first_error`.
+fn gather(
+    outcomes: Vec<std::thread::Result<(ThreadStats, Result<()>)>>,
+    first_error: &mut Option<BenchError>,
+) -> Vec<ThreadStats> {
+    let mut stats = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        match outcome {
+            Ok((s, Ok(()))) => stats.push(s),
+            Ok((s, Err(e))) => {
+                stats.push(s);
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert(BenchError::new("a client thread panicked"));
+            }
+        }
+    }
+    stats
+}
+
+/// The `--readers` threads' figures, printed as a second line under the
+/// benchmark's result line. Like the burst line it has no `micros/op`, so a
+/// parser of db_bench's result lines (`compare`) passes over it.
+fn readers_summary(name: &str, readers: &[ThreadStats]) -> ReadersSummary {
+    let m = Merged::from_threads(readers);
+    let latency = m.hists.get(&OpType::Read).filter(|h| h.count() > 0).map(latency_summary);
+    let summary = ReadersSummary {
+        threads: readers.len(),
+        ops: m.done,
+        elapsed_secs: m.elapsed,
+        ops_per_sec: if m.elapsed > 0.0 { m.done as f64 / m.elapsed } else { 0.0 },
+        found: m.found,
+        not_found: m.done - m.found,
+        latency,
+    };
+    let latency_text = summary
+        .latency
+        .as_ref()
+        .map_or_else(String::new, |l| format!("; read latency p50 {:.1} p99 {:.1} micros", l.p50, l.p99));
+    println!(
+        "{name:<12} : {} alongside: {} reads/sec over {:.3} seconds ({} of {} found){latency_text}",
+        plural(summary.threads, "reader"),
+        summary.ops_per_sec as i64,
+        summary.elapsed_secs,
+        summary.found,
+        summary.ops,
+    );
+    summary
+}
+
+/// `1 reader`, `2 readers`.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 fn run_body(
@@ -583,6 +670,7 @@ fn skipped(name: &str) -> BenchResult {
         message: String::new(),
         latency: BTreeMap::new(),
         burst: None,
+        readers: None,
         intervals: Vec::new(),
     }
 }
@@ -605,26 +693,22 @@ fn bench_result(
         bytes: m.bytes,
         mb_per_sec: m.mb_per_sec(),
         message: m.message.clone(),
-        latency: m
-            .hists
-            .iter()
-            .map(|(op, h)| {
-                (
-                    op.name().to_string(),
-                    LatencySummary {
-                        count: h.count(),
-                        avg: h.average(),
-                        p50: h.percentile(50.0),
-                        p95: h.percentile(95.0),
-                        p99: h.percentile(99.0),
-                        p999: h.percentile(99.9),
-                        max: h.max(),
-                    },
-                )
-            })
-            .collect(),
+        latency: m.hists.iter().map(|(op, h)| (op.name().to_string(), latency_summary(h))).collect(),
         burst,
+        readers: None,
         intervals,
+    }
+}
+
+fn latency_summary(h: &Histogram) -> LatencySummary {
+    LatencySummary {
+        count: h.count(),
+        avg: h.average(),
+        p50: h.percentile(50.0),
+        p95: h.percentile(95.0),
+        p99: h.percentile(99.0),
+        p999: h.percentile(99.9),
+        max: h.max(),
     }
 }
 
@@ -856,6 +940,78 @@ mod tests {
         // 100 KB/s for about 1 s of bursts: roughly 100 writes of ~1 KB, never 10x more.
         assert!(r.ops < 400, "{} writes admitted", r.ops);
         assert!(burst.ops_per_sec_burst_only > burst.ops_per_sec_whole_run);
+    }
+
+    /// Readers beside a sine-shaped writer: reads in every interval, and on
+    /// a key space fillseq has filled, every read finds its key.
+    #[test]
+    fn readers_read_beside_a_shaped_writer_and_find_what_was_written() {
+        let report = run_with(&[
+            "--benchmarks=fillseq,overwrite",
+            "--num=300",
+            "--duration=2",
+            "--value_size=200",
+            "--sine_write_rate=true",
+            "--sine_a=20000",
+            "--sine_b=3",
+            "--sine_d=40000",
+            "--sine_write_rate_interval_milliseconds=100",
+            "--readers=2",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let overwrite = &report.results[1];
+        assert!(overwrite.ops > 0 && overwrite.threads == 1, "the writer's own figures stay the result");
+        let readers = overwrite.readers.as_ref().expect("a readers summary");
+        assert_eq!(readers.threads, 2);
+        assert!(readers.ops > 0, "{readers:?}");
+        assert_eq!((readers.found, readers.not_found), (readers.ops, 0), "every key in [0, num) was written");
+        assert!(readers.latency.as_ref().is_some_and(|l| l.count == readers.ops), "{readers:?}");
+        assert!(!overwrite.intervals.is_empty());
+        for i in &overwrite.intervals {
+            let reads = i.reads.as_ref().expect("reads in every interval");
+            assert!(reads.ops > 0 || i.interval_secs < 0.2, "{i:?}");
+            assert_eq!((reads.found, reads.not_found), (reads.ops, 0), "{i:?}");
+        }
+        // The intervals add up to the totals: the last sample is taken after the readers stop.
+        let sum = |f: fn(&crate::report::IntervalReads) -> u64| -> u64 {
+            overwrite.intervals.iter().filter_map(|i| i.reads.as_ref()).map(f).sum()
+        };
+        assert_eq!((sum(|r| r.ops), sum(|r| r.found)), (readers.ops, readers.found));
+        // Beside fillseq the key space fills as they read: found and not found add up.
+        let fill = report.results[0].readers.as_ref().expect("readers beside fillseq too");
+        assert_eq!(fill.found + fill.not_found, fill.ops);
+    }
+
+    #[test]
+    fn readers_run_beside_writers_only_and_leave_readwhilewriting_as_it_is() {
+        let report = run_with(&[
+            "--benchmarks=fillrandom,readrandom,readwhilewriting",
+            "--num=500",
+            "--threads=2",
+            "--readers=1",
+            "--progress=false",
+            "--json=/dev/null",
+        ]);
+        let get = |n: &str| report.results.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(get("fillrandom").readers.as_ref().map(|r| r.threads), Some(1));
+        assert!(get("readrandom").readers.is_none());
+        let rww = get("readwhilewriting");
+        assert!(rww.readers.is_none(), "its readers are its own --threads");
+        assert_eq!(rww.threads, 2);
+        assert_eq!(rww.ops, 2 * 500, "each of its readers does --reads (= num) reads");
+        assert!(rww.intervals.iter().all(|i| i.reads.is_none()));
+    }
+
+    /// The benchmarks `--readers` accompanies are those whose threads write,
+    /// but readwhilewriting, whose readers are its own.
+    #[test]
+    fn readers_accompany_the_writing_benchmarks() {
+        for (name, _) in crate::flags::table::BENCHMARKS {
+            let kind = kind_of(name).unwrap();
+            let expected = kind.writes() && kind != Kind::ReadWhileWriting;
+            assert_eq!(crate::config::BENCHMARKS_WITH_READERS.contains(name), expected, "{name}");
+        }
     }
 
     #[test]

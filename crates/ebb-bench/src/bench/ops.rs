@@ -86,6 +86,28 @@ pub fn read_random(w: &mut Worker<'_>, range: u64, keys: KeyFormat) -> Result<()
     Ok(())
 }
 
+/// A `--readers` thread: random point reads beside a writing benchmark until
+/// its own threads finish. Keys are drawn as readrandom draws them, uniform
+/// over the key space the writers write into: `[0, num)`, and for `mix` the
+/// keys it has inserted beyond `num` as well.
+pub fn side_reader(w: &mut Worker<'_>) -> Result<()> {
+    let num = w.cfg.num;
+    let (mut found, mut read) = (0u64, 0u64);
+    while w.before_side_read() {
+        let n = w.rng.below(num + w.shared.inserted.load(Ordering::Relaxed));
+        w.set_key(n);
+        read += 1;
+        let value = w.engine.get(&w.key)?;
+        if let Some(v) = &value {
+            found += 1;
+            w.stats.add_bytes((w.key.len() + v.len()) as u64);
+        }
+        w.stats.finished_read(value.is_some());
+    }
+    w.stats.add_message(&format!("({found} of {read} found)"));
+    Ok(())
+}
+
 /// `ReadSequential` / `ReadReverse`: one iterator over up to `--reads` entries.
 pub fn read_sequential(w: &mut Worker<'_>, direction: Direction) -> Result<()> {
     let reads = w.cfg.reads_or_num();

@@ -1,6 +1,7 @@
 //! What a client thread holds while it runs a benchmark: its random numbers,
 //! statistics, key and value generators, and the state shared with the other
-//! threads (limiters, bursts, deadline, stop flags).
+//! threads (limiters, bursts, deadline, stop flags). The `--readers` threads
+//! beside a benchmark are workers too, with their own cap and stop flag.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::keys::KeyFormat;
 use crate::limiter::{RateLimiter, Stop};
 use crate::rng::Rng64;
 use crate::shape::CountBursts;
-use crate::stats::ThreadStats;
+use crate::stats::{LiveCounters, ThreadStats};
 use crate::values::ValueGenerator;
 
 /// State shared by the threads of one benchmark.
@@ -34,6 +35,15 @@ pub struct Shared {
     pub writer_stop: AtomicBool,
     /// Readers still running (readwhilewriting).
     pub readers_left: AtomicUsize,
+    /// The benchmark's own threads still running; the last one to finish
+    /// raises `side_readers_stop`.
+    pub writers_left: AtomicUsize,
+    /// Raised when the `--readers` threads are to stop: the benchmark's own
+    /// threads are done, or a thread failed.
+    pub side_readers_stop: AtomicBool,
+    /// The cap on the `--readers` threads together (`--benchmark_read_rate_limit`),
+    /// apart from `read_limiter`, which caps the benchmark's own reads.
+    pub side_read_limiter: Option<RateLimiter>,
     /// Keys inserted by `mix` beyond `--num`.
     pub inserted: AtomicU64,
     /// The permutation of `filluniquerandom`.
@@ -54,6 +64,9 @@ impl Shared {
             abort: AtomicBool::new(false),
             writer_stop: AtomicBool::new(false),
             readers_left: AtomicUsize::new(0),
+            writers_left: AtomicUsize::new(0),
+            side_readers_stop: AtomicBool::new(false),
+            side_read_limiter: None,
             inserted: AtomicU64::new(0),
             unique_order: None,
             key_ranges: None,
@@ -105,7 +118,31 @@ pub struct Worker<'a> {
     pub key: Vec<u8>,
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
+    /// Thread `tid`, its random numbers from `seed` (see `rng::thread_seed`),
+    /// counting into `live`, with values of up to `value_len` bytes.
+    pub fn new(
+        tid: usize,
+        seed: u64,
+        live: Arc<LiveCounters>,
+        engine: &'a dyn Engine,
+        cfg: &'a Config,
+        shared: &'a Shared,
+        value_len: usize,
+    ) -> Worker<'a> {
+        Worker {
+            tid,
+            rng: Rng64::new(seed),
+            stats: ThreadStats::new(tid, live),
+            engine,
+            cfg,
+            shared,
+            keys: KeyFormat::new(cfg.key_size),
+            values: ValueGenerator::new(cfg.compression_ratio, value_len),
+            key: Vec::new(),
+        }
+    }
+
     /// The write options from `--sync` and `--disable_wal`.
     pub fn write_opts(&self) -> WriteOpts {
         WriteOpts { sync: self.cfg.sync, disable_wal: self.cfg.disable_wal }
@@ -149,6 +186,21 @@ impl Worker<'_> {
             self.stats.reset_last_op_time();
         }
         !self.shared.abort.load(Ordering::Relaxed)
+    }
+
+    /// For a `--readers` thread: waits for the readers' cap to admit one
+    /// read; false = stop now (the benchmark's own threads are done).
+    pub fn before_side_read(&mut self) -> bool {
+        let stop_flag = &self.shared.side_readers_stop;
+        if let Some(l) = &self.shared.side_read_limiter {
+            // No deadline: readers run as long as the writers, which may not
+            // honour --duration (fillseq).
+            if !l.acquire(1, &Stop { deadline: None, flag: Some(stop_flag) }) {
+                return false;
+            }
+            self.stats.reset_last_op_time();
+        }
+        !stop_flag.load(Ordering::Relaxed) && !self.shared.abort.load(Ordering::Relaxed)
     }
 
     /// Waits for the read cap to admit `ops` reads; false = stop now.

@@ -37,6 +37,10 @@ pub enum Figure {
     DbSizeMb,
     /// Size on disk after the run / (num × (key_size + value_size)).
     SpaceAmp,
+    /// The `--readers` threads' reads per second beside the benchmark.
+    ReadOpsPerSec,
+    /// Their 99th percentile read latency (µs).
+    ReadP99Micros,
 }
 
 impl Figure {
@@ -56,6 +60,8 @@ impl Figure {
         Figure::StallPct,
         Figure::DbSizeMb,
         Figure::SpaceAmp,
+        Figure::ReadOpsPerSec,
+        Figure::ReadP99Micros,
     ];
 
     /// The name files and reports use.
@@ -75,6 +81,8 @@ impl Figure {
             Figure::StallPct => "stall_pct",
             Figure::DbSizeMb => "db_size_mb",
             Figure::SpaceAmp => "space_amp",
+            Figure::ReadOpsPerSec => "read_ops_per_sec",
+            Figure::ReadP99Micros => "read_p99_micros",
         }
     }
 
@@ -91,13 +99,13 @@ impl Figure {
 
     /// True for throughput figures, where more is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Figure::OpsPerSec | Figure::MbPerSec)
+        matches!(self, Figure::OpsPerSec | Figure::MbPerSec | Figure::ReadOpsPerSec)
     }
 
     /// The figure for `result`, a benchmark of `report`, after which the
     /// database took `db_bytes` on disk; `None` where it does not apply
     /// (MB/s without bytes, latencies without operations, write
-    /// amplification without writes).
+    /// amplification without writes, read figures without `--readers`).
     pub fn of(self, report: &Report, result: &BenchResult, db_bytes: u64) -> Option<f64> {
         let latency = || result.latency.values().max_by_key(|l| l.count).filter(|l| l.count > 0);
         let interval_sum = |f: fn(&crate::report::IntervalSample) -> f64| -> f64 {
@@ -129,6 +137,8 @@ impl Figure {
                 let raw = flag("num") * (flag("key_size") + flag("value_size"));
                 (raw > 0.0).then(|| db_bytes as f64 / raw)
             }
+            Figure::ReadOpsPerSec => result.readers.as_ref().map(|r| r.ops_per_sec),
+            Figure::ReadP99Micros => result.readers.as_ref().and_then(|r| r.latency.as_ref()).map(|l| l.p99),
         };
         value.filter(|v| v.is_finite())
     }
@@ -193,6 +203,12 @@ mod tests {
         // are absent there, so space amplification has no raw size to divide by.
         assert_eq!(Figure::SpaceAmp.of(&r, b, 1 << 20), None);
         assert_eq!(Figure::DbSizeMb.of(&r, b, 1 << 20), Some(1.0));
+        // The synthetic run had two --readers threads; without them there is no read figure.
+        assert_eq!(Figure::ReadOpsPerSec.of(&r, b, 0), Some(3000.0));
+        assert_eq!(Figure::ReadP99Micros.of(&r, b, 0), Some(250.0));
+        let alone = crate::report::BenchResult { readers: None, ..b.clone() };
+        assert_eq!(Figure::ReadOpsPerSec.of(&r, &alone, 0), None);
+        assert_eq!(Figure::ReadP99Micros.of(&r, &alone, 0), None);
     }
 
     #[test]

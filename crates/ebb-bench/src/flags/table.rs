@@ -116,6 +116,14 @@ pub const FLAGS: &[FlagSpec] = &[
     // ---- write-rate shapes ----
     f("benchmark_write_rate_limit", UInt, "0", Client, "Cap on client writes, bytes/s (0 = none)"),
     f("benchmark_read_rate_limit", UInt, "0", Client, "Cap on client reads, ops/s (0 = none)"),
+    f(
+        "readers",
+        Int,
+        "0",
+        Client,
+        "Reader threads doing random point reads beside each benchmark that writes, for as long as its writers \
+         run, reported apart (0 = none); --benchmark_read_rate_limit caps them together",
+    ),
     f("sine_write_rate", Bool, "false", Client, "Cap writes by the sine wave f(t) = a·sin(b·t + c) + d bytes/s"),
     f("sine_write_rate_interval_milliseconds", UInt, "10000", Client, "Re-evaluate the sine cap this often"),
     f("sine_a", Double, "1", Client, "A in f(t) = A·sin(b·t + c) + d"),

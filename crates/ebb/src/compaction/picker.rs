@@ -339,14 +339,17 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
         return None;
     }
     let max_bytes = opts.effective_max_compaction_bytes();
-    if let Some(limit) = intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes) {
-        let inputs = l0[..limit].to_vec();
-        let mut c = finish(version, opts, 0, 0, inputs, Vec::new(), CompactionReason::IntraL0);
-        c.bottommost = false;
-        c.trivial_move = false;
-        return Some(c);
-    }
-    None
+    intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes)
+        .map(|limit| intra_l0(version, opts, &l0[..limit]))
+}
+
+/// `inputs`, adjacent L0 files, merged into one L0 file: never the
+/// bottommost data, never a move.
+fn intra_l0(version: &Version, opts: &Options, inputs: &[Arc<FileMetaData>]) -> Compaction {
+    let mut c = finish(version, opts, 0, 0, inputs.to_vec(), Vec::new(), CompactionReason::IntraL0);
+    c.bottommost = false;
+    c.trivial_move = false;
+    c
 }
 
 /// The length of the newest run of free L0 files worth merging into one
@@ -384,6 +387,48 @@ pub(super) fn intra_l0_span(
         limit += 1;
     }
     (limit >= min_files && (max_per_deleted == u64::MAX || per_deleted < max_per_deleted)).then_some(limit)
+}
+
+/// Fewest L0 files an L0 run merge takes (as RocksDB's intra-L0 minimum).
+const L0_RUN_MERGE_MIN_WIDTH: usize = 4;
+/// Most L0 files one L0 run merge takes: a merge is paused, and its work
+/// lost, when memtables wait, so merges stay short.
+const L0_RUN_MERGE_MAX_WIDTH: usize = 16;
+
+/// An L0 run merge, for while adaptive tuning defers compaction during a
+/// write wave (docs/tuning.md, "Compaction during the wave"). L0 then grows
+/// by a file per flush, and every point read probes each file. The merge
+/// bounds that cheaply: L0 files only, so the leveled tree below is not
+/// touched and nothing at the base is rewritten while the wave lasts; by
+/// universal compaction's size-ratio rule (seed 001; RocksDB
+/// `UniversalCompactionPicker`), newest first, so adjacent files of similar
+/// size merge (a file joins while it is at most twice the bytes taken so
+/// far) and the count of runs grows with the log of the bytes ingested, not
+/// linearly; each output at most 4 x `max_compaction_bytes`, so the L0→base
+/// compaction after the wave stays divisible. Files in a running compaction
+/// end a series; inputs are adjacent, so the output keeps L0's order.
+pub fn pick_l0_run_merge(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+    let l0 = version.levels.first()?;
+    let max_bytes = opts.effective_max_compaction_bytes().saturating_mul(4);
+    for start in 0..l0.len() {
+        if busy.contains(&l0[start].number) {
+            continue;
+        }
+        let mut bytes = l0[start].file_size;
+        let mut end = start + 1;
+        while end < l0.len() && end - start < L0_RUN_MERGE_MAX_WIDTH {
+            let f = &l0[end];
+            if busy.contains(&f.number) || f.file_size > bytes.saturating_mul(2) || bytes + f.file_size > max_bytes {
+                break;
+            }
+            bytes += f.file_size;
+            end += 1;
+        }
+        if end - start >= L0_RUN_MERGE_MIN_WIDTH {
+            return Some(intra_l0(version, opts, &l0[start..end]));
+        }
+    }
+    None
 }
 
 fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
@@ -641,6 +686,48 @@ mod tests {
         // One output file: cut at the (tiny) target size, the merged data
         // would come back as several new L0 files for the next pick to merge.
         assert_eq!(c.target_file_size, u64::MAX);
+    }
+
+    #[test]
+    fn l0_run_merges_take_adjacent_files_of_similar_size_and_leave_levels_alone() {
+        // Newest first: 8 files of 10 bytes (numbers 30..23), an older merged
+        // run of 80 (number 12), and 3 older small files; L1 below.
+        let mut e = VersionEdit::default();
+        for n in 1..=3 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        e.add_file(0, file(12, "a", "z", 80, 12));
+        for n in 23..=30 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        e.add_file(1, file(5, "a", "z", 1000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let o = opts();
+        let c = pick_l0_run_merge(&v, &o, &HashSet::new()).unwrap();
+        assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
+        let numbers: Vec<u64> = c.inputs.iter().map(|f| f.number).collect();
+        // The eight small ones, the 80-byte run (80 <= 2 x 80), and the older
+        // small ones: each at most twice the bytes taken so far.
+        assert_eq!(numbers, vec![30, 29, 28, 27, 26, 25, 24, 23, 12, 3, 2, 1]);
+        assert!(c.output_inputs.is_empty(), "no level below is touched");
+        // A busy file ends a series: the newest four are still a merge.
+        let busy: HashSet<u64> = [26].into_iter().collect();
+        let c = pick_l0_run_merge(&v, &o, &busy).unwrap();
+        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![30, 29, 28, 27]);
+        // Three free files in a row are too few: the next series is picked.
+        let busy: HashSet<u64> = [27].into_iter().collect();
+        let c = pick_l0_run_merge(&v, &o, &busy).unwrap();
+        assert_eq!(c.inputs[0].number, 26);
+        // A much bigger older run ends the series (the sizes must be similar).
+        let mut e = VersionEdit::default();
+        e.add_file(0, file(1, "a", "z", 10_000, 1));
+        for n in 10..14 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = pick_l0_run_merge(&v, &o, &HashSet::new()).unwrap();
+        assert_eq!(c.inputs.len(), 4);
+        assert!(c.inputs.iter().all(|f| f.number >= 10));
     }
 
     #[test]

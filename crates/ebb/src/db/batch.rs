@@ -17,6 +17,11 @@ use super::ColumnFamilyHandle;
 /// Bytes of the batch header: sequence number and count.
 pub(crate) const HEADER_LEN: usize = 12;
 
+/// The record a memtable switch appends to the WAL it closes: a batch header
+/// with sequence 0 (no batch has it) and no updates. Recovery knows from it
+/// that a closed WAL is whole (db/wal_seal.rs). DO NOT CHANGE: on-disk format.
+pub(crate) const END_OF_LOG: [u8; HEADER_LEN] = [0; HEADER_LEN];
+
 // DO NOT CHANGE: on-disk format (RocksDB's kTypeColumnFamilyDeletion and
 // kTypeColumnFamilyValue). Records of the default family use the plain
 // `ValueKind` tags, so batches without column families are as before.

@@ -156,8 +156,16 @@ impl DbInner {
         let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
         let output = {
             let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
+            let several_families = st.families.len() > 1;
             MutexGuard::unlocked(&mut st, || {
-                self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)
+                let output =
+                    self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
+                // No family's tables may hold writes logged after another
+                // family's unsynced WAL (db/wal_seal.rs, contract 4).
+                if several_families {
+                    self.seal_closed_wals()?;
+                }
+                Ok(output)
             })
         };
         let output = output?;
@@ -279,7 +287,9 @@ impl DbInner {
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
-        if st.manual_compactions > 0 || self.tuning.deferred.load(Ordering::Relaxed) {
+        // Deferred by the tuner: nothing, or L0 run merges only.
+        let l0_runs_only = self.tuning.deferred.load(Ordering::Relaxed);
+        if st.manual_compactions > 0 || (l0_runs_only && !self.tuning.merge_l0_runs.load(Ordering::Relaxed)) {
             return false;
         }
         if st.compactions_running >= opts.compaction_threads() {
@@ -298,7 +308,15 @@ impl DbInner {
             if family_opts.disable_auto_compactions {
                 continue;
             }
-            if let Some(c) = self.pick_compaction(st, *id, &family_opts) {
+            let picked = if l0_runs_only {
+                if family_opts.compaction_style != crate::options::CompactionStyle::Level {
+                    continue;
+                }
+                st.versions.version(*id).and_then(|v| picker::pick_l0_run_merge(&v, &family_opts, &st.being_compacted))
+            } else {
+                self.pick_compaction(st, *id, &family_opts)
+            };
+            if let Some(c) = picked {
                 pick = Some((*id, c));
                 break;
             }
@@ -598,7 +616,7 @@ impl DbInner {
         }
         let mut alloc = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
         let mut alloc_blob = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
-        let from_l0 = c.level == 0;
+        let from_l0 = c.level == 0 && c.output_level > 0;
         let mut on_bytes = |b: u64| {
             bump(&self.stats.compaction_bytes_written, b);
             self.tuning.on_compaction_bytes(b, from_l0, settings.cancel);
@@ -645,6 +663,7 @@ impl DbInner {
         let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
         let log_number = st.versions.log_number();
         st.old_wals.retain(|(number, _)| *number >= log_number);
+        self.wal_sealer.forget_below(log_number);
         let manifest = st.versions.manifest_number();
         let newest_options = names
             .iter()
@@ -807,12 +826,12 @@ impl DbInner {
         }
         // Let queued writes finish: take the queue, then stop new ones.
         let q = self.queue.lock();
-        let mut result = Ok(());
+        let mut result = self.seal_closed_wals();
         {
             let mut wal = self.wal.lock();
             if let Some(w) = wal.as_mut() {
                 if let Err(e) = w.sync() {
-                    result = Err(e);
+                    result = result.and(Err(e));
                 }
             }
         }
@@ -1227,6 +1246,59 @@ mod tests {
     use super::*;
     use crate::compaction::CompactionReason;
     use crate::key::ValueKind;
+
+    /// While the tuner defers compaction with L0 run merges on, the engine
+    /// merges L0 files into fewer L0 files and nothing else, and every key
+    /// still reads its newest value (overwrites span the merged files).
+    #[test]
+    fn a_deferral_with_l0_run_merges_merges_l0_only_and_keeps_the_newest_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = crate::Options::default();
+        o.create_if_missing = true;
+        o.write_buffer_size = 16 << 10;
+        o.max_write_buffer_number = 8;
+        o.level0_file_num_compaction_trigger = 2;
+        o.level0_slowdown_writes_trigger = 1000;
+        o.level0_stop_writes_trigger = 1000;
+        let db = crate::Db::open(dir.path(), o).unwrap();
+        let hooks = &db.inner.tuning;
+        hooks.deferred.store(true, Ordering::Relaxed);
+        let value = |round: usize, i: usize| format!("round {round} key {i} ").repeat(8).into_bytes();
+        for round in 0..12 {
+            for i in 0..60 {
+                db.put(format!("k{i:03}").as_bytes(), &value(round, i)).unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        let files_at = |level: usize| db.inner.state.lock().versions.version(0).unwrap().levels[level].len();
+        let below_l0 = || (1..7).map(files_at).sum::<usize>();
+        assert_eq!((files_at(0), below_l0()), (12, 0), "deferred: nothing compacted");
+        hooks.merge_l0_runs.store(true, Ordering::Relaxed);
+        db.inner.work_cv.notify_all();
+        let start = Instant::now();
+        while files_at(0) > 3 && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(files_at(0) <= 3, "L0 run merges bound L0: {} files", files_at(0));
+        assert!(files_at(0) >= 1 && below_l0() == 0, "merges stay in L0");
+        for i in 0..60 {
+            assert_eq!(db.get(format!("k{i:03}").as_bytes()).unwrap(), Some(value(11, i)), "key {i}");
+        }
+        // The deferral ends: leveled compaction takes over.
+        hooks.merge_l0_runs.store(false, Ordering::Relaxed);
+        hooks.deferred.store(false, Ordering::Relaxed);
+        for round in 12..14 {
+            for i in 0..60 {
+                db.put(format!("k{i:03}").as_bytes(), &value(round, i)).unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        db.inner.wait_for_compact().unwrap();
+        assert!(below_l0() > 0, "L0 compacted into the base level after the deferral");
+        for i in 0..60 {
+            assert_eq!(db.get(format!("k{i:03}").as_bytes()).unwrap(), Some(value(13, i)), "key {i}");
+        }
+    }
 
     fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {
         Arc::new(FileMetaData {

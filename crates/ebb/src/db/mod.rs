@@ -29,6 +29,7 @@ mod recovery;
 mod repair;
 mod table_cache;
 mod tuning;
+mod wal_seal;
 mod write;
 
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
@@ -200,6 +201,8 @@ pub(crate) struct DbInner {
     pub(crate) work_cv: Condvar,
     pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,
     pub(crate) wal: Mutex<Option<LogWriter>>,
+    /// WALs closed by memtable switches whose sync is still owed.
+    pub(crate) wal_sealer: wal_seal::WalSealer,
     /// The default column family (also in `DbState::families`).
     pub(crate) default_cf: Arc<ColumnFamilyData>,
     /// The newest sequence number visible to readers.

@@ -207,6 +207,7 @@ fn open_locked(
         work_cv: Condvar::new(),
         queue: Mutex::new(VecDeque::new()),
         wal: Mutex::new(None),
+        wal_sealer: Default::default(),
         default_cf,
         last_sequence: AtomicU64::new(0),
         tables,

@@ -23,9 +23,15 @@
 //!
 //! Point-in-time recovery follows RocksDB: replay stops at the first damage;
 //! a later WAL holding writes, or a column family whose tables hold data
-//! logged after the damaged WAL, makes the open fail as corruption. A WAL is
-//! synced before the next one is started, so damage followed by a later
-//! write is damage to acknowledged data, not a write torn by a crash.
+//! logged after the damaged WAL, makes the open fail as corruption. A WAL
+//! with its final name starts only after the one before it was synced whole
+//! (db/wal_seal.rs), so damage followed by a write in such a WAL is damage to
+//! acknowledged data, not a write torn by a crash. A pending WAL
+//! (`NNNNNN.log.pending`) holds no write acknowledged as synced: damage
+//! before it may be a tail torn by a power loss, so its writes are dropped,
+//! reported (`later_records_dropped`) and the file set aside, instead of the
+//! open failing. `TolerateCorruptedTailRecords` treats a WAL followed only by
+//! pending WALs as the last, and stops there likewise.
 //!
 //! Requires: called once, from open, before any background thread starts.
 
@@ -63,6 +69,11 @@ pub struct WalDamage {
     pub records_dropped: u64,
     /// The mode that accepted it.
     pub mode: WalRecoveryMode,
+    /// Whether replay stopped here, leaving every later WAL unread.
+    pub stopped_replay: bool,
+    /// Intact records in later pending WALs left out because replay stopped
+    /// here: none was acknowledged as synced (module documentation).
+    pub later_records_dropped: u64,
 }
 
 /// A file moved to `lost/` instead of being deleted.
@@ -141,6 +152,13 @@ impl fmt::Display for RecoveryReport {
                 "{}: damage at offset {} ({}); {} bytes and {} intact records after it not replayed ({:?})",
                 w.damage.file, w.damage.offset, w.damage.reason, w.damage.bytes, w.records_dropped, w.mode
             )?;
+            if w.later_records_dropped > 0 {
+                writeln!(
+                    f,
+                    "{}: {} records in later pending WALs (none acknowledged as synced) not replayed",
+                    w.damage.file, w.later_records_dropped
+                )?;
+            }
         }
         for s in &self.set_aside {
             writeln!(f, "set aside {} as {}: {}", s.from.display(), s.to.display(), s.why)?;
@@ -171,13 +189,15 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
         st.versions.set_next_file_at_least(newest + 1);
     }
     let log_number = st.versions.log_number();
-    let mut wals: Vec<u64> = names
+    // Each WAL's number and whether its name is pending (db/wal_seal.rs).
+    let mut wal_names: Vec<(u64, bool)> = names
         .iter()
-        .filter_map(|n| filename::parse_file_name(n))
-        .filter(|(t, n)| *t == filename::FileType::Wal && *n >= log_number)
-        .map(|(_, n)| n)
+        .filter_map(|n| filename::parse_file_name(n).map(|(t, number)| (t, number, filename::is_pending_wal(n))))
+        .filter(|(t, n, _)| *t == filename::FileType::Wal && *n >= log_number)
+        .map(|(_, n, pending)| (n, pending))
         .collect();
-    wals.sort_unstable();
+    wal_names.sort_unstable();
+    let wals: Vec<u64> = wal_names.iter().map(|(n, _)| *n).collect();
     check_files_present(inner, &st, &report, log_number, &wals)?;
 
     let mut last_seq = st.versions.last_sequence();
@@ -199,14 +219,28 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     let best_efforts = options.best_efforts_recovery;
     let manifest_file = report.manifest.file.clone();
     let mut unknown_family_writes = 0u64;
-    // Point-in-time recovery stopped in this WAL, at this damage.
+    // Replay stopped in this WAL, at this damage.
     let mut stopped: Option<(u64, LogDamage)> = None;
-    for (i, number) in wals.iter().enumerate() {
-        let path = filename::wal_file(&inner.dir, *number);
+    for (i, &(number, pending)) in wal_names.iter().enumerate() {
+        let number = &number;
+        let path = filename::wal_path(&inner.dir, *number, pending);
         let name = path.display().to_string();
         if let Some((_, damage)) = &stopped {
             let records = crate::wal::count_intact_records(inner.fs.as_ref(), &path)?;
-            if records > 0 {
+            if records > 0 && pending {
+                inner.info_log.log(
+                    Level::Warn,
+                    &format!(
+                        "WAL {name}: {records} records not replayed: replay stopped at the damage in {} and this \
+                         WAL is pending (started before that one was synced, so none of its writes was \
+                         acknowledged as synced); the file is kept in {LOST_DIR}/",
+                        damage.file
+                    ),
+                );
+                if let Some(w) = report.wal_damage.last_mut() {
+                    w.later_records_dropped += records;
+                }
+            } else if records > 0 {
                 return Err(Error::corruption(
                     &damage.file,
                     damage.offset,
@@ -220,8 +254,13 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
             }
             continue;
         }
-        let is_last = i + 1 == wals.len();
+        // A WAL followed only by pending ones may have lost its tail to a
+        // power loss as the newest may (module documentation).
+        let is_last = wal_names[i + 1..].iter().all(|(_, pending)| *pending);
+        // Whether the last record replayed is the end mark of a switch.
+        let mut ends_whole = false;
         let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record, offset| {
+            ends_whole = record == super::batch::END_OF_LOG;
             let batch = WriteBatch::from_data(record, &name, offset)?;
             let mut seq = batch.sequence();
             for op in batch.iter_cf() {
@@ -258,10 +297,47 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
             last_seq = last_seq.max(seq.saturating_sub(1));
             Ok(())
         })?;
-        if let Some((offset, reason)) = outcome.first_damage.clone() {
+        let mut first_damage = outcome.first_damage.clone();
+        if first_damage.is_none() && !ends_whole && wal_names.get(i + 1).is_some_and(|(_, pending)| *pending) {
+            // A WAL the switch closed ends in its end mark. Without it, and
+            // with writes in the pending WAL after it, the tail was lost to a
+            // power loss at a record boundary, which reads as a clean end:
+            // replaying on would leave a hole (db/wal_seal.rs).
+            // Only whether any later WAL holds a write matters here: the
+            // stopped replay below counts each one's for the report.
+            let mut later_holds_writes = false;
+            for (n, pending) in &wal_names[i + 1..] {
+                let p = filename::wal_path(&inner.dir, *n, *pending);
+                if crate::wal::count_intact_records(inner.fs.as_ref(), &p)? > 0 {
+                    later_holds_writes = true;
+                    break;
+                }
+            }
+            if later_holds_writes {
+                let size = inner.fs.file_size(&path)?;
+                let reason = "the WAL ends without the end mark its memtable switch wrote, and a later (pending) \
+                              WAL holds writes: its tail was lost";
+                if mode == WalRecoveryMode::AbsoluteConsistency {
+                    return Err(Error::corruption(&name, size, reason));
+                }
+                first_damage = Some((size, reason.to_string()));
+            }
+        }
+        if let Some((offset, reason)) = first_damage {
             let damage = LogDamage { file: name.clone(), offset, bytes: outcome.corrupted_bytes, reason };
-            let w =
-                WalDamage { number: *number, damage: damage.clone(), records_dropped: outcome.records_dropped, mode };
+            // A tail tolerated before later (pending) WALs ends the replay:
+            // their writes would follow a hole.
+            let stop = outcome.stop_replay
+                || (mode == WalRecoveryMode::PointInTime && outcome.first_damage.is_none())
+                || (mode == WalRecoveryMode::TolerateCorruptedTailRecords && i + 1 < wal_names.len());
+            let w = WalDamage {
+                number: *number,
+                damage: damage.clone(),
+                records_dropped: outcome.records_dropped,
+                mode,
+                stopped_replay: stop,
+                later_records_dropped: 0,
+            };
             inner.info_log.log(
                 Level::Warn,
                 &format!(
@@ -271,7 +347,7 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
                 ),
             );
             report.wal_damage.push(w);
-            if outcome.stop_replay {
+            if stop {
                 stopped = Some((*number, damage));
             }
         }
@@ -464,7 +540,7 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
     let log_number = st.versions.log_number();
     let manifest = st.versions.manifest_number();
     let damaged_wals: Vec<u64> = report.wal_damage.iter().map(|w| w.number).collect();
-    let stop = report.wal_damage.iter().find(|w| w.mode == WalRecoveryMode::PointInTime).map(|w| w.number);
+    let stop = report.wal_damage.iter().find(|w| w.stopped_replay).map(|w| w.number);
     let nothing_deleted = "recovery tolerated damage, so it deletes nothing".to_string();
     let mut moved = Vec::new();
     for name in inner.fs.list_dir(&inner.dir)? {

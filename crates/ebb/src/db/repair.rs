@@ -185,8 +185,14 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         v.sort_unstable();
         v
     };
-    let (tables, wals, manifests) =
-        (of(filename::FileType::Table), of(filename::FileType::Wal), of(filename::FileType::Manifest));
+    let (tables, manifests) = (of(filename::FileType::Table), of(filename::FileType::Manifest));
+    // WALs by number, with their names: final or pending (db/wal_seal.rs).
+    let mut wals: Vec<(u64, String)> = parsed
+        .iter()
+        .filter(|(t, _, _)| *t == filename::FileType::Wal)
+        .map(|(_, n, name)| (*n, name.clone()))
+        .collect();
+    wals.sort_unstable();
     let blob_files = of(filename::FileType::Blob);
     if tables.is_empty() && wals.is_empty() && manifests.is_empty() {
         return Err(Error::invalid(format!(
@@ -210,7 +216,7 @@ fn repair_locked(
     options: &Options,
     fs: &Arc<dyn FileSystem>,
     tables: &[u64],
-    wals: &[u64],
+    wals: &[(u64, String)],
     manifests: &[u64],
     blob_files: &[u64],
 ) -> Result<RepairReport> {
@@ -229,8 +235,9 @@ fn repair_locked(
         keep_table(dir, fs.as_ref(), number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report);
     }
     // Step 2: WALs into tables, then read back as the others.
-    for &wal in wals {
-        let (records, damage, mems, max_seq) = replay_wal(dir, fs.as_ref(), wal, &remembered)?;
+    for (wal, wal_name) in wals {
+        let wal = *wal;
+        let (records, damage, mems, max_seq) = replay_wal(&dir.join(wal_name), fs.as_ref(), wal, &remembered)?;
         last_sequence = last_sequence.max(max_seq);
         for (cf, mem) in mems {
             let number = next_number;
@@ -264,7 +271,7 @@ fn repair_locked(
         }
         let why = format!("its {records} write batches were written into tables");
         report.wals.push(RepairedWal { number: wal, records, damage });
-        to_lost.push((format!("{wal:06}.log"), why));
+        to_lost.push((wal_name.clone(), why));
     }
     last_sequence = report.tables.iter().map(|t| t.sequences.1).fold(last_sequence, u64::max);
     let listed_blobs = place_blob_files(dir, fs.as_ref(), blob_files, &placed, &mut to_lost, &mut report);
@@ -464,17 +471,16 @@ fn read_manifests(dir: &Path, fs: &dyn FileSystem, manifests: &[u64], report: &m
 /// and the largest sequence number seen.
 #[allow(clippy::type_complexity)]
 fn replay_wal(
-    dir: &Path,
+    path: &Path,
     fs: &dyn FileSystem,
     wal: u64,
     remembered: &Remembered,
 ) -> Result<(u64, Vec<LogDamage>, Vec<(u32, Arc<MemTable>)>, SequenceNumber)> {
-    let path = filename::wal_file(dir, wal);
     let name = path.display().to_string();
-    let mut reader = LogReader::new(fs.open_sequential(&path)?, name.clone());
+    let mut reader = LogReader::new(fs.open_sequential(path)?, name.clone());
     let mut mems: BTreeMap<u32, Arc<MemTable>> = BTreeMap::new();
     let (mut records, mut damage, mut max_seq) = (0, Vec::new(), 0);
-    let size = fs.file_size(&path)?;
+    let size = fs.file_size(path)?;
     loop {
         match reader.next()? {
             LogRecord::Record { data, offset } => {

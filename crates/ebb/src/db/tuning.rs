@@ -73,6 +73,9 @@ pub(crate) struct TuningHooks {
     pub(crate) pacer: Option<Arc<RateLimiter>>,
     /// The tuner asks for no new automatic compactions.
     pub(crate) deferred: AtomicBool,
+    /// While deferred, the tuner asks for L0 run merges only
+    /// (`compaction::picker::pick_l0_run_merge`).
+    pub(crate) merge_l0_runs: AtomicBool,
     /// The tuner asks running compactions below L0 to wait at a block boundary.
     pub(crate) paused: AtomicBool,
     pub(crate) last_write_micros: AtomicU64,
@@ -104,6 +107,7 @@ impl TuningHooks {
             limiter,
             pacer,
             deferred: AtomicBool::new(false),
+            merge_l0_runs: AtomicBool::new(false),
             paused: AtomicBool::new(false),
             last_write_micros: AtomicU64::new(0),
             metrics: Mutex::new(TuningMetrics {
@@ -136,7 +140,8 @@ impl TuningHooks {
     }
 
     /// Charges compaction output at low priority and waits at the pause gate
-    /// (compactions out of L0 never wait there: L0→base is never starved).
+    /// (compactions from L0 into a level never wait there: L0→base is never
+    /// starved; L0 run merges do).
     pub(crate) fn on_compaction_bytes(&self, bytes: u64, from_l0: bool, cancel: &AtomicBool) {
         if let Some(l) = &self.limiter {
             let _ = l.request(bytes, IoPriority::Low);
@@ -371,6 +376,11 @@ impl DbInner {
                 self.tuning.metrics.lock().catch_ups += 1;
                 self.work_cv.notify_all();
                 "catch up".to_string()
+            }
+            Action::MergeL0Runs(on) => {
+                hooks.merge_l0_runs.store(on, Ordering::Relaxed);
+                self.work_cv.notify_all();
+                format!("merge L0 runs while deferred: {on}")
             }
             Action::ForceCompaction(bound) => {
                 hooks.deferred.store(false, Ordering::Relaxed);

@@ -242,6 +242,11 @@ impl DbInner {
             }
         } else {
             let manual = self.opts().manual_wal_flush;
+            // A write acknowledged as synced follows only sealed WALs, and
+            // the current WAL's name is durable (db/wal_seal.rs, contract 3).
+            if sync {
+                self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
+            }
             let mut wal = self.wal.lock();
             let w = wal.as_mut().ok_or(Error::Closed)?;
             let r = (|| {
@@ -449,19 +454,12 @@ impl DbInner {
     /// the db mutex (and the queue, held by the caller).
     pub(crate) fn switch_memtables(&self, st: &mut DbState, ids: &[u32]) -> Result<()> {
         let number = st.versions.new_file_number();
-        let path = filename::wal_file(&self.dir, number);
+        // Neither the old WAL nor the directory is synced here: the new WAL
+        // starts under its pending name and the old one is sealed later, by
+        // whoever first needs it synced (db/wal_seal.rs).
+        let path = filename::pending_wal_file(&self.dir, number);
         let mut wal = self.wal.lock();
-        // The old WAL is synced before a new one is started, so a crash can
-        // never keep a later WAL while losing the tail of an earlier one.
-        if let Some(old) = wal.as_mut() {
-            if let Err(e) = old.sync() {
-                drop(wal);
-                return Err(self.set_bg_error_locked(st, e));
-            }
-        }
-        // The new WAL's name must be durable before any write in it is
-        // acknowledged as synced: syncing the file does not sync its entry.
-        let file = match self.fs.new_writable(&path).and_then(|f| self.fs.sync_dir(&self.dir).map(|()| f)) {
+        let file = match self.fs.new_writable(&path) {
             Ok(f) => f,
             Err(e) => {
                 drop(wal);
@@ -469,8 +467,18 @@ impl DbInner {
             }
         };
         let file = crate::fs::WriteBehindFile::wrap(file, self.opts().wal_bytes_per_sync);
+        let new = LogWriter::new(file, path.display().to_string());
         let old_size = wal.as_ref().map_or(0, |w| w.file_size());
-        *wal = Some(LogWriter::new(file, path.display().to_string()));
+        if let Some(mut old) = wal.replace(new) {
+            // The end mark tells recovery this WAL is whole; what
+            // `manual_wal_flush` buffered goes to the OS with it, as RocksDB
+            // flushes at a switch: the old writer is written no more.
+            if let Err(e) = old.add_record(&super::batch::END_OF_LOG).and_then(|()| old.flush()) {
+                drop(wal);
+                return Err(self.set_bg_error_locked(st, e));
+            }
+            self.wal_sealer.push(st.wal_number, old, number);
+        }
         drop(wal);
         let old_number = std::mem::replace(&mut st.wal_number, number);
         st.old_wals.push_back((old_number, old_size));
@@ -526,7 +534,18 @@ impl DbInner {
 
     pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {
         self.check_open()?;
-        let mut wal = self.wal.lock();
+        // Every write made before the call is durable on return, also those
+        // in a WAL a switch closed meanwhile: seal until, with the WAL
+        // locked (switches are then excluded), no closed WAL is owed.
+        let mut wal = loop {
+            if sync {
+                self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
+            }
+            let wal = self.wal.lock();
+            if !sync || self.wal_sealer.all_sealed() {
+                break wal;
+            }
+        };
         let Some(w) = wal.as_mut() else { return Err(Error::Closed) };
         let r = if sync { w.sync() } else { w.flush() };
         drop(wal);

@@ -134,6 +134,24 @@ pub struct AdaptiveConfig {
     /// Forced compaction ends when the bounded figures are under this share of
     /// their bounds, percent. Default 75.
     pub bound_release_pct: u64,
+    /// While deferred, merge L0 files into fewer runs (L0 only, by size
+    /// ratio; `compaction::picker::pick_l0_run_merge`), paced to the
+    /// headroom the load leaves: `budget x (1 - foreground / peak)`, at
+    /// least the floor. Adaptive: on; idle: off (the paper compacts only in
+    /// idle time).
+    pub merge_l0_runs_when_deferred: bool,
+}
+
+/// What the load leaves for L0 run merges during a deferral, bytes/s: the
+/// budget times the share of the peak foreground rate not in use now, at
+/// least `floor_pct` of the budget. At the wave's peak that is the floor; in
+/// a trough at a fifth of the peak, 80 % of the budget.
+fn wave_headroom(rates: &Rates, floor_pct: u64) -> u64 {
+    let floor = rates.budget.saturating_mul(floor_pct) / 100;
+    let peak = rates.peak_foreground.max(rates.foreground).max(1);
+    let unused = peak - rates.foreground.min(peak);
+    let headroom = u128::from(rates.budget) * u128::from(unused) / u128::from(peak);
+    u64::try_from(headroom).unwrap_or(u64::MAX).max(floor)
 }
 
 impl AdaptiveConfig {
@@ -163,6 +181,7 @@ impl AdaptiveConfig {
             max_space_amplification: 0.0,
             max_pending_compaction_bytes: 0,
             bound_release_pct: 75,
+            merge_l0_runs_when_deferred: true,
         }
     }
 
@@ -170,7 +189,12 @@ impl AdaptiveConfig {
     /// (throughput policy; set `idle` for the since-last-write policy), running
     /// compactions paused when a burst starts, catch-up and bounds as adaptive.
     pub fn idle() -> AdaptiveConfig {
-        AdaptiveConfig { defer: DeferPolicy::UntilIdle, pause_when_deferred: true, ..AdaptiveConfig::adaptive() }
+        AdaptiveConfig {
+            defer: DeferPolicy::UntilIdle,
+            pause_when_deferred: true,
+            merge_l0_runs_when_deferred: false,
+            ..AdaptiveConfig::adaptive()
+        }
     }
 
     /// Stall options that keep the engine's write controller as a backstop
@@ -296,6 +320,9 @@ pub enum Action {
     CatchUp,
     /// A bound was crossed and compaction is forced (settings before it).
     ForceCompaction(Bound),
+    /// While automatic compaction is deferred, merge L0 runs (true) or
+    /// nothing (false); see [`AdaptiveConfig::merge_l0_runs_when_deferred`].
+    MergeL0Runs(bool),
 }
 
 /// The figures a decision was based on, bytes per second (smoothed).
@@ -366,6 +393,7 @@ struct Smoothed {
 struct EngineSettings {
     auto_compactions: bool,
     paused: bool,
+    merging_l0_runs: bool,
     subcompactions: u32,
     rate_limit: Option<u64>,
 }
@@ -409,6 +437,7 @@ impl AdaptiveTuner {
             engine: EngineSettings {
                 auto_compactions: true,
                 paused: false,
+                merging_l0_runs: false,
                 subcompactions: config.base_subcompactions,
                 rate_limit: None,
             },
@@ -579,9 +608,13 @@ impl AdaptiveTuner {
     fn transition(&mut self, next: Phase, obs: &Observation, rates: &Rates, bound: Option<Bound>) -> Vec<Action> {
         let c = &self.config;
         let memtables_wait = c.pause_immutable_memtables > 0 && obs.immutable_memtables >= c.pause_immutable_memtables;
+        let merging = next == Phase::Deferred && c.merge_l0_runs_when_deferred;
         let (auto_compactions, paused, subcompactions, rate) = match next {
             Phase::Paced => (true, false, c.base_subcompactions, Some(rates.paced_limit)),
-            Phase::Deferred => (false, c.pause_when_deferred || memtables_wait, c.base_subcompactions, None),
+            Phase::Deferred => {
+                let rate = merging.then(|| wave_headroom(rates, c.compaction_floor_pct));
+                (false, c.pause_when_deferred || memtables_wait, c.base_subcompactions, rate)
+            }
             Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.budget)),
         };
         let entered = next != self.phase;
@@ -616,6 +649,10 @@ impl AdaptiveTuner {
         }
         if auto_compactions && !self.engine.auto_compactions {
             actions.push(Action::EnableAutoCompactions);
+        }
+        if merging != self.engine.merging_l0_runs {
+            actions.push(Action::MergeL0Runs(merging));
+            self.engine.merging_l0_runs = merging;
         }
         self.engine.auto_compactions = auto_compactions;
         self.engine.paused = paused;
@@ -775,6 +812,7 @@ mod tests {
         subcompactions: u32,
         last_write: Option<u64>,
         imm: usize,
+        merging: bool,
     }
 
     impl Toy {
@@ -793,6 +831,7 @@ mod tests {
                 subcompactions: 1,
                 last_write: None,
                 imm: 0,
+                merging: false,
             }
         }
 
@@ -849,6 +888,7 @@ mod tests {
                     Action::ContinueCompactions => self.paused = false,
                     Action::SetCompactionRateLimit(r) => self.limit = r as f64,
                     Action::SetSubcompactions(n) => self.subcompactions = n,
+                    Action::MergeL0Runs(on) => self.merging = on,
                     Action::CatchUp | Action::ForceCompaction(_) => {}
                 }
             }
@@ -948,6 +988,47 @@ mod tests {
         assert!(steps.iter().all(|s| s.decision.phase != Phase::Deferred));
     }
 
+    /// Compaction during the wave: while deferred, L0 run merges are on,
+    /// paced to what the load leaves (the floor at the peak, most of the
+    /// budget in a trough), and off again once the wave ends.
+    #[test]
+    fn a_deferral_merges_l0_runs_paced_to_the_waves_headroom() {
+        let config = AdaptiveConfig { io_budget_bytes_per_sec: 1000 * MB, max_l0_files: 0, ..Default::default() };
+        let mut tuner = AdaptiveTuner::new(config.clone());
+        let mut toy = Toy::new(8, 3000);
+        let wave = |t_us: u64| {
+            let t = t_us as f64 / 1e6;
+            100.0 * (std::f64::consts::TAU / 60.0 * t + 1.5 * std::f64::consts::PI).sin() + 150.0
+        };
+        // (time, phase, merging, compaction limit) per step.
+        let mut seen = Vec::new();
+        while toy.t_us < 150_000_000 {
+            let t = toy.t_us;
+            let load = if t < 120_000_000 { wave(t) } else { 0.0 };
+            let decision = tuner.observe(&toy.observation());
+            toy.apply(&decision.actions);
+            seen.push((t, decision.phase, toy.merging, toy.limit));
+            toy.run(500_000, load);
+        }
+        let at = |t_us: u64| *seen.iter().rev().find(|s| s.0 <= t_us).unwrap();
+        let floor = (1000 * MB) as f64 * config.compaction_floor_pct as f64 / 100.0;
+        // The second wave's peak (t = 90 s, 250 MB/s) and trough (t = 120 s, 50 MB/s).
+        let (peak, trough) = (at(90_000_000), at(119_500_000));
+        assert_eq!((peak.1, trough.1), (Phase::Deferred, Phase::Deferred));
+        assert!(peak.2 && trough.2, "merging L0 runs while deferred");
+        assert!(peak.3 <= 1.5 * floor, "at the peak the floor: {} against {floor}", peak.3);
+        assert!(trough.3 >= 0.6 * (1000 * MB) as f64, "in the trough most of the budget: {}", trough.3);
+        // Once the writes stop the deferral ends, and so do the merges.
+        let after = at(149_000_000);
+        assert_ne!(after.1, Phase::Deferred);
+        assert!(!after.2, "no L0 run merges outside a deferral");
+        // The idle mode never merges.
+        let mut tuner = AdaptiveTuner::new(AdaptiveConfig { max_l0_files: 0, ..AdaptiveConfig::idle() });
+        let mut toy = Toy::new(8, 3000);
+        let steps = simulate(&mut tuner, &mut toy, 60_000_000, 500_000, wave);
+        assert!(steps.iter().all(|s| !s.decision.actions.contains(&Action::MergeL0Runs(true))));
+    }
+
     #[test]
     fn a_periodic_trough_does_not_end_a_deferral_under_the_peak_rule() {
         let config = AdaptiveConfig { io_budget_bytes_per_sec: 3000 * MB, max_l0_files: 0, ..Default::default() };
@@ -984,6 +1065,7 @@ mod tests {
                 Action::SetSubcompactions(2),
                 Action::SetCompactionRateLimit(400 * MB),
                 Action::EnableAutoCompactions,
+                Action::MergeL0Runs(false),
                 Action::CatchUp
             ]
         );
@@ -998,7 +1080,11 @@ mod tests {
             steps.iter().filter(|s| s.decision.phase == Phase::Deferred).map(|s| s.compaction).sum();
         assert_eq!(deferred_bytes, 0);
         let entering_deferral = steps.iter().find(|s| s.decision.phase == Phase::Deferred).unwrap();
-        assert_eq!(entering_deferral.decision.actions, [Action::DisableAutoCompactions]);
+        // Entered at the wave's high: L0 run merges at the floor (5 % of 400 MB/s).
+        assert_eq!(
+            entering_deferral.decision.actions,
+            [Action::SetCompactionRateLimit(20 * MB), Action::DisableAutoCompactions, Action::MergeL0Runs(true)]
+        );
         assert_eq!(tuner.stats().deferrals, 1);
         assert_eq!(tuner.stats().catch_ups, 1);
     }
@@ -1016,8 +1102,14 @@ mod tests {
         assert_eq!(forced.decision.bound, Some(Bound::L0Files));
         assert_eq!(
             forced.decision.actions,
-            // The limit in force is already the full budget (set while paced at the start).
-            [Action::SetSubcompactions(2), Action::EnableAutoCompactions, Action::ForceCompaction(Bound::L0Files)]
+            // The full budget again after the deferral's merge pacing.
+            [
+                Action::SetSubcompactions(2),
+                Action::SetCompactionRateLimit(400 * MB),
+                Action::EnableAutoCompactions,
+                Action::MergeL0Runs(false),
+                Action::ForceCompaction(Bound::L0Files)
+            ]
         );
         // Forced until L0 is back to 75 % of the bound, then deferred again:
         // L0 never runs more than one interval's flushes past the bound.
@@ -1080,7 +1172,17 @@ mod tests {
         toy.imm = 2;
         let d = tuner.observe(&toy.observation());
         assert_eq!(d.phase, Phase::Deferred);
-        assert_eq!(d.actions, [Action::DisableAutoCompactions, Action::PauseCompactions]);
+        // The deferral paces L0 run merges to the headroom (flush + WAL at
+        // their peak: the floor, 5 % of 400 MB/s), and pauses them too.
+        assert_eq!(
+            d.actions,
+            [
+                Action::SetCompactionRateLimit(20 * MB),
+                Action::DisableAutoCompactions,
+                Action::PauseCompactions,
+                Action::MergeL0Runs(true)
+            ]
+        );
         toy.apply(&d.actions);
         toy.run(500_000, 60.0);
         // Flushes caught up but flush + WAL still use over 25 % of the budget:

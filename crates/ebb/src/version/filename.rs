@@ -1,8 +1,9 @@
 //! Names of the files in a database directory (RocksDB's scheme).
 //!
 //! `CURRENT` names the live MANIFEST; `MANIFEST-NNNNNN` holds version edits;
-//! `NNNNNN.log` are WALs; `NNNNNN.sst` tables; `NNNNNN.blob` blob files
-//! (RocksDB's name); `OPTIONS-NNNNNN` the options in
+//! `NNNNNN.log` are WALs (`NNNNNN.log.pending` while the WAL before them may
+//! not be synced, db/wal_seal.rs); `NNNNNN.sst` tables; `NNNNNN.blob` blob
+//! files (RocksDB's name); `OPTIONS-NNNNNN` the options in
 //! text form; `LOCK` is held while the database is open; `*.dbtmp` are
 //! temporaries. Every numbered file shares one counter.
 
@@ -34,6 +35,26 @@ pub enum FileType {
 /// `dir/000012.log`
 pub fn wal_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.log"))
+}
+
+/// `dir/000012.log.pending`: a WAL started while the WAL before it may not
+/// be synced; renamed to [`wal_file`]'s name once that one is (db/wal_seal.rs).
+pub fn pending_wal_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.log.pending"))
+}
+
+/// WAL `number`'s path: [`pending_wal_file`] or [`wal_file`].
+pub fn wal_path(dir: &Path, number: u64, pending: bool) -> PathBuf {
+    if pending {
+        pending_wal_file(dir, number)
+    } else {
+        wal_file(dir, number)
+    }
+}
+
+/// Whether the directory entry `name` is a pending WAL's ([`pending_wal_file`]).
+pub fn is_pending_wal(name: &str) -> bool {
+    name.ends_with(".log.pending") && matches!(parse_file_name(name), Some((FileType::Wal, _)))
 }
 
 /// `dir/000012.sst`
@@ -95,7 +116,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
     let (stem, ext) = name.split_once('.')?;
     let number: u64 = stem.parse().ok()?;
     match ext {
-        "log" => Some((FileType::Wal, number)),
+        "log" | "log.pending" => Some((FileType::Wal, number)),
         "sst" => Some((FileType::Table, number)),
         "blob" => Some((FileType::Blob, number)),
         "dbtmp" => Some((FileType::Temp, number)),
@@ -120,6 +141,11 @@ mod tests {
             let name = path.file_name().unwrap().to_str().unwrap();
             assert_eq!(parse_file_name(name), Some((t, n)));
         }
+        assert_eq!(parse_file_name("000012.log.pending"), Some((FileType::Wal, 12)));
+        assert!(is_pending_wal("000012.log.pending"));
+        assert!(!is_pending_wal("000012.log"));
+        assert!(!is_pending_wal("x.log.pending"));
+        assert_eq!(pending_wal_file(d, 12), d.join("000012.log.pending"));
         assert_eq!(parse_file_name("CURRENT"), Some((FileType::Current, 0)));
         assert_eq!(parse_file_name("000001.txt"), None);
         assert_eq!(parse_file_name("MANIFEST-x"), None);

@@ -55,7 +55,7 @@ impl LogWriter {
     /// Appends one logical record (possibly empty). Not durable until [`sync`](Self::sync).
     pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
         self.check()?;
-        kill_point!("wal_append", if self.file_name.ends_with(".log"));
+        kill_point!("wal_append", if self.file_name.contains(".log"));
         self.encoded.clear();
         let mut left = payload;
         let mut begin = true;
@@ -103,7 +103,7 @@ impl LogWriter {
     /// Makes every appended record durable.
     pub fn sync(&mut self) -> Result<()> {
         self.check()?;
-        kill_point!("wal_sync", if self.file_name.ends_with(".log"));
+        kill_point!("wal_sync", if self.file_name.contains(".log"));
         let result = self.file.sync();
         self.guard(result)
     }

@@ -1,0 +1,154 @@
+//! WALs closed at a memtable switch whose sync is still owed.
+//!
+//! A memtable switch does not sync the WAL it closes, nor the directory: it
+//! happens inside the write path, and RocksDB with one column family does
+//! neither there. (Ebb did both until issue 16; on W2 that was ~24 ms per
+//! switch with the db mutex held, an eighth of the run, and it forced every
+//! WAL byte to the disk although most WALs are deleted, flushed, before the
+//! page cache would ever write them.)
+//!
+//! Recovery must still tell a crash's torn tail from damage to acknowledged
+//! writes: point-in-time recovery refuses damage in a WAL followed by a later
+//! WAL holding writes (docs/reliability.md). So the file name says what was
+//! synced:
+//! 1. A switch starts the new WAL under a pending name (`NNNNNN.log.pending`,
+//!    [`filename::pending_wal_file`]) and queues the old writer here.
+//! 2. Sealing a closed WAL syncs it, then renames the WAL started after it to
+//!    its final name; the directory is synced after the renames. So a WAL
+//!    with a final name follows a WAL that was synced whole.
+//! 3. Before a write is acknowledged as synced (`sync` writes,
+//!    `flush_wal(true)`, `close`), every closed WAL is sealed and the
+//!    directory synced. So a pending WAL holds no write acknowledged as
+//!    synced, and damage before it may be a torn tail: recovery drops what
+//!    follows the damage, reported, instead of refusing to open.
+//! 4. With more than one column family, a flush seals before its MANIFEST
+//!    edit (RocksDB `SyncClosedLogs`): otherwise one family's tables could
+//!    hold writes logged after another family's torn WAL. With one family,
+//!    flushes go in WAL order, so nothing in a table follows a hole.
+//!
+//! A closed WAL that becomes obsolete unsealed is forgotten, and the WAL
+//! after it is renamed at the next seal without a sync: no WAL before it is
+//! replayed any more (the MANIFEST edit that made that one obsolete is
+//! durable first). The current WAL's own directory entry is made durable
+//! before a synced write in it is acknowledged.
+//!
+//! Thread-safety: `queue` is taken briefly, under the db mutex or not;
+//! `sealing` serialises sealers across their syncs and is never taken with
+//! the db mutex held.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use super::DbInner;
+use crate::error::Result;
+use crate::version::filename;
+use crate::wal::LogWriter;
+
+/// A WAL closed by a memtable switch, and the number of the WAL started then.
+struct ClosedWal {
+    number: u64,
+    writer: LogWriter,
+    next: u64,
+}
+
+#[derive(Default)]
+struct Queue {
+    closed: VecDeque<ClosedWal>,
+    /// Pending WALs whose predecessor became obsolete unsealed: renamed
+    /// without a sync.
+    orphans: Vec<u64>,
+}
+
+#[derive(Default)]
+pub(crate) struct WalSealer {
+    queue: Mutex<Queue>,
+    /// Held by the one sealer at work, across its syncs.
+    sealing: Mutex<()>,
+    /// A WAL was created, or renamed, since the directory was last synced.
+    dir_dirty: AtomicBool,
+    /// Closed WALs queued or being sealed.
+    owed: AtomicUsize,
+}
+
+impl WalSealer {
+    /// Queues `writer` (WAL `number`), closed by a switch that started WAL
+    /// `next` under its pending name.
+    pub(crate) fn push(&self, number: u64, writer: LogWriter, next: u64) {
+        self.owed.fetch_add(1, Ordering::AcqRel);
+        self.queue.lock().closed.push_back(ClosedWal { number, writer, next });
+        self.dir_dirty.store(true, Ordering::Release);
+    }
+
+    /// Forgets closed WALs numbered below `log_number`: obsolete, their data
+    /// is in tables.
+    pub(crate) fn forget_below(&self, log_number: u64) {
+        let mut queue = self.queue.lock();
+        let Queue { closed, orphans } = &mut *queue;
+        orphans.retain(|n| *n >= log_number);
+        let before = closed.len();
+        closed.retain(|c| {
+            if c.number >= log_number {
+                return true;
+            }
+            if c.next >= log_number {
+                orphans.push(c.next);
+            }
+            false
+        });
+        self.owed.fetch_sub(before - closed.len(), Ordering::AcqRel);
+    }
+
+    /// Whether every closed WAL is sealed (none queued, none being sealed).
+    pub(crate) fn all_sealed(&self) -> bool {
+        self.owed.load(Ordering::Acquire) == 0
+    }
+}
+
+impl DbInner {
+    /// Seals every closed WAL (module contract 2), then syncs the directory
+    /// if a WAL was created or renamed since it was last synced. On return,
+    /// every WAL closed before the call is synced and the current WAL's name
+    /// is durable. Must not be called with the db mutex held. An error is the
+    /// caller's to make sticky.
+    pub(crate) fn seal_closed_wals(&self) -> Result<()> {
+        let _one = self.wal_sealer.sealing.lock();
+        let orphans = std::mem::take(&mut self.wal_sealer.queue.lock().orphans);
+        for (i, next) in orphans.iter().enumerate() {
+            if let Err(e) = self.finalize_wal_name(*next) {
+                self.wal_sealer.queue.lock().orphans.extend(&orphans[i..]);
+                return Err(e);
+            }
+            self.wal_sealer.dir_dirty.store(true, Ordering::Release);
+        }
+        loop {
+            let Some(mut closed) = self.wal_sealer.queue.lock().closed.pop_front() else { break };
+            if let Err(e) = closed.writer.sync().and_then(|()| self.finalize_wal_name(closed.next)) {
+                // Still unsealed: the next sealer tries again.
+                self.wal_sealer.queue.lock().closed.push_front(closed);
+                return Err(e);
+            }
+            self.wal_sealer.dir_dirty.store(true, Ordering::Release);
+            self.wal_sealer.owed.fetch_sub(1, Ordering::AcqRel);
+        }
+        if self.wal_sealer.dir_dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.fs.sync_dir(&self.dir) {
+                self.wal_sealer.dir_dirty.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames pending WAL `number` to its final name.
+    fn finalize_wal_name(&self, number: u64) -> Result<()> {
+        let pending = filename::pending_wal_file(&self.dir, number);
+        match self.fs.rename(&pending, &filename::wal_file(&self.dir, number)) {
+            // It became obsolete meanwhile and was deleted (`forget_below`
+            // can run after the sealer took its predecessor).
+            Err(_) if !self.fs.exists(&pending) => Ok(()),
+            r => r,
+        }
+    }
+}
