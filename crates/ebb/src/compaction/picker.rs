@@ -161,6 +161,42 @@ pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u
     pending
 }
 
+/// Whether this family's compaction debt asks for more than one compaction
+/// at a time (RocksDB's compaction pressure token, set in
+/// `RecalculateWriteStallConditions`): L0 files at
+/// `min(2 x trigger, trigger + (slowdown - trigger) / 4)`; no soft
+/// pending-bytes limit (RocksDB then always speeds up); or estimated pending
+/// bytes at `min(soft limit / 4, max(bottommost bytes / 8, 2 x
+/// max_bytes_for_level_base))`, where the bottommost bytes are the deepest
+/// non-empty level's (0 when only L0 holds files, which leaves the soft
+/// limit's quarter). RocksDB also counts files marked for compaction, which
+/// Ebb does not mark. Automatic compaction off: no pressure.
+pub fn needs_compaction_speedup(version: &Version, opts: &Options) -> bool {
+    if opts.disable_auto_compactions {
+        return false;
+    }
+    let trigger = i64::from(opts.level0_file_num_compaction_trigger);
+    if trigger >= 0 {
+        let slowdown = i64::from(opts.level0_slowdown_writes_trigger).max(trigger);
+        let l0_speedup = (2 * trigger).min(trigger + (slowdown - trigger) / 4);
+        if l0_delay_trigger_count(version, opts) as i64 >= l0_speedup {
+            return true;
+        }
+    }
+    if opts.soft_pending_compaction_bytes_limit == 0 {
+        return true;
+    }
+    let slowdown_threshold = opts.soft_pending_compaction_bytes_limit / 4;
+    let deepest = version.deepest_nonempty_level();
+    let bottommost = if deepest == 0 { 0 } else { version.level_bytes(deepest) };
+    let threshold = if bottommost == 0 {
+        slowdown_threshold
+    } else {
+        slowdown_threshold.min((bottommost / 8).max(opts.max_bytes_for_level_base.saturating_mul(2)))
+    };
+    estimate_pending_compaction_bytes(version, opts) >= threshold
+}
+
 /// The count the L0 write-stall triggers compare against (RocksDB
 /// `l0_delay_trigger_count`): L0 files; for universal, every sorted run (L0
 /// files plus non-empty levels); for FIFO 0, since RocksDB disables the L0
@@ -626,6 +662,58 @@ mod tests {
         e.add_file(2, file(10, "a", "z", 3000, 0));
         let v = Version::new(4).apply(&[&e]).unwrap();
         assert_eq!(estimate_pending_compaction_bytes(&v, &o), (500.0 * (3000.0 / 1500.0 + 1.0)) as u64);
+    }
+
+    /// RocksDB's thresholds for running compactions in parallel, each crossed
+    /// alone: L0 files, no soft limit, pending bytes against the soft limit's
+    /// quarter and against the bottommost level's eighth.
+    #[test]
+    fn compaction_speedup_follows_rocksdbs_thresholds() {
+        let l0_files = |n: u64| {
+            let mut e = VersionEdit::default();
+            for i in 1..=n {
+                e.add_file(0, file(i, "a", "z", 10, i));
+            }
+            Version::new(4).apply(&[&e]).unwrap()
+        };
+        let mut o = opts();
+        o.soft_pending_compaction_bytes_limit = 1 << 40;
+        // Trigger 2, slowdown 20: min(2 x 2, 2 + 18 / 4) = 4 files.
+        o.level0_slowdown_writes_trigger = 20;
+        assert!(!needs_compaction_speedup(&l0_files(3), &o), "3 L0 files of 10 bytes: one compaction at a time");
+        assert!(needs_compaction_speedup(&l0_files(4), &o), "4 L0 files");
+        // Trigger 4, slowdown 8: min(8, 4 + 1) = 5.
+        (o.level0_file_num_compaction_trigger, o.level0_slowdown_writes_trigger) = (4, 8);
+        assert!(!needs_compaction_speedup(&l0_files(4), &o));
+        assert!(needs_compaction_speedup(&l0_files(5), &o));
+        let mut off = o.clone();
+        off.disable_auto_compactions = true;
+        assert!(!needs_compaction_speedup(&l0_files(50), &off), "no automatic compaction, no pressure");
+        let mut no_soft = o.clone();
+        no_soft.soft_pending_compaction_bytes_limit = 0;
+        assert!(needs_compaction_speedup(&l0_files(1), &no_soft), "RocksDB always speeds up without a soft limit");
+        // L1 1500 over its 1000 target, L2 3000 below: 500 x (3000 / 1500 + 1) = 1500 pending.
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "z", 1500, 0));
+        e.add_file(2, file(10, "a", "z", 3000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        assert_eq!(estimate_pending_compaction_bytes(&v, &o), 1500);
+        // min(soft / 4, max(3000 / 8, 2 x 1000)) = min(soft / 4, 2000).
+        o.soft_pending_compaction_bytes_limit = 4 * 1500;
+        assert!(needs_compaction_speedup(&v, &o), "1500 pending reach a quarter of a 6000 soft limit");
+        o.soft_pending_compaction_bytes_limit = 4 * 1501;
+        assert!(!needs_compaction_speedup(&v, &o), "1500 pending under a quarter of 6004 and under 2000");
+        // With no soft limit near, the bottommost rule alone decides.
+        o.soft_pending_compaction_bytes_limit = 1 << 40;
+        assert!(!needs_compaction_speedup(&v, &o), "1500 pending under max(3000 / 8, 2 x 1000)");
+        o.max_bytes_for_level_base = 700;
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "z", 1500, 0));
+        e.add_file(2, file(10, "a", "z", 3000, 0));
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        // 800 over 700, 800 x (3000 / 1500 + 1) = 2400 pending against
+        // max(3000 / 8, 2 x 700) = 1400.
+        assert!(needs_compaction_speedup(&v, &o), "the debt passes twice the base level's target");
     }
 
     #[test]

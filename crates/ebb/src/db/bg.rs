@@ -292,7 +292,7 @@ impl DbInner {
         if st.manual_compactions > 0 || (l0_runs_only && !self.tuning.merge_l0_runs.load(Ordering::Relaxed)) {
             return false;
         }
-        if st.compactions_running >= opts.compaction_threads() {
+        if st.compactions_running >= self.compaction_limit(st, opts) {
             return false;
         }
         // Each family is compacted by its own options (and its own
@@ -332,6 +332,29 @@ impl DbInner {
             }
         }
         true
+    }
+
+    /// How many compactions may run at once (RocksDB `GetBGJobLimits`): all
+    /// the compaction threads while the write controller needs compaction
+    /// sped up (writes delayed or stopped, or some family's debt past
+    /// [`picker::needs_compaction_speedup`]'s thresholds), otherwise one. A
+    /// second compaction then runs only when the debt asks for it, instead of
+    /// taking CPU and disk from flushes and writers whenever it can.
+    /// Requires the db mutex.
+    fn compaction_limit(&self, st: &DbState, opts: &crate::Options) -> usize {
+        let threads = opts.compaction_threads();
+        if threads <= 1 || st.controller.condition != super::StallCondition::Normal {
+            return threads;
+        }
+        let pressed = st.families.iter().any(|(id, family)| {
+            let family_opts = self.family_opts(&family.data);
+            st.versions.version(*id).is_some_and(|v| picker::needs_compaction_speedup(&v, &family_opts))
+        });
+        if pressed {
+            threads
+        } else {
+            1
+        }
     }
 
     /// The next automatic compaction of column family `cf`, picked by `opts`
