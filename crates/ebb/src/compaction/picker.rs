@@ -425,46 +425,73 @@ pub(super) fn intra_l0_span(
     (limit >= min_files && (max_per_deleted == u64::MAX || per_deleted < max_per_deleted)).then_some(limit)
 }
 
-/// Fewest L0 files an L0 run merge takes (as RocksDB's intra-L0 minimum).
-const L0_RUN_MERGE_MIN_WIDTH: usize = 4;
-/// Most L0 files one L0 run merge takes: a merge is paused, and its work
-/// lost, when memtables wait, so merges stay short.
+/// Fewest L0 files an L0 run merge takes, unless its output is full size.
+/// Merging F runs at a time rewrites each byte about log_F(bytes / flush)
+/// times and leaves about F runs per size class: with a budget of what the
+/// wave leaves, a wide merge removes many more runs per byte written (8 flush
+/// outputs merged at once cost one rewrite; merged 4 at a time, and those 4 at
+/// a time again, two), and a few unmerged runs cost a point read little.
+const L0_RUN_MERGE_MIN_WIDTH: usize = 8;
+/// Fewest files of a merge whose output reaches the size cap: runs that big
+/// never gather [`L0_RUN_MERGE_MIN_WIDTH`] of a kind under the cap.
+const L0_RUN_MERGE_MIN_FULL_WIDTH: usize = 4;
+/// Most L0 files one L0 run merge takes: merges wait at the pause gate while
+/// memtables wait, and a shorter merge frees its inputs sooner.
 const L0_RUN_MERGE_MAX_WIDTH: usize = 16;
 
 /// An L0 run merge, for while adaptive tuning defers compaction during a
 /// write wave (docs/tuning.md, "Compaction during the wave"). L0 then grows
 /// by a file per flush, and every point read probes each file. The merge
 /// bounds that cheaply: L0 files only, so the leveled tree below is not
-/// touched and nothing at the base is rewritten while the wave lasts; by
-/// universal compaction's size-ratio rule (seed 001; RocksDB
-/// `UniversalCompactionPicker`), newest first, so adjacent files of similar
-/// size merge (a file joins while it is at most twice the bytes taken so
-/// far) and the count of runs grows with the log of the bytes ingested, not
-/// linearly; each output at most 4 x `max_compaction_bytes`, so the L0→base
-/// compaction after the wave stays divisible. Files in a running compaction
-/// end a series; inputs are adjacent, so the output keeps L0's order.
+/// touched and nothing at the base is rewritten while the wave lasts.
+///
+/// Candidates are series of adjacent files by universal compaction's
+/// size-ratio rule (seed 001; RocksDB `UniversalCompactionPicker`): from each
+/// free file, newest first, a file joins while it is at most twice the bytes
+/// taken so far, up to [`L0_RUN_MERGE_MAX_WIDTH`] files and 4 x
+/// `max_compaction_bytes` of output (so the L0→base compaction after the wave
+/// stays divisible). A series qualifies with at least
+/// [`L0_RUN_MERGE_MIN_WIDTH`] files, or [`L0_RUN_MERGE_MIN_FULL_WIDTH`] when
+/// the next file would pass the size cap. Of those, the merge taking the
+/// fewest bytes per run it removes goes first (the newest on a tie): the
+/// budget the wave leaves goes where it removes the most runs a read must
+/// probe. Files in a running compaction end a series; inputs are adjacent,
+/// so the output keeps L0's order.
 pub fn pick_l0_run_merge(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
     let l0 = version.levels.first()?;
     let max_bytes = opts.effective_max_compaction_bytes().saturating_mul(4);
+    // (bytes written per run removed, start, end)
+    let mut best: Option<(u64, usize, usize)> = None;
     for start in 0..l0.len() {
         if busy.contains(&l0[start].number) {
             continue;
         }
         let mut bytes = l0[start].file_size;
         let mut end = start + 1;
+        let mut full = false;
         while end < l0.len() && end - start < L0_RUN_MERGE_MAX_WIDTH {
             let f = &l0[end];
-            if busy.contains(&f.number) || f.file_size > bytes.saturating_mul(2) || bytes + f.file_size > max_bytes {
+            if busy.contains(&f.number) || f.file_size > bytes.saturating_mul(2) {
+                break;
+            }
+            if bytes + f.file_size > max_bytes {
+                full = true;
                 break;
             }
             bytes += f.file_size;
             end += 1;
         }
-        if end - start >= L0_RUN_MERGE_MIN_WIDTH {
-            return Some(intra_l0(version, opts, &l0[start..end]));
+        let width = end - start;
+        let min_width = if full { L0_RUN_MERGE_MIN_FULL_WIDTH } else { L0_RUN_MERGE_MIN_WIDTH };
+        if width < min_width {
+            continue;
+        }
+        let per_run = bytes / (width as u64 - 1);
+        if best.is_none_or(|(b, _, _)| per_run < b) {
+            best = Some((per_run, start, end));
         }
     }
-    None
+    best.map(|(_, start, end)| intra_l0(version, opts, &l0[start..end]))
 }
 
 fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
@@ -798,24 +825,56 @@ mod tests {
         // small ones: each at most twice the bytes taken so far.
         assert_eq!(numbers, vec![30, 29, 28, 27, 26, 25, 24, 23, 12, 3, 2, 1]);
         assert!(c.output_inputs.is_empty(), "no level below is touched");
-        // A busy file ends a series: the newest four are still a merge.
+        // A busy file ends a series: the newest four, and the seven after the
+        // busy one, are too few to merge.
         let busy: HashSet<u64> = [26].into_iter().collect();
-        let c = pick_l0_run_merge(&v, &o, &busy).unwrap();
-        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![30, 29, 28, 27]);
-        // Three free files in a row are too few: the next series is picked.
+        assert!(pick_l0_run_merge(&v, &o, &busy).is_none(), "series of 4 and 7 files");
         let busy: HashSet<u64> = [27].into_iter().collect();
         let c = pick_l0_run_merge(&v, &o, &busy).unwrap();
-        assert_eq!(c.inputs[0].number, 26);
+        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![26, 25, 24, 23, 12, 3, 2, 1]);
         // A much bigger older run ends the series (the sizes must be similar).
         let mut e = VersionEdit::default();
         e.add_file(0, file(1, "a", "z", 10_000, 1));
-        for n in 10..14 {
+        for n in 10..18 {
             e.add_file(0, file(n, "a", "z", 10, n));
         }
         let v = Version::new(4).apply(&[&e]).unwrap();
         let c = pick_l0_run_merge(&v, &o, &HashSet::new()).unwrap();
-        assert_eq!(c.inputs.len(), 4);
+        assert_eq!(c.inputs.len(), 8);
         assert!(c.inputs.iter().all(|f| f.number >= 10));
+    }
+
+    /// The merge removing the most runs per byte goes first, wherever it is
+    /// in L0; runs too big to gather 8 under the cap merge 4 at a time.
+    #[test]
+    fn l0_run_merges_spend_the_bytes_where_they_remove_the_most_runs() {
+        let mut o = opts();
+        o.max_compaction_bytes = 1000; // outputs up to 4000 bytes
+        // Newest first: 8 runs of 900 (full-size merges of 4), then 16 fresh
+        // flush outputs of 10 bytes below them (older).
+        let mut e = VersionEdit::default();
+        for n in 1..=16 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        for n in 30..38 {
+            e.add_file(0, file(n, "a", "z", 900, n));
+        }
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        let c = pick_l0_run_merge(&v, &o, &HashSet::new()).unwrap();
+        let numbers: Vec<u64> = c.inputs.iter().map(|f| f.number).collect();
+        assert_eq!(numbers, (1..=16).rev().collect::<Vec<_>>(), "16 small runs: 10 bytes per run removed");
+        // With the small ones busy, the big ones merge 4 at a time (4 x 900
+        // fits under 4000, a fifth does not).
+        let busy: HashSet<u64> = (1..=16).collect();
+        let c = pick_l0_run_merge(&v, &o, &busy).unwrap();
+        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![37, 36, 35, 34]);
+        // Four runs that are not full size wait for more.
+        let mut e = VersionEdit::default();
+        for n in 1..=7 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        assert!(pick_l0_run_merge(&v, &o, &HashSet::new()).is_none(), "7 small runs wait for an eighth");
     }
 
     #[test]
