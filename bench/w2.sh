@@ -13,6 +13,8 @@
 #   --readers=N among them runs N point-read threads beside the wave's writer (the
 #   read-back, which has no writer, leaves it out); summarize.py then adds the reads
 #   during the wave. Give it as --readers=N, one word.
+#   Sine flags (a variant's other wave) are left out of the read-back too,
+#   which refuses them without --sine_write_rate.
 set -euo pipefail
 out=${1:?usage: bench/w2.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-3}
@@ -34,7 +36,7 @@ extra=(${EXTRA_FLAGS:-})
 base+=("${extra[@]}")
 read_extra=()
 for f in "${extra[@]}"; do
-  case $f in --readers=* | -readers=*) ;; *) read_extra+=("$f") ;; esac
+  case $f in --readers=* | -readers=* | --sine_* | -sine_*) ;; *) read_extra+=("$f") ;; esac
 done
 if [ "${COOLDOWN:-0}" = 1 ]; then
   base+=(--sine_finished_seconds=60 --sine_finished_write_rate_limit=10000000)

@@ -849,9 +849,10 @@ mod tests {
     #[test]
     fn l0_run_merges_spend_the_bytes_where_they_remove_the_most_runs() {
         let mut o = opts();
-        o.max_compaction_bytes = 1000; // outputs up to 4000 bytes
-        // Newest first: 8 runs of 900 (full-size merges of 4), then 16 fresh
-        // flush outputs of 10 bytes below them (older).
+        // Outputs up to 4000 bytes. Newest first: 8 runs of 900 (full-size
+        // merges of 4), then 16 fresh flush outputs of 10 bytes below them
+        // (older).
+        o.max_compaction_bytes = 1000;
         let mut e = VersionEdit::default();
         for n in 1..=16 {
             e.add_file(0, file(n, "a", "z", 10, n));

@@ -142,7 +142,13 @@ impl DbInner {
     ) -> Result<()> {
         let start = Instant::now();
         let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
-        let opts = self.family_opts(&data);
+        let mut opts = self.family_opts(&data);
+        let bits = self.l0_filter_bits(st, cf, &opts);
+        if bits != opts.bloom_bits_per_key {
+            let mut o = (*opts).clone();
+            o.bloom_bits_per_key = bits;
+            opts = Arc::new(o);
+        }
         let smallest_snapshot = self.smallest_snapshot(st);
         // A flush writes exactly one file (no size cut), so one number is
         // reserved, and protected while the table is written without the
@@ -334,6 +340,18 @@ impl DbInner {
         true
     }
 
+    /// Filter bits per key for an L0 table of family `cf` written now: the
+    /// configured bits, raised while the tuner defers compaction and L0
+    /// holds more files than its trigger ([`crate::tuning::l0_filter_bits`]).
+    /// Requires the db mutex.
+    fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &crate::Options) -> u32 {
+        if !self.tuning.deferred.load(Ordering::Relaxed) {
+            return opts.bloom_bits_per_key;
+        }
+        let l0 = st.versions.version(cf).map_or(0, |v| v.num_files(0));
+        crate::tuning::l0_filter_bits(opts.bloom_bits_per_key, l0, opts.level0_file_num_compaction_trigger)
+    }
+
     /// How many compactions may run at once (RocksDB `GetBGJobLimits`): all
     /// the compaction threads while the write controller needs compaction
     /// sped up (writes delayed or stopped, or some family's debt past
@@ -487,6 +505,9 @@ impl DbInner {
             bump(&self.stats.subcompactions, ranges.len() as u64);
         }
         let mut table_options = TableBuilderOptions::from_options(&opts, c.compression);
+        if c.level == 0 && c.output_level == 0 {
+            table_options.bloom_bits_per_key = self.l0_filter_bits(st, cf, &opts);
+        }
         table_options.column_family = cf;
         table_options.column_family_name = Some(Arc::from(data.name.as_str()));
         let settings = SubcompactionSettings {
@@ -1321,6 +1342,49 @@ mod tests {
         for i in 0..60 {
             assert_eq!(db.get(format!("k{i:03}").as_bytes()).unwrap(), Some(value(13, i)), "key {i}");
         }
+    }
+
+    /// While deferred with L0 past its trigger, flushes and L0 run merges
+    /// write filters with more bits per key; otherwise the configured bits.
+    #[test]
+    fn deferred_l0_tables_get_filters_with_more_bits_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = crate::Options::default();
+        o.create_if_missing = true;
+        o.level0_file_num_compaction_trigger = 2;
+        o.level0_slowdown_writes_trigger = 1000;
+        o.level0_stop_writes_trigger = 1000;
+        o.bloom_bits_per_key = 10;
+        // Nothing compacts L0 away under the test.
+        o.disable_auto_compactions = true;
+        let db = crate::Db::open(dir.path(), o).unwrap();
+        let bits_of_newest_l0 = || {
+            let v = db.inner.state.lock().versions.version(0).unwrap();
+            let f = Arc::clone(&v.levels[0][0]);
+            let t = db.inner.tables.get(&f, 0).unwrap();
+            let p = t.properties();
+            p.filter_size as f64 * 8.0 / p.num_entries as f64
+        };
+        let flush_round = |round: usize| {
+            for i in 0..500 {
+                db.put(format!("r{round}k{i:04}").as_bytes(), b"v").unwrap();
+            }
+            db.flush(true).unwrap();
+        };
+        flush_round(0);
+        let configured = bits_of_newest_l0();
+        assert!((9.0..=12.0).contains(&configured), "10 bits per key configured: {configured}");
+        db.inner.tuning.deferred.store(true, Ordering::Relaxed);
+        for round in 1..=16 {
+            flush_round(round);
+        }
+        // 17 L0 files against a trigger of 2: 2.08 x ln(16 / 2) -> 5 more bits.
+        let deferred = bits_of_newest_l0();
+        assert!(deferred >= configured + 3.5, "deferred with 16 L0 files: {deferred} bits, configured {configured}");
+        db.inner.tuning.deferred.store(false, Ordering::Relaxed);
+        flush_round(17);
+        let after = bits_of_newest_l0();
+        assert!(after < configured + 1.0, "the deferral over: {after}");
     }
 
     fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {

@@ -78,3 +78,39 @@ mod tests {
         assert!(BackgroundTuning::parse("auto").is_err());
     }
 }
+
+/// Bits per key for the filter of an L0 table written while the adaptive
+/// tuner lets L0 grow past its trigger (a deferral), so that a point read's
+/// expected false-positive block reads over all L0 runs stay near what
+/// `trigger` runs at `base` bits give (the observation of Monkey, Dayan et
+/// al., SIGMOD 2017: a run's filter is worth bits in proportion to how many
+/// runs a lookup probes). A bloom filter's false-positive rate falls by
+/// about 0.6185 per bit, so `l0_files` runs need `ln(l0_files / trigger) /
+/// ln(1 / 0.6185) = 2.08 ln(l0_files / trigger)` more bits each; at most
+/// `base` more (twice the configured bits). `base` 0 (no filters) stays 0,
+/// and so does anything at or under the trigger.
+pub fn l0_filter_bits(base: u32, l0_files: usize, trigger: i32) -> u32 {
+    let trigger = trigger.max(1) as usize;
+    if base == 0 || l0_files <= trigger {
+        return base;
+    }
+    let extra = (2.08 * (l0_files as f64 / trigger as f64).ln()).ceil() as u32;
+    (base + extra.min(base)).min(64)
+}
+
+#[cfg(test)]
+mod filter_bits_tests {
+    use super::l0_filter_bits;
+
+    #[test]
+    fn l0_filter_bits_grow_with_the_log_of_the_runs_past_the_trigger() {
+        assert_eq!(l0_filter_bits(10, 4, 4), 10, "at the trigger: the configured bits");
+        assert_eq!(l0_filter_bits(0, 400, 4), 0, "no filters stay none");
+        // 2.08 x ln(8 / 4) = 1.44 -> 2 more; ln(40 / 4) -> 4.79 -> 5; ln(400 / 4) -> 9.58 -> 10.
+        assert_eq!(l0_filter_bits(10, 8, 4), 12);
+        assert_eq!(l0_filter_bits(10, 40, 4), 15);
+        assert_eq!(l0_filter_bits(10, 400, 4), 20);
+        assert_eq!(l0_filter_bits(10, 40_000, 4), 20, "at most twice the configured bits");
+        assert_eq!(l0_filter_bits(50, 40_000, 4), 64, "never past the options' limit");
+    }
+}
