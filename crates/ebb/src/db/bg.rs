@@ -298,7 +298,9 @@ impl DbInner {
         if st.manual_compactions > 0 || (l0_runs_only && !self.tuning.merge_l0_runs.load(Ordering::Relaxed)) {
             return false;
         }
-        if st.compactions_running >= self.compaction_limit(st, opts) {
+        // The limit is at least one, so it is only worked out (a debt
+        // estimate per family) when a compaction already runs.
+        if st.compactions_running > 0 && st.compactions_running >= self.compaction_limit(st, opts) {
             return false;
         }
         // Each family is compacted by its own options (and its own
