@@ -144,9 +144,11 @@ fn a_power_loss_tearing_closed_wals_opens_to_a_prefix() {
                 if paused {
                     fs.sync_dir(Path::new(DB)).unwrap();
                 }
-                fs.crash(mode);
+                // What the disk holds at this instant; the process, whose
+                // flushes may still run, never touches the copy.
+                let disk = fs.crash_clone(mode);
                 drop(db);
-                let db = Db::open(DB, options(&fs))
+                let db = Db::open(DB, options(&disk))
                     .unwrap_or_else(|e| panic!("{mode:?}, paused {paused}: open after a power loss: {e}"));
                 prefix_len(&db, 400);
                 let report = db.recovery_report();

@@ -151,8 +151,9 @@ impl DbInner {
         }
         let smallest_snapshot = self.smallest_snapshot(st);
         // A flush writes exactly one file (no size cut), so one number is
-        // reserved, and protected while the table is written without the
-        // mutex (from then on the mutex is held until it is installed).
+        // reserved, and protected until the table is installed: it is
+        // written without the mutex, and the mutex is released again while
+        // the MANIFEST is written.
         let number = st.versions.new_file_number();
         let new_tables = NewTables::new(self);
         new_tables.record(number);
@@ -160,10 +161,11 @@ impl DbInner {
         // protects them.
         let numbers = st.versions.file_number_allocator();
         let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
-        let output = {
-            let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
+        let mut job = JobGuard::new(self, st, Hold::PendingOutputs(number));
+        let (written, file_number) = {
+            let st = &mut *job;
             let several_families = st.families.len() > 1;
-            MutexGuard::unlocked(&mut st, || {
+            let output = MutexGuard::unlocked(st, || {
                 let output =
                     self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
                 // No family's tables may hold writes logged after another
@@ -172,50 +174,52 @@ impl DbInner {
                     self.seal_closed_wals()?;
                 }
                 Ok(output)
-            })
-        };
-        let output = output?;
-        if !st.families.contains_key(&cf) {
-            return Err(Error::Cancelled);
-        }
-        let mut edit = VersionEdit { column_family: cf, ..Default::default() };
-        let written = output.bytes_written;
-        let mut file_number = 0;
-        self.record_blob_output(&mut edit, &output);
-        for f in output.files {
-            file_number = f.number;
-            edit.add_file(0, f);
-        }
-        // The family's data in WALs older than its oldest memtable still
-        // unflushed is all in tables.
-        let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
-        let remaining_log = family
-            .imm
-            .iter()
-            .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
-            .map(|m| m.log_number())
-            .chain(std::iter::once(family.mem.log_number()))
-            .min()
-            .unwrap_or(st.wal_number);
-        edit.log_number = Some(remaining_log);
-        let mut edits = vec![edit];
-        // Other families whose memtables moved past old WALs (idle ones,
-        // renumbered at WAL switches) record it now, so they do not keep
-        // those WALs alive (RocksDB advances their log numbers likewise).
-        for (id, f) in &st.families {
-            let keep = f.oldest_log_to_keep();
-            if *id != cf && keep > st.versions.family_log_number(*id) {
-                edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
+            });
+            let output = output?;
+            if !st.families.contains_key(&cf) {
+                return Err(Error::Cancelled);
             }
-        }
-        let last = self.last_sequence.load(Ordering::Acquire);
-        st.versions.set_last_sequence(last);
-        new_tables.installing();
-        st.versions.log_and_apply_all(edits)?;
-        if let Some(family) = st.families.get_mut(&cf) {
-            family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
-        }
-        self.install_super_version(st);
+            let mut edit = VersionEdit { column_family: cf, ..Default::default() };
+            let written = output.bytes_written;
+            let mut file_number = 0;
+            self.record_blob_output(&mut edit, &output);
+            for f in output.files {
+                file_number = f.number;
+                edit.add_file(0, f);
+            }
+            // The family's data in WALs older than its oldest memtable still
+            // unflushed is all in tables.
+            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
+            let remaining_log = family
+                .imm
+                .iter()
+                .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
+                .map(|m| m.log_number())
+                .chain(std::iter::once(family.mem.log_number()))
+                .min()
+                .unwrap_or(st.wal_number);
+            edit.log_number = Some(remaining_log);
+            let mut edits = vec![edit];
+            // Other families whose memtables moved past old WALs (idle ones,
+            // renumbered at WAL switches) record it now, so they do not keep
+            // those WALs alive (RocksDB advances their log numbers likewise).
+            for (id, f) in &st.families {
+                let keep = f.oldest_log_to_keep();
+                if *id != cf && keep > st.versions.family_log_number(*id) {
+                    edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
+                }
+            }
+            let last = self.last_sequence.load(Ordering::Acquire);
+            st.versions.set_last_sequence(last);
+            new_tables.installing();
+            self.log_and_apply(st, edits)?;
+            if let Some(family) = st.families.get_mut(&cf) {
+                family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+            }
+            self.install_super_version(st);
+            (written, file_number)
+        };
+        drop(job);
         bump(&self.stats.flush_bytes, written);
         bump(&self.stats.flushes, 1);
         self.stats.time(|h| &h.flush_micros, start.elapsed().as_micros() as u64);
@@ -417,6 +421,11 @@ impl DbInner {
             }
             self.run_compaction_inner(&mut st, cf, &c, &cancel)
         };
+        // With the inputs no longer marked as being compacted, they are
+        // obsolete now (unless a reader still holds them).
+        if result.is_ok() {
+            self.delete_obsolete_files(st);
+        }
         if result.is_ok() {
             bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
         }
@@ -456,9 +465,8 @@ impl DbInner {
             if !st.families.contains_key(&cf) {
                 return Err(Error::Cancelled);
             }
-            st.versions.log_and_apply(edit)?;
+            self.log_and_apply(st, vec![edit])?;
             self.install_super_version(st);
-            self.delete_obsolete_files(st);
             return Ok(Vec::new());
         }
         if c.trivial_move {
@@ -471,7 +479,7 @@ impl DbInner {
             if !st.families.contains_key(&cf) {
                 return Err(Error::Cancelled);
             }
-            st.versions.log_and_apply(edit)?;
+            self.log_and_apply(st, vec![edit])?;
             self.install_super_version(st);
             self.stats.add_level(
                 c.output_level,
@@ -589,7 +597,7 @@ impl DbInner {
         }
         let r = if job.families.contains_key(&cf) {
             new_tables.installing();
-            job.versions.log_and_apply(edit)
+            self.log_and_apply(&mut job, vec![edit])
         } else {
             Err(Error::Cancelled)
         };
@@ -615,7 +623,6 @@ impl DbInner {
                 ..Default::default()
             },
         );
-        self.delete_obsolete_files(st);
         Ok(installed)
     }
 
@@ -686,60 +693,6 @@ impl DbInner {
                 bytes_per_sync: self.opts().bytes_per_sync,
             },
         )
-    }
-
-    /// Deletes files no live version lists and no job is writing: old WALs,
-    /// unreferenced SSTs and blob files, old MANIFESTs and OPTIONS files,
-    /// temporaries. Requires the db mutex.
-    pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
-        let Ok(names) = self.fs.list_dir(&self.dir) else { return };
-        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<u64> = st
-            .versions
-            .families()
-            .values()
-            .flat_map(|f| f.current.live_files().chain(f.current.live_blob_files()))
-            .collect();
-        // A running compaction of a family dropped meanwhile still reads its inputs.
-        live.extend(st.being_compacted.iter().copied());
-        for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
-            live.extend(v.live_files().chain(v.live_blob_files()));
-        }
-        // Jobs number their outputs from a floor recorded when they started.
-        let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
-        let log_number = st.versions.log_number();
-        st.old_wals.retain(|(number, _)| *number >= log_number);
-        self.wal_sealer.forget_below(log_number);
-        let manifest = st.versions.manifest_number();
-        let newest_options = names
-            .iter()
-            .filter_map(|n| filename::parse_file_name(n))
-            .filter(|(t, _)| *t == filename::FileType::Options)
-            .map(|(_, n)| n)
-            .max()
-            .unwrap_or(0);
-        for name in names {
-            let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
-            let obsolete = match kind {
-                filename::FileType::Wal => number < log_number && number != st.wal_number,
-                filename::FileType::Table | filename::FileType::Blob => {
-                    !live.contains(&number) && number < protected_from
-                }
-                filename::FileType::Manifest => number < manifest,
-                filename::FileType::Options => number < newest_options,
-                filename::FileType::Temp => number < protected_from,
-                _ => false,
-            };
-            if obsolete {
-                kill_point!("obsolete_delete" => ());
-                match kind {
-                    filename::FileType::Table => self.tables.evict(number),
-                    filename::FileType::Blob => self.blobs.evict(number),
-                    _ => {}
-                }
-                let _ = self.fs.remove_file(&self.dir.join(&name));
-            }
-        }
     }
 
     /// Appends `ebb.stats` to the info log (`LOG`) every
@@ -854,7 +807,7 @@ impl DbInner {
                     !opts.disable_auto_compactions && self.pick_compaction(&st, *id, &opts).is_some()
                 });
             let flushing = st.flush_running > 0 || st.families.values().any(|f| !f.imm.is_empty());
-            if !flushing && st.compactions_running == 0 && !needs {
+            if !flushing && st.compactions_running == 0 && st.purges_running == 0 && !needs {
                 return Ok(());
             }
             if st.paused > 0 {

@@ -139,6 +139,7 @@ impl super::DbInner {
             return Err(Error::invalid("a column family name must not be empty"));
         }
         let mut st = self.state.lock();
+        self.wait_for_manifest_writes(&mut st);
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(Arc::clone(e)));
         }
@@ -176,6 +177,9 @@ impl super::DbInner {
         }
         cf.check_live()?;
         let mut st = self.state.lock();
+        // Checked with no MANIFEST write in flight, so nothing changes the
+        // families before this edit is prepared.
+        self.wait_for_manifest_writes(&mut st);
         if !st.families.get(&cf.id).is_some_and(|f| Arc::ptr_eq(&f.data, cf)) {
             return Err(Error::invalid(format!("column family '{}' is not a family of this database", cf.name)));
         }
@@ -183,7 +187,7 @@ impl super::DbInner {
             return Err(Error::Background(Arc::clone(e)));
         }
         let edit = VersionEdit { column_family: cf.id, column_family_drop: true, ..Default::default() };
-        if let Err(e) = st.versions.log_and_apply(edit) {
+        if let Err(e) = self.log_and_apply(&mut st, vec![edit]) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         st.families.remove(&cf.id);

@@ -29,6 +29,7 @@ mod recovery;
 mod repair;
 mod table_cache;
 mod tuning;
+mod version_edits;
 mod wal_seal;
 mod write;
 
@@ -175,6 +176,8 @@ pub(crate) struct DbState {
     pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
     pub(crate) flush_running: usize,
     pub(crate) compactions_running: usize,
+    /// Obsolete-file deletions running without the db mutex.
+    pub(crate) purges_running: usize,
     pub(crate) manual_compactions: usize,
     pub(crate) paused: usize,
     pub(crate) shutting_down: bool,
@@ -199,6 +202,9 @@ pub(crate) struct DbInner {
     pub(crate) bg_cv: Condvar,
     /// Signalled when there may be new background work.
     pub(crate) work_cv: Condvar,
+    /// Signalled when a MANIFEST write is installed or given up
+    /// (db/version_edits.rs).
+    pub(crate) manifest_cv: Condvar,
     pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,
     pub(crate) wal: Mutex<Option<LogWriter>>,
     /// WALs closed by memtable switches whose sync is still owed.

@@ -20,7 +20,13 @@
 //!    its blobs are garbage and no table names it as its oldest, or when it
 //!    is older than every table's oldest (RocksDB's `VersionBuilder` rules).
 //!
-//! Thread safety: `VersionSet` requires the db mutex (callers hold it).
+//! Thread safety: `VersionSet` requires the db mutex (callers hold it). The
+//! one exception is a MANIFEST append: [`VersionSet::prepare`] hands the
+//! MANIFEST's writer out with the encoded edits, [`PreparedEdits::write`]
+//! appends and syncs them without the mutex, and [`VersionSet::install`]
+//! takes the writer back; in between no other edit can be prepared
+//! ([`VersionSet::manifest_busy`]), so edits are written and installed in
+//! the order they were prepared.
 
 pub mod edit;
 pub mod filename;
@@ -273,7 +279,37 @@ pub struct VersionSet {
     last_sequence: SequenceNumber,
     manifest_number: u64,
     manifest: Option<LogWriter>,
+    /// The MANIFEST's writer is out in a [`PreparedEdits`] being written.
+    writer_out: bool,
     max_manifest_size: u64,
+}
+
+/// Edits checked and encoded under the db mutex, to be appended to the
+/// MANIFEST without it ([`VersionSet::prepare`]).
+pub struct PreparedEdits {
+    next: BTreeMap<u32, FamilyVersions>,
+    max_column_family: u32,
+    /// The MANIFEST's writer and the records to append to it; `None` when
+    /// the edits are already durable in a new MANIFEST.
+    append: Option<(LogWriter, Vec<Vec<u8>>)>,
+}
+
+impl PreparedEdits {
+    /// Whether [`PreparedEdits::write`] has anything to write.
+    pub fn needs_write(&self) -> bool {
+        self.append.is_some()
+    }
+
+    /// Appends the records to the MANIFEST and syncs it. Needs no lock: the
+    /// writer is this value's alone until [`VersionSet::install`].
+    pub fn write(&mut self) -> Result<()> {
+        let Some((writer, records)) = self.append.as_mut() else { return Ok(()) };
+        kill_point!("manifest_append");
+        for record in records.iter() {
+            writer.add_record(record)?;
+        }
+        writer.sync()
+    }
 }
 
 /// Applies `edit` to the families in `families` (a MANIFEST being replayed or
@@ -638,6 +674,7 @@ impl VersionSet {
             last_sequence,
             manifest_number,
             manifest: None,
+            writer_out: false,
             max_manifest_size,
         };
         Ok((versions, report))
@@ -759,10 +796,45 @@ impl VersionSet {
 
     fn apply_all(
         &mut self,
-        mut edits: Vec<VersionEdit>,
+        edits: Vec<VersionEdit>,
         levels_for: &dyn Fn(&str) -> usize,
         new_manifest: bool,
     ) -> Result<()> {
+        let mut prepared = self.prepare_with(edits, levels_for, new_manifest)?;
+        let written = prepared.write();
+        self.install(prepared, written)
+    }
+
+    /// Whether a MANIFEST append prepared by [`VersionSet::prepare`] is
+    /// being written: no other edit may be prepared until it is installed.
+    pub fn manifest_busy(&self) -> bool {
+        self.writer_out
+    }
+
+    /// The first half of [`VersionSet::log_and_apply_all`], under the db
+    /// mutex: checks `edits` against the current state and builds the next
+    /// one. When the edits are to be appended to the open MANIFEST, the
+    /// records and the MANIFEST's writer go into the result, to be written
+    /// by [`PreparedEdits::write`] without the mutex; until
+    /// [`VersionSet::install`] takes them back, [`VersionSet::manifest_busy`]
+    /// holds and this refuses. When a new MANIFEST is due (none open, or the
+    /// open one over `max_manifest_size`), it is written here, whole.
+    pub fn prepare(&mut self, edits: Vec<VersionEdit>) -> Result<PreparedEdits> {
+        if edits.iter().any(|e| e.column_family_add.is_some()) {
+            return Err(Error::invalid("a column family is added with add_column_family"));
+        }
+        self.prepare_with(edits, &|_| 0, false)
+    }
+
+    fn prepare_with(
+        &mut self,
+        mut edits: Vec<VersionEdit>,
+        levels_for: &dyn Fn(&str) -> usize,
+        new_manifest: bool,
+    ) -> Result<PreparedEdits> {
+        if self.writer_out {
+            return Err(Error::invalid("a MANIFEST write is already in flight"));
+        }
         let mut next = self.families.clone();
         let mut max_column_family = self.max_column_family;
         for edit in &mut edits {
@@ -774,18 +846,45 @@ impl VersionSet {
             edit.last_sequence = Some(self.last_sequence);
         }
         let too_big = self.manifest.as_ref().is_some_and(|m| m.file_size() >= self.max_manifest_size);
-        if self.manifest.is_none() || too_big || new_manifest {
-            self.roll_manifest(&next, max_column_family)?;
-        } else if let Some(m) = self.manifest.as_mut() {
-            kill_point!("manifest_append");
-            for edit in &edits {
-                m.add_record(&edit.encode())?;
+        let append = match self.manifest.take() {
+            Some(writer) if !too_big && !new_manifest => {
+                self.writer_out = true;
+                Some((writer, edits.iter().map(VersionEdit::encode).collect()))
             }
-            m.sync()?;
+            writer => {
+                self.manifest = writer;
+                self.roll_manifest(&next, max_column_family)?;
+                None
+            }
+        };
+        Ok(PreparedEdits { next, max_column_family, append })
+    }
+
+    /// The second half of [`VersionSet::log_and_apply_all`], under the db
+    /// mutex: with `written` Ok, the prepared state becomes current and the
+    /// MANIFEST's writer is back for the next edit. With an error nothing
+    /// changes, and the writer, which may end in a partial record, is
+    /// dropped: the next edit starts a new MANIFEST holding the whole state
+    /// (RocksDB likewise rolls after a failed MANIFEST write).
+    pub fn install(&mut self, prepared: PreparedEdits, written: Result<()>) -> Result<()> {
+        let PreparedEdits { next, max_column_family, append } = prepared;
+        if let Some((writer, _)) = append {
+            self.writer_out = false;
+            if written.is_ok() {
+                self.manifest = Some(writer);
+            }
         }
+        written?;
         self.families = next;
         self.max_column_family = max_column_family;
         Ok(())
+    }
+
+    /// Gives up a write prepared by [`VersionSet::prepare`] that will never
+    /// be installed (its writer unwound): nothing changes, and the next edit
+    /// starts a new MANIFEST.
+    pub fn abandon_write(&mut self) {
+        self.writer_out = false;
     }
 
     /// Writes a new MANIFEST holding `families` as one edit per family, then

@@ -1,0 +1,320 @@
+//! Version edits are written to the MANIFEST, and obsolete files deleted,
+//! without the db mutex (db/version_edits.rs): a foreground write never
+//! waits for a MANIFEST sync or an unlink. Checked by holding those calls
+//! inside a filesystem gate and writing meanwhile; and, with MANIFEST syncs
+//! slowed down under concurrent flushes and compactions, every write is
+//! still there, before and after a reopen and a power loss.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{tiny_options, Model, SYNCED};
+use ebb::fs::{CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, SequentialFile, WritableFile};
+use ebb::{Db, Options, WriteOptions};
+use parking_lot::{Condvar, Mutex};
+
+const DB: &str = "/db";
+/// How long a test waits for something that must happen before calling it
+/// stuck (a watchdog, not a speed limit: the awaited step takes milliseconds).
+const STUCK: Duration = Duration::from_secs(30);
+
+/// Where a [`GatedFs`] holds its callers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// `sync` of a MANIFEST.
+    ManifestSync,
+    /// `remove_file` of a table.
+    TableRemoval,
+}
+
+/// A gate callers of one kind of operation wait at while it is closed.
+#[derive(Default)]
+struct Gate {
+    closed: Mutex<Option<Held>>,
+    opened: Condvar,
+    waiting: AtomicU64,
+    /// Sleep this many microseconds (times a pseudo-random 0..4) in every
+    /// MANIFEST sync, to widen the window a MANIFEST write is in flight.
+    manifest_delay_us: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl Gate {
+    fn pass(&self, what: Held) {
+        if what == Held::ManifestSync {
+            let delay = self.manifest_delay_us.load(Ordering::Relaxed);
+            if delay > 0 {
+                let n = self.calls.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_micros(delay * (n * 7 % 4)));
+            }
+        }
+        let mut closed = self.closed.lock();
+        if *closed == Some(what) {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            while *closed == Some(what) {
+                self.opened.wait(&mut closed);
+            }
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn close(&self, what: Held) {
+        *self.closed.lock() = Some(what);
+    }
+
+    fn open(&self) {
+        *self.closed.lock() = None;
+        self.opened.notify_all();
+    }
+
+    /// Waits until a caller is held at the gate.
+    fn wait_for_a_caller(&self) {
+        let start = std::time::Instant::now();
+        while self.waiting.load(Ordering::SeqCst) == 0 {
+            assert!(start.elapsed() < STUCK, "nothing reached the gate");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// [`MemFs`] with a [`Gate`] in MANIFEST syncs and table removals.
+struct GatedFs {
+    inner: MemFs,
+    gate: Arc<Gate>,
+}
+
+struct GatedFile {
+    inner: Box<dyn WritableFile>,
+    gate: Option<Arc<Gate>>,
+}
+
+impl WritableFile for GatedFile {
+    fn append(&mut self, data: &[u8]) -> ebb::Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> ebb::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> ebb::Result<()> {
+        if let Some(g) = &self.gate {
+            g.pass(Held::ManifestSync);
+        }
+        self.inner.sync()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+fn is_manifest(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
+}
+
+impl FileSystem for GatedFs {
+    fn create_dir_all(&self, path: &Path) -> ebb::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn new_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
+        let inner = self.inner.new_writable(path)?;
+        Ok(Box::new(GatedFile { inner, gate: is_manifest(path).then(|| Arc::clone(&self.gate)) }))
+    }
+    fn reopen_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
+        let inner = self.inner.reopen_writable(path)?;
+        Ok(Box::new(GatedFile { inner, gate: is_manifest(path).then(|| Arc::clone(&self.gate)) }))
+    }
+    fn open_random(&self, path: &Path) -> ebb::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random(path)
+    }
+    fn open_sequential(&self, path: &Path) -> ebb::Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn list_dir(&self, path: &Path) -> ebb::Result<Vec<String>> {
+        self.inner.list_dir(path)
+    }
+    fn file_size(&self, path: &Path) -> ebb::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove_file(&self, path: &Path) -> ebb::Result<()> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            self.gate.pass(Held::TableRemoval);
+        }
+        self.inner.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> ebb::Result<()> {
+        self.inner.remove_dir(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> ebb::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn sync_dir(&self, path: &Path) -> ebb::Result<()> {
+        self.inner.sync_dir(path)
+    }
+    fn lock_file(&self, path: &Path) -> ebb::Result<Box<dyn FileLock>> {
+        self.inner.lock_file(path)
+    }
+}
+
+fn gated(fs: &MemFs) -> (Options, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let mut o = tiny_options(None);
+    o.fs = Arc::new(GatedFs { inner: fs.clone(), gate: Arc::clone(&gate) });
+    (o, gate)
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: usize, round: usize) -> Vec<u8> {
+    format!("value {i} round {round} ").repeat(6).into_bytes()
+}
+
+/// Writes `n` small keys on another thread and says when all are
+/// acknowledged and read back.
+fn write_elsewhere(db: &Arc<Db>, from: usize, n: usize) -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
+    let db = Arc::clone(db);
+    std::thread::spawn(move || {
+        for i in from..from + n {
+            db.put_opt(&key(i), b"small", &WriteOptions::default()).unwrap();
+        }
+        for i in from..from + n {
+            assert_eq!(db.get(&key(i)).unwrap().as_deref(), Some(&b"small"[..]));
+        }
+        let _ = tx.send(());
+    });
+    rx
+}
+
+#[test]
+fn writes_go_on_while_a_flush_syncs_the_manifest() {
+    let fs = MemFs::new();
+    let (mut o, gate) = gated(&fs);
+    // Room for the writes below in the memtable: none of them switches it.
+    o.write_buffer_size = 1 << 20;
+    let db = Arc::new(Db::open(DB, o).unwrap());
+    for i in 0..50 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+    }
+    gate.close(Held::ManifestSync);
+    let flusher = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.flush(true))
+    };
+    gate.wait_for_a_caller();
+    let written = write_elsewhere(&db, 1000, 200);
+    let done = written.recv_timeout(STUCK);
+    gate.open();
+    flusher.join().unwrap().unwrap();
+    done.expect("writes waited for the flush's MANIFEST sync");
+    for i in 0..50 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
+    }
+    assert_eq!(db.metrics().files_per_level.first(), Some(&1), "the flush installed its table");
+}
+
+#[test]
+fn writes_go_on_while_a_compaction_deletes_its_inputs() {
+    let fs = MemFs::new();
+    let (mut o, gate) = gated(&fs);
+    o.write_buffer_size = 1 << 20;
+    o.disable_auto_compactions = true;
+    let db = Arc::new(Db::open(DB, o).unwrap());
+    for round in 0..3 {
+        for i in 0..50 {
+            db.put(&key(i), &value(i, round)).unwrap();
+        }
+        db.flush(true).unwrap();
+    }
+    gate.close(Held::TableRemoval);
+    let compactor = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.compact_range(None, None))
+    };
+    gate.wait_for_a_caller();
+    let written = write_elsewhere(&db, 1000, 200);
+    let done = written.recv_timeout(STUCK);
+    gate.open();
+    compactor.join().unwrap().unwrap();
+    done.expect("writes waited for the unlink of a compaction input");
+    for i in 0..50 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
+    }
+}
+
+/// Four writers, automatic flushes and compactions, and every MANIFEST sync
+/// slowed: edits queue behind one another and obsolete files are looked
+/// for while others are in flight. Every write is there, then after a
+/// reopen, then after a power loss (all writes synced).
+#[test]
+fn slow_manifest_syncs_under_flushes_and_compactions_keep_every_write() {
+    let fs = MemFs::new();
+    let (o, gate) = gated(&fs);
+    gate.manifest_delay_us.store(1500, Ordering::Relaxed);
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut model = Model::new();
+                for round in 0..6 {
+                    for i in 0..150 {
+                        let k = key(t * 10_000 + i);
+                        let v = value(i, round);
+                        db.put_opt(&k, &v, &SYNCED).unwrap();
+                        model.insert(k, v);
+                        if i % 37 == round {
+                            let gone = key(t * 10_000 + (i + 11) % 150);
+                            db.delete_opt(&gone, &SYNCED).unwrap();
+                            model.remove(&gone);
+                        }
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let compactor = {
+        let db = Arc::clone(&db);
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                db.compact_range(None, None).unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let mut model = Model::new();
+    for w in writers {
+        model.extend(w.join().unwrap());
+    }
+    stop.store(true, Ordering::Relaxed);
+    compactor.join().unwrap();
+    db.wait_for_compact().unwrap();
+    assert_eq!(common::scan(&db, Default::default()), model, "before the reopen");
+    let metrics = db.metrics();
+    let compactions: u64 = metrics.compactions_by_reason.iter().map(|(_, n)| n).sum();
+    assert!(compactions > 0 && metrics.flushes > 10, "flushes and compactions ran: {metrics:?}");
+    let db = Arc::into_inner(db).expect("the only handle");
+    db.close().unwrap();
+    let db = Db::open(DB, o.clone()).unwrap();
+    assert_eq!(common::scan(&db, Default::default()), model, "after the reopen");
+    for i in 0..40 {
+        db.put_opt(&key(90_000 + i), &value(i, 9), &SYNCED).unwrap();
+        model.insert(key(90_000 + i), value(i, 9));
+    }
+    // What the disk holds now; a flush the writes started never touches it.
+    let disk = fs.crash_clone(CrashMode::DropUnsynced);
+    drop(db);
+    let db = Db::open(DB, tiny_options(Some(disk))).unwrap();
+    assert_eq!(common::scan(&db, Default::default()), model, "after a power loss");
+}
