@@ -111,7 +111,10 @@ fn l0_stalls_engage_and_release() {
     let rec = Arc::new(Recorder::default());
     let mut o = tiny_options(Some(fs));
     o.listeners.push(rec.clone());
-    o.level0_file_num_compaction_trigger = 100; // compaction never triggers...
+    // Compaction never triggers: not for L0's file count, nor for its bytes
+    // (which count once they pass the base level's size).
+    o.level0_file_num_compaction_trigger = 100;
+    o.max_bytes_for_level_base = 1 << 30;
     o.level0_slowdown_writes_trigger = 3;
     o.level0_stop_writes_trigger = 5;
     o.delayed_write_rate = 4 << 20;
