@@ -194,6 +194,23 @@ fn write_elsewhere(db: &Arc<Db>, from: usize, n: usize) -> mpsc::Receiver<()> {
     rx
 }
 
+/// Holds calls of kind `what` at the gate while `job` runs on another
+/// thread, writes meanwhile, and fails unless every write is acknowledged
+/// (and read back) before the gate opens; then lets the job finish, which
+/// must succeed. `held` names the held call in the failure.
+fn write_while_held(db: &Arc<Db>, gate: &Gate, what: Held, job: fn(&Db) -> ebb::Result<()>, held: &str) {
+    gate.close(what);
+    let job = {
+        let db = Arc::clone(db);
+        std::thread::spawn(move || job(&db))
+    };
+    gate.wait_for_a_caller();
+    let done = write_elsewhere(db, 1000, 200).recv_timeout(STUCK);
+    gate.open();
+    job.join().unwrap().unwrap();
+    done.unwrap_or_else(|_| panic!("writes waited for {held}"));
+}
+
 #[test]
 fn writes_go_on_while_a_flush_syncs_the_manifest() {
     let fs = MemFs::new();
@@ -204,17 +221,7 @@ fn writes_go_on_while_a_flush_syncs_the_manifest() {
     for i in 0..50 {
         db.put(&key(i), &value(i, 0)).unwrap();
     }
-    gate.close(Held::ManifestSync);
-    let flusher = {
-        let db = Arc::clone(&db);
-        std::thread::spawn(move || db.flush(true))
-    };
-    gate.wait_for_a_caller();
-    let written = write_elsewhere(&db, 1000, 200);
-    let done = written.recv_timeout(STUCK);
-    gate.open();
-    flusher.join().unwrap().unwrap();
-    done.expect("writes waited for the flush's MANIFEST sync");
+    write_while_held(&db, &gate, Held::ManifestSync, |db| db.flush(true), "the flush's MANIFEST sync");
     for i in 0..50 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
     }
@@ -234,17 +241,13 @@ fn writes_go_on_while_a_compaction_deletes_its_inputs() {
         }
         db.flush(true).unwrap();
     }
-    gate.close(Held::TableRemoval);
-    let compactor = {
-        let db = Arc::clone(&db);
-        std::thread::spawn(move || db.compact_range(None, None))
-    };
-    gate.wait_for_a_caller();
-    let written = write_elsewhere(&db, 1000, 200);
-    let done = written.recv_timeout(STUCK);
-    gate.open();
-    compactor.join().unwrap().unwrap();
-    done.expect("writes waited for the unlink of a compaction input");
+    write_while_held(
+        &db,
+        &gate,
+        Held::TableRemoval,
+        |db| db.compact_range(None, None),
+        "the unlink of a compaction input",
+    );
     for i in 0..50 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
     }

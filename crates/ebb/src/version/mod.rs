@@ -312,6 +312,15 @@ impl PreparedEdits {
     }
 }
 
+/// Column families are added by [`VersionSet::add_column_family`] only,
+/// which knows their number of levels.
+fn refuse_family_adds(edits: &[VersionEdit]) -> Result<()> {
+    if edits.iter().any(|e| e.column_family_add.is_some()) {
+        return Err(Error::invalid("a column family is added with add_column_family"));
+    }
+    Ok(())
+}
+
 /// Applies `edit` to the families in `families` (a MANIFEST being replayed or
 /// a change being made). `levels_for` gives a new family's number of levels.
 fn apply_edit(
@@ -763,35 +772,17 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Records `edit` durably in the MANIFEST and installs the new version.
-    /// Starts a new MANIFEST (with a snapshot of the whole state) first when
-    /// none is open or the current one is over its size limit.
-    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
-        self.log_and_apply_all(vec![edit])
-    }
-
     /// Records `edit`, which adds a column family of `num_levels` levels.
     pub fn add_column_family(&mut self, edit: VersionEdit, num_levels: usize) -> Result<()> {
         self.apply_all(vec![edit], &|_| num_levels, false)
     }
 
-    /// As [`VersionSet::log_and_apply_all`], but always into a new MANIFEST
-    /// holding the whole state, which CURRENT switches to in one rename: the
-    /// edits take effect all together or, after a crash, not at all.
+    /// Records `edits` (which add no column family) in a new MANIFEST holding
+    /// the whole state, which CURRENT switches to in one rename: the edits
+    /// take effect all together or, after a crash, not at all.
     pub fn log_and_apply_in_new_manifest(&mut self, edits: Vec<VersionEdit>) -> Result<()> {
-        if edits.iter().any(|e| e.column_family_add.is_some()) {
-            return Err(Error::invalid("a column family is added with add_column_family"));
-        }
+        refuse_family_adds(&edits)?;
         self.apply_all(edits, &|_| 0, true)
-    }
-
-    /// As [`VersionSet::log_and_apply`] for several edits, synced once. Each
-    /// edit must be correct on its own: a crash may keep a prefix of them.
-    pub fn log_and_apply_all(&mut self, edits: Vec<VersionEdit>) -> Result<()> {
-        if edits.iter().any(|e| e.column_family_add.is_some()) {
-            return Err(Error::invalid("a column family is added with add_column_family"));
-        }
-        self.apply_all(edits, &|_| 0, false)
     }
 
     fn apply_all(
@@ -811,18 +802,18 @@ impl VersionSet {
         self.writer_out
     }
 
-    /// The first half of [`VersionSet::log_and_apply_all`], under the db
-    /// mutex: checks `edits` against the current state and builds the next
-    /// one. When the edits are to be appended to the open MANIFEST, the
+    /// The first of three steps that record `edits` (which add no column
+    /// family) durably in the MANIFEST and install them (the db's
+    /// `log_and_apply`), under the db mutex: checks `edits` against the
+    /// current state and builds the next one. Each edit must be correct on
+    /// its own: a crash may keep a prefix of them. When the edits are to be appended to the open MANIFEST, the
     /// records and the MANIFEST's writer go into the result, to be written
     /// by [`PreparedEdits::write`] without the mutex; until
     /// [`VersionSet::install`] takes them back, [`VersionSet::manifest_busy`]
     /// holds and this refuses. When a new MANIFEST is due (none open, or the
     /// open one over `max_manifest_size`), it is written here, whole.
     pub fn prepare(&mut self, edits: Vec<VersionEdit>) -> Result<PreparedEdits> {
-        if edits.iter().any(|e| e.column_family_add.is_some()) {
-            return Err(Error::invalid("a column family is added with add_column_family"));
-        }
+        refuse_family_adds(&edits)?;
         self.prepare_with(edits, &|_| 0, false)
     }
 
@@ -860,9 +851,10 @@ impl VersionSet {
         Ok(PreparedEdits { next, max_column_family, append })
     }
 
-    /// The second half of [`VersionSet::log_and_apply_all`], under the db
-    /// mutex: with `written` Ok, the prepared state becomes current and the
-    /// MANIFEST's writer is back for the next edit. With an error nothing
+    /// The last step after [`VersionSet::prepare`] and
+    /// [`PreparedEdits::write`], under the db mutex: with `written` Ok, the
+    /// prepared state becomes current and the MANIFEST's writer is back for
+    /// the next edit. With an error nothing
     /// changes, and the writer, which may end in a partial record, is
     /// dropped: the next edit starts a new MANIFEST holding the whole state
     /// (RocksDB likewise rolls after a failed MANIFEST write).
