@@ -160,6 +160,15 @@ fn wave_headroom(rates: &Rates, floor_pct: u64) -> u64 {
     u64::try_from(headroom).unwrap_or(u64::MAX).max(floor)
 }
 
+/// Whether foreground is at least `pct` of the budget or, with the peak
+/// rule on, at least `peak_pct` of its own peak (`FlushPressure`).
+fn load_pressed(rates: &Rates, pct: u64, peak_rule: bool, peak_pct: u64) -> bool {
+    let share_of = |reference: u64, pct: u64| {
+        rates.foreground > 0 && u128::from(rates.foreground) * 100 >= u128::from(reference) * u128::from(pct.max(1))
+    };
+    share_of(rates.budget, pct) || (peak_rule && share_of(rates.peak_foreground.max(MIN_BUDGET as u64), peak_pct))
+}
+
 impl AdaptiveConfig {
     /// Ebb's `adaptive` mode: pacing, deferral under flush pressure, yield,
     /// catch-up, bounds; idle detection by throughput ends deferrals early.
@@ -590,11 +599,7 @@ impl AdaptiveTuner {
     fn in_trough(&self, rates: &Rates) -> bool {
         match self.config.defer {
             DeferPolicy::FlushPressure { defer_pct, peak_defer_pct, .. } => {
-                let under = |reference: u64, pct: u64| {
-                    u128::from(rates.foreground) * 100 < u128::from(reference) * u128::from(pct.max(1))
-                };
-                under(rates.budget, defer_pct)
-                    && (peak_defer_pct == 0 || under(rates.peak_foreground.max(MIN_BUDGET as u64), peak_defer_pct))
+                !load_pressed(rates, defer_pct, peak_defer_pct > 0, peak_defer_pct)
             }
             _ => false,
         }
@@ -610,14 +615,8 @@ impl AdaptiveTuner {
                 let deferring = matches!(self.phase, Phase::Deferred | Phase::Forced);
                 let (pct, peak_pct) =
                     if deferring { (resume_pct, peak_resume_pct) } else { (defer_pct, peak_defer_pct) };
-                let share_of = |reference: u64, pct: u64| {
-                    rates.foreground > 0
-                        && u128::from(rates.foreground) * 100 >= u128::from(reference) * u128::from(pct.max(1))
-                };
-                let budget_pressed = share_of(rates.budget, pct);
-                let peak_pressed =
-                    peak_defer_pct > 0 && share_of(rates.peak_foreground.max(MIN_BUDGET as u64), peak_pct);
-                !idle && !self.sustained && (memtables_wait || budget_pressed || peak_pressed)
+                let pressed = load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
+                !idle && !self.sustained && (memtables_wait || pressed)
             }
         }
     }
