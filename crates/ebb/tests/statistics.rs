@@ -19,7 +19,23 @@ fn statistics_report_tickers_and_histograms() {
         db.get(format!("k{i:04}").as_bytes()).unwrap();
     }
     db.get(b"absent").unwrap();
+    // Seeks of every kind are counted once each (the tuner weighs reads by
+    // them); a seek_for_prev past the upper bound is one seek, not two.
+    let mut it = db.iter(ebb::ReadOptions::default());
+    it.seek_to_first();
+    it.seek(b"k0100");
+    it.seek_to_last();
+    it.seek_for_prev(b"k0200");
+    drop(it);
+    let mut ro = ebb::ReadOptions::default();
+    ro.iterate_upper_bound = Some(b"k0010".to_vec());
+    let mut it = db.iter(ro);
+    it.seek_for_prev(b"k0400");
+    assert_eq!(it.key(), b"k0009");
+    drop(it);
+    assert_eq!(db.metrics().user_reads, 301 + 5);
     let text = db.get_property("ebb.options-statistics").unwrap();
+    assert!(text.contains("rocksdb.number.db.seek COUNT : 5"), "{text}");
     assert!(text.contains("rocksdb.number.keys.written COUNT : 500"), "{text}");
     assert!(text.contains("rocksdb.number.keys.read COUNT : 301"), "{text}");
     assert!(text.contains("rocksdb.number.keys.found COUNT : 300"), "{text}");

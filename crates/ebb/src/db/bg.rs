@@ -669,9 +669,10 @@ impl DbInner {
         let mut alloc = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
         let mut alloc_blob = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
         let from_l0 = c.level == 0 && c.output_level > 0;
+        let run_merge = c.level == 0 && c.output_level == 0;
         let mut on_bytes = |b: u64| {
             bump(&self.stats.compaction_bytes_written, b);
-            self.tuning.on_compaction_bytes(b, from_l0, settings.cancel);
+            self.tuning.on_compaction_bytes(b, from_l0, run_merge, settings.cancel);
         };
         job::run(
             &mut input,

@@ -224,6 +224,9 @@ pub struct DbIterator<'a> {
     value_is_blob: bool,
     /// Where blobs are read from, and whether their checksums are verified.
     pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
+    /// Where seeks are counted (`rocksdb.number.db.seek`; the adaptive
+    /// tuner weighs reads by it).
+    pub(crate) stats: Option<Arc<crate::stats::Stats>>,
     /// An unparsable internal key or an unreadable blob met since the last seek.
     error: Option<Error>,
     /// Keeps the memtables and version this view reads alive.
@@ -251,8 +254,15 @@ impl<'a> DbIterator<'a> {
             blob_value: Vec::new(),
             value_is_blob: false,
             blobs: None,
+            stats: None,
             error: None,
             _pin: pin,
+        }
+    }
+
+    fn count_seek(&self) {
+        if let Some(stats) = &self.stats {
+            stats.reads.record_seek();
         }
     }
 
@@ -294,6 +304,7 @@ impl<'a> DbIterator<'a> {
 
     /// Positions at the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.count_seek();
         self.error = None;
         self.direction = Direction::Forward;
         match self.lower.clone() {
@@ -305,6 +316,7 @@ impl<'a> DbIterator<'a> {
 
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.count_seek();
         self.error = None;
         self.direction = Direction::Reverse;
         match self.upper.clone() {
@@ -316,6 +328,7 @@ impl<'a> DbIterator<'a> {
 
     /// Positions at the first key `>= target`.
     pub fn seek(&mut self, target: &[u8]) {
+        self.count_seek();
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.clone(),
             _ => target.to_vec(),
@@ -334,6 +347,7 @@ impl<'a> DbIterator<'a> {
                 return;
             }
         }
+        self.count_seek();
         self.error = None;
         self.direction = Direction::Reverse;
         self.iter.seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));

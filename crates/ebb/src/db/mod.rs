@@ -76,6 +76,8 @@ pub struct DbMetrics {
     pub user_keys_written: u64,
     /// Bytes of keys and values written by users.
     pub user_bytes_written: u64,
+    /// Point reads (`get`, `multi_get` keys) and iterator seeks by users.
+    pub user_reads: u64,
     /// Bytes appended to the WAL.
     pub wal_bytes: u64,
     /// WAL syncs.
@@ -733,6 +735,8 @@ impl DbInner {
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.stall_cache = None;
+        let waiting = st.families.values().map(|f| f.imm.len()).sum();
+        self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);
         for (id, family) in &st.families {
             let Some(version) = st.versions.version(*id) else { continue };
@@ -871,6 +875,7 @@ impl DbInner {
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
+        it.stats = Some(Arc::clone(&self.stats));
         if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
@@ -915,6 +920,7 @@ impl DbInner {
             user_writes: stats::read(&s.user_writes),
             user_keys_written: stats::read(&s.user_keys),
             user_bytes_written: stats::read(&s.user_bytes),
+            user_reads: s.reads.keys_read() + s.reads.seeks(),
             wal_bytes: stats::read(&s.wal_bytes),
             wal_syncs: stats::read(&s.wal_syncs),
             flush_bytes_written: stats::read(&s.flush_bytes),

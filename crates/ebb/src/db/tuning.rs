@@ -6,7 +6,7 @@
 //! Per instance, not process-global as the thesis's `Env` hack was: each
 //! database has its own limiter, tuner and thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,6 +78,15 @@ pub(crate) struct TuningHooks {
     pub(crate) merge_l0_runs: AtomicBool,
     /// The tuner asks running compactions below L0 to wait at a block boundary.
     pub(crate) paused: AtomicBool,
+    /// Immutable memtables waiting for flush, over all families (kept by
+    /// `install_super_version`).
+    pub(crate) immutable_memtables: AtomicUsize,
+    /// Waiting memtables at which L0 run merges yield at once, without
+    /// waiting for the tuner's next observation (adaptive and idle modes:
+    /// `pause_immutable_memtables`; 0 never).
+    merge_yield_memtables: usize,
+    /// Set by `close`: nothing waits at a gate any more.
+    closed: AtomicBool,
     pub(crate) last_write_micros: AtomicU64,
     pub(crate) metrics: Mutex<TuningMetrics>,
 }
@@ -109,6 +118,12 @@ impl TuningHooks {
             deferred: AtomicBool::new(false),
             merge_l0_runs: AtomicBool::new(false),
             paused: AtomicBool::new(false),
+            immutable_memtables: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            merge_yield_memtables: match mode {
+                BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(opts).pause_immutable_memtables,
+                BackgroundTuning::Off | BackgroundTuning::Thesis => 0,
+            },
             last_write_micros: AtomicU64::new(0),
             metrics: Mutex::new(TuningMetrics {
                 mode: mode.name(),
@@ -141,21 +156,37 @@ impl TuningHooks {
 
     /// Charges compaction output at low priority and waits at the pause gate
     /// (compactions from L0 into a level never wait there: L0→base is never
-    /// starved; L0 run merges do).
-    pub(crate) fn on_compaction_bytes(&self, bytes: u64, from_l0: bool, cancel: &AtomicBool) {
+    /// starved; L0 run merges do). An L0 run merge during a deferral
+    /// (`run_merge`) also waits while `merge_yield_memtables` memtables wait
+    /// for flush, checked at every block rather than at the tuner's next
+    /// observation: at a wave's peak memtables fill in tens of
+    /// milliseconds, and the tuner looks every 500.
+    pub(crate) fn on_compaction_bytes(&self, bytes: u64, from_l0: bool, run_merge: bool, cancel: &AtomicBool) {
         if let Some(l) = &self.limiter {
             let _ = l.request(bytes, IoPriority::Low);
         }
         if let Some(p) = &self.pacer {
             let _ = p.request(bytes, IoPriority::Low);
         }
-        while !from_l0 && self.paused.load(Ordering::Relaxed) && !cancel.load(Ordering::Relaxed) {
+        while !cancel.load(Ordering::Relaxed)
+            && ((!from_l0 && self.paused.load(Ordering::Relaxed)) || (run_merge && self.merge_must_yield()))
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
+    /// Whether an L0 run merge waits now: a deferral is on and flushes are
+    /// behind by `merge_yield_memtables` memtables or more.
+    pub(crate) fn merge_must_yield(&self) -> bool {
+        self.merge_yield_memtables > 0
+            && !self.closed.load(Ordering::Relaxed)
+            && self.deferred.load(Ordering::Relaxed)
+            && self.immutable_memtables.load(Ordering::Relaxed) >= self.merge_yield_memtables
+    }
+
     /// Wakes everything that may wait on the tuner (shutdown).
     pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
         self.paused.store(false, Ordering::Relaxed);
         if let Some(l) = &self.limiter {
             l.close();
@@ -318,6 +349,8 @@ impl DbInner {
             let obs = Observation {
                 now_micros: self.tuning.clock.now_micros(),
                 client_bytes: m.user_bytes_written,
+                client_keys: m.user_keys_written,
+                client_reads: m.user_reads,
                 wal_bytes: m.wal_bytes,
                 flush_bytes: m.flush_bytes_written,
                 compaction_bytes: m.compaction_bytes_written,
@@ -413,5 +446,64 @@ impl DbInner {
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hooks(mode: BackgroundTuning) -> TuningHooks {
+        let opts = Options { background_tuning: mode, ..Options::default() };
+        TuningHooks::new(&opts).unwrap()
+    }
+
+    #[test]
+    fn run_merges_yield_at_once_while_memtables_wait_in_a_deferral() {
+        let h = hooks(BackgroundTuning::Adaptive);
+        h.deferred.store(true, Ordering::Relaxed);
+        h.immutable_memtables.store(1, Ordering::Relaxed);
+        assert!(!h.merge_must_yield(), "one memtable waiting is a flush in progress");
+        h.immutable_memtables.store(2, Ordering::Relaxed);
+        assert!(h.merge_must_yield());
+        h.deferred.store(false, Ordering::Relaxed);
+        assert!(!h.merge_must_yield(), "outside a deferral an L0 merge is the engine's own intra-L0 work");
+        // `off` never holds a merge back.
+        let off = hooks(BackgroundTuning::Off);
+        off.deferred.store(true, Ordering::Relaxed);
+        off.immutable_memtables.store(5, Ordering::Relaxed);
+        assert!(!off.merge_must_yield());
+    }
+
+    #[test]
+    fn a_yielding_run_merge_goes_on_when_flushes_catch_up_or_at_close() {
+        let h = Arc::new(hooks(BackgroundTuning::Adaptive));
+        h.deferred.store(true, Ordering::Relaxed);
+        h.immutable_memtables.store(3, Ordering::Relaxed);
+        let cancel = AtomicBool::new(false);
+        // An L0→base compaction never waits here.
+        h.on_compaction_bytes(4096, true, false, &cancel);
+        let done = Arc::new(AtomicBool::new(false));
+        let merge = {
+            let (h, done) = (Arc::clone(&h), Arc::clone(&done));
+            std::thread::spawn(move || {
+                h.on_compaction_bytes(4096, false, true, &AtomicBool::new(false));
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!done.load(Ordering::SeqCst), "the merge went on while three memtables waited");
+        h.immutable_memtables.store(1, Ordering::Relaxed);
+        merge.join().unwrap();
+        assert!(done.load(Ordering::SeqCst));
+        // Waiting again, then the database closes: the gate opens.
+        h.immutable_memtables.store(3, Ordering::Relaxed);
+        let merge = {
+            let h = Arc::clone(&h);
+            std::thread::spawn(move || h.on_compaction_bytes(4096, false, true, &AtomicBool::new(false)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        h.close();
+        merge.join().unwrap();
     }
 }

@@ -233,13 +233,14 @@ impl Stats {
     pub fn statistics_text(&self, block_cache: (u64, u64)) -> String {
         let mut out = String::new();
         let stall: u64 = self.total_stall_micros();
-        let tickers: [(&str, u64); 21] = [
+        let tickers: [(&str, u64); 22] = [
             ("rocksdb.block.cache.hit", block_cache.0),
             ("rocksdb.block.cache.miss", block_cache.1),
             ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
             ("rocksdb.number.keys.written", read(&self.user_keys)),
             ("rocksdb.number.keys.read", self.reads.keys_read()),
             ("rocksdb.number.keys.found", self.reads.keys_found()),
+            ("rocksdb.number.db.seek", self.reads.seeks()),
             ("rocksdb.bytes.written", read(&self.user_bytes)),
             ("rocksdb.bytes.read", self.reads.bytes_read()),
             ("rocksdb.wal.bytes", read(&self.wal_bytes)),
@@ -371,12 +372,13 @@ const KEYS_READ: usize = 0;
 const KEYS_FOUND: usize = 1;
 const BYTES_READ: usize = 2;
 const BLOOM_USEFUL: usize = 3;
+const SEEKS: usize = 4;
 
-/// The counters every point read bumps (RocksDB `NUMBER_KEYS_READ`,
-/// `NUMBER_KEYS_FOUND`, `BYTES_READ`, `BLOOM_FILTER_USEFUL`), striped per
-/// thread.
+/// The counters every point read and iterator seek bumps (RocksDB
+/// `NUMBER_KEYS_READ`, `NUMBER_KEYS_FOUND`, `BYTES_READ`,
+/// `BLOOM_FILTER_USEFUL`, `NUMBER_DB_SEEK`), striped per thread.
 #[derive(Default)]
-pub struct ReadCounters(Striped<4>);
+pub struct ReadCounters(Striped<5>);
 
 impl ReadCounters {
     /// Counts a point read, and the value it returned if any.
@@ -386,6 +388,16 @@ impl ReadCounters {
             self.0.add(KEYS_FOUND, 1);
             self.0.add(BYTES_READ, bytes as u64);
         }
+    }
+
+    /// Counts an iterator seek (any of the four).
+    pub fn record_seek(&self) {
+        self.0.add(SEEKS, 1);
+    }
+
+    /// Iterator seeks.
+    pub fn seeks(&self) -> u64 {
+        self.0.sum(SEEKS)
     }
 
     /// Counts a table a bloom filter ruled out.

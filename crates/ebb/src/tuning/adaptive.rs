@@ -49,7 +49,10 @@
 //! 8. Catch-up (thesis §3.5.2, §5.2 "Manual compactions"): when a deferral
 //!    ends and some level's score is >= 1, compaction runs at the full budget
 //!    with `catch_up_subcompactions` until every score is < 1, then pacing
-//!    resumes with `base_subcompactions`.
+//!    resumes with `base_subcompactions`. While clients read (point reads and
+//!    seeks at least `catch_up_read_share_pct` of their operations) the
+//!    catch-up keeps `base_subcompactions`: readers need the cores more than
+//!    the debt needs paying at once.
 //!
 //! The trade-off of the bounds: deferring buys ingest throughput with reads
 //! (each L0 file is one more place a lookup must check) and with a debt that
@@ -146,6 +149,11 @@ pub struct AdaptiveConfig {
     /// least the floor. Adaptive: on; idle: off (the paper compacts only in
     /// idle time).
     pub merge_l0_runs_when_deferred: bool,
+    /// While point reads and seeks are at least this share of client
+    /// operations (reads + keys written), percent, a catch-up runs with
+    /// `base_subcompactions` instead of `catch_up_subcompactions`, leaving
+    /// readers the cores. 0 disables. Default 10.
+    pub catch_up_read_share_pct: u64,
 }
 
 /// What the load leaves for L0 run merges during a deferral, bytes/s: the
@@ -167,6 +175,14 @@ fn load_pressed(rates: &Rates, pct: u64, peak_rule: bool, peak_pct: u64) -> bool
         rates.foreground > 0 && u128::from(rates.foreground) * 100 >= u128::from(reference) * u128::from(pct.max(1))
     };
     share_of(rates.budget, pct) || (peak_rule && share_of(rates.peak_foreground.max(MIN_BUDGET as u64), peak_pct))
+}
+
+/// Whether client reads are at least `share_pct` of client operations (point
+/// reads and seeks over those plus keys written); false when `share_pct` is 0
+/// or nothing is read.
+fn reads_weigh(rates: &Rates, share_pct: u64) -> bool {
+    let ops = u128::from(rates.reads) + u128::from(rates.writes);
+    share_pct > 0 && rates.reads > 0 && u128::from(rates.reads) * 100 >= ops * u128::from(share_pct)
 }
 
 impl AdaptiveConfig {
@@ -197,6 +213,7 @@ impl AdaptiveConfig {
             max_pending_compaction_bytes: 0,
             bound_release_pct: 75,
             merge_l0_runs_when_deferred: true,
+            catch_up_read_share_pct: 10,
         }
     }
 
@@ -247,6 +264,10 @@ pub struct Observation {
     pub now_micros: u64,
     /// Key and value bytes written by clients (`DbMetrics::user_bytes_written`).
     pub client_bytes: u64,
+    /// Keys written by clients (`DbMetrics::user_keys_written`).
+    pub client_keys: u64,
+    /// Point reads and iterator seeks by clients (`DbMetrics::user_reads`).
+    pub client_reads: u64,
     /// Bytes appended to the WAL (`DbMetrics::wal_bytes`).
     pub wal_bytes: u64,
     /// Bytes written by flushes (`DbMetrics::flush_bytes_written`).
@@ -345,6 +366,10 @@ pub enum Action {
 pub struct Rates {
     /// Client writes.
     pub client: u64,
+    /// Keys written by clients, per second.
+    pub writes: u64,
+    /// Point reads and seeks by clients, per second.
+    pub reads: u64,
     /// Flush writes.
     pub flush: u64,
     /// WAL writes.
@@ -401,6 +426,8 @@ pub struct AdaptiveStats {
 #[derive(Debug, Clone, Copy, Default)]
 struct Smoothed {
     client: f64,
+    writes: f64,
+    reads: f64,
     flush: f64,
     wal: f64,
     compaction: f64,
@@ -503,6 +530,8 @@ impl AdaptiveTuner {
             let per_sec = |now: u64, before: u64| now.saturating_sub(before) as f64 / secs;
             let raw = Smoothed {
                 client: per_sec(obs.client_bytes, prev.client_bytes),
+                writes: per_sec(obs.client_keys, prev.client_keys),
+                reads: per_sec(obs.client_reads, prev.client_reads),
                 flush: per_sec(obs.flush_bytes, prev.flush_bytes),
                 wal: per_sec(obs.wal_bytes, prev.wal_bytes),
                 compaction: per_sec(obs.compaction_bytes, prev.compaction_bytes),
@@ -531,6 +560,8 @@ impl AdaptiveTuner {
             None => raw,
             Some(old) => Smoothed {
                 client: mix(old.client, raw.client),
+                writes: mix(old.writes, raw.writes),
+                reads: mix(old.reads, raw.reads),
                 flush: mix(old.flush, raw.flush),
                 wal: mix(old.wal, raw.wal),
                 compaction: mix(old.compaction, raw.compaction),
@@ -560,6 +591,8 @@ impl AdaptiveTuner {
         let floor = budget.saturating_mul(self.config.compaction_floor_pct) / 100;
         Rates {
             client: to_u64(r.client),
+            writes: to_u64(r.writes),
+            reads: to_u64(r.reads),
             flush: to_u64(r.flush),
             wal: to_u64(r.wal),
             compaction: to_u64(r.compaction),
@@ -645,6 +678,12 @@ impl AdaptiveTuner {
             Phase::Deferred => {
                 let rate = merging.then(|| wave_headroom(rates, c.compaction_floor_pct));
                 (false, c.pause_when_deferred || memtables_wait, c.base_subcompactions, rate)
+            }
+            // A catch-up while clients read leaves them the cores: the
+            // debt is paid with one thread (RocksDB's default), as `off`
+            // would have paid it while it was written.
+            Phase::CatchUp if reads_weigh(rates, c.catch_up_read_share_pct) => {
+                (true, false, c.base_subcompactions, Some(rates.budget))
             }
             Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.budget)),
         };
@@ -756,6 +795,8 @@ mod tests {
             d.rates,
             Rates {
                 client: 20 * MB,
+                writes: 0,
+                reads: 0,
                 flush: 30 * MB,
                 wal: 20 * MB,
                 compaction: 10 * MB,
@@ -1157,6 +1198,53 @@ mod tests {
     /// A bound reached during a deferral shows the load is sustained, not a
     /// burst: the tuner stops deferring (no Deferred / Forced cycling) until
     /// the load falls under its defer shares, then defers the next rise.
+    /// One second of `write_mb` MB/s of client writes (as much WAL and
+    /// flush; 100,000 keys when writing) beside `reads` point reads, with
+    /// the tree behind (every level's score is 2).
+    fn write_and_read(tuner: &mut AdaptiveTuner, o: &mut Observation, write_mb: u64, reads: u64) -> Decision {
+        o.now_micros += 1_000_000;
+        o.client_bytes += write_mb * MB;
+        o.wal_bytes += write_mb * MB;
+        o.flush_bytes += write_mb * MB;
+        o.client_keys += if write_mb > 0 { 100_000 } else { 0 };
+        o.client_reads += reads;
+        o.max_level_score = 2.0;
+        tuner.observe(o)
+    }
+
+    fn subcompaction_changes(actions: &[Action]) -> Vec<u32> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetSubcompactions(n) => Some(*n),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_catch_up_beside_reads_keeps_one_subcompaction() {
+        let config =
+            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        let mut tuner = AdaptiveTuner::new(config);
+        let mut o = Observation::default();
+        tuner.observe(&o);
+        assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
+        // Writes stop and reads begin: the deferral ends (foreground under
+        // its resume shares); the catch-up runs with one subcompaction,
+        // which is what the engine already has.
+        let d = write_and_read(&mut tuner, &mut o, 0, 150_000);
+        assert_eq!(d.phase, Phase::CatchUp);
+        assert!(d.actions.contains(&Action::CatchUp));
+        assert_eq!(subcompaction_changes(&d.actions), Vec::<u32>::new());
+        // The readers leave: the catch-up takes two.
+        let d = write_and_read(&mut tuner, &mut o, 0, 0);
+        assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![2]));
+        // They come back: one again.
+        let d = write_and_read(&mut tuner, &mut o, 0, 150_000);
+        assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![1]));
+    }
+
     #[test]
     fn a_sustained_load_is_not_deferred_again_until_a_trough() {
         let config = AdaptiveConfig { max_l0_files: 32, ..sine_config() };
