@@ -339,12 +339,13 @@ impl DbInner {
             }
             let m = self.metrics();
             let opts = self.opts();
-            let (immutable, max_score) = {
+            let max_score = {
                 let st = self.state.lock();
                 let scores =
                     crate::compaction::picker::level_scores(&st.versions.current(), &opts, &st.being_compacted);
-                (st.families.values().map(|f| f.imm.len()).sum(), scores.into_iter().fold(0.0f64, f64::max))
+                scores.into_iter().fold(0.0f64, f64::max)
             };
+            let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);
             let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
             let obs = Observation {
                 now_micros: self.tuning.clock.now_micros(),
