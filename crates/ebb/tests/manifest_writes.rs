@@ -321,3 +321,57 @@ fn slow_manifest_syncs_under_flushes_and_compactions_keep_every_write() {
     let db = Db::open(DB, tiny_options(Some(disk))).unwrap();
     assert_eq!(common::scan(&db, Default::default()), model, "after a power loss");
 }
+
+/// A family is dropped while its flush waits for the MANIFEST writer the
+/// drop holds: the flush is cancelled, not a background error (before, it
+/// found its family gone when it prepared its edit and stopped the
+/// database with "edit for unknown column family"). Its table is deleted,
+/// the other families go on, and a reopen sees them whole.
+#[test]
+fn a_flush_waiting_for_the_manifest_behind_its_familys_drop_is_cancelled() {
+    let fs = MemFs::new();
+    let (mut o, gate) = gated(&fs);
+    o.write_buffer_size = 1 << 20;
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    let victim = db.create_column_family("victim", &o).unwrap();
+    for i in 0..50 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put_cf(&victim, &key(i), &value(i, 1)).unwrap();
+    }
+    let tables = || fs.list_dir(Path::new(DB)).unwrap().into_iter().filter(|n| n.ends_with(".sst")).count();
+    assert_eq!(tables(), 0);
+    gate.close(Held::ManifestSync);
+    let dropper = {
+        let (db, victim) = (Arc::clone(&db), victim.clone());
+        std::thread::spawn(move || db.drop_column_family(&victim))
+    };
+    gate.wait_for_a_caller();
+    let flusher = {
+        let (db, victim) = (Arc::clone(&db), victim.clone());
+        std::thread::spawn(move || db.flush_cf(&victim, true))
+    };
+    // The flush writes its table without the mutex, then waits for the
+    // MANIFEST writer: give it the time to get there.
+    let start = std::time::Instant::now();
+    while tables() == 0 {
+        assert!(start.elapsed() < STUCK, "the flush wrote no table");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    gate.open();
+    dropper.join().unwrap().unwrap();
+    let _ = flusher.join().unwrap();
+    db.flush(true).unwrap();
+    assert_eq!(db.get_property("ebb.background-errors").as_deref(), Some("0"));
+    for i in 0..50 {
+        db.put(&key(1000 + i), &value(i, 2)).unwrap();
+    }
+    db.flush(true).unwrap();
+    assert_eq!(tables(), 2, "the cancelled flush's table is deleted, the default family's two stay");
+    drop(victim);
+    let db = Arc::into_inner(db).expect("the only handle");
+    db.close().unwrap();
+    assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default".to_string()]);
+    let db = Db::open(DB, o).unwrap();
+    assert_eq!(common::scan(&db, Default::default()).len(), 100);
+}

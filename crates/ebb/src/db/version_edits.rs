@@ -27,12 +27,25 @@
 //! 3. A writer that unwinds (an injected panic) gives the MANIFEST writer up
 //!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST,
 //!    and waiters are woken, so no job waits forever.
+//! 4. A family may be dropped while a job waits for the MANIFEST writer.
+//!    Edits that only advance a dropped family's log number are left out;
+//!    a job whose edit changes a dropped family's files is `Cancelled`
+//!    (RocksDB's `ColumnFamilyDropped`), which is no background error: its
+//!    outputs are deleted, and the database goes on.
 
 use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::version::{filename, VersionEdit};
+
+/// Whether `edit` only advances its family's log number (what a flush
+/// records for the other families), so that it may be left out once that
+/// family is dropped.
+fn only_log_number(edit: &VersionEdit) -> bool {
+    let bare = VersionEdit { column_family: edit.column_family, log_number: edit.log_number, ..Default::default() };
+    *edit == bare
+}
 
 /// A file chosen for deletion: its kind, number and name in the directory.
 pub(crate) struct ObsoleteFile {
@@ -76,8 +89,18 @@ impl DbInner {
     /// Records `edits` durably in the MANIFEST and installs them (contract
     /// 1). Requires the db mutex; releases it while the MANIFEST is written.
     /// The caller installs a super version afterwards as before.
-    pub(crate) fn log_and_apply(&self, st: &mut MutexGuard<'_, DbState>, edits: Vec<VersionEdit>) -> Result<()> {
+    pub(crate) fn log_and_apply(&self, st: &mut MutexGuard<'_, DbState>, mut edits: Vec<VersionEdit>) -> Result<()> {
         self.wait_for_manifest_writes(st);
+        // The wait released the mutex: a family may have been dropped since
+        // the caller built its edits (contract 4).
+        let families = st.versions.families();
+        if edits.iter().any(|e| !families.contains_key(&e.column_family) && !only_log_number(e)) {
+            return Err(Error::Cancelled);
+        }
+        edits.retain(|e| families.contains_key(&e.column_family));
+        if edits.is_empty() {
+            return Ok(());
+        }
         let mut prepared = st.versions.prepare(edits)?;
         if !prepared.needs_write() {
             return st.versions.install(prepared, Ok(()));
