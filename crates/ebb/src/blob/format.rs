@@ -6,7 +6,7 @@
 //! Decoders never panic; they report what is wrong as a reason string that
 //! the caller wraps into [`crate::Error::Corruption`] with the file and offset.
 
-use crate::util::checksum::{crc32c, mask, unmask};
+use crate::util::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Decoder};
 use crate::util::compression::CompressionType;
 
@@ -170,16 +170,31 @@ pub fn decode_record(src: &[u8], verify: bool) -> Result<DecodedRecord<'_>, Stri
         return Err(format!("blob record of {} bytes is shorter than its header", src.len()));
     }
     let key_len = decode_fixed32(&src[4..]).ok_or("short blob record header")? as usize;
-    let value_len = decode_fixed32(&src[8..]).ok_or("short blob record header")? as usize;
-    if (RECORD_HEADER_LEN as u64 + key_len as u64 + value_len as u64) != src.len() as u64 {
+    let head_len = RECORD_HEADER_LEN.saturating_add(key_len).min(src.len());
+    let (head, value) = src.split_at(head_len);
+    decode_record_parts(head, value, verify)
+}
+
+/// Decodes a record read in two parts: `head`, its header and key, and
+/// `value`, the stored value after them (a reader puts the value straight
+/// into the buffer it returns). Checks as [`decode_record`] does.
+pub fn decode_record_parts<'a>(head: &'a [u8], value: &'a [u8], verify: bool) -> Result<DecodedRecord<'a>, String> {
+    let total = head.len() as u64 + value.len() as u64;
+    if head.len() < RECORD_HEADER_LEN {
+        return Err(format!("blob record of {total} bytes is shorter than its header"));
+    }
+    let key_len = decode_fixed32(&head[4..]).ok_or("short blob record header")? as usize;
+    let value_len = decode_fixed32(&head[8..]).ok_or("short blob record header")? as usize;
+    if RECORD_HEADER_LEN as u64 + key_len as u64 + value_len as u64 != total
+        || head.len() != RECORD_HEADER_LEN + key_len
+    {
         return Err(format!(
-            "blob record header says {key_len} key and {value_len} value bytes, but the record is {} bytes",
-            src.len()
+            "blob record header says {key_len} key and {value_len} value bytes, but the record is {total} bytes"
         ));
     }
     if verify {
-        let stored = decode_fixed32(src).ok_or("short blob record header")?;
-        let actual = crc32c(&src[4..]);
+        let stored = decode_fixed32(head).ok_or("short blob record header")?;
+        let actual = crc32c_extend(crc32c(&head[4..]), value);
         if unmask(stored) != actual {
             return Err(format!(
                 "blob record checksum mismatch: stored {:#010x}, computed {actual:#010x}",
@@ -187,11 +202,9 @@ pub fn decode_record(src: &[u8], verify: bool) -> Result<DecodedRecord<'_>, Stri
             ));
         }
     }
-    let compression = CompressionType::from_u8(src[12])
-        .ok_or_else(|| format!("unknown compression type {} in blob record", src[12]))?;
-    let key = &src[RECORD_HEADER_LEN..RECORD_HEADER_LEN + key_len];
-    let value = &src[RECORD_HEADER_LEN + key_len..];
-    Ok(DecodedRecord { key, value, compression })
+    let compression = CompressionType::from_u8(head[12])
+        .ok_or_else(|| format!("unknown compression type {} in blob record", head[12]))?;
+    Ok(DecodedRecord { key: &head[RECORD_HEADER_LEN..], value, compression })
 }
 
 /// Where one blob lives: the value of an LSM entry of kind `BlobIndex`

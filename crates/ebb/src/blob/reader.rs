@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use super::format::{
-    decode_record, BlobFileFooter, BlobFileHeader, BlobIndex, FOOTER_LEN, HEADER_LEN, RECORD_HEADER_LEN,
+    decode_record_parts, BlobFileFooter, BlobFileHeader, BlobIndex, FOOTER_LEN, HEADER_LEN, RECORD_HEADER_LEN,
 };
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
+use crate::util::compression::CompressionType;
 
 /// An open blob file, its header and footer checked. Immutable; shared
 /// between threads through `Arc`.
@@ -106,11 +107,15 @@ impl BlobFileReader {
         }
         let len = usize::try_from(end - start).map_err(|_| out_of_range())?;
         let bad = |reason: String| Error::corruption(&self.name, start, reason);
-        let bytes = self.file.read_at(start, len)?;
-        if bytes.len() != len {
-            return Err(bad(format!("blob record read came back with {} of {len} bytes", bytes.len())));
+        // The header and key into `head`, the value straight into the
+        // buffer that becomes the result when it is stored uncompressed.
+        let mut head = vec![0u8; RECORD_HEADER_LEN + key.len()];
+        let tail_len = len - head.len();
+        let (in_head, value) = self.file.read_split_at(start, &mut head, tail_len)?;
+        if in_head + value.len() != len {
+            return Err(bad(format!("blob record read came back with {} of {len} bytes", in_head + value.len())));
         }
-        let record = decode_record(&bytes, verify).map_err(bad)?;
+        let record = decode_record_parts(&head, &value, verify).map_err(bad)?;
         if record.key != key {
             return Err(bad(format!(
                 "blob record is for key {:?}, not {:?}",
@@ -123,6 +128,9 @@ impl BlobFileReader {
                 "blob record is stored as {:?}, its index says {:?}",
                 record.compression, index.compression
             )));
+        }
+        if record.compression == CompressionType::None {
+            return Ok(value);
         }
         record.compression.decompress(record.value).map_err(|e| bad(format!("cannot decompress blob: {e}")))
     }

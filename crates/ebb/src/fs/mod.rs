@@ -62,6 +62,19 @@ pub trait RandomAccessFile: Send + Sync {
     /// that starts past the end returns no bytes or fails (a memory-mapped
     /// file fails, naming the file); it never panics.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// Reads `head.len()` bytes at `offset` into `head` and the `tail_len`
+    /// bytes after them into a new vector; returns how many bytes went into
+    /// `head`, and the vector. Fewer only at end of file, as `read_at`. For
+    /// a record whose header is checked and whose body is handed on (a blob
+    /// value): the body lands in the buffer returned, instead of being
+    /// copied out of one whole read. The default makes one `read_at` and
+    /// copies.
+    fn read_split_at(&self, offset: u64, head: &mut [u8], tail_len: usize) -> Result<(usize, Vec<u8>)> {
+        let bytes = self.read_at(offset, head.len().saturating_add(tail_len))?;
+        let n = bytes.len().min(head.len());
+        head[..n].copy_from_slice(&bytes[..n]);
+        Ok((n, bytes[n..].to_vec()))
+    }
     /// The file's size in bytes.
     fn size(&self) -> Result<u64>;
     /// Tells the OS how the file will be read. A hint: it changes no result,

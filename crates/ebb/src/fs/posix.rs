@@ -131,6 +131,48 @@ impl RandomAccessFile for PosixRandom {
         buf.truncate(done);
         Ok(buf)
     }
+    /// One `preadv` into `head` and the returned vector's spare capacity:
+    /// no copy and no zeroing of the tail.
+    #[allow(unsafe_code)]
+    fn read_split_at(&self, offset: u64, head: &mut [u8], tail_len: usize) -> Result<(usize, Vec<u8>)> {
+        let mut tail: Vec<u8> = Vec::with_capacity(tail_len);
+        let want = head.len().saturating_add(tail_len);
+        let mut done = 0usize;
+        while done < want {
+            let in_head = done.min(head.len());
+            let in_tail = done - in_head;
+            let iov = [
+                libc::iovec { iov_base: head[in_head..].as_mut_ptr().cast(), iov_len: head.len() - in_head },
+                // SAFETY: `in_tail <= tail_len`, the vector's capacity.
+                libc::iovec { iov_base: unsafe { tail.as_mut_ptr().add(in_tail) }.cast(), iov_len: tail_len - in_tail },
+            ];
+            let at = libc::off_t::try_from(offset.saturating_add(done as u64)).map_err(|_| {
+                Error::io(
+                    "preadv",
+                    &self.path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"),
+                )
+            })?;
+            // SAFETY: both iovecs point into memory this call owns exclusively
+            // (`head`, and `tail`'s capacity from `in_tail` on), of the lengths given.
+            let n = unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), 2, at) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(Error::io("preadv", &self.path, e));
+            }
+            if n == 0 {
+                break;
+            }
+            done += n as usize;
+            // SAFETY: the kernel filled the tail in order, up to `done - head.len()`
+            // bytes, all within capacity.
+            unsafe { tail.set_len(done.saturating_sub(head.len())) };
+        }
+        Ok((done.min(head.len()), tail))
+    }
     fn size(&self) -> Result<u64> {
         Ok(self.file.metadata().map_err(|e| Error::io("stat", &self.path, e))?.len())
     }
@@ -181,6 +223,17 @@ impl RandomAccessFile for PosixMmapRandom {
         };
         let end = start.saturating_add(len).min(bytes.len());
         Ok(bytes[start..end].to_vec())
+    }
+    fn read_split_at(&self, offset: u64, head: &mut [u8], tail_len: usize) -> Result<(usize, Vec<u8>)> {
+        let bytes = self.bytes();
+        if usize::try_from(offset).map_or(true, |s| s > bytes.len()) {
+            return self.read_at(offset, 0).map(|_| (0, Vec::new()));
+        }
+        let start = offset as usize;
+        let split = start.saturating_add(head.len()).min(bytes.len());
+        let end = split.saturating_add(tail_len).min(bytes.len());
+        head[..split - start].copy_from_slice(&bytes[start..split]);
+        Ok((split - start, bytes[split..end].to_vec()))
     }
     fn size(&self) -> Result<u64> {
         Ok(self.bytes().len() as u64)
@@ -353,6 +406,37 @@ mod tests {
             assert_eq!(got, pread.read_at(offset, len).unwrap(), "offset {offset} len {len}");
             let end = (offset as usize + len).min(bytes.len());
             assert_eq!(got, &bytes[offset as usize..end], "a read crossing the end is short, as with pread");
+        }
+    }
+
+    /// A split read is a whole read cut in two, for pread, the map and the
+    /// trait's default (MemFs), also across the end of the file.
+    #[test]
+    fn split_reads_return_what_a_whole_read_returns() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let bytes: Vec<u8> = (0..300_000).map(|_| rng.gen()).collect();
+        let (_dir, path) = file_of(&bytes);
+        let fs = PosixFs::new();
+        let mem = crate::fs::MemFs::new();
+        let mem_path = Path::new("/f");
+        let mut w = mem.new_writable(mem_path).unwrap();
+        w.append(&bytes).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let files =
+            [fs.open_random(&path).unwrap(), fs.open_random_mmap(&path).unwrap(), mem.open_random(mem_path).unwrap()];
+        for _ in 0..300 {
+            let offset = rng.gen_range(0..=300_000u64);
+            let head_len = rng.gen_range(0..64usize);
+            let tail_len = rng.gen_range(0..200_000usize);
+            let whole = files[0].read_at(offset, head_len + tail_len).unwrap();
+            for f in &files {
+                let mut head = vec![0xaa; head_len];
+                let (n, tail) = f.read_split_at(offset, &mut head, tail_len).unwrap();
+                assert_eq!(n, whole.len().min(head_len), "offset {offset} head {head_len} tail {tail_len}");
+                assert_eq!(&head[..n], &whole[..n]);
+                assert_eq!(tail, &whole[n..], "offset {offset} head {head_len} tail {tail_len}");
+            }
         }
     }
 
