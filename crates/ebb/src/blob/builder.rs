@@ -1,7 +1,7 @@
 //! [`BlobFileBuilder`]: writes one blob file front to back, a record per
 //! value, and returns where each went.
 
-use super::format::{encode_record, BlobFileFooter, BlobFileHeader, BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
+use super::format::{encode_record_head, BlobFileFooter, BlobFileHeader, BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::util::compression::CompressionType;
@@ -67,20 +67,23 @@ impl BlobFileBuilder {
             Some((c, t)) => (std::borrow::Cow::Owned(c), t),
             None => (std::borrow::Cow::Borrowed(value), CompressionType::None),
         };
-        let record = encode_record(key, &stored, compression);
-        if let Err(e) = self.file.append(&record) {
+        // The head and the value are appended apart: a large value goes to
+        // the file as it is, not copied into one record buffer first.
+        let head = encode_record_head(key, &stored, compression);
+        if let Err(e) = self.file.append(&head).and_then(|()| self.file.append(&stored)) {
             self.failed = Some(e.duplicate());
             return Err(e);
         }
+        let record_len = head.len() + stored.len();
         let index = BlobIndex {
             file_number: self.number,
             offset: self.offset + (RECORD_HEADER_LEN + key.len()) as u64,
             size: stored.len() as u64,
             compression,
         };
-        self.offset += record.len() as u64;
+        self.offset += record_len as u64;
         self.footer.blob_count += 1;
-        self.footer.blob_bytes += record.len() as u64;
+        self.footer.blob_bytes += record_len as u64;
         Ok(index)
     }
 

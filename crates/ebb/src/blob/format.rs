@@ -134,14 +134,22 @@ impl BlobFileFooter {
 /// The bytes of one record: its header, then `key` and the stored `value`
 /// (compressed with `compression`, or raw when that is `None`).
 pub fn encode_record(key: &[u8], value: &[u8], compression: CompressionType) -> Vec<u8> {
-    let mut v = Vec::with_capacity(RECORD_HEADER_LEN + key.len() + value.len());
+    let mut v = encode_record_head(key, value, compression);
+    v.extend_from_slice(value);
+    v
+}
+
+/// The record of `value` for `key` up to the value: its header (whose
+/// checksum covers `value` too) and `key`. A writer appends `value` after
+/// it as it is, instead of copying it into one buffer with the head.
+pub fn encode_record_head(key: &[u8], value: &[u8], compression: CompressionType) -> Vec<u8> {
+    let mut v = Vec::with_capacity(RECORD_HEADER_LEN + key.len());
     put_fixed32(&mut v, 0);
     put_fixed32(&mut v, key.len() as u32);
     put_fixed32(&mut v, value.len() as u32);
     v.push(compression as u8);
     v.extend_from_slice(key);
-    v.extend_from_slice(value);
-    let crc = mask(crc32c(&v[4..]));
+    let crc = mask(crc32c_extend(crc32c(&v[4..]), value));
     v[..4].copy_from_slice(&crc.to_le_bytes());
     v
 }

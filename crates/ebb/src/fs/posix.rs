@@ -59,11 +59,26 @@ impl PosixWritable {
 impl WritableFile for PosixWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         self.size += data.len() as u64;
+        if data.len() > WRITE_BUFFER {
+            // What is buffered and `data` in one `writev`, `data` not copied.
+            let mut parts = [std::io::IoSlice::new(&self.buf), std::io::IoSlice::new(data)];
+            let mut parts = &mut parts[..];
+            while !parts.is_empty() {
+                match self.file.write_vectored(parts) {
+                    Ok(0) => {
+                        let e = std::io::Error::new(std::io::ErrorKind::WriteZero, "writev wrote nothing");
+                        return Err(Error::io("writev", &self.path, e));
+                    }
+                    Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Error::io("writev", &self.path, e)),
+                }
+            }
+            self.buf.clear();
+            return Ok(());
+        }
         if self.buf.len() + data.len() > WRITE_BUFFER {
             self.write_out()?;
-            if data.len() > WRITE_BUFFER {
-                return self.file.write_all(data).map_err(|e| Error::io("write", &self.path, e));
-            }
         }
         self.buf.extend_from_slice(data);
         Ok(())
@@ -407,6 +422,31 @@ mod tests {
             let end = (offset as usize + len).min(bytes.len());
             assert_eq!(got, &bytes[offset as usize..end], "a read crossing the end is short, as with pread");
         }
+    }
+
+    /// Appends of every size, buffered or written past the buffer with what
+    /// it holds, land in order, byte for byte.
+    #[test]
+    fn appends_small_and_large_land_in_order() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.blob");
+        let mut f = PosixFs::new().new_writable(&path).unwrap();
+        let mut want = Vec::new();
+        for i in 0..400 {
+            let len = match i % 4 {
+                0 => rng.gen_range(0..40),
+                1 => rng.gen_range(0..WRITE_BUFFER),
+                _ => rng.gen_range(WRITE_BUFFER - 2..3 * WRITE_BUFFER),
+            };
+            let chunk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            f.append(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+            assert_eq!(f.size(), want.len() as u64);
+        }
+        f.sync().unwrap();
+        drop(f);
+        assert!(std::fs::read(&path).unwrap() == want, "the file is not the appends in order");
     }
 
     /// A split read is a whole read cut in two, for pread, the map and the
