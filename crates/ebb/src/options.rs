@@ -117,7 +117,8 @@ pub struct Options {
     /// Total background threads for flushes and compactions when the two limits
     /// below are not set. RocksDB `max_background_jobs`; default 2. Dynamic.
     pub max_background_jobs: i32,
-    /// Flush threads; -1 derives it from `max_background_jobs` (a quarter, at least 1). Dynamic.
+    /// Flush threads, each running one flush (flushes run side by side, as in
+    /// RocksDB); -1 derives it from `max_background_jobs` (a quarter, at least 1). Dynamic.
     pub max_background_flushes: i32,
     /// Compaction threads; -1 derives it from `max_background_jobs` (the rest). Dynamic.
     pub max_background_compactions: i32,
@@ -211,7 +212,9 @@ pub struct Options {
     /// Memtables (the mutable one and the immutable ones awaiting flush) before
     /// writes stop. RocksDB `max_write_buffer_number`; default 2. Dynamic.
     pub max_write_buffer_number: usize,
-    /// Immutable memtables merged into one L0 file per flush. RocksDB; default 1.
+    /// RocksDB's minimum of immutable memtables merged per flush; default 1.
+    /// Accepted and checked, but a flush does not wait for that many: it
+    /// takes every immutable memtable no running flush has taken.
     pub min_write_buffer_number_to_merge: usize,
     /// Compaction organisation. RocksDB `compaction_style`; default level.
     pub compaction_style: CompactionStyle,

@@ -105,23 +105,16 @@ impl DbInner {
         }
     }
 
-    /// Flushes the immutable memtables of one family if no flush runs: the
-    /// family holding the oldest unflushed data, so the oldest WAL goes
-    /// first. Returns whether it did work.
+    /// Flushes immutable memtables no other flush has taken: those of the
+    /// family holding the oldest such data, so the oldest WAL goes first.
+    /// Up to `max_background_flushes` run at once (one per flush thread), as
+    /// in RocksDB; flushes of one family install in the order of their
+    /// memtables (`flush_memtables`). Returns whether it did work.
     fn maybe_flush(&self, st: &mut MutexGuard<'_, DbState>) -> bool {
-        if st.flush_running > 0 {
-            return false;
-        }
-        let Some((cf, mems)) = st
-            .families
-            .iter()
-            .filter(|(_, f)| !f.imm.is_empty())
-            .min_by_key(|(_, f)| f.imm[0].log_number())
-            .map(|(id, f)| (*id, f.imm.clone()))
-        else {
+        let Some((cf, mems)) = Self::pick_flush(st) else {
             return false;
         };
-        let mut st = JobGuard::new(self, st, Hold::Flush);
+        let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
         if !self.opts().listeners.is_empty() {
             MutexGuard::unlocked(&mut st, || self.notify_event("on_flush_begin", |l| l.on_flush_begin()));
         }
@@ -129,6 +122,20 @@ impl DbInner {
             self.set_bg_error_locked(&mut st, e);
         }
         true
+    }
+
+    /// The memtables a new flush takes: in each family, the first run of
+    /// immutable memtables no running flush has taken (oldest first); of
+    /// the families, the one whose run starts in the oldest WAL.
+    fn pick_flush(st: &DbState) -> Option<(u32, Vec<Arc<MemTable>>)> {
+        st.families
+            .iter()
+            .filter_map(|(id, f)| {
+                let start = f.imm.iter().position(|m| !m.flush_claimed())?;
+                let run: Vec<_> = f.imm[start..].iter().take_while(|m| !m.flush_claimed()).cloned().collect();
+                Some((*id, run))
+            })
+            .min_by_key(|(_, run)| run[0].log_number())
     }
 
     /// Writes `mems` (oldest first) of column family `cf` into one L0 table
@@ -175,9 +182,7 @@ impl DbInner {
                 Ok(output)
             });
             let output = output?;
-            if !st.families.contains_key(&cf) {
-                return Err(Error::Cancelled);
-            }
+            self.wait_for_older_flushes(&mut st, cf, &mems[0])?;
             let mut edit = VersionEdit { column_family: cf, ..Default::default() };
             let written = output.bytes_written;
             let mut file_number = 0;
@@ -216,6 +221,8 @@ impl DbInner {
                 family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
             }
             self.install_super_version(&mut st);
+            // A newer flush of the family may be waiting for this one.
+            self.bg_cv.notify_all();
             (written, file_number)
         };
         bump(&self.stats.flush_bytes, written);
@@ -242,6 +249,30 @@ impl DbInner {
             MutexGuard::unlocked(st, || self.notify_event("on_flush_completed", |l| l.on_flush_completed(&info)));
         }
         Ok(())
+    }
+
+    /// Returns once `first`, the oldest memtable a flush of family `cf`
+    /// wrote, is the family's oldest immutable memtable: a flush that ends
+    /// before an older one of its family waits for it to be installed, so
+    /// tables and log numbers reach the MANIFEST in the order the memtables
+    /// were filled (RocksDB commits flush results likewise, oldest first).
+    /// Otherwise a crash between the two installs would leave the newer
+    /// memtable's table listed while recovery replays the older WAL, which
+    /// holds the newer writes too. `Cancelled` if the family was dropped, if
+    /// a background error stops the older flush, or if at shutdown no flush
+    /// holds the older memtables any more. Requires the db mutex.
+    fn wait_for_older_flushes(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, first: &Arc<MemTable>) -> Result<()> {
+        loop {
+            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
+            let Some(oldest) = family.imm.first() else { return Err(Error::Cancelled) };
+            if Arc::ptr_eq(oldest, first) {
+                return Ok(());
+            }
+            if st.bg_error.is_some() || (st.shutting_down && !oldest.flush_claimed()) {
+                return Err(Error::Cancelled);
+            }
+            self.bg_cv.wait_for(st, Duration::from_millis(50));
+        }
     }
 
     /// Writes `mems` (oldest first) of column family `cf` into one table
@@ -906,7 +937,7 @@ impl DbInner {
             match pending {
                 None if st.flush_running == 0 => return Ok(()),
                 Some((cf, mems)) if st.flush_running == 0 => {
-                    let mut st = JobGuard::new(self, st, Hold::Flush);
+                    let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
                     if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
                         return Err(self.set_bg_error_locked(&mut st, e));
                     }
@@ -947,8 +978,9 @@ impl DbInner {
 
 /// What a running job holds in the db state.
 enum Hold {
-    /// A flush, counted in `flush_running`.
-    Flush,
+    /// A flush, counted in `flush_running`, its memtables marked taken
+    /// (`MemTable::flush_claimed`) so no other flush writes them too.
+    Flush(Vec<Arc<MemTable>>),
     /// A manual compaction, counted in `manual_compactions` (automatic ones
     /// are not picked meanwhile).
     ManualCompaction,
@@ -977,7 +1009,12 @@ pub(crate) struct JobGuard<'g, 'a> {
 impl<'g, 'a> JobGuard<'g, 'a> {
     fn new(inner: &'g DbInner, st: &'g mut MutexGuard<'a, DbState>, hold: Hold) -> Self {
         match &hold {
-            Hold::Flush => st.flush_running += 1,
+            Hold::Flush(mems) => {
+                st.flush_running += 1;
+                for m in mems {
+                    m.set_flush_claimed(true);
+                }
+            }
             Hold::ManualCompaction => st.manual_compactions += 1,
             Hold::Compaction { inputs, cancel } => {
                 st.being_compacted.extend(inputs.iter().copied());
@@ -1007,7 +1044,14 @@ impl Drop for JobGuard<'_, '_> {
     fn drop(&mut self) {
         let st: &mut DbState = self.st;
         match &self.hold {
-            Hold::Flush => st.flush_running -= 1,
+            Hold::Flush(mems) => {
+                // Installed memtables have left the family's list; ones a
+                // failed flush did not install are free for the next.
+                for m in mems {
+                    m.set_flush_claimed(false);
+                }
+                st.flush_running -= 1;
+            }
             Hold::ManualCompaction => st.manual_compactions -= 1,
             Hold::Compaction { inputs, cancel } => {
                 for n in inputs {

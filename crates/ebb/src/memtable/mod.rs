@@ -49,6 +49,10 @@ pub struct MemTable {
     has_unlogged: AtomicBool,
     /// Sequence number of the first entry (0 while empty).
     first_seq: AtomicU64,
+    /// Set while a flush job has taken this (immutable) memtable, so a
+    /// second flush running beside it takes only the ones after it. Changed
+    /// with the db mutex held.
+    flush_claimed: AtomicBool,
 }
 
 impl MemTable {
@@ -61,6 +65,7 @@ impl MemTable {
             log_number,
             has_unlogged: AtomicBool::new(false),
             first_seq: AtomicU64::new(0),
+            flush_claimed: AtomicBool::new(false),
         }
     }
 
@@ -124,6 +129,17 @@ impl MemTable {
     /// The WAL this memtable's writes went to.
     pub fn log_number(&self) -> u64 {
         self.log_number
+    }
+
+    /// Whether a flush job has taken this memtable (see `set_flush_claimed`).
+    pub(crate) fn flush_claimed(&self) -> bool {
+        self.flush_claimed.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Marks this memtable taken by a flush job, or given back when the job
+    /// ends without installing it. Called with the db mutex held.
+    pub(crate) fn set_flush_claimed(&self, claimed: bool) {
+        self.flush_claimed.store(claimed, AtomicOrdering::Relaxed);
     }
 
     /// Sequence number of the first insert, 0 when empty.
