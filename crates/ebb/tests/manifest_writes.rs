@@ -13,8 +13,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::hooked_fs::{FsHooks, HookedFs};
 use common::{tiny_options, Model, SYNCED};
-use ebb::fs::{CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, SequentialFile, WritableFile};
+use ebb::fs::{CrashMode, FileSystem, MemFs};
 use ebb::{Db, Options, WriteOptions};
 use parking_lot::{Condvar, Mutex};
 
@@ -23,7 +24,7 @@ const DB: &str = "/db";
 /// stuck (a watchdog, not a speed limit: the awaited step takes milliseconds).
 const STUCK: Duration = Duration::from_secs(30);
 
-/// Where a [`GatedFs`] holds its callers.
+/// Where a [`Gate`] holds its callers.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Held {
     /// `sync` of a MANIFEST.
@@ -82,32 +83,16 @@ impl Gate {
     }
 }
 
-/// [`MemFs`] with a [`Gate`] in MANIFEST syncs and table removals.
-struct GatedFs {
-    inner: MemFs,
-    gate: Arc<Gate>,
-}
-
-struct GatedFile {
-    inner: Box<dyn WritableFile>,
-    gate: Option<Arc<Gate>>,
-}
-
-impl WritableFile for GatedFile {
-    fn append(&mut self, data: &[u8]) -> ebb::Result<()> {
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> ebb::Result<()> {
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> ebb::Result<()> {
-        if let Some(g) = &self.gate {
-            g.pass(Held::ManifestSync);
+impl FsHooks for Gate {
+    fn before_sync(&self, path: &Path) {
+        if is_manifest(path) {
+            self.pass(Held::ManifestSync);
         }
-        self.inner.sync()
     }
-    fn size(&self) -> u64 {
-        self.inner.size()
+    fn before_remove(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "sst") {
+            self.pass(Held::TableRemoval);
+        }
     }
 }
 
@@ -115,57 +100,11 @@ fn is_manifest(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
 }
 
-impl FileSystem for GatedFs {
-    fn create_dir_all(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn new_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
-        let inner = self.inner.new_writable(path)?;
-        Ok(Box::new(GatedFile { inner, gate: is_manifest(path).then(|| Arc::clone(&self.gate)) }))
-    }
-    fn reopen_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
-        let inner = self.inner.reopen_writable(path)?;
-        Ok(Box::new(GatedFile { inner, gate: is_manifest(path).then(|| Arc::clone(&self.gate)) }))
-    }
-    fn open_random(&self, path: &Path) -> ebb::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> ebb::Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn list_dir(&self, path: &Path) -> ebb::Result<Vec<String>> {
-        self.inner.list_dir(path)
-    }
-    fn file_size(&self, path: &Path) -> ebb::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> ebb::Result<()> {
-        if path.extension().is_some_and(|e| e == "sst") {
-            self.gate.pass(Held::TableRemoval);
-        }
-        self.inner.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.remove_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> ebb::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock_file(&self, path: &Path) -> ebb::Result<Box<dyn FileLock>> {
-        self.inner.lock_file(path)
-    }
-}
-
+/// Options on [`MemFs`] `fs` with a [`Gate`] in MANIFEST syncs and table removals.
 fn gated(fs: &MemFs) -> (Options, Arc<Gate>) {
     let gate = Arc::new(Gate::default());
     let mut o = tiny_options(None);
-    o.fs = Arc::new(GatedFs { inner: fs.clone(), gate: Arc::clone(&gate) });
+    o.fs = Arc::new(HookedFs::new(fs.clone(), Arc::clone(&gate) as Arc<dyn FsHooks>));
     (o, gate)
 }
 

@@ -13,10 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::hooked_fs::{FsHooks, HookedFs};
 use common::{tiny_options, Model, SYNCED};
-use ebb::fs::{
-    CrashMode, FaultOp, FaultRule, FileLock, FileSystem, MemFs, RandomAccessFile, SequentialFile, WritableFile,
-};
+use ebb::fs::{CrashMode, FaultOp, FaultRule, MemFs};
 use ebb::{Db, Options};
 use parking_lot::{Condvar, Mutex};
 
@@ -98,86 +97,11 @@ impl Drop for OpenOnDrop {
     }
 }
 
-/// [`MemFs`] with a [`Gate`] in the syncs of tables.
-struct GatedFs {
-    inner: MemFs,
-    gate: Arc<Gate>,
-}
-
-struct GatedFile {
-    inner: Box<dyn WritableFile>,
-    path: String,
-    gate: Option<Arc<Gate>>,
-}
-
-impl WritableFile for GatedFile {
-    fn append(&mut self, data: &[u8]) -> ebb::Result<()> {
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> ebb::Result<()> {
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> ebb::Result<()> {
-        if let Some(g) = &self.gate {
-            g.pass(&self.path);
+impl FsHooks for Gate {
+    fn before_sync(&self, path: &Path) {
+        if path.extension().is_some_and(|e| e == "sst") {
+            self.pass(&path.to_string_lossy());
         }
-        self.inner.sync()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-}
-
-impl GatedFs {
-    fn wrap(&self, path: &Path, inner: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
-        let table = path.extension().is_some_and(|e| e == "sst");
-        Box::new(GatedFile {
-            inner,
-            path: path.to_string_lossy().into_owned(),
-            gate: table.then(|| Arc::clone(&self.gate)),
-        })
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create_dir_all(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn new_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.new_writable(path)?))
-    }
-    fn reopen_writable(&self, path: &Path) -> ebb::Result<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.reopen_writable(path)?))
-    }
-    fn open_random(&self, path: &Path) -> ebb::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
-    }
-    fn open_sequential(&self, path: &Path) -> ebb::Result<Box<dyn SequentialFile>> {
-        self.inner.open_sequential(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn list_dir(&self, path: &Path) -> ebb::Result<Vec<String>> {
-        self.inner.list_dir(path)
-    }
-    fn file_size(&self, path: &Path) -> ebb::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn remove_dir(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.remove_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> ebb::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, path: &Path) -> ebb::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock_file(&self, path: &Path) -> ebb::Result<Box<dyn FileLock>> {
-        self.inner.lock_file(path)
     }
 }
 
@@ -186,7 +110,7 @@ impl FileSystem for GatedFs {
 fn gated(fs: &MemFs) -> (Options, Arc<Gate>) {
     let gate = Arc::new(Gate::default());
     let mut o = tiny_options(None);
-    o.fs = Arc::new(GatedFs { inner: fs.clone(), gate: Arc::clone(&gate) });
+    o.fs = Arc::new(HookedFs::new(fs.clone(), Arc::clone(&gate) as Arc<dyn FsHooks>));
     o.write_buffer_size = 1 << 20;
     o.max_write_buffer_number = 4;
     o.max_background_flushes = 2;

@@ -36,6 +36,18 @@ use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
 use crate::version::{filename, BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 
+/// Write-behind step of an L0 run merge's outputs when `bytes_per_sync` is
+/// 0. A run merge (the tuner's merge of L0 sorted runs while it defers
+/// compaction, during a write burst) writes outputs of many megabytes; left
+/// to the kernel, their pages go out at the output's final `fdatasync` in
+/// one burst (on W2 a median 265 ms each), and the flushes' syncs queue
+/// behind it (p90 58 ms, max 439 ms) while memtables wait. Asked to write
+/// back every MiB, the merge's pages leave at the rate it writes them
+/// (docs/tuning.md, "L0 run merges"). Flushes and other compactions keep
+/// `bytes_per_sync` as configured: a write-behind in the flush made W2's
+/// stalls worse (docs/benchmarks.md).
+const RUN_MERGE_BYTES_PER_SYNC: u64 = 1 << 20;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Pool {
     Flush,
@@ -721,7 +733,10 @@ impl DbInner {
                 blob: settings.blob,
                 new_blob_file_number: &mut alloc_blob,
                 on_bytes: &mut on_bytes,
-                bytes_per_sync: self.opts().bytes_per_sync,
+                bytes_per_sync: match self.opts().bytes_per_sync {
+                    0 if run_merge => RUN_MERGE_BYTES_PER_SYNC,
+                    n => n,
+                },
             },
         )
     }
@@ -1341,6 +1356,49 @@ mod tests {
         for i in 0..60 {
             assert_eq!(db.get(format!("k{i:03}").as_bytes()).unwrap(), Some(value(13, i)), "key {i}");
         }
+    }
+
+    /// An L0 run merge asks for write-behind on its outputs when
+    /// `bytes_per_sync` is 0 (`RUN_MERGE_BYTES_PER_SYNC`); flushes do not.
+    /// Seen through MemFs: once the flushes are done, a fault on every
+    /// write-behind of a table catches the merge's first one.
+    #[test]
+    fn l0_run_merges_write_their_outputs_behind() {
+        let fs = crate::fs::MemFs::new();
+        let mut o = crate::Options::default();
+        o.create_if_missing = true;
+        o.fs = Arc::new(fs.clone());
+        o.write_buffer_size = 4 << 20;
+        o.max_write_buffer_number = 8;
+        o.level0_file_num_compaction_trigger = 2;
+        o.level0_slowdown_writes_trigger = 1000;
+        o.level0_stop_writes_trigger = 1000;
+        o.compression = crate::CompressionType::None;
+        assert_eq!(o.bytes_per_sync, 0);
+        let db = crate::Db::open("/db", o).unwrap();
+        let hooks = &db.inner.tuning;
+        hooks.deferred.store(true, Ordering::Relaxed);
+        // Ten L0 files of ~800 KB: a run merge takes at least eight of them
+        // (`pick_l0_run_merge`) and writes several MiB.
+        for round in 0..10 {
+            for i in 0..100 {
+                let key = format!("k{:05}", round * 100 + i);
+                db.put(key.as_bytes(), &vec![b'a' + (i % 26) as u8; 8 << 10]).unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        assert_eq!(fs.faults_injected(), 0);
+        fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Flush).path_contains(".sst").persistent());
+        hooks.merge_l0_runs.store(true, Ordering::Relaxed);
+        db.inner.work_cv.notify_all();
+        let start = Instant::now();
+        while db.inner.state.lock().bg_error.is_none() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(fs.faults_injected() > 0, "no L0 run merge output asked for write-behind");
+        let e = db.inner.state.lock().bg_error.clone().expect("the injected fault stopped the merge");
+        assert!(e.to_string().contains("sync_file_range"), "{e}");
+        fs.clear_faults();
     }
 
     /// While deferred with L0 past its trigger, flushes and L0 run merges

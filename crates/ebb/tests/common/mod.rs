@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: a reference model and option presets.
 #![allow(dead_code)]
 
+pub mod hooked_fs;
 pub mod workload;
 
 use std::collections::BTreeMap;
