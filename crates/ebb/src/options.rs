@@ -137,7 +137,9 @@ pub struct Options {
     pub max_total_wal_size: u64,
     /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
     pub wal_bytes_per_sync: u64,
-    /// Ask the OS to write back SSTs every this many bytes; 0 disables. RocksDB `bytes_per_sync`. Dynamic.
+    /// Ask the OS to write back SSTs and blob files every this many bytes;
+    /// 0 disables, except for the adaptive tuner's L0 run merges, which then
+    /// write behind every MiB (docs/tuning.md). RocksDB `bytes_per_sync`. Dynamic.
     pub bytes_per_sync: u64,
     /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
     pub max_manifest_file_size: u64,

@@ -43,7 +43,7 @@ use crate::version::{filename, BlobFileAddition, BlobFileGarbage, FileMetaData, 
 /// one burst (on W2 a median 265 ms each), and the flushes' syncs queue
 /// behind it (p90 58 ms, max 439 ms) while memtables wait. Asked to write
 /// back every MiB, the merge's pages leave at the rate it writes them
-/// (docs/tuning.md, "L0 run merges"). Flushes and other compactions keep
+/// (docs/tuning.md, "How the engine wires it"). Flushes and other compactions keep
 /// `bytes_per_sync` as configured: a write-behind in the flush made W2's
 /// stalls worse (docs/benchmarks.md).
 const RUN_MERGE_BYTES_PER_SYNC: u64 = 1 << 20;
