@@ -460,7 +460,26 @@ impl DbInner {
                     self.notify_event("on_compaction_begin", |l| l.on_compaction_begin(&info))
                 });
             }
-            self.run_compaction_inner(&mut st, cf, &c, &cancel)
+            let result = self.run_compaction_inner(&mut st, cf, &c, &cancel);
+            if result.is_ok() {
+                bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
+            }
+            // Told while the job still counts as running, so a caller of
+            // `wait_for_compact` has every completion event when it returns
+            // (RocksDB notifies before the job leaves its count too).
+            if listening {
+                info.micros = start.elapsed().as_micros() as u64;
+                info.cancelled = matches!(result, Err(Error::Cancelled));
+                if let Ok(out) = &result {
+                    info.output_files = out.iter().map(|f| f.number).collect();
+                    info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
+                    info.bytes_read = if c.trivial_move || c.is_deletion() { 0 } else { c.input_bytes() };
+                }
+                MutexGuard::unlocked(&mut st, || {
+                    self.notify_event("on_compaction_completed", |l| l.on_compaction_completed(&info))
+                });
+            }
+            result
         };
         if result.is_ok() {
             // With the inputs no longer marked as being compacted, they are
@@ -469,19 +488,6 @@ impl DbInner {
             // made obsolete while this one's MANIFEST write was in flight
             // were left for it (db/version_edits.rs, contract 2).
             self.delete_obsolete_files(st);
-            bump(&self.stats.compactions_by_reason[c.reason.index()], 1);
-        }
-        if listening {
-            info.micros = start.elapsed().as_micros() as u64;
-            info.cancelled = matches!(result, Err(Error::Cancelled));
-            if let Ok(out) = &result {
-                info.output_files = out.iter().map(|f| f.number).collect();
-                info.bytes_written = if c.trivial_move { 0 } else { out.iter().map(|f| f.file_size).sum() };
-                info.bytes_read = if c.trivial_move || c.is_deletion() { 0 } else { c.input_bytes() };
-            }
-            MutexGuard::unlocked(st, || {
-                self.notify_event("on_compaction_completed", |l| l.on_compaction_completed(&info))
-            });
         }
         result.map(|_| ())
     }
@@ -734,7 +740,7 @@ impl DbInner {
                 new_blob_file_number: &mut alloc_blob,
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: match self.opts().bytes_per_sync {
-                    0 if run_merge => RUN_MERGE_BYTES_PER_SYNC,
+                    0 if run_merge && self.tuning.deferred.load(Ordering::Relaxed) => RUN_MERGE_BYTES_PER_SYNC,
                     n => n,
                 },
             },
