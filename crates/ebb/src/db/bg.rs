@@ -954,8 +954,9 @@ impl DbInner {
             self.switch_memtables(st, &switch)?;
         }
         loop {
-            let pending = st.families.iter().find(|(_, f)| !f.imm.is_empty()).map(|(id, f)| (*id, f.imm.clone()));
-            match pending {
+            // With no flush running, no memtable is taken: the pick is all
+            // of a family's immutable memtables, the oldest WAL's first.
+            match Self::pick_flush(st) {
                 None if st.flush_running == 0 => return Ok(()),
                 Some((cf, mems)) if st.flush_running == 0 => {
                     let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
@@ -1366,8 +1367,8 @@ mod tests {
 
     /// An L0 run merge asks for write-behind on its outputs when
     /// `bytes_per_sync` is 0 (`RUN_MERGE_BYTES_PER_SYNC`); flushes do not.
-    /// Seen through MemFs: once the flushes are done, a fault on every
-    /// write-behind of a table catches the merge's first one.
+    /// Seen through MemFs: a fault on every write-behind of a table, set
+    /// before the flushes, catches none of theirs and the merge's first.
     #[test]
     fn l0_run_merges_write_their_outputs_behind() {
         let fs = crate::fs::MemFs::new();
@@ -1384,6 +1385,9 @@ mod tests {
         let db = crate::Db::open("/db", o).unwrap();
         let hooks = &db.inner.tuning;
         hooks.deferred.store(true, Ordering::Relaxed);
+        // Every write-behind of a table fails from here on: the flushes
+        // below must ask for none.
+        fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Flush).path_contains(".sst").persistent());
         // Ten L0 files of ~800 KB: a run merge takes at least eight of them
         // (`pick_l0_run_merge`) and writes several MiB.
         for round in 0..10 {
@@ -1393,8 +1397,7 @@ mod tests {
             }
             db.flush(true).unwrap();
         }
-        assert_eq!(fs.faults_injected(), 0);
-        fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Flush).path_contains(".sst").persistent());
+        assert_eq!(fs.faults_injected(), 0, "a flush asked for write-behind");
         hooks.merge_l0_runs.store(true, Ordering::Relaxed);
         db.inner.work_cv.notify_all();
         let start = Instant::now();
