@@ -143,7 +143,7 @@ impl TuningHooks {
     /// Stamps the time of a client write, for idle detection.
     pub(crate) fn on_client_write(&self) {
         if self.mode != BackgroundTuning::Off {
-            self.last_write_micros.store(self.clock.now_micros().max(1), Ordering::Relaxed);
+            self.last_write_micros.store(self.clock.now_micros_coarse().max(1), Ordering::Relaxed);
         }
     }
 

@@ -15,6 +15,10 @@
 //!    raised by 5 % whenever compaction used at least 95 % of its limit (the
 //!    limit was binding, so the disk may give more; the same 5 % step as
 //!    RocksDB's `Tune()`). Pacing would otherwise hide the disk's real speed.
+//!    A learned budget paces nothing until compaction has run unpaced in
+//!    two intervals (the limit is [`UNPACED_BYTES_PER_SEC`] until then):
+//!    flush and WAL rates alone say nothing of what the disk gives
+//!    compaction.
 //! 3. Pacing (thesis §5.2 "Rate-limiting compactions": "sum the rates to the
 //!    maximum write rate"): compaction limit = `max(floor, budget - foreground)`,
 //!    floor = `compaction_floor_pct` of the budget. Re-emitted when it moves by
@@ -34,7 +38,9 @@
 //!      `pause_immutable_memtables` memtables wait for flush; once deferred,
 //!      stay so until foreground falls under `resume_pct` of the budget and
 //!      `peak_resume_pct` of the peak (and memtables drain), or the client
-//!      goes idle.
+//!      goes idle. Load pressure starts a deferral only while some level's
+//!      score is at least `defer_min_score` (compaction has fallen behind);
+//!      waiting memtables start one whatever the score.
 //!      A bound that forces compaction during such a deferral shows the
 //!      load is sustained, not a burst a trough will pay for: deferral is
 //!      then held off (compaction paced, as with no deferral) until
@@ -103,7 +109,9 @@ pub struct AdaptiveConfig {
     pub interval_us: u64,
     /// Disk write budget for flush + WAL + compaction, bytes/s; 0 learns it.
     pub io_budget_bytes_per_sec: u64,
-    /// Starting point of a learned budget, bytes/s. Default 64 MiB/s.
+    /// Starting point of a learned budget, bytes/s. Default 64 MiB/s. It
+    /// paces nothing: a learned budget paces compaction only once
+    /// compaction has run unpaced (module step 2).
     pub initial_budget_bytes_per_sec: u64,
     /// Half-life of a learned budget's decay, microseconds. Default 10 min:
     /// slow, so a quiet spell does not forget what the disk can do.
@@ -127,6 +135,15 @@ pub struct AdaptiveConfig {
     pub pause_when_deferred: bool,
     /// Idle detection (UW paper).
     pub idle: IdleConfig,
+    /// `FlushPressure` enters a deferral for load only while some level's
+    /// compaction score (`compaction::picker::level_scores`) is at least
+    /// this: compaction has fallen behind the load. Below it compaction
+    /// keeps up, there is no debt worth deferring, and the tree stays what
+    /// `off` leaves. Memtables waiting for flush defer whatever the score;
+    /// a deferral under way ends by load, not by score. 0 disables the
+    /// gate. Default 2 (L0 at twice its trigger, or a level at twice its
+    /// target).
+    pub defer_min_score: f64,
     /// `max_subcompactions` during catch-up and forced compaction. Default 2
     /// (thesis §3.5.4: more did not help).
     pub catch_up_subcompactions: u32,
@@ -203,6 +220,7 @@ impl AdaptiveConfig {
                 peak_defer_pct: 50,
                 peak_resume_pct: 15,
             },
+            defer_min_score: 2.0,
             pause_immutable_memtables: 2,
             pause_when_deferred: false,
             idle: IdleConfig::throughput(),
@@ -380,8 +398,14 @@ pub struct Rates {
     pub foreground: u64,
     /// The I/O budget in use (configured or learned).
     pub budget: u64,
-    /// The paced compaction limit: `max(floor, budget - foreground)`.
+    /// The paced compaction limit: `max(floor, budget - foreground)`, or
+    /// [`UNPACED_BYTES_PER_SEC`] while a learned budget has not yet seen
+    /// compaction run.
     pub paced_limit: u64,
+    /// The limit of a catch-up or forced compaction: the budget, or
+    /// [`UNPACED_BYTES_PER_SEC`] while a learned budget has not yet seen
+    /// compaction run.
+    pub full_limit: u64,
     /// The highest foreground rate seen (decaying with the budget's half-life).
     pub peak_foreground: u64,
 }
@@ -459,9 +483,20 @@ pub struct AdaptiveTuner {
     /// and `FlushPressure` defers no more until it falls under its defer
     /// shares (a trough) or the client goes idle (module step 6).
     sustained: bool,
+    /// Intervals in which compaction ran while the learned budget was not
+    /// yet trusted (module step 2); it paces from [`BUDGET_SAMPLES`] on.
+    budget_samples: u32,
 }
 
 const MIN_BUDGET: f64 = 1_048_576.0;
+
+/// The compaction limit while a learned budget has not yet seen compaction
+/// run: none in practice (8 GiB/s, where the engine's pacer starts).
+pub const UNPACED_BYTES_PER_SEC: u64 = 8 << 30;
+
+/// Intervals in which compaction ran unpaced before a learned budget paces
+/// it: one interval may hold only the start of a compaction.
+const BUDGET_SAMPLES: u32 = 2;
 
 fn to_u64(x: f64) -> u64 {
     if x.is_finite() && x > 0.0 {
@@ -492,6 +527,7 @@ impl AdaptiveTuner {
             },
             stats: AdaptiveStats::default(),
             sustained: false,
+            budget_samples: 0,
             config,
         }
     }
@@ -536,6 +572,12 @@ impl AdaptiveTuner {
                 wal: per_sec(obs.wal_bytes, prev.wal_bytes),
                 compaction: per_sec(obs.compaction_bytes, prev.compaction_bytes),
             };
+            if !self.budget_known() && raw.compaction > 0.0 {
+                // Compaction ran unpaced: what the disk gave it and the
+                // foreground together is the first sample of the budget.
+                self.budget_samples += 1;
+                self.learned_budget = self.learned_budget.max(raw.flush + raw.wal + raw.compaction);
+            }
             self.smooth(raw);
             self.learn_budget(secs);
             if self.phase == Phase::Deferred {
@@ -584,11 +626,22 @@ impl AdaptiveTuner {
         self.learned_budget = learned.max(MIN_BUDGET);
     }
 
+    /// Whether the budget paces compaction: configured, or learned from
+    /// [`BUDGET_SAMPLES`] intervals of compaction running unpaced. Until
+    /// then the learned budget holds only what flushes and the WAL wrote,
+    /// which says nothing of what the disk can give compaction (W1's fills
+    /// write 56 MB/s; paced to what that leaves, their compaction ran
+    /// into the reads that followed).
+    fn budget_known(&self) -> bool {
+        self.config.io_budget_bytes_per_sec > 0 || self.budget_samples >= BUDGET_SAMPLES
+    }
+
     fn rates(&self) -> Rates {
         let r = self.rates.unwrap_or_default();
         let budget = self.budget();
         let foreground = to_u64(r.flush + r.wal);
         let floor = budget.saturating_mul(self.config.compaction_floor_pct) / 100;
+        let known = self.budget_known();
         Rates {
             client: to_u64(r.client),
             writes: to_u64(r.writes),
@@ -598,7 +651,8 @@ impl AdaptiveTuner {
             compaction: to_u64(r.compaction),
             foreground,
             budget,
-            paced_limit: budget.saturating_sub(foreground).max(floor),
+            paced_limit: if known { budget.saturating_sub(foreground).max(floor) } else { UNPACED_BYTES_PER_SEC },
+            full_limit: if known { budget } else { UNPACED_BYTES_PER_SEC },
             peak_foreground: to_u64(self.peak_foreground),
         }
     }
@@ -648,7 +702,8 @@ impl AdaptiveTuner {
                 let deferring = matches!(self.phase, Phase::Deferred | Phase::Forced);
                 let (pct, peak_pct) =
                     if deferring { (resume_pct, peak_resume_pct) } else { (defer_pct, peak_defer_pct) };
-                let pressed = load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
+                let behind = deferring || obs.max_level_score >= self.config.defer_min_score;
+                let pressed = behind && load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
                 !idle && !self.sustained && (memtables_wait || pressed)
             }
         }
@@ -683,9 +738,9 @@ impl AdaptiveTuner {
             // debt is paid with one thread (RocksDB's default), as `off`
             // would have paid it while it was written.
             Phase::CatchUp if reads_weigh(rates, c.catch_up_read_share_pct) => {
-                (true, false, c.base_subcompactions, Some(rates.budget))
+                (true, false, c.base_subcompactions, Some(rates.full_limit))
             }
-            Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.budget)),
+            Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.full_limit)),
         };
         let entered = next != self.phase;
         let mut actions = Vec::new();
@@ -803,6 +858,7 @@ mod tests {
                 foreground: 50 * MB,
                 budget: 100 * MB,
                 paced_limit: 50 * MB,
+                full_limit: 100 * MB,
                 peak_foreground: 50 * MB
             }
         );
@@ -833,6 +889,44 @@ mod tests {
         let d = tuner.observe(&observation(2_000, 84, 0, 0));
         assert_eq!(d.rates.flush, 42 * MB);
         assert_eq!(d.rates.paced_limit, 58 * MB);
+    }
+
+    /// A learned budget paces nothing until compaction has run unpaced in
+    /// two intervals: a fill writing 56 MB/s of flush and WAL (W1's) says
+    /// nothing of what compaction can have; once compaction has run at
+    /// 300 MB/s beside it, pacing leaves compaction what it had.
+    #[test]
+    fn a_learned_budget_paces_only_once_compaction_has_run() {
+        let config = AdaptiveConfig {
+            rate_smoothing_pct: 100,
+            defer: DeferPolicy::Never,
+            max_l0_files: 0,
+            ..AdaptiveConfig::adaptive()
+        };
+        let mut tuner = AdaptiveTuner::new(config);
+        let (mut flush, mut compaction) = (0, 0);
+        let mut step = |t_s: u64, flush_mb: u64, compaction_mb: u64| {
+            flush += flush_mb;
+            compaction += compaction_mb;
+            tuner.observe(&observation(t_s * 1000, flush, flush, compaction))
+        };
+        let d = step(0, 0, 0);
+        assert_eq!(rate_limits(&d.actions), [UNPACED_BYTES_PER_SEC]);
+        for t in 1..=10 {
+            let d = step(t, 28, 0);
+            assert_eq!(d.rates.paced_limit, UNPACED_BYTES_PER_SEC, "no compaction yet, at {t} s");
+            assert!(rate_limits(&d.actions).is_empty());
+        }
+        // One interval of compaction is not yet a sample of the disk.
+        let d = step(11, 28, 150);
+        assert_eq!((d.rates.paced_limit, d.rates.full_limit), (UNPACED_BYTES_PER_SEC, UNPACED_BYTES_PER_SEC));
+        // The second is: the budget is the most flush + WAL + compaction
+        // wrote together while unpaced (356 MB/s), and pacing leaves
+        // compaction that minus the foreground.
+        let d = step(12, 28, 300);
+        assert_eq!(d.rates.budget, 356 * MB);
+        assert_eq!(d.rates.paced_limit, 300 * MB);
+        assert_eq!(rate_limits(&d.actions), [300 * MB]);
     }
 
     #[test]
@@ -889,6 +983,9 @@ mod tests {
         last_write: Option<u64>,
         imm: usize,
         merging: bool,
+        /// Compaction bytes written per L0 byte compacted away (2: every
+        /// byte written once more below).
+        write_amp: f64,
     }
 
     impl Toy {
@@ -908,6 +1005,7 @@ mod tests {
                 last_write: None,
                 imm: 0,
                 merging: false,
+                write_amp: 2.0,
             }
         }
 
@@ -934,9 +1032,9 @@ mod tests {
                 return 0;
             }
             let room = (self.disk - 2.0 * client_mb * MB as f64).max(0.0);
-            let c = (self.limit.min(room) * secs).min(2.0 * self.l0_bytes) as u64;
+            let c = (self.limit.min(room) * secs).min(self.write_amp * self.l0_bytes) as u64;
             self.compaction += c;
-            self.l0_bytes -= c as f64 / 2.0;
+            self.l0_bytes -= c as f64 / self.write_amp;
             c
         }
 
@@ -1032,13 +1130,81 @@ mod tests {
         }
     }
 
+    /// Without the score gate: the deferral tests that follow are about
+    /// when a deferral starts and ends by load, on a toy whose compaction
+    /// keeps up; the gate has its own test
+    /// (`only_a_load_compaction_falls_behind_is_deferred`).
+    fn ungated(config: AdaptiveConfig) -> AdaptiveConfig {
+        AdaptiveConfig { defer_min_score: 0.0, ..config }
+    }
+
+    /// The score gate: a load at its own peak is deferred only once
+    /// compaction falls behind it. The same wave on a toy whose compaction
+    /// keeps up is never deferred (the tree stays what `off` leaves); on one
+    /// that falls behind near the peak (each L0 byte costs 12 bytes of
+    /// compaction, as a leveled tree's rewrites do), the deferral starts
+    /// once the score reaches 2 and then ends by load, not by score.
+    #[test]
+    fn only_a_load_compaction_falls_behind_is_deferred() {
+        let config =
+            AdaptiveConfig { initial_budget_bytes_per_sec: 2000 * MB, max_l0_files: 2000, ..Default::default() };
+        assert_eq!(config.defer_min_score, 2.0);
+        let mut tuner = AdaptiveTuner::new(config.clone());
+        let mut toy = Toy::new(8, 3000);
+        let steps = simulate(&mut tuner, &mut toy, 60_000_000, 500_000, sine);
+        assert!(steps.iter().all(|s| s.decision.phase == Phase::Paced), "{:?}", phase_sequence(&steps));
+        assert!(steps.iter().all(|s| s.l0_files < 8), "compaction kept up");
+        assert_eq!(tuner.stats().deferrals, 0);
+
+        let mut tuner = AdaptiveTuner::new(config.clone());
+        let mut toy = Toy { write_amp: 12.0, ..Toy::new(8, 3000) };
+        let steps = simulate(&mut tuner, &mut toy, 150_000_000, 500_000, sine);
+        assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred, Phase::CatchUp, Phase::Paced]);
+        let first = steps.iter().position(|s| s.decision.phase == Phase::Deferred).unwrap();
+        let before = &steps[first - 1];
+        // Paced while compaction kept up with the rising wave; deferred in
+        // the interval after L0 reached twice its trigger (8 files).
+        assert!(before.t_us >= 5_000_000, "deferred at {} us", steps[first].t_us);
+        assert!(steps[..first - 1].iter().all(|s| s.l0_files < 8));
+        assert!(steps[first].l0_files >= 8, "{} L0 files", steps[first].l0_files);
+        // Held to the wave's end (the toy merges nothing, so its score
+        // stays high; the deferral ends with the cool-down).
+        assert_eq!(phase_at(&steps, 59_500_000), Phase::Deferred);
+
+        // Ends by load, not by score: a deferral whose tree is no longer
+        // behind (score 0.5) stays deferred while the load presses.
+        let mut tuner = AdaptiveTuner::new(AdaptiveConfig {
+            io_budget_bytes_per_sec: 100 * MB,
+            rate_smoothing_pct: 100,
+            ..AdaptiveConfig::adaptive()
+        });
+        let mut o = Observation::default();
+        tuner.observe(&o);
+        o.max_level_score = 1.5;
+        let mut step = |o: &mut Observation, mb: u64, score: f64| {
+            o.now_micros += 1_000_000;
+            o.client_bytes += mb * MB;
+            o.wal_bytes += mb * MB;
+            o.flush_bytes += mb * MB;
+            o.max_level_score = score;
+            tuner.observe(o).phase
+        };
+        assert_eq!(step(&mut o, 40, 1.5), Phase::Paced, "pressed, but compaction keeps up");
+        assert_eq!(step(&mut o, 40, 2.0), Phase::Deferred, "pressed and behind");
+        assert_eq!(step(&mut o, 40, 0.5), Phase::Deferred, "still pressed");
+        assert_eq!(step(&mut o, 0, 0.5), Phase::Paced, "the load has gone, nothing to catch up");
+    }
+
     #[test]
     fn the_peak_rule_defers_a_cpu_bound_sine_at_once_and_catches_up_in_the_cool_down() {
         // A learned budget on a machine whose "disk" is the page cache: while
         // compaction runs it drives the budget far above what flushes use, so
         // the budget rule alone would never see flush pressure.
-        let config =
-            AdaptiveConfig { initial_budget_bytes_per_sec: 2000 * MB, max_l0_files: 2000, ..Default::default() };
+        let config = ungated(AdaptiveConfig {
+            initial_budget_bytes_per_sec: 2000 * MB,
+            max_l0_files: 2000,
+            ..Default::default()
+        });
         let mut tuner = AdaptiveTuner::new(config.clone());
         let mut toy = Toy::new(8, 3000);
         let steps = simulate(&mut tuner, &mut toy, 150_000_000, 500_000, sine);
@@ -1069,7 +1235,8 @@ mod tests {
     /// budget in a trough), and off again once the wave ends.
     #[test]
     fn a_deferral_merges_l0_runs_paced_to_the_waves_headroom() {
-        let config = AdaptiveConfig { io_budget_bytes_per_sec: 1000 * MB, max_l0_files: 0, ..Default::default() };
+        let config =
+            ungated(AdaptiveConfig { io_budget_bytes_per_sec: 1000 * MB, max_l0_files: 0, ..Default::default() });
         let mut tuner = AdaptiveTuner::new(config.clone());
         let mut toy = Toy::new(8, 3000);
         let wave = |t_us: u64| {
@@ -1107,7 +1274,8 @@ mod tests {
 
     #[test]
     fn a_periodic_trough_does_not_end_a_deferral_under_the_peak_rule() {
-        let config = AdaptiveConfig { io_budget_bytes_per_sec: 3000 * MB, max_l0_files: 0, ..Default::default() };
+        let config =
+            ungated(AdaptiveConfig { io_budget_bytes_per_sec: 3000 * MB, max_l0_files: 0, ..Default::default() });
         let mut tuner = AdaptiveTuner::new(config);
         let mut toy = Toy::new(8, 3000);
         // Two full periods of the wave: troughs at 0, 60 and 120 s (50 MB/s, 20 % of the peak).
@@ -1121,7 +1289,7 @@ mod tests {
 
     #[test]
     fn a_sine_load_is_deferred_at_the_peak_and_caught_up_after() {
-        let mut tuner = AdaptiveTuner::new(budget_only(sine_config()));
+        let mut tuner = AdaptiveTuner::new(ungated(budget_only(sine_config())));
         let mut toy = Toy::new(64, 600);
         let steps = simulate(&mut tuner, &mut toy, 180_000_000, 500_000, sine);
         assert_eq!(phase_sequence(&steps), [Phase::Paced, Phase::Deferred, Phase::CatchUp, Phase::Paced]);

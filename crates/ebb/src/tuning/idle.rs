@@ -15,9 +15,10 @@
 //! - [`IdlePolicy::SinceLastWrite`]: idle once `quiet_us` (paper: 500 ms) have
 //!   passed since the last client write. The paper probes "very frequently" to
 //!   catch the last write; Ebb asks the write path for the time of the last
-//!   write instead, so the check is exact at every call. Without that
-//!   timestamp, the detector infers the last write from the byte counter, to
-//!   the precision of the probe interval.
+//!   write instead (stamped from the coarse clock, to a few milliseconds),
+//!   so the check holds at every call. Without that timestamp, the
+//!   detector infers the last write from the byte counter, to the precision
+//!   of the probe interval.
 //!
 //! Pure logic: fed with cumulative client bytes and the clock's time by its
 //! caller. Not thread-safe on its own (`&mut self`); one tuner owns it.
