@@ -46,8 +46,8 @@ disabled=(--disable_auto_compactions=true --level0_file_num_compaction_trigger=1
 
 flags_for() {
   case $1 in
-    ebb-enabled) echo --engine=ebb --max_background_compactions=2 ;;
-    ebb-disabled) echo --engine=ebb "${disabled[@]}" ;;
+    ebb-enabled) echo --engine=ebb --background_tuning=off --max_background_compactions=2 ;;
+    ebb-disabled) echo --engine=ebb --background_tuning=off "${disabled[@]}" ;;
     ebb-thesis) echo --engine=ebb --max_background_compactions=2 --auto_tuned_compactions=true \
       --rate_limiter_bytes_per_sec="${THESIS_RATE:-398458880}" --subcompactions=2 ;;
     ebb-adaptive) echo --engine=ebb --max_background_compactions=2 --background_tuning=adaptive --subcompactions=2 --tuning_max_l0_files="${ADAPTIVE_MAX_L0:-4096}" ;;

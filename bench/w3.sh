@@ -28,7 +28,7 @@ if [ "${PROFILE:-ebb}" = leveldb ]; then
 fi
 flags_for() {
   case $1 in
-    ebb-off) echo --engine=ebb ;;
+    ebb-off) echo --engine=ebb --background_tuning=off ;;
     ebb-idle) echo --engine=ebb --background_tuning=idle ;;
     ebb-idle-lastwrite) echo --engine=ebb --background_tuning=idle --idle_policy=since_last_write ;;
     ebb-adaptive) echo --engine=ebb --background_tuning=adaptive ;;

@@ -285,8 +285,8 @@ fn tuner_line(out: &mut String, total: &Work, end: &EngineMetrics) {
     let Some(now) = &end.tuner else { return };
     if now.mode == "off" {
         out.push_str(
-            "  Tuner: off; --background_tuning=adaptive lets Ebb hold compaction back while writes peak \
-             and catch up afterwards (docs/tuning.md).\n",
+            "  Tuner: off; the default, --background_tuning=adaptive, lets Ebb hold compaction back while \
+             writes peak and compaction falls behind, and catch up afterwards (docs/tuning.md).\n",
         );
         return;
     }

@@ -179,10 +179,16 @@ pub struct Options {
     /// rate from how often it is drained (RocksDB `auto_tuned`). Default false.
     pub rate_limiter_auto_tuned: bool,
     /// The thesis's compaction auto-tuner (seed 000 §3.3): the same as
-    /// `background_tuning=thesis`. db_bench's `auto_tuned_compactions`. Default false.
+    /// `background_tuning=thesis`, and it takes the place of `off` or
+    /// `adaptive` (the default); it conflicts with `idle`. db_bench's
+    /// `auto_tuned_compactions`. Default false.
     pub auto_tuned_compactions: bool,
     /// Which tuner steers background work: off (RocksDB's behaviour), thesis,
-    /// adaptive or idle (docs/tuning.md). Default off.
+    /// adaptive or idle (docs/tuning.md). Default adaptive: it defers
+    /// compaction only while writes press and compaction falls behind them,
+    /// so on a load compaction keeps up with it does what off does. Adaptive
+    /// and idle raise the L0 stall triggers above their L0 bound
+    /// (`tuning_max_l0_files`, docs/tuning.md).
     pub background_tuning: BackgroundTuning,
     /// Thesis tuner: flush drains (percent of refill periods) at or above
     /// which compaction is disabled, together with the total watermark. Default 50.
@@ -380,7 +386,7 @@ impl Default for Options {
             rate_limiter_fairness: 10,
             rate_limiter_auto_tuned: false,
             auto_tuned_compactions: false,
-            background_tuning: BackgroundTuning::Off,
+            background_tuning: BackgroundTuning::Adaptive,
             tuning_flush_watermark_pct: 50,
             tuning_total_watermark_pct: 90,
             tuning_interval_us: 10_000_000,
@@ -590,9 +596,11 @@ impl Options {
     }
 
     /// The tuning mode in force: `background_tuning`, or thesis when
-    /// `auto_tuned_compactions` is set.
+    /// `auto_tuned_compactions` is set (over off or adaptive).
     pub fn tuning_mode(&self) -> BackgroundTuning {
-        if self.auto_tuned_compactions && self.background_tuning == BackgroundTuning::Off {
+        if self.auto_tuned_compactions
+            && matches!(self.background_tuning, BackgroundTuning::Off | BackgroundTuning::Adaptive)
+        {
             BackgroundTuning::Thesis
         } else {
             self.background_tuning
@@ -604,10 +612,8 @@ impl Options {
         fn bad(name: &str, why: &str) -> Result<()> {
             Err(Error::invalid(format!("option {name}: {why}")))
         }
-        if self.auto_tuned_compactions
-            && !matches!(self.background_tuning, BackgroundTuning::Off | BackgroundTuning::Thesis)
-        {
-            return bad("auto_tuned_compactions", "is the thesis tuner; it conflicts with background_tuning");
+        if self.auto_tuned_compactions && self.background_tuning == BackgroundTuning::Idle {
+            return bad("auto_tuned_compactions", "is the thesis tuner; it conflicts with background_tuning=idle");
         }
         if self.tuning_mode() == BackgroundTuning::Thesis && self.rate_limiter_bytes_per_sec == 0 {
             return bad(

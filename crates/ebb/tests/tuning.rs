@@ -49,6 +49,39 @@ fn adaptive_mode_puts_a_stall_backstop_above_its_l0_bound() {
     assert_eq!(db.options().level0_slowdown_writes_trigger, 60);
     assert_eq!(db.options().level0_stop_writes_trigger, 80);
     assert_eq!(db.metrics().tuning.mode, "adaptive");
+    // Adaptive is the default, and its backstop only raises: a trigger set
+    // above it stays (W2's "disabled" sets 10000), one below is raised.
+    let mut o = tiny_options(Some(MemFs::new()));
+    assert_eq!(o.background_tuning, BackgroundTuning::default());
+    assert_eq!(BackgroundTuning::default(), BackgroundTuning::Adaptive);
+    o.tuning_max_l0_files = 40;
+    o.level0_slowdown_writes_trigger = 10_000;
+    o.level0_stop_writes_trigger = 36;
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.options().level0_slowdown_writes_trigger, 10_000);
+    assert_eq!(db.options().level0_stop_writes_trigger, 80);
+    // Off keeps RocksDB's triggers as given.
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Off;
+    o.level0_stop_writes_trigger = 36;
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.options().level0_stop_writes_trigger, 36);
+    assert_eq!(db.metrics().tuning.mode, "off");
+}
+
+/// db_bench's `auto_tuned_compactions=true` selects the thesis tuner over
+/// the adaptive default (and over off), and is refused beside idle.
+#[test]
+fn auto_tuned_compactions_takes_the_place_of_the_default_tuner() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.auto_tuned_compactions = true;
+    o.rate_limiter_bytes_per_sec = 64 << 20;
+    assert_eq!(o.tuning_mode(), BackgroundTuning::Thesis);
+    o.background_tuning = BackgroundTuning::Off;
+    assert_eq!(o.tuning_mode(), BackgroundTuning::Thesis);
+    o.background_tuning = BackgroundTuning::Idle;
+    let e = Db::open("/db", o).err().expect("idle and the thesis tuner together must be refused");
+    assert!(e.to_string().contains("auto_tuned_compactions"), "{e}");
 }
 
 /// Idle-time scheduling (seed 002): compaction is deferred while the client
@@ -94,6 +127,39 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
     assert!(ev.iter().any(|e| e == "defer compaction"), "{ev:?}");
     assert!(ev.iter().any(|e| e == "enable compaction"), "{ev:?}");
     assert_eq!(scan(&db, ReadOptions::default()), model);
+}
+
+/// `wait_for_compact` during a deferral waits for the deferral to end and
+/// the catch-up to finish: it returns with the tree compacted, as under
+/// `off`, not with the deferral's L0.
+#[test]
+fn wait_for_compact_waits_out_a_deferral() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Idle;
+    o.idle_policy = IdlePolicyKind::SinceLastWrite;
+    o.idle_quiet_ms = 150;
+    o.idle_probe_interval_ms = 20;
+    o.tuning_max_l0_files = 200;
+    o.max_write_buffer_number = 8;
+    let trigger = o.level0_file_num_compaction_trigger as usize;
+    let db = Db::open("/db", o).unwrap();
+    let start = Instant::now();
+    let mut i = 0u32;
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(20), "never deferred with L0 piled up");
+        for _ in 0..200 {
+            db.put(format!("key{:05}", i % 20_000).as_bytes(), &[7u8; 80]).unwrap();
+            i += 1;
+        }
+        let m = db.metrics();
+        if m.tuning.compaction_deferred && m.files_per_level[0] >= trigger + 2 {
+            break;
+        }
+    }
+    db.wait_for_compact().unwrap();
+    let m = db.metrics();
+    assert!(!m.tuning.compaction_deferred, "returned during the deferral");
+    assert!(m.files_per_level[0] < trigger, "returned before the catch-up: {:?}", m.files_per_level);
 }
 
 /// Every tuning mode keeps the database equal to the model through writes,

@@ -853,8 +853,12 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            let needs = !self.tuning.deferred.load(Ordering::Relaxed)
-                && st.families.iter().any(|(id, f)| {
+            // A deferral is compaction put off, not compaction done: wait
+            // for the tuner to end it (it ends when writes stop) and for
+            // the catch-up that follows.
+            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.shutting_down;
+            let needs = deferred
+                || st.families.iter().any(|(id, f)| {
                     let opts = self.family_opts(&f.data);
                     !opts.disable_auto_compactions && self.pick_compaction(&st, *id, &opts).is_some()
                 });

@@ -601,7 +601,12 @@ impl Db {
         self.inner.compact_range(0, begin, end)
     }
 
-    /// Waits until no flush or compaction is running or needed.
+    /// Waits until no flush or compaction is running or needed. A tuner's
+    /// deferral (docs/tuning.md) counts as compaction needed: the call
+    /// returns after the deferral has ended (the adaptive and idle tuners
+    /// end it within about a probe interval of the writes stopping) and the
+    /// catch-up is done, so what it leaves is the compacted tree, as with
+    /// `off`. Writes that keep pressing from other threads keep it waiting.
     pub fn wait_for_compact(&self) -> Result<()> {
         self.inner.wait_for_compact()
     }

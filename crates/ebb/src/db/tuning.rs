@@ -243,12 +243,34 @@ pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
 
 /// Option changes the mode makes at open: the thesis's
 /// `PrepareAutoTunedCompactions` (§3.5.6), or the adaptive tuner's stall
-/// backstop above its L0 bound.
+/// backstop above its L0 bound. The backstop only raises: an L0 trigger
+/// already above it stays (W2's "disabled" sets 10000), and a
+/// pending-bytes limit is lifted only where the backstop has none.
 pub(crate) fn changes_at_open(o: &Options) -> Vec<(&'static str, String)> {
     match o.tuning_mode() {
         BackgroundTuning::Off => Vec::new(),
         BackgroundTuning::Thesis => thesis_tuner(o).prepare_changes(),
-        BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(o).stall_backstop(),
+        BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(o)
+            .stall_backstop()
+            .into_iter()
+            .filter(|(name, value)| {
+                let current = match *name {
+                    "level0_slowdown_writes_trigger" => i64::from(o.level0_slowdown_writes_trigger),
+                    "level0_stop_writes_trigger" => i64::from(o.level0_stop_writes_trigger),
+                    "soft_pending_compaction_bytes_limit" => {
+                        i64::try_from(o.soft_pending_compaction_bytes_limit).unwrap_or(i64::MAX)
+                    }
+                    "hard_pending_compaction_bytes_limit" => {
+                        i64::try_from(o.hard_pending_compaction_bytes_limit).unwrap_or(i64::MAX)
+                    }
+                    _ => return true,
+                };
+                let lifted_to = value.parse::<i64>().unwrap_or(i64::MAX);
+                // 0 is "no limit": above every other value.
+                let rank = |v: i64| if v <= 0 { i64::MAX } else { v };
+                rank(lifted_to) > rank(current)
+            })
+            .collect(),
     }
 }
 

@@ -30,12 +30,13 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackgroundTuning {
     /// No tuner: RocksDB's behaviour.
-    #[default]
     Off,
     /// The thesis's compaction toggle from rate-limiter drains ([`auto_tuner`]).
     Thesis,
     /// Ebb's pacing, deferral under flush pressure, catch-up and bounds
-    /// ([`adaptive::AdaptiveConfig::adaptive`]).
+    /// ([`adaptive::AdaptiveConfig::adaptive`]). The default: on loads
+    /// compaction keeps up with it does what `Off` does (docs/tuning.md).
+    #[default]
     Adaptive,
     /// Compaction only while the client is idle, with catch-up and bounds
     /// ([`adaptive::AdaptiveConfig::idle`]).
