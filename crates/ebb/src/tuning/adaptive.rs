@@ -572,9 +572,10 @@ impl AdaptiveTuner {
                 wal: per_sec(obs.wal_bytes, prev.wal_bytes),
                 compaction: per_sec(obs.compaction_bytes, prev.compaction_bytes),
             };
-            if !self.budget_known() && raw.compaction > 0.0 {
-                // Compaction ran unpaced: what the disk gave it and the
-                // foreground together is the first sample of the budget.
+            if !self.budget_known() && raw.compaction > 0.0 && self.phase != Phase::Deferred {
+                // Compaction ran unpaced (a deferral's run merges are paced
+                // to the wave's headroom): what the disk gave it and the
+                // foreground together is a sample of the budget.
                 self.budget_samples += 1;
                 self.learned_budget = self.learned_budget.max(raw.flush + raw.wal + raw.compaction);
             }
