@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{scan, tiny_options};
 use ebb::fs::MemFs;
-use ebb::{BackgroundTuning, Db, EventListener, IdlePolicyKind, ReadOptions, TuningEvent};
+use ebb::{BackgroundTuning, Db, EventListener, IdlePolicyKind, Options, ReadOptions, TuningEvent};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -84,11 +84,9 @@ fn auto_tuned_compactions_takes_the_place_of_the_default_tuner() {
     assert!(e.to_string().contains("auto_tuned_compactions"), "{e}");
 }
 
-/// Idle-time scheduling (seed 002): compaction is deferred while the client
-/// writes, and runs once it has been quiet, leaving L0 under its trigger.
-#[test]
-fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
-    let events = Arc::new(Events::default());
+/// The idle mode on a memory file system, quiet after 150 ms without a
+/// write (probed every 20 ms), with room for L0 to pile up in a burst.
+fn idle_after_150ms() -> Options {
     let mut o = tiny_options(Some(MemFs::new()));
     o.background_tuning = BackgroundTuning::Idle;
     o.idle_policy = IdlePolicyKind::SinceLastWrite;
@@ -96,6 +94,15 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
     o.idle_probe_interval_ms = 20;
     o.tuning_max_l0_files = 200;
     o.max_write_buffer_number = 8;
+    o
+}
+
+/// Idle-time scheduling (seed 002): compaction is deferred while the client
+/// writes, and runs once it has been quiet, leaving L0 under its trigger.
+#[test]
+fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
+    let events = Arc::new(Events::default());
+    let mut o = idle_after_150ms();
     o.listeners.push(events.clone());
     let db = Db::open("/db", o).unwrap();
     let mut rng = StdRng::seed_from_u64(3);
@@ -134,13 +141,7 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
 /// `off`, not with the deferral's L0.
 #[test]
 fn wait_for_compact_waits_out_a_deferral() {
-    let mut o = tiny_options(Some(MemFs::new()));
-    o.background_tuning = BackgroundTuning::Idle;
-    o.idle_policy = IdlePolicyKind::SinceLastWrite;
-    o.idle_quiet_ms = 150;
-    o.idle_probe_interval_ms = 20;
-    o.tuning_max_l0_files = 200;
-    o.max_write_buffer_number = 8;
+    let o = idle_after_150ms();
     let trigger = o.level0_file_num_compaction_trigger as usize;
     let db = Db::open("/db", o).unwrap();
     let start = Instant::now();
