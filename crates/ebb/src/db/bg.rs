@@ -1323,6 +1323,9 @@ mod tests {
     fn a_deferral_with_l0_run_merges_merges_l0_only_and_keeps_the_newest_values() {
         let dir = tempfile::tempdir().unwrap();
         let mut o = crate::Options::default();
+        // The test drives the tuning hooks by hand: no tuner thread of the
+        // default mode may change them under it.
+        o.background_tuning = crate::BackgroundTuning::Off;
         o.create_if_missing = true;
         o.write_buffer_size = 16 << 10;
         o.max_write_buffer_number = 8;
@@ -1377,6 +1380,9 @@ mod tests {
     fn l0_run_merges_write_their_outputs_behind() {
         let fs = crate::fs::MemFs::new();
         let mut o = crate::Options::default();
+        // The test drives the tuning hooks by hand: no tuner thread of the
+        // default mode may change them under it.
+        o.background_tuning = crate::BackgroundTuning::Off;
         o.create_if_missing = true;
         o.fs = Arc::new(fs.clone());
         o.write_buffer_size = 4 << 20;
@@ -1420,6 +1426,9 @@ mod tests {
     fn deferred_l0_tables_get_filters_with_more_bits_per_key() {
         let dir = tempfile::tempdir().unwrap();
         let mut o = crate::Options::default();
+        // The test drives the tuning hooks by hand: no tuner thread of the
+        // default mode may change them under it.
+        o.background_tuning = crate::BackgroundTuning::Off;
         o.create_if_missing = true;
         o.level0_file_num_compaction_trigger = 2;
         o.level0_slowdown_writes_trigger = 1000;

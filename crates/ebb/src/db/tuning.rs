@@ -254,21 +254,13 @@ pub(crate) fn changes_at_open(o: &Options) -> Vec<(&'static str, String)> {
             .stall_backstop()
             .into_iter()
             .filter(|(name, value)| {
-                let current = match *name {
-                    "level0_slowdown_writes_trigger" => i64::from(o.level0_slowdown_writes_trigger),
-                    "level0_stop_writes_trigger" => i64::from(o.level0_stop_writes_trigger),
-                    "soft_pending_compaction_bytes_limit" => {
-                        i64::try_from(o.soft_pending_compaction_bytes_limit).unwrap_or(i64::MAX)
-                    }
-                    "hard_pending_compaction_bytes_limit" => {
-                        i64::try_from(o.hard_pending_compaction_bytes_limit).unwrap_or(i64::MAX)
-                    }
-                    _ => return true,
+                // 0 (or anything not a positive number) is "no limit":
+                // above every other value.
+                let rank = |text: &str| match text.parse::<i128>() {
+                    Ok(v) if v > 0 => v,
+                    _ => i128::MAX,
                 };
-                let lifted_to = value.parse::<i64>().unwrap_or(i64::MAX);
-                // 0 is "no limit": above every other value.
-                let rank = |v: i64| if v <= 0 { i64::MAX } else { v };
-                rank(lifted_to) > rank(current)
+                o.get(name).is_none_or(|current| rank(value) > rank(&current))
             })
             .collect(),
     }
