@@ -102,6 +102,79 @@ fn a_mix_becomes_mix_flags() {
 }
 
 #[test]
+fn stages_run_the_points_engine_and_only_the_knobs_they_inherit() {
+    let e = experiment(
+        r#"
+benchmarks = ["overwrite", "after.readrandom"]
+[workload]
+benchmarks = "overwrite"
+num = 1000
+bloom_bits = 10
+bottommost_compression = "lz4"
+[before]
+benchmarks = "fillseq"
+num = 1000
+disable_auto_compactions = true
+[after]
+inherit = ["bloom_bits", "bottommost_compression", "cache_size"]
+benchmarks = "readrandom"
+reads = 10
+[[points]]
+label = "ebb, 4 bits"
+engine = "ebb"
+bloom_bits = 4
+[[points]]
+disable_auto_compactions = true
+"#,
+    )
+    .unwrap();
+    assert!(e.listed);
+    assert_eq!(e.points[0].label(), "ebb, 4 bits");
+    assert_eq!(e.points[1].label(), "disable_auto_compactions=true");
+    let run = e.workload.settings.then(&e.points[0].settings());
+    let before = e.before.as_ref().unwrap().for_run(&run).args;
+    assert_eq!(before, ["--engine=ebb", "--benchmarks=fillseq", "--disable_auto_compactions=true", "--num=1000"]);
+    // The point's value wins over the workload's; a knob neither sets is not passed.
+    let after = e.after.as_ref().unwrap().for_run(&run);
+    assert_eq!(after.args, ["--engine=ebb", "--bloom_bits=4", "--benchmarks=readrandom", "--reads=10"]);
+    assert_eq!(after.option_lines, ["bottommost_compression=lz4"]);
+    // A point that leaves the engine to the default passes none; the stage takes the workload's bloom bits.
+    let run = e.workload.settings.then(&e.points[1].settings());
+    assert_eq!(e.after.as_ref().unwrap().for_run(&run).args[0], "--bloom_bits=10");
+}
+
+#[test]
+fn invalid_stages_and_labels_are_refused() {
+    let points = "[[points]]\nnum = 10\n";
+    refused(&format!("{WORKLOAD}[after]\nreads = 3\n{points}"), &["after", "benchmarks"]);
+    refused(&format!("{WORKLOAD}[after]\nbenchmarks = \"readrandom\"\nengine = \"ebb\"\n{points}"), &["engine"]);
+    refused(
+        &format!("{WORKLOAD}[before]\nbenchmarks = \"fillseq\"\ninherit = [\"engine\"]\n{points}"),
+        &["before.inherit", "engine"],
+    );
+    refused(
+        &format!(
+            "{WORKLOAD}[after]\nbenchmarks = \"readrandom\"\ninherit = [\"bloom_bits\"]\nbloom_bits = 3\n{points}"
+        ),
+        &["bloom_bits", "both inherited and set"],
+    );
+    refused(
+        &format!("{WORKLOAD}[after]\nbenchmarks = \"readrandom\"\ninherit = [\"blom_bits\"]\n{points}"),
+        &["after.inherit", "blom_bits"],
+    );
+    refused(&format!("{WORKLOAD}[after]\nbenchmarks = \"nosuch\"\n{points}"), &["point 1", "after", "nosuch"]);
+    refused(
+        &format!("benchmarks = [\"after.readseq\"]\n{WORKLOAD}[after]\nbenchmarks = \"readrandom\"\n{points}"),
+        &["after.readseq", "not run", "after.readrandom"],
+    );
+    refused(
+        &format!("{WORKLOAD}[[points]]\nlabel = \"a\"\nnum = 1\n[[points]]\nlabel = \"a\"\n"),
+        &["points[1]", "points[2]", "own label"],
+    );
+    refused(&format!("{WORKLOAD}[[points]]\nlabel = 3\n"), &["points[1]", "label"]);
+}
+
+#[test]
 fn invalid_files_are_refused_naming_the_problem() {
     refused(&format!("repetition = 3\n{WORKLOAD}[grid]\nnum = [1]\n"), &["unknown field `repetition`"]);
     refused(&format!("{WORKLOAD}[grid]\nwrite_bufer_size = [1]\n"), &["write_bufer_size", "write_buffer_size"]);

@@ -85,6 +85,94 @@ fn a_tiny_grid_runs_end_to_end() {
     assert!(svg.contains("<svg") && svg.contains("fillrandom: ops_per_sec vs write_buffer_size"), "plot");
 }
 
+const STAGED: &str = r#"
+name = "staged"
+description = "a fill before, overwrite measured, a read-back after"
+repetitions = 1
+figures = ["ops_per_sec", "p99_micros"]
+
+[workload]
+benchmarks = "overwrite"
+num = 300
+value_size = 100
+
+[before]
+benchmarks = "fillseq"
+num = 300
+value_size = 100
+
+[after]
+inherit = ["bloom_bits"]
+benchmarks = "readrandom,readseq"
+num = 300
+value_size = 100
+reads = 200
+
+[[points]]
+label = "no filter"
+bloom_bits = 0
+
+[[points]]
+label = "12 bits"
+bloom_bits = 12
+"#;
+
+#[test]
+fn stages_run_before_and_after_on_the_same_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("staged.toml");
+    std::fs::write(&file, STAGED).unwrap();
+    let out = dir.path().join("out");
+    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+    let results: ExperimentResults =
+        serde_json::from_str(&std::fs::read_to_string(out.join("runs.json")).unwrap()).unwrap();
+    for (p, bits) in results.points.iter().zip([0, 12]) {
+        let r = &p.runs[0];
+        assert!(r.ok, "{:?}", r.error);
+        let names: Vec<&String> = r.figures.keys().collect();
+        assert_eq!(names, ["after.readrandom", "after.readseq", "overwrite"], "the fill is not measured");
+        let tag = format!("p{}-r0", p.index);
+        // The read-back found every key the fill wrote: it read the same database.
+        let after: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(format!("reports/{tag}.after.json"))).unwrap())
+                .unwrap();
+        let read = after["results"].as_array().unwrap().iter().find(|b| b["name"] == "readrandom").unwrap();
+        assert_eq!(read["message"], "(200 of 200 found)", "{read}");
+        assert_eq!(after["flags"]["bloom_bits"]["value"], bits, "the point's bloom bits reach the read-back");
+        assert_eq!(after["flags"]["use_existing_db"]["value"], true);
+        let main: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(format!("reports/{tag}.json"))).unwrap()).unwrap();
+        assert_eq!(main["flags"]["use_existing_db"]["value"], true, "the measured run starts from the fill");
+        assert!(out.join(format!("logs/{tag}.before.log")).exists());
+    }
+    let table = std::fs::read_to_string(out.join("table.txt")).unwrap();
+    assert!(table.lines().nth(1).unwrap().starts_with("point      bloom_bits  benchmark"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("12 bits") && l.contains("after.readrandom")), "{table}");
+    let svg = std::fs::read_to_string(out.join("plot-points.svg")).unwrap();
+    assert!(svg.contains("overwrite: ops_per_sec") && svg.contains("12 bits"), "plot");
+    assert!(!out.join("plot-bloom_bits.svg").exists(), "a list of points is plotted side by side");
+
+    // --replot redraws from runs.json, running nothing: new labels reach the table.
+    std::fs::remove_file(out.join("plot-points.svg")).unwrap();
+    let renamed = dir.path().join("renamed.toml");
+    std::fs::write(&renamed, STAGED.replace("\"12 bits\"", "\"twelve bits per key\"")).unwrap();
+    let o = ebb_bench(&["experiment", renamed.to_str().unwrap(), "--replot", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = std::fs::read_to_string(out.join("table.txt")).unwrap();
+    assert!(table.lines().any(|l| l.starts_with("twelve bits per key") && l.contains("overwrite")), "{table}");
+    assert!(out.join("plot-points.svg").exists());
+    let runs = std::fs::read_dir(out.join("reports")).unwrap().count();
+    assert_eq!(runs, 6, "two points, three reports each, none added");
+    // Another experiment's file is refused.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, STAGED.replace("bloom_bits = 12", "bloom_bits = 14")).unwrap();
+    let o = ebb_bench(&["experiment", other.to_str().unwrap(), "--replot", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("not the same experiment"), "{}", text(&o.stderr));
+}
+
 #[test]
 fn dry_run_prints_the_plan_and_runs_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,6 +23,8 @@ pub enum Style {
     LineWithRange,
     /// Markers only.
     Dots,
+    /// Markers with min–max bars, no line (categories side by side).
+    DotsWithRange,
     /// A step line (best so far).
     Steps,
     /// A horizontal dashed line at the first point's y (a baseline).
@@ -72,13 +74,19 @@ fn plot_error(e: impl std::fmt::Display) -> BenchError {
 
 /// Draws `panels` in a grid of `cols` columns into `out` (`.svg` or `.png`).
 pub fn draw(panels: &[Panel], cols: usize, out: &Path) -> Result<()> {
+    draw_wide(panels, cols, out, PANEL_WIDTH)
+}
+
+/// As [`draw`], each panel `panel_width` pixels wide (at least the usual
+/// width): room for long category labels side by side.
+pub fn draw_wide(panels: &[Panel], cols: usize, out: &Path, panel_width: u32) -> Result<()> {
     if panels.is_empty() {
         bail!("plot {}: nothing to draw", out.display());
     }
     register_font()?;
     let cols = cols.clamp(1, panels.len());
     let rows = panels.len().div_ceil(cols);
-    let size = (PANEL_WIDTH * cols as u32, PANEL_HEIGHT * rows as u32);
+    let size = (panel_width.max(PANEL_WIDTH) * cols as u32, PANEL_HEIGHT * rows as u32);
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("svg") => draw_on(SVGBackend::new(out, size).into_drawing_area(), panels, rows, cols),
         Some("png") => draw_on(BitMapBackend::new(out, size).into_drawing_area(), panels, rows, cols),
@@ -160,6 +168,21 @@ where
                 chart
                     .draw_series(
                         points.iter().filter(|p| p.3 > p.2).map(|p| PathElement::new([(p.0, p.2), (p.0, p.3)], color)),
+                    )
+                    .map_err(plot_error)?;
+            }
+            Style::DotsWithRange => {
+                chart
+                    .draw_series(points.iter().map(|p| Circle::new((p.0, p.1), 4, color.filled())))
+                    .map_err(plot_error)?
+                    .label(&s.label)
+                    .legend(move |(x, y)| Circle::new((x + 7, y), 4, color.filled()));
+                chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .filter(|p| p.3 > p.2)
+                            .map(|p| PathElement::new([(p.0, p.2), (p.0, p.3)], color.stroke_width(2))),
                     )
                     .map_err(plot_error)?;
             }

@@ -1,6 +1,8 @@
 //! One benchmark run as a child process of this binary (`--json`, a fresh
 //! database in a temporary directory, stdout and stderr to a log file): a
-//! crash or a stuck engine ends that run, not the experiment.
+//! crash or a stuck engine ends that run, not the experiment. A run may have
+//! a stage before it (a fill it starts from) and one after it (a read-back of
+//! the database it left), each its own child process on the same database.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,6 +26,10 @@ pub struct RunSpec<'a> {
     pub out: &'a Path,
     /// Names the run's files (`p3-r1`).
     pub tag: &'a str,
+    /// A run on the fresh database before this one (its report is not measured).
+    pub before: Option<&'a Settings>,
+    /// A run on the database this one left.
+    pub after: Option<&'a Settings>,
 }
 
 /// A finished run.
@@ -37,6 +43,8 @@ pub struct RunOutcome {
     pub wall_secs: f64,
     /// Where the report is.
     pub report_path: PathBuf,
+    /// The report of the stage after the run, if it has one.
+    pub after: Option<Report>,
 }
 
 /// Where a run's files go: (report, log, OPTIONS).
@@ -53,34 +61,33 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> BenchError {
 }
 
 /// The arguments of a run, without the database and report paths.
-pub fn run_args(spec: &RunSpec<'_>) -> Result<Vec<String>> {
-    let mut args = spec.settings.args.clone();
+fn run_args(settings: &Settings, seed: u64, out: &Path, tag: &str) -> Result<Vec<String>> {
+    let mut args = settings.args.clone();
     let flags = parse_flags(&args)?;
-    if let Some(text) = options_text(&flags, spec.settings)? {
-        let (_, _, options) = run_files(spec.out, spec.tag);
+    if let Some(text) = options_text(&flags, settings)? {
+        let (_, _, options) = run_files(out, tag);
         if let Some(dir) = options.parent() {
             std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
         }
         std::fs::write(&options, text).map_err(|e| io_error("write", &options, e))?;
         args.push(format!("--options_file={}", options.display()));
     }
-    args.push(format!("--seed={}", spec.seed));
+    args.push(format!("--seed={seed}"));
     args.push("--progress=false".into());
     Ok(args)
 }
 
-/// Runs the benchmark; an error says why and where the log is.
-pub fn run(spec: &RunSpec<'_>) -> Result<RunOutcome> {
-    let (report_path, log_path, _) = run_files(spec.out, spec.tag);
+/// Runs one child process with `args` on `db`, its report to `tag`'s report
+/// file; returns the report and the wall-clock seconds.
+fn invoke(spec: &RunSpec<'_>, settings: &Settings, tag: &str, db: &Path, existing: bool) -> Result<(Report, f64)> {
+    let (report_path, log_path, _) = run_files(spec.out, tag);
     for dir in [report_path.parent(), log_path.parent()].into_iter().flatten() {
         std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
     }
-    let mut args = run_args(spec)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("ebb-experiment-")
-        .tempdir()
-        .map_err(|e| BenchError::new(format!("cannot create a temporary database directory: {e}")))?;
-    let db = scratch.path().join("db");
+    let mut args = run_args(settings, spec.seed, spec.out, tag)?;
+    if existing {
+        args.push("--use_existing_db=true".into());
+    }
     args.push(format!("--db={}", db.display()));
     args.push(format!("--json={}", report_path.display()));
     let _ = std::fs::remove_file(&report_path);
@@ -98,14 +105,30 @@ pub fn run(spec: &RunSpec<'_>) -> Result<RunOutcome> {
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no output)");
-        return Err(BenchError::new(format!(
-            "run {} failed ({status}): {last} (log: {})",
-            spec.tag,
-            log_path.display()
-        )));
+        return Err(BenchError::new(format!("run {tag} failed ({status}): {last} (log: {})", log_path.display())));
     }
-    let report = Report::read(&report_path)?;
-    Ok(RunOutcome { report, db_bytes: dir_bytes(&db), wall_secs, report_path })
+    Ok((Report::read(&report_path)?, wall_secs))
+}
+
+/// Runs the benchmark (with its stages, on one fresh database); an error says
+/// which stage failed, why, and where its log is.
+pub fn run(spec: &RunSpec<'_>) -> Result<RunOutcome> {
+    let scratch = tempfile::Builder::new()
+        .prefix("ebb-experiment-")
+        .tempdir()
+        .map_err(|e| BenchError::new(format!("cannot create a temporary database directory: {e}")))?;
+    let db = scratch.path().join("db");
+    if let Some(before) = spec.before {
+        invoke(spec, before, &format!("{}.before", spec.tag), &db, false)?;
+    }
+    let (report, wall_secs) = invoke(spec, spec.settings, spec.tag, &db, spec.before.is_some())?;
+    let db_bytes = dir_bytes(&db);
+    let after = match spec.after {
+        Some(after) => Some(invoke(spec, after, &format!("{}.after", spec.tag), &db, true)?.0),
+        None => None,
+    };
+    let (report_path, _, _) = run_files(spec.out, spec.tag);
+    Ok(RunOutcome { report, db_bytes, wall_secs, report_path, after })
 }
 
 /// Bytes of the files under `dir` (0 when it is missing).

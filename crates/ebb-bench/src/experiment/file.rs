@@ -12,7 +12,7 @@ use crate::error::{BenchError, Result};
 
 use super::figures::Figure;
 use super::spec::{
-    check_run, knob_value, parse_workload, resolve_knob, size_label, Knob, KnobValue, Settings, Workload,
+    check_run, knob_value, parse_workload, resolve_knob, size_label, Knob, KnobValue, Settings, Target, Workload,
 };
 
 /// Figures reported when a file names none.
@@ -35,6 +35,8 @@ struct RawExperiment {
     figures: Option<Vec<String>>,
     benchmarks: Option<Vec<String>>,
     plot: Option<Vec<String>>,
+    before: Option<toml::Value>,
+    after: Option<toml::Value>,
 }
 
 /// One point of the sweep: a value for each swept knob it sets.
@@ -42,11 +44,16 @@ struct RawExperiment {
 pub struct Point {
     /// (knob, value) in the order of [`Experiment::swept`].
     pub values: Vec<(Knob, KnobValue)>,
+    /// The name a `[[points]]` entry gives itself (`label = "..."`).
+    pub name: Option<String>,
 }
 
 impl Point {
-    /// `name=value, ...`, or `(defaults)` for a point that sets nothing.
+    /// Its name, or `name=value, ...`, or `(defaults)` for a point that sets nothing.
     pub fn label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
         if self.values.is_empty() {
             return "(defaults)".into();
         }
@@ -68,6 +75,72 @@ impl Point {
     }
 }
 
+/// A run on the measured run's database: `[before]` it, on the fresh
+/// database (a fill the measured run starts from), or `[after]` it (a
+/// read-back of the tree it left). It runs the point's engine and takes the
+/// knobs it inherits from the workload and the point; nothing else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    /// Its own flags and OPTIONS lines.
+    pub settings: Settings,
+    /// Knobs whose values (the workload's, then the point's) it takes.
+    pub inherit: Vec<Knob>,
+}
+
+impl Stage {
+    /// The settings of this stage for a run whose settings are `run`: the
+    /// engine and the inherited knobs as `run` sets them, then its own.
+    pub fn for_run(&self, run: &Settings) -> Settings {
+        let mut out = Settings::default();
+        let last_arg = |flag: &str| run.args.iter().rev().find(|a| a.starts_with(&format!("--{flag}="))).cloned();
+        if let Some(engine) = last_arg("engine") {
+            out.args.push(engine);
+        }
+        for knob in &self.inherit {
+            match &knob.target {
+                Target::Flag(flag) => out.args.extend(last_arg(flag)),
+                Target::EngineOption(option) => out
+                    .option_lines
+                    .extend(run.option_lines.iter().rev().find(|l| l.starts_with(&format!("{option}="))).cloned()),
+            }
+        }
+        out.then(&self.settings)
+    }
+}
+
+/// What a `[before]` or `[after]` table says: `inherit = [knobs]` and flags
+/// as in a workload table.
+fn parse_stage(v: &toml::Value, base_dir: &Path, field: &str) -> Result<Stage> {
+    let toml::Value::Table(table) = v else { bail!("{field} must be a table of knobs") };
+    let mut rest = table.clone();
+    let mut inherit = Vec::new();
+    if let Some(list) = rest.remove("inherit") {
+        let toml::Value::Array(items) = list else { bail!("{field}.inherit must be an array of knob names") };
+        for item in items {
+            let toml::Value::String(name) = item else { bail!("{field}.inherit must be an array of knob names") };
+            let knob = resolve_knob(&name).map_err(|e| e.context(format!("{field}.inherit")))?;
+            if knob.name == "engine" {
+                bail!("{field}.inherit: the engine is always the point's; leave it out");
+            }
+            inherit.push(knob);
+        }
+    }
+    if rest.contains_key("engine") {
+        bail!("{field}: a stage runs the point's engine; `engine` cannot be set here");
+    }
+    if let Some(k) = inherit.iter().find(|k| rest.contains_key(&k.name)) {
+        bail!("{field}: {:?} is both inherited and set; keep one", k.name);
+    }
+    if !rest.contains_key("benchmarks") {
+        bail!("{field}: name the stage's `benchmarks`");
+    }
+    let workload = parse_workload(Some(&toml::Value::Table(rest)), base_dir).map_err(|e| e.context(field))?;
+    Ok(Stage { settings: workload.settings, inherit })
+}
+
+/// Benchmarks of the stage after a run are reported as `after.<name>`.
+pub const AFTER_PREFIX: &str = "after.";
+
 /// A checked experiment.
 #[derive(Debug, Clone)]
 pub struct Experiment {
@@ -83,6 +156,9 @@ pub struct Experiment {
     pub swept: Vec<String>,
     /// The points.
     pub points: Vec<Point>,
+    /// True when the points are a `[[points]]` list (plotted side by side as
+    /// categories), false for a grid (plotted against each swept knob).
+    pub listed: bool,
     /// Runs per point.
     pub repetitions: u32,
     /// Base seed: repetition r runs with `seed + r`.
@@ -93,6 +169,10 @@ pub struct Experiment {
     pub benchmarks: Option<Vec<String>>,
     /// Figures plotted against each swept knob.
     pub plot: Vec<Figure>,
+    /// A run before each measured run, on its fresh database.
+    pub before: Option<Stage>,
+    /// A run after each measured run, on the database it left.
+    pub after: Option<Stage>,
 }
 
 fn figures(names: &[String], field: &str) -> Result<Vec<Figure>> {
@@ -226,12 +306,27 @@ impl Experiment {
             Some(names) => figures(names, "plot").map_err(ctx)?,
             None => vec![figure_list.iter().copied().find(|f| f.higher_is_better()).unwrap_or(figure_list[0])],
         };
+        let before = raw.before.as_ref().map(|v| parse_stage(v, base_dir, "before")).transpose().map_err(ctx)?;
+        let after = raw.after.as_ref().map(|v| parse_stage(v, base_dir, "after")).transpose().map_err(ctx)?;
+        let names = |flags: &crate::flags::Flags| -> Vec<String> {
+            flags.str("benchmarks").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        };
         let mut listed = Vec::new();
         for (i, point) in points.iter().enumerate() {
-            let flags = check_run(&workload.settings.then(&point.settings()))
-                .map_err(|e| ctx(e.context(format!("point {} ({})", i + 1, point.label()))))?;
+            let at = |e: BenchError| ctx(e.context(format!("point {} ({})", i + 1, point.label())));
+            let run = workload.settings.then(&point.settings());
+            let flags = check_run(&run).map_err(at)?;
             if listed.is_empty() {
-                listed = flags.str("benchmarks").split(',').map(|s| s.trim().to_string()).collect::<Vec<_>>();
+                listed = names(&flags);
+            }
+            if let Some(stage) = &before {
+                check_run(&stage.for_run(&run)).map_err(|e| at(e.context("before")))?;
+            }
+            if let Some(stage) = &after {
+                let flags = check_run(&stage.for_run(&run)).map_err(|e| at(e.context("after")))?;
+                if i == 0 {
+                    listed.extend(names(&flags).into_iter().map(|n| format!("{AFTER_PREFIX}{n}")));
+                }
             }
         }
         if let Some(wanted) = &raw.benchmarks {
@@ -257,11 +352,14 @@ impl Experiment {
             workload,
             swept,
             points,
+            listed: raw.points.is_some(),
             repetitions,
             seed: raw.seed.unwrap_or(1),
             figures: figure_list,
             benchmarks: raw.benchmarks,
             plot,
+            before,
+            after,
         })
     }
 
@@ -286,7 +384,7 @@ fn expand_grid(grid: &toml::Table) -> Result<(Vec<String>, Vec<Point>)> {
         Some(t) if t <= MAX_POINTS => {}
         _ => bail!("grid has more than {MAX_POINTS} points"),
     }
-    let mut points = vec![Point { values: Vec::new() }];
+    let mut points = vec![Point { values: Vec::new(), name: None }];
     for (knob, values) in &axes {
         points = points
             .into_iter()
@@ -313,8 +411,16 @@ fn list_points(list: &[toml::Table]) -> Result<(Vec<String>, Vec<Point>)> {
     let mut points = Vec::new();
     for (i, table) in list.iter().enumerate() {
         let mut values = Vec::new();
+        let mut label = None;
         for (name, v) in table {
             let ctx = |e: BenchError| e.context(format!("points[{}]", i + 1));
+            if name == "label" {
+                match v {
+                    toml::Value::String(s) if !s.trim().is_empty() => label = Some(s.trim().to_string()),
+                    _ => return Err(ctx(BenchError::new("label must be a non-empty string"))),
+                }
+                continue;
+            }
             let knob = resolve_knob(name).map_err(ctx)?;
             let value = knob_value(&knob, v).map_err(ctx)?;
             if !swept.contains(name) {
@@ -322,10 +428,15 @@ fn list_points(list: &[toml::Table]) -> Result<(Vec<String>, Vec<Point>)> {
             }
             values.push((knob, value));
         }
-        points.push(Point { values });
+        points.push(Point { values, name: label });
     }
     for p in &mut points {
         p.values.sort_by_key(|(k, _)| swept.iter().position(|s| *s == k.name));
+    }
+    for (i, p) in points.iter().enumerate() {
+        if let Some(j) = points[..i].iter().position(|q| q.label() == p.label()) {
+            bail!("points[{}] and points[{}] are both {:?}: give each point its own label", j + 1, i + 1, p.label());
+        }
     }
     Ok((swept, points))
 }

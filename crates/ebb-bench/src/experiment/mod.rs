@@ -29,7 +29,8 @@ use crate::error::{BenchError, Result};
 use spec::{knob_value, resolve_knob, Settings};
 
 const EXPERIMENT_USAGE: &str =
-    "usage: ebb-bench experiment FILE [--out DIR] [--dry-run] [--plot-format svg|png] [--repetitions N] [--set NAME=VALUE]...";
+    "usage: ebb-bench experiment FILE [--out DIR] [--dry-run | --replot] [--plot-format svg|png] [--repetitions N] \
+                                [--set NAME=VALUE]...";
 const TUNE_USAGE: &str =
     "usage: ebb-bench tune FILE [--out DIR] [--dry-run] [--plot-format svg|png] [--synthetic] [--iterations N] \
                           [--seed N] [--python PATH] [--set NAME=VALUE]...";
@@ -40,6 +41,7 @@ struct Cli {
     file: Option<PathBuf>,
     out: Option<PathBuf>,
     dry_run: bool,
+    replot: bool,
     synthetic: bool,
     repetitions: Option<u32>,
     iterations: Option<u32>,
@@ -99,6 +101,7 @@ fn parse_cli(args: &[String], usage: &str, tune: bool) -> Result<Option<Cli>> {
             }
             "--out" | "-o" => cli.out = Some(PathBuf::from(value("a folder")?)),
             "--dry-run" | "--dry_run" => cli.dry_run = true,
+            "--replot" if !tune => cli.replot = true,
             "--plot-format" | "--plot_format" => {
                 let f = value("svg or png")?;
                 if f != "svg" && f != "png" {
@@ -150,8 +153,14 @@ pub fn run_experiment_cli(args: &[String]) -> Result<()> {
         exe: this_binary()?,
         plot_format: cli.plot_format.unwrap_or_else(|| "svg".into()),
     };
+    if cli.dry_run && cli.replot {
+        bail!("--dry-run and --replot: give one ({EXPERIMENT_USAGE})");
+    }
     if cli.dry_run {
         return run::print_plan(&exp, &settings);
+    }
+    if cli.replot {
+        return run::replot(&exp, &settings);
     }
     run::run(&exp, &settings).map(|_| ())
 }

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bail;
 use crate::error::{BenchError, Result};
 use crate::timefmt;
 
 use super::chart::{self, Panel, Series, Style};
 use super::child::{self, RunSpec};
 use super::figures::{format_number, Figure, Summary};
-use super::file::Experiment;
+use super::file::{Experiment, AFTER_PREFIX};
 
 /// Version of the `runs.json` layout.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -121,18 +122,23 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 /// The figures of the measured benchmarks of a finished run (all figures;
-/// only the benchmarks the experiment reports).
+/// only the benchmarks the experiment reports); the stage after the run
+/// adds its own as `after.<name>`.
 pub fn run_figures(outcome: &child::RunOutcome, benchmarks: Option<&[String]>) -> FigureMap {
     let mut out = FigureMap::new();
-    for (name, result) in child::measured(&outcome.report) {
-        if benchmarks.is_some_and(|b| !b.contains(&name)) {
-            continue;
+    let reports = std::iter::once(("", &outcome.report)).chain(outcome.after.iter().map(|r| (AFTER_PREFIX, r)));
+    for (prefix, report) in reports {
+        for (name, result) in child::measured(report) {
+            let name = format!("{prefix}{name}");
+            if benchmarks.is_some_and(|b| !b.contains(&name)) {
+                continue;
+            }
+            let figures = Figure::ALL
+                .iter()
+                .filter_map(|f| f.of(report, result, outcome.db_bytes).map(|v| (f.name().to_string(), v)))
+                .collect();
+            out.insert(name, figures);
         }
-        let figures = Figure::ALL
-            .iter()
-            .filter_map(|f| f.of(&outcome.report, result, outcome.db_bytes).map(|v| (f.name().to_string(), v)))
-            .collect();
-        out.insert(name, figures);
     }
     out
 }
@@ -152,13 +158,28 @@ pub fn print_plan(exp: &Experiment, settings: &RunSettings) -> Result<()> {
     }
     let figures: Vec<&str> = exp.figures.iter().map(|f| f.name()).collect();
     println!("  figures: {}", figures.join(", "));
-    for (i, p) in exp.points.iter().enumerate() {
-        let s = exp.workload.settings.then(&p.settings());
-        let mut line = format!("  [{}] {}: ebb-bench {}", i + 1, p.label(), s.args.join(" "));
+    let command = |s: &super::spec::Settings| {
+        let mut line = format!("ebb-bench {}", s.args.join(" "));
         if !s.option_lines.is_empty() {
             let _ = write!(line, " --options_file=(with {})", s.option_lines.join(" "));
         }
-        println!("{line} --seed={}..", exp.seed);
+        line
+    };
+    for (i, p) in exp.points.iter().enumerate() {
+        let s = exp.workload.settings.then(&p.settings());
+        if let Some(before) = &exp.before {
+            println!("  [{}] before: {} --seed={}..", i + 1, command(&before.for_run(&s)), exp.seed);
+        }
+        let existing = if exp.before.is_some() { " --use_existing_db=true" } else { "" };
+        println!("  [{}] {}: {}{existing} --seed={}..", i + 1, p.label(), command(&s), exp.seed);
+        if let Some(after) = &exp.after {
+            println!(
+                "  [{}] after: {} --use_existing_db=true --seed={}..",
+                i + 1,
+                command(&after.for_run(&s)),
+                exp.seed
+            );
+        }
     }
     Ok(())
 }
@@ -208,7 +229,17 @@ pub fn run(exp: &Experiment, settings: &RunSettings) -> Result<ExperimentResults
             );
             let _ = std::io::stdout().flush();
             let run_settings = exp.workload.settings.then(&point.settings());
-            let spec = RunSpec { exe: &settings.exe, settings: &run_settings, seed, out, tag: &tag };
+            let before = exp.before.as_ref().map(|s| s.for_run(&run_settings));
+            let after = exp.after.as_ref().map(|s| s.for_run(&run_settings));
+            let spec = RunSpec {
+                exe: &settings.exe,
+                settings: &run_settings,
+                seed,
+                out,
+                tag: &tag,
+                before: before.as_ref(),
+                after: after.as_ref(),
+            };
             let (_, log, _) = child::run_files(out, &tag);
             let record = match child::run(&spec) {
                 Ok(outcome) => {
@@ -298,6 +329,50 @@ pub fn run(exp: &Experiment, settings: &RunSettings) -> Result<ExperimentResults
     Ok(results)
 }
 
+/// Writes the table and plots again from the `runs.json` an earlier run of
+/// the same file left in the output folder, running nothing: for a change of
+/// `figures`, `plot` or the points' labels after the fact.
+pub fn replot(exp: &Experiment, settings: &RunSettings) -> Result<()> {
+    let out = &settings.out;
+    let path = out.join("runs.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        BenchError::new(format!("--replot: cannot read {}: {e} (run the experiment first)", path.display()))
+    })?;
+    let results: ExperimentResults = serde_json::from_str(&text)
+        .map_err(|e| BenchError::new(format!("--replot: {} is not an experiment's runs.json: {e}", path.display())))?;
+    if results.points.len() != exp.points.len() {
+        bail!(
+            "--replot: {} has {} point(s) and {} has {}: not the same experiment",
+            path.display(),
+            results.points.len(),
+            exp.source.display(),
+            exp.points.len()
+        );
+    }
+    for (p, point) in results.points.iter().zip(&exp.points) {
+        let values: BTreeMap<String, String> =
+            point.values.iter().map(|(k, v)| (k.name.clone(), v.label.clone())).collect();
+        if p.values != values {
+            bail!(
+                "--replot: point {} of {} is {:?}, of {} {:?}: not the same experiment",
+                p.index + 1,
+                path.display(),
+                p.label,
+                exp.source.display(),
+                point.label()
+            );
+        }
+    }
+    let table = table_text(exp, &results);
+    print!("{table}");
+    write_file(&out.join("table.txt"), &table)?;
+    write_file(&out.join("table.csv"), &table_csv(exp, &results))?;
+    for path in draw_plots(exp, &results, out, &settings.plot_format)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 /// benchmark → figure → summary over the runs that succeeded.
 pub fn summarize(runs: &[RunRecord]) -> BTreeMap<String, BTreeMap<String, Summary>> {
     let mut samples: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
@@ -340,14 +415,16 @@ fn cell(s: Option<&Summary>) -> String {
 /// The table: one row per point and benchmark, one column per figure:
 /// `median (min..max)` over the repetitions.
 pub fn table_text(exp: &Experiment, results: &ExperimentResults) -> String {
-    let mut header: Vec<String> = exp.swept.clone();
+    let named = exp.points.iter().any(|p| p.name.is_some());
+    let mut header: Vec<String> = if named { vec!["point".into()] } else { Vec::new() };
+    header.extend(exp.swept.iter().cloned());
     header.push("benchmark".into());
     header.extend(exp.figures.iter().map(|f| f.name().to_string()));
     let mut rows = vec![header];
     for (p, point) in results.points.iter().zip(&exp.points) {
         for b in benchmarks_of(results) {
-            let mut row: Vec<String> =
-                exp.swept.iter().map(|k| point.value_of(k).map_or("(default)".into(), |v| v.label.clone())).collect();
+            let mut row: Vec<String> = if named { vec![point.label()] } else { Vec::new() };
+            row.extend(exp.swept.iter().map(|k| point.value_of(k).map_or("(default)".into(), |v| v.label.clone())));
             row.push(b.clone());
             let summary = p.summary.get(&b);
             row.extend(exp.figures.iter().map(|f| cell(summary.and_then(|s| s.get(f.name())))));
@@ -426,12 +503,61 @@ fn axis(exp: &Experiment, knob: &str) -> (Vec<f64>, Vec<(f64, String)>, bool) {
     (xs, ticks, false)
 }
 
-/// Draws `plot-<knob>.svg` (or `.png`) for each swept knob: one panel per plotted figure
-/// and benchmark, one line per combination of the other knobs' values.
+/// Draws `plot-points.svg` for a list of points: one panel per plotted
+/// figure and benchmark, the points side by side as categories (their
+/// labels), each its median with a min–max bar.
+fn draw_points(exp: &Experiment, results: &ExperimentResults, path: &Path) -> Result<bool> {
+    let benchmarks = benchmarks_of(results);
+    let ticks: Vec<(f64, String)> = exp.points.iter().enumerate().map(|(i, p)| (i as f64, p.label())).collect();
+    let mut panels = Vec::new();
+    for figure in &exp.plot {
+        for b in &benchmarks {
+            let points: Vec<(f64, f64, f64, f64)> = results
+                .points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    let s = r.summary.get(b)?.get(figure.name())?;
+                    Some((i as f64, s.median, s.min, s.max))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            panels.push(Panel {
+                title: format!("{b}: {}", figure.name()),
+                x_desc: "point".into(),
+                y_desc: figure.name().to_string(),
+                x_ticks: ticks.clone(),
+                series: vec![Series {
+                    label: format!("median of {}, min-max", exp.repetitions),
+                    style: Style::DotsWithRange,
+                    points,
+                }],
+            });
+        }
+    }
+    if panels.is_empty() {
+        return Ok(false);
+    }
+    // About 7 pixels a character of the longest label, per point, plus the axis.
+    let longest = ticks.iter().map(|t| t.1.chars().count()).max().unwrap_or(0) as u32;
+    let width = 100 + ticks.len() as u32 * (longest * 7 + 16);
+    chart::draw_wide(&panels, benchmarks.len(), path, width)?;
+    Ok(true)
+}
+
+/// Draws `plot-<knob>.svg` (or `.png`) for each swept knob of a grid: one
+/// panel per plotted figure and benchmark, one line per combination of the
+/// other knobs' values; for a list of points, `plot-points.svg`.
 pub fn draw_plots(exp: &Experiment, results: &ExperimentResults, out: &Path, format: &str) -> Result<Vec<PathBuf>> {
     let benchmarks = benchmarks_of(results);
     if benchmarks.is_empty() {
         return Ok(Vec::new());
+    }
+    if exp.listed {
+        let path = out.join(format!("plot-points.{format}"));
+        return Ok(if draw_points(exp, results, &path)? { vec![path] } else { Vec::new() });
     }
     let mut written = Vec::new();
     for knob in &exp.swept {

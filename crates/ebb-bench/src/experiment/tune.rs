@@ -186,6 +186,8 @@ fn evaluate(
             seed: tune.seed + u64::from(r),
             out: &settings.out,
             tag: &run_tag,
+            before: None,
+            after: None,
         };
         let outcome = child::run(&spec)?;
         let measured = child::measured(&outcome.report);
