@@ -220,6 +220,9 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
         "enable_blob_garbage_collection" => opts.set_enable_blob_gc(bool_of(flag, v)?),
         "blob_garbage_collection_age_cutoff" => opts.set_blob_gc_age_cutoff(f64_of(flag, v)?),
         "blob_garbage_collection_force_threshold" => opts.set_blob_gc_force_threshold(f64_of(flag, v)?),
+        // RocksDB has no background tuner: `off` is what it does, so a run
+        // that sets it for both engines runs; another mode it cannot take.
+        "background_tuning" => return Ok(matches!(v, Value::Str(s) if s.eq_ignore_ascii_case("off"))),
         _ => return Ok(false),
     }
     Ok(true)
