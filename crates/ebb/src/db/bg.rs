@@ -338,9 +338,11 @@ impl DbInner {
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
-        // Deferred by the tuner: nothing, or L0 run merges only.
-        let l0_runs_only = self.tuning.deferred.load(Ordering::Relaxed);
-        if st.manual_compactions > 0 || (l0_runs_only && !self.tuning.merge_l0_runs.load(Ordering::Relaxed)) {
+        // Deferred by the tuner: trivial moves (a MANIFEST edit, no data
+        // written) and, while the tuner asks for them, L0 run merges.
+        let deferred = self.tuning.deferred.load(Ordering::Relaxed);
+        let run_merges = self.tuning.merge_l0_runs.load(Ordering::Relaxed);
+        if st.manual_compactions > 0 {
             return false;
         }
         // The limit is at least one, so it is only worked out (a debt
@@ -361,11 +363,19 @@ impl DbInner {
             if family_opts.disable_auto_compactions {
                 continue;
             }
-            let picked = if l0_runs_only {
+            let picked = if deferred {
                 if family_opts.compaction_style != crate::options::CompactionStyle::Level {
                     continue;
                 }
-                st.versions.version(*id).and_then(|v| picker::pick_l0_run_merge(&v, &family_opts, &st.being_compacted))
+                // Files that need no merge (sequential inserts: L0 files
+                // disjoint from each other and from the base level) move
+                // down as they would undeferred, instead of waiting in L0
+                // for a run merge to rewrite them.
+                let moved = self.pick_compaction(st, *id, &family_opts).filter(|c| c.trivial_move);
+                moved.or_else(|| {
+                    let v = st.versions.version(*id).filter(|_| run_merges)?;
+                    picker::pick_l0_run_merge(&v, &family_opts, &st.being_compacted)
+                })
             } else {
                 self.pick_compaction(st, *id, &family_opts)
             };
@@ -1372,6 +1382,65 @@ mod tests {
         }
     }
 
+    /// A deferral puts off merges, not moves: L0 files that overlap
+    /// nothing (sequential inserts) move down as a MANIFEST edit while
+    /// deferred, with or without run merges, writing no data; files that
+    /// overlap stay in L0 until the deferral ends.
+    #[test]
+    fn a_deferral_still_moves_files_that_need_no_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = crate::Options::default();
+        // The test drives the tuning hooks by hand: no tuner thread of the
+        // default mode may change them under it.
+        o.background_tuning = crate::BackgroundTuning::Off;
+        o.create_if_missing = true;
+        o.level0_file_num_compaction_trigger = 2;
+        o.level0_slowdown_writes_trigger = 1000;
+        o.level0_stop_writes_trigger = 1000;
+        let db = crate::Db::open(dir.path(), o).unwrap();
+        db.inner.tuning.deferred.store(true, Ordering::Relaxed);
+        let files_at = |level: usize| db.inner.state.lock().versions.version(0).unwrap().levels[level].len();
+        let below_l0 = || (1..7).map(files_at).sum::<usize>();
+        let wait_until = |done: &dyn Fn() -> bool| {
+            let start = Instant::now();
+            while !done() && start.elapsed() < Duration::from_secs(20) {
+                db.inner.work_cv.notify_all();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // Six rounds of keys, each after the last: disjoint files.
+        for round in 0..6 {
+            for i in 0..200 {
+                db.put(format!("k{round}{i:04}").as_bytes(), b"sequential").unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        wait_until(&|| files_at(0) < 2);
+        let m = db.metrics();
+        assert!(files_at(0) < 2, "disjoint files moved while deferred: {} left in L0", files_at(0));
+        assert!(below_l0() >= 5 && m.trivial_moves >= 1, "{} below L0, {} moves", below_l0(), m.trivial_moves);
+        assert_eq!(m.compaction_bytes_written, 0, "a move writes no data");
+        // Overlapping files (every round rewrites the same keys) need a
+        // merge: they wait in L0 while deferred and run merges are off.
+        for round in 0..4 {
+            for i in 0..200 {
+                db.put(format!("k0{i:04}").as_bytes(), format!("round {round}").as_bytes()).unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(files_at(0) >= 4, "overlapping files stay in L0 while deferred: {}", files_at(0));
+        assert_eq!(db.metrics().compaction_bytes_written, 0);
+        db.inner.tuning.deferred.store(false, Ordering::Relaxed);
+        db.inner.work_cv.notify_all();
+        db.inner.wait_for_compact().unwrap();
+        assert!(files_at(0) < 2 && db.metrics().compaction_bytes_written > 0, "merged once undeferred");
+        for i in 0..200 {
+            assert_eq!(db.get(format!("k0{i:04}").as_bytes()).unwrap().as_deref(), Some(&b"round 3"[..]));
+            assert_eq!(db.get(format!("k5{i:04}").as_bytes()).unwrap().as_deref(), Some(&b"sequential"[..]));
+        }
+    }
+
     /// An L0 run merge asks for write-behind on its outputs when
     /// `bytes_per_sync` is 0 (`RUN_MERGE_BYTES_PER_SYNC`); flushes do not.
     /// Seen through MemFs: a fault on every write-behind of a table, set
@@ -1399,10 +1468,11 @@ mod tests {
         // below must ask for none.
         fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Flush).path_contains(".sst").persistent());
         // Ten L0 files of ~800 KB: a run merge takes at least eight of them
-        // (`pick_l0_run_merge`) and writes several MiB.
+        // (`pick_l0_run_merge`) and writes several MiB. Their keys interleave,
+        // so no file can move down without a merge.
         for round in 0..10 {
             for i in 0..100 {
-                let key = format!("k{:05}", round * 100 + i);
+                let key = format!("k{:05}", i * 10 + round);
                 db.put(key.as_bytes(), &vec![b'a' + (i % 26) as u8; 8 << 10]).unwrap();
             }
             db.flush(true).unwrap();
