@@ -201,7 +201,8 @@ pub struct Options {
     /// writes, bytes/s; 0 learns it from the highest throughput seen. Default 0.
     pub tuning_io_budget: u64,
     /// Adaptive and idle modes: L0 files past which compaction runs however
-    /// busy the client is (a bound on deferral). Default 256; 0 disables the bound.
+    /// busy the client is (a bound on deferral). Default 1024 (256 before
+    /// stop 30: docs/benchmarks.md, "Adaptive's L0 bound"); 0 disables the bound.
     pub tuning_max_l0_files: usize,
     /// Idle detection (seed 002): how the client is judged idle, `throughput`
     /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
@@ -391,7 +392,7 @@ impl Default for Options {
             tuning_total_watermark_pct: 90,
             tuning_interval_us: 10_000_000,
             tuning_io_budget: 0,
-            tuning_max_l0_files: 256,
+            tuning_max_l0_files: 1024,
             idle_policy: IdlePolicyKind::Throughput,
             idle_probe_interval_ms: 500,
             idle_throughput_threshold: 512 * 1024,

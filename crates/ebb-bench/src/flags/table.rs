@@ -366,7 +366,7 @@ pub const FLAGS: &[FlagSpec] = &[
     f("tuning_total_watermark_pct", UInt, "90", Engine("tuning_total_watermark_pct"), "Thesis tuner total watermark"),
     f("tuning_interval_us", UInt, "10000000", Engine("tuning_interval_us"), "Thesis tuner decision interval"),
     f("tuning_io_budget", UInt, "0", Engine("tuning_io_budget"), "Adaptive I/O budget, bytes/s (0 = learned)"),
-    f("tuning_max_l0_files", UInt, "256", Engine("tuning_max_l0_files"), "Adaptive bound on deferred L0 files"),
+    f("tuning_max_l0_files", UInt, "1024", Engine("tuning_max_l0_files"), "Adaptive bound on deferred L0 files"),
     f("idle_policy", Str, "throughput", Engine("idle_policy"), "Idle detection: throughput or since_last_write"),
     f("idle_probe_interval_ms", UInt, "500", Engine("idle_probe_interval_ms"), "Idle detection probe interval"),
     f("idle_throughput_threshold", UInt, "524288", Engine("idle_throughput_threshold"), "Idle below this many bytes/s"),

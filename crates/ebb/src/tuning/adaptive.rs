@@ -226,7 +226,7 @@ impl AdaptiveConfig {
             idle: IdleConfig::throughput(),
             catch_up_subcompactions: 2,
             base_subcompactions: 1,
-            max_l0_files: 256,
+            max_l0_files: 1024,
             max_space_amplification: 0.0,
             max_pending_compaction_bytes: 0,
             bound_release_pct: 75,
