@@ -1326,22 +1326,29 @@ mod tests {
     use crate::compaction::CompactionReason;
     use crate::key::ValueKind;
 
+    /// Options for a test that drives the tuning hooks (`deferred`,
+    /// `merge_l0_runs`) by hand: tuning off, so no tuner thread of the
+    /// default mode changes them under it; L0 compaction at 2 files and no
+    /// L0 stall within reach.
+    fn hand_tuned_options() -> crate::Options {
+        let mut o = crate::Options::default();
+        o.background_tuning = crate::BackgroundTuning::Off;
+        o.create_if_missing = true;
+        o.level0_file_num_compaction_trigger = 2;
+        o.level0_slowdown_writes_trigger = 1000;
+        o.level0_stop_writes_trigger = 1000;
+        o
+    }
+
     /// While the tuner defers compaction with L0 run merges on, the engine
     /// merges L0 files into fewer L0 files and nothing else, and every key
     /// still reads its newest value (overwrites span the merged files).
     #[test]
     fn a_deferral_with_l0_run_merges_merges_l0_only_and_keeps_the_newest_values() {
         let dir = tempfile::tempdir().unwrap();
-        let mut o = crate::Options::default();
-        // The test drives the tuning hooks by hand: no tuner thread of the
-        // default mode may change them under it.
-        o.background_tuning = crate::BackgroundTuning::Off;
-        o.create_if_missing = true;
+        let mut o = hand_tuned_options();
         o.write_buffer_size = 16 << 10;
         o.max_write_buffer_number = 8;
-        o.level0_file_num_compaction_trigger = 2;
-        o.level0_slowdown_writes_trigger = 1000;
-        o.level0_stop_writes_trigger = 1000;
         let db = crate::Db::open(dir.path(), o).unwrap();
         let hooks = &db.inner.tuning;
         hooks.deferred.store(true, Ordering::Relaxed);
@@ -1389,14 +1396,7 @@ mod tests {
     #[test]
     fn a_deferral_still_moves_files_that_need_no_merge() {
         let dir = tempfile::tempdir().unwrap();
-        let mut o = crate::Options::default();
-        // The test drives the tuning hooks by hand: no tuner thread of the
-        // default mode may change them under it.
-        o.background_tuning = crate::BackgroundTuning::Off;
-        o.create_if_missing = true;
-        o.level0_file_num_compaction_trigger = 2;
-        o.level0_slowdown_writes_trigger = 1000;
-        o.level0_stop_writes_trigger = 1000;
+        let o = hand_tuned_options();
         let db = crate::Db::open(dir.path(), o).unwrap();
         db.inner.tuning.deferred.store(true, Ordering::Relaxed);
         let files_at = |level: usize| db.inner.state.lock().versions.version(0).unwrap().levels[level].len();
@@ -1448,17 +1448,10 @@ mod tests {
     #[test]
     fn l0_run_merges_write_their_outputs_behind() {
         let fs = crate::fs::MemFs::new();
-        let mut o = crate::Options::default();
-        // The test drives the tuning hooks by hand: no tuner thread of the
-        // default mode may change them under it.
-        o.background_tuning = crate::BackgroundTuning::Off;
-        o.create_if_missing = true;
+        let mut o = hand_tuned_options();
         o.fs = Arc::new(fs.clone());
         o.write_buffer_size = 4 << 20;
         o.max_write_buffer_number = 8;
-        o.level0_file_num_compaction_trigger = 2;
-        o.level0_slowdown_writes_trigger = 1000;
-        o.level0_stop_writes_trigger = 1000;
         o.compression = crate::CompressionType::None;
         assert_eq!(o.bytes_per_sync, 0);
         let db = crate::Db::open("/db", o).unwrap();
@@ -1495,14 +1488,7 @@ mod tests {
     #[test]
     fn deferred_l0_tables_get_filters_with_more_bits_per_key() {
         let dir = tempfile::tempdir().unwrap();
-        let mut o = crate::Options::default();
-        // The test drives the tuning hooks by hand: no tuner thread of the
-        // default mode may change them under it.
-        o.background_tuning = crate::BackgroundTuning::Off;
-        o.create_if_missing = true;
-        o.level0_file_num_compaction_trigger = 2;
-        o.level0_slowdown_writes_trigger = 1000;
-        o.level0_stop_writes_trigger = 1000;
+        let mut o = hand_tuned_options();
         o.bloom_bits_per_key = 10;
         // Nothing compacts L0 away under the test.
         o.disable_auto_compactions = true;
