@@ -608,6 +608,17 @@ impl Options {
         }
     }
 
+    /// The L0 slowdown and stop triggers writes are held to, as RocksDB
+    /// sanitizes them (`SanitizeOptions` in `db/column_family.cc`): the
+    /// slowdown trigger at least the compaction trigger, the stop trigger at
+    /// least the slowdown trigger. A slowdown below the compaction trigger
+    /// would delay writes while L0 holds too few files for a compaction to
+    /// start, which only a flush could end.
+    pub fn effective_l0_stall_triggers(&self) -> (i32, i32) {
+        let slowdown = self.level0_slowdown_writes_trigger.max(self.level0_file_num_compaction_trigger);
+        (slowdown, self.level0_stop_writes_trigger.max(slowdown))
+    }
+
     /// Checks every option for a value Ebb cannot run with; the error names it.
     pub fn validate(&self) -> Result<()> {
         fn bad(name: &str, why: &str) -> Result<()> {

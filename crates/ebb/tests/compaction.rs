@@ -108,16 +108,34 @@ fn random_inserts_compact_and_keep_levels_sorted() {
 
 /// Stalls engage at their triggers and release when compaction catches up;
 /// a `set_options` change applies to the next decision.
+/// Holds every compaction at its first output sync while `held` is set
+/// (compactions run on the `ebb-compact-N` threads; flushes do not).
+#[derive(Default)]
+struct HoldCompactions {
+    held: AtomicBool,
+}
+
+impl common::hooked_fs::FsHooks for HoldCompactions {
+    fn before_sync(&self, _path: &std::path::Path) {
+        let compaction = std::thread::current().name().is_some_and(|n| n.starts_with("ebb-compact"));
+        while compaction && self.held.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 #[test]
 fn l0_stalls_engage_and_release() {
     let fs = MemFs::new();
     let rec = Arc::new(Recorder::default());
-    let mut o = tiny_options(Some(fs));
+    let hold = Arc::new(HoldCompactions { held: AtomicBool::new(true) });
+    let mut o = tiny_options(None);
+    o.fs = Arc::new(common::hooked_fs::HookedFs::new(fs, hold.clone()));
     o.listeners.push(rec.clone());
-    // Compaction never triggers: not for L0's file count, nor for its bytes
-    // (which count once they pass the base level's size).
-    o.level0_file_num_compaction_trigger = 100;
-    o.max_bytes_for_level_base = 1 << 30;
+    // Compactions start at two L0 files and are held (one thread each, no
+    // subcompactions), so L0 grows with every flush until released.
+    o.level0_file_num_compaction_trigger = 2;
+    o.max_subcompactions = 1;
     o.level0_slowdown_writes_trigger = 3;
     o.level0_stop_writes_trigger = 5;
     o.delayed_write_rate = 4 << 20;
@@ -143,7 +161,7 @@ fn l0_stalls_engage_and_release() {
     assert!(!done.load(Ordering::SeqCst));
     assert!(db.metrics().files_per_level[0] >= 5);
     // Letting compaction run releases the stall and the writer finishes.
-    db.set_options(&[("level0_file_num_compaction_trigger", "2")]).unwrap();
+    hold.held.store(false, Ordering::SeqCst);
     writer.join().unwrap();
     db.wait_for_compact().unwrap();
     let conditions = rec.conditions.lock().unwrap().clone();
@@ -154,6 +172,37 @@ fn l0_stalls_engage_and_release() {
     let stats = db.get_property("ebb.stats").unwrap();
     let line = stats.lines().find(|l| l.starts_with("Cumulative stall:")).unwrap();
     assert!(!line.contains(" 0.0 percent") || m.stall_micros > 0, "{line}");
+}
+
+/// As RocksDB sanitizes them: a stop trigger below the compaction trigger
+/// would stop writes before L0 holds enough files for a compaction to start,
+/// forever. The triggers are raised to the compaction trigger instead.
+#[test]
+fn stall_triggers_below_the_compaction_trigger_do_not_freeze_writes() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.level0_file_num_compaction_trigger = 4;
+    o.level0_slowdown_writes_trigger = 1;
+    o.level0_stop_writes_trigger = 2;
+    o.background_tuning = ebb::BackgroundTuning::Off;
+    assert_eq!(o.effective_l0_stall_triggers(), (4, 4));
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..4000u32 {
+                db.put(format!("key{:06}", (i * 7919) % 4000).as_bytes(), &[3u8; 64]).unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    wait_until("the writer to finish (writes stopped for good?)", || done.load(Ordering::SeqCst));
+    writer.join().unwrap();
+    db.wait_for_compact().unwrap();
+    assert!(db.metrics().compaction_bytes_written > 0);
+    for i in 0..4000u32 {
+        assert!(db.get(format!("key{i:06}").as_bytes()).unwrap().is_some(), "key {i}");
+    }
 }
 
 #[test]

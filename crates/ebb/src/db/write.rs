@@ -569,14 +569,16 @@ fn family_stall_condition(version: &crate::version::Version, opts: &crate::Optio
     } else {
         0
     };
-    if compaction_on && l0 >= opts.level0_stop_writes_trigger {
+    // Adjusted as RocksDB adjusts them (`Options::effective_l0_stall_triggers`).
+    let (slowdown, stop) = opts.effective_l0_stall_triggers();
+    if compaction_on && l0 >= stop {
         StallCondition::Stopped(StallCause::L0Stop)
     } else if compaction_on
         && opts.hard_pending_compaction_bytes_limit > 0
         && pending >= opts.hard_pending_compaction_bytes_limit
     {
         StallCondition::Stopped(StallCause::PendingCompactionStop)
-    } else if compaction_on && l0 >= opts.level0_slowdown_writes_trigger {
+    } else if compaction_on && l0 >= slowdown {
         StallCondition::Delayed(StallCause::L0Slowdown)
     } else if compaction_on
         && opts.soft_pending_compaction_bytes_limit > 0
