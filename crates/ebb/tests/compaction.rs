@@ -37,6 +37,20 @@ impl EventListener for Recorder {
     }
 }
 
+/// A thread writing 4,000 keys of 64 bytes `fill` in a scattered order; the
+/// flag is set once every write returned.
+fn spawn_writer(db: &Arc<Db>, fill: u8) -> (std::thread::JoinHandle<()>, Arc<AtomicBool>) {
+    let done = Arc::new(AtomicBool::new(false));
+    let (db, flag) = (db.clone(), done.clone());
+    let writer = std::thread::spawn(move || {
+        for i in 0..4000u32 {
+            db.put(format!("key{:06}", (i * 7919) % 4000).as_bytes(), &[fill; 64]).unwrap();
+        }
+        flag.store(true, Ordering::SeqCst);
+    });
+    (writer, done)
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -143,16 +157,7 @@ fn l0_stalls_engage_and_release() {
     // L0 bound (docs/tuning.md).
     o.background_tuning = ebb::BackgroundTuning::Off;
     let db = Arc::new(Db::open("/db", o).unwrap());
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, done) = (db.clone(), done.clone());
-        std::thread::spawn(move || {
-            for i in 0..4000u32 {
-                db.put(format!("key{:06}", (i * 7919) % 4000).as_bytes(), &[1u8; 64]).unwrap();
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
+    let (writer, done) = spawn_writer(&db, 1);
     // ...so writes stop once L0 holds 5 files.
     wait_until("the stop condition", || {
         matches!(db.metrics().stall_condition, Some(StallCondition::Stopped(StallCause::L0Stop)))
@@ -186,16 +191,7 @@ fn stall_triggers_below_the_compaction_trigger_do_not_freeze_writes() {
     o.background_tuning = ebb::BackgroundTuning::Off;
     assert_eq!(o.effective_l0_stall_triggers(), (4, 4));
     let db = Arc::new(Db::open("/db", o).unwrap());
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, done) = (db.clone(), done.clone());
-        std::thread::spawn(move || {
-            for i in 0..4000u32 {
-                db.put(format!("key{:06}", (i * 7919) % 4000).as_bytes(), &[3u8; 64]).unwrap();
-            }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
+    let (writer, done) = spawn_writer(&db, 3);
     wait_until("the writer to finish (writes stopped for good?)", || done.load(Ordering::SeqCst));
     writer.join().unwrap();
     db.wait_for_compact().unwrap();
