@@ -1,6 +1,7 @@
 //! `ebb-bench experiment` end to end: a tiny grid (a few hundred operations
 //! per run) runs as child processes and leaves its JSON, table and plot.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use ebb_bench::experiment::run::ExperimentResults;
@@ -11,6 +12,20 @@ fn ebb_bench(args: &[&str]) -> Output {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `contents` to `dir/name`, runs it as an experiment into `dir/out`
+/// and checks it succeeded; returns the output folder, what the run printed
+/// and its `runs.json`.
+fn run_experiment(dir: &Path, name: &str, contents: &str) -> (PathBuf, String, ExperimentResults) {
+    let file = dir.join(name);
+    std::fs::write(&file, contents).unwrap();
+    let out = dir.join("out");
+    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+    let results = serde_json::from_str(&std::fs::read_to_string(out.join("runs.json")).unwrap()).unwrap();
+    (out, stdout, results)
 }
 
 const TINY: &str = r#"
@@ -33,18 +48,11 @@ write_buffer_size = ["64KiB", "256KiB"]
 #[test]
 fn a_tiny_grid_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("tiny.toml");
-    std::fs::write(&file, TINY).unwrap();
-    let out = dir.path().join("out");
-    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    let stdout = text(&o.stdout);
-    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
+    let (out, stdout, results) = run_experiment(dir.path(), "tiny.toml", TINY);
     for progress in ["[1/4] write_buffer_size=64KiB  rep 1/2", "[4/4] write_buffer_size=256KiB  rep 2/2"] {
         assert!(stdout.contains(progress), "no {progress:?} in:\n{stdout}");
     }
 
-    let results: ExperimentResults =
-        serde_json::from_str(&std::fs::read_to_string(out.join("runs.json")).unwrap()).unwrap();
     assert_eq!(results.experiment.swept, ["write_buffer_size"]);
     assert_eq!(results.points.len(), 2);
     for (p, wbs) in results.points.iter().zip(["64KiB", "256KiB"]) {
@@ -120,14 +128,7 @@ bloom_bits = 12
 #[test]
 fn stages_run_before_and_after_on_the_same_database() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("staged.toml");
-    std::fs::write(&file, STAGED).unwrap();
-    let out = dir.path().join("out");
-    let o = ebb_bench(&["experiment", file.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    let stdout = text(&o.stdout);
-    assert!(o.status.success(), "{stdout}\n{}", text(&o.stderr));
-    let results: ExperimentResults =
-        serde_json::from_str(&std::fs::read_to_string(out.join("runs.json")).unwrap()).unwrap();
+    let (out, _, results) = run_experiment(dir.path(), "staged.toml", STAGED);
     for (p, bits) in results.points.iter().zip([0, 12]) {
         let r = &p.runs[0];
         assert!(r.ok, "{:?}", r.error);

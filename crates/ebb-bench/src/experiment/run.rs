@@ -306,13 +306,8 @@ pub fn run(exp: &Experiment, settings: &RunSettings) -> Result<ExperimentResults
     let json = serde_json::to_string_pretty(&results)
         .map_err(|e| BenchError::new(format!("cannot encode the results: {e}")))?;
     write_file(&out.join("runs.json"), &(json + "\n"))?;
-    let table = table_text(exp, &results);
-    print!("\n{table}");
-    write_file(&out.join("table.txt"), &table)?;
-    write_file(&out.join("table.csv"), &table_csv(exp, &results))?;
-    for path in draw_plots(exp, &results, out, &settings.plot_format)? {
-        println!("wrote {}", path.display());
-    }
+    println!();
+    write_table_and_plots(exp, &results, out, &settings.plot_format)?;
     println!(
         "wrote {}, {}, {}",
         out.join("runs.json").display(),
@@ -363,11 +358,18 @@ pub fn replot(exp: &Experiment, settings: &RunSettings) -> Result<()> {
             );
         }
     }
-    let table = table_text(exp, &results);
+    write_table_and_plots(exp, &results, out, &settings.plot_format)
+}
+
+/// Prints the table of `results` and writes it (`table.txt`, `table.csv`)
+/// and the plots into `out`, naming each plot written: what a run ends with
+/// and what `--replot` redoes.
+fn write_table_and_plots(exp: &Experiment, results: &ExperimentResults, out: &Path, plot_format: &str) -> Result<()> {
+    let table = table_text(exp, results);
     print!("{table}");
     write_file(&out.join("table.txt"), &table)?;
-    write_file(&out.join("table.csv"), &table_csv(exp, &results))?;
-    for path in draw_plots(exp, &results, out, &settings.plot_format)? {
+    write_file(&out.join("table.csv"), &table_csv(exp, results))?;
+    for path in draw_plots(exp, results, out, plot_format)? {
         println!("wrote {}", path.display());
     }
     Ok(())

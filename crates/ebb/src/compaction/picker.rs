@@ -251,7 +251,8 @@ pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u
 /// Whether this family's compaction debt asks for more than one compaction
 /// at a time (RocksDB's compaction pressure token, set in
 /// `RecalculateWriteStallConditions`): L0 files at
-/// `min(2 x trigger, trigger + (slowdown - trigger) / 4)`; no soft
+/// `min(2 x trigger, trigger + (slowdown - trigger) / 4)`, the slowdown
+/// trigger as RocksDB sanitizes it (`Options::effective_l0_stall_triggers`); no soft
 /// pending-bytes limit (RocksDB then always speeds up); or estimated pending
 /// bytes at `min(soft limit / 4, max(bottommost bytes / 8, 2 x
 /// max_bytes_for_level_base))`, where the bottommost bytes are the deepest
@@ -264,7 +265,7 @@ pub fn needs_compaction_speedup(version: &Version, opts: &Options) -> bool {
     }
     let trigger = i64::from(opts.level0_file_num_compaction_trigger);
     if trigger >= 0 {
-        let slowdown = i64::from(opts.level0_slowdown_writes_trigger).max(trigger);
+        let slowdown = i64::from(opts.effective_l0_stall_triggers().0);
         let l0_speedup = (2 * trigger).min(trigger + (slowdown - trigger) / 4);
         if l0_delay_trigger_count(version, opts) as i64 >= l0_speedup {
             return true;
