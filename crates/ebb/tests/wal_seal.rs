@@ -232,3 +232,79 @@ fn a_closed_wal_cut_at_a_record_boundary_stops_the_replay() {
     let err = Db::open(DB, o).map(|_| ()).unwrap_err();
     assert!(err.is_corruption() && err.to_string().contains("end mark"), "{err}");
 }
+
+/// Holds the first WAL sync after it is armed, until opened.
+#[derive(Default)]
+struct SyncGate {
+    armed: std::sync::atomic::AtomicBool,
+    held: std::sync::atomic::AtomicBool,
+    open: parking_lot::Mutex<bool>,
+    opened: parking_lot::Condvar,
+}
+
+impl common::hooked_fs::FsHooks for SyncGate {
+    fn before_sync(&self, path: &Path) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if path.to_string_lossy().contains(".log") && self.armed.swap(false, SeqCst) {
+            self.held.store(true, SeqCst);
+            let mut open = self.open.lock();
+            while !*open {
+                self.opened.wait(&mut open);
+            }
+        }
+    }
+}
+
+/// A sealer's rename of a pending WAL fails while a flush makes that WAL
+/// obsolete: the failure still reaches the synced write that sealed. (The
+/// sealer used to take a pending WAL missing after a failed rename for one
+/// deleted as obsolete meanwhile, and drop the error: the deletion could run
+/// between the rename and the check. Obsolete WALs are now deleted with
+/// sealers held out.)
+#[test]
+fn a_failed_rename_reaches_the_sealer_while_its_wal_becomes_obsolete() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let fs = MemFs::new();
+    let gate = Arc::new(SyncGate::default());
+    let mut o = options(&fs);
+    o.fs = Arc::new(common::hooked_fs::HookedFs::new(fs.clone(), gate.clone()));
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    db.pause_background_work();
+    write(&db, 0, 300);
+    assert!(wal_names(&fs).iter().filter(|n| n.ends_with(".log.pending")).count() >= 3);
+    gate.armed.store(true, SeqCst);
+    let sealer = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.put_opt(&key(300), &value(300), &SYNCED))
+    };
+    // The sealer syncs the oldest closed WAL; it renames the next one after.
+    let start = Instant::now();
+    while !gate.held.load(SeqCst) {
+        assert!(start.elapsed() < Duration::from_secs(60), "the synced write never synced a closed WAL");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    fs.inject(ebb::fs::FaultRule::new(FaultOp::Rename).path_contains(".log.pending"));
+    // A flush makes every closed WAL obsolete, and deletes them unless held out.
+    db.continue_background_work();
+    let flusher = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || db.flush(true))
+    };
+    let start = Instant::now();
+    while !flusher.is_finished() && start.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    *gate.open.lock() = true;
+    gate.opened.notify_all();
+    let sealed = sealer.join().unwrap();
+    let _ = flusher.join().unwrap();
+    assert_eq!(fs.faults_injected(), 1, "the rename fault fired");
+    assert!(sealed.is_err(), "the failed rename reached no caller");
+    // Nothing acknowledged is lost: reopened without faults, every write is there.
+    drop(db);
+    fs.clear_faults();
+    let db = Db::open(DB, options(&fs)).unwrap();
+    assert!(prefix_len(&db, 301) >= 300);
+}

@@ -187,7 +187,7 @@ impl DbInner {
         files
     }
 
-    /// Deletes `files` (from [`DbInner::obsolete_files`]). Needs no lock;
+    /// Deletes `files` (from [`DbInner::obsolete_files`]). Needs no db mutex;
     /// two purges deleting the same file are harmless (errors are ignored:
     /// a file left is chosen again by the next look).
     pub(crate) fn purge(&self, files: Vec<ObsoleteFile>) {
@@ -198,6 +198,8 @@ impl DbInner {
                 filename::FileType::Blob => self.blobs.evict(f.number),
                 _ => {}
             }
+            // A sealer renaming this WAL, pending, waits (`finalize_wal_name`).
+            let _sealers_held = (f.kind == filename::FileType::Wal).then(|| self.wal_sealer.hold_deletions());
             let _ = self.fs.remove_file(&self.dir.join(&f.name));
         }
     }

@@ -100,6 +100,12 @@ impl WalSealer {
         self.owed.fetch_sub(before - closed.len(), Ordering::AcqRel);
     }
 
+    /// Keeps sealers out while obsolete WALs are deleted, so a sealer never
+    /// sees a pending WAL vanish between its checks and its rename.
+    pub(crate) fn hold_deletions(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.sealing.lock()
+    }
+
     /// Whether every closed WAL is sealed (none queued, none being sealed).
     pub(crate) fn all_sealed(&self) -> bool {
         self.owed.load(Ordering::Acquire) == 0
@@ -141,14 +147,17 @@ impl DbInner {
         Ok(())
     }
 
-    /// Renames pending WAL `number` to its final name.
+    /// Renames pending WAL `number` to its final name. Called with
+    /// `sealing` held, which obsolete-file deletion also holds while it
+    /// removes WALs ([`WalSealer::hold_deletions`]): so a pending WAL
+    /// missing here became obsolete and was deleted before (`forget_below`
+    /// can run after the sealer took its predecessor), and any error of the
+    /// rename is a real one, returned.
     fn finalize_wal_name(&self, number: u64) -> Result<()> {
         let pending = filename::pending_wal_file(&self.dir, number);
-        match self.fs.rename(&pending, &filename::wal_file(&self.dir, number)) {
-            // It became obsolete meanwhile and was deleted (`forget_below`
-            // can run after the sealer took its predecessor).
-            Err(_) if !self.fs.exists(&pending) => Ok(()),
-            r => r,
+        if !self.fs.exists(&pending) {
+            return Ok(());
         }
+        self.fs.rename(&pending, &filename::wal_file(&self.dir, number))
     }
 }
