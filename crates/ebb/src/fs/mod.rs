@@ -62,6 +62,16 @@ pub trait RandomAccessFile: Send + Sync {
     /// that starts past the end returns no bytes or fails (a memory-mapped
     /// file fails, naming the file); it never panics.
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>>;
+    /// Reads up to `len` bytes at `offset` onto the end of `out`, as
+    /// `read_at` would read them (fewer only at end of file); returns how
+    /// many. For a buffer refilled again and again (a readahead window): a
+    /// file that can read into `out`'s spare capacity does, with no copy and
+    /// no zeroing. The default makes one `read_at` and copies.
+    fn read_at_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
+        let bytes = self.read_at(offset, len)?;
+        out.extend_from_slice(&bytes);
+        Ok(bytes.len())
+    }
     /// Reads `head.len()` bytes at `offset` into `head` and the `tail_len`
     /// bytes after them into a new vector; returns how many bytes went into
     /// `head`, and the vector. Fewer only at end of file, as `read_at`. For

@@ -15,7 +15,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -133,18 +132,43 @@ struct PosixRandom {
 
 impl RandomAccessFile for PosixRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        let mut done = 0;
-        while done < len {
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io("pread", &self.path, e)),
-            }
-        }
-        buf.truncate(done);
+        let mut buf = Vec::new();
+        self.read_at_append(offset, len, &mut buf)?;
         Ok(buf)
+    }
+    /// `pread` into `out`'s spare capacity: no zeroing, no copy.
+    #[allow(unsafe_code)]
+    fn read_at_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
+        out.reserve(len);
+        let base = out.len();
+        let mut done = 0usize;
+        while done < len {
+            let at = libc::off_t::try_from(offset.saturating_add(done as u64)).map_err(|_| {
+                Error::io(
+                    "pread",
+                    &self.path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"),
+                )
+            })?;
+            // SAFETY: `base + done <= base + len <= capacity`: the call writes
+            // at most `len - done` bytes into capacity `out` owns exclusively.
+            let n =
+                unsafe { libc::pread(self.file.as_raw_fd(), out.as_mut_ptr().add(base + done).cast(), len - done, at) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(Error::io("pread", &self.path, e));
+            }
+            if n == 0 {
+                break;
+            }
+            done += n as usize;
+            // SAFETY: the kernel filled `out` up to `base + done`, within capacity.
+            unsafe { out.set_len(base + done) };
+        }
+        Ok(done)
     }
     /// One `preadv` into `head` and the returned vector's spare capacity:
     /// no copy and no zeroing of the tail.
@@ -401,6 +425,21 @@ mod tests {
         (dir, path)
     }
 
+    /// `bytes` opened for reads through pread, a map and MemFs (the trait's defaults).
+    fn readers_of(bytes: &[u8]) -> (tempfile::TempDir, [Arc<dyn RandomAccessFile>; 3]) {
+        let (dir, path) = file_of(bytes);
+        let fs = PosixFs::new();
+        let mem = crate::fs::MemFs::new();
+        let mem_path = Path::new("/f");
+        let mut w = mem.new_writable(mem_path).unwrap();
+        w.append(bytes).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        let files =
+            [fs.open_random(&path).unwrap(), fs.open_random_mmap(&path).unwrap(), mem.open_random(mem_path).unwrap()];
+        (dir, files)
+    }
+
     #[test]
     fn mmap_reads_return_what_pread_returns() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(6);
@@ -449,22 +488,38 @@ mod tests {
         assert!(std::fs::read(&path).unwrap() == want, "the file is not the appends in order");
     }
 
+    /// A read appended to a buffer leaves the buffer's bytes and adds the
+    /// file's, short only at the end of the file, for pread (into spare
+    /// capacity), the map and the trait's default (MemFs); `read_at` is the
+    /// same read into an empty buffer.
+    #[test]
+    fn appended_reads_add_the_files_bytes() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let bytes: Vec<u8> = (0..300_000).map(|_| rng.gen()).collect();
+        let (_dir, files) = readers_of(&bytes);
+        for _ in 0..300 {
+            let offset = rng.gen_range(0..=300_000u64);
+            let len = rng.gen_range(0..200_000usize);
+            let kept = rng.gen_range(0..5000usize);
+            let want = &bytes[offset as usize..(offset as usize + len).min(bytes.len())];
+            for f in &files {
+                let mut out = vec![0x5a; kept];
+                let n = f.read_at_append(offset, len, &mut out).unwrap();
+                assert_eq!(n, want.len(), "offset {offset} len {len}");
+                assert!(out[..kept].iter().all(|b| *b == 0x5a), "the buffer's own bytes stay");
+                assert_eq!(&out[kept..], want, "offset {offset} len {len}");
+                assert_eq!(f.read_at(offset, len).unwrap(), want, "offset {offset} len {len}");
+            }
+        }
+    }
+
     /// A split read is a whole read cut in two, for pread, the map and the
     /// trait's default (MemFs), also across the end of the file.
     #[test]
     fn split_reads_return_what_a_whole_read_returns() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let bytes: Vec<u8> = (0..300_000).map(|_| rng.gen()).collect();
-        let (_dir, path) = file_of(&bytes);
-        let fs = PosixFs::new();
-        let mem = crate::fs::MemFs::new();
-        let mem_path = Path::new("/f");
-        let mut w = mem.new_writable(mem_path).unwrap();
-        w.append(&bytes).unwrap();
-        w.sync().unwrap();
-        drop(w);
-        let files =
-            [fs.open_random(&path).unwrap(), fs.open_random_mmap(&path).unwrap(), mem.open_random(mem_path).unwrap()];
+        let (_dir, files) = readers_of(&bytes);
         for _ in 0..300 {
             let offset = rng.gen_range(0..=300_000u64);
             let head_len = rng.gen_range(0..64usize);

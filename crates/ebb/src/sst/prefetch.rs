@@ -133,15 +133,18 @@ impl PrefetchBuffer {
         self.start = offset;
         let read_from = offset + kept as u64;
         let want = usize::try_from(window_end.saturating_sub(read_from)).unwrap_or(usize::MAX);
-        let fresh = file.read_at(read_from, want)?;
-        self.bytes_prefetched += fresh.len() as u64;
+        // Read onto the kept bytes, into the window's own capacity (kept
+        // between fills). A failed read leaves a window that holds only
+        // what it says it holds.
+        match file.read_at_append(read_from, want, &mut self.window) {
+            Ok(n) => self.bytes_prefetched += n as u64,
+            Err(e) => {
+                self.window.clear();
+                return Err(e);
+            }
+        }
         // A file that ends early leaves a short window: the caller then sees
         // a short read, as it would without the buffer.
-        if self.window.is_empty() {
-            self.window = fresh;
-        } else {
-            self.window.extend_from_slice(&fresh);
-        }
         Ok(())
     }
 
