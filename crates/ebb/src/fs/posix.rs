@@ -130,6 +130,28 @@ struct PosixRandom {
     file: File,
 }
 
+impl PosixRandom {
+    /// `offset + done` as the `off_t` a positional read takes.
+    fn os_offset(&self, op: &'static str, offset: u64, done: usize) -> Result<libc::off_t> {
+        libc::off_t::try_from(offset.saturating_add(done as u64)).map_err(|_| {
+            Error::io(op, &self.path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"))
+        })
+    }
+
+    /// What a positional read returned: the bytes read (0 at end of file),
+    /// `None` when interrupted (to retry), or the error, naming `op`.
+    fn os_count(&self, op: &'static str, n: isize) -> Result<Option<usize>> {
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        Err(Error::io(op, &self.path, e))
+    }
+}
+
 impl RandomAccessFile for PosixRandom {
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
@@ -143,28 +165,16 @@ impl RandomAccessFile for PosixRandom {
         let base = out.len();
         let mut done = 0usize;
         while done < len {
-            let at = libc::off_t::try_from(offset.saturating_add(done as u64)).map_err(|_| {
-                Error::io(
-                    "pread",
-                    &self.path,
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"),
-                )
-            })?;
+            let at = self.os_offset("pread", offset, done)?;
             // SAFETY: `base + done <= base + len <= capacity`: the call writes
             // at most `len - done` bytes into capacity `out` owns exclusively.
             let n =
                 unsafe { libc::pread(self.file.as_raw_fd(), out.as_mut_ptr().add(base + done).cast(), len - done, at) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(Error::io("pread", &self.path, e));
+            match self.os_count("pread", n)? {
+                None => continue,
+                Some(0) => break,
+                Some(n) => done += n,
             }
-            if n == 0 {
-                break;
-            }
-            done += n as usize;
             // SAFETY: the kernel filled `out` up to `base + done`, within capacity.
             unsafe { out.set_len(base + done) };
         }
@@ -185,27 +195,15 @@ impl RandomAccessFile for PosixRandom {
                 // SAFETY: `in_tail <= tail_len`, the vector's capacity.
                 libc::iovec { iov_base: unsafe { tail.as_mut_ptr().add(in_tail) }.cast(), iov_len: tail_len - in_tail },
             ];
-            let at = libc::off_t::try_from(offset.saturating_add(done as u64)).map_err(|_| {
-                Error::io(
-                    "preadv",
-                    &self.path,
-                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"),
-                )
-            })?;
+            let at = self.os_offset("preadv", offset, done)?;
             // SAFETY: both iovecs point into memory this call owns exclusively
             // (`head`, and `tail`'s capacity from `in_tail` on), of the lengths given.
             let n = unsafe { libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), 2, at) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(Error::io("preadv", &self.path, e));
+            match self.os_count("preadv", n)? {
+                None => continue,
+                Some(0) => break,
+                Some(n) => done += n,
             }
-            if n == 0 {
-                break;
-            }
-            done += n as usize;
             // SAFETY: the kernel filled the tail in order, up to `done - head.len()`
             // bytes, all within capacity.
             unsafe { tail.set_len(done.saturating_sub(head.len())) };
