@@ -28,6 +28,7 @@
 //! ([`VersionSet::manifest_busy`]), so edits are written and installed in
 //! the order they were prepared.
 
+pub mod builder;
 pub mod edit;
 pub mod filename;
 
@@ -36,11 +37,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use builder::VersionBuilder;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::key::{compare_internal_keys, user_key, SequenceNumber};
+use crate::key::{user_key, SequenceNumber};
 use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
 
 /// What a version knows about one blob file (RocksDB's `BlobFileMetaData`).
@@ -179,76 +181,20 @@ impl Version {
         Ok(())
     }
 
-    /// Builds the version that results from applying `edits` to `self`.
+    /// Builds the version that results from applying `edits` to `self`
+    /// (one [`VersionBuilder`]; blob files leave by invariant 6 once, after
+    /// all of them).
     pub fn apply(&self, edits: &[&VersionEdit]) -> Result<Version> {
-        let mut levels = self.levels.clone();
-        let mut blob_files = self.blob_files.clone();
+        let mut builder = VersionBuilder::new(self);
         for edit in edits {
-            for b in &edit.blob_file_additions {
-                let meta = BlobFileMetaData {
-                    number: b.number,
-                    total_count: b.total_count,
-                    total_bytes: b.total_bytes,
-                    garbage_count: 0,
-                    garbage_bytes: 0,
-                };
-                if blob_files.insert(b.number, meta).is_some() {
-                    return Err(Error::corruption("MANIFEST", 0, format!("blob file {} added twice", b.number)));
-                }
-            }
-            for g in &edit.blob_file_garbage {
-                let meta = blob_files.get_mut(&g.number).ok_or_else(|| {
-                    Error::corruption("MANIFEST", 0, format!("garbage recorded for blob file {}, not listed", g.number))
-                })?;
-                meta.garbage_count += g.count;
-                meta.garbage_bytes += g.bytes;
-                if meta.garbage_count > meta.total_count {
-                    return Err(Error::corruption(
-                        "MANIFEST",
-                        0,
-                        format!(
-                            "blob file {} has {} garbage blobs of {}",
-                            g.number, meta.garbage_count, meta.total_count
-                        ),
-                    ));
-                }
-            }
-            for (level, number) in &edit.deleted_files {
-                let files = levels.get_mut(*level).ok_or_else(|| {
-                    Error::corruption("MANIFEST", 0, format!("edit deletes file {number} at missing level {level}"))
-                })?;
-                files.retain(|f| f.number != *number);
-            }
-            for (level, f) in &edit.new_files {
-                let files = levels.get_mut(*level).ok_or_else(|| {
-                    Error::corruption("MANIFEST", 0, format!("edit adds file {} at missing level {level}", f.number))
-                })?;
-                files.retain(|g| g.number != f.number);
-                files.push(Arc::clone(f));
-            }
+            builder.apply(edit)?;
         }
-        for (level, files) in levels.iter_mut().enumerate() {
-            if level == 0 {
-                files.sort_by(|a, b| b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number)));
-            } else {
-                files.sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
-            }
-        }
-        // Invariant 6. A table names the oldest blob file it refers to, so a
-        // blob file older than every table's oldest is referred to by none;
-        // one that is all garbage stays while a table names it (a miscount
-        // must never drop a blob still referred to).
-        if !blob_files.is_empty() {
-            let linked: std::collections::BTreeSet<u64> =
-                levels.iter().flatten().map(|f| f.oldest_blob_file).filter(|n| *n != 0).collect();
-            let oldest_linked = linked.first().copied().unwrap_or(u64::MAX);
-            blob_files.retain(|number, meta| {
-                *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
-            });
-        }
-        Ok(Version { levels, blob_files })
+        Ok(builder.build())
     }
 }
+
+/// A version with no levels: the base recovery builds families on.
+static EMPTY_VERSION: Version = Version { levels: Vec::new(), blob_files: BTreeMap::new() };
 
 /// The name of the column family every database has, id 0 (RocksDB's
 /// `kDefaultColumnFamilyName`).
@@ -321,10 +267,64 @@ fn refuse_family_adds(edits: &[VersionEdit]) -> Result<()> {
     Ok(())
 }
 
+/// A column family's files as edits are applied to it: its live version,
+/// rebuilt at every edit (a change being made, or a best-efforts replay
+/// checking every state), or a builder that recovery builds once, at the
+/// end of the MANIFEST.
+trait FamilyState {
+    /// A new, empty family of `num_levels` levels.
+    fn new_family(name: &str, num_levels: usize) -> Self;
+    /// Applies `edit`'s files and blob files.
+    fn apply_files(&mut self, edit: &VersionEdit) -> Result<()>;
+    /// The family's log number.
+    fn log_number_mut(&mut self) -> &mut u64;
+}
+
+impl FamilyState for FamilyVersions {
+    fn new_family(name: &str, num_levels: usize) -> Self {
+        FamilyVersions { name: name.to_string(), current: Arc::new(Version::new(num_levels)), log_number: 0 }
+    }
+    fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.current = Arc::new(self.current.apply(&[edit])?);
+        Ok(())
+    }
+    fn log_number_mut(&mut self) -> &mut u64 {
+        &mut self.log_number
+    }
+}
+
+/// A family being recovered: every edit of the MANIFEST goes into one
+/// builder, built into its version once replay ends.
+struct RecoveringFamily {
+    name: String,
+    builder: VersionBuilder<'static>,
+    log_number: u64,
+}
+
+impl RecoveringFamily {
+    fn finish(self) -> FamilyVersions {
+        let RecoveringFamily { name, builder, log_number } = self;
+        FamilyVersions { name, current: Arc::new(builder.build()), log_number }
+    }
+}
+
+impl FamilyState for RecoveringFamily {
+    fn new_family(name: &str, num_levels: usize) -> Self {
+        let builder = VersionBuilder::with_levels(&EMPTY_VERSION, num_levels);
+        RecoveringFamily { name: name.to_string(), builder, log_number: 0 }
+    }
+    fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.builder.apply(edit)
+    }
+    fn log_number_mut(&mut self) -> &mut u64 {
+        &mut self.log_number
+    }
+}
+
 /// Applies `edit` to the families in `families` (a MANIFEST being replayed or
 /// a change being made). `levels_for` gives a new family's number of levels.
-fn apply_edit(
-    families: &mut BTreeMap<u32, FamilyVersions>,
+fn apply_edit<F: FamilyState>(
+    families: &mut BTreeMap<u32, F>,
     max_column_family: &mut u32,
     edit: &VersionEdit,
     levels_for: &dyn Fn(&str) -> usize,
@@ -335,8 +335,7 @@ fn apply_edit(
         if families.contains_key(&id) {
             return Err(bad(format!("column family {id} ({name}) added twice")));
         }
-        let current = Arc::new(Version::new(levels_for(name)));
-        families.insert(id, FamilyVersions { name: name.clone(), current, log_number: 0 });
+        families.insert(id, F::new_family(name, levels_for(name)));
     }
     *max_column_family = (*max_column_family).max(id).max(edit.max_column_family.unwrap_or(0));
     if edit.column_family_drop {
@@ -349,10 +348,11 @@ fn apply_edit(
     let family = families.get_mut(&id).ok_or_else(|| bad(format!("edit for unknown column family {id}")))?;
     let changes_files = !edit.new_files.is_empty() || !edit.deleted_files.is_empty();
     if changes_files || !edit.blob_file_additions.is_empty() || !edit.blob_file_garbage.is_empty() {
-        family.current = Arc::new(family.current.apply(&[edit])?);
+        family.apply_files(edit)?;
     }
     if let Some(n) = edit.log_number {
-        family.log_number = family.log_number.max(n);
+        let log_number = family.log_number_mut();
+        *log_number = (*log_number).max(n);
     }
     Ok(())
 }
@@ -529,10 +529,8 @@ impl Counters {
 }
 
 /// A family map holding only the empty default family.
-fn default_family_only(levels_for: &dyn Fn(&str) -> usize) -> BTreeMap<u32, FamilyVersions> {
-    let default = Version::new(levels_for(DEFAULT_COLUMN_FAMILY));
-    let family = FamilyVersions { name: DEFAULT_COLUMN_FAMILY.to_string(), current: Arc::new(default), log_number: 0 };
-    BTreeMap::from([(0u32, family)])
+fn default_family_only<F: FamilyState>(levels_for: &dyn Fn(&str) -> usize) -> BTreeMap<u32, F> {
+    BTreeMap::from([(0u32, F::new_family(DEFAULT_COLUMN_FAMILY, levels_for(DEFAULT_COLUMN_FAMILY)))])
 }
 
 /// What [`longest_complete_prefix`] found: the edits to keep, and the
@@ -551,7 +549,7 @@ fn longest_complete_prefix(
     files_on_disk: &std::collections::HashSet<u64>,
     levels_for: &dyn Fn(&str) -> usize,
 ) -> CompletePrefix {
-    let mut families = default_family_only(levels_for);
+    let mut families: BTreeMap<u32, FamilyVersions> = default_family_only(levels_for);
     let mut max_column_family = 0;
     let mut counters = Counters::default();
     // Missing tables of the state so far, by number, with their family.
@@ -605,7 +603,9 @@ impl VersionSet {
         max_manifest_size: u64,
         best_efforts: bool,
     ) -> Result<(Self, ManifestRecovery)> {
-        let mut families = default_family_only(levels_for);
+        // One builder per family for the whole MANIFEST (RocksDB's
+        // `VersionEditHandler`): each family's version is built once, below.
+        let mut families: BTreeMap<u32, RecoveringFamily> = default_family_only(levels_for);
         let mut max_column_family = 0;
         let mut counters = Counters::default();
         let mut report = ManifestRecovery::default();
@@ -649,6 +649,7 @@ impl VersionSet {
                 Ok(())
             })?
         };
+        let families: BTreeMap<u32, FamilyVersions> = families.into_iter().map(|(id, f)| (id, f.finish())).collect();
         let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
         let missing = |what: &str| {
             let cut = if end.torn_tail.is_some() { " (its last record is incomplete)" } else { "" };
@@ -1082,6 +1083,125 @@ mod tests {
         gone.delete_file(0, 4);
         gone.delete_file(1, 6);
         assert!(v.apply(&[&gone]).unwrap().blob_files.is_empty());
+    }
+
+    /// What a caller can see of one family: its id, name, log number, file
+    /// numbers per level and blob files.
+    type FamilyView = (u32, String, u64, Vec<Vec<u64>>, Vec<BlobFileMetaData>);
+
+    /// What a caller can see of a version set, family by family.
+    fn state(versions: &VersionSet) -> Vec<FamilyView> {
+        versions
+            .families()
+            .iter()
+            .map(|(id, f)| {
+                let levels = f.current.levels.iter().map(|l| l.iter().map(|f| f.number).collect()).collect();
+                (*id, f.name.clone(), f.log_number, levels, f.current.blob_files.values().copied().collect())
+            })
+            .collect()
+    }
+
+    /// A long history as a running database writes it (flushes with blob
+    /// files, compactions level to level that record blob garbage, column
+    /// families added and dropped), installed edit by edit; recovery from
+    /// the MANIFEST, which applies every edit to one builder per family,
+    /// must give the same state.
+    #[test]
+    fn recovery_from_a_long_manifest_equals_the_state_built_edit_by_edit() {
+        use crate::fs::MemFs;
+        use rand::{Rng, SeedableRng};
+        const LEVELS: usize = 4;
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        VersionSet::create_new(dir, fs.as_ref()).unwrap();
+        let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &|_| LEVELS, u64::MAX, false).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let key = |k: u16| k.to_be_bytes();
+        let mut log = 1;
+        for step in 0..3_000 {
+            let ids: Vec<u32> = versions.families().keys().copied().collect();
+            let cf = ids[rng.gen_range(0..ids.len())];
+            let v = versions.version(cf).unwrap();
+            let edit = match rng.gen_range(0..20) {
+                0 => {
+                    let id = versions.next_column_family_id();
+                    let add = VersionEdit {
+                        column_family: id,
+                        column_family_add: Some(format!("cf{id}")),
+                        log_number: Some(log),
+                        ..Default::default()
+                    };
+                    versions.add_column_family(add, LEVELS).unwrap();
+                    continue;
+                }
+                1 if cf != 0 => VersionEdit { column_family: cf, column_family_drop: true, ..Default::default() },
+                2..=9 => {
+                    // A flush: one L0 table, and now and then its blob file.
+                    let (table, blob) = (versions.new_file_number(), versions.new_file_number());
+                    let lo = rng.gen_range(0..60_000u16);
+                    let mut f = file(table, &key(lo), &key(lo + rng.gen_range(0..5_000)), step + 1);
+                    let mut edit = VersionEdit { column_family: cf, ..Default::default() };
+                    if rng.gen_bool(0.5) {
+                        f.oldest_blob_file = blob;
+                        edit.blob_file_additions.push(added(blob, 10));
+                    }
+                    log += 1;
+                    edit.log_number = Some(log);
+                    edit.add_file(0, f);
+                    edit
+                }
+                _ => {
+                    // A compaction of every file of a level and the next,
+                    // into up to three disjoint files below.
+                    let level = rng.gen_range(0..LEVELS - 1);
+                    let inputs: Vec<(usize, Arc<FileMetaData>)> =
+                        (level..=level + 1).flat_map(|l| v.levels[l].iter().map(move |f| (l, Arc::clone(f)))).collect();
+                    if inputs.is_empty() {
+                        continue;
+                    }
+                    let mut edit = VersionEdit { column_family: cf, ..Default::default() };
+                    let lo = inputs.iter().map(|(_, f)| f.smallest_user_key().to_vec()).min().unwrap();
+                    let hi = inputs.iter().map(|(_, f)| f.largest_user_key().to_vec()).max().unwrap();
+                    let (lo, hi) = (u16::from_be_bytes([lo[0], lo[1]]), u16::from_be_bytes([hi[0], hi[1]]));
+                    let oldest = inputs.iter().map(|(_, f)| f.oldest_blob_file).filter(|n| *n != 0).min();
+                    let pieces = rng.gen_range(1..=3u16).min(hi - lo + 1);
+                    let width = (hi - lo + 1) / pieces;
+                    for p in 0..pieces {
+                        let (a, b) = (lo + p * width, if p + 1 == pieces { hi } else { lo + (p + 1) * width - 1 });
+                        let mut out = file(versions.new_file_number(), &key(a), &key(b), 0);
+                        out.oldest_blob_file = oldest.unwrap_or(0);
+                        edit.add_file(level + 1, out);
+                    }
+                    for (l, f) in &inputs {
+                        edit.delete_file(*l, f.number);
+                    }
+                    // Some blobs of the live blob files became garbage.
+                    for b in v.blob_files.values() {
+                        let left = b.total_count - b.garbage_count;
+                        if left > 0 && rng.gen_bool(0.3) {
+                            let count = rng.gen_range(1..=left);
+                            edit.blob_file_garbage.push(BlobFileGarbage {
+                                number: b.number,
+                                count,
+                                bytes: count * 100,
+                            });
+                        }
+                    }
+                    edit
+                }
+            };
+            let mut prepared = versions.prepare(vec![edit]).unwrap();
+            let written = prepared.write();
+            versions.install(prepared, written).unwrap();
+        }
+        let built = state(&versions);
+        assert!(built.iter().any(|(_, _, _, _, blobs)| !blobs.is_empty()), "the history kept no blob file");
+        assert!(built.len() > 1, "the history kept no column family besides the default");
+        drop(versions);
+        let (recovered, report) = VersionSet::recover(dir, fs, &|_| LEVELS, u64::MAX, false).unwrap();
+        assert!(report.torn_tail.is_none());
+        assert_eq!(state(&recovered), built);
     }
 
     #[test]
