@@ -43,11 +43,20 @@ struct Gate {
     /// MANIFEST sync, to widen the window a MANIFEST write is in flight.
     manifest_delay_us: AtomicU64,
     calls: AtomicU64,
+    /// MANIFEST syncs that passed the gate or were held at it.
+    manifest_syncs: AtomicU64,
+    /// The next MANIFEST sync to come panics (a job that unwinds inside its
+    /// MANIFEST write).
+    panic_next_manifest_sync: AtomicBool,
 }
 
 impl Gate {
     fn pass(&self, what: Held) {
         if what == Held::ManifestSync {
+            if self.panic_next_manifest_sync.swap(false, Ordering::SeqCst) {
+                panic!("injected panic: a job unwinds inside its MANIFEST sync");
+            }
+            self.manifest_syncs.fetch_add(1, Ordering::SeqCst);
             let delay = self.manifest_delay_us.load(Ordering::Relaxed);
             if delay > 0 {
                 let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -313,4 +322,150 @@ fn a_flush_waiting_for_the_manifest_behind_its_familys_drop_is_cancelled() {
     assert_eq!(Db::list_column_families(DB, &o).unwrap(), vec!["default".to_string()]);
     let db = Db::open(DB, o).unwrap();
     assert_eq!(common::scan(&db, Default::default()).len(), 100);
+}
+
+/// Families "a", "b", ... (`n` of them) besides the default, with 50 keys
+/// in each, family `k` (the default is 0) writing `value(i, k)`.
+fn families(db: &Db, o: &Options, n: usize) -> Vec<ebb::ColumnFamilyHandle> {
+    let others: Vec<_> =
+        (0..n).map(|k| db.create_column_family(&((b'a' + k as u8) as char).to_string(), o).unwrap()).collect();
+    for i in 0..50 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        for (k, cf) in others.iter().enumerate() {
+            db.put_cf(cf, &key(i), &value(i, k + 1)).unwrap();
+        }
+    }
+    others
+}
+
+/// Holds the default family's flush in its MANIFEST sync, then flushes
+/// `queued`, whose edits queue behind it; waits until all have written
+/// their tables and had the time to queue. Returns the flush threads,
+/// default first.
+fn queue_flushes_behind_a_held_one(
+    fs: &MemFs,
+    db: &Arc<Db>,
+    gate: &Gate,
+    queued: &[ebb::ColumnFamilyHandle],
+) -> Vec<std::thread::JoinHandle<ebb::Result<()>>> {
+    let tables = || fs.list_dir(Path::new(DB)).unwrap().into_iter().filter(|n| n.ends_with(".sst")).count();
+    gate.close(Held::ManifestSync);
+    let mut flushes = vec![{
+        let db = Arc::clone(db);
+        std::thread::spawn(move || db.flush(true))
+    }];
+    gate.wait_for_a_caller();
+    for cf in queued {
+        let (db, cf) = (Arc::clone(db), cf.clone());
+        flushes.push(std::thread::spawn(move || db.flush_cf(&cf, true)));
+    }
+    let start = std::time::Instant::now();
+    while tables() < 1 + queued.len() {
+        assert!(start.elapsed() < STUCK, "the queued flushes wrote no tables");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // From its table's sync to its place in the MANIFEST queue a flush
+    // takes microseconds: give it far more.
+    std::thread::sleep(Duration::from_millis(300));
+    flushes
+}
+
+/// Options on `fs` with a gate, for the queue tests: room for their writes
+/// in one memtable, four flush threads, no compactions.
+fn queue_options(fs: &MemFs) -> (Options, Arc<Gate>) {
+    let (mut o, gate) = gated(fs);
+    o.write_buffer_size = 1 << 20;
+    o.max_background_flushes = 4;
+    o.disable_auto_compactions = true;
+    (o, gate)
+}
+
+/// Opens the database with the families `names`, each on `o`, and checks
+/// that family `k` holds `value(i, k)` for each of the 50 keys.
+fn check_families(o: &Options, names: &[String], ctx: &str) {
+    let families: Vec<(&str, Options)> = names.iter().map(|n| (n.as_str(), o.clone())).collect();
+    let db = Db::open_cf(DB, o.clone(), &families).unwrap();
+    for (k, name) in names.iter().enumerate() {
+        let cf = db.cf_handle(name).unwrap();
+        for i in 0..50 {
+            assert_eq!(db.get_cf(&cf, &key(i)).unwrap(), Some(value(i, k)), "family {name} {ctx}");
+        }
+    }
+}
+
+fn level0_files(db: &Db, cf: &ebb::ColumnFamilyHandle) -> Option<String> {
+    db.get_property_cf(cf, "ebb.num-files-at-level0")
+}
+
+/// The edits of jobs that queue behind a MANIFEST write go out together:
+/// one append and one sync for both flushes (RocksDB's manifest writer
+/// queue), not one each. Every family's data is then in its tables, through
+/// a reopen and a power loss.
+#[test]
+fn edits_queued_behind_a_manifest_write_go_out_in_one_sync() {
+    let fs = MemFs::new();
+    let (o, gate) = queue_options(&fs);
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    let others = families(&db, &o, 2);
+    let flushes = queue_flushes_behind_a_held_one(&fs, &db, &gate, &others);
+    let held = gate.manifest_syncs.load(Ordering::SeqCst);
+    gate.open();
+    for f in flushes {
+        f.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        gate.manifest_syncs.load(Ordering::SeqCst) - held,
+        1,
+        "the two queued flushes' edits took one MANIFEST sync"
+    );
+    for cf in &others {
+        assert_eq!(level0_files(&db, cf).as_deref(), Some("1"));
+    }
+    // What the disk holds, writes unsynced included: the families' data
+    // is in tables now, not only in a WAL.
+    let disk = fs.crash_clone(CrashMode::DropUnsynced);
+    drop(others);
+    let db = Arc::into_inner(db).expect("the only handle");
+    db.close().unwrap();
+    let mut after_power_loss = tiny_options(Some(disk));
+    after_power_loss.create_if_missing = false;
+    let names = Db::list_column_families(DB, &after_power_loss).unwrap();
+    assert_eq!(names, ["default", "a", "b"]);
+    check_families(&after_power_loss, &names, "after the power loss");
+}
+
+/// The job leading a batch unwinds inside its MANIFEST write: the jobs of
+/// its batch are not lost with it. They go back to the queue, the next
+/// leader writes their edits (in a new MANIFEST), their flushes install,
+/// and a reopen finds every family's data, the unwound flush's included
+/// (still in the WAL).
+#[test]
+fn a_leader_unwinding_in_its_manifest_write_leaves_its_batch_to_the_next() {
+    let fs = MemFs::new();
+    let (o, gate) = queue_options(&fs);
+    let db = Arc::new(Db::open(DB, o.clone()).unwrap());
+    let others = families(&db, &o, 3);
+    // Three flushes queue behind the held one: when it is installed, the
+    // first of them leads a batch of all three, and unwinds.
+    let flushes = queue_flushes_behind_a_held_one(&fs, &db, &gate, &others);
+    gate.panic_next_manifest_sync.store(true, Ordering::SeqCst);
+    gate.open();
+    // Watched, not joined: a job left waiting forever must fail the test,
+    // not hang it.
+    let start = std::time::Instant::now();
+    while others.iter().filter(|cf| level0_files(&db, cf).as_deref() == Some("1")).count() < 2 {
+        if start.elapsed() > STUCK {
+            // Dropping the database would wait for the stuck jobs forever.
+            std::mem::forget((db, others, flushes));
+            panic!("the unwound leader's batch was never installed");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!gate.panic_next_manifest_sync.load(Ordering::SeqCst), "no MANIFEST sync came after the held one");
+    let results: Vec<ebb::Result<()>> = flushes.into_iter().map(|f| f.join().unwrap()).collect();
+    assert!(results.iter().any(|r| r.is_err()), "no flush saw the unwound job");
+    drop(others);
+    let db = Arc::into_inner(db).expect("the only handle");
+    let _ = db.close();
+    check_families(&o, &Db::list_column_families(DB, &o).unwrap(), "after the reopen");
 }

@@ -180,6 +180,8 @@ pub(crate) struct DbState {
     pub(crate) compactions_running: usize,
     /// Obsolete-file deletions running without the db mutex.
     pub(crate) purges_running: usize,
+    /// Jobs waiting to write their version edits (db/version_edits.rs).
+    pub(crate) manifest_queue: version_edits::ManifestQueue,
     pub(crate) manual_compactions: usize,
     pub(crate) paused: usize,
     pub(crate) shutting_down: bool,
@@ -204,7 +206,7 @@ pub(crate) struct DbInner {
     pub(crate) bg_cv: Condvar,
     /// Signalled when there may be new background work.
     pub(crate) work_cv: Condvar,
-    /// Signalled when a MANIFEST write is installed or given up
+    /// Signalled when a MANIFEST batch is installed or given up
     /// (db/version_edits.rs).
     pub(crate) manifest_cv: Condvar,
     pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,

@@ -196,6 +196,7 @@ fn open_locked(
             flush_running: 0,
             compactions_running: 0,
             purges_running: 0,
+            manifest_queue: Default::default(),
             manual_compactions: 0,
             paused: 0,
             shutting_down: false,

@@ -14,30 +14,87 @@
 //! 1. [`DbInner::log_and_apply`] checks and encodes the edits under the
 //!    mutex, appends and syncs them with the mutex released, and installs
 //!    the new state under it again. One MANIFEST write is in flight at a
-//!    time: a second job waits (`manifest_cv`) until the first is installed,
-//!    then prepares against the state that includes it. Readers see the old
-//!    version until the new one is installed, so nothing is visible before
-//!    its edit is durable (version invariant 3).
+//!    time. Jobs queue their edits (`DbState::manifest_queue`, oldest
+//!    first); the job at the front, once no write is in flight, leads: it
+//!    takes the edits of every job queued behind it, prepares them against
+//!    the current state as one batch, writes them in one append and one
+//!    sync, installs them, and hands each job its result (RocksDB's
+//!    `LogAndApply` with its manifest writer queue). A column family drop
+//!    goes alone. Readers see the old version until the new one is
+//!    installed, so nothing is visible before its edit is durable (version
+//!    invariant 3).
 //! 2. Obsolete files are chosen under the mutex ([`DbInner::obsolete_files`])
 //!    and deleted without it ([`DbInner::purge`]). A file chosen is obsolete
 //!    for good: file numbers are never reused, and no edit brings back a
 //!    table it removed. None are chosen while a MANIFEST write is in flight,
 //!    because the outputs that edit adds are then in no version yet; the job
 //!    that wrote it looks again once it is installed.
-//! 3. A writer that unwinds (an injected panic) gives the MANIFEST writer up
-//!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST,
-//!    and waiters are woken, so no job waits forever.
+//! 3. A leader that unwinds (an injected panic) gives the MANIFEST writer up
+//!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST.
+//!    The other jobs of its batch go back to the front of the queue, in
+//!    order, and waiters are woken, so the next leader writes their edits
+//!    and no job waits forever.
 //! 4. A family may be dropped while a job waits for the MANIFEST writer.
 //!    Edits that only advance a dropped family's log number are left out;
 //!    a job whose edit changes a dropped family's files is `Cancelled`
 //!    (RocksDB's `ColumnFamilyDropped`), which is no background error: its
 //!    outputs are deleted, and the database goes on.
 
+use std::collections::{HashMap, VecDeque};
+
 use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::version::{filename, VersionEdit};
+
+/// The edits of one job waiting for the MANIFEST.
+struct QueuedEdits {
+    ticket: u64,
+    edits: Vec<VersionEdit>,
+}
+
+/// Jobs waiting to have their edits written to the MANIFEST, and the
+/// results a leader left for the jobs of its batch (contract 1). Requires
+/// the db mutex.
+#[derive(Default)]
+pub(crate) struct ManifestQueue {
+    next_ticket: u64,
+    waiting: VecDeque<QueuedEdits>,
+    done: HashMap<u64, Result<()>>,
+}
+
+impl ManifestQueue {
+    fn enqueue(&mut self, edits: Vec<VersionEdit>) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.waiting.push_back(QueuedEdits { ticket, edits });
+        ticket
+    }
+
+    /// The batch the front job leads: itself and the jobs behind it up to
+    /// the first family drop, which goes alone.
+    fn take_batch(&mut self) -> Vec<QueuedEdits> {
+        let drops = |q: &QueuedEdits| q.edits.iter().any(|e| e.column_family_drop);
+        let mut batch = Vec::new();
+        while let Some(next) = self.waiting.front() {
+            if !batch.is_empty() && (drops(next) || batch.iter().any(drops)) {
+                break;
+            }
+            batch.extend(self.waiting.pop_front());
+        }
+        batch
+    }
+}
+
+/// A batch's result for one of its jobs: an error is handed to each as its
+/// own copy.
+fn share(result: &Result<()>) -> Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => Err(e.duplicate()),
+    }
+}
 
 /// Whether `edit` only advances its family's log number (what a flush
 /// records for the other families), so that it may be left out once that
@@ -54,18 +111,26 @@ pub(crate) struct ObsoleteFile {
     name: String,
 }
 
-/// Marks the MANIFEST writer given up if the write unwinds before it is
-/// installed (contract 3). Dropped with the db mutex held.
-struct InFlight<'g, 'a> {
+/// A leader's batch from the moment it leaves the queue: if the leader
+/// unwinds before it has handed out the results, the MANIFEST writer is
+/// given up when it is out, and the other jobs go back to the front of the
+/// queue (contract 3). Dropped with the db mutex held.
+struct Leading<'g, 'a> {
     inner: &'g DbInner,
     st: &'g mut MutexGuard<'a, DbState>,
-    installed: bool,
+    /// The other jobs of the batch, until they have their results.
+    followers: Vec<QueuedEdits>,
+    /// The prepared edits are being written.
+    writing: bool,
 }
 
-impl Drop for InFlight<'_, '_> {
+impl Drop for Leading<'_, '_> {
     fn drop(&mut self) {
-        if !self.installed {
+        if self.writing {
             self.st.versions.abandon_write();
+        }
+        for q in self.followers.drain(..).rev() {
+            self.st.manifest_queue.waiting.push_front(q);
         }
         self.inner.manifest_cv.notify_all();
     }
@@ -87,28 +152,65 @@ impl Drop for Purging<'_, '_> {
 
 impl DbInner {
     /// Records `edits` durably in the MANIFEST and installs them (contract
-    /// 1). Requires the db mutex; releases it while the MANIFEST is written.
+    /// 1), on its own or in a batch with other jobs' edits. Requires the db
+    /// mutex; releases it while waiting and while the MANIFEST is written.
     /// The caller installs a super version afterwards as before.
-    pub(crate) fn log_and_apply(&self, st: &mut MutexGuard<'_, DbState>, mut edits: Vec<VersionEdit>) -> Result<()> {
-        self.wait_for_manifest_writes(st);
-        // The wait released the mutex: a family may have been dropped since
-        // the caller built its edits (contract 4).
-        let families = st.versions.families();
-        if edits.iter().any(|e| !families.contains_key(&e.column_family) && !only_log_number(e)) {
+    pub(crate) fn log_and_apply(&self, st: &mut MutexGuard<'_, DbState>, edits: Vec<VersionEdit>) -> Result<()> {
+        let ticket = st.manifest_queue.enqueue(edits);
+        loop {
+            if let Some(result) = st.manifest_queue.done.remove(&ticket) {
+                return result;
+            }
+            let front = st.manifest_queue.waiting.front().map(|q| q.ticket);
+            if front == Some(ticket) && !st.versions.manifest_busy() {
+                break;
+            }
+            self.manifest_cv.wait(st);
+        }
+        let mut batch = st.manifest_queue.take_batch();
+        let followers = batch.split_off(1);
+        let mut leading = Leading { inner: self, st, followers, writing: false };
+        let own = batch.pop().map(|q| q.edits).unwrap_or_default();
+        // The waits released the mutex: a family may have been dropped since
+        // a job built its edits (contract 4). Each job is decided alone.
+        let families = leading.st.versions.families();
+        let cancelled = |edits: &[VersionEdit]| {
+            edits.iter().any(|e| !families.contains_key(&e.column_family) && !only_log_number(e))
+        };
+        let own_cancelled = cancelled(&own);
+        let followers_cancelled: Vec<bool> = leading.followers.iter().map(|q| cancelled(&q.edits)).collect();
+        let mut all: Vec<VersionEdit> = Vec::new();
+        let jobs = std::iter::once((own, own_cancelled))
+            .chain(leading.followers.iter().map(|q| q.edits.clone()).zip(followers_cancelled.iter().copied()));
+        for (edits, cancelled) in jobs {
+            if !cancelled {
+                all.extend(edits.into_iter().filter(|e| families.contains_key(&e.column_family)));
+            }
+        }
+        let result = if all.is_empty() {
+            Ok(())
+        } else {
+            match leading.st.versions.prepare(all) {
+                Err(e) => Err(e),
+                Ok(prepared) if !prepared.needs_write() => leading.st.versions.install(prepared, Ok(())),
+                Ok(mut prepared) => {
+                    leading.writing = true;
+                    let written = MutexGuard::unlocked(leading.st, || prepared.write());
+                    leading.writing = false;
+                    leading.st.versions.install(prepared, written)
+                }
+            }
+        };
+        let followers = std::mem::take(&mut leading.followers);
+        for (q, cancelled) in followers.into_iter().zip(followers_cancelled) {
+            let r = if cancelled { Err(Error::Cancelled) } else { share(&result) };
+            leading.st.manifest_queue.done.insert(q.ticket, r);
+        }
+        drop(leading);
+        if own_cancelled {
             return Err(Error::Cancelled);
         }
-        edits.retain(|e| families.contains_key(&e.column_family));
-        if edits.is_empty() {
-            return Ok(());
-        }
-        let mut prepared = st.versions.prepare(edits)?;
-        if !prepared.needs_write() {
-            return st.versions.install(prepared, Ok(()));
-        }
-        let mut in_flight = InFlight { inner: self, st, installed: false };
-        let written = MutexGuard::unlocked(in_flight.st, || prepared.write());
-        in_flight.installed = true;
-        in_flight.st.versions.install(prepared, written)
+        result
     }
 
     /// Returns once no MANIFEST write is in flight; the db mutex is held
