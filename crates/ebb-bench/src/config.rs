@@ -94,6 +94,8 @@ pub struct Config {
     pub readwritepercent: u32,
     /// `--histogram`.
     pub histogram: bool,
+    /// `--report_open_timing`.
+    pub report_open_timing: bool,
     /// `--stats_interval_seconds` (0 = off).
     pub stats_interval_secs: u64,
     /// `--stats_per_interval`.
@@ -232,6 +234,7 @@ impl Config {
             reverse_iterator: flags.bool("reverse_iterator"),
             readwritepercent: readwritepercent as u32,
             histogram: flags.bool("histogram"),
+            report_open_timing: flags.bool("report_open_timing"),
             stats_interval_secs: flags.u64("stats_interval_seconds")?,
             stats_per_interval: flags.i64("stats_per_interval") > 0,
             report_interval_secs: flags.u64("report_interval_seconds")?,

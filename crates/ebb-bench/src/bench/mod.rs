@@ -178,6 +178,7 @@ pub fn run(flags: &Flags) -> Result<()> {
                 .collect(),
             effective_options: BTreeMap::new(),
             results: Vec::new(),
+            open_micros: Vec::new(),
         },
         summary_rows: Vec::new(),
     };
@@ -253,7 +254,14 @@ impl Runner<'_> {
             e.close()?;
         }
         let create = !self.cfg.use_existing_db;
+        let start = Instant::now();
         let engine = engine::open(self.cfg.engine, &self.db_path, self.flags, fresh, create)?;
+        if self.cfg.report_open_timing {
+            // db_bench's line (`--report_open_timing`).
+            let micros = start.elapsed().as_micros() as u64;
+            println!("OpenDb:     {:.6} milliseconds", micros as f64 / 1000.0);
+            self.report.open_micros.push(micros);
+        }
         if self.report.effective_options.is_empty() {
             self.report.effective_options =
                 engine.effective_options().into_iter().map(|(f, v)| (f.to_string(), v.to_json())).collect();
@@ -883,6 +891,7 @@ mod tests {
                 flags: BTreeMap::new(),
                 effective_options: BTreeMap::new(),
                 results: Vec::new(),
+                open_micros: Vec::new(),
             },
             summary_rows: Vec::new(),
         };

@@ -82,6 +82,13 @@ pub const FLAGS: &[FlagSpec] = &[
     // ---- output ----
     f("histogram", Bool, "false", Client, "Print latency histograms (P50/P75/P95/P99/P99.9/P99.99, max)"),
     f(
+        "report_open_timing",
+        Bool,
+        "false",
+        Client,
+        "Print how long each open of the database took (db_bench's OpenDb line) and record it in the JSON",
+    ),
+    f(
         "stats_interval_seconds",
         Int,
         "0",
