@@ -698,7 +698,7 @@ impl DbInner {
             }
         } else {
             children.push(Box::new(super::iter::LevelIterator::new(
-                c.inputs.clone(),
+                super::iter::LevelFiles::Listed(c.inputs.clone()),
                 c.level,
                 Arc::clone(&self.tables),
                 settings.rs,
@@ -706,7 +706,7 @@ impl DbInner {
         }
         for (level, files) in &c.middle_inputs {
             children.push(Box::new(super::iter::LevelIterator::new(
-                files.clone(),
+                super::iter::LevelFiles::Listed(files.clone()),
                 *level,
                 Arc::clone(&self.tables),
                 settings.rs,
@@ -714,7 +714,7 @@ impl DbInner {
         }
         if !c.output_inputs.is_empty() {
             children.push(Box::new(super::iter::LevelIterator::new(
-                c.output_inputs.clone(),
+                super::iter::LevelFiles::Listed(c.output_inputs.clone()),
                 c.output_level,
                 Arc::clone(&self.tables),
                 settings.rs,

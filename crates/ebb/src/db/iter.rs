@@ -26,7 +26,7 @@ use crate::key::{
     compare_internal_keys, make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
 };
 use crate::sst::ReadSettings;
-use crate::version::FileMetaData;
+use crate::version::{FileMetaData, Version};
 
 /// Iterates the files of one sorted level (L1 or deeper) as one sequence,
 /// opening each table only when the cursor reaches it.
@@ -37,7 +37,7 @@ use crate::version::FileMetaData;
 /// entries that shadow older levels. The error lasts until the next seek,
 /// which opens a fresh table iterator for the file it lands in.
 pub(crate) struct LevelIterator {
-    files: Vec<Arc<FileMetaData>>,
+    files: LevelFiles,
     level: usize,
     tables: Arc<TableCache>,
     settings: ReadSettings,
@@ -48,13 +48,29 @@ pub(crate) struct LevelIterator {
     error: Option<Error>,
 }
 
+/// The files a [`LevelIterator`] walks: a level of a version it holds (a
+/// read borrows the level the version already has instead of copying its
+/// list of files, which grows with the database), or a list of its own (a
+/// compaction's inputs).
+pub(crate) enum LevelFiles {
+    /// `version.levels[level]`.
+    Version(Arc<Version>, usize),
+    /// Files sorted and disjoint as a level's.
+    Listed(Vec<Arc<FileMetaData>>),
+}
+
+impl std::ops::Deref for LevelFiles {
+    type Target = [Arc<FileMetaData>];
+    fn deref(&self) -> &[Arc<FileMetaData>] {
+        match self {
+            LevelFiles::Version(version, level) => version.levels.get(*level).map_or(&[], Vec::as_slice),
+            LevelFiles::Listed(files) => files,
+        }
+    }
+}
+
 impl LevelIterator {
-    pub(crate) fn new(
-        files: Vec<Arc<FileMetaData>>,
-        level: usize,
-        tables: Arc<TableCache>,
-        settings: ReadSettings,
-    ) -> Self {
+    pub(crate) fn new(files: LevelFiles, level: usize, tables: Arc<TableCache>, settings: ReadSettings) -> Self {
         let index = files.len();
         LevelIterator { files, level, tables, settings, index, current: None, error: None }
     }
@@ -728,7 +744,7 @@ mod tests {
         }
         damage(&fs, &filename::table_file(&dir, 2));
         let tables = Arc::new(TableCache::new(dir, fs, None, &crate::Options::default()));
-        LevelIterator::new(files, 1, tables, ReadSettings::default())
+        LevelIterator::new(LevelFiles::Listed(files), 1, tables, ReadSettings::default())
     }
 
     fn walk(it: &mut LevelIterator, forward: bool) -> String {

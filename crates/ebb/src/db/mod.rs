@@ -876,7 +876,8 @@ impl DbInner {
         }
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
-                children.push(Box::new(iter::LevelIterator::new(files.clone(), level, Arc::clone(&self.tables), rs)));
+                let files = iter::LevelFiles::Version(Arc::clone(&sv.version), level);
+                children.push(Box::new(iter::LevelIterator::new(files, level, Arc::clone(&self.tables), rs)));
             }
         }
         let merged = MergingIterator::new(children);
