@@ -143,6 +143,14 @@ pub struct Options {
     pub bytes_per_sync: u64,
     /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
     pub max_manifest_file_size: u64,
+    /// Tables kept open (each its file descriptor, index and filter): -1
+    /// keeps every table open from its first read until it is deleted;
+    /// otherwise at most this many less 10 (RocksDB's room for the WAL,
+    /// MANIFEST and other files), the least recently used closed first
+    /// (a table being read stays open until its readers are done).
+    /// Values below 20 count as 20, as RocksDB sanitizes them. RocksDB
+    /// `max_open_files`; default -1.
+    pub max_open_files: i32,
     /// Read SSTs through a read-only memory map instead of `pread`. RocksDB
     /// `allow_mmap_reads`; default false. SSTs must not be truncated while
     /// open (a read of a lost page raises SIGBUS); see docs/io.md.
@@ -374,6 +382,7 @@ impl Default for Options {
             wal_bytes_per_sync: 0,
             bytes_per_sync: 0,
             max_manifest_file_size: 1 << 30,
+            max_open_files: -1,
             allow_mmap_reads: false,
             advise_random_on_open: true,
             compaction_readahead_size: 2 << 20,
@@ -563,6 +572,13 @@ impl Options {
         }
     }
 
+    /// How many tables the table cache keeps open: `None` for all
+    /// (`max_open_files = -1`), else `max_open_files` as RocksDB sanitizes
+    /// it (at least 20) less the 10 it leaves to other files.
+    pub fn table_cache_capacity(&self) -> Option<usize> {
+        (self.max_open_files != -1).then(|| (self.max_open_files.max(20) - 10) as usize)
+    }
+
     /// `max_total_wal_size` with 0 resolved (RocksDB's rule).
     pub fn effective_max_total_wal_size(&self) -> u64 {
         if self.max_total_wal_size == 0 {
@@ -711,6 +727,9 @@ impl Options {
         }
         if self.max_manifest_file_size == 0 {
             return bad("max_manifest_file_size", "must be positive");
+        }
+        if self.max_open_files < -1 {
+            return bad("max_open_files", "must be -1 (keep every table open) or at least 0");
         }
         if self.delayed_write_rate == 0 {
             return bad("delayed_write_rate", "must be positive");
@@ -1142,6 +1161,7 @@ option_table! {
     wal_bytes_per_sync: Db, true;
     bytes_per_sync: Db, true;
     max_manifest_file_size: Db, false;
+    max_open_files: Db, false;
     allow_mmap_reads: Db, false;
     advise_random_on_open: Db, false;
     compaction_readahead_size: Db, true;

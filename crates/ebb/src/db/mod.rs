@@ -991,6 +991,8 @@ impl DbInner {
             "ebb.cur-size-all-mem-tables" => Some(m.memtable_bytes.to_string()),
             "ebb.actual-delayed-write-rate" => Some(m.delayed_write_rate.to_string()),
             "ebb.block-cache-usage" => Some(self.tables.block_cache().map_or(0, |c| c.usage()).to_string()),
+            "ebb.estimate-table-readers-mem" => Some(self.tables.memory_usage().to_string()),
+            "ebb.num-open-tables" => Some(self.tables.open_tables().to_string()),
             "ebb.block-cache-pinned-usage" => {
                 Some(self.tables.block_cache().map_or(0, |c| c.pinned_usage()).to_string())
             }

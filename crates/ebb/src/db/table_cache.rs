@@ -1,9 +1,21 @@
 //! Open SST readers, keyed by file number, shared by reads and compactions.
 //!
-//! Thread safety: internally locked; `get` may open a file outside the lock
+//! Two modes, as RocksDB's `max_open_files`:
+//! - unbounded (`-1`, the default): a table opened once stays open until its
+//!   file is deleted; its reader is also kept in the file's metadata, so a
+//!   read through a version borrows it without a lock or a shared
+//!   reference count;
+//! - bounded: at most `Options::table_cache_capacity` readers stay open,
+//!   the least recently used closed first. Nothing is kept in the metadata;
+//!   a read takes the cache's lock and holds its own reference to the
+//!   reader, so a table evicted while read is closed when its last reader
+//!   is done (the bound may be passed by the tables being read, as RocksDB's
+//!   LRU table cache without a strict capacity limit).
+//!
+//! Thread safety: internally locked; a table is opened outside the lock
 //! (two threads racing to open the same file both succeed, one copy is kept).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,6 +29,71 @@ use crate::sst::table_reader::TableCachePolicy;
 use crate::sst::Table;
 use crate::version::{filename, FileMetaData};
 
+/// A table's reader as [`TableCache::get`] hands it out: borrowed from the
+/// file's metadata (unbounded mode) or held (bounded mode).
+pub enum TableRef<'a> {
+    /// Kept in the metadata the caller holds.
+    Kept(&'a Arc<Table>),
+    /// A reference of the caller's own.
+    Held(Arc<Table>),
+}
+
+impl std::ops::Deref for TableRef<'_> {
+    type Target = Arc<Table>;
+    fn deref(&self) -> &Arc<Table> {
+        match self {
+            TableRef::Kept(t) => t,
+            TableRef::Held(t) => t,
+        }
+    }
+}
+
+/// The open readers: each with the tick of its last use (bounded mode),
+/// and the readers by last use, oldest first.
+#[derive(Default)]
+struct OpenTables {
+    by_number: HashMap<u64, (Arc<Table>, u64)>,
+    by_use: BTreeMap<u64, u64>,
+    tick: u64,
+}
+
+impl OpenTables {
+    /// The reader of `number`, marked used now.
+    fn touch(&mut self, number: u64) -> Option<Arc<Table>> {
+        let (table, used) = self.by_number.get_mut(&number)?;
+        self.by_use.remove(used);
+        self.tick += 1;
+        *used = self.tick;
+        self.by_use.insert(self.tick, number);
+        Some(Arc::clone(table))
+    }
+
+    /// Keeps `table` as the reader of `number` (or the one another thread
+    /// kept first), marked used now; then closes the least recently used
+    /// beyond `capacity`.
+    fn keep(&mut self, number: u64, table: Arc<Table>, capacity: Option<usize>) -> Arc<Table> {
+        if let Some(kept) = self.touch(number) {
+            return kept;
+        }
+        self.tick += 1;
+        self.by_number.insert(number, (Arc::clone(&table), self.tick));
+        self.by_use.insert(self.tick, number);
+        if let Some(capacity) = capacity {
+            while self.by_number.len() > capacity.max(1) {
+                let Some((_, oldest)) = self.by_use.pop_first() else { break };
+                self.by_number.remove(&oldest);
+            }
+        }
+        table
+    }
+
+    fn remove(&mut self, number: u64) {
+        if let Some((_, used)) = self.by_number.remove(&number) {
+            self.by_use.remove(&used);
+        }
+    }
+}
+
 /// Cache of open tables.
 pub struct TableCache {
     dir: PathBuf,
@@ -29,7 +106,9 @@ pub struct TableCache {
     advise_random_on_open: bool,
     initial_auto_readahead_size: usize,
     max_auto_readahead_size: usize,
-    tables: Mutex<HashMap<u64, Arc<Table>>>,
+    /// `None`: unbounded.
+    capacity: Option<usize>,
+    tables: Mutex<OpenTables>,
 }
 
 impl TableCache {
@@ -51,27 +130,32 @@ impl TableCache {
             advise_random_on_open: options.advise_random_on_open,
             initial_auto_readahead_size: options.initial_auto_readahead_size,
             max_auto_readahead_size: options.max_auto_readahead_size,
-            tables: Mutex::new(HashMap::new()),
+            capacity: options.table_cache_capacity(),
+            tables: Mutex::new(OpenTables::default()),
         }
     }
 
-    /// The reader for `f`, opening it on first use. `level` decides pinning
-    /// (`pin_l0_filter_and_index_blocks_in_cache`), once, when it is opened,
-    /// as in RocksDB. Once open, the reader is kept in `f` itself, so later
-    /// reads through the same metadata borrow it without any lock.
-    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize) -> Result<&'a Arc<Table>> {
+    /// The reader for `f`, opening it if it is not open. `level` decides
+    /// pinning (`pin_l0_filter_and_index_blocks_in_cache`), once, when it
+    /// is opened, as in RocksDB. Unbounded, the reader is then kept in `f`
+    /// itself, so later reads through the same metadata borrow it without
+    /// any lock.
+    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize) -> Result<TableRef<'a>> {
+        if self.capacity.is_some() {
+            return Ok(TableRef::Held(self.open(f, level)?));
+        }
         if let Some(t) = f.table.get() {
-            return Ok(t);
+            return Ok(TableRef::Kept(t));
         }
         let table = self.open(f, level)?;
-        Ok(f.table.keep(table))
+        Ok(TableRef::Kept(f.table.keep(table)))
     }
 
     /// The reader for file `f` from the map (metadata not from a version, or
     /// a file opened before its metadata reached one), opening it if needed.
     fn open(&self, f: &FileMetaData, level: usize) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.lock().get(&f.number) {
-            return Ok(Arc::clone(t));
+        if let Some(t) = self.tables.lock().touch(f.number) {
+            return Ok(t);
         }
         let path = filename::table_file(&self.dir, f.number);
         let file = if self.allow_mmap_reads { self.fs.open_random_mmap(&path)? } else { self.fs.open_random(&path)? };
@@ -89,12 +173,23 @@ impl TableCache {
             max_auto_readahead_size: self.max_auto_readahead_size,
         };
         let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
-        Ok(Arc::clone(self.tables.lock().entry(f.number).or_insert(table)))
+        Ok(self.tables.lock().keep(f.number, table, self.capacity))
     }
 
     /// Forgets the reader of a deleted file.
     pub fn evict(&self, number: u64) {
-        self.tables.lock().remove(&number);
+        self.tables.lock().remove(number);
+    }
+
+    /// How many readers the cache holds open.
+    pub fn open_tables(&self) -> usize {
+        self.tables.lock().by_number.len()
+    }
+
+    /// Bytes the open readers hold outside the block cache
+    /// ([`Table::memory_usage`]).
+    pub fn memory_usage(&self) -> usize {
+        self.tables.lock().by_number.values().map(|(t, _)| t.memory_usage()).sum()
     }
 
     /// The block cache, if any.
@@ -139,10 +234,10 @@ mod tests {
     fn an_opened_table_stays_with_its_metadata() {
         let (cache, f) = setup();
         assert!(f.table.get().is_none());
-        let first = Arc::clone(cache.get(&f, 1).unwrap());
+        let first = Arc::clone(&cache.get(&f, 1).unwrap());
         let kept = f.table.get().expect("the reader was not kept in the metadata");
         assert!(Arc::ptr_eq(&first, kept));
-        assert!(Arc::ptr_eq(&first, cache.get(&f, 1).unwrap()), "a second read opened the file again");
+        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1).unwrap()), "a second read opened the file again");
         // A copy of the metadata (a trivial move's edit) shares the reader, and
         // equality ignores it.
         let moved = f.clone();
@@ -151,11 +246,11 @@ mod tests {
         assert_eq!(fresh, f);
         // Metadata that never saw the reader (decoded from the MANIFEST) gets
         // the one already open, not a second.
-        assert!(Arc::ptr_eq(&first, cache.get(&fresh, 1).unwrap()));
+        assert!(Arc::ptr_eq(&first, &cache.get(&fresh, 1).unwrap()));
         // Evicting the file forgets the shared copy; readers holding the
         // metadata keep theirs.
         cache.evict(7);
-        assert!(Arc::ptr_eq(&first, cache.get(&f, 1).unwrap()));
+        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1).unwrap()));
     }
 
     #[test]

@@ -388,6 +388,18 @@ impl Table {
         &self.properties
     }
 
+    /// Bytes this reader holds outside the block cache: itself, and its
+    /// index and filter blocks unless they are in the cache (RocksDB's
+    /// `BlockBasedTable::ApproximateMemoryUsage`, summed by the property
+    /// `ebb.estimate-table-readers-mem`).
+    pub fn memory_usage(&self) -> usize {
+        let owned = |b: &MetaBlock| match b {
+            MetaBlock::Owned(v) => v.size(),
+            MetaBlock::Pinned(_) | MetaBlock::Cached(_) => 0,
+        };
+        std::mem::size_of::<Table>() + owned(&self.index) + self.filter.as_ref().map_or(0, owned)
+    }
+
     /// The name given to `open`, used in errors.
     pub fn file_name(&self) -> &str {
         &self.reader.file_name
