@@ -491,12 +491,15 @@ impl DbInner {
             }
             result
         };
+        // The job's own hold on its inputs goes first: a table is obsolete
+        // once nothing holds its metadata (db/version_edits.rs, contract 2).
+        drop(c);
         if result.is_ok() {
             // With the inputs no longer marked as being compacted, they are
             // obsolete now (unless a reader still holds them). A trivial
             // move makes nothing obsolete, but looks too: files another job
             // made obsolete while this one's MANIFEST write was in flight
-            // were left for it (db/version_edits.rs, contract 2).
+            // were left for it.
             self.delete_obsolete_files(st);
         }
         result.map(|_| ())

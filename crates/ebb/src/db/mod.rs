@@ -182,6 +182,9 @@ pub(crate) struct DbState {
     pub(crate) purges_running: usize,
     /// Jobs waiting to write their version edits (db/version_edits.rs).
     pub(crate) manifest_queue: version_edits::ManifestQueue,
+    /// Files that left a version, obsolete once nothing holds them
+    /// (db/version_edits.rs, contract 2).
+    pub(crate) obsolete: version_edits::ObsoleteCandidates,
     pub(crate) manual_compactions: usize,
     pub(crate) paused: usize,
     pub(crate) shutting_down: bool,

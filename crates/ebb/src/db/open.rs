@@ -197,6 +197,7 @@ fn open_locked(
             compactions_running: 0,
             purges_running: 0,
             manifest_queue: Default::default(),
+            obsolete: Default::default(),
             manual_compactions: 0,
             paused: 0,
             shutting_down: false,
@@ -269,6 +270,8 @@ fn write_options_file(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
     let path = filename::options_file(&inner.dir, number);
     inner.fs.write_file_atomic(&path, options.to_text().as_bytes())?;
     let mut st = inner.state.lock();
+    // Older OPTIONS files, and at open whatever the last run left.
+    st.obsolete.scan_next_time();
     inner.delete_obsolete_files(&mut st);
     Ok(())
 }

@@ -26,9 +26,21 @@
 //! 2. Obsolete files are chosen under the mutex ([`DbInner::obsolete_files`])
 //!    and deleted without it ([`DbInner::purge`]). A file chosen is obsolete
 //!    for good: file numbers are never reused, and no edit brings back a
-//!    table it removed. None are chosen while a MANIFEST write is in flight,
-//!    because the outputs that edit adds are then in no version yet; the job
-//!    that wrote it looks again once it is installed.
+//!    table it removed. They are found by reference, not by listing the
+//!    directory after every job (RocksDB's `FindObsoleteFiles` without a
+//!    full scan): an installed batch records the tables its edits took out
+//!    of their family's version (not those it moved) with a weak reference
+//!    to their metadata, which every version, reader and job that may read
+//!    the table holds; such a table is obsolete once that count is zero and
+//!    its family's current version does not list its number. Blob files
+//!    that left a version are obsolete once no live version lists them, and
+//!    WALs once they are below the log number. The directory is listed (a
+//!    full scan, which also finds old MANIFESTs, OPTIONS files, temporaries
+//!    and what a failed job left) at open, after a job fails, a family is
+//!    dropped or an OPTIONS file is written, and every
+//!    [`FULL_SCAN_EVERY`] looks; none is made while a MANIFEST write is in
+//!    flight, because the outputs that edit adds are then in no version yet
+//!    (the job that wrote it looks again once it is installed).
 //! 3. A leader that unwinds (an injected panic) gives the MANIFEST writer up
 //!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST.
 //!    The other jobs of its batch go back to the front of the queue, in
@@ -40,13 +52,96 @@
 //!    (RocksDB's `ColumnFamilyDropped`), which is no background error: its
 //!    outputs are deleted, and the database goes on.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Weak};
 
 use parking_lot::MutexGuard;
 
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
-use crate::version::{filename, VersionEdit};
+use crate::key::user_key;
+use crate::version::{filename, FileMetaData, Version, VersionEdit};
+
+/// Looks for obsolete files between two listings of the directory, as a
+/// safety net for a file nothing recorded (RocksDB lists it every
+/// `delete_obsolete_files_period_micros`, six hours by default).
+pub(crate) const FULL_SCAN_EVERY: u32 = 256;
+
+/// A table an installed edit took out of its family's version.
+struct RemovedTable {
+    family: u32,
+    number: u64,
+    /// Its smallest user key: where it would be in a level it is listed in.
+    smallest: Vec<u8>,
+    /// Held by every version, reader and job that may read it.
+    meta: Weak<FileMetaData>,
+}
+
+impl RemovedTable {
+    /// Whether the table's family's version `v` lists its number at some
+    /// level (a table moved is listed again; a number is never reused).
+    fn listed_in(&self, v: &Version) -> bool {
+        v.levels.iter().enumerate().any(|(level, files)| {
+            if level == 0 {
+                return files.iter().any(|f| f.number == self.number);
+            }
+            let i = files.partition_point(|f| f.largest_user_key() < self.smallest.as_slice());
+            files.get(i).is_some_and(|f| f.number == self.number)
+        })
+    }
+}
+
+/// Files that left a version and become obsolete once nothing holds them
+/// (contract 2). Requires the db mutex.
+#[derive(Default)]
+pub(crate) struct ObsoleteCandidates {
+    tables: Vec<RemovedTable>,
+    blob_files: Vec<u64>,
+    looks_since_scan: u32,
+    /// The next look lists the directory.
+    scan_due: bool,
+}
+
+impl ObsoleteCandidates {
+    /// Makes the next look list the directory: a job failed (its outputs
+    /// may be on disk in no version), a family was dropped, or a file other
+    /// than a table, blob file or WAL became obsolete.
+    pub(crate) fn scan_next_time(&mut self) {
+        self.scan_due = true;
+    }
+}
+
+/// The tables `edits` take out of the versions of `families` (not those
+/// they move to another level), and the blob files of the families they
+/// touch, to tell after the install which left.
+fn removed_by(
+    edits: &[VersionEdit],
+    families: &std::collections::BTreeMap<u32, crate::version::FamilyVersions>,
+) -> (Vec<RemovedTable>, Vec<(u32, Vec<u64>)>) {
+    let added: HashSet<u64> = edits.iter().flat_map(|e| e.new_files.iter().map(|(_, f)| f.number)).collect();
+    let mut tables = Vec::new();
+    let mut blobs = Vec::new();
+    for e in edits {
+        let Some(family) = families.get(&e.column_family) else { continue };
+        let v = &family.current;
+        for (level, number) in &e.deleted_files {
+            if added.contains(number) {
+                continue;
+            }
+            let Some(f) = v.levels.get(*level).and_then(|fs| fs.iter().find(|f| f.number == *number)) else { continue };
+            tables.push(RemovedTable {
+                family: e.column_family,
+                number: *number,
+                smallest: user_key(&f.smallest).to_vec(),
+                meta: Arc::downgrade(f),
+            });
+        }
+        if !v.blob_files.is_empty() && !blobs.iter().any(|(id, _)| *id == e.column_family) {
+            blobs.push((e.column_family, v.live_blob_files().collect()));
+        }
+    }
+    (tables, blobs)
+}
 
 /// The edits of one job waiting for the MANIFEST.
 struct QueuedEdits {
@@ -104,11 +199,12 @@ fn only_log_number(edit: &VersionEdit) -> bool {
     *edit == bare
 }
 
-/// A file chosen for deletion: its kind, number and name in the directory.
+/// A file chosen for deletion: its kind, number and, when a listing found
+/// it, its name in the directory (otherwise the name its kind gives it).
 pub(crate) struct ObsoleteFile {
     kind: filename::FileType,
     number: u64,
-    name: String,
+    name: Option<String>,
 }
 
 /// A leader's batch from the moment it leaves the queue: if the leader
@@ -128,6 +224,8 @@ impl Drop for Leading<'_, '_> {
     fn drop(&mut self) {
         if self.writing {
             self.st.versions.abandon_write();
+            // The unwound job's outputs may be on disk in no version.
+            self.st.obsolete.scan_next_time();
         }
         for q in self.followers.drain(..).rev() {
             self.st.manifest_queue.waiting.push_front(q);
@@ -187,6 +285,7 @@ impl DbInner {
                 all.extend(edits.into_iter().filter(|e| families.contains_key(&e.column_family)));
             }
         }
+        let (removed_tables, blobs_before) = removed_by(&all, leading.st.versions.families());
         let result = if all.is_empty() {
             Ok(())
         } else {
@@ -201,6 +300,19 @@ impl DbInner {
                 }
             }
         };
+        if result.is_err() || own_cancelled || followers_cancelled.iter().any(|c| *c) {
+            // Outputs of edits not installed may be on disk in no version.
+            leading.st.obsolete.scan_next_time();
+        }
+        if result.is_ok() {
+            let st = &mut *leading.st;
+            for (id, before) in blobs_before {
+                let after = st.versions.version(id);
+                let left = before.into_iter().filter(|n| !after.as_ref().is_some_and(|v| v.blob_files.contains_key(n)));
+                st.obsolete.blob_files.extend(left);
+            }
+            st.obsolete.tables.extend(removed_tables);
+        }
         let followers = std::mem::take(&mut leading.followers);
         for (q, cancelled) in followers.into_iter().zip(followers_cancelled) {
             let r = if cancelled { Err(Error::Cancelled) } else { share(&result) };
@@ -232,20 +344,81 @@ impl DbInner {
             // files a job made obsolete are gone.
             st.purges_running += 1;
             let purging = Purging { inner: self, st };
-            MutexGuard::unlocked(purging.st, || self.purge(files));
+            if !MutexGuard::unlocked(purging.st, || self.purge(files)) {
+                // A file left is found by the next listing.
+                purging.st.obsolete.scan_next_time();
+            }
         }
     }
 
-    /// Old WALs, unreferenced SSTs and blob files, old MANIFESTs and
-    /// OPTIONS files, temporaries. Requires the db mutex. None while a
-    /// MANIFEST write is in flight.
+    /// Old WALs, unreferenced SSTs and blob files; with a full scan also
+    /// old MANIFESTs and OPTIONS files, temporaries, and outputs no version
+    /// lists (contract 2). Requires the db mutex. None while a MANIFEST
+    /// write is in flight.
     pub(crate) fn obsolete_files(&self, st: &mut DbState) -> Vec<ObsoleteFile> {
         if st.versions.manifest_busy() {
             return Vec::new();
         }
-        let Ok(names) = self.fs.list_dir(&self.dir) else { return Vec::new() };
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);
-        let mut live: std::collections::HashSet<u64> = st
+        let log_number = st.versions.log_number();
+        let mut files = Vec::new();
+        while let Some(&(number, _)) = st.old_wals.front() {
+            if number >= log_number {
+                break;
+            }
+            st.old_wals.pop_front();
+            // Pending or sealed: the sealer renames it only with deletions
+            // held out, and purge removes whichever name it has.
+            files.push(ObsoleteFile { kind: filename::FileType::Wal, number, name: None });
+        }
+        self.wal_sealer.forget_below(log_number);
+        let versions = &st.versions;
+        st.obsolete.tables.retain(|t| {
+            let held = t.meta.strong_count() > 0;
+            let listed = || versions.version(t.family).is_some_and(|v| t.listed_in(&v));
+            if held || listed() {
+                // A reader or job still holds it (a listed one was moved
+                // back by a later edit: it leaves with a later one again).
+                return held;
+            }
+            files.push(ObsoleteFile { kind: filename::FileType::Table, number: t.number, name: None });
+            false
+        });
+        if !st.obsolete.blob_files.is_empty() {
+            let mut listed: BTreeSet<u64> =
+                st.versions.families().values().flat_map(|f| f.current.live_blob_files().collect::<Vec<_>>()).collect();
+            for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
+                listed.extend(v.live_blob_files());
+            }
+            st.obsolete.blob_files.sort_unstable();
+            st.obsolete.blob_files.dedup();
+            st.obsolete.blob_files.retain(|n| {
+                if listed.contains(n) {
+                    return true;
+                }
+                files.push(ObsoleteFile { kind: filename::FileType::Blob, number: *n, name: None });
+                false
+            });
+        }
+        st.obsolete.looks_since_scan += 1;
+        if st.obsolete.scan_due || st.obsolete.looks_since_scan >= FULL_SCAN_EVERY {
+            if let Some(scanned) = self.scan_for_obsolete_files(st, log_number) {
+                st.obsolete.scan_due = false;
+                st.obsolete.looks_since_scan = 0;
+                // Every file takes its number from one counter.
+                let chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
+                files.extend(scanned.into_iter().filter(|f| !chosen.contains(&f.number)));
+            }
+        }
+        files
+    }
+
+    /// The full scan: every file in the directory no live version lists
+    /// and no job is writing. `None` when the directory cannot be listed
+    /// (the next look tries again).
+    fn scan_for_obsolete_files(&self, st: &DbState, log_number: u64) -> Option<Vec<ObsoleteFile>> {
+        let names = self.fs.list_dir(&self.dir).ok()?;
+        let mut live: HashSet<u64> = st
             .versions
             .families()
             .values()
@@ -256,11 +429,10 @@ impl DbInner {
         for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
             live.extend(v.live_files().chain(v.live_blob_files()));
         }
+        // Tables a reader or job still holds, of families dropped since.
+        live.extend(st.obsolete.tables.iter().map(|t| t.number));
         // Jobs number their outputs from a floor recorded when they started.
         let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
-        let log_number = st.versions.log_number();
-        st.old_wals.retain(|(number, _)| *number >= log_number);
-        self.wal_sealer.forget_below(log_number);
         let manifest = st.versions.manifest_number();
         let newest_options = names
             .iter()
@@ -283,18 +455,19 @@ impl DbInner {
                 _ => false,
             };
             if obsolete {
-                files.push(ObsoleteFile { kind, number, name });
+                files.push(ObsoleteFile { kind, number, name: Some(name) });
             }
         }
-        files
+        Some(files)
     }
 
     /// Deletes `files` (from [`DbInner::obsolete_files`]). Needs no db mutex;
-    /// two purges deleting the same file are harmless (errors are ignored:
-    /// a file left is chosen again by the next look).
-    pub(crate) fn purge(&self, files: Vec<ObsoleteFile>) {
+    /// two purges deleting the same file are harmless. Returns whether every
+    /// file went: one left is for the next listing to find.
+    pub(crate) fn purge(&self, files: Vec<ObsoleteFile>) -> bool {
+        let mut all_gone = true;
         for f in files {
-            kill_point!("obsolete_delete" => ());
+            kill_point!("obsolete_delete" => false);
             match f.kind {
                 filename::FileType::Table => self.tables.evict(f.number),
                 filename::FileType::Blob => self.blobs.evict(f.number),
@@ -302,7 +475,19 @@ impl DbInner {
             }
             // A sealer renaming this WAL, pending, waits (`finalize_wal_name`).
             let _sealers_held = (f.kind == filename::FileType::Wal).then(|| self.wal_sealer.hold_deletions());
-            let _ = self.fs.remove_file(&self.dir.join(&f.name));
+            let paths = match (&f.name, f.kind) {
+                (Some(name), _) => vec![self.dir.join(name)],
+                (None, filename::FileType::Table) => vec![filename::table_file(&self.dir, f.number)],
+                (None, filename::FileType::Blob) => vec![filename::blob_file(&self.dir, f.number)],
+                (None, filename::FileType::Wal) => {
+                    vec![filename::wal_file(&self.dir, f.number), filename::pending_wal_file(&self.dir, f.number)]
+                }
+                (None, _) => Vec::new(),
+            };
+            for path in paths.iter().filter(|p| f.name.is_some() || self.fs.exists(p)) {
+                all_gone &= self.fs.remove_file(path).is_ok();
+            }
         }
+        all_gone
     }
 }

@@ -1,6 +1,7 @@
-//! A [`MemFs`] that calls a test's hooks before file syncs and removals, so
-//! a test can hold a background job at a chosen call (a gate) and check what
-//! goes on meanwhile. Everything else passes straight to the `MemFs`.
+//! A [`MemFs`] that calls a test's hooks before file syncs, removals and
+//! directory listings, so a test can hold a background job at a chosen call
+//! (a gate) or count the calls, and check what goes on meanwhile.
+//! Everything else passes straight to the `MemFs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,9 +14,11 @@ pub trait FsHooks: Send + Sync {
     fn before_sync(&self, _path: &Path) {}
     /// Before `remove_file(path)`.
     fn before_remove(&self, _path: &Path) {}
+    /// Before `list_dir(path)`.
+    fn before_list_dir(&self, _path: &Path) {}
 }
 
-/// [`MemFs`] with [`FsHooks`] in syncs and removals.
+/// [`MemFs`] with [`FsHooks`] in syncs, removals and listings.
 pub struct HookedFs {
     inner: MemFs,
     hooks: Arc<dyn FsHooks>,
@@ -73,6 +76,7 @@ impl FileSystem for HookedFs {
         self.inner.exists(path)
     }
     fn list_dir(&self, path: &Path) -> ebb::Result<Vec<String>> {
+        self.hooks.before_list_dir(path);
         self.inner.list_dir(path)
     }
     fn file_size(&self, path: &Path) -> ebb::Result<u64> {
