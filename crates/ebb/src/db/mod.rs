@@ -54,7 +54,7 @@ use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::key::{parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 use crate::memtable::{MemLookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sst::ReadSettings;
@@ -797,9 +797,21 @@ impl DbInner {
         seq: SequenceNumber,
         ro: &ReadOptions<'_>,
     ) -> Result<Option<Vec<u8>>> {
-        let lookup = make_internal_key(key, seq, KIND_FOR_SEEK);
+        // The lookup key on the stack (for keys up to 56 bytes): the value
+        // returned is then the read's one allocation.
+        with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(sv, key, lookup, ro))
+    }
+
+    /// [`Self::get_from`] with its lookup key built.
+    fn get_with_lookup(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        lookup: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<u8>>> {
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(&lookup) {
+            match mem.get(lookup) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v)),
                 Some(MemLookup::Deleted) => return Ok(None),
                 Some(MemLookup::BlobIndex(v)) => return self.resolve_blob(key, &v, "memtable", ro).map(Some),
@@ -828,7 +840,7 @@ impl DbInner {
             }
             // Only a value (or blob index) is copied out of the block; the
             // key is parsed in place.
-            let hit = table.get_past_filter_with(&rs, &lookup, |ikey, value| {
+            let hit = table.get_past_filter_with(&rs, lookup, |ikey, value| {
                 parse_internal_key(ikey)
                     .map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
             })?;
