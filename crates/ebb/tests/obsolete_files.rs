@@ -58,6 +58,20 @@ fn churn(db: &Db, model: &mut Model, len: usize) {
     db.wait_for_compact().unwrap();
 }
 
+/// [`churn`], checking that its hundreds of flushes and compactions listed
+/// the directory at most once in a hundred jobs; returns the metrics after.
+fn churn_counting_listings(db: &Db, model: &mut Model, listings: &Listings) -> ebb::DbMetrics {
+    let before = listings.0.load(Ordering::SeqCst);
+    churn(db, model, 64);
+    let m = db.metrics();
+    let compactions: u64 = m.compactions_by_reason.iter().map(|(_, n)| n).sum();
+    let jobs = m.flushes + compactions;
+    assert!(m.flushes >= 100 && compactions >= 50, "not enough background work: {m:?}");
+    let listed = listings.0.load(Ordering::SeqCst) - before;
+    assert!(listed * 100 <= jobs, "{listed} directory listings for {jobs} jobs");
+    m
+}
+
 /// A long run of flushes and compactions lists the directory only at
 /// open and every few hundred looks, yet leaves on disk exactly the tables
 /// the version lists, and one WAL.
@@ -66,15 +80,8 @@ fn obsolete_tables_and_wals_go_without_listing_the_directory() {
     let fs = MemFs::new();
     let (o, listings) = counted(&fs);
     let db = Db::open(DB, o.clone()).unwrap();
-    let at_open = listings.0.load(Ordering::SeqCst);
     let mut model = Model::new();
-    churn(&db, &mut model, 64);
-    let m = db.metrics();
-    let compactions: u64 = m.compactions_by_reason.iter().map(|(_, n)| n).sum();
-    let jobs = m.flushes + compactions;
-    assert!(m.flushes >= 100 && compactions >= 50, "not enough background work: {m:?}");
-    let listed = listings.0.load(Ordering::SeqCst) - at_open;
-    assert!(listed * 100 <= jobs, "{listed} directory listings for {jobs} jobs");
+    let m = churn_counting_listings(&db, &mut model, &listings);
     let live: usize = m.files_per_level.iter().sum();
     assert_eq!(on_disk(&fs, "sst"), live, "tables on disk against tables in the version");
     assert_eq!(on_disk(&fs, "log") + on_disk(&fs, "pending"), 1, "WALs left: {:?}", fs.list_dir(Path::new(DB)));
@@ -96,13 +103,8 @@ fn obsolete_blob_files_go_without_listing_the_directory() {
     o.enable_blob_garbage_collection = true;
     o.blob_garbage_collection_age_cutoff = 0.5;
     let db = Db::open(DB, o.clone()).unwrap();
-    let at_open = listings.0.load(Ordering::SeqCst);
     let mut model = Model::new();
-    churn(&db, &mut model, 64);
-    let m = db.metrics();
-    let compactions: u64 = m.compactions_by_reason.iter().map(|(_, n)| n).sum();
-    let listed = listings.0.load(Ordering::SeqCst) - at_open;
-    assert!(listed * 100 <= m.flushes + compactions, "{listed} listings for {} jobs", m.flushes + compactions);
+    let m = churn_counting_listings(&db, &mut model, &listings);
     assert!(m.blobs_relocated > 0, "no blob was relocated: {m:?}");
     assert_eq!(on_disk(&fs, "blob"), m.blob_files, "blob files on disk against blob files in the version");
     assert_eq!(on_disk(&fs, "sst"), m.files_per_level.iter().sum::<usize>());

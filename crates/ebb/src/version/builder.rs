@@ -164,22 +164,10 @@ impl<'a> VersionBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
     use proptest::prelude::*;
 
     fn file(number: u64, lo: u8, hi: u8, seq: u64) -> Arc<FileMetaData> {
-        Arc::new(FileMetaData {
-            number,
-            file_size: 100,
-            smallest: make_internal_key(&[lo], seq, ValueKind::Value),
-            largest: make_internal_key(&[hi], seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            table: Default::default(),
-        })
+        Arc::new(crate::version::tests::file(number, &[lo], &[hi], seq))
     }
 
     /// What the version looked like when it was rebuilt from scratch for

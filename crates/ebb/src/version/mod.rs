@@ -995,7 +995,8 @@ mod tests {
     use super::*;
     use crate::key::{make_internal_key, ValueKind};
 
-    fn file(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> FileMetaData {
+    /// A one-entry table's metadata: `lo`..`hi` at `seq`.
+    pub(super) fn file(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> FileMetaData {
         FileMetaData {
             number,
             file_size: 100,
