@@ -119,25 +119,30 @@ fn removed_by(
     families: &std::collections::BTreeMap<u32, crate::version::FamilyVersions>,
 ) -> (Vec<RemovedTable>, Vec<(u32, Vec<u64>)>) {
     let added: HashSet<u64> = edits.iter().flat_map(|e| e.new_files.iter().map(|(_, f)| f.number)).collect();
-    let mut tables = Vec::new();
+    // The numbers deleted per family and level, so each level touched is
+    // walked once however many of its files go.
+    let mut deleted: std::collections::BTreeMap<(u32, usize), HashSet<u64>> = Default::default();
     let mut blobs = Vec::new();
     for e in edits {
         let Some(family) = families.get(&e.column_family) else { continue };
+        for (level, number) in e.deleted_files.iter().filter(|(_, n)| !added.contains(n)) {
+            deleted.entry((e.column_family, *level)).or_default().insert(*number);
+        }
         let v = &family.current;
-        for (level, number) in &e.deleted_files {
-            if added.contains(number) {
-                continue;
-            }
-            let Some(f) = v.levels.get(*level).and_then(|fs| fs.iter().find(|f| f.number == *number)) else { continue };
+        if !v.blob_files.is_empty() && !blobs.iter().any(|(id, _)| *id == e.column_family) {
+            blobs.push((e.column_family, v.live_blob_files().collect()));
+        }
+    }
+    let mut tables = Vec::new();
+    for ((id, level), numbers) in deleted {
+        let Some(files) = families.get(&id).and_then(|f| f.current.levels.get(level)) else { continue };
+        for f in files.iter().filter(|f| numbers.contains(&f.number)) {
             tables.push(RemovedTable {
-                family: e.column_family,
-                number: *number,
+                family: id,
+                number: f.number,
                 smallest: user_key(&f.smallest).to_vec(),
                 meta: Arc::downgrade(f),
             });
-        }
-        if !v.blob_files.is_empty() && !blobs.iter().any(|(id, _)| *id == e.column_family) {
-            blobs.push((e.column_family, v.live_blob_files().collect()));
         }
     }
     (tables, blobs)
