@@ -20,6 +20,9 @@ struct Recorder {
     compactions: Mutex<Vec<CompactionJobInfo>>,
     begun: AtomicUsize,
     flushes: AtomicUsize,
+    /// While set, a compaction that begins waits in `on_compaction_begin`
+    /// (the job is already registered as running, so it can be cancelled).
+    hold_begin: AtomicBool,
 }
 
 impl EventListener for Recorder {
@@ -28,6 +31,9 @@ impl EventListener for Recorder {
     }
     fn on_compaction_begin(&self, _info: &CompactionJobInfo) {
         self.begun.fetch_add(1, Ordering::SeqCst);
+        while self.hold_begin.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     fn on_compaction_completed(&self, info: &CompactionJobInfo) {
         self.compactions.lock().unwrap().push(info.clone());
@@ -250,13 +256,17 @@ fn cancelled_compaction_leaves_a_consistent_database_and_no_orphans() {
     }
     db.flush(true).unwrap();
     let l0_before = db.metrics().files_per_level[0];
-    // Start compaction, and cancel it as soon as it begins.
+    // Start compaction, and cancel it while it is held at its beginning, so
+    // it cannot finish first however fast the machine is.
+    rec.hold_begin.store(true, Ordering::SeqCst);
     db.set_options(&[("disable_auto_compactions", "false")]).unwrap();
     wait_until("a compaction to begin", || rec.begun.load(Ordering::SeqCst) > 0);
     db.set_options(&[("disable_auto_compactions", "true")]).unwrap();
     db.cancel_compactions();
+    rec.hold_begin.store(false, Ordering::SeqCst);
     wait_until("the compaction to end", || !rec.compactions.lock().unwrap().is_empty());
-    let cancelled = rec.compactions.lock().unwrap().iter().any(|c| c.cancelled);
+    db.wait_for_compact().unwrap();
+    let cancelled = rec.compactions.lock().unwrap().iter().all(|c| c.cancelled);
     assert!(cancelled, "the compaction finished before it could be cancelled: {:?}", rec.compactions.lock().unwrap());
     assert_eq!(db.metrics().files_per_level[0], l0_before, "a cancelled compaction changed L0");
     assert_eq!(scan(&db, ReadOptions::default()), model);
