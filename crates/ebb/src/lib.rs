@@ -45,4 +45,5 @@ pub use options::{
     BackgroundTuning, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle, CompressionType,
     IdlePolicyKind, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
+pub use sst::PinnableSlice;
 pub use util::checksum::ChecksumType;

@@ -315,7 +315,10 @@ impl RocksDbEngine {
         if fresh && path.exists() {
             DB::destroy(&opts, path).map_err(rocks_error)?;
         }
-        let db = DB::open(&opts, path).map_err(rocks_error)?;
+        // The default family opened by name, so `cf_handle("default")` finds
+        // it (the batched MultiGet takes a handle); the same options.
+        let default = rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+        let db = DB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?;
         if let Some(ttl) = ttl {
             // RocksDB's leveled default is 30 days; Ebb's is none.
             db.set_options(&[("ttl", &ttl.to_string())]).map_err(rocks_error)?;
@@ -399,7 +402,17 @@ impl Engine for RocksDbEngine {
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.db.multi_get(keys.iter()).into_iter().map(|r| r.map_err(rocks_error)).collect()
+        // The batched MultiGet (what db_bench's multireadrandom calls), not
+        // the vector API.
+        let cf = self
+            .db
+            .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+            .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+        self.db
+            .batched_multi_get_cf(cf, keys.iter(), false)
+            .into_iter()
+            .map(|r| r.map(|v| v.map(|v| v.to_vec())).map_err(rocks_error))
+            .collect()
     }
 
     fn scan(

@@ -25,6 +25,7 @@ mod info_log;
 mod iter;
 mod listener;
 mod open;
+mod read;
 mod recovery;
 mod repair;
 mod table_cache;
@@ -50,14 +51,14 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::blob::{BlobFetcher, BlobIndex};
+use crate::blob::BlobFetcher;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
-use crate::memtable::{MemLookup, MemTable};
+use crate::key::SequenceNumber;
+use crate::memtable::MemTable;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::sst::ReadSettings;
+use crate::sst::{PinnableSlice, ReadSettings};
 use crate::stats::{self, Stats};
 use crate::version::{Version, VersionSet};
 use crate::wal::LogWriter;
@@ -528,14 +529,48 @@ impl Db {
         self.inner.get_in(&self.inner.default_cf, key, ro)
     }
 
-    /// Reads several keys at one consistent point.
+    /// Reads `key` without copying the value out of its block: a value
+    /// found in a table comes back as a [`PinnableSlice`] of the cached
+    /// block, whose cache entry stays referenced (not evicted, charged as
+    /// pinned) until the slice is dropped (RocksDB's `Get` into a
+    /// `PinnableSlice`). Values from memtables and blob files are copies.
+    pub fn get_pinned(&self, key: &[u8]) -> Result<Option<PinnableSlice>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] with read options.
+    pub fn get_pinned_opt(&self, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<PinnableSlice>> {
+        self.inner.get_in(&self.inner.default_cf, key, ro)
+    }
+
+    /// [`Db::get_pinned`] in column family `cf`, with read options.
+    pub fn get_pinned_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<PinnableSlice>> {
+        self.inner.get_in(&cf.data, key, ro)
+    }
+
+    /// Reads several keys at one consistent point (RocksDB's batched
+    /// `MultiGet`: the keys sorted, each table visited once for the keys it
+    /// may hold, each data block read once). Answers are in the order of
+    /// `keys`; an error fails only the keys it concerns.
     pub fn multi_get(&self, keys: &[&[u8]], ro: &ReadOptions<'_>) -> Vec<Result<Option<Vec<u8>>>> {
-        let seq = match self.inner.check_open().and_then(|()| self.inner.read_sequence(ro)) {
-            Ok(seq) => seq,
-            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
-        };
-        let sv = self.inner.default_cf.super_version();
-        keys.iter().map(|k| self.inner.get_from(&sv, k, seq, ro)).collect()
+        let reads: Vec<(&ColumnFamilyData, &[u8])> = keys.iter().map(|k| (&*self.inner.default_cf, *k)).collect();
+        self.inner.multi_get_in(&reads, ro)
+    }
+
+    /// [`Db::multi_get`] across column families: each key read in its
+    /// family, all at one sequence.
+    pub fn multi_get_cf(
+        &self,
+        reads: &[(&ColumnFamilyHandle, &[u8])],
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let reads: Vec<(&ColumnFamilyData, &[u8])> = reads.iter().map(|(cf, k)| (&*cf.data, *k)).collect();
+        self.inner.multi_get_in(&reads, ro)
     }
 
     /// A cursor over the database (a consistent view taken now), unpositioned.
@@ -775,103 +810,6 @@ impl DbInner {
             Some(s) => Ok(s.seq),
             None => Ok(self.last_sequence.load(Ordering::Acquire)),
         }
-    }
-
-    fn get_in(&self, cf: &ColumnFamilyData, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
-        self.check_open()?;
-        cf.check_live()?;
-        let seq = self.read_sequence(ro)?;
-        let start = self.stats.start_timer();
-        let sv = cf.super_version_guard();
-        let r = self.get_from(&sv, key, seq, ro);
-        let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
-        s.time_since(|h| &h.get_micros, start);
-        r
-    }
-
-    fn get_from(
-        &self,
-        sv: &SuperVersion,
-        key: &[u8],
-        seq: SequenceNumber,
-        ro: &ReadOptions<'_>,
-    ) -> Result<Option<Vec<u8>>> {
-        // The lookup key on the stack (for keys up to 56 bytes): the value
-        // returned is then the read's one allocation.
-        with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(sv, key, lookup, ro))
-    }
-
-    /// [`Self::get_from`] with its lookup key built.
-    fn get_with_lookup(
-        &self,
-        sv: &SuperVersion,
-        key: &[u8],
-        lookup: &[u8],
-        ro: &ReadOptions<'_>,
-    ) -> Result<Option<Vec<u8>>> {
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            match mem.get(lookup) {
-                Some(MemLookup::Value(v)) => return Ok(Some(v)),
-                Some(MemLookup::Deleted) => return Ok(None),
-                Some(MemLookup::BlobIndex(v)) => return self.resolve_blob(key, &v, "memtable", ro).map(Some),
-                None => {}
-            }
-        }
-        let rs = ReadSettings::from_read_options(ro);
-        // L0 files may overlap in sequence ranges (after L0→L0), so keep the
-        // newest hit, stopping once no remaining file can be newer.
-        let mut best: Option<(SequenceNumber, ValueKind, Vec<u8>, u64)> = None;
-        for (level, f) in sv.version.files_for_key(key) {
-            if level > 0 && best.is_some() {
-                break;
-            }
-            if level == 0 {
-                if let Some((s, _, _, _)) = &best {
-                    if f.largest_seq < *s {
-                        continue;
-                    }
-                }
-            }
-            let table = self.tables.get(f, level)?;
-            if !table.key_may_match(key) {
-                self.stats.reads.record_bloom_useful();
-                continue;
-            }
-            // Only a value (or blob index) is copied out of the block; the
-            // key is parsed in place.
-            let hit = table.get_past_filter_with(&rs, lookup, |ikey, value| {
-                parse_internal_key(ikey)
-                    .map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
-            })?;
-            if let Some(hit) = hit {
-                let (seq, kind, value) =
-                    hit.ok_or_else(|| Error::corruption(format!("{:06}.sst", f.number), 0, "unparsable internal key"))?;
-                if best.as_ref().is_none_or(|(s, _, _, _)| seq > *s) {
-                    best = Some((seq, kind, value, f.number));
-                }
-                if level > 0 {
-                    break;
-                }
-            }
-        }
-        match best {
-            Some((_, ValueKind::Value, v, _)) => Ok(Some(v)),
-            Some((_, ValueKind::BlobIndex, v, table)) => {
-                self.resolve_blob(key, &v, &format!("{table:06}.sst"), ro).map(Some)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// The value of `key` that the blob index `index` (found in `holder`, a
-    /// table's name) points at. A damaged index is corruption naming the
-    /// table; a damaged blob, corruption naming the blob file.
-    fn resolve_blob(&self, key: &[u8], index: &[u8], holder: &str, ro: &ReadOptions<'_>) -> Result<Vec<u8>> {
-        let index = BlobIndex::decode(index).map_err(|r| {
-            Error::corruption(holder, 0, format!("blob index of key {:?}: {r}", String::from_utf8_lossy(key)))
-        })?;
-        self.blobs.fetch(key, &index, ro.verify_checksums)
     }
 
     fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions<'_>) -> DbIterator<'static> {

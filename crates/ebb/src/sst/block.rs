@@ -154,6 +154,11 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
         self.block.data.get(self.value.0..self.value.1).unwrap_or(&[])
     }
 
+    /// Where the current value sits in the block's contents. Requires `valid()`.
+    pub fn value_range(&self) -> std::ops::Range<usize> {
+        self.value.0..self.value.1
+    }
+
     /// Why the block is corrupt, once the iterator has met a bad entry. A
     /// corrupt iterator stays invalid.
     pub fn corruption(&self) -> Option<&str> {

@@ -35,6 +35,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIterator, KeyOrder};
 use super::filter::BloomFilter;
 use super::format::{unwrap_block, BlockHandle, Footer, FOOTER_LEN};
+use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
@@ -42,7 +43,7 @@ use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Pri
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::key::{user_key, TRAILER_LEN};
+use crate::key::{compare_internal_keys, user_key, TRAILER_LEN};
 use crate::options::{Options, ReadOptions};
 use crate::util::checksum::ChecksumType;
 
@@ -451,38 +452,13 @@ impl Table {
         lookup: &[u8],
         found: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        if lookup.len() < TRAILER_LEN {
-            return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
-        }
-        let wanted = user_key(lookup);
-        let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
-        let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
-        let mut index = BlockIterator::new(&**index_block, KeyOrder::Internal);
-        index.seek(lookup);
-        if !index.valid() {
-            return match index.corruption() {
-                Some(r) => Err(self.index_corruption(r)),
-                None => Ok(None),
-            };
-        }
-        // The index key of a block is >= its last key and < the next block's
-        // first key, with a user key strictly between them when shortened; so
-        // if this block holds no entry >= lookup, no later block holds one
-        // with lookup's user key.
-        let handle = BlockHandle::decode_exact(index.value()).map_err(|r| self.index_corruption(&r))?;
+        let Some(handle) = self.data_handle_for(lookup)? else { return Ok(None) };
         let mut found = Some(found);
         let mut search = |block: &Block| -> Result<Option<R>> {
-            let mut data = BlockIterator::new(block, KeyOrder::Internal);
-            data.seek(lookup);
-            if let Some(r) = data.corruption() {
-                return Err(self.reader.corruption(handle.offset, r));
-            }
-            match found.take() {
-                Some(found) if data.valid() && user_key(data.key()) == wanted => {
-                    Ok(Some(found(data.key(), data.value())))
-                }
-                _ => Ok(None),
-            }
+            let Some(found) = found.take() else { return Ok(None) };
+            self.search_data_block(block, handle, lookup, |ikey, value| {
+                found(ikey, block.contents().get(value).unwrap_or(&[]))
+            })
         };
         if let Some(cache) = &self.cache {
             // A hit is searched in place, the entry held only for the search.
@@ -499,6 +475,168 @@ impl Table {
         }
         let (data_block, _data_pin) = self.load_data_block(handle, rs, None)?;
         search(&data_block)
+    }
+
+    /// [`Table::get_past_filter`] handing `found` the entry's internal key and
+    /// its value as a [`PinnableSlice`] of the data block: no copy of the
+    /// value, and the block's cache entry (if cached) referenced until the
+    /// slice is dropped (RocksDB's `Get` into a `PinnableSlice`).
+    pub fn get_past_filter_pinned<R>(
+        &self,
+        rs: &ReadSettings,
+        lookup: &[u8],
+        found: impl FnOnce(&[u8], PinnableSlice) -> R,
+    ) -> Result<Option<R>> {
+        let Some(handle) = self.data_handle_for(lookup)? else { return Ok(None) };
+        let cached = self.cache.as_ref().and_then(|cache| {
+            let entry = cache.lookup(&CacheKey::new(self.cache_id, handle.offset))?;
+            let block = Arc::clone(entry.value().block()?);
+            cache.stats().record_hit(BlockKind::Data);
+            Some((block, Some(entry)))
+        });
+        let (block, entry) = match cached {
+            Some(hit) => hit,
+            None => self.load_data_block(handle, rs, None)?,
+        };
+        let pinned = Arc::clone(&block);
+        self.search_data_block(&block, handle, lookup, |ikey, value| {
+            found(ikey, PinnableSlice::pinned(pinned, entry, value))
+        })
+    }
+
+    /// [`Table::get_past_filter_with`] for `n` lookups at once, `lookup(k)`
+    /// in ascending internal-key order of `k` (RocksDB's batched
+    /// `MultiGet`): the index is searched once per lookup, and each data
+    /// block is fetched once for every lookup it may answer (searched in
+    /// place when cached, as a single lookup's). `found(k, entry)` is called
+    /// for lookup `k` when its block holds an entry with its user key (the
+    /// entry's internal key and value), or with the error that kept it from
+    /// being answered (a damaged index or block fails only the lookups that
+    /// needed it).
+    pub fn multi_get_past_filter<'k>(
+        &self,
+        rs: &ReadSettings,
+        n: usize,
+        lookup: impl Fn(usize) -> &'k [u8],
+        mut found: impl FnMut(usize, Result<(&[u8], &[u8])>),
+    ) {
+        let index_ref = (0..n)
+            .map(&lookup)
+            .find(|l| l.len() < TRAILER_LEN)
+            .map_or(Ok(()), |short| {
+                Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", short.len())))
+            })
+            .and_then(|()| self.meta_block(&self.index, BlockKind::Index));
+        let index_block = index_ref.and_then(|r| match r.value().block() {
+            Some(b) => Ok(Arc::clone(b)),
+            None => Err(self.index_corruption("cached as a filter")),
+        });
+        let index_block = match index_block {
+            Ok(b) => b,
+            Err(e) => return (0..n).for_each(|k| found(k, Err(e.duplicate()))),
+        };
+        let mut index = BlockIterator::new(&*index_block, KeyOrder::Internal);
+        let mut i = 0;
+        while i < n {
+            index.seek(lookup(i));
+            if !index.valid() {
+                // Past the last block: no later lookup is in this table either.
+                if let Some(r) = index.corruption() {
+                    let e = self.index_corruption(r);
+                    (i..n).for_each(|k| found(k, Err(e.duplicate())));
+                }
+                return;
+            }
+            // Every lookup up to the block's index key is answered by this
+            // block or by none (see `data_handle_for`).
+            let mut end = i + 1;
+            while end < n && compare_internal_keys(lookup(end), index.key()).is_le() {
+                end += 1;
+            }
+            let handle = match BlockHandle::decode_exact(index.value()) {
+                Ok(h) => h,
+                Err(r) => {
+                    let e = self.index_corruption(&r);
+                    (i..end).for_each(|k| found(k, Err(e.duplicate())));
+                    i = end;
+                    continue;
+                }
+            };
+            let mut search = |block: &Block| {
+                for k in i..end {
+                    let r = self.search_data_block(block, handle, lookup(k), |ikey, value| {
+                        found(k, Ok((ikey, block.contents().get(value).unwrap_or(&[]))))
+                    });
+                    if let Err(e) = r {
+                        found(k, Err(e));
+                    }
+                }
+            };
+            let mut hit = false;
+            if let Some(cache) = &self.cache {
+                cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
+                    if let Some(block) = v.block() {
+                        hit = true;
+                        search(block);
+                    }
+                });
+                if hit {
+                    cache.stats().record_hit(BlockKind::Data);
+                }
+            }
+            if !hit {
+                match self.load_data_block(handle, rs, None) {
+                    Ok((block, _entry)) => search(&block),
+                    Err(e) => (i..end).for_each(|k| found(k, Err(e.duplicate()))),
+                }
+            }
+            i = end;
+        }
+    }
+
+    /// The handle of the data block that may hold `lookup`'s user key at or
+    /// below its sequence: the first block whose index key is `>= lookup`.
+    fn data_handle_for(&self, lookup: &[u8]) -> Result<Option<BlockHandle>> {
+        if lookup.len() < TRAILER_LEN {
+            return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
+        }
+        let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
+        let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
+        let mut index = BlockIterator::new(&**index_block, KeyOrder::Internal);
+        index.seek(lookup);
+        if !index.valid() {
+            return match index.corruption() {
+                Some(r) => Err(self.index_corruption(r)),
+                None => Ok(None),
+            };
+        }
+        // The index key of a block is >= its last key and < the next block's
+        // first key, with a user key strictly between them when shortened; so
+        // if this block holds no entry >= lookup, no later block holds one
+        // with lookup's user key.
+        BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| self.index_corruption(&r))
+    }
+
+    /// The first entry of `block` (read from `handle`) at or after `lookup`,
+    /// if it has `lookup`'s user key: its internal key and where its value
+    /// sits in the block.
+    fn search_data_block<R>(
+        &self,
+        block: &Block,
+        handle: BlockHandle,
+        lookup: &[u8],
+        found: impl FnOnce(&[u8], std::ops::Range<usize>) -> R,
+    ) -> Result<Option<R>> {
+        let mut data = BlockIterator::new(block, KeyOrder::Internal);
+        data.seek(lookup);
+        if let Some(r) = data.corruption() {
+            return Err(self.reader.corruption(handle.offset, r));
+        }
+        if data.valid() && user_key(data.key()) == user_key(lookup) {
+            Ok(Some(found(data.key(), data.value_range())))
+        } else {
+            Ok(None)
+        }
     }
 
     /// An iterator over every entry, unpositioned, reading ahead as

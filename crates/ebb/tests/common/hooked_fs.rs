@@ -1,5 +1,5 @@
-//! A [`MemFs`] that calls a test's hooks before file syncs, removals and
-//! directory listings, so a test can hold a background job at a chosen call
+//! A [`MemFs`] that calls a test's hooks before file syncs, removals,
+//! directory listings and positional reads, so a test can hold a background job at a chosen call
 //! (a gate) or count the calls, and check what goes on meanwhile.
 //! Everything else passes straight to the `MemFs`.
 
@@ -16,6 +16,9 @@ pub trait FsHooks: Send + Sync {
     fn before_remove(&self, _path: &Path) {}
     /// Before `list_dir(path)`.
     fn before_list_dir(&self, _path: &Path) {}
+    /// Before a read of `len` bytes at `offset` of the file at `path`
+    /// (every positional read goes through `read_at`).
+    fn before_read_at(&self, _path: &Path, _offset: u64, _len: usize) {}
 }
 
 /// [`MemFs`] with [`FsHooks`] in syncs, removals and listings.
@@ -56,6 +59,23 @@ impl WritableFile for HookedFile {
     }
 }
 
+/// A file read at offsets whose reads the hooks see.
+struct HookedRandom {
+    inner: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    hooks: Arc<dyn FsHooks>,
+}
+
+impl RandomAccessFile for HookedRandom {
+    fn read_at(&self, offset: u64, len: usize) -> ebb::Result<Vec<u8>> {
+        self.hooks.before_read_at(&self.path, offset, len);
+        self.inner.read_at(offset, len)
+    }
+    fn size(&self) -> ebb::Result<u64> {
+        self.inner.size()
+    }
+}
+
 impl FileSystem for HookedFs {
     fn create_dir_all(&self, path: &Path) -> ebb::Result<()> {
         self.inner.create_dir_all(path)
@@ -67,7 +87,8 @@ impl FileSystem for HookedFs {
         Ok(self.wrap(path, self.inner.reopen_writable(path)?))
     }
     fn open_random(&self, path: &Path) -> ebb::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random(path)
+        let inner = self.inner.open_random(path)?;
+        Ok(Arc::new(HookedRandom { inner, path: path.to_path_buf(), hooks: Arc::clone(&self.hooks) }))
     }
     fn open_sequential(&self, path: &Path) -> ebb::Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)

@@ -1,0 +1,388 @@
+//! The point-read path: `get` (one allocation: the value), `get_pinned`
+//! (none: the value stays in its block) and the batched `multi_get`.
+//!
+//! Every read takes its sequence first and its super versions after, so a
+//! write at or below the sequence is in a memtable, an immutable memtable or
+//! a table of the super version it reads (a write published before the
+//! sequence was taken went into the memtable current then, which a later
+//! super version still lists or has flushed).
+
+use super::column_family::ColumnFamilyData;
+use super::{DbInner, SuperVersion};
+use crate::blob::{BlobFetcher, BlobIndex};
+use crate::error::{Error, Result};
+use crate::key::{
+    append_internal_key, parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
+};
+use crate::memtable::MemLookup;
+use crate::options::ReadOptions;
+use crate::sst::{PinnableSlice, ReadSettings, Table};
+use crate::version::FileMetaData;
+
+/// How a point read hands out the value it finds: copied into a vector, or
+/// pinned in its block.
+pub(crate) trait ReadValue: Sized {
+    /// A value that is owned already (a memtable's, a blob's).
+    fn owned(v: Vec<u8>) -> Self;
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+    /// The entry of `lookup`'s user key in `table` at or below its sequence:
+    /// `Some(None)` when the entry's internal key does not parse. The value
+    /// of a tombstone is not kept.
+    #[allow(clippy::type_complexity)]
+    fn from_table(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>>;
+}
+
+impl ReadValue for Vec<u8> {
+    fn owned(v: Vec<u8>) -> Self {
+        v
+    }
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn from_table(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
+        // Only a value (or blob index) is copied out of the block; the key
+        // is parsed in place.
+        table.get_past_filter_with(rs, lookup, |ikey, value| {
+            parse_internal_key(ikey)
+                .map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
+        })
+    }
+}
+
+impl ReadValue for PinnableSlice {
+    fn owned(v: Vec<u8>) -> Self {
+        PinnableSlice::from_vec(v)
+    }
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn from_table(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
+        table.get_past_filter_pinned(rs, lookup, |ikey, value| parse_internal_key(ikey).map(|p| (p.seq, p.kind, value)))
+    }
+}
+
+/// The newest entry a read has found for a key so far: its sequence, kind,
+/// value and the table it came from (for errors).
+type Found<V> = (SequenceNumber, ValueKind, V, u64);
+
+fn unparsable(table: u64) -> Error {
+    Error::corruption(format!("{table:06}.sst"), 0, "unparsable internal key")
+}
+
+impl DbInner {
+    /// Reads `key` in `cf` as `ro` says, timed and counted.
+    pub(super) fn get_in<V: ReadValue>(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<V>> {
+        self.check_open()?;
+        cf.check_live()?;
+        let seq = self.read_sequence(ro)?;
+        let start = self.stats.start_timer();
+        let sv = cf.super_version_guard();
+        // The lookup key on the stack (for keys up to 56 bytes): a copied
+        // value is then the read's one allocation.
+        let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(&sv, key, lookup, ro));
+        let s = &self.stats;
+        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len()));
+        s.time_since(|h| &h.get_micros, start);
+        r
+    }
+
+    /// The value of `key` in `sv` at the sequence in `lookup`.
+    fn get_with_lookup<V: ReadValue>(
+        &self,
+        sv: &SuperVersion,
+        key: &[u8],
+        lookup: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<V>> {
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            match mem.get(lookup) {
+                Some(MemLookup::Value(v)) => return Ok(Some(V::owned(v))),
+                Some(MemLookup::Deleted) => return Ok(None),
+                Some(MemLookup::BlobIndex(v)) => {
+                    return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
+                }
+                None => {}
+            }
+        }
+        let rs = ReadSettings::from_read_options(ro);
+        // L0 files may overlap in sequence ranges (after L0→L0), so keep the
+        // newest hit, stopping once no remaining file can be newer.
+        let mut best: Option<Found<V>> = None;
+        for (level, f) in sv.version.files_for_key(key) {
+            if level > 0 && best.is_some() {
+                break;
+            }
+            if level == 0 && best.as_ref().is_some_and(|(s, ..)| f.largest_seq < *s) {
+                continue;
+            }
+            let table = self.tables.get(f, level)?;
+            if !table.key_may_match(key) {
+                self.stats.reads.record_bloom_useful();
+                continue;
+            }
+            if let Some(hit) = V::from_table(&table, &rs, lookup)? {
+                let (seq, kind, value) = hit.ok_or_else(|| unparsable(f.number))?;
+                if best.as_ref().is_none_or(|(s, ..)| seq > *s) {
+                    best = Some((seq, kind, value, f.number));
+                }
+                if level > 0 {
+                    break;
+                }
+            }
+        }
+        best.map_or(Ok(None), |found| self.finish(key, found, ro))
+    }
+
+    /// What the newest entry found for `key` reads as.
+    fn finish<V: ReadValue>(&self, key: &[u8], found: Found<V>, ro: &ReadOptions<'_>) -> Result<Option<V>> {
+        match found {
+            (_, ValueKind::Value, v, _) => Ok(Some(v)),
+            (_, ValueKind::BlobIndex, v, table) => {
+                self.resolve_blob(key, v.bytes(), &format!("{table:06}.sst"), ro).map(|v| Some(V::owned(v)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The value of `key` that the blob index `index` (found in `holder`, a
+    /// table's name) points at. A damaged index is corruption naming the
+    /// table; a damaged blob, corruption naming the blob file.
+    pub(super) fn resolve_blob(&self, key: &[u8], index: &[u8], holder: &str, ro: &ReadOptions<'_>) -> Result<Vec<u8>> {
+        let index = BlobIndex::decode(index).map_err(|r| {
+            Error::corruption(holder, 0, format!("blob index of key {:?}: {r}", String::from_utf8_lossy(key)))
+        })?;
+        self.blobs.fetch(key, &index, ro.verify_checksums)
+    }
+
+    /// Reads several keys, each in its family, at one sequence (RocksDB's
+    /// batched `MultiGet`): per family, the keys are sorted, each memtable is
+    /// searched per key, and each table is visited once for all the keys it
+    /// may hold, each of its data blocks read once. Answers come back in the
+    /// order of `reads`; an error fails only the keys it concerns.
+    pub(super) fn multi_get_in(
+        &self,
+        reads: &[(&ColumnFamilyData, &[u8])],
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let seq = match self.check_open().and_then(|()| self.read_sequence(ro)) {
+            Ok(seq) => seq,
+            Err(e) => return reads.iter().map(|_| Err(e.duplicate())).collect(),
+        };
+        let start = self.stats.start_timer();
+        let mut results: Vec<Option<Result<Option<Vec<u8>>>>> = (0..reads.len()).map(|_| None).collect();
+        // Families in the order they first appear; the reads of each.
+        let mut families: Vec<(&ColumnFamilyData, Vec<usize>)> = Vec::new();
+        for (i, (cf, _)) in reads.iter().enumerate() {
+            match families.iter_mut().find(|(f, _)| std::ptr::eq(*f, *cf)) {
+                Some((_, idx)) => idx.push(i),
+                None => families.push((cf, vec![i])),
+            }
+        }
+        for (cf, idx) in families {
+            if let Err(e) = cf.check_live() {
+                idx.iter().for_each(|&i| results[i] = Some(Err(e.duplicate())));
+                continue;
+            }
+            let sv = cf.super_version();
+            let keys: Vec<&[u8]> = idx.iter().map(|&i| reads[i].1).collect();
+            for (k, r) in self.multi_get_family(&sv, &keys, seq, ro).into_iter().enumerate() {
+                results[idx[k]] = Some(r);
+            }
+        }
+        let results: Vec<_> = results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
+        for r in &results {
+            self.stats.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
+        }
+        self.stats.time_since(|h| &h.get_micros, start);
+        results
+    }
+
+    /// [`Self::multi_get_in`] for the keys of one family, read in `sv`.
+    fn multi_get_family(
+        &self,
+        sv: &SuperVersion,
+        keys: &[&[u8]],
+        seq: SequenceNumber,
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
+        // Every lookup key in one buffer: key i's is `buf[ends[i-1]..ends[i]]`.
+        let mut buf = Vec::with_capacity(keys.iter().map(|k| k.len() + 8).sum());
+        let mut ends = Vec::with_capacity(keys.len());
+        for k in keys {
+            append_internal_key(&mut buf, k, seq, KIND_FOR_SEEK);
+            ends.push(buf.len());
+        }
+        let mut batch = Batch {
+            keys,
+            lookups: Lookups { buf: &buf, ends: &ends },
+            results: (0..keys.len()).map(|_| None).collect(),
+            best: (0..keys.len()).map(|_| None).collect(),
+            rs: ReadSettings::from_read_options(ro),
+            wanted: Vec::with_capacity(keys.len()),
+            passing: Vec::with_capacity(keys.len()),
+        };
+        for &i in &order {
+            for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+                let r = match mem.get(batch.lookups.get(i)) {
+                    Some(MemLookup::Value(v)) => Ok(Some(v)),
+                    Some(MemLookup::Deleted) => Ok(None),
+                    Some(MemLookup::BlobIndex(v)) => self.resolve_blob(keys[i], &v, "memtable", ro).map(Some),
+                    None => continue,
+                };
+                batch.results[i] = Some(r);
+                break;
+            }
+        }
+        // L0, newest file first: every file whose range holds the key and
+        // that may hold a newer entry than the newest found so far.
+        for f in &sv.version.levels[0] {
+            batch.wanted.clear();
+            for &i in &order {
+                if batch.results[i].is_none()
+                    && f.smallest_user_key() <= keys[i]
+                    && keys[i] <= f.largest_user_key()
+                    && batch.best[i].as_ref().is_none_or(|(s, ..)| f.largest_seq >= *s)
+                {
+                    batch.wanted.push(i);
+                }
+            }
+            self.multi_get_table(&mut batch, f, 0);
+        }
+        self.settle(&mut batch, ro);
+        // Deeper levels: the keys still open, in runs that the same file of
+        // the level may hold (the keys are sorted, so each file's keys are
+        // consecutive).
+        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
+            let mut run_file: Option<usize> = None;
+            batch.wanted.clear();
+            for &i in &order {
+                if batch.results[i].is_some() {
+                    continue;
+                }
+                let at = files.partition_point(|f| f.largest_user_key() < keys[i]);
+                if files.get(at).is_none_or(|f| f.smallest_user_key() > keys[i]) {
+                    continue;
+                }
+                if let Some(previous) = run_file.filter(|&r| r != at) {
+                    self.multi_get_table(&mut batch, &files[previous], level);
+                    batch.wanted.clear();
+                }
+                run_file = Some(at);
+                batch.wanted.push(i);
+            }
+            if let Some(at) = run_file {
+                self.multi_get_table(&mut batch, &files[at], level);
+            }
+            self.settle(&mut batch, ro);
+        }
+        batch.results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Looks the keys `batch.wanted` (ascending) up in `f`, keeping for each
+    /// the entry if newer than the one found so far; an error settles the
+    /// key.
+    fn multi_get_table(&self, batch: &mut Batch<'_>, f: &FileMetaData, level: usize) {
+        if batch.wanted.is_empty() {
+            return;
+        }
+        let table = match self.tables.get(f, level) {
+            Ok(t) => t,
+            Err(e) => {
+                for &i in &batch.wanted {
+                    batch.results[i] = Some(Err(e.duplicate()));
+                }
+                return;
+            }
+        };
+        batch.passing.clear();
+        for &i in &batch.wanted {
+            if table.key_may_match(batch.keys[i]) {
+                batch.passing.push(i);
+            } else {
+                self.stats.reads.record_bloom_useful();
+            }
+        }
+        let Batch { lookups, results, best, rs, passing, .. } = batch;
+        table.multi_get_past_filter(
+            rs,
+            passing.len(),
+            |k| lookups.get(passing[k]),
+            |k, r| {
+                let i = passing[k];
+                let hit = r.and_then(|(ikey, value)| {
+                    let p = parse_internal_key(ikey).ok_or_else(|| unparsable(f.number))?;
+                    Ok((p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
+                });
+                match hit {
+                    Err(e) => results[i] = Some(Err(e)),
+                    Ok((seq, kind, value)) => {
+                        if best[i].as_ref().is_none_or(|(s, ..)| seq > *s) {
+                            best[i] = Some((seq, kind, value, f.number));
+                        }
+                    }
+                }
+            },
+        );
+    }
+
+    /// Settles every open key that has found an entry (after L0, and after
+    /// each deeper level).
+    fn settle(&self, batch: &mut Batch<'_>, ro: &ReadOptions<'_>) {
+        for i in 0..batch.keys.len() {
+            if batch.results[i].is_none() {
+                if let Some(found) = batch.best[i].take() {
+                    batch.results[i] = Some(self.finish(batch.keys[i], found, ro));
+                }
+            }
+        }
+    }
+}
+
+/// The lookup keys of a batch, in one buffer.
+#[derive(Clone, Copy)]
+struct Lookups<'a> {
+    buf: &'a [u8],
+    ends: &'a [usize],
+}
+
+impl<'a> Lookups<'a> {
+    fn get(self, i: usize) -> &'a [u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
+    }
+}
+
+/// The state of one family's batched read.
+struct Batch<'a> {
+    keys: &'a [&'a [u8]],
+    lookups: Lookups<'a>,
+    /// The answer of each key, once settled.
+    results: Vec<Option<Result<Option<Vec<u8>>>>>,
+    /// The newest entry found for each open key.
+    best: Vec<Option<Found<Vec<u8>>>>,
+    rs: ReadSettings,
+    /// The keys to look up in the table at hand (ascending), and those its
+    /// filter lets through: reused from table to table.
+    wanted: Vec<usize>,
+    passing: Vec<usize>,
+}

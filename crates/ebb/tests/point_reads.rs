@@ -1,0 +1,278 @@
+//! Point reads of issue 17 part 3: the batched `multi_get` (RocksDB's
+//! `MultiGet`: sorted keys, one visit per table, one read per data block)
+//! and `get_pinned` (the value left in its cached block).
+//!
+//! - Random histories over two families with tiny memtables (so keys live in
+//!   memtables, L0 and deeper levels at once): `multi_get_cf` of unsorted,
+//!   repeated, absent and deleted keys in both families, `get_pinned` and
+//!   `get` all give what the model gives, also through an old snapshot.
+//! - With no block cache, a `multi_get` of many keys of one table reads each
+//!   data block once, where one `get` per key reads a block per key.
+//! - A pinned value holds its cache entry (counted as pinned usage) until
+//!   dropped, and stays readable after compaction deleted its table.
+//! - A damaged data block fails the keys it holds and only those; a dropped
+//!   family fails its keys and only those.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::hooked_fs::{FsHooks, HookedFs};
+use common::{files_of, fs_holding, manual_options, tiny_options};
+use ebb::fs::{FileSystem, MemFs};
+use ebb::{ColumnFamilyHandle, Db, ReadOptions};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Reads `n` random keys (some never written) in random families three ways
+/// and compares each answer with the models.
+fn check_reads(
+    db: &Db,
+    families: &[ColumnFamilyHandle],
+    models: &[Model],
+    ro: &ReadOptions,
+    rng: &mut StdRng,
+    ctx: &str,
+) {
+    let n = 300;
+    let picks: Vec<(usize, Vec<u8>)> =
+        (0..n).map(|_| (rng.gen_range(0..families.len()), key(rng.gen_range(0..900)))).collect();
+    let reads: Vec<(&ColumnFamilyHandle, &[u8])> = picks.iter().map(|(f, k)| (&families[*f], k.as_slice())).collect();
+    let batched = db.multi_get_cf(&reads, ro);
+    assert_eq!(batched.len(), n);
+    for ((f, k), got) in picks.iter().zip(batched) {
+        let want = models[*f].get(k);
+        let show = String::from_utf8_lossy(k);
+        assert_eq!(got.unwrap().as_ref(), want, "{ctx}: multi_get_cf of {show} in family {f}");
+        let pinned = db.get_pinned_cf_opt(&families[*f], k, ro).unwrap();
+        assert_eq!(pinned.as_deref(), want.map(Vec::as_slice), "{ctx}: get_pinned of {show} in family {f}");
+        assert_eq!(db.get_cf_opt(&families[*f], k, ro).unwrap().as_ref(), want, "{ctx}: get of {show}");
+    }
+    // The default family through `multi_get`, keys sorted and repeated.
+    let mut keys: Vec<Vec<u8>> = (0..100).map(|_| key(rng.gen_range(0..900))).collect();
+    keys.extend(keys.clone());
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    for (k, got) in keys.iter().zip(db.multi_get(&refs, ro)) {
+        assert_eq!(got.unwrap().as_ref(), models[0].get(k), "{ctx}: multi_get of {}", String::from_utf8_lossy(k));
+    }
+}
+
+#[test]
+fn batched_multi_get_and_get_pinned_agree_with_the_model_across_families() {
+    for seed in 0..3u64 {
+        let o = tiny_options(Some(MemFs::new()));
+        let db = Db::open("/db", o.clone()).unwrap();
+        let other = db.create_column_family("other", &o).unwrap();
+        let families = [db.cf_handle("default").unwrap(), other];
+        let mut models = [Model::new(), Model::new()];
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut snapshot = None;
+        for step in 0..6000u32 {
+            let f = rng.gen_range(0..2);
+            let k = key(rng.gen_range(0..800));
+            if rng.gen_range(0..10) < 8 {
+                let v = format!("{step}-{seed}-").repeat(rng.gen_range(1..20)).into_bytes();
+                db.put_cf(&families[f], &k, &v).unwrap();
+                models[f].insert(k, v);
+            } else {
+                db.delete_cf(&families[f], &k).unwrap();
+                models[f].remove(&k);
+            }
+            if step % 1000 == 999 {
+                check_reads(
+                    &db,
+                    &families,
+                    &models,
+                    &ReadOptions::default(),
+                    &mut rng,
+                    &format!("seed {seed} step {step}"),
+                );
+            }
+            if step == 2500 {
+                snapshot = Some((db.snapshot(), models.clone()));
+            }
+        }
+        let levels = db.metrics().files_per_level;
+        assert!(levels.iter().skip(1).sum::<usize>() > 0, "seed {seed}: nothing below L0: {levels:?}");
+        let (snap, old) = snapshot.unwrap();
+        check_reads(&db, &families, &old, &snap.read_options(), &mut rng, &format!("seed {seed} snapshot"));
+        drop(snap);
+        db.flush(true).unwrap();
+        db.compact_range(None, None).unwrap();
+        check_reads(&db, &families, &models, &ReadOptions::default(), &mut rng, &format!("seed {seed} compacted"));
+    }
+}
+
+/// Counts positional reads of `.sst` files and the offsets read.
+#[derive(Default)]
+struct CountReads {
+    counting: AtomicBool,
+    reads: AtomicUsize,
+    offsets: Mutex<Vec<u64>>,
+}
+
+impl FsHooks for CountReads {
+    fn before_read_at(&self, path: &Path, offset: u64, _len: usize) {
+        if self.counting.load(Ordering::SeqCst) && path.extension().is_some_and(|e| e == "sst") {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.offsets.lock().unwrap().push(offset);
+        }
+    }
+}
+
+#[test]
+fn multi_get_reads_each_data_block_once() {
+    let counter = Arc::new(CountReads::default());
+    let mut o = manual_options(&MemFs::new());
+    o.fs = Arc::new(HookedFs::new(MemFs::new(), counter.clone()));
+    o.block_cache_size = 0;
+    o.write_buffer_size = 1 << 20;
+    o.target_file_size_base = 1 << 20;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..400 {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush(true).unwrap();
+    assert_eq!(db.metrics().files_per_level[0], 1);
+    // Opens the table (footer, index, filter) before counting.
+    assert!(db.get(&key(0)).unwrap().is_some());
+
+    let mut keys: Vec<Vec<u8>> = (0..400).step_by(2).map(key).collect();
+    keys.shuffle(&mut StdRng::seed_from_u64(7));
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    counter.counting.store(true, Ordering::SeqCst);
+    for (k, got) in keys.iter().zip(db.multi_get(&refs, &ReadOptions::default())) {
+        assert_eq!(got.unwrap(), Some(vec![b'v'; 100]), "{}", String::from_utf8_lossy(k));
+    }
+    counter.counting.store(false, Ordering::SeqCst);
+    let batched = counter.reads.swap(0, Ordering::SeqCst);
+    let offsets = std::mem::take(&mut *counter.offsets.lock().unwrap());
+    let distinct: HashSet<u64> = offsets.iter().copied().collect();
+    assert_eq!(distinct.len(), batched, "multi_get read a data block more than once: {offsets:?}");
+    assert!(batched > 10, "the keys should span many 512-byte blocks, read {batched}");
+
+    counter.counting.store(true, Ordering::SeqCst);
+    for k in &keys {
+        assert!(db.get(k).unwrap().is_some());
+    }
+    let one_by_one = counter.reads.load(Ordering::SeqCst);
+    assert_eq!(one_by_one, keys.len(), "without a cache each get reads its block");
+    assert!(batched * 2 < one_by_one, "batched {batched} reads, one by one {one_by_one}");
+}
+
+fn pinned_usage(db: &Db) -> u64 {
+    db.get_property("ebb.block-cache-pinned-usage").unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_pinned_value_holds_its_cache_entry_and_outlives_its_table() {
+    let fs = MemFs::new();
+    let mut o = manual_options(&fs);
+    o.block_cache_size = 1 << 20;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..200 {
+        db.put(&key(i), format!("value-{i}").repeat(10).as_bytes()).unwrap();
+    }
+    db.flush(true).unwrap();
+    db.put(&key(5), b"in the memtable").unwrap();
+
+    let from_memtable = db.get_pinned(&key(5)).unwrap().unwrap();
+    assert!(!from_memtable.is_pinned());
+    assert_eq!(&*from_memtable, b"in the memtable");
+
+    assert_eq!(pinned_usage(&db), 0);
+    let pinned = db.get_pinned(&key(100)).unwrap().unwrap();
+    assert!(pinned.is_pinned() && pinned.holds_cache_entry());
+    assert_eq!(&*pinned, "value-100".repeat(10).as_bytes());
+    assert!(pinned_usage(&db) > 0, "a pinned value's block counts as pinned");
+    drop(pinned);
+    assert_eq!(pinned_usage(&db), 0, "dropping the value unpins its block");
+
+    // Held across a compaction that deletes the table it came from.
+    let held = db.get_pinned(&key(150)).unwrap().unwrap();
+    let tables_before =
+        fs.list_dir(Path::new("/db")).unwrap().into_iter().filter(|n| n.ends_with(".sst")).collect::<Vec<_>>();
+    db.put(&key(150), b"newer").unwrap();
+    db.flush(true).unwrap();
+    db.compact_range(None, None).unwrap();
+    let tables_after =
+        fs.list_dir(Path::new("/db")).unwrap().into_iter().filter(|n| n.ends_with(".sst")).collect::<Vec<_>>();
+    assert!(tables_before.iter().all(|t| !tables_after.contains(t)), "{tables_before:?} -> {tables_after:?}");
+    assert_eq!(&*held, "value-150".repeat(10).as_bytes());
+    assert_eq!(db.get_pinned(&key(150)).unwrap().unwrap(), b"newer".to_vec());
+}
+
+#[test]
+fn a_damaged_block_fails_only_the_keys_it_holds() {
+    let fs = MemFs::new();
+    let mut o = manual_options(&fs);
+    o.write_buffer_size = 1 << 20;
+    o.target_file_size_base = 1 << 20;
+    let mut model = Model::new();
+    {
+        let db = Db::open("/db", o.clone()).unwrap();
+        for i in 0..400 {
+            let v = format!("value-{i}").repeat(8).into_bytes();
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush(true).unwrap();
+        db.close().unwrap();
+    }
+    // The first data block starts at offset 0: damage a byte inside it.
+    let mut files = files_of(&fs, "/db");
+    let (_, bytes) = files.iter_mut().find(|(n, _)| n.ends_with(".sst")).unwrap();
+    bytes[20] ^= 0x40;
+    o.fs = Arc::new(fs_holding("/db", &files));
+    let db = Db::open("/db", o).unwrap();
+    let keys: Vec<Vec<u8>> = (0..400).rev().map(key).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let (mut failed, mut answered) = (Vec::new(), 0);
+    for (k, got) in keys.iter().zip(db.multi_get(&refs, &ReadOptions::default())) {
+        match got {
+            Ok(v) => {
+                assert_eq!(v.as_ref(), model.get(k), "a wrong answer for {}", String::from_utf8_lossy(k));
+                answered += 1;
+            }
+            Err(e) => {
+                assert!(e.is_corruption(), "{e}");
+                failed.push(k.clone());
+            }
+        }
+    }
+    assert!(failed.contains(&key(0)), "the damaged block's first key was answered");
+    assert!(failed.len() < 20, "one block's keys failed, not {}", failed.len());
+    assert_eq!(answered + failed.len(), 400);
+    for k in &failed {
+        assert!(db.get(k).is_err(), "get answers what multi_get failed");
+        assert!(db.get_pinned(k).is_err(), "get_pinned answers what multi_get failed");
+    }
+}
+
+#[test]
+fn a_dropped_family_fails_only_its_keys() {
+    let o = tiny_options(Some(MemFs::new()));
+    let db = Db::open("/db", o.clone()).unwrap();
+    let gone = db.create_column_family("gone", &o).unwrap();
+    let default = db.cf_handle("default").unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put_cf(&gone, b"a", b"2").unwrap();
+    db.drop_column_family(&gone).unwrap();
+    let got = db.multi_get_cf(
+        &[(&gone, b"a".as_slice()), (&default, b"a"), (&gone, b"b"), (&default, b"b")],
+        &ReadOptions::default(),
+    );
+    assert!(got[0].is_err() && got[2].is_err(), "{got:?}");
+    assert_eq!(got[1].as_ref().unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(got[3].as_ref().unwrap(), &None);
+}
