@@ -259,3 +259,51 @@ fn a_damaged_sst_read_through_mmap_is_corruption() {
     assert!(corrupt_gets > 0, "no point read met the damaged block");
     assert!(corrupt_gets < 100, "only one block is damaged, {corrupt_gets} reads failed");
 }
+
+/// With `allow_mmap_reads`, an uncompressed data block is a view of the
+/// mapping, not a copy, and is not put in the block cache (LevelDB's and
+/// RocksDB's rule for blocks they did not copy); a compressed one is
+/// decompressed and cached as with `pread`. A pinned value read through the
+/// map stays readable after compaction deleted its table.
+#[test]
+fn mmap_reads_leave_uncompressed_blocks_out_of_the_cache_and_pinned_values_outlive_their_table() {
+    let usage_after_reads = |mmap: bool, compression: ebb::CompressionType| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut o = tiny_options(None);
+        o.allow_mmap_reads = mmap;
+        o.compression = compression;
+        o.block_cache_size = 8 << 20;
+        o.write_buffer_size = 1 << 20;
+        o.disable_auto_compactions = true;
+        let db = Db::open(&path, o).unwrap();
+        let mut model = Model::new();
+        for i in 0..2000 {
+            // Compressible, so that lz4 tables hold compressed blocks.
+            let v = format!("value {i:08} ").repeat(8).into_bytes();
+            db.put(&key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.flush(true).unwrap();
+        for (k, v) in &model {
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+        }
+        let usage: u64 = db.get_property("ebb.block-cache-usage").unwrap().parse().unwrap();
+        // A value pinned from the table, held while compaction replaces it.
+        let held = db.get_pinned(&key(7)).unwrap().unwrap();
+        assert!(held.is_pinned());
+        let before = table_files(&path);
+        db.put(&key(7), b"newer").unwrap();
+        db.flush(true).unwrap();
+        db.compact_range(None, None).unwrap();
+        let after = table_files(&path);
+        assert!(before.iter().all(|t| !after.contains(t)), "{before:?} -> {after:?}");
+        assert_eq!(&*held, model[&key(7)].as_slice(), "mmap {mmap}: a pinned value changed after its table went");
+        assert_eq!(db.get(&key(7)).unwrap().as_deref(), Some(&b"newer"[..]));
+        usage
+    };
+    let none = ebb::CompressionType::None;
+    assert!(usage_after_reads(false, none) > 100_000, "pread blocks are cached");
+    assert_eq!(usage_after_reads(true, none), 0, "mapped uncompressed blocks went into the cache");
+    assert!(usage_after_reads(true, ebb::CompressionType::Lz4) > 10_000, "decompressed blocks are cached");
+}

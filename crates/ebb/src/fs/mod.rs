@@ -23,6 +23,8 @@ pub use posix::PosixFs;
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::error::Result;
 
 /// A file being written sequentially.
@@ -84,6 +86,13 @@ pub trait RandomAccessFile: Send + Sync {
         let n = bytes.len().min(head.len());
         head[..n].copy_from_slice(&bytes[..n]);
         Ok((n, bytes[n..].to_vec()))
+    }
+    /// For a file whose bytes are in memory already (a memory map): `len`
+    /// bytes at `offset` (fewer only at end of file, as `read_at`) as a view
+    /// of them, no copy, keeping the mapping alive while the view lives.
+    /// `None` (the default) for a file that must be read into a buffer.
+    fn read_mapped(&self, _offset: u64, _len: usize) -> Option<Result<Bytes>> {
+        None
     }
     /// The file's size in bytes.
     fn size(&self) -> Result<u64>;

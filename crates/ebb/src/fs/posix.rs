@@ -19,6 +19,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use memmap2::{Advice, Mmap};
 
 use super::{Access, FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
@@ -235,22 +236,33 @@ impl RandomAccessFile for PosixRandom {
 /// size then. An empty file maps nothing (`map` is `None`).
 struct PosixMmapRandom {
     path: PathBuf,
-    map: Option<Mmap>,
+    /// Shared with every view [`RandomAccessFile::read_mapped`] hands out,
+    /// so the mapping outlives the file object while a view is alive.
+    map: Option<Arc<Mmap>>,
+}
+
+/// The owner of a view of a mapping (for [`Bytes::from_owner`]).
+struct MapOwner(Arc<Mmap>);
+
+impl AsRef<[u8]> for MapOwner {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 impl PosixMmapRandom {
     fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        self.map.as_deref().map_or(&[], |m| &m[..])
     }
-}
 
-impl RandomAccessFile for PosixMmapRandom {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let bytes = self.bytes();
+    /// The range `len` bytes at `offset` covers, clipped to the end; an error
+    /// when `offset` is past the end.
+    fn range(&self, offset: u64, len: usize) -> Result<std::ops::Range<usize>> {
+        let size = self.bytes().len();
         let start = match usize::try_from(offset) {
-            Ok(s) if s <= bytes.len() => s,
+            Ok(s) if s <= size => s,
             _ => {
-                let reason = format!("read at offset {offset} past the end of a {}-byte mapped file", bytes.len());
+                let reason = format!("read at offset {offset} past the end of a {size}-byte mapped file");
                 return Err(Error::io(
                     "mmap read",
                     &self.path,
@@ -258,8 +270,18 @@ impl RandomAccessFile for PosixMmapRandom {
                 ));
             }
         };
-        let end = start.saturating_add(len).min(bytes.len());
-        Ok(bytes[start..end].to_vec())
+        Ok(start..start.saturating_add(len).min(size))
+    }
+}
+
+impl RandomAccessFile for PosixMmapRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let range = self.range(offset, len)?;
+        Ok(self.bytes()[range].to_vec())
+    }
+    fn read_mapped(&self, offset: u64, len: usize) -> Option<Result<Bytes>> {
+        let map = self.map.as_ref()?;
+        Some(self.range(offset, len).map(|r| Bytes::from_owner(MapOwner(Arc::clone(map))).slice(r)))
     }
     fn read_split_at(&self, offset: u64, head: &mut [u8], tail_len: usize) -> Result<(usize, Vec<u8>)> {
         let bytes = self.bytes();
@@ -354,7 +376,7 @@ impl FileSystem for PosixFs {
             let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io("mmap", path, e))?;
             Some(map)
         };
-        Ok(Arc::new(PosixMmapRandom { path: path.to_path_buf(), map }))
+        Ok(Arc::new(PosixMmapRandom { path: path.to_path_buf(), map: map.map(Arc::new) }))
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
@@ -459,6 +481,30 @@ mod tests {
             let end = (offset as usize + len).min(bytes.len());
             assert_eq!(got, &bytes[offset as usize..end], "a read crossing the end is short, as with pread");
         }
+    }
+
+    /// A mapped file hands out views equal to what pread reads; pread has
+    /// none; a view outlives the file object and the file's deletion.
+    #[test]
+    fn mapped_views_read_what_pread_reads_and_outlive_the_file() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let bytes: Vec<u8> = (0..20_000).map(|_| rng.gen()).collect();
+        let (_dir, path) = file_of(&bytes);
+        let fs = PosixFs::new();
+        let pread = fs.open_random(&path).unwrap();
+        assert!(pread.read_mapped(0, 10).is_none());
+        let mapped = fs.open_random_mmap(&path).unwrap();
+        for _ in 0..200 {
+            let offset = rng.gen_range(0..=20_000u64);
+            let len = rng.gen_range(0..6_000usize);
+            let view = mapped.read_mapped(offset, len).unwrap().unwrap();
+            assert_eq!(&view[..], &pread.read_at(offset, len).unwrap()[..], "offset {offset} len {len}");
+        }
+        assert!(mapped.read_mapped(20_001, 1).unwrap().is_err(), "a view past the end");
+        let view = mapped.read_mapped(100, 1000).unwrap().unwrap();
+        drop(mapped);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(&view[..], &bytes[100..1100]);
     }
 
     /// Appends of every size, buffered or written past the buffer with what

@@ -16,6 +16,8 @@ use std::cmp::Ordering;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::key::{compare_internal_keys, TRAILER_LEN};
 use crate::util::coding::{decode_fixed32, decode_varint32};
 
@@ -44,7 +46,8 @@ impl KeyOrder {
 /// The uncompressed contents of one block, checked enough to iterate safely.
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    /// Owned bytes, or a view of a memory-mapped file (no copy).
+    data: Bytes,
     /// Offset of the restart array: entries live in `data[..restart_offset]`.
     restart_offset: usize,
     num_restarts: usize,
@@ -52,7 +55,8 @@ pub struct Block {
 
 impl Block {
     /// Wraps block contents, refusing a malformed restart array.
-    pub fn new(data: Vec<u8>) -> Result<Block, String> {
+    pub fn new(data: impl Into<Bytes>) -> Result<Block, String> {
+        let data: Bytes = data.into();
         let len = data.len();
         let num_restarts =
             len.checked_sub(4)

@@ -5,6 +5,8 @@
 //! what is wrong as a reason string that the caller wraps into
 //! [`crate::Error::Corruption`] with the file name and offset.
 
+use bytes::Bytes;
+
 use crate::util::checksum::{mask, unmask, ChecksumType};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Decoder};
 use crate::util::compression::{CompressionType, MAX_DECOMPRESSED};
@@ -115,6 +117,34 @@ pub fn block_trailer(checksum: ChecksumType, contents: &[u8], ctype: Compression
 /// Turns the bytes read for a block (stored contents followed by the trailer)
 /// into the uncompressed block contents, checking the checksum when `verify`.
 pub fn unwrap_block(mut raw: Vec<u8>, checksum: ChecksumType, verify: bool) -> Result<Vec<u8>, String> {
+    let (size, ctype) = check_block(&raw, checksum, verify)?;
+    match ctype {
+        CompressionType::None => {
+            raw.truncate(size);
+            Ok(raw)
+        }
+        c => c.decompress(&raw[..size]).map_err(|e| format!("cannot decompress block: {e}")),
+    }
+}
+
+/// [`unwrap_block`] for bytes that may be a view of a memory-mapped file:
+/// an uncompressed block is a view of `raw` (no copy), a compressed one is
+/// decompressed into a buffer. Also returns whether the contents are still a
+/// view of `raw`.
+pub fn unwrap_shared_block(raw: Bytes, checksum: ChecksumType, verify: bool) -> Result<(Bytes, bool), String> {
+    let (size, ctype) = check_block(&raw, checksum, verify)?;
+    match ctype {
+        CompressionType::None => Ok((raw.slice(..size), true)),
+        c => c
+            .decompress(&raw[..size])
+            .map(|v| (Bytes::from(v), false))
+            .map_err(|e| format!("cannot decompress block: {e}")),
+    }
+}
+
+/// Checks a block's trailer (and, when `verify`, its checksum): the size of
+/// its stored contents and their compression.
+fn check_block(raw: &[u8], checksum: ChecksumType, verify: bool) -> Result<(usize, CompressionType), String> {
     let Some(size) = raw.len().checked_sub(BLOCK_TRAILER_LEN) else {
         return Err(format!("block of {} bytes is shorter than its trailer", raw.len()));
     };
@@ -131,14 +161,9 @@ pub fn unwrap_block(mut raw: Vec<u8>, checksum: ChecksumType, verify: bool) -> R
             ));
         }
     }
-    match CompressionType::from_u8(type_byte) {
-        None => Err(format!("unknown block compression type {type_byte}")),
-        Some(CompressionType::None) => {
-            raw.truncate(size);
-            Ok(raw)
-        }
-        Some(c) => c.decompress(&raw[..size]).map_err(|e| format!("cannot decompress block: {e}")),
-    }
+    CompressionType::from_u8(type_byte)
+        .map(|c| (size, c))
+        .ok_or_else(|| format!("unknown block compression type {type_byte}"))
 }
 
 /// The fixed-size record closing every table.

@@ -32,9 +32,11 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::block::{Block, BlockIterator, KeyOrder};
 use super::filter::BloomFilter;
-use super::format::{unwrap_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{unwrap_block, unwrap_shared_block, BlockHandle, Footer, FOOTER_LEN};
 use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
@@ -123,13 +125,16 @@ impl BlockReader {
     }
 
     /// The uncompressed contents of the block at `handle`, read through
-    /// `prefetch` when one is given.
+    /// `prefetch` when one is given, and whether they are a view of a
+    /// memory-mapped file (an uncompressed block of a file whose
+    /// [`RandomAccessFile::read_mapped`] answers: no copy, and no readahead,
+    /// the bytes being in memory already).
     fn read_contents(
         &self,
         handle: BlockHandle,
         verify: bool,
         prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<(Bytes, bool)> {
         let end = handle.end_with_trailer().filter(|&e| e <= self.blocks_end).ok_or_else(|| {
             self.corruption(
                 handle.offset,
@@ -141,19 +146,44 @@ impl BlockReader {
         })?;
         let len = usize::try_from(end - handle.offset)
             .map_err(|_| self.corruption(handle.offset, "block too large for this platform"))?;
+        let truncated =
+            |got: usize| self.corruption(handle.offset, format!("truncated block: read {got} of {len} bytes"));
+        if let Some(mapped) = self.file.read_mapped(handle.offset, len) {
+            let raw = mapped?;
+            if raw.len() != len {
+                return Err(truncated(raw.len()));
+            }
+            return unwrap_shared_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r));
+        }
         let raw = match prefetch {
             Some(p) => p.read(self.file.as_ref(), handle.offset, len, self.blocks_end)?,
             None => self.file.read_at(handle.offset, len)?,
         };
         if raw.len() != len {
-            return Err(self.corruption(handle.offset, format!("truncated block: read {} of {len} bytes", raw.len())));
+            return Err(truncated(raw.len()));
         }
-        unwrap_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r))
+        let contents = unwrap_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r))?;
+        Ok((Bytes::from(contents), false))
     }
 
-    /// The block of entries at `handle`.
+    /// The block of entries at `handle`, and whether it is a view of a
+    /// memory-mapped file (see [`BlockReader::read_contents`]).
+    fn read_data(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<(Block, bool)> {
+        let (contents, mapped) = self.read_contents(handle, verify, prefetch)?;
+        Ok((Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?, mapped))
+    }
+
+    /// The block of entries at `handle`, in memory of its own: a block kept
+    /// by the table or the cache for long (index, metaindex, properties)
+    /// does not hold a view of a mapped file.
     fn read(&self, handle: BlockHandle, verify: bool, prefetch: Option<&mut PrefetchBuffer>) -> Result<Block> {
-        let contents = self.read_contents(handle, verify, prefetch)?;
+        let (contents, mapped) = self.read_contents(handle, verify, prefetch)?;
+        let contents = if mapped { Bytes::copy_from_slice(&contents) } else { contents };
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
@@ -161,8 +191,10 @@ impl BlockReader {
     fn read_meta(&self, handle: BlockHandle, kind: BlockKind) -> Result<CacheValue> {
         Ok(match kind {
             BlockKind::Filter => {
-                let contents = self.read_contents(handle, true, None)?;
-                CacheValue::Filter(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
+                let (contents, _) = self.read_contents(handle, true, None)?;
+                CacheValue::Filter(
+                    BloomFilter::from_block(Vec::from(contents)).map_err(|r| self.corruption(handle.offset, r))?,
+                )
             }
             BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true, None)?)),
         })
@@ -755,14 +787,19 @@ impl Table {
         prefetch: Option<&mut PrefetchBuffer>,
     ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
         let Some(cache) = &self.cache else {
-            return Ok((Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?), None));
+            return Ok((Arc::new(self.reader.read_data(handle, rs.verify_checksums, prefetch)?.0), None));
         };
         cache.stats().record_miss(BlockKind::Data);
-        let block = Arc::new(self.reader.read(handle, rs.verify_checksums, prefetch)?);
+        let (block, mapped) = self.reader.read_data(handle, rs.verify_checksums, prefetch)?;
+        let block = Arc::new(block);
         // An unverified block is not shared: a later read that verifies
         // checksums takes cached blocks on trust, and must never be handed a
         // damaged one (RocksDB caches it; here a cached block is a verified one).
-        if !rs.fill_cache || !rs.verify_checksums {
+        // A view of a mapped file is not cached either (LevelDB's and
+        // RocksDB's rule for blocks they did not copy): its bytes are in
+        // memory already, and a cached view would keep the mapping of a
+        // deleted table alive until evicted.
+        if !rs.fill_cache || !rs.verify_checksums || mapped {
             return Ok((block, None));
         }
         let charge = block.size();
