@@ -46,17 +46,56 @@ impl KeyOrder {
 /// The uncompressed contents of one block, checked enough to iterate safely.
 #[derive(Debug)]
 pub struct Block {
-    /// Owned bytes, or a view of a memory-mapped file (no copy).
-    data: Bytes,
+    data: BlockContents,
     /// Offset of the restart array: entries live in `data[..restart_offset]`.
     restart_offset: usize,
     num_restarts: usize,
 }
 
+/// A block's bytes: a buffer of its own, or a view of a memory-mapped file
+/// (no copy). Not one `Bytes` for both: turning a trimmed `Vec` into `Bytes`
+/// allocates a shared header, a cost on every block read.
+#[derive(Debug)]
+pub enum BlockContents {
+    /// A buffer of the block's own.
+    Owned(Vec<u8>),
+    /// A view of a mapped file.
+    Mapped(Bytes),
+}
+
+impl BlockContents {
+    /// True for a view of a mapped file.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, BlockContents::Mapped(_))
+    }
+}
+
+impl Deref for BlockContents {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            BlockContents::Owned(v) => v,
+            BlockContents::Mapped(b) => b,
+        }
+    }
+}
+
+impl From<Vec<u8>> for BlockContents {
+    fn from(v: Vec<u8>) -> Self {
+        BlockContents::Owned(v)
+    }
+}
+
+impl From<Bytes> for BlockContents {
+    fn from(b: Bytes) -> Self {
+        BlockContents::Mapped(b)
+    }
+}
+
 impl Block {
     /// Wraps block contents, refusing a malformed restart array.
-    pub fn new(data: impl Into<Bytes>) -> Result<Block, String> {
-        let data: Bytes = data.into();
+    pub fn new(data: impl Into<BlockContents>) -> Result<Block, String> {
+        let data: BlockContents = data.into();
         let len = data.len();
         let num_restarts =
             len.checked_sub(4)

@@ -7,6 +7,8 @@
 
 use bytes::Bytes;
 
+use super::block::BlockContents;
+
 use crate::util::checksum::{mask, unmask, ChecksumType};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64, Decoder};
 use crate::util::compression::{CompressionType, MAX_DECOMPRESSED};
@@ -127,18 +129,14 @@ pub fn unwrap_block(mut raw: Vec<u8>, checksum: ChecksumType, verify: bool) -> R
     }
 }
 
-/// [`unwrap_block`] for bytes that may be a view of a memory-mapped file:
-/// an uncompressed block is a view of `raw` (no copy), a compressed one is
-/// decompressed into a buffer. Also returns whether the contents are still a
-/// view of `raw`.
-pub fn unwrap_shared_block(raw: Bytes, checksum: ChecksumType, verify: bool) -> Result<(Bytes, bool), String> {
+/// [`unwrap_block`] for a view of a memory-mapped file: an uncompressed
+/// block is a view of `raw` (no copy), a compressed one is decompressed into
+/// a buffer.
+pub fn unwrap_mapped_block(raw: Bytes, checksum: ChecksumType, verify: bool) -> Result<BlockContents, String> {
     let (size, ctype) = check_block(&raw, checksum, verify)?;
     match ctype {
-        CompressionType::None => Ok((raw.slice(..size), true)),
-        c => c
-            .decompress(&raw[..size])
-            .map(|v| (Bytes::from(v), false))
-            .map_err(|e| format!("cannot decompress block: {e}")),
+        CompressionType::None => Ok(BlockContents::Mapped(raw.slice(..size))),
+        c => c.decompress(&raw[..size]).map(BlockContents::Owned).map_err(|e| format!("cannot decompress block: {e}")),
     }
 }
 

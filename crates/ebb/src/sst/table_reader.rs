@@ -32,11 +32,9 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
-use super::block::{Block, BlockIterator, KeyOrder};
+use super::block::{Block, BlockContents, BlockIterator, KeyOrder};
 use super::filter::BloomFilter;
-use super::format::{unwrap_block, unwrap_shared_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{unwrap_block, unwrap_mapped_block, BlockHandle, Footer, FOOTER_LEN};
 use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
@@ -134,7 +132,7 @@ impl BlockReader {
         handle: BlockHandle,
         verify: bool,
         prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<(Bytes, bool)> {
+    ) -> Result<BlockContents> {
         let end = handle.end_with_trailer().filter(|&e| e <= self.blocks_end).ok_or_else(|| {
             self.corruption(
                 handle.offset,
@@ -153,7 +151,7 @@ impl BlockReader {
             if raw.len() != len {
                 return Err(truncated(raw.len()));
             }
-            return unwrap_shared_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r));
+            return unwrap_mapped_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r));
         }
         let raw = match prefetch {
             Some(p) => p.read(self.file.as_ref(), handle.offset, len, self.blocks_end)?,
@@ -162,8 +160,9 @@ impl BlockReader {
         if raw.len() != len {
             return Err(truncated(raw.len()));
         }
-        let contents = unwrap_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r))?;
-        Ok((Bytes::from(contents), false))
+        unwrap_block(raw, self.checksum, verify)
+            .map(BlockContents::Owned)
+            .map_err(|r| self.corruption(handle.offset, r))
     }
 
     /// The block of entries at `handle`, and whether it is a view of a
@@ -174,7 +173,8 @@ impl BlockReader {
         verify: bool,
         prefetch: Option<&mut PrefetchBuffer>,
     ) -> Result<(Block, bool)> {
-        let (contents, mapped) = self.read_contents(handle, verify, prefetch)?;
+        let contents = self.read_contents(handle, verify, prefetch)?;
+        let mapped = contents.is_mapped();
         Ok((Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?, mapped))
     }
 
@@ -182,8 +182,10 @@ impl BlockReader {
     /// by the table or the cache for long (index, metaindex, properties)
     /// does not hold a view of a mapped file.
     fn read(&self, handle: BlockHandle, verify: bool, prefetch: Option<&mut PrefetchBuffer>) -> Result<Block> {
-        let (contents, mapped) = self.read_contents(handle, verify, prefetch)?;
-        let contents = if mapped { Bytes::copy_from_slice(&contents) } else { contents };
+        let contents = match self.read_contents(handle, verify, prefetch)? {
+            BlockContents::Mapped(view) => BlockContents::Owned(view.to_vec()),
+            owned => owned,
+        };
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
@@ -191,10 +193,11 @@ impl BlockReader {
     fn read_meta(&self, handle: BlockHandle, kind: BlockKind) -> Result<CacheValue> {
         Ok(match kind {
             BlockKind::Filter => {
-                let (contents, _) = self.read_contents(handle, true, None)?;
-                CacheValue::Filter(
-                    BloomFilter::from_block(Vec::from(contents)).map_err(|r| self.corruption(handle.offset, r))?,
-                )
+                let contents = match self.read_contents(handle, true, None)? {
+                    BlockContents::Mapped(view) => view.to_vec(),
+                    BlockContents::Owned(v) => v,
+                };
+                CacheValue::Filter(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
             }
             BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true, None)?)),
         })
