@@ -16,6 +16,7 @@ use crate::key::{
 };
 use crate::memtable::MemLookup;
 use crate::options::ReadOptions;
+use crate::sst::filter::filter_hash;
 use crate::sst::{PinnableSlice, ReadSettings, Table};
 use crate::version::FileMetaData;
 
@@ -238,6 +239,7 @@ impl DbInner {
             results: (0..keys.len()).map(|_| None).collect(),
             best: (0..keys.len()).map(|_| None).collect(),
             rs: ReadSettings::from_read_options(ro),
+            hashes: keys.iter().map(|k| filter_hash(k)).collect(),
             wanted: Vec::with_capacity(keys.len()),
             passing: Vec::with_capacity(keys.len()),
         };
@@ -315,13 +317,18 @@ impl DbInner {
             }
         };
         batch.passing.clear();
-        for &i in &batch.wanted {
-            if table.key_may_match(batch.keys[i]) {
-                batch.passing.push(i);
-            } else {
-                self.stats.reads.record_bloom_useful();
-            }
-        }
+        let (wanted, hashes, passing) = (&batch.wanted, &batch.hashes, &mut batch.passing);
+        table.keys_may_match(
+            wanted.len(),
+            |k| hashes[wanted[k]],
+            |k, may| {
+                if may {
+                    passing.push(wanted[k]);
+                } else {
+                    self.stats.reads.record_bloom_useful();
+                }
+            },
+        );
         let Batch { lookups, results, best, rs, passing, .. } = batch;
         table.multi_get_past_filter(
             rs,
@@ -381,6 +388,8 @@ struct Batch<'a> {
     /// The newest entry found for each open key.
     best: Vec<Option<Found<Vec<u8>>>>,
     rs: ReadSettings,
+    /// Each key's bloom filter hash, the same in every table.
+    hashes: Vec<u64>,
     /// The keys to look up in the table at hand (ascending), and those its
     /// filter lets through: reused from table to table.
     wanted: Vec<usize>,

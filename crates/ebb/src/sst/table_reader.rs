@@ -457,6 +457,24 @@ impl Table {
         }
     }
 
+    /// [`Table::key_may_match`] for `n` keys given by their
+    /// [`filter_hash`](super::filter::filter_hash) (computed once per key
+    /// for every table a batch visits): the filter is fetched once, every
+    /// key's line prefetched, then probed (RocksDB's batched `KeysMayMatch`).
+    /// `verdict(k, may_match)` is called for each key in order.
+    pub fn keys_may_match(&self, n: usize, hash: impl Fn(usize) -> u64, mut verdict: impl FnMut(usize, bool)) {
+        let meta = self.filter.as_ref().map(|f| self.meta_block(f, BlockKind::Filter));
+        let filter = match &meta {
+            Some(Ok(r)) => r.value().filter(),
+            _ => None,
+        };
+        let Some(filter) = filter else {
+            return (0..n).for_each(|k| verdict(k, true));
+        };
+        (0..n).for_each(|k| filter.prefetch_hash(hash(k)));
+        (0..n).for_each(|k| verdict(k, filter.may_match_hash(hash(k))));
+    }
+
     /// The first entry whose internal key is `>= lookup`, if its user key is
     /// `lookup`'s user key. `lookup` is an internal key, normally
     /// `(user_key, snapshot sequence, KIND_FOR_SEEK)`, so the answer is the
@@ -1653,6 +1671,29 @@ mod tests {
         assert_eq!(props.filter_size, 0);
         let t = open(&bytes).unwrap();
         assert!(t.key_may_match(b"absent"));
+    }
+
+    /// The batched filter check gives every key the verdict the one-key
+    /// check gives, with a filter and without one.
+    #[test]
+    fn batched_filter_verdicts_equal_single_ones() {
+        let entries = sample_entries(2000);
+        for bits in [10, 0] {
+            let mut o = opts(CompressionType::None, ChecksumType::Crc32c, 4096);
+            o.bloom_bits_per_key = bits;
+            let t = open(&build(&entries, o).0).unwrap();
+            let keys: Vec<Vec<u8>> = entries
+                .iter()
+                .map(|(k, _)| user_key(k).to_vec())
+                .chain((0..3000).map(|i| format!("absent{i}").into_bytes()))
+                .collect();
+            let hashes: Vec<u64> = keys.iter().map(|k| crate::sst::filter::filter_hash(k)).collect();
+            let mut verdicts = Vec::new();
+            t.keys_may_match(keys.len(), |k| hashes[k], |k, may| verdicts.push((k, may)));
+            let single: Vec<(usize, bool)> = keys.iter().enumerate().map(|(k, key)| (k, t.key_may_match(key))).collect();
+            assert_eq!(verdicts, single, "bits {bits}");
+            assert!(bits == 0 || verdicts.iter().any(|(_, may)| !may), "no absent key was excluded");
+        }
     }
 
     #[test]
