@@ -96,6 +96,8 @@ pub struct Config {
     pub histogram: bool,
     /// `--report_open_timing`.
     pub report_open_timing: bool,
+    /// `--report_memory`.
+    pub report_memory: bool,
     /// `--stats_interval_seconds` (0 = off).
     pub stats_interval_secs: u64,
     /// `--stats_per_interval`.
@@ -235,6 +237,7 @@ impl Config {
             readwritepercent: readwritepercent as u32,
             histogram: flags.bool("histogram"),
             report_open_timing: flags.bool("report_open_timing"),
+            report_memory: flags.bool("report_memory"),
             stats_interval_secs: flags.u64("stats_interval_seconds")?,
             stats_per_interval: flags.i64("stats_per_interval") > 0,
             report_interval_secs: flags.u64("report_interval_seconds")?,

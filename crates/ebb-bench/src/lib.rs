@@ -28,6 +28,7 @@ pub mod flags;
 pub mod histogram;
 pub mod keys;
 pub mod limiter;
+pub mod memory;
 pub mod monitor;
 pub mod plot;
 pub mod progress;

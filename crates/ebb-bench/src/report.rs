@@ -86,6 +86,29 @@ pub struct BenchResult {
     pub readers: Option<ReadersSummary>,
     /// The interval series; empty for benchmarks without operations.
     pub intervals: Vec<IntervalSample>,
+    /// With `--report_memory`: resident memory and the engine's own figures
+    /// at the end of the benchmark; null without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySummary>,
+}
+
+/// Memory at the end of a benchmark (`--report_memory`), in bytes; a figure
+/// the platform or the engine cannot give is null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    /// The process's peak resident set during the benchmark (`VmHWM`).
+    pub rss_peak_bytes: Option<u64>,
+    /// False when the peak could not be reset at the benchmark's start, so
+    /// it covers the process's life so far.
+    pub peak_since_start: bool,
+    /// The resident set at the end (`VmRSS`).
+    pub rss_end_bytes: Option<u64>,
+    /// `<engine>.block-cache-usage`.
+    pub block_cache_bytes: Option<u64>,
+    /// `<engine>.cur-size-all-mem-tables`.
+    pub memtable_bytes: Option<u64>,
+    /// `<engine>.estimate-table-readers-mem`.
+    pub table_readers_bytes: Option<u64>,
 }
 
 /// Latency figures of one operation type, in microseconds.
@@ -296,6 +319,7 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
                 LatencySummary { count: 1000, avg: 1.0, p50: 1.0, p95: 2.0, p99: 3.0, p999: 4.0, max: 5 },
             )]),
             burst: None,
+            memory: None,
             readers: Some(ReadersSummary {
                 threads: 2,
                 ops: 3000 * seconds as u64,

@@ -318,3 +318,42 @@ fn column_families_spread_the_keys_and_reads_find_them() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--num_column_families"), "{}", stderr(&o));
 }
+
+#[test]
+fn report_memory_prints_and_records_resident_and_engine_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let o = ebb_bench(&[
+        "--benchmarks=fillrandom,readrandom",
+        "--num=20000",
+        "--value_size=100",
+        "--cache_size=8388608",
+        "--write_buffer_size=262144",
+        "--report_memory=true",
+        "--progress=false",
+        "--summary=false",
+        &format!("--db={}", dir.path().join("db").display()),
+        &format!("--json={}", json.display()),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "stdout:\n{out}\nstderr:\n{}", stderr(&o));
+    let line = Regex::new(
+        r"(?m)^Memory: +RSS peak [\d.]+ MB, at end [\d.]+ MB; block cache [\d.]+ MB, memtables [\d.]+ MB, table readers [\d.]+ MB$",
+    )
+    .unwrap();
+    assert_eq!(line.find_iter(&out).count(), 2, "a memory line per benchmark:\n{out}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = report["results"].as_array().unwrap();
+    let fill = &results[0]["memory"];
+    let read = &results[1]["memory"];
+    assert!(fill["memtable_bytes"].as_u64().unwrap() > 0, "{fill}");
+    assert!(read["block_cache_bytes"].as_u64().unwrap() > 0, "reads filled the cache: {read}");
+    assert!(read["table_readers_bytes"].as_u64().unwrap() > 0, "tables are open: {read}");
+    let peak = read["rss_peak_bytes"].as_u64().unwrap();
+    assert!(peak >= read["block_cache_bytes"].as_u64().unwrap(), "{read}");
+    assert!(read["peak_since_start"].as_bool().unwrap());
+    // Without the flag there is neither the line nor the field.
+    let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", "--progress=false", "--summary=false"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && !out.contains("Memory:"), "{out}");
+}

@@ -290,7 +290,14 @@ impl Runner<'_> {
             }
             self.untouched_fresh = false;
             let before = self.engine()?.metrics();
-            let result = self.run_one(index as u64, name, kind).map_err(|e| e.context(format!("benchmark {name}")))?;
+            let peak_reset = self.cfg.report_memory && crate::memory::reset_peak();
+            let mut result =
+                self.run_one(index as u64, name, kind).map_err(|e| e.context(format!("benchmark {name}")))?;
+            if self.cfg.report_memory {
+                let m = crate::memory::summary(self.engine()?, peak_reset);
+                println!("{}", crate::memory::line(&m));
+                result.memory = Some(m);
+            }
             if !matches!(kind, Kind::Stats | Kind::LevelStats | Kind::Options) {
                 let one_shot = matches!(kind, Kind::Compact | Kind::WaitForCompaction | Kind::Flush);
                 self.summary_rows.push(summary::Row::new(&result, one_shot, &before, &self.engine()?.metrics()));
@@ -680,6 +687,7 @@ fn skipped(name: &str) -> BenchResult {
         burst: None,
         readers: None,
         intervals: Vec::new(),
+        memory: None,
     }
 }
 
@@ -705,6 +713,7 @@ fn bench_result(
         burst,
         readers: None,
         intervals,
+        memory: None,
     }
 }
 

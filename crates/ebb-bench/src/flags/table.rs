@@ -82,6 +82,13 @@ pub const FLAGS: &[FlagSpec] = &[
     // ---- output ----
     f("histogram", Bool, "false", Client, "Print latency histograms (P50/P75/P95/P99/P99.9/P99.99, max)"),
     f(
+        "report_memory",
+        Bool,
+        "false",
+        Client,
+        "After each benchmark, print the peak and final resident memory beside the engine's block cache, memtables and table readers, and record them in the JSON",
+    ),
+    f(
         "report_open_timing",
         Bool,
         "false",

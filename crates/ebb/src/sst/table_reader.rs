@@ -1690,7 +1690,8 @@ mod tests {
             let hashes: Vec<u64> = keys.iter().map(|k| crate::sst::filter::filter_hash(k)).collect();
             let mut verdicts = Vec::new();
             t.keys_may_match(keys.len(), |k| hashes[k], |k, may| verdicts.push((k, may)));
-            let single: Vec<(usize, bool)> = keys.iter().enumerate().map(|(k, key)| (k, t.key_may_match(key))).collect();
+            let single: Vec<(usize, bool)> =
+                keys.iter().enumerate().map(|(k, key)| (k, t.key_may_match(key))).collect();
             assert_eq!(verdicts, single, "bits {bits}");
             assert!(bits == 0 || verdicts.iter().any(|(_, may)| !may), "no absent key was excluded");
         }
