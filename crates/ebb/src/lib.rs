@@ -43,7 +43,7 @@ pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{
     BackgroundTuning, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle, CompressionType,
-    IdlePolicyKind, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    IdlePolicyKind, IndexType, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use sst::PinnableSlice;
 pub use util::checksum::ChecksumType;

@@ -342,6 +342,14 @@ pub struct Options {
     /// Keep index and filter blocks in the block cache, charged to it, instead
     /// of in each open table. RocksDB; default false.
     pub cache_index_and_filter_blocks: bool,
+    /// How a table's index is laid out: one block (`BinarySearch`, the
+    /// default), or partitions of about `metadata_block_size` bytes under a
+    /// top-level index (`TwoLevelIndexSearch`: the table keeps only the top
+    /// level, partitions go through the block cache). RocksDB `index_type`.
+    pub index_type: IndexType,
+    /// Target size of an index partition with `TwoLevelIndexSearch`. RocksDB
+    /// `metadata_block_size`; default 4 KiB.
+    pub metadata_block_size: usize,
     /// Insert cached index and filter blocks with high priority, so scans do
     /// not flush them. RocksDB; default true.
     pub cache_index_and_filter_blocks_with_high_priority: bool,
@@ -447,6 +455,8 @@ impl Default for Options {
             block_cache_strict_capacity_limit: false,
             block_cache_lru_promote_on_hit: true,
             cache_index_and_filter_blocks: false,
+            index_type: IndexType::BinarySearch,
+            metadata_block_size: 4096,
             cache_index_and_filter_blocks_with_high_priority: true,
             pin_l0_filter_and_index_blocks_in_cache: false,
             initial_auto_readahead_size: 8 << 10,
@@ -706,6 +716,9 @@ impl Options {
         }
         if self.block_restart_interval == 0 {
             return bad("block_restart_interval", "must be at least 1");
+        }
+        if self.metadata_block_size == 0 || self.metadata_block_size > (1 << 30) {
+            return bad("metadata_block_size", "must be between 1 byte and 1 GiB");
         }
         if self.max_background_jobs < 1 {
             return bad("max_background_jobs", "must be at least 1");
@@ -1014,6 +1027,33 @@ impl OptionValue for Vec<CompressionType> {
     }
 }
 
+/// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexType {
+    /// One index block (`kBinarySearch`).
+    #[default]
+    BinarySearch,
+    /// Index partitions under a top-level index (`kTwoLevelIndexSearch`).
+    TwoLevelIndexSearch,
+}
+
+impl OptionValue for IndexType {
+    fn format(&self) -> String {
+        match self {
+            IndexType::BinarySearch => "kBinarySearch",
+            IndexType::TwoLevelIndexSearch => "kTwoLevelIndexSearch",
+        }
+        .into()
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "kBinarySearch" => Ok(IndexType::BinarySearch),
+            "kTwoLevelIndexSearch" => Ok(IndexType::TwoLevelIndexSearch),
+            _ => Err(format!("unknown index type {s:?} (expected kBinarySearch or kTwoLevelIndexSearch)")),
+        }
+    }
+}
+
 impl OptionValue for ChecksumType {
     fn format(&self) -> String {
         self.name().into()
@@ -1231,6 +1271,8 @@ option_table! {
     block_cache_strict_capacity_limit: Table, false;
     block_cache_lru_promote_on_hit: Table, false;
     cache_index_and_filter_blocks: Table, false;
+    index_type: Table, false;
+    metadata_block_size: Table, false;
     cache_index_and_filter_blocks_with_high_priority: Table, false;
     pin_l0_filter_and_index_blocks_in_cache: Table, false;
     initial_auto_readahead_size: Table, false;

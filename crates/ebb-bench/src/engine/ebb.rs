@@ -46,6 +46,11 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("cache_type", Value::Str(t)) if t == "hyper_clock_cache" || t == "clock_cache" => {
             Some("kHyperClockCache".into())
         }
+        ("index_type", Value::Int(0)) => Some("kBinarySearch".into()),
+        ("index_type", Value::Int(2)) => Some("kTwoLevelIndexSearch".into()),
+        ("index_type", Value::Int(other)) => {
+            bail!("flag --index_type={other}: Ebb supports 0 (binary search) and 2 (two-level index)")
+        }
         ("checksum_type", Value::Int(other)) => {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }

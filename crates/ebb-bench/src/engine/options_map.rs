@@ -70,6 +70,13 @@ pub fn flag_value_from_text(flag: &FlagSpec, text: &str) -> Option<Value> {
             "kXXH3" => 4,
             _ => return None,
         }),
+        "index_type" => Value::Int(match t {
+            "kBinarySearch" => 0,
+            "kHashSearch" => 1,
+            "kTwoLevelIndexSearch" => 2,
+            "kBinarySearchWithFirstKey" => 3,
+            _ => return None,
+        }),
         "compaction_style" => Value::Int(match t {
             "kCompactionStyleLevel" => 0,
             "kCompactionStyleUniversal" => 1,

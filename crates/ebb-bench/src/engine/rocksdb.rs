@@ -186,6 +186,15 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             other => bail!("flag --checksum_type={other}: the rocksdb peer supports 1 (CRC32c) and 4 (XXH3)"),
         }),
         "cache_index_and_filter_blocks" => table.set_cache_index_and_filter_blocks(bool_of(flag, v)?),
+        "index_type" => table.set_index_type(match int(flag, v)? {
+            0 => rocksdb::BlockBasedIndexType::BinarySearch,
+            2 => rocksdb::BlockBasedIndexType::TwoLevelIndexSearch,
+            other => bail!("flag --index_type={other}: the rocksdb peer supports 0 (binary search) and 2 (two-level)"),
+        }),
+        "metadata_block_size" => table.set_metadata_block_size(
+            usize::try_from(u64_of(flag, v)?)
+                .map_err(|_| BenchError::new("flag --metadata_block_size: value too large"))?,
+        ),
         "pin_l0_filter_and_index_blocks_in_cache" => {
             table.set_pin_l0_filter_and_index_blocks_in_cache(bool_of(flag, v)?)
         }

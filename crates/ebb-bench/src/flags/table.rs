@@ -402,6 +402,14 @@ pub const FLAGS: &[FlagSpec] = &[
         "Ebb only: the LRU cache moves an entry to the head on every hit (false = only marks it)",
     ),
     f(
+        "index_type",
+        Int,
+        "0",
+        Engine("index_type"),
+        "Index layout: 0 = one index block (binary search), 2 = partitions under a top-level index (two-level)",
+    ),
+    f("metadata_block_size", Int, "4096", Engine("metadata_block_size"), "Target size of an index partition with --index_type=2"),
+    f(
         "cache_index_and_filter_blocks",
         Bool,
         "false",

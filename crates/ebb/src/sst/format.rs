@@ -21,6 +21,13 @@ pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"EbbTable");
 /// meaning of an existing version: on-disk format.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The format version of a table whose footer's index handle names a
+/// top-level index of index partitions (`IndexType::TwoLevelIndexSearch`);
+/// everything else is as in [`FORMAT_VERSION`]. A reader that knows only
+/// version 1 refuses such a table instead of reading partitions as data
+/// blocks. DO NOT CHANGE: on-disk format.
+pub const FORMAT_VERSION_PARTITIONED_INDEX: u32 = 2;
+
 /// Bytes after every block: compression type (1) + masked checksum (4).
 /// DO NOT CHANGE: on-disk format.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -183,6 +190,11 @@ impl Footer {
         Footer { checksum, metaindex, index, format_version: FORMAT_VERSION }
     }
 
+    /// True when the index handle names a top-level index of partitions.
+    pub fn partitioned_index(&self) -> bool {
+        self.format_version == FORMAT_VERSION_PARTITIONED_INDEX
+    }
+
     /// The [`FOOTER_LEN`] bytes of this footer.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(FOOTER_LEN);
@@ -215,7 +227,7 @@ impl Footer {
             return Err(format!("footer checksum mismatch: stored {:#010x}, computed {actual:#010x}", unmask(stored)));
         }
         let format_version = decode_fixed32(&src[1 + 2 * MAX_HANDLE_LEN..]).ok_or("short footer")?;
-        if format_version != FORMAT_VERSION {
+        if format_version != FORMAT_VERSION && format_version != FORMAT_VERSION_PARTITIONED_INDEX {
             return Err(format!("unsupported table format version {format_version}"));
         }
         let handles = &src[1..1 + 2 * MAX_HANDLE_LEN];

@@ -23,6 +23,7 @@ mod names {
     pub const CREATION_TIME: &str = "ebb.creation.time";
     pub const DATA_SIZE: &str = "ebb.data.size";
     pub const FILTER_SIZE: &str = "ebb.filter.size";
+    pub const INDEX_PARTITIONS: &str = "ebb.index.partitions";
     pub const INDEX_SIZE: &str = "ebb.index.size";
     pub const LARGEST_KEY: &str = "ebb.largest.key";
     pub const LARGEST_SEQNO: &str = "ebb.largest.seqno";
@@ -52,8 +53,12 @@ pub struct TableProperties {
     pub raw_value_size: u64,
     /// Bytes of data blocks, trailers included (the offset where they end).
     pub data_size: u64,
-    /// Bytes of the index block, trailer included.
+    /// Bytes of the index block, trailer included (with a partitioned
+    /// index: the partitions and the top level).
     pub index_size: u64,
+    /// Index partitions (RocksDB `rocksdb.index.partitions`); 0 for a table
+    /// with one index block. Recorded only when non-zero.
+    pub index_partitions: u64,
     /// Bytes of the filter block, trailer included; 0 without a filter.
     pub filter_size: u64,
     /// Data blocks.
@@ -94,6 +99,7 @@ impl Default for TableProperties {
             raw_value_size: 0,
             data_size: 0,
             index_size: 0,
+            index_partitions: 0,
             filter_size: 0,
             num_data_blocks: 0,
             smallest_key: Vec::new(),
@@ -136,6 +142,9 @@ impl TableProperties {
             (names::SMALLEST_KEY, self.smallest_key.clone()),
             (names::SMALLEST_SEQNO, number(self.smallest_seqno)),
         ];
+        if self.index_partitions > 0 {
+            entries.push((names::INDEX_PARTITIONS, number(self.index_partitions)));
+        }
         if let Some(name) = &self.column_family_name {
             entries.push((names::COLUMN_FAMILY_NAME, name.as_bytes().to_vec()));
         }
@@ -190,6 +199,7 @@ impl TableProperties {
                 names::DATA_SIZE => p.data_size = number()?,
                 names::FILTER_SIZE => p.filter_size = number()?,
                 names::INDEX_SIZE => p.index_size = number()?,
+                names::INDEX_PARTITIONS => p.index_partitions = number()?,
                 names::LARGEST_KEY => p.largest_key = value.to_vec(),
                 names::LARGEST_SEQNO => p.largest_seqno = number()?,
                 names::NUM_DATA_BLOCKS => p.num_data_blocks = number()?,
@@ -223,6 +233,7 @@ mod tests {
             raw_value_size: 300,
             data_size: 4096,
             index_size: 40,
+            index_partitions: 3,
             filter_size: 75,
             num_data_blocks: 2,
             smallest_key: b"a\x01\x00\x00\x00\x00\x00\x00\x00".to_vec(),

@@ -14,7 +14,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
-use super::format::{block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN};
+use super::format::{
+    block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION_PARTITIONED_INDEX,
+};
 use std::sync::Arc;
 
 use super::properties::TableProperties;
@@ -48,6 +50,10 @@ pub struct TableBuilderOptions {
     pub column_family: u32,
     /// That family's name, recorded in its properties when set.
     pub column_family_name: Option<Arc<str>>,
+    /// Cut the index into partitions of about this many bytes under a
+    /// top-level index (RocksDB `kTwoLevelIndexSearch` with
+    /// `metadata_block_size`); `None`, one index block.
+    pub index_partition_size: Option<usize>,
 }
 
 impl TableBuilderOptions {
@@ -61,6 +67,8 @@ impl TableBuilderOptions {
             compression,
             column_family: 0,
             column_family_name: None,
+            index_partition_size: (o.index_type == crate::IndexType::TwoLevelIndexSearch)
+                .then_some(o.metadata_block_size.max(1)),
         }
     }
 }
@@ -75,6 +83,7 @@ impl Default for TableBuilderOptions {
             compression: CompressionType::None,
             column_family: 0,
             column_family_name: None,
+            index_partition_size: None,
         }
     }
 }
@@ -87,6 +96,12 @@ pub struct TableBuilder {
     offset: u64,
     data_block: BlockBuilder,
     index_block: BlockBuilder,
+    /// With a partitioned index: the partitions cut so far, each with its
+    /// last index key (its key in the top-level index). `index_block` is then
+    /// the partition being filled.
+    index_partitions: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The last key added to `index_block`.
+    last_index_key: Vec<u8>,
     filter: Option<BloomFilterBuilder>,
     /// Handle of the last data block written, whose index entry waits for the
     /// next key (or `finish`).
@@ -113,6 +128,8 @@ impl TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(1),
+            index_partitions: Vec::new(),
+            last_index_key: Vec::new(),
             opts,
             file_name,
             offset: 0,
@@ -151,7 +168,7 @@ impl TableBuilder {
         }
         if let Some(handle) = self.pending_index.take() {
             let separator = internal_separator(&self.last_key, internal_key);
-            self.index_block.add(&separator, &handle.encode());
+            self.add_index_entry(separator, handle);
         }
         if let Some(f) = &mut self.filter {
             f.add_key(user_key(internal_key));
@@ -164,6 +181,44 @@ impl TableBuilder {
             self.flush_data_block()?;
         }
         Ok(())
+    }
+
+    /// Adds a data block's index entry; with a partitioned index, cuts the
+    /// partition once it reaches its size.
+    fn add_index_entry(&mut self, key: Vec<u8>, handle: BlockHandle) {
+        self.index_block.add(&key, &handle.encode());
+        self.last_index_key = key;
+        if let Some(size) = self.opts.index_partition_size {
+            if self.index_block.estimated_size() >= size {
+                let partition = self.index_block.finish();
+                self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
+            }
+        }
+    }
+
+    /// Writes the index: one block, or the partitions and then the
+    /// top-level index naming each by its last key. Returns the handle the
+    /// footer names.
+    fn write_index(&mut self) -> Result<BlockHandle> {
+        let start = self.offset;
+        let handle = if self.opts.index_partition_size.is_some() {
+            if !self.index_block.is_empty() {
+                let partition = self.index_block.finish();
+                self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
+            }
+            let mut top = BlockBuilder::new(1);
+            for (last_key, partition) in std::mem::take(&mut self.index_partitions) {
+                let h = self.write_block(&partition, true)?;
+                top.add(&last_key, &h.encode());
+                self.props.index_partitions += 1;
+            }
+            self.write_block(&top.finish(), true)?
+        } else {
+            let index = self.index_block.finish();
+            self.write_block(&index, true)?
+        };
+        self.props.index_size = self.offset - start;
+        Ok(handle)
     }
 
     fn track(&mut self, internal_key: &[u8], value: &[u8]) {
@@ -237,7 +292,7 @@ impl TableBuilder {
         self.props.data_size = self.offset;
         if let Some(handle) = self.pending_index.take() {
             let successor = internal_successor(&self.last_key);
-            self.index_block.add(&successor, &handle.encode());
+            self.add_index_entry(successor, handle);
         }
         self.props.largest_key = self.last_key.clone();
 
@@ -248,10 +303,7 @@ impl TableBuilder {
             self.props.filter_size = self.offset - start;
         }
 
-        let index = self.index_block.finish();
-        let start = self.offset;
-        let index_handle = self.write_block(&index, true)?;
-        self.props.index_size = self.offset - start;
+        let index_handle = self.write_index()?;
 
         self.props.creation_time = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let props_block = self.props.encode();
@@ -266,7 +318,11 @@ impl TableBuilder {
         let metaindex_handle = self.write_block(&metaindex.finish(), false)?;
 
         kill_point!("sst_finish");
-        let footer = Footer::new(self.opts.checksum, metaindex_handle, index_handle).encode();
+        let mut footer = Footer::new(self.opts.checksum, metaindex_handle, index_handle);
+        if self.opts.index_partition_size.is_some() {
+            footer.format_version = FORMAT_VERSION_PARTITIONED_INDEX;
+        }
+        let footer = footer.encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
         kill_point!("sst_sync");

@@ -286,6 +286,9 @@ pub struct Table {
     reader: BlockReader,
     file_size: u64,
     index_offset: u64,
+    /// The index is partitions under a top-level index (`index` is then the
+    /// top level): format version 2.
+    partitioned_index: bool,
     index: MetaBlock,
     filter: Option<MetaBlock>,
     properties: TableProperties,
@@ -409,6 +412,7 @@ impl Table {
             reader,
             file_size,
             index_offset: footer.index.offset,
+            partitioned_index: footer.partitioned_index(),
             index,
             filter,
             properties,
@@ -588,14 +592,13 @@ impl Table {
             Ok(b) => b,
             Err(e) => return (0..n).for_each(|k| found(k, Err(e.duplicate()))),
         };
-        let mut index = BlockIterator::new(&*index_block, KeyOrder::Internal);
+        let mut index = self.index_iter(index_block);
         let mut i = 0;
         while i < n {
-            index.seek(lookup(i));
+            index.seek(self, lookup(i));
             if !index.valid() {
                 // Past the last block: no later lookup is in this table either.
-                if let Some(r) = index.corruption() {
-                    let e = self.index_corruption(r);
+                if let Some(e) = index.error(self) {
                     (i..n).for_each(|k| found(k, Err(e.duplicate())));
                 }
                 return;
@@ -652,6 +655,15 @@ impl Table {
     fn data_handle_for(&self, lookup: &[u8]) -> Result<Option<BlockHandle>> {
         if lookup.len() < TRAILER_LEN {
             return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
+        }
+        if self.partitioned_index {
+            let (block, _pin) = self.index_block()?;
+            let mut index = self.index_iter(block);
+            index.seek(self, lookup);
+            if !index.valid() {
+                return index.error(self).map_or(Ok(None), Err);
+            }
+            return BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| index.entry_corruption(self, &r));
         }
         let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
         let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
@@ -726,8 +738,8 @@ impl Table {
             return 0;
         }
         let Ok((index_block, _index_pin)) = self.index_block() else { return 0 };
-        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
-        index.seek(internal_key);
+        let mut index = self.index_iter(index_block);
+        index.seek(self, internal_key);
         if index.valid() {
             if let Ok(h) = BlockHandle::decode_exact(index.value()) {
                 return h.offset;
@@ -769,6 +781,37 @@ impl Table {
                 Err(e)
             }
         }
+    }
+
+    /// A cursor over the index entries, given the index block (with a
+    /// partitioned index, the top level).
+    fn index_iter(&self, index_block: Arc<Block>) -> IndexIter {
+        let top = BlockIterator::new(index_block, KeyOrder::Internal);
+        if self.partitioned_index {
+            IndexIter::Partitioned(Box::new(PartitionedIndexIter {
+                top,
+                part: None,
+                part_pin: None,
+                part_handle: BlockHandle::default(),
+                error: None,
+            }))
+        } else {
+            IndexIter::Flat(top)
+        }
+    }
+
+    /// The index partition at `handle`, through the block cache as the other
+    /// index blocks (read verified; inserted with their priority), and the
+    /// handle that keeps it cached while it is used.
+    fn index_partition(&self, handle: BlockHandle) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+        let which = MetaBlock::Cached(handle);
+        let r = self.meta_block(&which, BlockKind::Index)?;
+        let block = r
+            .value()
+            .block()
+            .cloned()
+            .ok_or_else(|| self.reader.corruption(handle.offset, "index partition: cached as a filter"))?;
+        Ok((block, r.into_handle()))
     }
 
     /// The index block, and the handle that keeps it cached while it is used.
@@ -842,6 +885,226 @@ impl Table {
     }
 }
 
+/// A cursor over a table's index entries (index key → data block handle):
+/// the one index block, or the partitions under a top-level index. Moves take
+/// the table, which loads partitions.
+enum IndexIter {
+    Flat(BlockIterator),
+    Partitioned(Box<PartitionedIndexIter>),
+}
+
+/// The partitioned index as one sequence of entries: the top level picks the
+/// partition, the partition's iterator walks its entries (RocksDB's
+/// `PartitionedIndexIterator`).
+struct PartitionedIndexIter {
+    top: BlockIterator,
+    part: Option<BlockIterator>,
+    /// Keeps the cached partition `part` iterates referenced.
+    part_pin: Option<CacheHandle>,
+    /// Handle of the partition `part` iterates.
+    part_handle: BlockHandle,
+    error: Option<Error>,
+}
+
+impl IndexIter {
+    fn valid(&self) -> bool {
+        match self {
+            IndexIter::Flat(it) => it.valid(),
+            IndexIter::Partitioned(p) => p.error.is_none() && p.part.as_ref().is_some_and(BlockIterator::valid),
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        match self {
+            IndexIter::Flat(it) => it.key(),
+            IndexIter::Partitioned(p) => p.part.as_ref().map_or(&[][..], BlockIterator::key),
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match self {
+            IndexIter::Flat(it) => it.value(),
+            IndexIter::Partitioned(p) => p.part.as_ref().map_or(&[][..], BlockIterator::value),
+        }
+    }
+
+    /// Why the cursor stopped short: a damaged index block or partition, or
+    /// a partition that could not be read; `None` at a clean end.
+    fn error(&self, table: &Table) -> Option<Error> {
+        match self {
+            IndexIter::Flat(it) => it.corruption().map(|r| table.index_corruption(r)),
+            IndexIter::Partitioned(p) => p.error.as_ref().map(Error::duplicate),
+        }
+    }
+
+    /// The error for an entry whose value is not a block handle.
+    fn entry_corruption(&self, table: &Table, reason: &str) -> Error {
+        match self {
+            IndexIter::Flat(_) => table.index_corruption(reason),
+            IndexIter::Partitioned(p) => {
+                table.reader.corruption(p.part_handle.offset, format!("index partition: {reason}"))
+            }
+        }
+    }
+
+    fn seek(&mut self, table: &Table, target: &[u8]) {
+        match self {
+            IndexIter::Flat(it) => it.seek(target),
+            IndexIter::Partitioned(p) => {
+                p.top.seek(target);
+                if p.load(table) {
+                    if let Some(part) = &mut p.part {
+                        part.seek(target);
+                    }
+                }
+                p.skip_forward(table);
+            }
+        }
+    }
+
+    fn seek_to_first(&mut self, table: &Table) {
+        match self {
+            IndexIter::Flat(it) => it.seek_to_first(),
+            IndexIter::Partitioned(p) => {
+                p.top.seek_to_first();
+                if p.load(table) {
+                    if let Some(part) = &mut p.part {
+                        part.seek_to_first();
+                    }
+                }
+                p.skip_forward(table);
+            }
+        }
+    }
+
+    fn seek_to_last(&mut self, table: &Table) {
+        match self {
+            IndexIter::Flat(it) => it.seek_to_last(),
+            IndexIter::Partitioned(p) => {
+                p.top.seek_to_last();
+                if p.load(table) {
+                    if let Some(part) = &mut p.part {
+                        part.seek_to_last();
+                    }
+                }
+                p.skip_backward(table);
+            }
+        }
+    }
+
+    fn next(&mut self, table: &Table) {
+        match self {
+            IndexIter::Flat(it) => it.next(),
+            IndexIter::Partitioned(p) => {
+                if let Some(part) = &mut p.part {
+                    part.next();
+                }
+                p.skip_forward(table);
+            }
+        }
+    }
+
+    fn prev(&mut self, table: &Table) {
+        match self {
+            IndexIter::Flat(it) => it.prev(),
+            IndexIter::Partitioned(p) => {
+                if let Some(part) = &mut p.part {
+                    part.prev();
+                }
+                p.skip_backward(table);
+            }
+        }
+    }
+}
+
+impl PartitionedIndexIter {
+    /// Points `part` at the partition the top-level entry names (reusing it
+    /// when it is already there). False at the top level's end or on error.
+    fn load(&mut self, table: &Table) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if !self.top.valid() {
+            self.part = None;
+            self.part_pin = None;
+            if let Some(r) = self.top.corruption() {
+                self.error = Some(table.index_corruption(r));
+            }
+            return false;
+        }
+        let handle = match BlockHandle::decode_exact(self.top.value()) {
+            Ok(h) => h,
+            Err(r) => return self.fail(table.index_corruption(&r)),
+        };
+        if self.part.is_some() && self.part_handle == handle {
+            return true;
+        }
+        match table.index_partition(handle) {
+            Ok((block, pin)) => {
+                self.part = Some(BlockIterator::new(block, KeyOrder::Internal));
+                self.part_pin = pin;
+                self.part_handle = handle;
+                true
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> bool {
+        self.part = None;
+        self.part_pin = None;
+        self.error = Some(e);
+        false
+    }
+
+    /// True when the partition iterator is positioned; records its corruption.
+    fn positioned(&mut self, table: &Table) -> bool {
+        match &self.part {
+            Some(p) if p.valid() => true,
+            Some(p) => {
+                if let Some(r) = p.corruption() {
+                    let e = table.reader.corruption(self.part_handle.offset, format!("index partition: {r}"));
+                    self.fail(e);
+                }
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn skip_forward(&mut self, table: &Table) {
+        while self.error.is_none() && !self.positioned(table) {
+            if !self.top.valid() {
+                self.part = None;
+                return;
+            }
+            self.top.next();
+            if !self.load(table) {
+                return;
+            }
+            if let Some(part) = &mut self.part {
+                part.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self, table: &Table) {
+        while self.error.is_none() && !self.positioned(table) {
+            if !self.top.valid() {
+                self.part = None;
+                return;
+            }
+            self.top.prev();
+            if !self.load(table) {
+                return;
+            }
+            if let Some(part) = &mut self.part {
+                part.seek_to_last();
+            }
+        }
+    }
+}
+
 /// A two-level iterator over a table: the index block picks the data block,
 /// the data block iterator walks its entries. Yields every entry, tombstones
 /// and old versions included.
@@ -849,7 +1112,7 @@ pub struct TableIterator {
     table: Arc<Table>,
     rs: ReadSettings,
     /// Loaded on first positioning.
-    index: Option<BlockIterator>,
+    index: Option<IndexIter>,
     /// Keeps a cached index block referenced while the iterator lives.
     index_pin: Option<CacheHandle>,
     data: Option<BlockIterator>,
@@ -863,22 +1126,21 @@ pub struct TableIterator {
 }
 
 impl TableIterator {
-    /// The index iterator, loading the index block on first use; `None` (with
-    /// the error recorded) when it cannot be read.
-    fn index(&mut self) -> Option<&mut BlockIterator> {
+    /// Loads the index block on first use; false (with the error recorded)
+    /// when it cannot be read.
+    fn ensure_index(&mut self) -> bool {
         if self.index.is_none() {
             match self.table.index_block() {
                 Ok((block, pin)) => {
-                    self.index = Some(BlockIterator::new(block, KeyOrder::Internal));
+                    self.index = Some(self.table.index_iter(block));
                     self.index_pin = pin;
                 }
                 Err(e) => {
-                    self.fail(e);
-                    return None;
+                    return self.fail(e);
                 }
             }
         }
-        self.index.as_mut()
+        true
     }
 
     fn clear_data(&mut self) {
@@ -891,10 +1153,10 @@ impl TableIterator {
     fn load_data_block(&mut self) -> bool {
         let decoded = match &self.index {
             Some(index) if index.valid() => {
-                BlockHandle::decode_exact(index.value()).map_err(|r| self.table.index_corruption(&r))
+                BlockHandle::decode_exact(index.value()).map_err(|r| index.entry_corruption(&self.table, &r))
             }
             Some(index) => {
-                let error = index.corruption().map(|r| self.table.index_corruption(r));
+                let error = index.error(&self.table);
                 self.clear_data();
                 if error.is_some() {
                     self.error = error;
@@ -948,7 +1210,7 @@ impl TableIterator {
     fn skip_empty_blocks_forward(&mut self) {
         while !self.data_positioned() && self.error.is_none() {
             match self.index.as_mut() {
-                Some(index) if index.valid() => index.next(),
+                Some(index) if index.valid() => index.next(&self.table),
                 _ => {
                     self.clear_data();
                     return;
@@ -966,7 +1228,7 @@ impl TableIterator {
     fn skip_empty_blocks_backward(&mut self) {
         while !self.data_positioned() && self.error.is_none() {
             match self.index.as_mut() {
-                Some(index) if index.valid() => index.prev(),
+                Some(index) if index.valid() => index.prev(&self.table),
                 _ => {
                     self.clear_data();
                     return;
@@ -1002,8 +1264,11 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        let Some(index) = self.index() else { return };
-        index.seek_to_first();
+        if !self.ensure_index() {
+            return;
+        }
+        let Some(index) = self.index.as_mut() else { return };
+        index.seek_to_first(&self.table);
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek_to_first();
@@ -1016,8 +1281,11 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        let Some(index) = self.index() else { return };
-        index.seek_to_last();
+        if !self.ensure_index() {
+            return;
+        }
+        let Some(index) = self.index.as_mut() else { return };
+        index.seek_to_last(&self.table);
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek_to_last();
@@ -1030,8 +1298,11 @@ impl InternalIterator for TableIterator {
         if !self.check_target(target) {
             return;
         }
-        let Some(index) = self.index() else { return };
-        index.seek(target);
+        if !self.ensure_index() {
+            return;
+        }
+        let Some(index) = self.index.as_mut() else { return };
+        index.seek(&self.table, target);
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
                 d.seek(target);
@@ -1046,10 +1317,13 @@ impl InternalIterator for TableIterator {
         }
         // The first block whose index key is >= target may hold the answer;
         // if it holds nothing <= target, the previous block's last entry is it.
-        let Some(index) = self.index() else { return };
-        index.seek(target);
-        if !index.valid() && index.corruption().is_none() {
-            index.seek_to_last();
+        if !self.ensure_index() {
+            return;
+        }
+        let Some(index) = self.index.as_mut() else { return };
+        index.seek(&self.table, target);
+        if !index.valid() && index.error(&self.table).is_none() {
+            index.seek_to_last(&self.table);
         }
         if self.load_data_block() {
             if let Some(d) = &mut self.data {
@@ -1180,6 +1454,7 @@ mod tests {
             compression,
             column_family: 0,
             column_family_name: None,
+            index_partition_size: None,
         }
     }
 

@@ -1,0 +1,303 @@
+//! Partitioned index blocks (issue 17 part 2; RocksDB's
+//! `kTwoLevelIndexSearch` with `metadata_block_size`):
+//!
+//! - A table whose index is cut into many partitions answers every point
+//!   lookup, batched lookup, seek both ways, scan both ways and direction
+//!   switch exactly as the same entries with one index block do, read with
+//!   no cache, with a cache, and with index blocks charged to the cache.
+//! - Damage anywhere in a partitioned index is an error or harmless, never a
+//!   wrong answer, and some damage is caught.
+//! - A database written with partitioned indexes (and one switched between
+//!   the two layouts across reopens) gives what a model map gives.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{scan, scan_reverse, tiny_options};
+use ebb::cache::{new_cache, BlockCache, CacheOptions, CacheType};
+use ebb::fs::{FileSystem, MemFs};
+use ebb::iter::InternalIterator;
+use ebb::key::{make_internal_key, ValueKind, KIND_FOR_SEEK};
+use ebb::sst::table_reader::TableCachePolicy;
+use ebb::sst::{ReadSettings, Table, TableBuilder, TableBuilderOptions};
+use ebb::{CompressionType, Db, IndexType, ReadOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn user_key(i: usize) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// Distinct user keys in order, some with two versions, some tombstones.
+fn entries(n: usize) -> Entries {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let versions: &[u64] = if i % 3 == 0 { &[20, 10] } else { &[15] };
+        for &seq in versions {
+            let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
+            let value = if kind == ValueKind::Deletion {
+                Vec::new()
+            } else {
+                format!("v{i}-{seq}").repeat(1 + i % 4).into_bytes()
+            };
+            out.push((make_internal_key(&user_key(i), seq, kind), value));
+        }
+    }
+    out
+}
+
+/// Writes `entries` as a table at `path` of `fs`; returns its size.
+fn write_table(fs: &MemFs, path: &Path, entries: &Entries, partition: Option<usize>) -> u64 {
+    let o = TableBuilderOptions {
+        block_size: 256,
+        block_restart_interval: 4,
+        compression: CompressionType::Lz4,
+        index_partition_size: partition,
+        ..TableBuilderOptions::default()
+    };
+    let mut b = TableBuilder::new(fs.new_writable(path).unwrap(), o, path.display().to_string());
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    let props = b.finish().unwrap();
+    if partition.is_some() {
+        assert!(props.index_partitions > 10, "only {} partitions", props.index_partitions);
+    } else {
+        assert_eq!(props.index_partitions, 0);
+    }
+    props.file_size
+}
+
+fn open(fs: &MemFs, path: &Path, size: u64, policy: TableCachePolicy) -> ebb::Result<Arc<Table>> {
+    Table::open_with_policy(fs.open_random(path)?, size, path.display().to_string(), policy)
+}
+
+fn policies() -> Vec<(&'static str, TableCachePolicy)> {
+    let cache =
+        || -> Option<Arc<dyn BlockCache>> { Some(new_cache(CacheType::Lru, &CacheOptions::new(64 << 10)).unwrap()) };
+    vec![
+        ("no cache", TableCachePolicy::with_cache(None)),
+        ("cache", TableCachePolicy::with_cache(cache())),
+        (
+            "index in cache",
+            TableCachePolicy { cache_index_and_filter_blocks: true, ..TableCachePolicy::with_cache(cache()) },
+        ),
+    ]
+}
+
+/// Where an iterator stands: its entry, or nothing.
+fn at(it: &dyn InternalIterator) -> Option<(Vec<u8>, Vec<u8>)> {
+    it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+}
+
+#[test]
+fn a_partitioned_index_reads_as_one_index_block() {
+    let fs = MemFs::new();
+    let all = entries(3000);
+    let (flat_path, part_path) = (Path::new("/flat.sst"), Path::new("/part.sst"));
+    let flat_size = write_table(&fs, flat_path, &all, None);
+    let part_size = write_table(&fs, part_path, &all, Some(128));
+    let rs = ReadSettings::default();
+    for (name, policy) in policies() {
+        let flat = open(&fs, flat_path, flat_size, TableCachePolicy::with_cache(None)).unwrap();
+        let part = open(&fs, part_path, part_size, policy).unwrap();
+        let mut rng = StdRng::seed_from_u64(5);
+        // Point lookups at several sequences, keys present and absent.
+        for _ in 0..3000 {
+            let lookup = make_internal_key(&user_key(rng.gen_range(0..3100)), rng.gen_range(0..30), KIND_FOR_SEEK);
+            assert_eq!(part.get(&rs, &lookup).unwrap(), flat.get(&rs, &lookup).unwrap(), "{name}: get");
+        }
+        // Batched lookups, in ascending order.
+        let mut lookups: Vec<Vec<u8>> = (0..400)
+            .map(|_| make_internal_key(&user_key(rng.gen_range(0..3100)), rng.gen_range(0..30), KIND_FOR_SEEK))
+            .collect();
+        lookups.sort_by(|a, b| ebb::key::compare_internal_keys(a, b));
+        let batch = |t: &Table| {
+            let mut got = vec![None; lookups.len()];
+            t.multi_get_past_filter(
+                &rs,
+                lookups.len(),
+                |k| &lookups[k],
+                |k, r| {
+                    got[k] = Some(r.map(|(key, value)| (key.to_vec(), value.to_vec())).unwrap());
+                },
+            );
+            got
+        };
+        assert_eq!(batch(&part), batch(&flat), "{name}: multi_get");
+        // Scans both ways.
+        let mut a = part.iter(rs);
+        let mut b = flat.iter(rs);
+        let (mut forward, mut backward) = (0, 0);
+        a.seek_to_first();
+        b.seek_to_first();
+        while b.valid() {
+            assert_eq!(at(&a), at(&b), "{name}: forward scan at {forward}");
+            a.next();
+            b.next();
+            forward += 1;
+        }
+        assert!(!a.valid() && a.status().is_ok());
+        a.seek_to_last();
+        b.seek_to_last();
+        while b.valid() {
+            assert_eq!(at(&a), at(&b), "{name}: backward scan at {backward}");
+            a.prev();
+            b.prev();
+            backward += 1;
+        }
+        assert!(!a.valid() && a.status().is_ok());
+        assert_eq!((forward, backward), (all.len(), all.len()));
+        // Random moves with direction switches.
+        for step in 0..4000 {
+            let target = make_internal_key(&user_key(rng.gen_range(0..3100)), rng.gen_range(0..30), KIND_FOR_SEEK);
+            match rng.gen_range(0..8) {
+                0 => {
+                    a.seek(&target);
+                    b.seek(&target);
+                }
+                1 => {
+                    a.seek_for_prev(&target);
+                    b.seek_for_prev(&target);
+                }
+                2 => {
+                    a.seek_to_first();
+                    b.seek_to_first();
+                }
+                3 => {
+                    a.seek_to_last();
+                    b.seek_to_last();
+                }
+                4..=5 if b.valid() => {
+                    a.next();
+                    b.next();
+                }
+                _ if b.valid() => {
+                    a.prev();
+                    b.prev();
+                }
+                _ => {}
+            }
+            assert_eq!(at(&a), at(&b), "{name}: step {step}");
+            a.status().unwrap();
+        }
+    }
+}
+
+#[test]
+fn damage_in_a_partitioned_index_is_an_error_never_a_wrong_answer() {
+    let fs = MemFs::new();
+    let all = entries(1500);
+    let path = Path::new("/part.sst");
+    let size = write_table(&fs, path, &all, Some(128));
+    let bytes = fs.file_bytes(path).unwrap();
+    let props = open(&fs, path, size, TableCachePolicy::with_cache(None)).unwrap().properties().clone();
+    let index_start = (props.data_size + props.filter_size) as usize;
+    let index_end = index_start + props.index_size as usize;
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = all.iter().cloned().collect();
+    let rs = ReadSettings::default();
+    let (mut caught, mut tried) = (0, 0);
+    for at_byte in (index_start..index_end).step_by(97) {
+        let mut damaged = bytes.clone();
+        damaged[at_byte] ^= 0x20;
+        let dpath = Path::new("/damaged.sst");
+        fs.set_file_bytes(dpath, &damaged).unwrap();
+        tried += 1;
+        let Ok(t) = open(&fs, dpath, size, TableCachePolicy::with_cache(None)) else {
+            caught += 1;
+            continue;
+        };
+        let mut failed = false;
+        for (k, v) in all.iter().step_by(5) {
+            match t.get(&rs, k) {
+                Ok(Some((key, value))) => {
+                    assert_eq!((&key, &value), (k, v), "byte {at_byte}: a wrong entry");
+                }
+                Ok(None) => panic!("byte {at_byte}: an entry went missing without an error"),
+                Err(e) => {
+                    assert!(e.is_corruption(), "{e}");
+                    failed = true;
+                }
+            }
+        }
+        let mut it = t.iter(rs);
+        it.seek_to_first();
+        let mut seen = 0;
+        while it.valid() {
+            assert_eq!(
+                model.get(it.key()),
+                Some(&it.value().to_vec()),
+                "byte {at_byte}: a scan returned a wrong entry"
+            );
+            seen += 1;
+            it.next();
+        }
+        match it.status() {
+            Ok(()) => assert_eq!(seen, all.len(), "byte {at_byte}: a scan ended early without an error"),
+            Err(e) => {
+                assert!(e.is_corruption(), "{e}");
+                failed = true;
+            }
+        }
+        caught += usize::from(failed);
+    }
+    assert!(tried > 10 && caught * 2 > tried, "damage caught in {caught} of {tried} copies");
+}
+
+fn model_run(seed: u64, switch_layout: bool) {
+    let fs = MemFs::new();
+    let options = |two_level: bool, cache_index: bool| {
+        let mut o = tiny_options(Some(fs.clone()));
+        o.index_type = if two_level { IndexType::TwoLevelIndexSearch } else { IndexType::BinarySearch };
+        o.metadata_block_size = 64;
+        o.target_file_size_base = 64 << 10;
+        o.cache_index_and_filter_blocks = cache_index;
+        o
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = BTreeMap::new();
+    for epoch in 0..4 {
+        let two_level = !switch_layout || epoch % 2 == 0;
+        let db = Db::open("/db", options(two_level, epoch % 2 == 1)).unwrap();
+        assert_eq!(scan(&db, ReadOptions::default()), model, "seed {seed} epoch {epoch}: reopened");
+        for _ in 0..3000 {
+            let k = user_key(rng.gen_range(0..2000));
+            if rng.gen_range(0..5) == 0 {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = format!("{epoch}-{}", rng.gen::<u32>()).repeat(rng.gen_range(1..8)).into_bytes();
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        let ctx = format!("seed {seed} epoch {epoch}");
+        for i in (0..2100).step_by(7) {
+            let k = user_key(i);
+            assert_eq!(db.get(&k).unwrap().as_ref(), model.get(&k), "{ctx}: get {i}");
+        }
+        let keys: Vec<Vec<u8>> = (0..300).map(|_| user_key(rng.gen_range(0..2100))).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        for (k, got) in keys.iter().zip(db.multi_get(&refs, &ReadOptions::default())) {
+            assert_eq!(got.unwrap().as_ref(), model.get(k), "{ctx}: multi_get");
+        }
+        assert_eq!(scan(&db, ReadOptions::default()), model, "{ctx}: scan");
+        assert_eq!(scan_reverse(&db, ReadOptions::default()), model, "{ctx}: reverse scan");
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_database_with_partitioned_indexes_matches_the_model() {
+    model_run(1, false);
+}
+
+#[test]
+fn a_database_switching_index_layouts_across_reopens_matches_the_model() {
+    model_run(2, true);
+}
