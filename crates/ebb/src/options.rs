@@ -350,6 +350,12 @@ pub struct Options {
     /// Target size of an index partition with `TwoLevelIndexSearch`. RocksDB
     /// `metadata_block_size`; default 4 KiB.
     pub metadata_block_size: usize,
+    /// With `TwoLevelIndexSearch`, cut each table's bloom filter at the index
+    /// partitions' boundaries, one filter partition per index partition
+    /// (read through the block cache, as the index partitions); without a
+    /// partitioned index it has no effect, as RocksDB sanitizes it. RocksDB
+    /// `partition_filters`; default false.
+    pub partition_filters: bool,
     /// Insert cached index and filter blocks with high priority, so scans do
     /// not flush them. RocksDB; default true.
     pub cache_index_and_filter_blocks_with_high_priority: bool,
@@ -457,6 +463,7 @@ impl Default for Options {
             cache_index_and_filter_blocks: false,
             index_type: IndexType::BinarySearch,
             metadata_block_size: 4096,
+            partition_filters: false,
             cache_index_and_filter_blocks_with_high_priority: true,
             pin_l0_filter_and_index_blocks_in_cache: false,
             initial_auto_readahead_size: 8 << 10,
@@ -1273,6 +1280,7 @@ option_table! {
     cache_index_and_filter_blocks: Table, false;
     index_type: Table, false;
     metadata_block_size: Table, false;
+    partition_filters: Table, false;
     cache_index_and_filter_blocks_with_high_priority: Table, false;
     pin_l0_filter_and_index_blocks_in_cache: Table, false;
     initial_auto_readahead_size: Table, false;

@@ -7,8 +7,12 @@
 //!   no cache, with a cache, and with index blocks charged to the cache.
 //! - Damage anywhere in a partitioned index is an error or harmless, never a
 //!   wrong answer, and some damage is caught.
-//! - A database written with partitioned indexes (and one switched between
-//!   the two layouts across reopens) gives what a model map gives.
+//! - Partitioned filters (cut with the index partitions) never rule out a
+//!   key the table holds, at any sequence, and rule out most absent keys,
+//!   one at a time and in batches.
+//! - A database written with partitioned indexes and filters (and one
+//!   switched between the layouts across reopens) gives what a model map
+//!   gives.
 
 mod common;
 
@@ -53,11 +57,23 @@ fn entries(n: usize) -> Entries {
 
 /// Writes `entries` as a table at `path` of `fs`; returns its size.
 fn write_table(fs: &MemFs, path: &Path, entries: &Entries, partition: Option<usize>) -> u64 {
+    write_table_with(fs, path, entries, partition, false)
+}
+
+/// [`write_table`], with the filter partitioned too when `partition_filters`.
+fn write_table_with(
+    fs: &MemFs,
+    path: &Path,
+    entries: &Entries,
+    partition: Option<usize>,
+    partition_filters: bool,
+) -> u64 {
     let o = TableBuilderOptions {
         block_size: 256,
         block_restart_interval: 4,
         compression: CompressionType::Lz4,
         index_partition_size: partition,
+        partition_filters,
         ..TableBuilderOptions::default()
     };
     let mut b = TableBuilder::new(fs.new_writable(path).unwrap(), o, path.display().to_string());
@@ -99,13 +115,20 @@ fn at(it: &dyn InternalIterator) -> Option<(Vec<u8>, Vec<u8>)> {
 fn a_partitioned_index_reads_as_one_index_block() {
     let fs = MemFs::new();
     let all = entries(3000);
-    let (flat_path, part_path) = (Path::new("/flat.sst"), Path::new("/part.sst"));
+    let (flat_path, part_path, both_path) = (Path::new("/flat.sst"), Path::new("/part.sst"), Path::new("/both.sst"));
     let flat_size = write_table(&fs, flat_path, &all, None);
     let part_size = write_table(&fs, part_path, &all, Some(128));
+    let both_size = write_table_with(&fs, both_path, &all, Some(128), true);
+    assert!(both_size > part_size, "the filter partitions and their index take room");
     let rs = ReadSettings::default();
-    for (name, policy) in policies() {
+    let layouts =
+        [("partitioned index", part_path, part_size), ("partitioned index and filters", both_path, both_size)];
+    for ((layout, path, size), (policy_name, policy)) in
+        layouts.iter().flat_map(|l| policies().into_iter().map(move |p| (*l, p)))
+    {
+        let name = format!("{layout}, {policy_name}");
         let flat = open(&fs, flat_path, flat_size, TableCachePolicy::with_cache(None)).unwrap();
-        let part = open(&fs, part_path, part_size, policy).unwrap();
+        let part = open(&fs, path, size, policy).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
         // Point lookups at several sequences, keys present and absent.
         for _ in 0..3000 {
@@ -190,15 +213,43 @@ fn a_partitioned_index_reads_as_one_index_block() {
 }
 
 #[test]
+fn partitioned_filters_keep_every_present_key_and_exclude_most_absent_ones() {
+    let fs = MemFs::new();
+    let all = entries(3000);
+    let path = Path::new("/both.sst");
+    let size = write_table_with(&fs, path, &all, Some(128), true);
+    for (name, policy) in policies() {
+        let t = open(&fs, path, size, policy).unwrap();
+        for i in 0..3000 {
+            assert!(t.key_may_match(&user_key(i)), "{name}: present key {i} ruled out");
+        }
+        let absent: Vec<Vec<u8>> = (0..3000).map(|i| format!("key{i:06}x").into_bytes()).collect();
+        let passed = absent.iter().filter(|k| t.key_may_match(k)).count();
+        assert!(passed < 150, "{name}: {passed} of 3000 absent keys passed the filters");
+        // Past the last key: no partition to ask.
+        assert!(!t.key_may_match(b"zzz"), "{name}");
+        // In a batch (keys ascending), the same verdicts.
+        let mut keys: Vec<Vec<u8>> = (0..3000).map(user_key).chain(absent.iter().cloned()).collect();
+        keys.sort();
+        let hashes: Vec<u64> = keys.iter().map(|k| ebb::sst::filter::filter_hash(k)).collect();
+        let mut batched = Vec::new();
+        t.keys_may_match(keys.len(), |k| &keys[k], |k| hashes[k], |_, may| batched.push(may));
+        let single: Vec<bool> = keys.iter().map(|k| t.key_may_match(k)).collect();
+        assert_eq!(batched, single, "{name}: batched verdicts");
+    }
+}
+
+#[test]
 fn damage_in_a_partitioned_index_is_an_error_never_a_wrong_answer() {
     let fs = MemFs::new();
     let all = entries(1500);
     let path = Path::new("/part.sst");
-    let size = write_table(&fs, path, &all, Some(128));
+    let size = write_table_with(&fs, path, &all, Some(128), true);
     let bytes = fs.file_bytes(path).unwrap();
     let props = open(&fs, path, size, TableCachePolicy::with_cache(None)).unwrap().properties().clone();
-    let index_start = (props.data_size + props.filter_size) as usize;
-    let index_end = index_start + props.index_size as usize;
+    // The filter partitions, their top level, the index partitions and theirs.
+    let index_start = props.data_size as usize;
+    let index_end = index_start + (props.filter_size + props.index_size) as usize;
     let model: BTreeMap<Vec<u8>, Vec<u8>> = all.iter().cloned().collect();
     let rs = ReadSettings::default();
     let (mut caught, mut tried) = (0, 0);
@@ -254,6 +305,7 @@ fn model_run(seed: u64, switch_layout: bool) {
     let options = |two_level: bool, cache_index: bool| {
         let mut o = tiny_options(Some(fs.clone()));
         o.index_type = if two_level { IndexType::TwoLevelIndexSearch } else { IndexType::BinarySearch };
+        o.partition_filters = two_level && seed % 2 == 1;
         o.metadata_block_size = 64;
         o.target_file_size_base = 64 << 10;
         o.cache_index_and_filter_blocks = cache_index;
@@ -294,10 +346,15 @@ fn model_run(seed: u64, switch_layout: bool) {
 
 #[test]
 fn a_database_with_partitioned_indexes_matches_the_model() {
+    model_run(2, false);
+}
+
+#[test]
+fn a_database_with_partitioned_indexes_and_filters_matches_the_model() {
     model_run(1, false);
 }
 
 #[test]
 fn a_database_switching_index_layouts_across_reopens_matches_the_model() {
-    model_run(2, true);
+    model_run(3, true);
 }

@@ -191,6 +191,7 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             2 => rocksdb::BlockBasedIndexType::TwoLevelIndexSearch,
             other => bail!("flag --index_type={other}: the rocksdb peer supports 0 (binary search) and 2 (two-level)"),
         }),
+        "partition_filters" => table.set_partition_filters(bool_of(flag, v)?),
         "metadata_block_size" => table.set_metadata_block_size(
             usize::try_from(u64_of(flag, v)?)
                 .map_err(|_| BenchError::new("flag --metadata_block_size: value too large"))?,

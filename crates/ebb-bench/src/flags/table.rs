@@ -410,6 +410,13 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     f("metadata_block_size", Int, "4096", Engine("metadata_block_size"), "Target size of an index partition with --index_type=2"),
     f(
+        "partition_filters",
+        Bool,
+        "false",
+        Engine("partition_filters"),
+        "With --index_type=2, cut the bloom filters at the index partitions' boundaries",
+    ),
+    f(
         "cache_index_and_filter_blocks",
         Bool,
         "false",

@@ -317,9 +317,10 @@ impl DbInner {
             }
         };
         batch.passing.clear();
-        let (wanted, hashes, passing) = (&batch.wanted, &batch.hashes, &mut batch.passing);
+        let (wanted, keys, hashes, passing) = (&batch.wanted, batch.keys, &batch.hashes, &mut batch.passing);
         table.keys_may_match(
             wanted.len(),
+            |k| keys[wanted[k]],
             |k| hashes[wanted[k]],
             |k, may| {
                 if may {

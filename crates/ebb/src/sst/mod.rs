@@ -48,6 +48,9 @@ pub use table_reader::{ReadSettings, Readahead, Table, TableIterator};
 
 /// Metaindex name of the filter block. DO NOT CHANGE: on-disk format.
 pub const FILTER_BLOCK_NAME: &str = "ebb.filter";
+/// Metaindex name of the top-level filter index of a table with partitioned
+/// filters (format version 2 only). DO NOT CHANGE: on-disk format.
+pub const PARTITIONED_FILTER_BLOCK_NAME: &str = "ebb.filter.partitioned";
 /// Metaindex name of the properties block. DO NOT CHANGE: on-disk format.
 pub const PROPERTIES_BLOCK_NAME: &str = "ebb.properties";
 

@@ -20,7 +20,7 @@ use super::format::{
 use std::sync::Arc;
 
 use super::properties::TableProperties;
-use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{compare_internal_keys, internal_separator, internal_successor, user_key, ValueKind, TRAILER_LEN};
@@ -54,6 +54,10 @@ pub struct TableBuilderOptions {
     /// top-level index (RocksDB `kTwoLevelIndexSearch` with
     /// `metadata_block_size`); `None`, one index block.
     pub index_partition_size: Option<usize>,
+    /// With a partitioned index, cut the bloom filter at the same
+    /// boundaries, one filter partition per index partition under a top-level
+    /// filter index (RocksDB `partition_filters`); ignored without one.
+    pub partition_filters: bool,
 }
 
 impl TableBuilderOptions {
@@ -69,6 +73,7 @@ impl TableBuilderOptions {
             column_family_name: None,
             index_partition_size: (o.index_type == crate::IndexType::TwoLevelIndexSearch)
                 .then_some(o.metadata_block_size.max(1)),
+            partition_filters: o.partition_filters,
         }
     }
 }
@@ -84,6 +89,7 @@ impl Default for TableBuilderOptions {
             column_family: 0,
             column_family_name: None,
             index_partition_size: None,
+            partition_filters: false,
         }
     }
 }
@@ -102,6 +108,9 @@ pub struct TableBuilder {
     index_partitions: Vec<(Vec<u8>, Vec<u8>)>,
     /// The last key added to `index_block`.
     last_index_key: Vec<u8>,
+    /// With partitioned filters: the filter of each index partition cut so
+    /// far (`filter` then collects the keys of the partition being filled).
+    filter_partitions: Vec<Vec<u8>>,
     filter: Option<BloomFilterBuilder>,
     /// Handle of the last data block written, whose index entry waits for the
     /// next key (or `finish`).
@@ -130,6 +139,7 @@ impl TableBuilder {
             index_block: BlockBuilder::new(1),
             index_partitions: Vec::new(),
             last_index_key: Vec::new(),
+            filter_partitions: Vec::new(),
             opts,
             file_name,
             offset: 0,
@@ -190,10 +200,58 @@ impl TableBuilder {
         self.last_index_key = key;
         if let Some(size) = self.opts.index_partition_size {
             if self.index_block.estimated_size() >= size {
-                let partition = self.index_block.finish();
-                self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
+                self.cut_index_partition();
             }
         }
+    }
+
+    /// True when the filter is cut into partitions beside the index.
+    fn filters_partitioned(&self) -> bool {
+        self.opts.partition_filters && self.opts.index_partition_size.is_some() && self.filter.is_some()
+    }
+
+    /// Closes the index partition being filled and, with partitioned
+    /// filters, the filter of the keys of its data blocks: every key added so
+    /// far belongs to a block indexed so far (a block's index entry is added
+    /// before the next block's first key reaches the filter).
+    fn cut_index_partition(&mut self) {
+        if self.index_block.is_empty() {
+            return;
+        }
+        let partition = self.index_block.finish();
+        self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
+        if self.filters_partitioned() {
+            let bits = self.opts.bloom_bits_per_key;
+            if let Some(f) = &mut self.filter {
+                let full = std::mem::replace(f, BloomFilterBuilder::new(bits));
+                self.filter_partitions.push(full.finish().unwrap_or_default());
+            }
+        }
+    }
+
+    /// Writes the filter: one block, or the partitions and then the
+    /// top-level filter index keyed as the top-level index. Returns the
+    /// metaindex entry naming it, if there is a filter.
+    fn write_filter(&mut self) -> Result<Option<(&'static str, BlockHandle)>> {
+        let start = self.offset;
+        let entry = if self.filters_partitioned() {
+            let mut top = BlockBuilder::new(1);
+            let partitions = std::mem::take(&mut self.filter_partitions);
+            let keys: Vec<Vec<u8>> = self.index_partitions.iter().map(|(k, _)| k.clone()).collect();
+            for (last_key, filter) in keys.iter().zip(partitions) {
+                let h = self.write_block(&filter, false)?;
+                top.add(last_key, &h.encode());
+            }
+            self.filter = None;
+            Some((PARTITIONED_FILTER_BLOCK_NAME, self.write_block(&top.finish(), false)?))
+        } else {
+            match self.filter.take().and_then(BloomFilterBuilder::finish) {
+                Some(filter) => Some((FILTER_BLOCK_NAME, self.write_block(&filter, false)?)),
+                None => None,
+            }
+        };
+        self.props.filter_size = self.offset - start;
+        Ok(entry)
     }
 
     /// Writes the index: one block, or the partitions and then the
@@ -202,10 +260,7 @@ impl TableBuilder {
     fn write_index(&mut self) -> Result<BlockHandle> {
         let start = self.offset;
         let handle = if self.opts.index_partition_size.is_some() {
-            if !self.index_block.is_empty() {
-                let partition = self.index_block.finish();
-                self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
-            }
+            self.cut_index_partition();
             let mut top = BlockBuilder::new(1);
             for (last_key, partition) in std::mem::take(&mut self.index_partitions) {
                 let h = self.write_block(&partition, true)?;
@@ -297,11 +352,10 @@ impl TableBuilder {
         self.props.largest_key = self.last_key.clone();
 
         let mut meta = Vec::new();
-        if let Some(filter) = self.filter.take().and_then(BloomFilterBuilder::finish) {
-            let start = self.offset;
-            meta.push((FILTER_BLOCK_NAME, self.write_block(&filter, false)?));
-            self.props.filter_size = self.offset - start;
+        if self.opts.index_partition_size.is_some() {
+            self.cut_index_partition();
         }
+        meta.extend(self.write_filter()?);
 
         let index_handle = self.write_index()?;
 

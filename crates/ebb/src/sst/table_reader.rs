@@ -38,12 +38,12 @@ use super::format::{unwrap_block, unwrap_mapped_block, BlockHandle, Footer, FOOT
 use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
-use super::{FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
 use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal_keys, user_key, TRAILER_LEN};
+use crate::key::{compare_internal_keys, user_key, with_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
 use crate::options::{Options, ReadOptions};
 use crate::util::checksum::ChecksumType;
 
@@ -290,6 +290,9 @@ pub struct Table {
     /// top level): format version 2.
     partitioned_index: bool,
     index: MetaBlock,
+    /// With partitioned filters: the top-level filter index (partition key
+    /// → filter partition handle), keyed as the top-level index.
+    filter_partitions: Option<Arc<Block>>,
     filter: Option<MetaBlock>,
     properties: TableProperties,
     cache: Option<Arc<dyn BlockCache>>,
@@ -343,6 +346,7 @@ impl Table {
         let metaindex = Arc::new(reader.read(footer.metaindex, true, None)?);
         let mut meta = BlockIterator::new(metaindex, KeyOrder::Bytewise);
         let mut filter_handle = None;
+        let mut partitioned_filter_handle = None;
         let mut properties_handle = None;
         meta.seek_to_first();
         while meta.valid() {
@@ -352,6 +356,9 @@ impl Table {
             };
             match meta.key() {
                 k if k == FILTER_BLOCK_NAME.as_bytes() => filter_handle = Some(handle()?),
+                k if k == PARTITIONED_FILTER_BLOCK_NAME.as_bytes() && footer.partitioned_index() => {
+                    partitioned_filter_handle = Some(handle()?)
+                }
                 k if k == PROPERTIES_BLOCK_NAME.as_bytes() => properties_handle = Some(handle()?),
                 _ => {}
             }
@@ -372,6 +379,12 @@ impl Table {
             None => None,
         };
         let index = reader.read_meta(footer.index, BlockKind::Index)?;
+        // The top-level filter index of partitioned filters stays with the
+        // table (one entry per partition); the partitions go through the cache.
+        let filter_partitions = match partitioned_filter_handle {
+            Some(h) => Some(Arc::new(reader.read(h, true, None)?)),
+            None => None,
+        };
 
         // A cache of capacity 0 caches nothing: read as without one.
         let cache = policy.block_cache.filter(|c| c.capacity() > 0);
@@ -414,6 +427,7 @@ impl Table {
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
             index,
+            filter_partitions,
             filter,
             properties,
             cache,
@@ -437,7 +451,10 @@ impl Table {
             MetaBlock::Owned(v) => v.size(),
             MetaBlock::Pinned(_) | MetaBlock::Cached(_) => 0,
         };
-        std::mem::size_of::<Table>() + owned(&self.index) + self.filter.as_ref().map_or(0, owned)
+        std::mem::size_of::<Table>()
+            + owned(&self.index)
+            + self.filter.as_ref().map_or(0, owned)
+            + self.filter_partitions.as_ref().map_or(0, |b| b.size())
     }
 
     /// The name given to `open`, used in errors.
@@ -454,6 +471,15 @@ impl Table {
     /// table without a filter, and when the filter cannot be read (the data
     /// block read that follows reports the damage, if any).
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        if let Some(top) = &self.filter_partitions {
+            return match self.filter_partition_for(top, user_key) {
+                FilterPartition::PastTheEnd => false,
+                FilterPartition::Unknown => true,
+                FilterPartition::At(h) => {
+                    self.filter_partition(h).map_or(true, |p| p.value().filter().is_none_or(|f| f.may_match(user_key)))
+                }
+            };
+        }
         let Some(filter) = &self.filter else { return true };
         match self.meta_block(filter, BlockKind::Filter) {
             Ok(r) => r.value().filter().is_none_or(|f| f.may_match(user_key)),
@@ -461,12 +487,40 @@ impl Table {
         }
     }
 
-    /// [`Table::key_may_match`] for `n` keys given by their
-    /// [`filter_hash`](super::filter::filter_hash) (computed once per key
-    /// for every table a batch visits): the filter is fetched once, every
-    /// key's line prefetched, then probed (RocksDB's batched `KeysMayMatch`).
-    /// `verdict(k, may_match)` is called for each key in order.
-    pub fn keys_may_match(&self, n: usize, hash: impl Fn(usize) -> u64, mut verdict: impl FnMut(usize, bool)) {
+    /// [`Table::key_may_match`] for `n` keys (`key(k)`, ascending) given
+    /// with their [`filter_hash`](super::filter::filter_hash) (computed once
+    /// per key for every table a batch visits): the filter is fetched once
+    /// (with partitioned filters, once per partition the keys fall in), every
+    /// key's line prefetched, then probed (RocksDB's batched
+    /// `KeysMayMatch`). `verdict(k, may_match)` is called for each key in
+    /// order.
+    pub fn keys_may_match<'k>(
+        &self,
+        n: usize,
+        key: impl Fn(usize) -> &'k [u8],
+        hash: impl Fn(usize) -> u64,
+        mut verdict: impl FnMut(usize, bool),
+    ) {
+        if let Some(top) = &self.filter_partitions {
+            let mut current: Option<(BlockHandle, Option<CacheHandle>)> = None;
+            for k in 0..n {
+                let may = match self.filter_partition_for(top, key(k)) {
+                    FilterPartition::PastTheEnd => false,
+                    FilterPartition::Unknown => true,
+                    FilterPartition::At(h) => {
+                        if current.as_ref().map(|(at, _)| *at) != Some(h) {
+                            current = Some((h, self.filter_partition(h).ok()));
+                        }
+                        match &current {
+                            Some((_, Some(p))) => p.value().filter().is_none_or(|f| f.may_match_hash(hash(k))),
+                            _ => true,
+                        }
+                    }
+                };
+                verdict(k, may);
+            }
+            return;
+        }
         let meta = self.filter.as_ref().map(|f| self.meta_block(f, BlockKind::Filter));
         let filter = match &meta {
             Some(Ok(r)) => r.value().filter(),
@@ -477,6 +531,31 @@ impl Table {
         };
         (0..n).for_each(|k| filter.prefetch_hash(hash(k)));
         (0..n).for_each(|k| verdict(k, filter.may_match_hash(hash(k))));
+    }
+
+    /// The filter partition that holds `user_key`'s hash if the table holds
+    /// the key: the one of the index partition holding the key's newest
+    /// entry (the top level seeked with the key's smallest internal key).
+    fn filter_partition_for(&self, top: &Block, user_key: &[u8]) -> FilterPartition {
+        with_internal_key(user_key, MAX_SEQUENCE, KIND_FOR_SEEK, |probe| {
+            let mut it = BlockIterator::new(top, KeyOrder::Internal);
+            it.seek(probe);
+            if !it.valid() {
+                // Past the last partition: no key of the table is as large.
+                return if it.corruption().is_some() { FilterPartition::Unknown } else { FilterPartition::PastTheEnd };
+            }
+            BlockHandle::decode_exact(it.value()).map_or(FilterPartition::Unknown, FilterPartition::At)
+        })
+    }
+
+    /// The filter partition at `handle`, through the block cache as the
+    /// other filter blocks (read verified; inserted with their priority).
+    fn filter_partition(&self, handle: BlockHandle) -> Result<CacheHandle> {
+        let which = MetaBlock::Cached(handle);
+        match self.meta_block(&which, BlockKind::Filter)? {
+            MetaRef::Held(h) => Ok(h),
+            MetaRef::Borrowed(_) => Err(self.reader.corruption(handle.offset, "filter partition: not a cached block")),
+        }
     }
 
     /// The first entry whose internal key is `>= lookup`, if its user key is
@@ -883,6 +962,15 @@ impl Table {
             }
         }
     }
+}
+
+/// Where a key's filter partition is.
+enum FilterPartition {
+    /// The key is larger than every key of the table.
+    PastTheEnd,
+    /// The top-level filter index is damaged: the filter cannot rule out.
+    Unknown,
+    At(BlockHandle),
 }
 
 /// A cursor over a table's index entries (index key → data block handle):
@@ -1455,6 +1543,7 @@ mod tests {
             column_family: 0,
             column_family_name: None,
             index_partition_size: None,
+            partition_filters: false,
         }
     }
 
@@ -1964,7 +2053,7 @@ mod tests {
                 .collect();
             let hashes: Vec<u64> = keys.iter().map(|k| crate::sst::filter::filter_hash(k)).collect();
             let mut verdicts = Vec::new();
-            t.keys_may_match(keys.len(), |k| hashes[k], |k, may| verdicts.push((k, may)));
+            t.keys_may_match(keys.len(), |k| &keys[k], |k| hashes[k], |k, may| verdicts.push((k, may)));
             let single: Vec<(usize, bool)> =
                 keys.iter().enumerate().map(|(k, key)| (k, t.key_may_match(key))).collect();
             assert_eq!(verdicts, single, "bits {bits}");
