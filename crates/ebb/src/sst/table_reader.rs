@@ -1045,7 +1045,7 @@ impl IndexIter {
                         part.seek(target);
                     }
                 }
-                p.skip_forward(table);
+                p.skip(table, true);
             }
         }
     }
@@ -1060,7 +1060,7 @@ impl IndexIter {
                         part.seek_to_first();
                     }
                 }
-                p.skip_forward(table);
+                p.skip(table, true);
             }
         }
     }
@@ -1075,7 +1075,7 @@ impl IndexIter {
                         part.seek_to_last();
                     }
                 }
-                p.skip_backward(table);
+                p.skip(table, false);
             }
         }
     }
@@ -1087,7 +1087,7 @@ impl IndexIter {
                 if let Some(part) = &mut p.part {
                     part.next();
                 }
-                p.skip_forward(table);
+                p.skip(table, true);
             }
         }
     }
@@ -1099,7 +1099,7 @@ impl IndexIter {
                 if let Some(part) = &mut p.part {
                     part.prev();
                 }
-                p.skip_backward(table);
+                p.skip(table, false);
             }
         }
     }
@@ -1160,34 +1160,29 @@ impl PartitionedIndexIter {
         }
     }
 
-    fn skip_forward(&mut self, table: &Table) {
+    /// Moves past partitions with no entry where the move left off
+    /// (forward: to the next partition's first entry; else to the previous
+    /// one's last).
+    fn skip(&mut self, table: &Table, forward: bool) {
         while self.error.is_none() && !self.positioned(table) {
             if !self.top.valid() {
                 self.part = None;
                 return;
             }
-            self.top.next();
+            if forward {
+                self.top.next();
+            } else {
+                self.top.prev();
+            }
             if !self.load(table) {
                 return;
             }
             if let Some(part) = &mut self.part {
-                part.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_backward(&mut self, table: &Table) {
-        while self.error.is_none() && !self.positioned(table) {
-            if !self.top.valid() {
-                self.part = None;
-                return;
-            }
-            self.top.prev();
-            if !self.load(table) {
-                return;
-            }
-            if let Some(part) = &mut self.part {
-                part.seek_to_last();
+                if forward {
+                    part.seek_to_first();
+                } else {
+                    part.seek_to_last();
+                }
             }
         }
     }
