@@ -76,9 +76,9 @@ pub fn read_random(w: &mut Worker<'_>, range: u64, keys: KeyFormat) -> Result<()
         let n = w.rng.below(range);
         keys.write(n, &mut w.key);
         read += 1;
-        if let Some(v) = w.engine.get(&w.key)? {
+        if let Some(len) = w.engine.get_len(&w.key)? {
             found += 1;
-            w.stats.add_bytes((w.key.len() + v.len()) as u64);
+            w.stats.add_bytes((w.key.len() + len) as u64);
         }
         w.stats.finished_ops(1, OpType::Read);
     }
@@ -97,10 +97,10 @@ pub fn side_reader(w: &mut Worker<'_>) -> Result<()> {
         let n = w.rng.below(num + w.shared.inserted.load(Ordering::Relaxed));
         w.set_key(n);
         read += 1;
-        let value = w.engine.get(&w.key)?;
-        if let Some(v) = &value {
+        let value = w.engine.get_len(&w.key)?;
+        if let Some(len) = value {
             found += 1;
-            w.stats.add_bytes((w.key.len() + v.len()) as u64);
+            w.stats.add_bytes((w.key.len() + len) as u64);
         }
         w.stats.finished_read(value.is_some());
     }
@@ -260,7 +260,7 @@ pub fn read_random_write_random(w: &mut Worker<'_>) -> Result<()> {
             if !w.before_read(1) {
                 break;
             }
-            if w.engine.get(&w.key)?.is_some() {
+            if w.engine.get_len(&w.key)?.is_some() {
                 found += 1;
             }
             get_weight -= 1;
@@ -298,9 +298,9 @@ pub fn update_random(w: &mut Worker<'_>) -> Result<()> {
         if !w.before_write(bytes, 1) {
             break;
         }
-        if let Some(v) = w.engine.get(&w.key)? {
+        if let Some(len) = w.engine.get_len(&w.key)? {
             found += 1;
-            w.stats.add_bytes((w.key.len() + v.len()) as u64);
+            w.stats.add_bytes((w.key.len() + len) as u64);
         }
         let value = w.values.generate(value_size);
         w.engine.put(&w.key, value, wo)?;
@@ -347,9 +347,9 @@ pub fn mixgraph(w: &mut Worker<'_>) -> Result<()> {
                     break;
                 }
                 gets += 1;
-                if let Some(v) = w.engine.get(&w.key)? {
+                if let Some(len) = w.engine.get_len(&w.key)? {
                     get_found += 1;
-                    w.stats.add_bytes((w.key.len() + v.len()) as u64);
+                    w.stats.add_bytes((w.key.len() + len) as u64);
                 }
                 w.stats.finished_ops(1, OpType::Read);
             }
@@ -437,9 +437,9 @@ pub fn mix(w: &mut Worker<'_>, spec: &MixSpec) -> Result<()> {
                 w.set_key(n);
                 if op == MixOp::PointRead {
                     counts[0] += 1;
-                    if let Some(v) = w.engine.get(&w.key)? {
+                    if let Some(len) = w.engine.get_len(&w.key)? {
                         found += 1;
-                        w.stats.add_bytes((w.key.len() + v.len()) as u64);
+                        w.stats.add_bytes((w.key.len() + len) as u64);
                     }
                     w.stats.finished_ops(1, OpType::Read);
                 } else {

@@ -281,6 +281,14 @@ impl Engine for EbbEngine {
         }
     }
 
+    fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        let value = match self.family(key) {
+            None => self.db.get_pinned(key)?,
+            Some(cf) => self.db.get_pinned_cf_opt(cf, key, &ReadOptions::default())?,
+        };
+        Ok(value.map(|v| v.len()))
+    }
+
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         if !self.families.is_empty() {
             return keys.iter().map(|k| self.get(k)).collect();

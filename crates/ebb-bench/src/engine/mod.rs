@@ -140,6 +140,12 @@ pub trait Engine: Send + Sync {
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()>;
     /// Reads one key.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads one key as db_bench's read benchmarks do, into a pinned slice
+    /// (`Get` into a `PinnableSlice`: the value is not copied out of its
+    /// block), and returns the value's length. The default copies.
+    fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.get(key)?.map(|v| v.len()))
+    }
     /// Reads several keys.
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>>;
     /// Opens an iterator at `start` and visits up to `limit` entries in

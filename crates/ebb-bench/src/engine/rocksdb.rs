@@ -411,6 +411,10 @@ impl Engine for RocksDbEngine {
         self.db.get(key).map_err(rocks_error)
     }
 
+    fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        self.db.get_pinned(key).map(|v| v.map(|v| v.len())).map_err(rocks_error)
+    }
+
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         // The batched MultiGet (what db_bench's multireadrandom calls), not
         // the vector API.
