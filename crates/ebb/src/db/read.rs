@@ -52,10 +52,7 @@ impl ReadValue for Vec<u8> {
     ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
         // Only a value (or blob index) is copied out of the block; the key
         // is parsed in place.
-        table.get_past_filter_with(rs, lookup, |ikey, value| {
-            parse_internal_key(ikey)
-                .map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
-        })
+        table.get_past_filter_with(rs, lookup, copied_entry)
     }
 }
 
@@ -78,6 +75,13 @@ impl ReadValue for PinnableSlice {
 /// The newest entry a read has found for a key so far: its sequence, kind,
 /// value and the table it came from (for errors).
 type Found<V> = (SequenceNumber, ValueKind, V, u64);
+
+/// An entry found in a table as a read keeps it: sequence, kind, and the
+/// value copied out of the block only for a value or blob index (the key is
+/// parsed in place); `None` when the internal key does not parse.
+fn copied_entry(ikey: &[u8], value: &[u8]) -> Option<(SequenceNumber, ValueKind, Vec<u8>)> {
+    parse_internal_key(ikey).map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
+}
 
 fn unparsable(table: u64) -> Error {
     Error::corruption(format!("{table:06}.sst"), 0, "unparsable internal key")
@@ -337,10 +341,7 @@ impl DbInner {
             |k| lookups.get(passing[k]),
             |k, r| {
                 let i = passing[k];
-                let hit = r.and_then(|(ikey, value)| {
-                    let p = parse_internal_key(ikey).ok_or_else(|| unparsable(f.number))?;
-                    Ok((p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
-                });
+                let hit = r.and_then(|(ikey, value)| copied_entry(ikey, value).ok_or_else(|| unparsable(f.number)));
                 match hit {
                     Err(e) => results[i] = Some(Err(e)),
                     Ok((seq, kind, value)) => {

@@ -624,16 +624,7 @@ impl Table {
         found: impl FnOnce(&[u8], PinnableSlice) -> R,
     ) -> Result<Option<R>> {
         let Some(handle) = self.data_handle_for(lookup)? else { return Ok(None) };
-        let cached = self.cache.as_ref().and_then(|cache| {
-            let entry = cache.lookup(&CacheKey::new(self.cache_id, handle.offset))?;
-            let block = Arc::clone(entry.value().block()?);
-            cache.stats().record_hit(BlockKind::Data);
-            Some((block, Some(entry)))
-        });
-        let (block, entry) = match cached {
-            Some(hit) => hit,
-            None => self.load_data_block(handle, rs, None)?,
-        };
+        let (block, entry) = self.data_block(handle, rs, None)?;
         let pinned = Arc::clone(&block);
         self.search_data_block(&block, handle, lookup, |ikey, value| {
             found(ikey, PinnableSlice::pinned(pinned, entry, value))
