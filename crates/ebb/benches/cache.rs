@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ebb::cache::{new_cache, BlockCache, CacheKey, CacheOptions, CacheType, CacheValue, Priority};
-use ebb::sst::{Block, BlockBuilder};
 
 const CAPACITY: usize = 64 << 20;
 const VALUE_BYTES: usize = 8 << 10;
@@ -44,16 +43,14 @@ fn build(cache_type: CacheType, promote_on_hit: bool) -> Arc<dyn BlockCache> {
 
 /// The value every entry shares; only its charge matters here.
 fn value() -> ValueSource {
-    let mut b = BlockBuilder::new(1);
-    b.add(b"k", &[7u8; 64]);
-    ValueSource(Arc::new(Block::new(b.finish()).expect("valid block")))
+    ValueSource(Arc::new(vec![7u8; 64]))
 }
 
-struct ValueSource(Arc<Block>);
+struct ValueSource(Arc<Vec<u8>>);
 
 impl ValueSource {
     fn make(&self) -> CacheValue {
-        CacheValue::Block(Arc::clone(&self.0))
+        CacheValue::from_arc(Arc::clone(&self.0))
     }
 }
 

@@ -9,6 +9,12 @@ use std::cmp::Ordering;
 
 use crate::util::coding::{decode_fixed64, put_fixed64};
 
+/// Largest user key accepted, in bytes.
+pub const MAX_KEY_SIZE: usize = 8 << 20;
+/// Largest value accepted, in bytes (RocksDB's limit is 3 GiB; ours keeps a
+/// WAL record and a block in memory comfortably).
+pub const MAX_VALUE_SIZE: usize = 256 << 20;
+
 /// A sequence number: every write gets the next one; snapshots are sequence numbers.
 pub type SequenceNumber = u64;
 

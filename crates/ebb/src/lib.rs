@@ -1,12 +1,31 @@
 //! Ebb: an embeddable, persistent LSM-tree key-value store whose background
 //! work tunes itself to the load.
 //!
-//! Layers, bottom up (LevelDB's layout): `util` (coding, checksums,
-//! compression), `fs` (the filesystem boundary), `key` (internal keys), `wal`
-//! (write-ahead log), `memtable`, `sst` (block-based tables), `blob` (blob
-//! files: values kept apart from the tables), `cache` (block cache),
-//! `version` (MANIFEST and the set of live files), `iter` (merging),
-//! `compaction`, `db` (the public handle).
+//! # Layers
+//!
+//! Bottom up; a module imports only modules listed before it (`crate::` paths,
+//! root re-exports counted as the module that defines them). The test
+//! `tests/layers.rs` reads this list and fails on an upward import.
+//!
+//! 1. `error`: the error type.
+//! 2. `util`: coding, checksums, compression, small helpers.
+//! 3. `kill_points`: crash points for the kill tests (feature `failpoints`).
+//! 4. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
+//! 5. `key`: internal keys, sequence numbers, size limits.
+//! 6. `iter`: the internal iterator and the merging heap.
+//! 7. `stats`: tickers and histograms in RocksDB's format.
+//! 8. `tuning`: rate limiter, clocks, the tuners' decisions.
+//! 9. `cache`: the block cache, holding values of any type.
+//! 10. `wal`: the write-ahead log format.
+//! 11. `memtable`: the skip list.
+//! 12. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 13. `blob`: blob files (values kept apart from the tables).
+//! 14. `version`: MANIFEST, version edits and the set of live files.
+//! 15. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 16. `options`: the database's options, their text form, and the narrow
+//!     settings each layer below takes from them.
+//! 17. `compaction`: picking and running compactions.
+//! 18. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -21,6 +40,7 @@ pub mod cache;
 pub mod compaction;
 mod db;
 mod error;
+pub mod events;
 pub mod fs;
 pub mod iter;
 pub mod key;
@@ -35,15 +55,15 @@ pub mod wal;
 
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, FlushJobInfo, IteratorMode, RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable,
-    RepairedWal, SetAside, Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
-    DEFAULT_COLUMN_FAMILY, LOST_DIR,
+    EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
+    RepairedTable, RepairedWal, SetAside, Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
+    WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{
     BackgroundTuning, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle, CompressionType,
-    IdlePolicyKind, IndexType, Options, ReadOptions, WalRecoveryMode, WriteOptions, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    IdlePolicyKind, IndexType, Options, WalRecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use sst::PinnableSlice;
 pub use util::checksum::ChecksumType;

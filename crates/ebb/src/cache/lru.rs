@@ -36,12 +36,12 @@
 //! the cycle by freeing what is unreferenced and leaving the rest to releases.
 //!
 //! Point reads ([`BlockCache::lookup_with`]) create no handle: under the lock
-//! they take a reference in the slot, as a handle would, and read the block's
-//! address from the slot itself (`Slot::block`, a second owner of the block);
+//! they take a reference in the slot, as a handle would, and read the value's
+//! address from the slot itself (`Slot::value`, a second owner of the value);
 //! the search runs on that address outside the lock, then one more lock drops
 //! the reference. Nothing shared is written outside the two critical sections
 //! (no `Arc` count), and the entry itself is never read: the chain is
-//! slot -> block, as in RocksDB (handle -> block). This is the one `unsafe`
+//! slot -> value, as in RocksDB (handle -> value). This is the one `unsafe`
 //! in this file, argued in `LruShard::lookup_with`.
 
 use std::collections::HashMap;
@@ -57,7 +57,6 @@ use super::{
     CacheValue, HandleInner, Priority,
 };
 use crate::error::Result;
-use crate::sst::block::Block;
 
 /// Shards hold at least this much when the shard count is automatic
 /// (RocksDB `GetDefaultCacheShardBits`), so large blocks still fit a shard.
@@ -102,12 +101,14 @@ pub(super) struct LruEntry {
 struct Slot {
     /// `None` for a free slot (and the sentinel).
     entry: Option<Arc<LruEntry>>,
-    /// The entry's block, if its value is one: a second owner kept beside the
-    /// list links so a point read reaches the block without reading the entry.
-    block: Option<Arc<Block>>,
+    /// The entry's value: a second owner kept beside the list links so a
+    /// point read reaches the value without reading the entry.
+    value: Option<CacheValue>,
     key: CacheKey,
-    /// Value charge plus metadata charge.
-    charge: usize,
+    /// Value charge plus metadata charge. `u32` keeps a slot within one
+    /// cache line; an entry charged 4 GiB or more is never cached (as one
+    /// larger than its shard).
+    charge: u32,
     refs: u32,
     in_cache: bool,
     on_list: bool,
@@ -126,7 +127,7 @@ impl Slot {
     fn free() -> Self {
         Slot {
             entry: None,
-            block: None,
+            value: None,
             key: CacheKey::new(0, 0),
             charge: 0,
             refs: 0,
@@ -216,7 +217,7 @@ impl ShardState {
             self.low_pri_newest = older;
         }
         if self.slots[i].in_high_pool {
-            self.high_pri_usage -= self.slots[i].charge;
+            self.high_pri_usage -= self.slots[i].charge as usize;
             self.slots[i].in_high_pool = false;
         }
         self.slots[i].on_list = false;
@@ -229,7 +230,7 @@ impl ShardState {
             let newest = self.older(SENTINEL);
             self.link_after(newest, i);
             self.slots[i].in_high_pool = true;
-            self.high_pri_usage += self.slots[i].charge;
+            self.high_pri_usage += self.slots[i].charge as usize;
             // Demote the oldest high-priority entries while the pool is too big.
             while self.high_pri_usage > self.high_pri_capacity {
                 let j = self.newer(self.low_pri_newest);
@@ -237,7 +238,7 @@ impl ShardState {
                     break;
                 }
                 self.slots[j].in_high_pool = false;
-                self.high_pri_usage -= self.slots[j].charge;
+                self.high_pri_usage -= self.slots[j].charge as usize;
                 self.low_pri_newest = j;
             }
         } else {
@@ -248,7 +249,7 @@ impl ShardState {
 
     /// Frees slot `i` (unlisted, out of the table, unreferenced).
     fn free_slot(&mut self, i: usize) -> Option<Arc<LruEntry>> {
-        self.usage -= self.slots[i].charge;
+        self.usage -= self.slots[i].charge as usize;
         let entry = std::mem::replace(&mut self.slots[i], Slot::free()).entry;
         self.free.push(i);
         entry
@@ -325,7 +326,7 @@ impl LruShard {
     fn reference(st: &mut ShardState, key: &CacheKey) -> Option<usize> {
         let i = *st.map.get(key)?;
         if st.slots[i].refs == 0 {
-            st.pinned_usage += st.slots[i].charge;
+            st.pinned_usage += st.slots[i].charge as usize;
             if st.promote_on_hit && st.slots[i].on_list {
                 st.unlink(i);
             }
@@ -354,29 +355,21 @@ impl LruShard {
         }
         let mut st = self.state.lock();
         let Some(i) = Self::reference(&mut st, key) else { return false };
-        let block = st.slots[i].block.as_ref().map(Arc::as_ptr);
-        let entry = match block {
-            Some(_) => None,
-            None => st.slots[i].entry.clone(),
+        let Some(value) = st.slots[i].value.as_ref().map(CacheValue::as_ptr) else {
+            unreachable!("a cached slot holds its value")
         };
         drop(st);
         let _release = Release(self, i);
-        match (block, entry) {
-            (Some(block), _) => {
-                // SAFETY: `block` comes from `Arc::as_ptr` of the `Arc` in
-                // slot `i`, whose reference we took above. A slot's `block` is
-                // dropped only by `free_slot`, which runs only at `refs == 0`,
-                // so that `Arc` lives until `_release` drops our reference,
-                // after `f` returns. The copy made from it is never dropped
-                // (`ManuallyDrop`), so the strong count is neither raised nor
-                // lowered; anything `f` clones from it is a counted owner.
-                #[allow(unsafe_code)]
-                let value = ManuallyDrop::new(CacheValue::Block(unsafe { Arc::from_raw(block) }));
-                f(&value);
-            }
-            (None, Some(entry)) => f(&entry.value),
-            (None, None) => unreachable!("a cached slot holds its entry"),
-        }
+        // SAFETY: `value` comes from `Arc::as_ptr` of the `Arc` in slot `i`,
+        // whose reference we took above. A slot's `value` is dropped only by
+        // `free_slot`, which runs only at `refs == 0`, so that `Arc` lives
+        // until `_release` drops our reference, after `f` returns. The copy
+        // made from it is never dropped (`ManuallyDrop`), so the strong count
+        // is neither raised nor lowered; anything `f` clones from it is a
+        // counted owner.
+        #[allow(unsafe_code)]
+        let value = ManuallyDrop::new(CacheValue(unsafe { Arc::from_raw(value) }));
+        f(&value);
         true
     }
 
@@ -385,7 +378,7 @@ impl LruShard {
         let mut st = self.state.lock();
         st.slots[i].refs -= 1;
         if st.slots[i].refs == 0 {
-            st.pinned_usage -= st.slots[i].charge;
+            st.pinned_usage -= st.slots[i].charge as usize;
             if !st.slots[i].in_cache {
                 freed = st.free_slot(i);
             } else if st.usage > st.capacity {
@@ -417,7 +410,7 @@ impl LruShard {
     ) -> Result<CacheHandle> {
         let mut freed = Vec::new();
         let mut st = self.state.lock();
-        if charge > st.capacity {
+        if charge > st.capacity || u32::try_from(charge).is_err() {
             // It could only be cached by flushing the whole shard.
             let (strict, capacity) = (st.strict, st.capacity);
             drop(st);
@@ -434,13 +427,13 @@ impl LruShard {
             return Err(strict_limit_error(charge, capacity));
         }
         let i = st.alloc_slot();
-        let block = value.block().cloned();
+        let second = value.clone();
         let entry = Arc::new(LruEntry { value, slot: i, shard: Arc::clone(self) });
         st.slots[i] = Slot {
             entry: Some(Arc::clone(&entry)),
-            block,
+            value: Some(second),
             key,
-            charge,
+            charge: charge as u32,
             refs: 1,
             in_cache: true,
             high_pri,
@@ -535,7 +528,7 @@ impl LruCache {
                     return Err(format!("shard {n}: slot {i} is on the wrong side of the pool boundary"));
                 }
                 if s.in_high_pool {
-                    high += s.charge;
+                    high += s.charge as usize;
                 }
                 if i == st.low_pri_newest {
                     in_low_region = false;
@@ -548,13 +541,13 @@ impl LruCache {
             }
             let live = || st.slots.iter().filter(|s| s.entry.is_some());
             for (i, s) in st.slots.iter().enumerate() {
-                let block = s.entry.as_ref().and_then(|e| e.value.block());
-                if block.map(Arc::as_ptr) != s.block.as_ref().map(Arc::as_ptr) {
-                    return Err(format!("shard {n}: slot {i} points at another block than its entry holds"));
+                let value = s.entry.as_ref().map(|e| e.value.as_ptr() as *const ());
+                if value != s.value.as_ref().map(|v| v.as_ptr() as *const ()) {
+                    return Err(format!("shard {n}: slot {i} points at another value than its entry holds"));
                 }
             }
-            let usage: usize = live().map(|s| s.charge).sum();
-            let pinned: usize = live().filter(|s| s.refs > 0).map(|s| s.charge).sum();
+            let usage: usize = live().map(|s| s.charge as usize).sum();
+            let pinned: usize = live().filter(|s| s.refs > 0).map(|s| s.charge as usize).sum();
             if (usage, pinned) != (st.usage, st.pinned_usage) {
                 return Err(format!(
                     "shard {n}: entries charge {usage} (pinned {pinned}), accounted {} ({})",
@@ -920,18 +913,12 @@ mod tests {
     }
 
     #[test]
-    fn lookup_with_returns_filters_through_their_entry() {
+    fn lookup_with_returns_values_of_any_type() {
         let c = cache(1 << 20, 0.5, true);
-        let mut b = crate::sst::filter::BloomFilterBuilder::new(10);
-        b.add_key(b"present");
-        let filter = crate::sst::filter::BloomFilter::from_block(b.finish().unwrap()).unwrap();
-        drop(c.insert(key(1), CacheValue::Filter(filter), 100, Priority::High).unwrap());
-        let mut matched = None;
-        assert!(c.lookup_with(&key(1), &mut |v| match v {
-            CacheValue::Filter(f) => matched = Some(f.may_match(b"present")),
-            CacheValue::Block(_) => panic!("a filter came back as a block"),
-        }));
-        assert_eq!(matched, Some(true));
+        drop(c.insert(key(1), CacheValue::new(String::from("a filter")), 100, Priority::High).unwrap());
+        let mut seen = None;
+        assert!(c.lookup_with(&key(1), &mut |v| seen = v.get::<String>().cloned()));
+        assert_eq!(seen.as_deref(), Some("a filter"));
         assert_eq!(c.pinned_usage(), 0);
         c.check_consistency().unwrap();
     }

@@ -39,13 +39,11 @@ pub use clock::ClockCache;
 pub use lru::LruCache;
 pub use stats::{BlockKind, BlockKindCounters, CacheCounters, CacheStats};
 
+use std::any::Any;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::options::Options;
-use crate::sst::block::Block;
-use crate::sst::filter::BloomFilter;
 
 /// Identifies one block of one opened table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,38 +76,46 @@ impl Hash for CacheKey {
     }
 }
 
-/// What the cache holds for one key.
-#[derive(Debug)]
-pub enum CacheValue {
-    /// A data or index block. An `Arc` because block iterators own their block.
-    Block(Arc<Block>),
-    /// A table's bloom filter block.
-    Filter(BloomFilter),
-}
+/// What the cache holds for one key: any immutable value its user shares
+/// between threads (the table reader's decoded blocks and bloom filters).
+/// The cache never looks inside; a user takes back the type it stored
+/// ([`CacheValue::get`], [`CacheValue::get_arc`]), as RocksDB's cache holds
+/// an opaque `ObjectPtr` beside its `CacheItemHelper`. So the cache sits
+/// below the table format in the layers and knows nothing of it.
+#[derive(Clone)]
+pub struct CacheValue(Arc<dyn Any + Send + Sync>);
 
 impl CacheValue {
-    /// The block, if this is a data or index block.
-    pub fn block(&self) -> Option<&Arc<Block>> {
-        match self {
-            CacheValue::Block(b) => Some(b),
-            CacheValue::Filter(_) => None,
-        }
+    /// A value owning `value`.
+    pub fn new<T: Any + Send + Sync>(value: T) -> Self {
+        CacheValue(Arc::new(value))
     }
 
-    /// The filter, if this is a filter block.
-    pub fn filter(&self) -> Option<&BloomFilter> {
-        match self {
-            CacheValue::Filter(f) => Some(f),
-            CacheValue::Block(_) => None,
-        }
+    /// A value sharing `value` with its other owners.
+    pub fn from_arc<T: Any + Send + Sync>(value: Arc<T>) -> Self {
+        CacheValue(value)
     }
 
-    /// Bytes held: the charge the table reader gives it.
-    pub fn size(&self) -> usize {
-        match self {
-            CacheValue::Block(b) => b.size(),
-            CacheValue::Filter(f) => f.size(),
-        }
+    /// The value, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        (*self.0).downcast_ref::<T>()
+    }
+
+    /// Another owner of the value, if it is a `T`.
+    pub fn get_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        Arc::clone(&self.0).downcast::<T>().ok()
+    }
+
+    /// The value's address: the same for every clone (the LRU keeps one
+    /// beside its list links; see `lru.rs`).
+    pub(crate) fn as_ptr(&self) -> *const (dyn Any + Send + Sync) {
+        Arc::as_ptr(&self.0)
+    }
+}
+
+impl std::fmt::Debug for CacheValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheValue").finish_non_exhaustive()
     }
 }
 
@@ -309,20 +315,6 @@ impl CacheOptions {
         }
     }
 
-    /// The cache options a database's [`Options`] ask for (the clock table is
-    /// sized for entries of `block_size`).
-    pub fn from_options(o: &Options) -> Self {
-        CacheOptions {
-            capacity: o.block_cache_size,
-            num_shard_bits: o.block_cache_num_shard_bits,
-            strict_capacity_limit: o.block_cache_strict_capacity_limit,
-            high_pri_pool_ratio: o.block_cache_high_pri_pool_ratio,
-            lru_promote_on_hit: o.block_cache_lru_promote_on_hit,
-            metadata_charge: true,
-            estimated_entry_charge: o.block_size.max(1),
-        }
-    }
-
     /// Refuses values no cache can be built with; the error names the option
     /// as [`Options`] spells it.
     pub fn validate(&self) -> Result<()> {
@@ -368,19 +360,6 @@ pub fn new_cache(cache_type: CacheType, options: &CacheOptions) -> Result<Arc<dy
     })
 }
 
-/// The block cache a database opened with `options` reads through: the shared
-/// [`Options::block_cache`] when set, none when `block_cache_size` is 0, else
-/// a new cache of `block_cache_type`.
-pub fn block_cache_for(options: &Options) -> Result<Option<Arc<dyn BlockCache>>> {
-    if let Some(shared) = &options.block_cache {
-        return Ok(Some(Arc::clone(shared)));
-    }
-    if options.block_cache_size == 0 {
-        return Ok(None);
-    }
-    new_cache(options.block_cache_type, &CacheOptions::from_options(options)).map(Some)
-}
-
 /// The shard of a key with hash `hash` among `2^bits` shards: the top bits.
 fn shard_index(hash: u64, bits: u32) -> usize {
     if bits == 0 {
@@ -408,21 +387,15 @@ pub(crate) mod testutil {
     //! Values that carry a tag, to check that a lookup returns what was inserted.
 
     use super::*;
-    use crate::sst::block::{BlockIterator, KeyOrder};
-    use crate::sst::block_builder::BlockBuilder;
 
-    /// A one-entry block whose key is `tag`.
+    /// A value whose content is `tag`.
     pub fn tagged(tag: u64) -> CacheValue {
-        let mut b = BlockBuilder::new(1);
-        b.add(&tag.to_be_bytes(), b"");
-        CacheValue::Block(Arc::new(Block::new(b.finish()).unwrap()))
+        CacheValue::new(tag)
     }
 
     /// The tag of a value made by [`tagged`].
     pub fn tag_of(v: &CacheValue) -> u64 {
-        let mut it = BlockIterator::new(Arc::clone(v.block().unwrap()), KeyOrder::Bytewise);
-        it.seek_to_first();
-        u64::from_be_bytes(it.key().try_into().unwrap())
+        *v.get::<u64>().expect("a tagged value")
     }
 }
 

@@ -6,83 +6,18 @@
 pub mod fifo;
 pub mod job;
 pub mod picker;
+pub(crate) mod run;
 pub mod universal;
 
 use std::sync::Arc;
 
+pub use crate::events::CompactionReason;
 use crate::options::CompressionType;
 use crate::version::FileMetaData;
 
 /// When a file's data was written, in seconds since the Unix epoch (the
 /// `creation_time` table property); `None` when unknown. FIFO's `ttl` needs it.
 pub type CreationTime<'a> = &'a dyn Fn(&FileMetaData) -> Option<u64>;
-
-/// Why a compaction was chosen (RocksDB `CompactionReason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CompactionReason {
-    /// L0 reached `level0_file_num_compaction_trigger`.
-    L0FileCount,
-    /// A level exceeded its target size.
-    LevelSize,
-    /// L0 files merged into one L0 file because L0→base was blocked.
-    IntraL0,
-    /// Asked for by `compact_range`.
-    Manual,
-    /// Universal: the runs above the oldest outgrew `max_size_amplification_percent` of it.
-    UniversalSizeAmplification,
-    /// Universal: adjacent runs of similar size (`size_ratio`) merged.
-    UniversalSizeRatio,
-    /// Universal: more sorted runs than `level0_file_num_compaction_trigger`.
-    UniversalSortedRunNum,
-    /// FIFO: the oldest files dropped to get under `max_table_files_size`.
-    FifoMaxSize,
-    /// FIFO: files older than `ttl` dropped.
-    FifoTtl,
-    /// FIFO with `allow_compaction`: small L0 files merged into one.
-    FifoReduceNumFiles,
-    /// A table rewritten in place so the oldest blob files, mostly
-    /// garbage, can go (`blob_garbage_collection_force_threshold`).
-    ForcedBlobGc,
-}
-
-impl CompactionReason {
-    /// Every reason, in a fixed order (the index of per-reason counters).
-    pub const ALL: [CompactionReason; 11] = [
-        CompactionReason::L0FileCount,
-        CompactionReason::LevelSize,
-        CompactionReason::IntraL0,
-        CompactionReason::Manual,
-        CompactionReason::UniversalSizeAmplification,
-        CompactionReason::UniversalSizeRatio,
-        CompactionReason::UniversalSortedRunNum,
-        CompactionReason::FifoMaxSize,
-        CompactionReason::FifoTtl,
-        CompactionReason::FifoReduceNumFiles,
-        CompactionReason::ForcedBlobGc,
-    ];
-
-    /// RocksDB's name for the reason (`GetCompactionReasonString`); intra-L0 is Ebb's.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompactionReason::L0FileCount => "LevelL0FilesNum",
-            CompactionReason::LevelSize => "LevelMaxLevelSize",
-            CompactionReason::IntraL0 => "IntraL0",
-            CompactionReason::Manual => "ManualCompaction",
-            CompactionReason::UniversalSizeAmplification => "UniversalSizeAmplification",
-            CompactionReason::UniversalSizeRatio => "UniversalSizeRatio",
-            CompactionReason::UniversalSortedRunNum => "UniversalSortedRunNum",
-            CompactionReason::FifoMaxSize => "FIFOMaxSize",
-            CompactionReason::FifoTtl => "FIFOTtl",
-            CompactionReason::FifoReduceNumFiles => "FIFOReduceNumFiles",
-            CompactionReason::ForcedBlobGc => "ForcedBlobGC",
-        }
-    }
-
-    /// Index into [`CompactionReason::ALL`].
-    pub fn index(self) -> usize {
-        CompactionReason::ALL.iter().position(|r| *r == self).unwrap_or(0)
-    }
-}
 
 /// One unit of compaction work: inputs, where the output goes, and how.
 #[derive(Debug, Clone)]

@@ -1,5 +1,7 @@
-//! Background work: the flush and compaction thread pools, the jobs they run,
-//! deletion of obsolete files, and shutdown.
+//! Background work, scheduled: the flush and compaction thread pools, what
+//! each worker picks (flushes in db/flush.rs; a compaction's merge in
+//! compaction/run.rs, installed here), manual compaction, deletion of
+//! obsolete files, and shutdown.
 //!
 //! Flush threads (high priority, `max_background_flushes`) and compaction
 //! threads (low priority, `max_background_compactions`) wait on `work_cv`.
@@ -19,22 +21,20 @@
 use std::any::Any;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
+use super::{CompactionJobInfo, DbInner, DbState};
 use crate::compaction::job::BlobSettings;
-use crate::compaction::{job, picker, Compaction};
+use crate::compaction::{picker, run, Compaction};
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{make_internal_key, user_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::memtable::MemTable;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
-use crate::version::{filename, BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
+use crate::version::{filename, FileMetaData};
 
 /// Write-behind step of an L0 run merge's outputs when `bytes_per_sync` is
 /// 0. A run merge (the tuner's merge of L0 sorted runs while it defers
@@ -136,202 +136,6 @@ impl DbInner {
         true
     }
 
-    /// The memtables a new flush takes: in each family, the first run of
-    /// immutable memtables no running flush has taken (oldest first); of
-    /// the families, the one whose run starts in the oldest WAL.
-    fn pick_flush(st: &DbState) -> Option<(u32, Vec<Arc<MemTable>>)> {
-        st.families
-            .iter()
-            .filter_map(|(id, f)| {
-                let start = f.imm.iter().position(|m| !m.flush_claimed())?;
-                let run: Vec<_> = f.imm[start..].iter().take_while(|m| !m.flush_claimed()).cloned().collect();
-                Some((*id, run))
-            })
-            .min_by_key(|(_, run)| run[0].log_number())
-    }
-
-    /// Writes `mems` (oldest first) of column family `cf` into one L0 table
-    /// and installs it. Requires the db mutex; releases it during I/O. A
-    /// family dropped meanwhile is `Cancelled`; its table is deleted.
-    pub(crate) fn flush_memtables(
-        &self,
-        st: &mut MutexGuard<'_, DbState>,
-        cf: u32,
-        mems: &[Arc<MemTable>],
-    ) -> Result<()> {
-        let start = Instant::now();
-        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
-        let mut opts = self.family_opts(&data);
-        let bits = self.l0_filter_bits(st, cf, &opts);
-        if bits != opts.bloom_bits_per_key {
-            let mut o = (*opts).clone();
-            o.bloom_bits_per_key = bits;
-            opts = Arc::new(o);
-        }
-        let smallest_snapshot = self.smallest_snapshot(st);
-        // A flush writes exactly one file (no size cut), so one number is
-        // reserved, and protected until the table is installed: it is
-        // written without the mutex, and the mutex is released again while
-        // the MANIFEST is written.
-        let number = st.versions.new_file_number();
-        let new_tables = NewTables::new(self);
-        new_tables.record(number);
-        // Blob files take numbers above the table's, so the same floor
-        // protects them.
-        let numbers = st.versions.file_number_allocator();
-        let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
-        let (written, file_number) = {
-            let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
-            let several_families = st.families.len() > 1;
-            let output = MutexGuard::unlocked(&mut st, || {
-                let output =
-                    self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
-                // No family's tables may hold writes logged after another
-                // family's unsynced WAL (db/wal_seal.rs, contract 4).
-                if several_families {
-                    self.seal_closed_wals()?;
-                }
-                Ok(output)
-            });
-            let output = output?;
-            self.wait_for_older_flushes(&mut st, cf, &mems[0])?;
-            let mut edit = VersionEdit { column_family: cf, ..Default::default() };
-            let written = output.bytes_written;
-            let mut file_number = 0;
-            self.record_blob_output(&mut edit, &output);
-            for f in output.files {
-                file_number = f.number;
-                edit.add_file(0, f);
-            }
-            // The family's data in WALs older than its oldest memtable still
-            // unflushed is all in tables.
-            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
-            let remaining_log = family
-                .imm
-                .iter()
-                .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
-                .map(|m| m.log_number())
-                .chain(std::iter::once(family.mem.log_number()))
-                .min()
-                .unwrap_or(st.wal_number);
-            edit.log_number = Some(remaining_log);
-            let mut edits = vec![edit];
-            // Other families whose memtables moved past old WALs (idle ones,
-            // renumbered at WAL switches) record it now, so they do not keep
-            // those WALs alive (RocksDB advances their log numbers likewise).
-            for (id, f) in &st.families {
-                let keep = f.oldest_log_to_keep();
-                if *id != cf && keep > st.versions.family_log_number(*id) {
-                    edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
-                }
-            }
-            let last = self.last_sequence.load(Ordering::Acquire);
-            st.versions.set_last_sequence(last);
-            new_tables.installing();
-            self.log_and_apply(&mut st, edits)?;
-            if let Some(family) = st.families.get_mut(&cf) {
-                family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
-            }
-            self.install_super_version(&mut st);
-            // A newer flush of the family may be waiting for this one.
-            self.bg_cv.notify_all();
-            (written, file_number)
-        };
-        bump(&self.stats.flush_bytes, written);
-        bump(&self.stats.flushes, 1);
-        self.stats.time(|h| &h.flush_micros, start.elapsed().as_micros() as u64);
-        self.stats.add_level(
-            0,
-            &LevelCompactionStats {
-                bytes_written: written,
-                micros: start.elapsed().as_micros() as u64,
-                count: 1,
-                keys_in: mems.iter().map(|m| m.num_entries()).sum(),
-                ..Default::default()
-            },
-        );
-        self.delete_obsolete_files(st);
-        if !opts.listeners.is_empty() {
-            let info = FlushJobInfo {
-                file_number,
-                bytes_written: written,
-                entries: mems.iter().map(|m| m.num_entries()).sum(),
-                micros: start.elapsed().as_micros() as u64,
-            };
-            MutexGuard::unlocked(st, || self.notify_event("on_flush_completed", |l| l.on_flush_completed(&info)));
-        }
-        Ok(())
-    }
-
-    /// Returns once `first`, the oldest memtable a flush of family `cf`
-    /// wrote, is the family's oldest immutable memtable: a flush that ends
-    /// before an older one of its family waits for it to be installed, so
-    /// tables and log numbers reach the MANIFEST in the order the memtables
-    /// were filled (RocksDB commits flush results likewise, oldest first).
-    /// Otherwise a crash between the two installs would leave the newer
-    /// memtable's table listed while recovery replays the older WAL, which
-    /// holds the newer writes too. `Cancelled` if the family was dropped, if
-    /// a background error stops the older flush, or if at shutdown no flush
-    /// holds the older memtables any more. Requires the db mutex.
-    fn wait_for_older_flushes(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, first: &Arc<MemTable>) -> Result<()> {
-        loop {
-            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
-            let Some(oldest) = family.imm.first() else { return Err(Error::Cancelled) };
-            if Arc::ptr_eq(oldest, first) {
-                return Ok(());
-            }
-            if st.bg_error.is_some() || (st.shutting_down && !oldest.flush_claimed()) {
-                return Err(Error::Cancelled);
-            }
-            self.bg_cv.wait_for(st, Duration::from_millis(50));
-        }
-    }
-
-    /// Writes `mems` (oldest first) of column family `cf` into one table
-    /// numbered `number`, and blob files numbered by `new_blob_number` (see
-    /// [`write_memtables`]). Does not need the db mutex: callers hold it
-    /// only at open.
-    pub(crate) fn write_level0_table(
-        &self,
-        mems: &[Arc<MemTable>],
-        opts: &crate::Options,
-        family: &super::column_family::ColumnFamilyData,
-        number: u64,
-        smallest_snapshot: u64,
-        new_blob_number: &dyn Fn() -> u64,
-    ) -> Result<job::JobOutput> {
-        let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
-        let target = TableTarget {
-            dir: &self.dir,
-            fs: &self.fs,
-            opts,
-            cf: family.id,
-            cf_name: &family.name,
-            bytes_per_sync: self.opts().bytes_per_sync,
-            new_blob_number: Some(new_blob_number),
-        };
-        write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
-    }
-
-    /// Adds what a job wrote to blob files, and the garbage it found, to
-    /// `edit`, and counts them in the statistics.
-    pub(crate) fn record_blob_output(&self, edit: &mut VersionEdit, output: &job::JobOutput) {
-        for b in &output.blob_files {
-            edit.blob_file_additions.push(BlobFileAddition {
-                number: b.number,
-                total_count: b.blob_count,
-                total_bytes: b.blob_bytes,
-            });
-            bump(&self.stats.blob_file_bytes_written, b.file_size);
-            bump(&self.stats.blob_files_synced, 1);
-        }
-        for (number, (count, bytes)) in &output.blob_garbage {
-            edit.blob_file_garbage.push(BlobFileGarbage { number: *number, count: *count, bytes: *bytes });
-        }
-        bump(&self.stats.blob_gc_keys_relocated, output.blobs_relocated.0);
-        bump(&self.stats.blob_gc_bytes_relocated, output.blobs_relocated.1);
-    }
-
     /// The oldest sequence number any reader may still read at.
     pub(crate) fn smallest_snapshot(&self, st: &DbState) -> u64 {
         st.snapshots.keys().next().copied().unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
@@ -401,7 +205,7 @@ impl DbInner {
     /// configured bits, raised while the tuner defers compaction and L0
     /// holds more files than its trigger ([`crate::tuning::l0_filter_bits`]).
     /// Requires the db mutex.
-    fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &crate::Options) -> u32 {
+    pub(super) fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &crate::Options) -> u32 {
         if !self.tuning.deferred.load(Ordering::Relaxed) {
             return opts.bloom_bits_per_key;
         }
@@ -516,31 +320,25 @@ impl DbInner {
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
         let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
-        let mut edit = VersionEdit { column_family: cf, ..Default::default() };
-        for (level, f) in c.inputs_by_level() {
-            edit.delete_file(level, f.number);
-        }
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
         let bytes_level: u64 = c.input_bytes() - bytes_next;
         if c.is_deletion() {
             if !st.families.contains_key(&cf) {
                 return Err(Error::Cancelled);
             }
-            self.log_and_apply(st, vec![edit])?;
+            self.log_and_apply(st, vec![run::edit(c, cf, &[], None)])?;
             self.install_super_version(st);
             return Ok(Vec::new());
         }
         if c.trivial_move {
             bump(&self.stats.trivial_moves, 1);
             // Leveled moves have no output-level inputs; universal ones leave
-            // them where they are (deleted above, added back here).
-            for f in c.all_inputs() {
-                edit.new_files.push((c.output_level, Arc::clone(f)));
-            }
+            // them where they are (deleted, and added back by the edit).
+            let moved: Vec<Arc<FileMetaData>> = c.all_inputs().cloned().collect();
             if !st.families.contains_key(&cf) {
                 return Err(Error::Cancelled);
             }
-            self.log_and_apply(st, vec![edit])?;
+            self.log_and_apply(st, vec![run::edit(c, cf, &moved, None)])?;
             self.install_super_version(st);
             self.stats.add_level(
                 c.output_level,
@@ -551,7 +349,7 @@ impl DbInner {
                     ..Default::default()
                 },
             );
-            return Ok(c.all_inputs().cloned().collect());
+            return Ok(moved);
         }
         let opts = self.family_opts(&data);
         let db_opts = self.opts();
@@ -570,7 +368,7 @@ impl DbInner {
         let floor = st.versions.next_file_number();
         let new_tables = NewTables::new(self);
         let numbers = st.versions.file_number_allocator();
-        let ranges = subcompaction_ranges(c, db_opts.max_subcompactions as usize);
+        let ranges = run::subcompaction_ranges(c, db_opts.max_subcompactions as usize);
         if ranges.len() > 1 {
             bump(&self.stats.split_compactions, 1);
             bump(&self.stats.subcompactions, ranges.len() as u64);
@@ -581,7 +379,19 @@ impl DbInner {
         }
         table_options.column_family = cf;
         table_options.column_family_name = Some(Arc::from(data.name.as_str()));
-        let settings = SubcompactionSettings {
+        let from_l0 = c.level == 0 && c.output_level > 0;
+        let run_merge = c.level == 0 && c.output_level == 0;
+        let new_file_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
+        let on_bytes = |b: u64| {
+            bump(&self.stats.compaction_bytes_written, b);
+            self.tuning.on_compaction_bytes(b, from_l0, run_merge, cancel);
+        };
+        let on_panic = |payload| self.panic_error("subcompaction", payload);
+        let merge = run::CompactionRun {
+            compaction: c,
+            tables: &self.tables,
+            dir: &self.dir,
+            fs: &self.fs,
             rs: ReadSettings::for_compaction(&db_opts),
             table_options,
             blob: BlobSettings {
@@ -594,68 +404,35 @@ impl DbInner {
             },
             smallest_snapshot,
             cancel,
-            numbers: &numbers,
-            new_tables: &new_tables,
+            new_file_number: &new_file_number,
+            on_bytes: &on_bytes,
+            bytes_per_sync: match db_opts.bytes_per_sync {
+                0 if run_merge && self.tuning.deferred.load(Ordering::Relaxed) => RUN_MERGE_BYTES_PER_SYNC,
+                n => n,
+            },
+            on_panic: &on_panic,
         };
         let mut job = JobGuard::new(self, st, Hold::PendingOutputs(floor));
-        let results: Vec<Result<job::JobOutput>> = MutexGuard::unlocked(&mut job, || {
-            if ranges.len() == 1 {
-                vec![self.run_subcompaction(c, &ranges[0], &settings)]
-            } else {
-                // A subcompaction thread that panics fails the compaction;
-                // its outputs are in `new_tables` and deleted with the others'.
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> =
-                        ranges.iter().map(|r| scope.spawn(|| self.run_subcompaction(c, r, &settings))).collect();
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|payload| Err(self.panic_error("subcompaction", payload))))
-                        .collect()
-                })
-            }
-        });
-        let mut out = job::JobOutput::default();
-        let mut first_error = None;
-        for r in results {
-            match r {
-                Ok(o) => {
-                    out.keys_in += o.keys_in;
-                    out.keys_dropped += o.keys_dropped;
-                    out.bytes_written += o.bytes_written;
-                    out.files.extend(o.files);
-                    out.blob_files.extend(o.blob_files);
-                    for (number, (count, bytes)) in o.blob_garbage {
-                        let g = out.blob_garbage.entry(number).or_default();
-                        g.0 += count;
-                        g.1 += bytes;
-                    }
-                    out.blobs_relocated.0 += o.blobs_relocated.0;
-                    out.blobs_relocated.1 += o.blobs_relocated.1;
+        // A subcompaction thread that panics fails the compaction; its
+        // outputs are in `new_tables` and deleted with the others'.
+        let mut out = match MutexGuard::unlocked(&mut job, || merge.run(&ranges)) {
+            Ok(out) => out,
+            Err(e) => {
+                if matches!(e, Error::Cancelled) {
+                    bump(&self.stats.cancelled_compactions, 1);
                 }
-                Err(e) => {
-                    if first_error.is_none() || matches!(first_error, Some(Error::Cancelled)) {
-                        first_error = Some(e);
-                    }
+                if matches!(e, Error::Panicked { .. }) {
+                    // Sticky whichever thread ran the compaction (a manual one
+                    // does not make its other errors sticky).
+                    return Err(self.set_bg_error_locked(&mut job, e));
                 }
+                return Err(e);
             }
-        }
-        if let Some(e) = first_error {
-            if matches!(e, Error::Cancelled) {
-                bump(&self.stats.cancelled_compactions, 1);
-            }
-            if matches!(e, Error::Panicked { .. }) {
-                // Sticky whichever thread ran the compaction (a manual one
-                // does not make its other errors sticky).
-                return Err(self.set_bg_error_locked(&mut job, e));
-            }
-            return Err(e);
-        }
+        };
         let written = out.bytes_written;
-        self.record_blob_output(&mut edit, &out);
-        let installed: Vec<Arc<FileMetaData>> = out.files.into_iter().map(Arc::new).collect();
-        for f in &installed {
-            edit.new_files.push((c.output_level, Arc::clone(f)));
-        }
+        self.count_blob_output(&out);
+        let installed: Vec<Arc<FileMetaData>> = std::mem::take(&mut out.files).into_iter().map(Arc::new).collect();
+        let edit = run::edit(c, cf, &installed, Some(&out));
         let r = if job.families.contains_key(&cf) {
             new_tables.installing();
             self.log_and_apply(&mut job, vec![edit])
@@ -685,79 +462,6 @@ impl DbInner {
             },
         );
         Ok(installed)
-    }
-
-    /// Merges the part of `c` whose user keys fall in `range`.
-    fn run_subcompaction(
-        &self,
-        c: &Compaction,
-        range: &KeyRange,
-        settings: &SubcompactionSettings<'_>,
-    ) -> Result<job::JobOutput> {
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        if c.level == 0 {
-            for f in &c.inputs {
-                children.push(Box::new(self.tables.get(f, 0)?.iter(settings.rs)));
-            }
-        } else {
-            children.push(Box::new(super::iter::LevelIterator::new(
-                super::iter::LevelFiles::Listed(c.inputs.clone()),
-                c.level,
-                Arc::clone(&self.tables),
-                settings.rs,
-            )));
-        }
-        for (level, files) in &c.middle_inputs {
-            children.push(Box::new(super::iter::LevelIterator::new(
-                super::iter::LevelFiles::Listed(files.clone()),
-                *level,
-                Arc::clone(&self.tables),
-                settings.rs,
-            )));
-        }
-        if !c.output_inputs.is_empty() {
-            children.push(Box::new(super::iter::LevelIterator::new(
-                super::iter::LevelFiles::Listed(c.output_inputs.clone()),
-                c.output_level,
-                Arc::clone(&self.tables),
-                settings.rs,
-            )));
-        }
-        let mut input = BoundedIterator::new(MergingIterator::new(children), range.1.clone());
-        match &range.0 {
-            Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
-            None => input.seek_to_first(),
-        }
-        let mut alloc = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
-        let mut alloc_blob = || settings.new_tables.record(settings.numbers.fetch_add(1, Ordering::SeqCst));
-        let from_l0 = c.level == 0 && c.output_level > 0;
-        let run_merge = c.level == 0 && c.output_level == 0;
-        let mut on_bytes = |b: u64| {
-            bump(&self.stats.compaction_bytes_written, b);
-            self.tuning.on_compaction_bytes(b, from_l0, run_merge, settings.cancel);
-        };
-        job::run(
-            &mut input,
-            job::JobContext {
-                dir: &self.dir,
-                fs: &self.fs,
-                table_options: settings.table_options.clone(),
-                target_file_size: c.target_file_size,
-                grandparents: &c.grandparents,
-                smallest_snapshot: settings.smallest_snapshot,
-                drop_tombstones: c.bottommost,
-                drop_hidden: true,
-                cancel: Some(settings.cancel),
-                new_file_number: &mut alloc,
-                blob: settings.blob,
-                new_blob_file_number: &mut alloc_blob,
-                on_bytes: &mut on_bytes,
-                bytes_per_sync: match self.opts().bytes_per_sync {
-                    0 if run_merge && self.tuning.deferred.load(Ordering::Relaxed) => RUN_MERGE_BYTES_PER_SYNC,
-                    n => n,
-                },
-            },
-        )
     }
 
     /// Appends `ebb.stats` to the info log (`LOG`) every
@@ -963,29 +667,6 @@ impl DbInner {
         result
     }
 
-    /// Flushes, at close, every memtable holding writes made without the
-    /// WAL (running background flushes finish first). Requires the db mutex.
-    fn flush_unlogged(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
-        let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
-        if !switch.is_empty() {
-            self.switch_memtables(st, &switch)?;
-        }
-        loop {
-            // With no flush running, no memtable is taken: the pick is all
-            // of a family's immutable memtables, the oldest WAL's first.
-            match Self::pick_flush(st) {
-                None if st.flush_running == 0 => return Ok(()),
-                Some((cf, mems)) if st.flush_running == 0 => {
-                    let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
-                    if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
-                        return Err(self.set_bg_error_locked(&mut st, e));
-                    }
-                }
-                _ => self.bg_cv.wait(st),
-            }
-        }
-    }
-
     /// Runs `body`, the job `job`, under `catch_unwind`: a panic in it
     /// becomes the sticky background error (`Error::Panicked`, also in the
     /// info log), returned wrapped as every later write will see it. By then
@@ -1016,7 +697,7 @@ impl DbInner {
 }
 
 /// What a running job holds in the db state.
-enum Hold {
+pub(super) enum Hold {
     /// A flush, counted in `flush_running`, its memtables marked taken
     /// (`MemTable::flush_claimed`) so no other flush writes them too.
     Flush(Vec<Arc<MemTable>>),
@@ -1046,7 +727,7 @@ pub(crate) struct JobGuard<'g, 'a> {
 }
 
 impl<'g, 'a> JobGuard<'g, 'a> {
-    fn new(inner: &'g DbInner, st: &'g mut MutexGuard<'a, DbState>, hold: Hold) -> Self {
+    pub(super) fn new(inner: &'g DbInner, st: &'g mut MutexGuard<'a, DbState>, hold: Hold) -> Self {
         match &hold {
             Hold::Flush(mems) => {
                 st.flush_running += 1;
@@ -1122,18 +803,18 @@ pub(crate) struct NewTables<'g> {
 }
 
 impl<'g> NewTables<'g> {
-    fn new(inner: &'g DbInner) -> Self {
+    pub(super) fn new(inner: &'g DbInner) -> Self {
         NewTables { inner, numbers: Mutex::new(Vec::new()) }
     }
 
     /// Records table or blob file `number` as created by the job; returns it.
-    fn record(&self, number: u64) -> u64 {
+    pub(super) fn record(&self, number: u64) -> u64 {
         self.numbers.lock().push(number);
         number
     }
 
     /// The tables are about to be handed to the MANIFEST.
-    fn installing(&self) {
+    pub(super) fn installing(&self) {
         self.numbers.lock().clear();
     }
 }
@@ -1151,76 +832,6 @@ impl Drop for NewTables<'_> {
     }
 }
 
-/// Where and how a table written from memtables goes.
-pub(crate) struct TableTarget<'a> {
-    pub(crate) dir: &'a std::path::Path,
-    pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
-    /// The column family's options (table format, level-0 compression).
-    pub(crate) opts: &'a crate::Options,
-    /// The column family and its name, recorded in the table's properties.
-    pub(crate) cf: u32,
-    pub(crate) cf_name: &'a str,
-    pub(crate) bytes_per_sync: u64,
-    /// Numbers blob files (`opts.enable_blob_files`); `None` keeps every
-    /// value in the table whatever the options say (repair).
-    pub(crate) new_blob_number: Option<&'a dyn Fn() -> u64>,
-}
-
-/// Writes `mems` (oldest first) into one table numbered `number`: a flush,
-/// with no size cut, keeping what a reader at `smallest_snapshot` or later
-/// can see; values of at least `min_blob_size` go to blob files when the
-/// options and `target` say so. Writes nothing (no file) when they hold
-/// nothing.
-pub(crate) fn write_memtables(
-    target: &TableTarget<'_>,
-    mems: &[Arc<MemTable>],
-    number: u64,
-    smallest_snapshot: u64,
-    on_bytes: &mut dyn FnMut(u64),
-) -> Result<job::JobOutput> {
-    let mut table_options = TableBuilderOptions::from_options(target.opts, target.opts.compression_for_level(0, false));
-    table_options.column_family = target.cf;
-    table_options.column_family_name = Some(Arc::from(target.cf_name));
-    let children: Vec<Box<dyn InternalIterator>> =
-        mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
-    let mut input = MergingIterator::new(children);
-    input.seek_to_first();
-    let mut pool = vec![number];
-    let mut alloc = || pool.pop().unwrap_or(u64::MAX);
-    let o = target.opts;
-    let blob = match target.new_blob_number {
-        Some(_) if o.enable_blob_files => BlobSettings {
-            min_blob_size: Some(o.min_blob_size),
-            blob_file_size: o.blob_file_size,
-            compression: o.blob_compression_type,
-            column_family: target.cf,
-            gc: None,
-            verify_checksums: true,
-        },
-        _ => BlobSettings::off(),
-    };
-    let mut alloc_blob = || target.new_blob_number.map_or(u64::MAX, |f| f());
-    job::run(
-        &mut input,
-        job::JobContext {
-            dir: target.dir,
-            fs: target.fs,
-            table_options,
-            target_file_size: u64::MAX,
-            grandparents: &[],
-            smallest_snapshot,
-            drop_tombstones: false,
-            drop_hidden: true,
-            cancel: None,
-            new_file_number: &mut alloc,
-            blob,
-            new_blob_file_number: &mut alloc_blob,
-            on_bytes,
-            bytes_per_sync: target.bytes_per_sync,
-        },
-    )
-}
-
 #[allow(dead_code)]
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
@@ -1228,106 +839,9 @@ fn _assert_send_sync() {
     is::<FileMetaData>();
 }
 
-/// A user-key range `[start, end)` of one subcompaction; `None` is unbounded.
-type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
-
-/// What every subcompaction of one compaction shares.
-struct SubcompactionSettings<'a> {
-    rs: ReadSettings,
-    table_options: TableBuilderOptions,
-    blob: BlobSettings<'a>,
-    smallest_snapshot: u64,
-    cancel: &'a AtomicBool,
-    numbers: &'a AtomicU64,
-    new_tables: &'a NewTables<'a>,
-}
-
-/// Splits `c` into at most `max` key ranges of about equal input bytes, cut
-/// at input-file boundaries (RocksDB `GenSubcompactionBoundaries`, simplified).
-/// Only L0→base and compactions with output-level inputs are split; a range
-/// is never smaller than one target file.
-fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> {
-    let splittable = c.level != c.output_level && (c.level == 0 || !c.output_inputs.is_empty());
-    let wanted = max.min((c.input_bytes() / c.target_file_size.max(1)).max(1) as usize);
-    if !splittable || wanted <= 1 {
-        return vec![(None, None)];
-    }
-    // Candidate cut points: each input file's smallest key, weighted by bytes.
-    let mut points: Vec<(Vec<u8>, u64)> =
-        c.all_inputs().map(|f| (f.smallest_user_key().to_vec(), f.file_size)).collect();
-    points.sort();
-    let total: u64 = points.iter().map(|p| p.1).sum();
-    let step = total / wanted as u64;
-    let mut cuts: Vec<Vec<u8>> = Vec::new();
-    let mut acc = 0;
-    for (key, size) in &points {
-        if acc >= step * (cuts.len() as u64 + 1) && cuts.last() != Some(key) && cuts.len() + 1 < wanted {
-            cuts.push(key.clone());
-        }
-        acc += size;
-    }
-    let first = points.first().map(|p| p.0.clone());
-    cuts.retain(|k| Some(k) != first.as_ref());
-    let mut ranges = Vec::new();
-    let mut start: Option<Vec<u8>> = None;
-    for cut in cuts {
-        ranges.push((start.take(), Some(cut.clone())));
-        start = Some(cut);
-    }
-    ranges.push((start, None));
-    ranges
-}
-
-/// Stops an iterator at the first entry whose user key is `>= end`.
-struct BoundedIterator<I> {
-    inner: I,
-    end: Option<Vec<u8>>,
-}
-
-impl<I: InternalIterator> BoundedIterator<I> {
-    fn new(inner: I, end: Option<Vec<u8>>) -> Self {
-        BoundedIterator { inner, end }
-    }
-}
-
-impl<I: InternalIterator> InternalIterator for BoundedIterator<I> {
-    fn valid(&self) -> bool {
-        self.inner.valid() && self.end.as_ref().is_none_or(|e| user_key(self.inner.key()) < e.as_slice())
-    }
-    fn seek_to_first(&mut self) {
-        self.inner.seek_to_first()
-    }
-    fn seek_to_last(&mut self) {
-        self.inner.seek_to_last()
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.inner.seek(target)
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.inner.seek_for_prev(target)
-    }
-    fn next(&mut self) {
-        self.inner.next()
-    }
-    fn prev(&mut self) {
-        self.inner.prev()
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        self.inner.status()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::CompactionReason;
-    use crate::key::ValueKind;
 
     /// Options for a test that drives the tuning hooks (`deferred`,
     /// `merge_l0_runs`) by hand: tuning off, so no tuner thread of the
@@ -1523,56 +1037,5 @@ mod tests {
         flush_round(17);
         let after = bits_of_newest_l0();
         assert!(after < configured + 1.0, "the deferral over: {after}");
-    }
-
-    fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {
-        Arc::new(FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            table: Default::default(),
-        })
-    }
-
-    fn compaction(inputs: Vec<Arc<FileMetaData>>, outputs: Vec<Arc<FileMetaData>>) -> Compaction {
-        Compaction {
-            level: 0,
-            output_level: 1,
-            inputs,
-            output_inputs: outputs,
-            middle_inputs: Vec::new(),
-            grandparents: Vec::new(),
-            trivial_move: false,
-            bottommost: true,
-            target_file_size: 100,
-            compression: crate::CompressionType::None,
-            reason: CompactionReason::L0FileCount,
-        }
-    }
-
-    #[test]
-    fn subcompaction_ranges_cover_everything_once_in_order() {
-        let c = compaction(
-            vec![file(1, "a", "z", 400), file(2, "c", "q", 400)],
-            vec![file(3, "a", "f", 300), file(4, "g", "m", 300), file(5, "n", "t", 300), file(6, "u", "z", 300)],
-        );
-        let ranges = subcompaction_ranges(&c, 4);
-        assert!(ranges.len() > 1 && ranges.len() <= 4, "{ranges:?}");
-        assert_eq!(ranges.first().unwrap().0, None);
-        assert_eq!(ranges.last().unwrap().1, None);
-        for pair in ranges.windows(2) {
-            assert_eq!(pair[0].1, pair[1].0, "ranges must be contiguous");
-            assert!(pair[0].0.as_ref().is_none_or(|s| Some(s) < pair[0].1.as_ref()));
-        }
-        assert_eq!(subcompaction_ranges(&c, 1), vec![(None, None)]);
-        // Too little data for more than one target file: no split.
-        let small = compaction(vec![file(1, "a", "b", 10)], vec![file(2, "a", "c", 10)]);
-        assert_eq!(subcompaction_ranges(&small, 4).len(), 1);
     }
 }

@@ -21,29 +21,30 @@ mod batch;
 mod bg;
 mod blob_cache;
 mod column_family;
+mod flush;
 mod info_log;
 mod iter;
-mod listener;
 mod open;
 mod properties;
 mod read;
 mod recovery;
 mod repair;
-mod table_cache;
 mod tuning;
 mod version_edits;
 mod wal_seal;
 mod write;
 
+pub use crate::events::{
+    CompactionJobInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition, TuningEvent, WalDamage,
+    LOST_DIR,
+};
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
-pub use listener::{CompactionJobInfo, EventListener, FlushJobInfo, StallCondition};
 pub use properties::DbMetrics;
-pub use recovery::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
 pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
-pub use tuning::{TuningEvent, TuningMetrics};
+pub use tuning::TuningMetrics;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -59,14 +60,15 @@ use crate::fs::{FileLock, FileSystem};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::Options;
 use crate::sst::{PinnableSlice, ReadSettings};
 use crate::stats::Stats;
-use crate::version::{Version, VersionSet};
+use crate::version::{LevelFiles, LevelIterator, TableCache, Version, VersionSet};
 use crate::wal::LogWriter;
 use blob_cache::BlobFileCache;
 use column_family::{ColumnFamilyData, FamilyState};
-use table_cache::TableCache;
+pub use read::ReadOptions;
+pub use write::WriteOptions;
 
 /// What readers need, swapped as a whole: the memtables and the version.
 pub(crate) struct SuperVersion {
@@ -739,8 +741,8 @@ impl DbInner {
         }
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
-                let files = iter::LevelFiles::Version(Arc::clone(&sv.version), level);
-                children.push(Box::new(iter::LevelIterator::new(files, level, Arc::clone(&self.tables), rs)));
+                let files = LevelFiles::Version(Arc::clone(&sv.version), level);
+                children.push(Box::new(LevelIterator::new(files, level, Arc::clone(&self.tables), rs)));
             }
         }
         let merged = MergingIterator::new(children);

@@ -23,7 +23,6 @@ use super::bg::PoolSizes;
 use super::blob_cache::BlobFileCache;
 use super::column_family::{ColumnFamilyData, FamilyState};
 use super::info_log::{InfoLog, Level};
-use super::table_cache::TableCache;
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -31,6 +30,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::stats::Stats;
 use crate::version::{filename, VersionSet, DEFAULT_COLUMN_FAMILY};
+use crate::version::{TableCache, TableCacheOptions};
 
 pub(super) fn open(dir: &Path, options: Options, families: &[(&str, Options)]) -> Result<Db> {
     options.validate()?;
@@ -152,8 +152,13 @@ fn open_locked(
             )));
         }
     }
-    let block_cache = crate::cache::block_cache_for(&options)?;
-    let tables = Arc::new(TableCache::new(dir.to_path_buf(), Arc::clone(&fs), block_cache, &options));
+    let block_cache = crate::options::block_cache_for(&options)?;
+    let tables = Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&fs),
+        block_cache,
+        TableCacheOptions::from_options(&options),
+    ));
     let num_levels = options.num_levels;
     let stats = Arc::new(Stats::with_histograms(num_levels, options.statistics));
     let blobs = Arc::new(BlobFileCache::new(dir.to_path_buf(), Arc::clone(&fs), Arc::clone(&stats)));

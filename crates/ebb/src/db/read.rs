@@ -15,9 +15,8 @@ use crate::key::{
     append_internal_key, parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
 };
 use crate::memtable::MemLookup;
-use crate::options::ReadOptions;
 use crate::sst::filter::filter_hash;
-use crate::sst::{PinnableSlice, ReadSettings, Table};
+use crate::sst::{PinnableSlice, ReadSettings, Readahead, Table};
 use crate::version::FileMetaData;
 
 /// How a point read hands out the value it finds: copied into a vector, or
@@ -396,4 +395,98 @@ struct Batch<'a> {
     /// filter lets through: reused from table to table.
     wanted: Vec<usize>,
     passing: Vec<usize>,
+}
+
+/// Options passed to each read.
+///
+/// A read at a snapshot borrows it (as the `rocksdb` crate's
+/// `ReadOptions::set_snapshot(&snapshot)` does), so read options cannot
+/// outlive their snapshot: a read through a dropped snapshot does not compile.
+///
+/// ```
+/// # use ebb::{Db, Options, ReadOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let mut o = Options::default();
+/// # o.create_if_missing = true;
+/// # let db = Db::open(dir.path(), o).unwrap();
+/// db.put(b"k", b"v1").unwrap();
+/// let snapshot = db.snapshot();
+/// let ro = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+/// db.put(b"k", b"v2").unwrap();
+/// assert_eq!(db.get_opt(b"k", &ro).unwrap(), Some(b"v1".to_vec()));
+/// ```
+///
+/// ```compile_fail,E0597
+/// # use ebb::{Db, Options, ReadOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let mut o = Options::default();
+/// # o.create_if_missing = true;
+/// # let db = Db::open(dir.path(), o).unwrap();
+/// let ro = {
+///     let snapshot = db.snapshot();
+///     ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() }
+/// }; // the snapshot is dropped here, while `ro` still borrows it
+/// db.get_opt(b"k", &ro).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot (from [`crate::Db::snapshot`], of the same
+    /// database); the latest state when `None`.
+    pub snapshot: Option<&'a super::Snapshot<'a>>,
+    /// Verify block checksums on this read. Default true.
+    pub verify_checksums: bool,
+    /// Put blocks read into the block cache. Default true.
+    pub fill_cache: bool,
+    /// Iterators see no key below this (inclusive).
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators see no key at or above this (exclusive).
+    pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Bytes iterators read ahead of each data block they read from a file;
+    /// 0 means auto readahead (`initial_auto_readahead_size` growing to
+    /// `max_auto_readahead_size` on sequential reads). RocksDB
+    /// `ReadOptions::readahead_size`; default 0.
+    pub readahead_size: usize,
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            verify_checksums: true,
+            fill_cache: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+            readahead_size: 0,
+        }
+    }
+}
+
+impl ReadSettings {
+    /// The settings a user's [`ReadOptions`] ask for: a `readahead_size` of 0
+    /// means auto readahead, as in RocksDB.
+    pub fn from_read_options(o: &ReadOptions) -> Self {
+        let readahead = if o.readahead_size > 0 { Readahead::Fixed(o.readahead_size) } else { Readahead::Auto };
+        ReadSettings {
+            verify_checksums: o.verify_checksums,
+            fill_cache: o.fill_cache,
+            readahead,
+            for_compaction: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_options_default_to_verified_cached_reads_with_auto_readahead() {
+        let d = ReadOptions::default();
+        assert!(d.snapshot.is_none() && d.verify_checksums && d.fill_cache);
+        assert_eq!(d.readahead_size, 0, "RocksDB's default");
+        let rs = ReadSettings::from_read_options(&d);
+        assert_eq!(rs.readahead, Readahead::Auto);
+        let fixed = ReadSettings::from_read_options(&ReadOptions { readahead_size: 4096, ..d });
+        assert_eq!(fixed.readahead, Readahead::Fixed(4096));
+    }
 }

@@ -36,8 +36,7 @@
 //! Requires: called once, from open, before any background thread starts.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -46,126 +45,13 @@ use parking_lot::MutexGuard;
 use super::info_log::Level;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
+use crate::events::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::stats::bump;
 use crate::version::{filename, ManifestRecovery, VersionEdit};
 use crate::wal::{LogDamage, LogWriter};
-
-/// The directory, inside the database directory, where files recovery would
-/// not delete are moved (LevelDB's RepairDB convention).
-pub const LOST_DIR: &str = "lost";
-
-/// Damage a WAL recovery mode accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WalDamage {
-    /// The WAL's number.
-    pub number: u64,
-    /// Where the damage starts, how many bytes were not replayed, and why.
-    pub damage: LogDamage,
-    /// Intact records after the damage that were not replayed (point-in-time
-    /// recovery stops at the damage).
-    pub records_dropped: u64,
-    /// The mode that accepted it.
-    pub mode: WalRecoveryMode,
-    /// Whether replay stopped here, leaving every later WAL unread.
-    pub stopped_replay: bool,
-    /// Intact records in later pending WALs left out because replay stopped
-    /// here: none was acknowledged as synced (module documentation).
-    pub later_records_dropped: u64,
-}
-
-/// A file moved to `lost/` instead of being deleted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetAside {
-    /// Where it was.
-    pub from: PathBuf,
-    /// Where it is now.
-    pub to: PathBuf,
-    /// Why it was not deleted.
-    pub why: String,
-}
-
-/// What an open found damaged and left out, and what it set aside. Empty
-/// after the open of an undamaged database that crashed nowhere special.
-#[derive(Debug, Clone, Default)]
-pub struct RecoveryReport {
-    /// What replaying the MANIFEST tolerated (an incomplete last record) or,
-    /// with `best_efforts_recovery`, left out.
-    pub manifest: ManifestRecovery,
-    /// Damage accepted in WALs, oldest first.
-    pub wal_damage: Vec<WalDamage>,
-    /// Files moved to `lost/`.
-    pub set_aside: Vec<SetAside>,
-}
-
-impl RecoveryReport {
-    /// True when recovery accepted damage of any kind: then nothing is
-    /// deleted at this open, only set aside.
-    pub fn tolerated_damage(&self) -> bool {
-        let m = &self.manifest;
-        m.torn_tail.is_some() || m.stopped_at.is_some() || m.edits_left_out > 0 || !self.wal_damage.is_empty()
-    }
-
-    /// True when there is nothing to report.
-    pub fn is_empty(&self) -> bool {
-        !self.tolerated_damage() && self.set_aside.is_empty()
-    }
-}
-
-impl fmt::Display for RecoveryReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_empty() {
-            return writeln!(f, "recovery: nothing damaged, nothing set aside");
-        }
-        let m = &self.manifest;
-        if let Some(d) = &m.torn_tail {
-            writeln!(
-                f,
-                "{}: last record at offset {} incomplete ({}); {} bytes ignored (an append cut short)",
-                d.file, d.offset, d.reason, d.bytes
-            )?;
-        }
-        if let Some(d) = &m.stopped_at {
-            writeln!(
-                f,
-                "{}: best-efforts recovery stopped at offset {} ({}); {} bytes not read",
-                d.file, d.offset, d.reason, d.bytes
-            )?;
-        }
-        if m.edits_left_out > 0 {
-            let tables = m.missing_tables.iter().map(|n| format!("{n:06}.sst"));
-            let missing: Vec<String> =
-                tables.chain(m.missing_blob_files.iter().map(|n| format!("{n:06}.blob"))).collect();
-            writeln!(
-                f,
-                "{}: best-efforts recovery left out its last {} edits, whose state lists missing files: {}",
-                m.file,
-                m.edits_left_out,
-                missing.join(", ")
-            )?;
-        }
-        for w in &self.wal_damage {
-            writeln!(
-                f,
-                "{}: damage at offset {} ({}); {} bytes and {} intact records after it not replayed ({:?})",
-                w.damage.file, w.damage.offset, w.damage.reason, w.damage.bytes, w.records_dropped, w.mode
-            )?;
-            if w.later_records_dropped > 0 {
-                writeln!(
-                    f,
-                    "{}: {} records in later pending WALs (none acknowledged as synced) not replayed",
-                    w.damage.file, w.later_records_dropped
-                )?;
-            }
-        }
-        for s in &self.set_aside {
-            writeln!(f, "set aside {} as {}: {}", s.from.display(), s.to.display(), s.why)?;
-        }
-        Ok(())
-    }
-}
 
 /// Per column family during replay: the recovered memtables, the one being
 /// filled, its write buffer size and its log number.

@@ -42,12 +42,13 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::bg::{write_memtables, TableTarget};
+use super::flush::{write_memtables, TableTarget};
 use super::info_log::{InfoLog, Level};
-use super::recovery::{list_lost, move_to_lost, newest_number, SetAside};
+use super::recovery::{list_lost, move_to_lost, newest_number};
 use super::WriteBatch;
 use crate::blob::{BlobFileReader, BlobIndex};
 use crate::error::{Error, Result};
+use crate::events::SetAside;
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, SequenceNumber, ValueKind};

@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 
 use super::DbInner;
 use crate::error::Result;
+use crate::events::TuningEvent;
 use crate::options::{IdlePolicyKind, Options};
 use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, Observation};
 use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifting, TunedOptions};
@@ -51,17 +52,6 @@ pub struct TuningMetrics {
     pub rate_limit: u64,
     /// Rate-limiter drains so far: (flush, compaction).
     pub drains: (u64, u64),
-}
-
-/// A tuning decision, as reported to listeners.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TuningEvent {
-    /// The mode that decided.
-    pub mode: &'static str,
-    /// What changed, in words (`disable compaction`, `pause compactions`, ...).
-    pub action: String,
-    /// The phase after the decision.
-    pub phase: &'static str,
 }
 
 /// The tuning state shared by the write path, the jobs and the tuning thread.

@@ -23,7 +23,7 @@ use super::StallCondition;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::options::WriteOptions;
+
 use crate::stats::{bump, StallCause};
 use crate::version::filename;
 use crate::wal::LogWriter;
@@ -791,4 +791,13 @@ mod tests {
         delayed(&mut c, l0, 7000, false, &opts);
         assert_eq!(c.rate(), 1_000_000);
     }
+}
+
+/// Options passed to each write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Wait until the write is durable (the WAL fsynced) before returning.
+    pub sync: bool,
+    /// Skip the WAL: the write survives a crash only once its memtable is flushed.
+    pub disable_wal: bool,
 }

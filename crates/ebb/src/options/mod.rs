@@ -11,29 +11,17 @@ use std::sync::Arc;
 
 mod text;
 
-use crate::cache::{BlockCache, CacheOptions, CacheType};
+use crate::cache::{new_cache, BlockCache, CacheOptions, CacheType};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
+pub use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use crate::sst::IndexType;
+use crate::sst::{ReadSettings, Readahead, TableBuilderOptions};
 pub use crate::tuning::BackgroundTuning;
 use crate::util::checksum::ChecksumType;
 pub use crate::util::compression::CompressionType;
-
-/// How much of a damaged WAL recovery accepts (RocksDB `WALRecoveryMode`).
-/// See docs/format.md, "WAL recovery modes", for what each promises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum WalRecoveryMode {
-    /// Accept a torn or corrupt record only at the very end of the last WAL
-    /// (a crash mid-write); anything else is a corruption error.
-    TolerateCorruptedTailRecords,
-    /// Any damage anywhere is a corruption error.
-    AbsoluteConsistency,
-    /// Stop replay at the first damaged record and keep everything before it:
-    /// the database is recovered to a consistent point in time. The default.
-    #[default]
-    PointInTime,
-    /// Skip damaged records and keep replaying (may lose writes in the middle).
-    SkipAnyCorruptedRecords,
-}
+use crate::version::TableCacheOptions;
+pub use crate::wal::WalRecoveryMode;
 
 /// How idle detection judges the client idle (seed 002 §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -379,7 +367,7 @@ pub struct Options {
     /// The filesystem all I/O goes through; the real one by default.
     pub fs: Arc<dyn FileSystem>,
     /// Receivers of background events (flushes, compactions, stalls, errors).
-    pub listeners: Vec<Arc<dyn crate::db::EventListener>>,
+    pub listeners: Vec<Arc<dyn crate::events::EventListener>>,
 }
 
 impl Default for Options {
@@ -485,12 +473,6 @@ impl std::fmt::Debug for Options {
 
 /// Largest readahead accepted, in bytes: each is a buffer in memory.
 pub const MAX_READAHEAD_SIZE: usize = 1 << 30;
-
-/// Largest user key accepted, in bytes.
-pub const MAX_KEY_SIZE: usize = 8 << 20;
-/// Largest value accepted, in bytes (RocksDB's limit is 3 GiB; ours keeps a
-/// WAL record and a block in memory comfortably).
-pub const MAX_VALUE_SIZE: usize = 256 << 20;
 
 impl Options {
     /// Sets `create_if_missing`; chainable.
@@ -806,87 +788,85 @@ impl Options {
     }
 }
 
-/// Options passed to each write.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Wait until the write is durable (the WAL fsynced) before returning.
-    pub sync: bool,
-    /// Skip the WAL: the write survives a crash only once its memtable is flushed.
-    pub disable_wal: bool,
-}
+// What the layers below take from the options: each keeps its own narrow
+// settings type (the table builder's, the readers', the cache's), built here
+// so that none of them imports `Options`.
 
-/// Options passed to each read.
-///
-/// A read at a snapshot borrows it (as the `rocksdb` crate's
-/// `ReadOptions::set_snapshot(&snapshot)` does), so read options cannot
-/// outlive their snapshot: a read through a dropped snapshot does not compile.
-///
-/// ```
-/// # use ebb::{Db, Options, ReadOptions};
-/// # let dir = tempfile::tempdir().unwrap();
-/// # let mut o = Options::default();
-/// # o.create_if_missing = true;
-/// # let db = Db::open(dir.path(), o).unwrap();
-/// db.put(b"k", b"v1").unwrap();
-/// let snapshot = db.snapshot();
-/// let ro = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
-/// db.put(b"k", b"v2").unwrap();
-/// assert_eq!(db.get_opt(b"k", &ro).unwrap(), Some(b"v1".to_vec()));
-/// ```
-///
-/// ```compile_fail,E0597
-/// # use ebb::{Db, Options, ReadOptions};
-/// # let dir = tempfile::tempdir().unwrap();
-/// # let mut o = Options::default();
-/// # o.create_if_missing = true;
-/// # let db = Db::open(dir.path(), o).unwrap();
-/// let ro = {
-///     let snapshot = db.snapshot();
-///     ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() }
-/// }; // the snapshot is dropped here, while `ro` still borrows it
-/// db.get_opt(b"k", &ro).unwrap();
-/// ```
-#[derive(Debug, Clone)]
-pub struct ReadOptions<'a> {
-    /// Read as of this snapshot (from [`crate::Db::snapshot`], of the same
-    /// database); the latest state when `None`.
-    pub snapshot: Option<&'a crate::db::Snapshot<'a>>,
-    /// Verify block checksums on this read. Default true.
-    pub verify_checksums: bool,
-    /// Put blocks read into the block cache. Default true.
-    pub fill_cache: bool,
-    /// Iterators see no key below this (inclusive).
-    pub iterate_lower_bound: Option<Vec<u8>>,
-    /// Iterators see no key at or above this (exclusive).
-    pub iterate_upper_bound: Option<Vec<u8>>,
-    /// Bytes iterators read ahead of each data block they read from a file;
-    /// 0 means auto readahead (`initial_auto_readahead_size` growing to
-    /// `max_auto_readahead_size` on sequential reads). RocksDB
-    /// `ReadOptions::readahead_size`; default 0.
-    pub readahead_size: usize,
-}
-
-impl Default for ReadOptions<'_> {
-    fn default() -> Self {
-        ReadOptions {
-            snapshot: None,
-            verify_checksums: true,
-            fill_cache: true,
-            iterate_lower_bound: None,
-            iterate_upper_bound: None,
-            readahead_size: 0,
+impl TableBuilderOptions {
+    /// The table options of `o`, with the compression chosen for the output level.
+    pub fn from_options(o: &Options, compression: CompressionType) -> Self {
+        TableBuilderOptions {
+            block_size: o.block_size,
+            block_restart_interval: o.block_restart_interval,
+            bloom_bits_per_key: o.bloom_bits_per_key,
+            checksum: o.checksum,
+            compression,
+            column_family: 0,
+            column_family_name: None,
+            index_partition_size: (o.index_type == IndexType::TwoLevelIndexSearch)
+                .then_some(o.metadata_block_size.max(1)),
+            partition_filters: o.partition_filters,
         }
     }
 }
 
-/// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IndexType {
-    /// One index block (`kBinarySearch`).
-    #[default]
-    BinarySearch,
-    /// Index partitions under a top-level index (`kTwoLevelIndexSearch`).
-    TwoLevelIndexSearch,
+impl TableCacheOptions {
+    /// How the database's table cache opens and keeps tables.
+    pub fn from_options(o: &Options) -> Self {
+        TableCacheOptions {
+            cache_index_and_filter_blocks: o.cache_index_and_filter_blocks,
+            cache_index_and_filter_blocks_with_high_priority: o.cache_index_and_filter_blocks_with_high_priority,
+            pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
+            allow_mmap_reads: o.allow_mmap_reads,
+            advise_random_on_open: o.advise_random_on_open,
+            initial_auto_readahead_size: o.initial_auto_readahead_size,
+            max_auto_readahead_size: o.max_auto_readahead_size,
+            capacity: o.table_cache_capacity(),
+        }
+    }
+}
+
+impl ReadSettings {
+    /// The settings of a compaction's input iterators: checksums as
+    /// `paranoid_checks` says, no cache fill, `compaction_readahead_size`
+    /// readahead, files hinted sequential.
+    pub fn for_compaction(o: &Options) -> Self {
+        ReadSettings {
+            verify_checksums: o.paranoid_checks,
+            fill_cache: false,
+            readahead: Readahead::Fixed(o.compaction_readahead_size),
+            for_compaction: true,
+        }
+    }
+}
+
+impl CacheOptions {
+    /// The cache options a database's [`Options`] ask for (the clock table is
+    /// sized for entries of `block_size`).
+    pub fn from_options(o: &Options) -> Self {
+        CacheOptions {
+            capacity: o.block_cache_size,
+            num_shard_bits: o.block_cache_num_shard_bits,
+            strict_capacity_limit: o.block_cache_strict_capacity_limit,
+            high_pri_pool_ratio: o.block_cache_high_pri_pool_ratio,
+            lru_promote_on_hit: o.block_cache_lru_promote_on_hit,
+            metadata_charge: true,
+            estimated_entry_charge: o.block_size.max(1),
+        }
+    }
+}
+
+/// The block cache a database opened with `options` reads through: the shared
+/// [`Options::block_cache`] when set, none when `block_cache_size` is 0, else
+/// a new cache of `block_cache_type`.
+pub fn block_cache_for(options: &Options) -> Result<Option<Arc<dyn BlockCache>>> {
+    if let Some(shared) = &options.block_cache {
+        return Ok(Some(Arc::clone(shared)));
+    }
+    if options.block_cache_size == 0 {
+        return Ok(None);
+    }
+    new_cache(options.block_cache_type, &CacheOptions::from_options(options)).map(Some)
 }
 
 #[cfg(test)]
@@ -1051,6 +1031,13 @@ mod tests {
     }
 
     #[test]
+    fn the_layers_settings_default_as_the_options_do() {
+        let d = Options::default();
+        assert_eq!(TableCacheOptions::from_options(&d), TableCacheOptions::default());
+        assert_eq!(ReadSettings::for_compaction(&d).readahead, Readahead::Fixed(d.compaction_readahead_size));
+    }
+
+    #[test]
     fn read_path_io_options_round_trip_and_are_checked() {
         let d = Options::default();
         assert!(!d.allow_mmap_reads && d.advise_random_on_open);
@@ -1059,7 +1046,6 @@ mod tests {
             (2 << 20, 8 << 10, 256 << 10),
             "RocksDB's defaults"
         );
-        assert_eq!(ReadOptions::default().readahead_size, 0);
         let text = "allow_mmap_reads=true\nadvise_random_on_open=false\ncompaction_readahead_size=65536\n\
                     initial_auto_readahead_size=4096\nmax_auto_readahead_size=0";
         let o = Options::from_text(text).unwrap();

@@ -46,6 +46,16 @@ pub use properties::TableProperties;
 pub use table_builder::{TableBuilder, TableBuilderOptions};
 pub use table_reader::{ReadSettings, Readahead, Table, TableIterator};
 
+/// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexType {
+    /// One index block (`kBinarySearch`).
+    #[default]
+    BinarySearch,
+    /// Index partitions under a top-level index (`kTwoLevelIndexSearch`).
+    TwoLevelIndexSearch,
+}
+
 /// Metaindex name of the filter block. DO NOT CHANGE: on-disk format.
 pub const FILTER_BLOCK_NAME: &str = "ebb.filter";
 /// Metaindex name of the top-level filter index of a table with partitioned

@@ -24,7 +24,7 @@ use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_N
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{compare_internal_keys, internal_separator, internal_successor, user_key, ValueKind, TRAILER_LEN};
-use crate::options::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::util::checksum::ChecksumType;
 use crate::util::compression::CompressionType;
 
@@ -58,24 +58,6 @@ pub struct TableBuilderOptions {
     /// boundaries, one filter partition per index partition under a top-level
     /// filter index (RocksDB `partition_filters`); ignored without one.
     pub partition_filters: bool,
-}
-
-impl TableBuilderOptions {
-    /// The table options of `o`, with the compression chosen for the output level.
-    pub fn from_options(o: &crate::Options, compression: CompressionType) -> Self {
-        TableBuilderOptions {
-            block_size: o.block_size,
-            block_restart_interval: o.block_restart_interval,
-            bloom_bits_per_key: o.bloom_bits_per_key,
-            checksum: o.checksum,
-            compression,
-            column_family: 0,
-            column_family_name: None,
-            index_partition_size: (o.index_type == crate::IndexType::TwoLevelIndexSearch)
-                .then_some(o.metadata_block_size.max(1)),
-            partition_filters: o.partition_filters,
-        }
-    }
 }
 
 impl Default for TableBuilderOptions {

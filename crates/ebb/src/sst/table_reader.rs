@@ -44,7 +44,6 @@ use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal_keys, user_key, with_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
-use crate::options::{Options, ReadOptions};
 use crate::util::checksum::ChecksumType;
 
 /// Per-read settings for data blocks.
@@ -82,29 +81,31 @@ impl Default for ReadSettings {
     }
 }
 
-impl ReadSettings {
-    /// The settings a user's [`ReadOptions`] ask for: a `readahead_size` of 0
-    /// means auto readahead, as in RocksDB.
-    pub fn from_read_options(o: &ReadOptions) -> Self {
-        let readahead = if o.readahead_size > 0 { Readahead::Fixed(o.readahead_size) } else { Readahead::Auto };
-        ReadSettings {
-            verify_checksums: o.verify_checksums,
-            fill_cache: o.fill_cache,
-            readahead,
-            for_compaction: false,
-        }
-    }
+/// What the table reader keeps in the block cache: decoded data and index
+/// blocks, and bloom filters (the cache itself holds any value).
+trait CachedBlock {
+    /// The block, if the value is one.
+    fn block(&self) -> Option<&Block>;
+    /// Another owner of the block, if the value is one.
+    fn block_arc(&self) -> Option<Arc<Block>>;
+    /// The filter, if the value is one.
+    fn filter(&self) -> Option<&BloomFilter>;
+    /// Bytes held: the charge given to the cache.
+    fn charge(&self) -> usize;
+}
 
-    /// The settings of a compaction's input iterators: checksums as
-    /// `paranoid_checks` says, no cache fill, `compaction_readahead_size`
-    /// readahead, files hinted sequential.
-    pub fn for_compaction(o: &Options) -> Self {
-        ReadSettings {
-            verify_checksums: o.paranoid_checks,
-            fill_cache: false,
-            readahead: Readahead::Fixed(o.compaction_readahead_size),
-            for_compaction: true,
-        }
+impl CachedBlock for CacheValue {
+    fn block(&self) -> Option<&Block> {
+        self.get::<Block>()
+    }
+    fn block_arc(&self) -> Option<Arc<Block>> {
+        self.get_arc::<Block>()
+    }
+    fn filter(&self) -> Option<&BloomFilter> {
+        self.get::<BloomFilter>()
+    }
+    fn charge(&self) -> usize {
+        self.block().map(Block::size).or_else(|| self.filter().map(BloomFilter::size)).unwrap_or(0)
     }
 }
 
@@ -197,9 +198,9 @@ impl BlockReader {
                     BlockContents::Mapped(view) => view.to_vec(),
                     BlockContents::Owned(v) => v,
                 };
-                CacheValue::Filter(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
+                CacheValue::new(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
             }
-            BlockKind::Data | BlockKind::Index => CacheValue::Block(Arc::new(self.read(handle, true, None)?)),
+            BlockKind::Data | BlockKind::Index => CacheValue::new(self.read(handle, true, None)?),
         })
     }
 }
@@ -395,7 +396,7 @@ impl Table {
             let Some(cache) = cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
                 return Ok(MetaBlock::Owned(value));
             };
-            let charge = value.size();
+            let charge = value.charge();
             match cache.insert(CacheKey::new(cache_id, handle.offset), value, charge, meta_priority) {
                 Ok(h) => {
                     cache.stats().record_insert(kind, charge);
@@ -448,7 +449,7 @@ impl Table {
     /// `ebb.estimate-table-readers-mem`).
     pub fn memory_usage(&self) -> usize {
         let owned = |b: &MetaBlock| match b {
-            MetaBlock::Owned(v) => v.size(),
+            MetaBlock::Owned(v) => v.charge(),
             MetaBlock::Pinned(_) | MetaBlock::Cached(_) => 0,
         };
         std::mem::size_of::<Table>()
@@ -654,8 +655,8 @@ impl Table {
                 Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", short.len())))
             })
             .and_then(|()| self.meta_block(&self.index, BlockKind::Index));
-        let index_block = index_ref.and_then(|r| match r.value().block() {
-            Some(b) => Ok(Arc::clone(b)),
+        let index_block = index_ref.and_then(|r| match r.value().block_arc() {
+            Some(b) => Ok(b),
             None => Err(self.index_corruption("cached as a filter")),
         });
         let index_block = match index_block {
@@ -737,7 +738,7 @@ impl Table {
         }
         let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
         let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
-        let mut index = BlockIterator::new(&**index_block, KeyOrder::Internal);
+        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
         index.seek(lookup);
         if !index.valid() {
             return match index.corruption() {
@@ -840,7 +841,7 @@ impl Table {
         }
         cache.stats().record_miss(kind);
         let value = self.reader.read_meta(handle, kind)?;
-        let charge = value.size();
+        let charge = value.charge();
         match cache.insert(key, value, charge, self.meta_priority) {
             Ok(h) => {
                 cache.stats().record_insert(kind, charge);
@@ -878,8 +879,7 @@ impl Table {
         let r = self.meta_block(&which, BlockKind::Index)?;
         let block = r
             .value()
-            .block()
-            .cloned()
+            .block_arc()
             .ok_or_else(|| self.reader.corruption(handle.offset, "index partition: cached as a filter"))?;
         Ok((block, r.into_handle()))
     }
@@ -887,7 +887,7 @@ impl Table {
     /// The index block, and the handle that keeps it cached while it is used.
     fn index_block(&self) -> Result<(Arc<Block>, Option<CacheHandle>)> {
         let r = self.meta_block(&self.index, BlockKind::Index)?;
-        let block = r.value().block().cloned().ok_or_else(|| self.index_corruption("cached as a filter"))?;
+        let block = r.value().block_arc().ok_or_else(|| self.index_corruption("cached as a filter"))?;
         Ok((block, r.into_handle()))
     }
 
@@ -902,9 +902,9 @@ impl Table {
     ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
         if let Some(cache) = &self.cache {
             if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
-                if let Some(block) = h.value().block() {
+                if let Some(block) = h.value().block_arc() {
                     cache.stats().record_hit(BlockKind::Data);
-                    return Ok((Arc::clone(block), Some(h)));
+                    return Ok((block, Some(h)));
                 }
             }
         }
@@ -939,7 +939,7 @@ impl Table {
         let charge = block.size();
         match cache.insert(
             CacheKey::new(self.cache_id, handle.offset),
-            CacheValue::Block(Arc::clone(&block)),
+            CacheValue::from_arc(Arc::clone(&block)),
             charge,
             Priority::Low,
         ) {
@@ -1844,7 +1844,7 @@ mod tests {
     }
 
     fn empty_block() -> CacheValue {
-        CacheValue::Block(Arc::new(Block::new(BlockBuilder::new(1).finish()).unwrap()))
+        CacheValue::new(Block::new(BlockBuilder::new(1).finish()).unwrap())
     }
 
     /// Fills `cache` with unrelated high-priority blocks so everything

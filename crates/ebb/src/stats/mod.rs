@@ -91,6 +91,10 @@ pub struct LevelCompactionStats {
     pub keys_dropped: u64,
 }
 
+/// How many compaction reasons there are (`events::CompactionReason::ALL`),
+/// the length of the per-reason counters.
+pub const COMPACTION_REASONS: usize = 11;
+
 /// Engine counters.
 pub struct Stats {
     /// When the database was opened.
@@ -143,7 +147,7 @@ pub struct Stats {
     /// Bytes of the blobs relocated (`rocksdb.blobdb.gc.bytes.relocated`).
     pub blob_gc_bytes_relocated: AtomicU64,
     /// Compactions finished, per reason (index = `CompactionReason::index`).
-    pub compactions_by_reason: [AtomicU64; crate::compaction::CompactionReason::ALL.len()],
+    pub compactions_by_reason: [AtomicU64; COMPACTION_REASONS],
     /// Microseconds stalled, per cause.
     stall_micros: [AtomicU64; 5],
     /// Stall events, per cause.

@@ -31,6 +31,8 @@
 pub mod builder;
 pub mod edit;
 pub mod filename;
+mod level_iter;
+mod table_cache;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,8 @@ use std::sync::Arc;
 
 pub use builder::VersionBuilder;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
+pub(crate) use level_iter::{LevelFiles, LevelIterator};
+pub use table_cache::{TableCache, TableCacheOptions, TableRef};
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;

@@ -49,7 +49,23 @@ pub use writer::LogWriter;
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::WalRecoveryMode;
+
+/// How much of a damaged WAL recovery accepts (RocksDB `WALRecoveryMode`).
+/// See docs/format.md, "WAL recovery modes", for what each promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalRecoveryMode {
+    /// Accept a torn or corrupt record only at the very end of the last WAL
+    /// (a crash mid-write); anything else is a corruption error.
+    TolerateCorruptedTailRecords,
+    /// Any damage anywhere is a corruption error.
+    AbsoluteConsistency,
+    /// Stop replay at the first damaged record and keep everything before it:
+    /// the database is recovered to a consistent point in time. The default.
+    #[default]
+    PointInTime,
+    /// Skip damaged records and keep replaying (may lose writes in the middle).
+    SkipAnyCorruptedRecords,
+}
 
 /// Bytes in a block. DO NOT CHANGE: on-disk format.
 pub const BLOCK_SIZE: usize = 32 * 1024;

@@ -438,8 +438,9 @@ mod tests {
     use super::super::test_support::*;
     use super::super::{replay, LogWriter};
     use super::*;
+    use crate::error::Error;
     use crate::fs::{FaultOp, FaultRule, FileSystem};
-    use crate::{Error, WalRecoveryMode};
+    use crate::wal::WalRecoveryMode;
 
     fn round_trip(records: &[Vec<u8>]) {
         let bytes = encode(records);

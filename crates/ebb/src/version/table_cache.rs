@@ -94,6 +94,45 @@ impl OpenTables {
     }
 }
 
+/// How a [`TableCache`] opens and keeps tables: the database options of
+/// the same names (built from them in `options`). The default is RocksDB's
+/// and the options' defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableCacheOptions {
+    /// RocksDB `cache_index_and_filter_blocks`.
+    pub cache_index_and_filter_blocks: bool,
+    /// RocksDB `cache_index_and_filter_blocks_with_high_priority`.
+    pub cache_index_and_filter_blocks_with_high_priority: bool,
+    /// RocksDB `pin_l0_filter_and_index_blocks_in_cache`.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// Read tables through `mmap`.
+    pub allow_mmap_reads: bool,
+    /// Hint every table random access when opened.
+    pub advise_random_on_open: bool,
+    /// Auto readahead's first size.
+    pub initial_auto_readahead_size: usize,
+    /// Auto readahead's largest size.
+    pub max_auto_readahead_size: usize,
+    /// Most tables kept open (`max_open_files` less RocksDB's reserve);
+    /// `None`: unbounded.
+    pub capacity: Option<usize>,
+}
+
+impl Default for TableCacheOptions {
+    fn default() -> Self {
+        TableCacheOptions {
+            cache_index_and_filter_blocks: false,
+            cache_index_and_filter_blocks_with_high_priority: true,
+            pin_l0_filter_and_index_blocks_in_cache: false,
+            allow_mmap_reads: false,
+            advise_random_on_open: true,
+            initial_auto_readahead_size: 8 << 10,
+            max_auto_readahead_size: 256 << 10,
+            capacity: None,
+        }
+    }
+}
+
 /// Cache of open tables.
 pub struct TableCache {
     dir: PathBuf,
@@ -117,7 +156,7 @@ impl TableCache {
         dir: PathBuf,
         fs: Arc<dyn FileSystem>,
         block_cache: Option<Arc<dyn BlockCache>>,
-        options: &crate::Options,
+        options: TableCacheOptions,
     ) -> Self {
         TableCache {
             dir,
@@ -130,7 +169,7 @@ impl TableCache {
             advise_random_on_open: options.advise_random_on_open,
             initial_auto_readahead_size: options.initial_auto_readahead_size,
             max_auto_readahead_size: options.max_auto_readahead_size,
-            capacity: options.table_cache_capacity(),
+            capacity: options.capacity,
             tables: Mutex::new(OpenTables::default()),
         }
     }
@@ -227,7 +266,7 @@ mod tests {
             oldest_blob_file: 0,
             table: Default::default(),
         };
-        (TableCache::new(dir, fs, None, &crate::Options::default()), f)
+        (TableCache::new(dir, fs, None, TableCacheOptions::default()), f)
     }
 
     #[test]

@@ -1,0 +1,312 @@
+//! Flushes: immutable memtables written into L0 tables (RocksDB's
+//! `FlushJob`), run by the flush pool that db/bg.rs schedules, and the
+//! flush of unlogged writes at close. A flush takes the oldest run of
+//! immutable memtables of a family no running flush holds; flushes of
+//! different families run in parallel up to `max_background_flushes`, and a
+//! family's flushes install in memtable order (docs/versions.md).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::bg::{Hold, JobGuard, NewTables};
+use super::{DbInner, DbState, FlushJobInfo};
+use crate::compaction::job::{self, BlobSettings};
+use crate::compaction::run;
+use crate::error::{Error, Result};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::memtable::MemTable;
+use crate::sst::TableBuilderOptions;
+use crate::stats::{bump, LevelCompactionStats};
+use crate::version::VersionEdit;
+
+impl DbInner {
+    /// The memtables a new flush takes: in each family, the first run of
+    /// immutable memtables no running flush has taken (oldest first); of
+    /// the families, the one whose run starts in the oldest WAL.
+    pub(super) fn pick_flush(st: &DbState) -> Option<(u32, Vec<Arc<MemTable>>)> {
+        st.families
+            .iter()
+            .filter_map(|(id, f)| {
+                let start = f.imm.iter().position(|m| !m.flush_claimed())?;
+                let run: Vec<_> = f.imm[start..].iter().take_while(|m| !m.flush_claimed()).cloned().collect();
+                Some((*id, run))
+            })
+            .min_by_key(|(_, run)| run[0].log_number())
+    }
+
+    /// Writes `mems` (oldest first) of column family `cf` into one L0 table
+    /// and installs it. Requires the db mutex; releases it during I/O. A
+    /// family dropped meanwhile is `Cancelled`; its table is deleted.
+    pub(crate) fn flush_memtables(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        cf: u32,
+        mems: &[Arc<MemTable>],
+    ) -> Result<()> {
+        let start = Instant::now();
+        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
+        let mut opts = self.family_opts(&data);
+        let bits = self.l0_filter_bits(st, cf, &opts);
+        if bits != opts.bloom_bits_per_key {
+            let mut o = (*opts).clone();
+            o.bloom_bits_per_key = bits;
+            opts = Arc::new(o);
+        }
+        let smallest_snapshot = self.smallest_snapshot(st);
+        // A flush writes exactly one file (no size cut), so one number is
+        // reserved, and protected until the table is installed: it is
+        // written without the mutex, and the mutex is released again while
+        // the MANIFEST is written.
+        let number = st.versions.new_file_number();
+        let new_tables = NewTables::new(self);
+        new_tables.record(number);
+        // Blob files take numbers above the table's, so the same floor
+        // protects them.
+        let numbers = st.versions.file_number_allocator();
+        let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
+        let (written, file_number) = {
+            let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
+            let several_families = st.families.len() > 1;
+            let output = MutexGuard::unlocked(&mut st, || {
+                let output =
+                    self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
+                // No family's tables may hold writes logged after another
+                // family's unsynced WAL (db/wal_seal.rs, contract 4).
+                if several_families {
+                    self.seal_closed_wals()?;
+                }
+                Ok(output)
+            });
+            let output = output?;
+            self.wait_for_older_flushes(&mut st, cf, &mems[0])?;
+            let mut edit = VersionEdit { column_family: cf, ..Default::default() };
+            let written = output.bytes_written;
+            let mut file_number = 0;
+            self.record_blob_output(&mut edit, &output);
+            for f in output.files {
+                file_number = f.number;
+                edit.add_file(0, f);
+            }
+            // The family's data in WALs older than its oldest memtable still
+            // unflushed is all in tables.
+            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
+            let remaining_log = family
+                .imm
+                .iter()
+                .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
+                .map(|m| m.log_number())
+                .chain(std::iter::once(family.mem.log_number()))
+                .min()
+                .unwrap_or(st.wal_number);
+            edit.log_number = Some(remaining_log);
+            let mut edits = vec![edit];
+            // Other families whose memtables moved past old WALs (idle ones,
+            // renumbered at WAL switches) record it now, so they do not keep
+            // those WALs alive (RocksDB advances their log numbers likewise).
+            for (id, f) in &st.families {
+                let keep = f.oldest_log_to_keep();
+                if *id != cf && keep > st.versions.family_log_number(*id) {
+                    edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
+                }
+            }
+            let last = self.last_sequence.load(Ordering::Acquire);
+            st.versions.set_last_sequence(last);
+            new_tables.installing();
+            self.log_and_apply(&mut st, edits)?;
+            if let Some(family) = st.families.get_mut(&cf) {
+                family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+            }
+            self.install_super_version(&mut st);
+            // A newer flush of the family may be waiting for this one.
+            self.bg_cv.notify_all();
+            (written, file_number)
+        };
+        bump(&self.stats.flush_bytes, written);
+        bump(&self.stats.flushes, 1);
+        self.stats.time(|h| &h.flush_micros, start.elapsed().as_micros() as u64);
+        self.stats.add_level(
+            0,
+            &LevelCompactionStats {
+                bytes_written: written,
+                micros: start.elapsed().as_micros() as u64,
+                count: 1,
+                keys_in: mems.iter().map(|m| m.num_entries()).sum(),
+                ..Default::default()
+            },
+        );
+        self.delete_obsolete_files(st);
+        if !opts.listeners.is_empty() {
+            let info = FlushJobInfo {
+                file_number,
+                bytes_written: written,
+                entries: mems.iter().map(|m| m.num_entries()).sum(),
+                micros: start.elapsed().as_micros() as u64,
+            };
+            MutexGuard::unlocked(st, || self.notify_event("on_flush_completed", |l| l.on_flush_completed(&info)));
+        }
+        Ok(())
+    }
+
+    /// Returns once `first`, the oldest memtable a flush of family `cf`
+    /// wrote, is the family's oldest immutable memtable: a flush that ends
+    /// before an older one of its family waits for it to be installed, so
+    /// tables and log numbers reach the MANIFEST in the order the memtables
+    /// were filled (RocksDB commits flush results likewise, oldest first).
+    /// Otherwise a crash between the two installs would leave the newer
+    /// memtable's table listed while recovery replays the older WAL, which
+    /// holds the newer writes too. `Cancelled` if the family was dropped, if
+    /// a background error stops the older flush, or if at shutdown no flush
+    /// holds the older memtables any more. Requires the db mutex.
+    fn wait_for_older_flushes(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, first: &Arc<MemTable>) -> Result<()> {
+        loop {
+            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
+            let Some(oldest) = family.imm.first() else { return Err(Error::Cancelled) };
+            if Arc::ptr_eq(oldest, first) {
+                return Ok(());
+            }
+            if st.bg_error.is_some() || (st.shutting_down && !oldest.flush_claimed()) {
+                return Err(Error::Cancelled);
+            }
+            self.bg_cv.wait_for(st, Duration::from_millis(50));
+        }
+    }
+
+    /// Writes `mems` (oldest first) of column family `cf` into one table
+    /// numbered `number`, and blob files numbered by `new_blob_number` (see
+    /// [`write_memtables`]). Does not need the db mutex: callers hold it
+    /// only at open.
+    pub(crate) fn write_level0_table(
+        &self,
+        mems: &[Arc<MemTable>],
+        opts: &crate::Options,
+        family: &super::column_family::ColumnFamilyData,
+        number: u64,
+        smallest_snapshot: u64,
+        new_blob_number: &dyn Fn() -> u64,
+    ) -> Result<job::JobOutput> {
+        let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
+        let target = TableTarget {
+            dir: &self.dir,
+            fs: &self.fs,
+            opts,
+            cf: family.id,
+            cf_name: &family.name,
+            bytes_per_sync: self.opts().bytes_per_sync,
+            new_blob_number: Some(new_blob_number),
+        };
+        write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
+    }
+
+    /// Adds what a job wrote to blob files, and the garbage it found, to
+    /// `edit`, and counts them in the statistics.
+    pub(crate) fn record_blob_output(&self, edit: &mut VersionEdit, output: &job::JobOutput) {
+        run::record_blob_output(edit, output);
+        self.count_blob_output(output);
+    }
+
+    /// Counts the blob files `output` wrote and the blobs it relocated.
+    pub(super) fn count_blob_output(&self, output: &job::JobOutput) {
+        for b in &output.blob_files {
+            bump(&self.stats.blob_file_bytes_written, b.file_size);
+            bump(&self.stats.blob_files_synced, 1);
+        }
+        bump(&self.stats.blob_gc_keys_relocated, output.blobs_relocated.0);
+        bump(&self.stats.blob_gc_bytes_relocated, output.blobs_relocated.1);
+    }
+
+    /// Flushes, at close, every memtable holding writes made without the
+    /// WAL (running background flushes finish first). Requires the db mutex.
+    pub(super) fn flush_unlogged(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
+        if !switch.is_empty() {
+            self.switch_memtables(st, &switch)?;
+        }
+        loop {
+            // With no flush running, no memtable is taken: the pick is all
+            // of a family's immutable memtables, the oldest WAL's first.
+            match Self::pick_flush(st) {
+                None if st.flush_running == 0 => return Ok(()),
+                Some((cf, mems)) if st.flush_running == 0 => {
+                    let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
+                    if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
+                        return Err(self.set_bg_error_locked(&mut st, e));
+                    }
+                }
+                _ => self.bg_cv.wait(st),
+            }
+        }
+    }
+}
+
+/// Where and how a table written from memtables goes.
+pub(crate) struct TableTarget<'a> {
+    pub(crate) dir: &'a std::path::Path,
+    pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
+    /// The column family's options (table format, level-0 compression).
+    pub(crate) opts: &'a crate::Options,
+    /// The column family and its name, recorded in the table's properties.
+    pub(crate) cf: u32,
+    pub(crate) cf_name: &'a str,
+    pub(crate) bytes_per_sync: u64,
+    /// Numbers blob files (`opts.enable_blob_files`); `None` keeps every
+    /// value in the table whatever the options say (repair).
+    pub(crate) new_blob_number: Option<&'a dyn Fn() -> u64>,
+}
+
+/// Writes `mems` (oldest first) into one table numbered `number`: a flush,
+/// with no size cut, keeping what a reader at `smallest_snapshot` or later
+/// can see; values of at least `min_blob_size` go to blob files when the
+/// options and `target` say so. Writes nothing (no file) when they hold
+/// nothing.
+pub(crate) fn write_memtables(
+    target: &TableTarget<'_>,
+    mems: &[Arc<MemTable>],
+    number: u64,
+    smallest_snapshot: u64,
+    on_bytes: &mut dyn FnMut(u64),
+) -> Result<job::JobOutput> {
+    let mut table_options = TableBuilderOptions::from_options(target.opts, target.opts.compression_for_level(0, false));
+    table_options.column_family = target.cf;
+    table_options.column_family_name = Some(Arc::from(target.cf_name));
+    let children: Vec<Box<dyn InternalIterator>> =
+        mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
+    let mut input = MergingIterator::new(children);
+    input.seek_to_first();
+    let mut pool = vec![number];
+    let mut alloc = || pool.pop().unwrap_or(u64::MAX);
+    let o = target.opts;
+    let blob = match target.new_blob_number {
+        Some(_) if o.enable_blob_files => BlobSettings {
+            min_blob_size: Some(o.min_blob_size),
+            blob_file_size: o.blob_file_size,
+            compression: o.blob_compression_type,
+            column_family: target.cf,
+            gc: None,
+            verify_checksums: true,
+        },
+        _ => BlobSettings::off(),
+    };
+    let mut alloc_blob = || target.new_blob_number.map_or(u64::MAX, |f| f());
+    job::run(
+        &mut input,
+        job::JobContext {
+            dir: target.dir,
+            fs: target.fs,
+            table_options,
+            target_file_size: u64::MAX,
+            grandparents: &[],
+            smallest_snapshot,
+            drop_tombstones: false,
+            drop_hidden: true,
+            cancel: None,
+            new_file_number: &mut alloc,
+            blob,
+            new_blob_file_number: &mut alloc_blob,
+            on_bytes,
+            bytes_per_sync: target.bytes_per_sync,
+        },
+    )
+}

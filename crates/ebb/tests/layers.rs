@@ -1,0 +1,234 @@
+//! The layering `lib.rs` states is the one the code keeps: every `crate::`
+//! path in a module names a module listed before it in the layer list of
+//! `lib.rs`'s documentation (a root re-export counts as the module it comes
+//! from). An upward import, or a module missing from the list, fails here
+//! with the file and line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The layer list: module names in order, from the numbered items under
+/// `# Layers` in `lib.rs` (each item's backticked names before its colon).
+fn layers(lib: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_section = false;
+    for line in lib.lines() {
+        let Some(doc) = line.strip_prefix("//!") else { break };
+        let doc = doc.trim();
+        if doc.starts_with("# ") {
+            in_section = doc == "# Layers";
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        let Some((number, rest)) = doc.split_once(". ") else { continue };
+        if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let head = rest.split(':').next().unwrap_or("");
+        for (i, part) in head.split('`').enumerate() {
+            if i % 2 == 1 {
+                names.push(part.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Root re-exports (`pub use module::{A, B};`, `pub use module::A;`): the
+/// module each name comes from.
+fn root_reexports(lib: &str) -> HashMap<String, String> {
+    let mut map = HashMap::new();
+    let code = strip_comments(lib);
+    for stmt in code.split(';') {
+        let stmt = stmt.trim();
+        let Some(path) = stmt.strip_prefix("pub use ") else { continue };
+        let path = path.trim().trim_start_matches("crate::");
+        let Some((module, rest)) = path.split_once("::") else { continue };
+        let rest = rest.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in rest.split(',') {
+            let name = item.split("::").last().unwrap_or("").trim();
+            let name = name.rsplit(" as ").next().unwrap_or(name).trim();
+            if !name.is_empty() {
+                map.insert(name.to_string(), module.trim().to_string());
+            }
+        }
+    }
+    map
+}
+
+/// The text without `//` comments (doc comments included); string literals
+/// holding `//` are not a concern in this crate's sources.
+fn strip_comments(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The first path segment of every `crate::` path in `line`, grouped
+/// imports (`crate::{a::B, C}`) included.
+fn crate_paths(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find("crate::") {
+        let preceded_by_ident =
+            rest[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        rest = &rest[i + "crate::".len()..];
+        if preceded_by_ident {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level items of the group: the first segment after `{` and
+            // after each comma at depth 0.
+            let mut depth = 0;
+            let mut start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => start = true,
+                    c if start && !c.is_whitespace() => {
+                        start = false;
+                        let id = ident_at(&group[j..]);
+                        if !id.is_empty() {
+                            out.push(id.to_string());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let id = ident_at(rest);
+            if !id.is_empty() {
+                out.push(id.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every upward or unlisted import under `src`, as `file:line: message`.
+fn violations(src: &Path) -> Vec<String> {
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let order = layers(&lib);
+    assert!(order.len() >= 10, "lib.rs lists too few layers: {order:?}");
+    let rank: HashMap<&str, usize> = order.iter().enumerate().map(|(i, m)| (m.as_str(), i)).collect();
+    let reexports = root_reexports(&lib);
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        if rel == Path::new("lib.rs") {
+            continue;
+        }
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
+        let module = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+        let Some(&own) = rank.get(module.as_str()) else {
+            found.push(format!("{}: module `{module}` is not in lib.rs's layer list", rel.display()));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in strip_comments(&text).lines().enumerate() {
+            for name in crate_paths(line) {
+                let target = if rank.contains_key(name.as_str()) {
+                    name.clone()
+                } else if let Some(m) = reexports.get(&name) {
+                    m.clone()
+                } else {
+                    found.push(format!(
+                        "{}:{}: `crate::{name}` is neither a module nor a root re-export",
+                        rel.display(),
+                        n + 1
+                    ));
+                    continue;
+                };
+                if target == module {
+                    continue;
+                }
+                match rank.get(target.as_str()) {
+                    Some(&r) if r < own => {}
+                    Some(_) => found.push(format!(
+                        "{}:{}: `{module}` imports `{target}` (via `crate::{name}`), which is not below it",
+                        rel.display(),
+                        n + 1
+                    )),
+                    None => {
+                        found.push(format!("{}:{}: `{target}` is not in lib.rs's layer list", rel.display(), n + 1))
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_module_imports_only_the_layers_below_it() {
+    let found = violations(&src_dir());
+    assert!(found.is_empty(), "imports against the layers of lib.rs:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_check_finds_an_upward_import_and_an_unlisted_module() {
+    // A copy of the real sources with one upward import added (the table
+    // reader naming the database handle) and one module the list lacks.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("src");
+    copy_tree(&src_dir(), &copy);
+    let reader = copy.join("sst/table_reader.rs");
+    let mut text = std::fs::read_to_string(&reader).unwrap();
+    text.push_str("\n#[allow(dead_code)]\nfn upward(_: &crate::Db) {}\n");
+    std::fs::write(&reader, text).unwrap();
+    std::fs::write(copy.join("stray.rs"), "use crate::key::InternalKey;\n").unwrap();
+    let found = violations(&copy);
+    assert!(
+        found.iter().any(|v| v.starts_with("sst/table_reader.rs:") && v.contains("`sst` imports `db`")),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|v| v.contains("module `stray` is not in lib.rs's layer list")), "{found:?}");
+    assert_eq!(found.len(), 2, "{found:?}");
+}
+
+#[test]
+fn paths_are_read_from_plain_and_grouped_imports_and_comments_are_not() {
+    assert_eq!(crate_paths("use crate::sst::{Block, Table};"), ["sst"]);
+    assert_eq!(crate_paths("use crate::{Error, key::{A, B}, wal::LogWriter};"), ["Error", "key", "wal"]);
+    assert_eq!(crate_paths("let x = crate::Options::default(); f(crate::db::Db)"), ["Options", "db"]);
+    assert_eq!(crate_paths("$crate::kill_points::hit()"), Vec::<String>::new());
+    assert!(strip_comments("/// see [`crate::db::Db`]\nlet a = 1; // crate::db").find("crate::").is_none());
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
