@@ -18,8 +18,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::stats::{StallCause, COMPACTION_REASONS};
-use crate::version::ManifestRecovery;
-use crate::wal::{LogDamage, WalRecoveryMode};
+pub use crate::version::ManifestRecovery;
+pub use crate::wal::LogDamage;
+use crate::wal::WalRecoveryMode;
 
 /// Facts about a finished flush.
 #[derive(Debug, Clone)]

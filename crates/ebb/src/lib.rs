@@ -30,28 +30,55 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
+// Without `internals`, the helpers that only the integration tests, fuzz
+// targets and benchmarks use (through that feature) are unused here.
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
 // First, so that its `kill_point!` macro is in scope in every module below.
 #[macro_use]
 mod kill_points;
 
-pub mod blob;
+/// Declares internal modules: `pub(crate)`, or `pub` with the feature
+/// `internals`, which Ebb's own integration tests, fuzz targets and
+/// benchmarks turn on to reach the formats and structures they test (not a
+/// stable API; see docs/architecture.md, "The public surface").
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident;)*) => {
+        $(
+            $(#[$attr])*
+            #[cfg(feature = "internals")]
+            pub mod $name;
+            $(#[$attr])*
+            #[cfg(not(feature = "internals"))]
+            pub(crate) mod $name;
+        )*
+    };
+}
+
+// The public surface: the handle and its types (re-exported below), the
+// block cache users may share between databases, the filesystem boundary
+// users may implement, and what listeners are told.
 pub mod cache;
-pub mod compaction;
-mod db;
-mod error;
 pub mod events;
 pub mod fs;
-pub mod iter;
-pub mod key;
-pub mod memtable;
+
+mod db;
+mod error;
 mod options;
-pub mod sst;
-pub mod stats;
-pub mod tuning;
-pub mod util;
-pub mod version;
-pub mod wal;
+
+internal_modules! {
+    blob;
+    compaction;
+    iter;
+    key;
+    memtable;
+    sst;
+    stats;
+    tuning;
+    util;
+    version;
+    wal;
+}
 
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
@@ -66,4 +93,5 @@ pub use options::{
     IdlePolicyKind, IndexType, Options, WalRecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use sst::PinnableSlice;
+pub use stats::{LevelCompactionStats, StallCause};
 pub use util::checksum::ChecksumType;

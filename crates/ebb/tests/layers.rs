@@ -45,10 +45,10 @@ fn layers(lib: &str) -> Vec<String> {
 fn root_reexports(lib: &str) -> HashMap<String, String> {
     let mut map = HashMap::new();
     let code = strip_comments(lib);
-    for stmt in code.split(';') {
-        let stmt = stmt.trim();
-        let Some(path) = stmt.strip_prefix("pub use ") else { continue };
-        let path = path.trim().trim_start_matches("crate::");
+    for (i, _) in code.match_indices("pub use ") {
+        let stmt = &code[i..];
+        let stmt = &stmt[..stmt.find(';').unwrap_or(stmt.len())];
+        let path = stmt["pub use ".len()..].trim().trim_start_matches("crate::");
         let Some((module, rest)) = path.split_once("::") else { continue };
         let rest = rest.trim().trim_start_matches('{').trim_end_matches('}');
         for item in rest.split(',') {
@@ -231,4 +231,14 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(&path, &dest).unwrap();
         }
     }
+}
+
+#[test]
+fn root_reexports_are_read_after_any_item() {
+    let lib = "internal_modules! {\n    key;\n    wal;\n}\n\npub use db::{\n    Db, Snapshot,\n};\npub use key::SequenceNumber;\n";
+    let map = root_reexports(lib);
+    assert_eq!(map.get("Db").map(String::as_str), Some("db"));
+    assert_eq!(map.get("Snapshot").map(String::as_str), Some("db"));
+    assert_eq!(map.get("SequenceNumber").map(String::as_str), Some("key"));
+    assert_eq!(map.len(), 3, "{map:?}");
 }
