@@ -32,6 +32,10 @@ pub enum ValueKind {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A single deletion (RocksDB's `kTypeSingleDeletion`): removes a key
+    /// written by one put since its last single deletion; when it meets that
+    /// put in a flush or compaction, both are dropped (docs/data_model.md).
+    SingleDeletion = 0x7,
     /// A value kept in a blob file: the entry's value is a
     /// [`crate::blob::BlobIndex`] saying where (RocksDB's `kTypeBlobIndex`,
     /// the same number). Only flushes and compactions write it, into SSTs;
@@ -45,6 +49,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            0x7 => Some(ValueKind::SingleDeletion),
             0x11 => Some(ValueKind::BlobIndex),
             _ => None,
         }
@@ -53,6 +58,11 @@ impl ValueKind {
     /// True for the kinds that hold the key's value (inline or in a blob file).
     pub fn is_value(self) -> bool {
         matches!(self, ValueKind::Value | ValueKind::BlobIndex)
+    }
+
+    /// True for the tombstones: a deletion or a single deletion.
+    pub fn is_deletion(self) -> bool {
+        matches!(self, ValueKind::Deletion | ValueKind::SingleDeletion)
     }
 }
 

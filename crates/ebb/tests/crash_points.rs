@@ -119,6 +119,11 @@ fn crash_points_unlogged_writes_then_close() {
 }
 
 #[test]
+fn crash_points_single_deletes() {
+    explore_fault_points("single deletes", workload::single_deletes, workload::as_is);
+}
+
+#[test]
 fn crash_points_recovery_into_many_tables() {
     explore_fault_points("recovery into many tables", workload::recovery_into_many_tables, workload::as_is);
 }

@@ -129,6 +129,11 @@ fn io_errors_unlogged_writes_then_close() {
 }
 
 #[test]
+fn io_errors_single_deletes() {
+    fail_every_operation("single deletes", workload::single_deletes, workload::as_is);
+}
+
+#[test]
 fn io_errors_during_recovery_into_many_tables() {
     fail_every_operation("recovery into many tables", workload::recovery_into_many_tables, workload::as_is);
 }

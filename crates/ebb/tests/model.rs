@@ -14,6 +14,12 @@ fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("key{:05}", rng.gen_range(0..space)).into_bytes()
 }
 
+/// A key of the single-delete space: only put when absent and single
+/// deleted when present (`Db::single_delete`'s contract).
+fn single_delete_key(rng: &mut StdRng) -> Vec<u8> {
+    format!("sdk{:04}", rng.gen_range(0..150)).into_bytes()
+}
+
 fn value(rng: &mut StdRng) -> Vec<u8> {
     let len = rng.gen_range(0..120);
     (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
@@ -92,6 +98,19 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
         for step in 0..ops_per_epoch {
             let ctx = format!("seed {seed} epoch {epoch} step {step}");
             match rng.gen_range(0..100) {
+                0..=44 if rng.gen_bool(0.25) => {
+                    // Keys written under single delete's contract: put when
+                    // absent, single deleted when present (one put since the
+                    // last single delete, never a plain delete).
+                    let k = single_delete_key(&mut rng);
+                    if model.remove(&k).is_some() {
+                        db.single_delete(&k).unwrap();
+                    } else {
+                        let v = value(&mut rng);
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    }
+                }
                 0..=44 => {
                     let (k, v) = (key(&mut rng, 600), value(&mut rng));
                     db.put(&k, &v).unwrap();
@@ -105,6 +124,17 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
                 60..=69 => {
                     let mut b = WriteBatch::new();
                     for _ in 0..rng.gen_range(1..10) {
+                        if rng.gen_bool(0.15) {
+                            let k = single_delete_key(&mut rng);
+                            if model.remove(&k).is_some() {
+                                b.single_delete(&k);
+                            } else {
+                                let v = value(&mut rng);
+                                b.put(&k, &v);
+                                model.insert(k, v);
+                            }
+                            continue;
+                        }
                         let k = key(&mut rng, 600);
                         if rng.gen_bool(0.7) {
                             let v = value(&mut rng);

@@ -190,6 +190,8 @@ fn merge(
 ) -> std::result::Result<(), MergeError> {
     let fs = Arc::clone(ctx.fs);
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
+    let mut pairs = SingleDeletePairs::new(input, ctx.drop_hidden.then_some(ctx.smallest_snapshot));
+    let input = &mut pairs;
     let mut blob_in = BlobFlow::new();
     let mut blob_out = BlobFlow::new();
     let mut blobs = BlobOutputs::default();
@@ -235,9 +237,17 @@ fn merge(
             current_user_key = Some(parsed.user_key.to_vec());
             last_seq_for_key = SequenceNumber::MAX;
         }
-        let hidden = ctx.drop_hidden && last_seq_for_key <= ctx.smallest_snapshot;
+        // A single deletion is never dropped as hidden by a newer version:
+        // it may be all that hides an older put once a newer put goes with
+        // its own single deletion (put 1, single delete 2, put 3: a flush of
+        // 3 and 2 keeps 2, or a later merge of single delete 4 with put 3
+        // would bring put 1 back). RocksDB's compaction iterator looks at
+        // single deletions before hidden entries for the same reason.
+        let hidden = ctx.drop_hidden
+            && last_seq_for_key <= ctx.smallest_snapshot
+            && parsed.kind != ValueKind::SingleDeletion;
         let dead_tombstone =
-            ctx.drop_tombstones && parsed.kind == ValueKind::Deletion && parsed.seq <= ctx.smallest_snapshot;
+            ctx.drop_tombstones && parsed.kind.is_deletion() && parsed.seq <= ctx.smallest_snapshot;
         last_seq_for_key = parsed.seq;
         // Every blob index read counts against its file, kept or not.
         let blob_index = match parsed.kind {
@@ -333,6 +343,15 @@ fn merge(
         input.next();
     }
     input.status().map_err(fail)?;
+    // The single deletions dropped with their puts, and the blob records
+    // of those puts (garbage now).
+    out.keys_in += input.dropped;
+    out.keys_dropped += input.dropped;
+    for (number, (count, bytes)) in std::mem::take(&mut input.dropped_blobs) {
+        let e = blob_in.entry(number).or_default();
+        e.0 += count;
+        e.1 += bytes;
+    }
     if let Some(o) = current.take() {
         finish_output(o, out, &mut ctx).map_err(fail)?;
     }
@@ -354,6 +373,130 @@ fn merge(
         fs.sync_dir(dir).map_err(fail)?;
     }
     Ok(())
+}
+
+/// The merge's input without the single deletions that sit right above
+/// the put they delete: a single deletion at or below the smallest
+/// snapshot (so no snapshot lies between it and the put) followed by a put
+/// of the same user key is dropped with that put (RocksDB's
+/// `CompactionIterator`, which drops both when they meet in one snapshot
+/// stripe). Older entries of the key then read as if the pair had never
+/// been written: a deletion below stays, and still hides what it hid.
+/// Forward only, as the merge reads; a seek starts over.
+struct SingleDeletePairs<'a> {
+    inner: &'a mut dyn InternalIterator,
+    /// Pairs are dropped at or below this sequence; `None`, never
+    /// (`drop_hidden` off: every version is kept).
+    smallest_snapshot: Option<SequenceNumber>,
+    /// A single deletion read from `inner`, which has moved past it: what
+    /// follows it is not its put, so it is the current entry.
+    held: Option<(Vec<u8>, Vec<u8>)>,
+    /// Entries dropped in pairs.
+    dropped: u64,
+    /// Blob records of the dropped puts, per blob file.
+    dropped_blobs: BlobFlow,
+}
+
+impl<'a> SingleDeletePairs<'a> {
+    fn new(inner: &'a mut dyn InternalIterator, smallest_snapshot: Option<SequenceNumber>) -> Self {
+        let mut pairs = SingleDeletePairs { inner, smallest_snapshot, held: None, dropped: 0, dropped_blobs: BlobFlow::new() };
+        pairs.settle();
+        pairs
+    }
+
+    /// With `inner` on a new entry: drops the pairs that start there, and
+    /// holds a single deletion that starts none.
+    fn settle(&mut self) {
+        let Some(horizon) = self.smallest_snapshot else { return };
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else { return };
+            if p.kind != ValueKind::SingleDeletion || p.seq > horizon {
+                return;
+            }
+            let key = self.inner.key().to_vec();
+            let value = self.inner.value().to_vec();
+            self.inner.next();
+            if let Some(garbage) = self.put_below(user_key(&key)) {
+                if let Some((number, bytes)) = garbage {
+                    add_flow(&mut self.dropped_blobs, number, bytes);
+                }
+                self.dropped += 2;
+                self.inner.next();
+                continue;
+            }
+            self.held = Some((key, value));
+            return;
+        }
+    }
+
+    /// Whether `inner` is on a put of `user_key` (with the blob record it
+    /// refers to, if any). A blob index that does not decode is left to the
+    /// merge, which reports it.
+    fn put_below(&self, key: &[u8]) -> Option<Option<(u64, u64)>> {
+        if !self.inner.valid() {
+            return None;
+        }
+        let p = parse_internal_key(self.inner.key())?;
+        if p.user_key != key || !p.kind.is_value() {
+            return None;
+        }
+        if p.kind == ValueKind::BlobIndex {
+            let index = BlobIndex::decode(self.inner.value()).ok()?;
+            return Some(Some((index.file_number, index.record_len(p.user_key))));
+        }
+        Some(None)
+    }
+}
+
+impl InternalIterator for SingleDeletePairs<'_> {
+    fn valid(&self) -> bool {
+        self.held.is_some() || self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.held = None;
+        self.inner.seek_to_first();
+        self.settle();
+    }
+    fn seek_to_last(&mut self) {
+        self.held = None;
+        self.inner.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.held = None;
+        self.inner.seek(target);
+        self.settle();
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.held = None;
+        self.inner.seek_for_prev(target);
+    }
+    fn next(&mut self) {
+        if self.held.take().is_none() {
+            self.inner.next();
+        }
+        self.settle();
+    }
+    fn prev(&mut self) {
+        // Not used by the merge; a held entry is behind `inner` already.
+        if self.held.take().is_none() {
+            self.inner.prev();
+        }
+    }
+    fn key(&self) -> &[u8] {
+        match &self.held {
+            Some((k, _)) => k,
+            None => self.inner.key(),
+        }
+    }
+    fn value(&self) -> &[u8] {
+        match &self.held {
+            Some((_, v)) => v,
+            None => self.inner.value(),
+        }
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
 }
 
 /// Writes `value` of `key` into the blob file being written, starting one
@@ -415,4 +558,163 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
         table: Default::default(),
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFs;
+    use crate::iter::VecIterator;
+    use crate::key::make_internal_key;
+    use crate::sst::{ReadSettings, Table};
+    use ValueKind::{BlobIndex as B, Deletion as D, SingleDeletion as S, Value as V};
+
+    fn entry(key: &str, seq: u64, kind: ValueKind) -> (Vec<u8>, Vec<u8>) {
+        let value = match kind {
+            V => format!("{key}{seq}").into_bytes(),
+            B => BlobIndex { file_number: 9, offset: 100, size: 10, compression: CompressionType::None }.encode(),
+            _ => Vec::new(),
+        };
+        (make_internal_key(key.as_bytes(), seq, kind), value)
+    }
+
+    /// `(key, seq, kind)` of what the pairs filter passes on, and how many
+    /// entries it dropped.
+    fn filtered(entries: &[(&str, u64, ValueKind)], horizon: Option<u64>) -> (Vec<(String, u64, ValueKind)>, u64) {
+        let mut inner = VecIterator::new(entries.iter().map(|(k, s, kind)| entry(k, *s, *kind)).collect());
+        inner.seek_to_first();
+        let mut it = SingleDeletePairs::new(&mut inner, horizon);
+        let mut seen = Vec::new();
+        while it.valid() {
+            let p = parse_internal_key(it.key()).unwrap();
+            seen.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq, p.kind));
+            it.next();
+        }
+        (seen, it.dropped)
+    }
+
+    fn owned(entries: &[(&str, u64, ValueKind)]) -> Vec<(String, u64, ValueKind)> {
+        entries.iter().map(|(k, s, kind)| (k.to_string(), *s, *kind)).collect()
+    }
+
+    #[test]
+    fn a_single_delete_right_above_its_put_goes_with_it() {
+        let (seen, dropped) = filtered(&[("a", 5, V), ("k", 4, S), ("k", 3, V), ("z", 1, V)], Some(10));
+        assert_eq!(seen, owned(&[("a", 5, V), ("z", 1, V)]));
+        assert_eq!(dropped, 2);
+        // Over a blob index too, whose record becomes garbage.
+        let mut inner = VecIterator::new(vec![entry("k", 4, S), entry("k", 3, B)]);
+        inner.seek_to_first();
+        let it = SingleDeletePairs::new(&mut inner, Some(10));
+        assert!(!it.valid());
+        assert_eq!(it.dropped_blobs.get(&9).map(|g| g.0), Some(1));
+    }
+
+    #[test]
+    fn a_snapshot_between_or_another_kind_below_keeps_the_single_delete() {
+        // The single delete is above the smallest snapshot: a snapshot may
+        // lie between it and the put, which it still reads.
+        let all = [("k", 4, S), ("k", 3, V)];
+        assert_eq!(filtered(&all, Some(3)), (owned(&all), 0));
+        // Nothing is dropped with `drop_hidden` off.
+        assert_eq!(filtered(&all, None), (owned(&all), 0));
+        // Below it a deletion, another single delete, another key, nothing.
+        for below in [vec![("k", 3, D)], vec![("k", 3, S)], vec![("l", 3, V)], vec![]] {
+            let mut entries = vec![("k", 4, S)];
+            entries.extend(below);
+            assert_eq!(filtered(&entries, Some(10)), (owned(&entries), 0), "{entries:?}");
+        }
+    }
+
+    #[test]
+    fn pairs_in_a_row_go_and_what_is_below_them_stays() {
+        let (seen, dropped) = filtered(&[("k", 8, S), ("k", 7, V), ("k", 6, S), ("k", 5, V), ("k", 4, S)], Some(10));
+        assert_eq!((seen, dropped), (owned(&[("k", 4, S)]), 4));
+        let (seen, _) = filtered(&[("k", 4, S), ("k", 3, V), ("k", 2, D), ("k", 1, V)], Some(10));
+        assert_eq!(seen, owned(&[("k", 2, D), ("k", 1, V)]));
+    }
+
+    /// The merge over `entries` into a table on a fresh filesystem: what the
+    /// table holds, as `(key, seq, kind)`.
+    fn merged(entries: &[(&str, u64, ValueKind)], smallest_snapshot: u64, bottom: bool) -> Vec<(String, u64, ValueKind)> {
+        let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut input = VecIterator::new(entries.iter().map(|(k, s, kind)| entry(k, *s, *kind)).collect());
+        input.seek_to_first();
+        let mut number = 10;
+        let mut new_number = || {
+            number += 1;
+            number
+        };
+        let mut blob_number = || 99;
+        let mut on_bytes = |_| {};
+        let out = run(
+            &mut input,
+            JobContext {
+                dir,
+                fs: &fs,
+                table_options: TableBuilderOptions::default(),
+                target_file_size: u64::MAX,
+                grandparents: &[],
+                smallest_snapshot,
+                drop_tombstones: bottom,
+                drop_hidden: true,
+                cancel: None,
+                new_file_number: &mut new_number,
+                blob: BlobSettings::off(),
+                new_blob_file_number: &mut blob_number,
+                on_bytes: &mut on_bytes,
+                bytes_per_sync: 0,
+            },
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        for f in &out.files {
+            let path = filename::table_file(dir, f.number);
+            let file = fs.open_random(&path).unwrap();
+            let table = Table::open(file, f.file_size, path.display().to_string(), None).unwrap();
+            let mut it = table.iter(ReadSettings::default());
+            it.seek_to_first();
+            while it.valid() {
+                let p = parse_internal_key(it.key()).unwrap();
+                seen.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq, p.kind));
+                it.next();
+            }
+        }
+        assert_eq!(out.keys_in, entries.len() as u64);
+        assert_eq!(out.keys_in - out.keys_dropped, seen.len() as u64);
+        seen
+    }
+
+    #[test]
+    fn the_merge_drops_pairs_and_keeps_the_deletion_below_them() {
+        // The deletion below a dropped pair is the newest entry of its key
+        // now: kept (it may hide a put in a level below this compaction),
+        // and the put under it hidden.
+        let entries = [("a", 9, V), ("k", 4, S), ("k", 3, V), ("k", 2, D), ("k", 1, V)];
+        assert_eq!(merged(&entries, 10, false), owned(&[("a", 9, V), ("k", 2, D)]));
+        // At the bottom the deletion goes too.
+        assert_eq!(merged(&entries, 10, true), owned(&[("a", 9, V)]));
+        // A single delete with no put below stays above the bottom and
+        // goes at it, as a deletion does.
+        assert_eq!(merged(&[("k", 4, S)], 10, false), owned(&[("k", 4, S)]));
+        assert!(merged(&[("k", 4, S)], 10, true).is_empty());
+        // A snapshot at 3 still reads the put: both stay.
+        assert_eq!(merged(&[("k", 4, S), ("k", 3, V)], 3, false), owned(&[("k", 4, S), ("k", 3, V)]));
+    }
+
+    #[test]
+    fn a_single_delete_under_a_newer_put_is_kept_until_it_meets_its_own_put() {
+        // Put 1, single delete 2, put 3, single delete 4, written so that
+        // one flush sees 3 and 2, and put 1 and single delete 4 are in
+        // other tables. The flush keeps single delete 2 under put 3.
+        let flushed = merged(&[("k", 3, V), ("k", 2, S)], 10, false);
+        assert_eq!(flushed, owned(&[("k", 3, V), ("k", 2, S)]));
+        // The merge of everything: both pairs go, nothing comes back.
+        let all = [("k", 4, S), ("k", 3, V), ("k", 2, S), ("k", 1, V)];
+        assert!(merged(&all, 10, false).is_empty());
+        // Without put 1 in the merge: single delete 2 stays to hide it.
+        assert_eq!(merged(&all[..3], 10, false), owned(&[("k", 2, S)]));
+    }
 }

@@ -27,6 +27,8 @@ pub(crate) const END_OF_LOG: [u8; HEADER_LEN] = [0; HEADER_LEN];
 // `ValueKind` tags, so batches without column families are as before.
 const TAG_CF_DELETION: u8 = 0x04;
 const TAG_CF_VALUE: u8 = 0x05;
+// RocksDB's kTypeColumnFamilySingleDeletion.
+const TAG_CF_SINGLE_DELETION: u8 = 0x08;
 
 /// An atomic group of puts and deletes.
 #[derive(Clone, PartialEq, Eq)]
@@ -64,6 +66,12 @@ pub enum BatchOp<'a> {
         /// The key.
         key: &'a [u8],
     },
+    /// Remove `key`, written by one put since its last single delete
+    /// ([`WriteBatch::single_delete`]).
+    SingleDelete {
+        /// The key.
+        key: &'a [u8],
+    },
 }
 
 impl<'a> BatchOp<'a> {
@@ -73,6 +81,7 @@ impl<'a> BatchOp<'a> {
         match self {
             BatchOp::Put { key, value } => (crate::key::ValueKind::Value, key, value),
             BatchOp::Delete { key } => (crate::key::ValueKind::Deletion, key, &[]),
+            BatchOp::SingleDelete { key } => (crate::key::ValueKind::SingleDeletion, key, &[]),
         }
     }
 }
@@ -112,6 +121,20 @@ impl WriteBatch {
         self.delete_in(0, key);
     }
 
+    /// Adds a single delete in the default column family (RocksDB
+    /// `SingleDelete`): removes `key`, which must have been written by one
+    /// put since its last single delete, and never deleted with `delete`;
+    /// otherwise the result is undefined, as in RocksDB. When it meets that
+    /// put in a flush or compaction, both are dropped (docs/data_model.md).
+    pub fn single_delete(&mut self, key: &[u8]) {
+        self.single_delete_in(0, key);
+    }
+
+    /// Adds a single delete in the column family `cf`.
+    pub fn single_delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) {
+        self.single_delete_in(cf.id(), key);
+    }
+
     /// Adds a put to the column family `cf` (RocksDB `WriteBatch::Put(cf, ..)`).
     /// Writing the batch fails if the family was dropped by then.
     pub fn put_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
@@ -132,6 +155,12 @@ impl WriteBatch {
 
     pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
         self.push_tag(cf, ValueKind::Deletion as u8, TAG_CF_DELETION);
+        put_length_prefixed(&mut self.rep, key);
+        self.bump_count();
+    }
+
+    pub(crate) fn single_delete_in(&mut self, cf: u32, key: &[u8]) {
+        self.push_tag(cf, ValueKind::SingleDeletion as u8, TAG_CF_SINGLE_DELETION);
         put_length_prefixed(&mut self.rep, key);
         self.bump_count();
     }
@@ -251,7 +280,7 @@ impl WriteBatch {
             let op = op.map_err(Error::invalid)?;
             let (key, value_len) = match op {
                 BatchOp::Put { key, value } => (key, value.len()),
-                BatchOp::Delete { key } => (key, 0),
+                BatchOp::Delete { key } | BatchOp::SingleDelete { key } => (key, 0),
             };
             if key.len() > MAX_KEY_SIZE {
                 return Err(Error::invalid(format!("key of {} bytes exceeds the limit of {MAX_KEY_SIZE}", key.len())));
@@ -302,9 +331,14 @@ impl<'a> Iterator for CfBatchIter<'a> {
         let op = (|| {
             let tag = self.d.u8().ok_or("write batch record truncated")?;
             let (cf, kind) = match tag {
-                TAG_CF_VALUE | TAG_CF_DELETION => {
+                TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION => {
                     let cf = self.d.varint32().ok_or("write batch column family id truncated")?;
-                    (cf, if tag == TAG_CF_VALUE { ValueKind::Value } else { ValueKind::Deletion })
+                    let kind = match tag {
+                        TAG_CF_VALUE => ValueKind::Value,
+                        TAG_CF_DELETION => ValueKind::Deletion,
+                        _ => ValueKind::SingleDeletion,
+                    };
+                    (cf, kind)
                 }
                 // Only the kinds a user writes: a blob index (0x11) is
                 // made by flushes and compactions, never taken from a WAL.
@@ -322,6 +356,10 @@ impl<'a> Iterator for CfBatchIter<'a> {
                 ValueKind::Deletion => {
                     let key = self.d.length_prefixed().ok_or("write batch delete key truncated")?;
                     Ok((cf, BatchOp::Delete { key }))
+                }
+                ValueKind::SingleDeletion => {
+                    let key = self.d.length_prefixed().ok_or("write batch single delete key truncated")?;
+                    Ok((cf, BatchOp::SingleDelete { key }))
                 }
             }
         })();
@@ -381,6 +419,31 @@ mod tests {
                 BatchOp::Put { key: b"", value: b"" }
             ]
         );
+    }
+
+    #[test]
+    fn single_deletes_round_trip_with_rocksdb_tags() {
+        let mut b = WriteBatch::new();
+        b.single_delete(b"a");
+        b.single_delete_in(7, b"b");
+        b.put_in(7, b"c", b"3");
+        let data = b.data();
+        // RocksDB's kTypeSingleDeletion, then kTypeColumnFamilySingleDeletion.
+        assert_eq!(&data[HEADER_LEN..HEADER_LEN + 3], &[0x07, 1, b'a']);
+        assert_eq!(&data[HEADER_LEN + 3..HEADER_LEN + 7], &[0x08, 7, 1, b'b']);
+        let back = WriteBatch::from_data(data, "wal", 0).unwrap();
+        let ops: Vec<_> = back.iter_cf().map(|o| o.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (0, BatchOp::SingleDelete { key: b"a" }),
+                (7, BatchOp::SingleDelete { key: b"b" }),
+                (7, BatchOp::Put { key: b"c", value: b"3" })
+            ]
+        );
+        assert_eq!(BatchOp::SingleDelete { key: b"a" }.entry(), (ValueKind::SingleDeletion, &b"a"[..], &b""[..]));
+        // A record cut inside its key is corruption, as for any record.
+        assert!(WriteBatch::from_data(&data[..HEADER_LEN + 2], "wal", 0).unwrap_err().is_corruption());
     }
 
     #[test]

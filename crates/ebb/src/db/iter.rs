@@ -246,7 +246,7 @@ impl<'a> DbIterator<'a> {
             };
             if p.seq <= self.sequence {
                 match p.kind {
-                    ValueKind::Deletion => {
+                    ValueKind::Deletion | ValueKind::SingleDeletion => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
@@ -283,11 +283,11 @@ impl<'a> DbIterator<'a> {
                 return;
             };
             if p.seq <= self.sequence {
-                if kind != ValueKind::Deletion && p.user_key < self.saved_key.as_slice() {
+                if !kind.is_deletion() && p.user_key < self.saved_key.as_slice() {
                     break;
                 }
                 kind = p.kind;
-                if kind == ValueKind::Deletion {
+                if kind.is_deletion() {
                     self.saved_key.clear();
                     self.saved_value.clear();
                 } else {
@@ -302,9 +302,7 @@ impl<'a> DbIterator<'a> {
         // Stopped by an error, the scan may have missed newer versions of
         // the key collected (they come after the older ones backwards).
         let failed = !self.iter.valid() && self.iter.status().is_err();
-        if failed
-            || kind == ValueKind::Deletion
-            || self.lower.as_ref().is_some_and(|l| self.saved_key.as_slice() < l.as_slice())
+        if failed || kind.is_deletion() || self.lower.as_ref().is_some_and(|l| self.saved_key.as_slice() < l.as_slice())
         {
             self.valid = false;
             self.saved_key.clear();

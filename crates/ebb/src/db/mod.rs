@@ -430,6 +430,38 @@ impl Db {
         self.inner.write(Some(b), wo, None)
     }
 
+    /// Removes `key`, which must have been written by one put since its
+    /// last single delete and never deleted with `delete` (RocksDB
+    /// `SingleDelete`; otherwise the result is undefined, as there). A
+    /// flush or compaction that finds it right above that put, with no
+    /// snapshot between them, drops both: the tombstone does not travel to
+    /// the bottom level as a deletion's does (docs/data_model.md).
+    pub fn single_delete(&self, key: &[u8]) -> Result<()> {
+        self.single_delete_opt(key, &WriteOptions::default())
+    }
+
+    /// [`Db::single_delete`] with write options.
+    pub fn single_delete_opt(&self, key: &[u8], wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::one_record(0, key, &[]);
+        b.single_delete(key);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// [`Db::single_delete`] in column family `cf`.
+    pub fn single_delete_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        self.single_delete_cf_opt(cf, key, &WriteOptions::default())
+    }
+
+    /// [`Db::single_delete`] in column family `cf` with write options.
+    pub fn single_delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
+        cf.data.check_live()?;
+        let mut b = WriteBatch::one_record(cf.id(), key, &[]);
+        b.single_delete_cf(cf, key);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
     /// Applies `batch` atomically.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())

@@ -556,7 +556,7 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<ScannedTab
         smallest_seq = smallest_seq.min(p.seq);
         largest_seq = largest_seq.max(p.seq);
         entries += 1;
-        deletions += u64::from(p.kind == ValueKind::Deletion);
+        deletions += u64::from(p.kind.is_deletion());
         it.next();
     }
     it.status()?;

@@ -72,7 +72,7 @@ impl MemTable {
     /// Inserts one entry. Inserts are serialised (one writer at a time).
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
-        if kind == ValueKind::Deletion {
+        if kind.is_deletion() {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
@@ -101,7 +101,7 @@ impl MemTable {
         }
         Some(match parsed.kind {
             ValueKind::Value => MemLookup::Value(value.to_vec()),
-            ValueKind::Deletion => MemLookup::Deleted,
+            ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
             ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
         })
     }

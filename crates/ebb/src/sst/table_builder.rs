@@ -270,7 +270,7 @@ impl TableBuilder {
         p.smallest_seqno = p.smallest_seqno.min(seq);
         p.largest_seqno = p.largest_seqno.max(seq);
         p.num_entries += 1;
-        if t & 0xff == ValueKind::Deletion as u64 {
+        if ValueKind::from_u8((t & 0xff) as u8).is_some_and(ValueKind::is_deletion) {
             p.num_deletions += 1;
         }
         p.raw_key_size += internal_key.len() as u64;

@@ -1567,7 +1567,7 @@ mod tests {
             for &seq in versions {
                 let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
                 let value = match kind {
-                    ValueKind::Deletion => Vec::new(),
+                    ValueKind::Deletion | ValueKind::SingleDeletion => Vec::new(),
                     ValueKind::Value | ValueKind::BlobIndex => {
                         format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
                     }

@@ -162,6 +162,17 @@ impl Recorder {
         self.write(db, "delete", &b, WriteOptions { sync, disable_wal: false })
     }
 
+    /// Single-deletes `key` (which the workload put once since its last
+    /// single delete: the operation's contract).
+    pub fn single_delete(&mut self, db: &Db, key: &[u8], sync: bool) -> Result<()> {
+        self.history.attempt(|m| {
+            m.remove(key);
+        });
+        let mut b = WriteBatch::new();
+        b.single_delete(key);
+        self.write(db, "single delete", &b, WriteOptions { sync, disable_wal: false })
+    }
+
     /// Writes a batch of puts (`Some(value)`) and deletes (`None`) atomically.
     pub fn batch(&mut self, db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)], sync: bool) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -278,6 +289,32 @@ pub fn puts_and_deletes(r: &mut Recorder) -> Result<()> {
     r.close(db)
 }
 
+/// Keys put and single deleted in turn (single delete's contract: one put
+/// since the last single delete), one write in four synced, through the
+/// tiny memtables' flushes and the compactions they start, then a full
+/// compaction: single deletes meet their puts in flushes, in L0 and deeper,
+/// and some stay above the put of an earlier round.
+pub fn single_deletes(r: &mut Recorder) -> Result<()> {
+    let mut rng = StdRng::seed_from_u64(11);
+    let db = r.open()?;
+    let mut present = [false; 20];
+    for i in 0..160 {
+        let k = rng.gen_range(0..present.len());
+        let sync = i % 4 == 3;
+        if present[k] {
+            r.single_delete(&db, &key(k), sync)?;
+        } else {
+            r.put(&db, &key(k), &value(i, 150), sync)?;
+        }
+        present[k] = !present[k];
+        if i % 40 == 39 {
+            r.get(&db, &key(k))?;
+        }
+    }
+    r.compact(&db)?;
+    r.close(db)
+}
+
 /// Unsynced puts made durable by explicit flushes; the memtable is large, so
 /// only the flushes write tables.
 pub fn puts_then_flush(r: &mut Recorder) -> Result<()> {
@@ -376,6 +413,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("manifest rolls", manifest_rolls),
         ("unlogged writes then close", unlogged_then_close),
         ("recovery into many tables", recovery_into_many_tables),
+        ("single deletes", single_deletes),
     ]
 }
 
