@@ -89,8 +89,9 @@ pub use db::{
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
 pub use options::{
-    BackgroundTuning, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle, CompressionType,
-    IdlePolicyKind, IndexType, Options, WalRecoveryMode, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    BackgroundTuning, ColumnFamilyOptions, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle,
+    CompressionType, DbOptions, IdlePolicyKind, IndexType, Options, TableOptions, WalRecoveryMode, MAX_KEY_SIZE,
+    MAX_VALUE_SIZE,
 };
 pub use sst::PinnableSlice;
 pub use stats::{LevelCompactionStats, StallCause};

@@ -608,3 +608,56 @@ fn creating_and_dropping_families_survives_a_crash_at_every_point() {
         }
     }
 }
+
+/// The options split (RocksDB's `DBOptions` / `ColumnFamilyOptions`): a
+/// family is created and reopened with a `ColumnFamilyOptions`, reports the
+/// options it runs with, keeps them when the database's change, and its
+/// flushes are told to the database's listeners.
+#[test]
+fn families_run_with_column_family_options_and_the_database_listeners() {
+    use ebb::{ColumnFamilyOptions, EventListener, FlushJobInfo};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    struct Flushes(AtomicUsize);
+    impl EventListener for Flushes {
+        fn on_flush_completed(&self, _info: &FlushJobInfo) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let fs = MemFs::new();
+    let flushes = Arc::new(Flushes::default());
+    let mut o = big_buffers(&fs);
+    o.listeners.push(flushes.clone());
+    let db = Db::open(DB, o.clone()).unwrap();
+    let mut cf = ColumnFamilyOptions::default();
+    cf.write_buffer_size = 1 << 20;
+    cf.block_size = 1024;
+    cf.num_levels = 5;
+    let c = db.create_column_family("c", &cf).unwrap();
+    let got = db.cf_options(&c);
+    assert_eq!((got.write_buffer_size, got.block_size, got.num_levels), (1 << 20, 1024, 5));
+    // The default family's options are the database's column-family part,
+    // changed with them by set_options; the other family keeps its own.
+    let default = db.cf_handle("default").unwrap();
+    assert_eq!(db.cf_options(&default).write_buffer_size, 4 << 20);
+    db.set_options(&[("write_buffer_size", "2097152")]).unwrap();
+    assert_eq!(db.cf_options(&default).write_buffer_size, 2 << 20);
+    assert_eq!(db.cf_options(&c).write_buffer_size, 1 << 20);
+    // A flush of the other family reaches the database's listeners.
+    db.put_cf(&c, b"k", b"v").unwrap();
+    db.flush_cf(&c, true).unwrap();
+    assert_eq!(flushes.0.load(Ordering::SeqCst), 1, "the family's flush was not told");
+    // An invalid family option is refused by name.
+    let mut bad = ColumnFamilyOptions::default();
+    bad.num_levels = 0;
+    let e = db.create_column_family("bad", &bad).expect_err("num_levels 0 accepted");
+    assert!(e.to_string().contains("num_levels"), "{e}");
+    drop((c, default));
+    db.close().unwrap();
+    // Reopened with a ColumnFamilyOptions descriptor.
+    let db = Db::open_cf(DB, o, &[("c", cf.clone())]).unwrap();
+    let c = db.cf_handle("c").unwrap();
+    assert_eq!(db.cf_options(&c).block_size, 1024);
+    assert_eq!(db.get_cf(&c, b"k").unwrap(), Some(b"v".to_vec()));
+}

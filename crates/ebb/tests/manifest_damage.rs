@@ -111,7 +111,7 @@ fn rollover() -> Fixture {
 fn families() -> Fixture {
     let fs = MemFs::new();
     let db = Db::open(DB, options(&fs)).unwrap();
-    let one = db.create_column_family("one", &options(&fs)).unwrap();
+    let one = db.create_column_family("one", options(&fs)).unwrap();
     let mut models: BTreeMap<String, Model> = BTreeMap::new();
     fill(&db, Some(&one), models.entry("one".into()).or_default(), "o", 20);
     db.flush_cf(&one, true).unwrap();
@@ -119,8 +119,8 @@ fn families() -> Fixture {
     drop(one);
     let db = Db::open_cf(DB, options(&fs), &[("one", options(&fs))]).unwrap();
     let one = db.cf_handle("one").unwrap();
-    let two = db.create_column_family("two", &options(&fs)).unwrap();
-    let gone = db.create_column_family("gone", &options(&fs)).unwrap();
+    let two = db.create_column_family("two", options(&fs)).unwrap();
+    let gone = db.create_column_family("gone", options(&fs)).unwrap();
     db.put_cf_opt(&gone, b"g", b"g", &SYNCED).unwrap();
     db.drop_column_family(&gone).unwrap();
     fill(&db, Some(&two), models.entry("two".into()).or_default(), "t", 20);

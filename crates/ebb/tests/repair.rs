@@ -18,7 +18,7 @@ const DB: &str = "/db";
 fn fixture() -> (MemFs, Model, Model) {
     let fs = MemFs::new();
     let db = Db::open(DB, manual_options(&fs)).unwrap();
-    let users = db.create_column_family("users", &manual_options(&fs)).unwrap();
+    let users = db.create_column_family("users", manual_options(&fs)).unwrap();
     let (mut default, mut in_users) = (Model::new(), Model::new());
     for t in 0..3 {
         for i in 0..20 {

@@ -136,7 +136,7 @@ fn put_and_single_delete_cycles_read_right_through_compactions() {
 fn single_deletes_work_in_a_column_family() {
     let fs = MemFs::new();
     let db = Db::open("/cf", manual_options(&fs)).unwrap();
-    let cf = db.create_column_family("other", &manual_options(&fs)).unwrap();
+    let cf = db.create_column_family("other", manual_options(&fs)).unwrap();
     db.put_cf(&cf, b"k", b"v").unwrap();
     db.put(b"k", b"default").unwrap();
     db.single_delete_cf(&cf, b"k").unwrap();

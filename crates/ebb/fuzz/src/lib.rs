@@ -461,7 +461,7 @@ fn sample() -> &'static Sample {
     SAMPLE.get_or_init(|| {
         let fs = MemFs::new();
         let db = Db::open("/db", sample_options(&fs)).unwrap();
-        let other = db.create_column_family("other", &sample_options(&fs)).unwrap();
+        let other = db.create_column_family("other", sample_options(&fs)).unwrap();
         let mut models: BTreeMap<String, Model> = BTreeMap::new();
         let synced = WriteOptions { sync: true, disable_wal: false };
         for round in 0..4u32 {

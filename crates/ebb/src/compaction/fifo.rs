@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::picker::{any_busy, intra_l0_span, total};
 use super::{Compaction, CompactionReason, CreationTime};
-use crate::options::Options;
+use crate::options::ColumnFamilyOptions;
 use crate::version::{FileMetaData, Version};
 
 /// Seconds since the Unix epoch, the clock of the `creation_time` property.
@@ -38,7 +38,7 @@ pub fn now_secs() -> u64 {
 /// Picks a FIFO compaction at time `now` (seconds), or `None`.
 pub fn pick(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
     now: u64,
     created: CreationTime<'_>,
@@ -57,7 +57,7 @@ pub fn pick(
 
 fn pick_ttl(
     l0: &[Arc<FileMetaData>],
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
     now: u64,
     created: CreationTime<'_>,
@@ -83,7 +83,7 @@ fn pick_ttl(
     Some(compaction(opts, inputs, CompactionReason::FifoTtl))
 }
 
-fn pick_size(l0: &[Arc<FileMetaData>], opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+fn pick_size(l0: &[Arc<FileMetaData>], opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
     let fopts = &opts.compaction_options_fifo;
     let mut remaining = total(l0);
     if remaining <= fopts.max_table_files_size {
@@ -109,7 +109,7 @@ fn pick_size(l0: &[Arc<FileMetaData>], opts: &Options, busy: &HashSet<u64>) -> O
     Some(compaction(opts, inputs, CompactionReason::FifoMaxSize))
 }
 
-fn compaction(opts: &Options, inputs: Vec<Arc<FileMetaData>>, reason: CompactionReason) -> Compaction {
+fn compaction(opts: &ColumnFamilyOptions, inputs: Vec<Arc<FileMetaData>>, reason: CompactionReason) -> Compaction {
     Compaction {
         level: 0,
         output_level: 0,
@@ -143,8 +143,8 @@ mod tests {
         Version::new(4).apply(&[&e]).unwrap()
     }
 
-    fn opts(max: u64) -> Options {
-        let mut o = Options::default();
+    fn opts(max: u64) -> ColumnFamilyOptions {
+        let mut o = ColumnFamilyOptions::default();
         o.compaction_style = CompactionStyle::Fifo;
         o.compaction_options_fifo.max_table_files_size = max;
         o

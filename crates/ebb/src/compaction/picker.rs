@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use super::{fifo, universal, Compaction, CompactionReason, CreationTime};
 use crate::key::user_key;
-use crate::options::{CompactionStyle, Options};
+use crate::options::{CompactionStyle, ColumnFamilyOptions};
 use crate::version::{FileMetaData, Version};
 
 /// At least this many free L0 files before an L0→L0 compaction is worth it.
@@ -58,7 +58,7 @@ impl LevelTargets {
 
 /// Computes level targets (point 2 of the module doc): RocksDB's
 /// `VersionStorageInfo::CalculateBaseBytes`, step for step.
-pub fn level_targets(version: &Version, opts: &Options) -> LevelTargets {
+pub fn level_targets(version: &Version, opts: &ColumnFamilyOptions) -> LevelTargets {
     let n = version.num_levels();
     let mult = opts.max_bytes_for_level_multiplier;
     let base = opts.max_bytes_for_level_base;
@@ -138,7 +138,7 @@ const SCORE_SCALE: f64 = 10.0;
 /// on every flush's arrival. Levels the tree no longer needs (see
 /// [`LevelTargets::lowest_unnecessary_level`]) are drained just above
 /// the threshold.
-pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet<u64>) -> Vec<f64> {
+pub fn level_scores(version: &Version, opts: &ColumnFamilyOptions, being_compacted: &HashSet<u64>) -> Vec<f64> {
     let mut scores = vec![0.0; version.num_levels()];
     match opts.compaction_style {
         CompactionStyle::Universal => {
@@ -214,7 +214,7 @@ pub fn level_scores(version: &Version, opts: &Options, being_compacted: &HashSet
 /// will meet below (next level's bytes / this level's, plus one), and the
 /// next level then starts from its own bytes plus that excess. 0 for
 /// universal and FIFO, which RocksDB does not estimate either.
-pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u64 {
+pub fn estimate_pending_compaction_bytes(version: &Version, opts: &ColumnFamilyOptions) -> u64 {
     if opts.compaction_style != CompactionStyle::Level {
         return 0;
     }
@@ -252,14 +252,14 @@ pub fn estimate_pending_compaction_bytes(version: &Version, opts: &Options) -> u
 /// at a time (RocksDB's compaction pressure token, set in
 /// `RecalculateWriteStallConditions`): L0 files at
 /// `min(2 x trigger, trigger + (slowdown - trigger) / 4)`, the slowdown
-/// trigger as RocksDB sanitizes it (`Options::effective_l0_stall_triggers`); no soft
+/// trigger as RocksDB sanitizes it (`ColumnFamilyOptions::effective_l0_stall_triggers`); no soft
 /// pending-bytes limit (RocksDB then always speeds up); or estimated pending
 /// bytes at `min(soft limit / 4, max(bottommost bytes / 8, 2 x
 /// max_bytes_for_level_base))`, where the bottommost bytes are the deepest
 /// non-empty level's (0 when only L0 holds files, which leaves the soft
 /// limit's quarter). RocksDB also counts files marked for compaction, which
 /// Ebb does not mark. Automatic compaction off: no pressure.
-pub fn needs_compaction_speedup(version: &Version, opts: &Options) -> bool {
+pub fn needs_compaction_speedup(version: &Version, opts: &ColumnFamilyOptions) -> bool {
     if opts.disable_auto_compactions {
         return false;
     }
@@ -289,7 +289,7 @@ pub fn needs_compaction_speedup(version: &Version, opts: &Options) -> bool {
 /// `l0_delay_trigger_count`): L0 files; for universal, every sorted run (L0
 /// files plus non-empty levels); for FIFO 0, since RocksDB disables the L0
 /// triggers there (files are dropped instead of compacted down).
-pub fn l0_delay_trigger_count(version: &Version, opts: &Options) -> usize {
+pub fn l0_delay_trigger_count(version: &Version, opts: &ColumnFamilyOptions) -> usize {
     match opts.compaction_style {
         CompactionStyle::Level => version.num_files(0),
         CompactionStyle::Universal => universal::sorted_runs(version, &HashSet::new()).len(),
@@ -318,7 +318,7 @@ fn is_bottommost(version: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -
 
 fn finish(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     level: usize,
     output_level: usize,
     inputs: Vec<Arc<FileMetaData>>,
@@ -368,7 +368,7 @@ fn finish(
 /// FIFO's `ttl` how old each file is.
 pub fn pick_compaction(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
     created: CreationTime<'_>,
 ) -> Option<Compaction> {
@@ -404,7 +404,7 @@ pub fn pick_compaction(
 /// and the threshold below 1, as in RocksDB; and, unlike RocksDB, never
 /// for a batch without garbage (a threshold of 0 would otherwise rewrite
 /// the same blobs forever).
-pub fn pick_forced_blob_gc(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+pub fn pick_forced_blob_gc(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
     let (cutoff, threshold) = (opts.blob_garbage_collection_age_cutoff, opts.blob_garbage_collection_force_threshold);
     if !opts.enable_blob_garbage_collection || cutoff <= 0.0 || threshold >= 1.0 {
         return None;
@@ -433,7 +433,7 @@ pub fn pick_forced_blob_gc(version: &Version, opts: &Options, busy: &HashSet<u64
     Some(c)
 }
 
-fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTargets) -> Option<Compaction> {
+fn pick_l0(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, t: &LevelTargets) -> Option<Compaction> {
     let l0 = &version.levels[0];
     if l0.is_empty() {
         return None;
@@ -469,7 +469,7 @@ fn pick_l0(version: &Version, opts: &Options, busy: &HashSet<u64>, t: &LevelTarg
 
 /// `inputs`, adjacent L0 files, merged into one L0 file: never the
 /// bottommost data, never a move.
-fn intra_l0(version: &Version, opts: &Options, inputs: &[Arc<FileMetaData>]) -> Compaction {
+fn intra_l0(version: &Version, opts: &ColumnFamilyOptions, inputs: &[Arc<FileMetaData>]) -> Compaction {
     let mut c = finish(version, opts, 0, 0, inputs.to_vec(), Vec::new(), CompactionReason::IntraL0);
     c.bottommost = false;
     c.trivial_move = false;
@@ -545,7 +545,7 @@ const L0_RUN_MERGE_MAX_WIDTH: usize = 16;
 /// budget the wave leaves goes where it removes the most runs a read must
 /// probe. Files in a running compaction end a series; inputs are adjacent,
 /// so the output keeps L0's order.
-pub fn pick_l0_run_merge(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+pub fn pick_l0_run_merge(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
     let l0 = version.levels.first()?;
     let max_bytes = opts.effective_max_compaction_bytes().saturating_mul(4);
     // (bytes written per run removed, start, end)
@@ -582,7 +582,7 @@ pub fn pick_l0_run_merge(version: &Version, opts: &Options, busy: &HashSet<u64>)
     best.map(|(_, start, end)| intra_l0(version, opts, &l0[start..end]))
 }
 
-fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
+fn pick_level(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, level: usize) -> Option<Compaction> {
     let next = level + 1;
     if next >= version.num_levels() {
         return None;
@@ -609,7 +609,7 @@ fn pick_level(version: &Version, opts: &Options, busy: &HashSet<u64>, level: usi
 /// `level` into `output_level`. `None` when nothing overlaps or a file is busy.
 pub fn manual_compaction(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
     level: usize,
     output_level: usize,
@@ -652,7 +652,7 @@ pub fn manual_compaction(
 /// (see [`manual_compaction`]) or when there is nothing to do.
 pub fn manual_compaction_for_style(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
     created: CreationTime<'_>,
 ) -> Option<Compaction> {
@@ -683,12 +683,12 @@ mod tests {
     use crate::compaction::test_file as file;
     use crate::version::VersionEdit;
 
-    fn pick(v: &Version, o: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+    fn pick(v: &Version, o: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
         pick_compaction(v, o, busy, &|_| None)
     }
 
-    fn opts() -> Options {
-        let mut o = Options::default();
+    fn opts() -> ColumnFamilyOptions {
+        let mut o = ColumnFamilyOptions::default();
         o.level_compaction_dynamic_level_bytes = false;
         o.max_bytes_for_level_base = 1000;
         o.target_file_size_base = 100;
@@ -737,9 +737,9 @@ mod tests {
         assert!(!c.trivial_move);
         assert!(pick(&v, &o, &HashSet::from([1])).is_none(), "its table is busy");
         for off in [
-            |o: &mut Options| o.enable_blob_garbage_collection = false,
-            |o: &mut Options| o.blob_garbage_collection_force_threshold = 1.0,
-            |o: &mut Options| o.blob_garbage_collection_age_cutoff = 0.0,
+            |o: &mut ColumnFamilyOptions| o.enable_blob_garbage_collection = false,
+            |o: &mut ColumnFamilyOptions| o.blob_garbage_collection_force_threshold = 1.0,
+            |o: &mut ColumnFamilyOptions| o.blob_garbage_collection_age_cutoff = 0.0,
         ] {
             let mut o = o.clone();
             off(&mut o);
@@ -1000,7 +1000,7 @@ mod tests {
         assert_eq!(level_targets(&empty, &o).base_level, 6);
     }
 
-    fn dynamic_opts() -> Options {
+    fn dynamic_opts() -> ColumnFamilyOptions {
         let mut o = opts();
         o.level_compaction_dynamic_level_bytes = true;
         o.max_bytes_for_level_multiplier = 10.0;

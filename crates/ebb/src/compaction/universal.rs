@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::picker::files_disjoint;
 use super::{Compaction, CompactionReason};
-use crate::options::Options;
+use crate::options::ColumnFamilyOptions;
 use crate::version::{FileMetaData, Version};
 
 /// One sorted run: a single L0 file or a whole non-empty level.
@@ -73,7 +73,7 @@ pub fn sorted_runs(version: &Version, busy: &HashSet<u64>) -> Vec<SortedRun> {
 }
 
 /// Picks a universal compaction, or `None` (module doc for the order).
-pub fn pick(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+pub fn pick(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
     let runs = sorted_runs(version, busy);
     let trigger = opts.level0_file_num_compaction_trigger.max(1) as usize;
     if runs.is_empty() || runs.len() < trigger {
@@ -98,7 +98,7 @@ pub fn pick(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Co
 
 /// Every sorted run merged into the last level (`compact_range`), or `None`
 /// when there is at most one run already at the last level, or a run is busy.
-pub fn compact_all(version: &Version, opts: &Options, busy: &HashSet<u64>) -> Option<Compaction> {
+pub fn compact_all(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
     let runs = sorted_runs(version, busy);
     let last = version.num_levels() - 1;
     if runs.is_empty() || (runs.len() == 1 && runs[0].level == last) || runs.iter().any(|r| r.being_compacted) {
@@ -133,7 +133,7 @@ fn size_amp_start(runs: &[SortedRun], percent: u32) -> Option<usize> {
 /// is at most `(100 + ratio)%` of the total before it, at most `max_width`
 /// runs long (and `max_merge_width`) and at least `min_merge_width` long
 /// (RocksDB `PickCompactionToReduceSortedRuns`).
-fn similar_size_span(runs: &[SortedRun], opts: &Options, ratio: u32, max_width: u32) -> Option<(usize, usize)> {
+fn similar_size_span(runs: &[SortedRun], opts: &ColumnFamilyOptions, ratio: u32, max_width: u32) -> Option<(usize, usize)> {
     let uopts = &opts.compaction_options_universal;
     let max_count = uopts.max_merge_width.min(max_width) as usize;
     let min_count = uopts.min_merge_width.max(2) as usize;
@@ -165,7 +165,7 @@ fn similar_size_span(runs: &[SortedRun], opts: &Options, ratio: u32, max_width: 
 /// `PickCompactionWithSortedRunRange` / the tail of `PickCompactionToReduceSortedRuns`).
 fn build(
     version: &Version,
-    opts: &Options,
+    opts: &ColumnFamilyOptions,
     runs: &[SortedRun],
     start: usize,
     end: usize,
@@ -218,8 +218,8 @@ mod tests {
     use crate::options::CompactionStyle;
     use crate::version::VersionEdit;
 
-    fn opts() -> Options {
-        let mut o = Options::default();
+    fn opts() -> ColumnFamilyOptions {
+        let mut o = ColumnFamilyOptions::default();
         o.compaction_style = CompactionStyle::Universal;
         o.level0_file_num_compaction_trigger = 4;
         o.compression = crate::CompressionType::None;

@@ -32,6 +32,7 @@ use crate::compaction::job::BlobSettings;
 use crate::compaction::{picker, run, Compaction};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
 use crate::version::{filename, FileMetaData};
@@ -205,7 +206,7 @@ impl DbInner {
     /// configured bits, raised while the tuner defers compaction and L0
     /// holds more files than its trigger ([`crate::tuning::l0_filter_bits`]).
     /// Requires the db mutex.
-    pub(super) fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &crate::Options) -> u32 {
+    pub(super) fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> u32 {
         if !self.tuning.deferred.load(Ordering::Relaxed) {
             return opts.bloom_bits_per_key;
         }
@@ -238,7 +239,7 @@ impl DbInner {
 
     /// The next automatic compaction of column family `cf`, picked by `opts`
     /// (the family's options), if any. Requires the db mutex.
-    pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &crate::Options) -> Option<Compaction> {
+    pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> Option<Compaction> {
         let version = st.versions.version(cf)?;
         picker::pick_compaction(&version, opts, &st.being_compacted, &|f| self.creation_time(f))
     }

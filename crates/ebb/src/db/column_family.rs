@@ -28,16 +28,16 @@ use arc_swap::ArcSwap;
 use super::SuperVersion;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::ColumnFamilyOptions;
 use crate::version::VersionEdit;
 
 /// The part of a family readers reach without the db mutex.
 pub(crate) struct ColumnFamilyData {
     pub(crate) id: u32,
     pub(crate) name: String,
-    /// The family's options; unused for the default family, whose options are
-    /// the database's (`DbInner::options`, changed by `set_options`).
-    pub(crate) options: Arc<Options>,
+    /// The family's options (for the default family, the column-family
+    /// part of the database's options, swapped by `set_options`).
+    pub(crate) options: ArcSwap<ColumnFamilyOptions>,
     /// What readers of this family need, swapped as a whole. An `ArcSwap`:
     /// a point read borrows the current one through a thread-local debt slot
     /// instead of taking a lock and bumping its shared count (RocksDB keeps a
@@ -47,7 +47,7 @@ pub(crate) struct ColumnFamilyData {
 }
 
 impl ColumnFamilyData {
-    pub(crate) fn new(id: u32, name: &str, options: Arc<Options>) -> Arc<Self> {
+    pub(crate) fn new(id: u32, name: &str, options: Arc<ColumnFamilyOptions>) -> Arc<Self> {
         let sv = SuperVersion {
             mem: Arc::new(MemTable::new(0)),
             imm: Vec::new(),
@@ -56,7 +56,7 @@ impl ColumnFamilyData {
         Arc::new(ColumnFamilyData {
             id,
             name: name.to_string(),
-            options,
+            options: ArcSwap::new(options),
             super_version: ArcSwap::from_pointee(sv),
             dropped: AtomicBool::new(false),
         })
@@ -132,7 +132,7 @@ impl std::fmt::Debug for ColumnFamilyHandle {
 }
 
 impl super::DbInner {
-    pub(crate) fn create_column_family(&self, name: &str, options: &Options) -> Result<ColumnFamilyHandle> {
+    pub(crate) fn create_column_family(&self, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamilyHandle> {
         self.check_open()?;
         options.validate()?;
         if name.is_empty() {
@@ -160,7 +160,7 @@ impl super::DbInner {
         if let Err(e) = st.versions.add_column_family(edit, options.num_levels) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
-        let data = ColumnFamilyData::new(id, name, Arc::new(options.clone()));
+        let data = ColumnFamilyData::new(id, name, Arc::new(options));
         let mem = Arc::new(MemTable::new(st.wal_number));
         st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
         self.install_super_version(&mut st);
@@ -197,7 +197,7 @@ impl super::DbInner {
         let empty = SuperVersion {
             mem: Arc::new(MemTable::new(0)),
             imm: Vec::new(),
-            version: Arc::new(crate::version::Version::new(cf.options.num_levels.max(1))),
+            version: Arc::new(crate::version::Version::new(cf.options.load().num_levels.max(1))),
         };
         cf.super_version.store(Arc::new(empty));
         st.stall_cache = None;

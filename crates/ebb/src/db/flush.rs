@@ -18,6 +18,7 @@ use crate::compaction::run;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
 use crate::sst::TableBuilderOptions;
 use crate::stats::{bump, LevelCompactionStats};
 use crate::version::VersionEdit;
@@ -138,7 +139,9 @@ impl DbInner {
             },
         );
         self.delete_obsolete_files(st);
-        if !opts.listeners.is_empty() {
+        // The database's listeners (a family's options have none: a flush
+        // of any family is told to them).
+        if !self.opts().listeners.is_empty() {
             let info = FlushJobInfo {
                 file_number,
                 bytes_written: written,
@@ -181,7 +184,7 @@ impl DbInner {
     pub(crate) fn write_level0_table(
         &self,
         mems: &[Arc<MemTable>],
-        opts: &crate::Options,
+        opts: &ColumnFamilyOptions,
         family: &super::column_family::ColumnFamilyData,
         number: u64,
         smallest_snapshot: u64,
@@ -246,7 +249,7 @@ pub(crate) struct TableTarget<'a> {
     pub(crate) dir: &'a std::path::Path,
     pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
     /// The column family's options (table format, level-0 compression).
-    pub(crate) opts: &'a crate::Options,
+    pub(crate) opts: &'a ColumnFamilyOptions,
     /// The column family and its name, recorded in the table's properties.
     pub(crate) cf: u32,
     pub(crate) cf_name: &'a str,

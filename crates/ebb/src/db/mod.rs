@@ -60,7 +60,7 @@ use crate::fs::{FileLock, FileSystem};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{ColumnFamilyOptions, Options};
 use crate::sst::{PinnableSlice, ReadSettings};
 use crate::stats::Stats;
 use crate::version::{LevelFiles, LevelIterator, TableCache, Version, VersionSet};
@@ -247,14 +247,19 @@ impl Db {
     /// has must be listed, as in RocksDB; the default family may be left out
     /// and is configured by `options` (the options given for it in `families`
     /// are ignored). Each other family is configured by the options listed
-    /// with it; only their column family options (write buffer, compaction,
-    /// table options) are used, the database-wide ones come from `options`.
+    /// with it: a [`ColumnFamilyOptions`] (RocksDB's
+    /// `ColumnFamilyDescriptor`), or an [`Options`] whose column-family and
+    /// table part is taken; the database-wide options come from `options`.
     ///
     /// Errors: `InvalidArgument` naming a family the database has that is not
     /// listed, or a listed family the database does not have; as
     /// [`Db::open`] otherwise.
-    pub fn open_cf(path: impl AsRef<Path>, options: Options, families: &[(&str, Options)]) -> Result<Db> {
-        open::open(path.as_ref(), options, families)
+    pub fn open_cf<F>(path: impl AsRef<Path>, options: Options, families: &[(&str, F)]) -> Result<Db>
+    where
+        for<'a> &'a F: Into<ColumnFamilyOptions>,
+    {
+        let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
+        open::open(path.as_ref(), options, &families)
     }
 
     /// Rebuilds the MANIFEST of the database at `path` from the tables and
@@ -288,14 +293,19 @@ impl Db {
         crate::version::list_column_families(path.as_ref(), options.fs.as_ref())
     }
 
-    /// Creates the column family `name`, configured by `options` (its column
-    /// family options; RocksDB `DB::CreateColumnFamily`). The family is
-    /// recorded in the MANIFEST before this returns.
+    /// Creates the column family `name`, configured by `options`: a
+    /// [`ColumnFamilyOptions`], or an [`Options`] whose column-family and
+    /// table part is taken (RocksDB `DB::CreateColumnFamily`). The family
+    /// is recorded in the MANIFEST before this returns.
     ///
     /// Errors: `InvalidArgument` when a family of that name exists or the
     /// options are invalid.
-    pub fn create_column_family(&self, name: &str, options: &Options) -> Result<ColumnFamilyHandle> {
-        self.inner.create_column_family(name, options)
+    pub fn create_column_family(
+        &self,
+        name: &str,
+        options: impl Into<ColumnFamilyOptions>,
+    ) -> Result<ColumnFamilyHandle> {
+        self.inner.create_column_family(name, options.into())
     }
 
     /// Drops a column family (RocksDB `DB::DropColumnFamily`): the drop is
@@ -590,6 +600,13 @@ impl Db {
         Options::clone(&self.inner.options.lock())
     }
 
+    /// The options in force for column family `cf` (RocksDB
+    /// `GetOptions(cf)`): for the default family, the column-family part of
+    /// [`Db::options`].
+    pub fn cf_options(&self, cf: &ColumnFamilyHandle) -> ColumnFamilyOptions {
+        ColumnFamilyOptions::clone(&cf.data.options.load())
+    }
+
     /// Compacts every file overlapping `[begin, end]` down to the last level
     /// holding data, then returns.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
@@ -711,13 +728,10 @@ impl DbInner {
         Arc::clone(&self.options.lock())
     }
 
-    /// The options of column family `cf`: the database's for the default family.
-    pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<Options> {
-        if cf.id == 0 {
-            self.opts()
-        } else {
-            Arc::clone(&cf.options)
-        }
+    /// The options of column family `cf` (for the default family, the
+    /// column-family part of the database's options).
+    pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<ColumnFamilyOptions> {
+        cf.options.load_full()
     }
 
     /// Publishes the memtables and versions of every family in `st` to
@@ -791,6 +805,7 @@ impl DbInner {
         self.check_open()?;
         let mut guard = self.options.lock();
         let next = guard.apply_dynamic(changes)?;
+        self.default_cf.options.store(Arc::new(next.cf_options()));
         *guard = Arc::new(next);
         drop(guard);
         // Grow the thread pools if a limit went up (shrinking is by index).

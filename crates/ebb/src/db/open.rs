@@ -27,12 +27,12 @@ use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
 use crate::version::{filename, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::version::{TableCache, TableCacheOptions};
 
-pub(super) fn open(dir: &Path, options: Options, families: &[(&str, Options)]) -> Result<Db> {
+pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamilyOptions)]) -> Result<Db> {
     options.validate()?;
     for (name, o) in families {
         if *name != DEFAULT_COLUMN_FAMILY {
@@ -115,7 +115,7 @@ fn check_creatable(dir: &Path, fs: &dyn FileSystem, options: &Options) -> Result
 fn open_locked(
     dir: &Path,
     options: Options,
-    families: &[(&str, Options)],
+    families: &[(&str, ColumnFamilyOptions)],
     lock: Box<dyn crate::fs::FileLock>,
     info_log: Arc<InfoLog>,
 ) -> Result<Db> {
@@ -174,7 +174,7 @@ fn open_locked(
     for (id, f) in versions.families() {
         let o = match listed(&f.name) {
             Some((_, o)) if *id != 0 => Arc::new(o.clone()),
-            _ => Arc::clone(&options),
+            _ => Arc::new(options.cf_options()),
         };
         let data = ColumnFamilyData::new(*id, &f.name, o);
         family_states.insert(*id, FamilyState { data, mem: Arc::new(MemTable::new(0)), imm: Vec::new() });

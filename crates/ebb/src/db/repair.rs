@@ -235,7 +235,9 @@ fn repair_locked(
     for &number in tables {
         keep_table(dir, fs.as_ref(), number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report);
     }
-    // Step 2: WALs into tables, then read back as the others.
+    // Step 2: WALs into tables, then read back as the others. Every family's
+    // tables are written with the table format of `options`.
+    let cf_options = options.cf_options();
     for (wal, wal_name) in wals {
         let wal = *wal;
         let (records, damage, mems, max_seq) = replay_wal(&dir.join(wal_name), fs.as_ref(), wal, &remembered)?;
@@ -248,7 +250,7 @@ fn repair_locked(
             let target = TableTarget {
                 dir,
                 fs,
-                opts: options,
+                opts: &cf_options,
                 cf,
                 cf_name: &name,
                 bytes_per_sync: options.bytes_per_sync,

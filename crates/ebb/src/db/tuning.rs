@@ -342,11 +342,14 @@ impl DbInner {
                 return;
             }
             let m = self.metrics();
-            let opts = self.opts();
+            let default_family = self.family_opts(&self.default_cf);
             let max_score = {
                 let st = self.state.lock();
-                let scores =
-                    crate::compaction::picker::level_scores(&st.versions.current(), &opts, &st.being_compacted);
+                let scores = crate::compaction::picker::level_scores(
+                    &st.versions.current(),
+                    &default_family,
+                    &st.being_compacted,
+                );
                 scores.into_iter().fold(0.0f64, f64::max)
             };
             let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);
@@ -445,6 +448,7 @@ impl DbInner {
             next.set(name, value)?;
         }
         next.validate()?;
+        self.default_cf.options.store(Arc::new(next.cf_options()));
         *guard = Arc::new(next);
         drop(guard);
         self.state.lock().stall_cache = None;

@@ -23,6 +23,7 @@ use super::StallCondition;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
 
 use crate::stats::{bump, StallCause};
 use crate::version::filename;
@@ -303,14 +304,13 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            let opts = self.opts();
             // The condition depends only on the versions, the immutable
             // memtables and the options; it is recomputed after any of them
             // changes (`stall_cache` is cleared then), not on every write.
             let condition = match st.stall_cache {
                 Some(c) => c,
                 None => {
-                    let c = self.stall_condition(&st, &opts);
+                    let c = self.stall_condition(&st);
                     self.set_stall_condition(&mut st, c);
                     st.stall_cache = Some(c);
                     c
@@ -402,7 +402,7 @@ impl DbInner {
     /// `GetWriteStallConditionAndCause`), the worst over the column families.
     /// L0 and pending-bytes conditions apply only while automatic compaction
     /// is on.
-    pub(crate) fn stall_condition(&self, st: &DbState, opts: &crate::Options) -> StallCondition {
+    pub(crate) fn stall_condition(&self, st: &DbState) -> StallCondition {
         let severity = |c: &StallCondition| match c {
             StallCondition::Normal => 0,
             StallCondition::Delayed(_) => 1,
@@ -410,14 +410,8 @@ impl DbInner {
         };
         let mut worst = StallCondition::Normal;
         for (id, family) in &st.families {
-            let family_opts;
-            let o = if *id == 0 {
-                opts
-            } else {
-                family_opts = self.family_opts(&family.data);
-                &family_opts
-            };
-            let c = family_stall_condition(&st.versions.version(*id).unwrap_or_default(), o);
+            let o = self.family_opts(&family.data);
+            let c = family_stall_condition(&st.versions.version(*id).unwrap_or_default(), &o);
             if severity(&c) > severity(&worst) {
                 worst = c;
             }
@@ -589,7 +583,7 @@ impl DbInner {
 }
 
 /// The stall condition one family's version and options call for.
-fn family_stall_condition(version: &crate::version::Version, opts: &crate::Options) -> StallCondition {
+fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
     // L0 files under leveled compaction, sorted runs under universal, none
     // under FIFO (`l0_delay_trigger_count`).
     let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;

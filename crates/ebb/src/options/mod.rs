@@ -1,14 +1,19 @@
 //! Options: every knob, its default, its RocksDB name, and a text form that
 //! round-trips (the OPTIONS file written next to the data, as RocksDB does).
 //!
-//! Defaults live in one place, [`Options::default`]. Names follow RocksDB where
-//! the meaning is the same, so db_bench flags and OPTIONS files carry over.
+//! Every option is declared once below, in its section (DB, column family,
+//! table), with its documentation and default; options/split.rs makes
+//! [`Options`] (all of them) and [`DbOptions`], [`ColumnFamilyOptions`] and
+//! [`TableOptions`] from that list. Names follow RocksDB where the meaning is
+//! the same, so db_bench flags and OPTIONS files carry over.
 //! `set_options` accepts only the options marked dynamic in the option table
 //! in `options/text.rs` (the ones RocksDB's `SetOptions` accepts), which also
 //! holds the text form.
 
 use std::sync::Arc;
 
+#[macro_use]
+mod split;
 mod text;
 
 use crate::cache::{new_cache, BlockCache, CacheOptions, CacheType};
@@ -93,381 +98,366 @@ impl Default for CompactionOptionsFifo {
     }
 }
 
-/// Options for one database. Build with `Options::default()` and the setters,
-/// or parse from text with [`Options::from_text`].
-#[derive(Clone)]
-pub struct Options {
-    // ---- DB options ----
-    /// Create the database if it does not exist. RocksDB `create_if_missing`; default false.
-    pub create_if_missing: bool,
-    /// Fail to open if the database already exists. RocksDB `error_if_exists`; default false.
-    pub error_if_exists: bool,
-    /// Verify checksums of every block read during open and compaction. RocksDB `paranoid_checks`; default true.
-    pub paranoid_checks: bool,
-    /// Total background threads for flushes and compactions when the two limits
-    /// below are not set. RocksDB `max_background_jobs`; default 2. Dynamic.
-    pub max_background_jobs: i32,
-    /// Flush threads, each running one flush (flushes run side by side, as in
-    /// RocksDB); -1 derives it from `max_background_jobs` (a quarter, at least 1). Dynamic.
-    pub max_background_flushes: i32,
-    /// Compaction threads; -1 derives it from `max_background_jobs` (the rest). Dynamic.
-    pub max_background_compactions: i32,
-    /// Threads one compaction may split into by key range. RocksDB `max_subcompactions`; default 1. Dynamic.
-    pub max_subcompactions: u32,
-    /// What recovery accepts from a damaged WAL. RocksDB `wal_recovery_mode`; default point in time.
-    pub wal_recovery_mode: WalRecoveryMode,
-    /// Writes reach the WAL file only on `flush_wal` (or a full buffer).
-    /// RocksDB `manual_wal_flush`; default false.
-    pub manual_wal_flush: bool,
-    /// Once the live WALs exceed this, the column families whose memtables
-    /// hold data in the oldest WAL are flushed; 0 means 4 x the sum over the
-    /// families of write_buffer_size x max_write_buffer_number. As in RocksDB
-    /// it applies only with more than one column family (one family's WALs
-    /// are bounded by its memtables). Dynamic.
-    pub max_total_wal_size: u64,
-    /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
-    pub wal_bytes_per_sync: u64,
-    /// Ask the OS to write back SSTs and blob files every this many bytes;
-    /// 0 disables, except for the adaptive tuner's L0 run merges, which then
-    /// write behind every MiB (docs/tuning.md). RocksDB `bytes_per_sync`. Dynamic.
-    pub bytes_per_sync: u64,
-    /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
-    pub max_manifest_file_size: u64,
-    /// Tables kept open (each its file descriptor, index and filter): -1
-    /// keeps every table open from its first read until it is deleted;
-    /// otherwise at most this many less 10 (RocksDB's room for the WAL,
-    /// MANIFEST and other files), the least recently used closed first
-    /// (a table being read stays open until its readers are done).
-    /// Values below 20 count as 20, as RocksDB sanitizes them. RocksDB
-    /// `max_open_files`; default -1.
-    pub max_open_files: i32,
-    /// Read SSTs through a read-only memory map instead of `pread`. RocksDB
-    /// `allow_mmap_reads`; default false. SSTs must not be truncated while
-    /// open (a read of a lost page raises SIGBUS); see docs/io.md.
-    pub allow_mmap_reads: bool,
-    /// Hint `POSIX_FADV_RANDOM` on SSTs when they are opened for reads, so
-    /// point lookups do not pull in OS readahead. RocksDB `advise_random_on_open`; default true.
-    pub advise_random_on_open: bool,
-    /// Bytes read ahead of each compaction input's data blocks, in one read;
-    /// 0 reads block by block. RocksDB `compaction_readahead_size`; default 2 MiB. Dynamic.
-    pub compaction_readahead_size: usize,
-    /// Write rate while writes are slowed down, bytes/s. RocksDB `delayed_write_rate`; default 16 MiB/s. Dynamic.
-    pub delayed_write_rate: u64,
-    /// Collect tickers and histograms. RocksDB `statistics` (a pointer there, a switch here); default false.
-    pub statistics: bool,
-    /// Print `ebb.stats` to the info log every this many seconds; 0 disables. Dynamic.
-    pub stats_dump_period_sec: u32,
-    /// Old info logs (`LOG.old.*`) kept beside `LOG`; older ones are deleted
-    /// at open. RocksDB `keep_log_file_num`; default 1000.
-    pub keep_log_file_num: usize,
-    /// Open what can be opened of a damaged database instead of failing: the
-    /// MANIFEST is replayed up to its first damage and back to the last state
-    /// whose files all exist, and what was left out is reported
-    /// (`Db::recovery_report`, the info log). RocksDB `best_efforts_recovery`;
-    /// default false, so damage is an error (docs/reliability.md).
-    pub best_efforts_recovery: bool,
-    /// Rate limit for flush and compaction writes, bytes/s; 0 disables. RocksDB `rate_limiter` (db_bench `rate_limiter_bytes_per_sec`).
-    pub rate_limiter_bytes_per_sec: u64,
-    /// How often the rate limiter refills, microseconds. RocksDB's `refill_period_us`; default 100 ms.
-    pub rate_limiter_refill_period_us: u64,
-    /// When flushes and compactions both wait, compactions go first with
-    /// probability 1/fairness. RocksDB's `fairness`; default 10.
-    pub rate_limiter_fairness: u32,
-    /// Let the rate limiter tune its rate between 1/20 of and the configured
-    /// rate from how often it is drained (RocksDB `auto_tuned`). Default false.
-    pub rate_limiter_auto_tuned: bool,
-    /// The thesis's compaction auto-tuner (seed 000 §3.3): the same as
-    /// `background_tuning=thesis`, and it takes the place of `off` or
-    /// `adaptive` (the default); it conflicts with `idle`. db_bench's
-    /// `auto_tuned_compactions`. Default false.
-    pub auto_tuned_compactions: bool,
-    /// Which tuner steers background work: off (RocksDB's behaviour), thesis,
-    /// adaptive or idle (docs/tuning.md). Default adaptive: it defers
-    /// compaction only while writes press and compaction falls behind them,
-    /// so on a load compaction keeps up with it does what off does. Adaptive
-    /// and idle raise the L0 stall triggers above their L0 bound
-    /// (`tuning_max_l0_files`, docs/tuning.md).
-    pub background_tuning: BackgroundTuning,
-    /// Thesis tuner: flush drains (percent of refill periods) at or above
-    /// which compaction is disabled, together with the total watermark. Default 50.
-    pub tuning_flush_watermark_pct: u64,
-    /// Thesis tuner: total drains (percent) at or above which compaction is disabled. Default 90.
-    pub tuning_total_watermark_pct: u64,
-    /// Thesis tuner: how often it decides, microseconds. Default 10 s.
-    pub tuning_interval_us: u64,
-    /// Adaptive and idle modes: the I/O budget of flush, WAL and compaction
-    /// writes, bytes/s; 0 learns it from the highest throughput seen. Default 0.
-    pub tuning_io_budget: u64,
-    /// Adaptive and idle modes: L0 files past which compaction runs however
-    /// busy the client is (a bound on deferral). Default 1024 (256 before
-    /// stop 30: docs/benchmarks.md, "Adaptive's L0 bound"); 0 disables the bound.
-    pub tuning_max_l0_files: usize,
-    /// Idle detection (seed 002): how the client is judged idle, `throughput`
-    /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
-    /// `idle_quiet_ms`). Default throughput.
-    pub idle_policy: IdlePolicyKind,
-    /// Idle detection: how often write throughput is sampled, ms. Default 500.
-    pub idle_probe_interval_ms: u64,
-    /// Idle detection: client bytes/s under which the client is idle. Default 524288 (0.5 MB/s).
-    pub idle_throughput_threshold: u64,
-    /// Idle detection: ms after the last write at which the client is idle. Default 500.
-    pub idle_quiet_ms: u64,
-    // ---- column-family options ----
-    /// Bytes a memtable holds before it is switched for a new one and flushed.
-    /// RocksDB `write_buffer_size`; default 64 MiB. Dynamic.
-    pub write_buffer_size: usize,
-    /// Memtables (the mutable one and the immutable ones awaiting flush) before
-    /// writes stop. RocksDB `max_write_buffer_number`; default 2. Dynamic.
-    pub max_write_buffer_number: usize,
-    /// RocksDB's minimum of immutable memtables merged per flush; default 1.
-    /// Accepted and checked, but a flush does not wait for that many: it
-    /// takes every immutable memtable no running flush has taken.
-    pub min_write_buffer_number_to_merge: usize,
-    /// Compaction organisation. RocksDB `compaction_style`; default level.
-    pub compaction_style: CompactionStyle,
-    /// Universal compaction settings, in the text form as
-    /// `compaction_options_universal.<field>`. Dynamic, as in RocksDB.
-    pub compaction_options_universal: CompactionOptionsUniversal,
-    /// FIFO compaction settings, in the text form as
-    /// `compaction_options_fifo.<field>`. Dynamic, as in RocksDB.
-    pub compaction_options_fifo: CompactionOptionsFifo,
-    /// FIFO only: files whose newest data is older than this many seconds are
-    /// dropped; 0 disables (RocksDB's FIFO default is 30 days; Ebb keeps 0).
-    /// RocksDB `ttl`. Dynamic.
-    pub ttl: u64,
-    /// Number of levels. RocksDB `num_levels`; default 7.
-    pub num_levels: usize,
-    /// L0 files that trigger an L0 compaction. RocksDB; default 4. Dynamic.
-    pub level0_file_num_compaction_trigger: i32,
-    /// L0 files at which writes are slowed. RocksDB; default 20. Dynamic.
-    pub level0_slowdown_writes_trigger: i32,
-    /// L0 files at which writes stop. RocksDB; default 36. Dynamic.
-    pub level0_stop_writes_trigger: i32,
-    /// Target size of L1 in bytes. RocksDB `max_bytes_for_level_base`; default 256 MiB. Dynamic.
-    pub max_bytes_for_level_base: u64,
-    /// Growth factor between levels. RocksDB; default 10. Dynamic.
-    pub max_bytes_for_level_multiplier: f64,
-    /// Size levels from the last level up (RocksDB's default since 8.4).
-    pub level_compaction_dynamic_level_bytes: bool,
-    /// Target SST size at L1. RocksDB `target_file_size_base`; default 64 MiB. Dynamic.
-    pub target_file_size_base: u64,
-    /// Growth of the target SST size per level. RocksDB; default 1. Dynamic.
-    pub target_file_size_multiplier: u32,
-    /// Upper bound of input bytes of one compaction; 0 means 25 x target_file_size_base. Dynamic.
-    pub max_compaction_bytes: u64,
-    /// Estimated pending compaction bytes at which writes slow; 0 disables. Default 64 GiB. Dynamic.
-    pub soft_pending_compaction_bytes_limit: u64,
-    /// Estimated pending compaction bytes at which writes stop; 0 disables. Default 256 GiB. Dynamic.
-    pub hard_pending_compaction_bytes_limit: u64,
-    /// Schedule no automatic compactions. RocksDB; default false. Dynamic.
-    pub disable_auto_compactions: bool,
-    /// Compression of every level unless `compression_per_level` says otherwise.
-    /// RocksDB `compression`; default snappy. Dynamic.
-    pub compression: CompressionType,
-    /// Compression per level (index = level); empty means `compression`
-    /// everywhere. RocksDB `compression_per_level`. Dynamic.
-    pub compression_per_level: Vec<CompressionType>,
-    /// Compression of the bottommost level; `None` means as the other levels. Dynamic.
-    pub bottommost_compression: Option<CompressionType>,
-    // ---- blob files (RocksDB's integrated BlobDB; docs/blob.md) ----
-    /// Write values of at least `min_blob_size` bytes into blob files when
-    /// flushing and compacting, keeping only a reference to each in the
-    /// tables (key-value separation). RocksDB `enable_blob_files`; default
-    /// false. Not with FIFO compaction, which drops tables unread and so
-    /// could not account for the blobs they refer to. Dynamic.
-    pub enable_blob_files: bool,
-    /// Smallest value, in bytes, written to a blob file; smaller ones stay
-    /// in the tables. RocksDB `min_blob_size`; default 0 (every value). Dynamic.
-    pub min_blob_size: u64,
-    /// A blob file is closed, and the next one started, once it reaches
-    /// this many bytes. RocksDB `blob_file_size`; default 256 MiB. Dynamic.
-    pub blob_file_size: u64,
-    /// Compression of each blob (stored raw where it saves less than 1/8).
-    /// RocksDB `blob_compression_type`; default none. Dynamic.
-    pub blob_compression_type: CompressionType,
-    /// Compactions relocate the blobs they meet in the oldest blob files
-    /// (`blob_garbage_collection_age_cutoff`) into new ones, so the old files
-    /// empty and are deleted. RocksDB `enable_blob_garbage_collection`;
-    /// default false. Dynamic.
-    pub enable_blob_garbage_collection: bool,
-    /// The oldest fraction of blob files whose blobs compactions relocate,
-    /// in `[0, 1]`. RocksDB `blob_garbage_collection_age_cutoff`; default 0.25. Dynamic.
-    pub blob_garbage_collection_age_cutoff: f64,
-    /// Once at least this fraction of the bytes of the blob files within
-    /// the age cutoff is garbage, the tables referring to the oldest blob
-    /// file are compacted even if no level needs it (leveled compaction
-    /// only), in `[0, 1]`. RocksDB `blob_garbage_collection_force_threshold`;
-    /// default 1.0, which turns forcing off, as in RocksDB. Dynamic.
-    pub blob_garbage_collection_force_threshold: f64,
-    // ---- table options ----
-    /// Uncompressed bytes per data block. RocksDB `block_size`; default 4 KiB.
-    pub block_size: usize,
-    /// Keys between restart points in a data block. RocksDB; default 16.
-    pub block_restart_interval: usize,
-    /// Bloom filter bits per key; 0 builds no filter. Default 10 (RocksDB has no
-    /// filter by default; db_bench's `bloom_bits` sets it).
-    pub bloom_bits_per_key: u32,
-    /// Checksum of every block. RocksDB `checksum`; default CRC-32C.
-    pub checksum: ChecksumType,
-    /// Block cache capacity in bytes; 0 disables the cache. Default 32 MiB.
-    pub block_cache_size: usize,
-    /// Block cache implementation: `kLRUCache` (sharded LRU) or
-    /// `kHyperClockCache` (lock-free lookups; its table is sized for entries
-    /// of `block_size`). db_bench `cache_type`; default LRU.
-    pub block_cache_type: CacheType,
-    /// Block cache shards are 2^this; -1 picks RocksDB's default from the
-    /// capacity; 0..=19 accepted. db_bench `cache_numshardbits`; default -1.
-    pub block_cache_num_shard_bits: i32,
-    /// LRU only: share of the block cache kept for high-priority blocks
-    /// (index and filter, and blocks hit again), in `[0, 1]`. RocksDB
-    /// `high_pri_pool_ratio`; default 0.5.
-    pub block_cache_high_pri_pool_ratio: f64,
-    /// Fail a read whose block cannot be cached because everything cached is
-    /// in use, instead of going over capacity. RocksDB `strict_capacity_limit`; default false.
-    pub block_cache_strict_capacity_limit: bool,
-    /// LRU only: move a block to the head of the list on every hit (RocksDB's
-    /// behaviour). False only marks it, and eviction gives marked blocks a
-    /// second chance, so a hit never touches the list. Ebb-specific; default true.
-    pub block_cache_lru_promote_on_hit: bool,
-    /// Keep index and filter blocks in the block cache, charged to it, instead
-    /// of in each open table. RocksDB; default false.
-    pub cache_index_and_filter_blocks: bool,
-    /// How a table's index is laid out: one block (`BinarySearch`, the
-    /// default), or partitions of about `metadata_block_size` bytes under a
-    /// top-level index (`TwoLevelIndexSearch`: the table keeps only the top
-    /// level, partitions go through the block cache). RocksDB `index_type`.
-    pub index_type: IndexType,
-    /// Target size of an index partition with `TwoLevelIndexSearch`. RocksDB
-    /// `metadata_block_size`; default 4 KiB.
-    pub metadata_block_size: usize,
-    /// With `TwoLevelIndexSearch`, cut each table's bloom filter at the index
-    /// partitions' boundaries, one filter partition per index partition
-    /// (read through the block cache, as the index partitions); without a
-    /// partitioned index it has no effect, as RocksDB sanitizes it. RocksDB
-    /// `partition_filters`; default false.
-    pub partition_filters: bool,
-    /// Insert cached index and filter blocks with high priority, so scans do
-    /// not flush them. RocksDB; default true.
-    pub cache_index_and_filter_blocks_with_high_priority: bool,
-    /// Keep the cached index and filter blocks of L0 tables referenced while
-    /// the table is open, so they are never evicted. RocksDB; default false.
-    pub pin_l0_filter_and_index_blocks_in_cache: bool,
-    /// First readahead of a long iterator scan, once two data-block reads in a
-    /// row were sequential; it doubles per read up to the max below. RocksDB
-    /// `initial_auto_readahead_size`; default 8 KiB (clipped to the max).
-    pub initial_auto_readahead_size: usize,
-    /// Largest readahead of a long iterator scan; 0 turns auto readahead off.
-    /// RocksDB `max_auto_readahead_size`; default 256 KiB.
-    pub max_auto_readahead_size: usize,
-    // ---- not in the text form ----
-    /// A block cache to use instead of building one from the options above,
-    /// e.g. one shared by several databases (RocksDB `block_cache`). Its own
-    /// capacity and kind apply; `block_cache_size` is then only recorded.
-    pub block_cache: Option<Arc<dyn BlockCache>>,
-    /// The filesystem all I/O goes through; the real one by default.
-    pub fs: Arc<dyn FileSystem>,
-    /// Receivers of background events (flushes, compactions, stalls, errors).
-    pub listeners: Vec<Arc<dyn crate::events::EventListener>>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            create_if_missing: false,
-            error_if_exists: false,
-            paranoid_checks: true,
-            max_background_jobs: 2,
-            max_background_flushes: -1,
-            max_background_compactions: -1,
-            max_subcompactions: 1,
-            wal_recovery_mode: WalRecoveryMode::PointInTime,
-            manual_wal_flush: false,
-            max_total_wal_size: 0,
-            wal_bytes_per_sync: 0,
-            bytes_per_sync: 0,
-            max_manifest_file_size: 1 << 30,
-            max_open_files: -1,
-            allow_mmap_reads: false,
-            advise_random_on_open: true,
-            compaction_readahead_size: 2 << 20,
-            delayed_write_rate: 16 << 20,
-            statistics: false,
-            stats_dump_period_sec: 600,
-            keep_log_file_num: 1000,
-            best_efforts_recovery: false,
-            rate_limiter_bytes_per_sec: 0,
-            rate_limiter_refill_period_us: 100_000,
-            rate_limiter_fairness: 10,
-            rate_limiter_auto_tuned: false,
-            auto_tuned_compactions: false,
-            background_tuning: BackgroundTuning::Adaptive,
-            tuning_flush_watermark_pct: 50,
-            tuning_total_watermark_pct: 90,
-            tuning_interval_us: 10_000_000,
-            tuning_io_budget: 0,
-            tuning_max_l0_files: 1024,
-            idle_policy: IdlePolicyKind::Throughput,
-            idle_probe_interval_ms: 500,
-            idle_throughput_threshold: 512 * 1024,
-            idle_quiet_ms: 500,
-            write_buffer_size: 64 << 20,
-            max_write_buffer_number: 2,
-            min_write_buffer_number_to_merge: 1,
-            compaction_style: CompactionStyle::Level,
-            compaction_options_universal: CompactionOptionsUniversal::default(),
-            compaction_options_fifo: CompactionOptionsFifo::default(),
-            ttl: 0,
-            num_levels: 7,
-            level0_file_num_compaction_trigger: 4,
-            level0_slowdown_writes_trigger: 20,
-            level0_stop_writes_trigger: 36,
-            max_bytes_for_level_base: 256 << 20,
-            max_bytes_for_level_multiplier: 10.0,
-            level_compaction_dynamic_level_bytes: true,
-            target_file_size_base: 64 << 20,
-            target_file_size_multiplier: 1,
-            max_compaction_bytes: 0,
-            soft_pending_compaction_bytes_limit: 64 << 30,
-            hard_pending_compaction_bytes_limit: 256 << 30,
-            disable_auto_compactions: false,
-            compression: CompressionType::Snappy,
-            compression_per_level: Vec::new(),
-            bottommost_compression: None,
-            enable_blob_files: false,
-            min_blob_size: 0,
-            blob_file_size: 256 << 20,
-            blob_compression_type: CompressionType::None,
-            enable_blob_garbage_collection: false,
-            blob_garbage_collection_age_cutoff: 0.25,
-            blob_garbage_collection_force_threshold: 1.0,
-            block_size: 4096,
-            block_restart_interval: 16,
-            bloom_bits_per_key: 10,
-            checksum: ChecksumType::Crc32c,
-            block_cache_size: 32 << 20,
-            block_cache_type: CacheType::Lru,
-            block_cache_num_shard_bits: -1,
-            block_cache_high_pri_pool_ratio: 0.5,
-            block_cache_strict_capacity_limit: false,
-            block_cache_lru_promote_on_hit: true,
-            cache_index_and_filter_blocks: false,
-            index_type: IndexType::BinarySearch,
-            metadata_block_size: 4096,
-            partition_filters: false,
-            cache_index_and_filter_blocks_with_high_priority: true,
-            pin_l0_filter_and_index_blocks_in_cache: false,
-            initial_auto_readahead_size: 8 << 10,
-            max_auto_readahead_size: 256 << 10,
-            block_cache: None,
-            fs: Arc::new(PosixFs::new()),
-            listeners: Vec::new(),
-        }
+define_options! {
+    db {
+        /// Create the database if it does not exist. RocksDB `create_if_missing`; default false.
+        create_if_missing: bool = false,
+        /// Fail to open if the database already exists. RocksDB `error_if_exists`; default false.
+        error_if_exists: bool = false,
+        /// Verify checksums of every block read during open and compaction. RocksDB `paranoid_checks`; default true.
+        paranoid_checks: bool = true,
+        /// Total background threads for flushes and compactions when the two limits
+        /// below are not set. RocksDB `max_background_jobs`; default 2. Dynamic.
+        max_background_jobs: i32 = 2,
+        /// Flush threads, each running one flush (flushes run side by side, as in
+        /// RocksDB); -1 derives it from `max_background_jobs` (a quarter, at least 1). Dynamic.
+        max_background_flushes: i32 = -1,
+        /// Compaction threads; -1 derives it from `max_background_jobs` (the rest). Dynamic.
+        max_background_compactions: i32 = -1,
+        /// Threads one compaction may split into by key range. RocksDB `max_subcompactions`; default 1. Dynamic.
+        max_subcompactions: u32 = 1,
+        /// What recovery accepts from a damaged WAL. RocksDB `wal_recovery_mode`; default point in time.
+        wal_recovery_mode: WalRecoveryMode = WalRecoveryMode::PointInTime,
+        /// Writes reach the WAL file only on `flush_wal` (or a full buffer).
+        /// RocksDB `manual_wal_flush`; default false.
+        manual_wal_flush: bool = false,
+        /// Once the live WALs exceed this, the column families whose memtables
+        /// hold data in the oldest WAL are flushed; 0 means 4 x the sum over the
+        /// families of write_buffer_size x max_write_buffer_number. As in RocksDB
+        /// it applies only with more than one column family (one family's WALs
+        /// are bounded by its memtables). Dynamic.
+        max_total_wal_size: u64 = 0,
+        /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
+        wal_bytes_per_sync: u64 = 0,
+        /// Ask the OS to write back SSTs and blob files every this many bytes;
+        /// 0 disables, except for the adaptive tuner's L0 run merges, which then
+        /// write behind every MiB (docs/tuning.md). RocksDB `bytes_per_sync`. Dynamic.
+        bytes_per_sync: u64 = 0,
+        /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
+        max_manifest_file_size: u64 = 1 << 30,
+        /// Tables kept open (each its file descriptor, index and filter): -1
+        /// keeps every table open from its first read until it is deleted;
+        /// otherwise at most this many less 10 (RocksDB's room for the WAL,
+        /// MANIFEST and other files), the least recently used closed first
+        /// (a table being read stays open until its readers are done).
+        /// Values below 20 count as 20, as RocksDB sanitizes them. RocksDB
+        /// `max_open_files`; default -1.
+        max_open_files: i32 = -1,
+        /// Read SSTs through a read-only memory map instead of `pread`. RocksDB
+        /// `allow_mmap_reads`; default false. SSTs must not be truncated while
+        /// open (a read of a lost page raises SIGBUS); see docs/io.md.
+        allow_mmap_reads: bool = false,
+        /// Hint `POSIX_FADV_RANDOM` on SSTs when they are opened for reads, so
+        /// point lookups do not pull in OS readahead. RocksDB `advise_random_on_open`; default true.
+        advise_random_on_open: bool = true,
+        /// Bytes read ahead of each compaction input's data blocks, in one read;
+        /// 0 reads block by block. RocksDB `compaction_readahead_size`; default 2 MiB. Dynamic.
+        compaction_readahead_size: usize = 2 << 20,
+        /// Write rate while writes are slowed down, bytes/s. RocksDB `delayed_write_rate`; default 16 MiB/s. Dynamic.
+        delayed_write_rate: u64 = 16 << 20,
+        /// Collect tickers and histograms. RocksDB `statistics` (a pointer there, a switch here); default false.
+        statistics: bool = false,
+        /// Print `ebb.stats` to the info log every this many seconds; 0 disables. Dynamic.
+        stats_dump_period_sec: u32 = 600,
+        /// Old info logs (`LOG.old.*`) kept beside `LOG`; older ones are deleted
+        /// at open. RocksDB `keep_log_file_num`; default 1000.
+        keep_log_file_num: usize = 1000,
+        /// Open what can be opened of a damaged database instead of failing: the
+        /// MANIFEST is replayed up to its first damage and back to the last state
+        /// whose files all exist, and what was left out is reported
+        /// (`Db::recovery_report`, the info log). RocksDB `best_efforts_recovery`;
+        /// default false, so damage is an error (docs/reliability.md).
+        best_efforts_recovery: bool = false,
+        /// Rate limit for flush and compaction writes, bytes/s; 0 disables. RocksDB `rate_limiter` (db_bench `rate_limiter_bytes_per_sec`).
+        rate_limiter_bytes_per_sec: u64 = 0,
+        /// How often the rate limiter refills, microseconds. RocksDB's `refill_period_us`; default 100 ms.
+        rate_limiter_refill_period_us: u64 = 100_000,
+        /// When flushes and compactions both wait, compactions go first with
+        /// probability 1/fairness. RocksDB's `fairness`; default 10.
+        rate_limiter_fairness: u32 = 10,
+        /// Let the rate limiter tune its rate between 1/20 of and the configured
+        /// rate from how often it is drained (RocksDB `auto_tuned`). Default false.
+        rate_limiter_auto_tuned: bool = false,
+        /// The thesis's compaction auto-tuner (seed 000 §3.3): the same as
+        /// `background_tuning=thesis`, and it takes the place of `off` or
+        /// `adaptive` (the default); it conflicts with `idle`. db_bench's
+        /// `auto_tuned_compactions`. Default false.
+        auto_tuned_compactions: bool = false,
+        /// Which tuner steers background work: off (RocksDB's behaviour), thesis,
+        /// adaptive or idle (docs/tuning.md). Default adaptive: it defers
+        /// compaction only while writes press and compaction falls behind them,
+        /// so on a load compaction keeps up with it does what off does. Adaptive
+        /// and idle raise the L0 stall triggers above their L0 bound
+        /// (`tuning_max_l0_files`, docs/tuning.md).
+        background_tuning: BackgroundTuning = BackgroundTuning::Adaptive,
+        /// Thesis tuner: flush drains (percent of refill periods) at or above
+        /// which compaction is disabled, together with the total watermark. Default 50.
+        tuning_flush_watermark_pct: u64 = 50,
+        /// Thesis tuner: total drains (percent) at or above which compaction is disabled. Default 90.
+        tuning_total_watermark_pct: u64 = 90,
+        /// Thesis tuner: how often it decides, microseconds. Default 10 s.
+        tuning_interval_us: u64 = 10_000_000,
+        /// Adaptive and idle modes: the I/O budget of flush, WAL and compaction
+        /// writes, bytes/s; 0 learns it from the highest throughput seen. Default 0.
+        tuning_io_budget: u64 = 0,
+        /// Adaptive and idle modes: L0 files past which compaction runs however
+        /// busy the client is (a bound on deferral). Default 1024 (256 before
+        /// stop 30: docs/benchmarks.md, "Adaptive's L0 bound"); 0 disables the bound.
+        tuning_max_l0_files: usize = 1024,
+        /// Idle detection (seed 002): how the client is judged idle, `throughput`
+        /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
+        /// `idle_quiet_ms`). Default throughput.
+        idle_policy: IdlePolicyKind = IdlePolicyKind::Throughput,
+        /// Idle detection: how often write throughput is sampled, ms. Default 500.
+        idle_probe_interval_ms: u64 = 500,
+        /// Idle detection: client bytes/s under which the client is idle. Default 524288 (0.5 MB/s).
+        idle_throughput_threshold: u64 = 512 * 1024,
+        /// Idle detection: ms after the last write at which the client is idle. Default 500.
+        idle_quiet_ms: u64 = 500,
+        /// The filesystem all I/O goes through; the real one by default.
+        fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new()),
+        /// Receivers of background events (flushes, compactions, stalls, errors).
+        listeners: Vec<Arc<dyn crate::events::EventListener>> = Vec::new(),
+    }
+    cf {
+        /// Bytes a memtable holds before it is switched for a new one and flushed.
+        /// RocksDB `write_buffer_size`; default 64 MiB. Dynamic.
+        write_buffer_size: usize = 64 << 20,
+        /// Memtables (the mutable one and the immutable ones awaiting flush) before
+        /// writes stop. RocksDB `max_write_buffer_number`; default 2. Dynamic.
+        max_write_buffer_number: usize = 2,
+        /// RocksDB's minimum of immutable memtables merged per flush; default 1.
+        /// Accepted and checked, but a flush does not wait for that many: it
+        /// takes every immutable memtable no running flush has taken.
+        min_write_buffer_number_to_merge: usize = 1,
+        /// Compaction organisation. RocksDB `compaction_style`; default level.
+        compaction_style: CompactionStyle = CompactionStyle::Level,
+        /// Universal compaction settings, in the text form as
+        /// `compaction_options_universal.<field>`. Dynamic, as in RocksDB.
+        compaction_options_universal: CompactionOptionsUniversal = CompactionOptionsUniversal::default(),
+        /// FIFO compaction settings, in the text form as
+        /// `compaction_options_fifo.<field>`. Dynamic, as in RocksDB.
+        compaction_options_fifo: CompactionOptionsFifo = CompactionOptionsFifo::default(),
+        /// FIFO only: files whose newest data is older than this many seconds are
+        /// dropped; 0 disables (RocksDB's FIFO default is 30 days; Ebb keeps 0).
+        /// RocksDB `ttl`. Dynamic.
+        ttl: u64 = 0,
+        /// Number of levels. RocksDB `num_levels`; default 7.
+        num_levels: usize = 7,
+        /// L0 files that trigger an L0 compaction. RocksDB; default 4. Dynamic.
+        level0_file_num_compaction_trigger: i32 = 4,
+        /// L0 files at which writes are slowed. RocksDB; default 20. Dynamic.
+        level0_slowdown_writes_trigger: i32 = 20,
+        /// L0 files at which writes stop. RocksDB; default 36. Dynamic.
+        level0_stop_writes_trigger: i32 = 36,
+        /// Target size of L1 in bytes. RocksDB `max_bytes_for_level_base`; default 256 MiB. Dynamic.
+        max_bytes_for_level_base: u64 = 256 << 20,
+        /// Growth factor between levels. RocksDB; default 10. Dynamic.
+        max_bytes_for_level_multiplier: f64 = 10.0,
+        /// Size levels from the last level up (RocksDB's default since 8.4).
+        level_compaction_dynamic_level_bytes: bool = true,
+        /// Target SST size at L1. RocksDB `target_file_size_base`; default 64 MiB. Dynamic.
+        target_file_size_base: u64 = 64 << 20,
+        /// Growth of the target SST size per level. RocksDB; default 1. Dynamic.
+        target_file_size_multiplier: u32 = 1,
+        /// Upper bound of input bytes of one compaction; 0 means 25 x target_file_size_base. Dynamic.
+        max_compaction_bytes: u64 = 0,
+        /// Estimated pending compaction bytes at which writes slow; 0 disables. Default 64 GiB. Dynamic.
+        soft_pending_compaction_bytes_limit: u64 = 64 << 30,
+        /// Estimated pending compaction bytes at which writes stop; 0 disables. Default 256 GiB. Dynamic.
+        hard_pending_compaction_bytes_limit: u64 = 256 << 30,
+        /// Schedule no automatic compactions. RocksDB; default false. Dynamic.
+        disable_auto_compactions: bool = false,
+        /// Compression of every level unless `compression_per_level` says otherwise.
+        /// RocksDB `compression`; default snappy. Dynamic.
+        compression: CompressionType = CompressionType::Snappy,
+        /// Compression per level (index = level); empty means `compression`
+        /// everywhere. RocksDB `compression_per_level`. Dynamic.
+        compression_per_level: Vec<CompressionType> = Vec::new(),
+        /// Compression of the bottommost level; `None` means as the other levels. Dynamic.
+        bottommost_compression: Option<CompressionType> = None,
+        /// Write values of at least `min_blob_size` bytes into blob files when
+        /// flushing and compacting, keeping only a reference to each in the
+        /// tables (key-value separation). RocksDB `enable_blob_files`; default
+        /// false. Not with FIFO compaction, which drops tables unread and so
+        /// could not account for the blobs they refer to. Dynamic.
+        enable_blob_files: bool = false,
+        /// Smallest value, in bytes, written to a blob file; smaller ones stay
+        /// in the tables. RocksDB `min_blob_size`; default 0 (every value). Dynamic.
+        min_blob_size: u64 = 0,
+        /// A blob file is closed, and the next one started, once it reaches
+        /// this many bytes. RocksDB `blob_file_size`; default 256 MiB. Dynamic.
+        blob_file_size: u64 = 256 << 20,
+        /// Compression of each blob (stored raw where it saves less than 1/8).
+        /// RocksDB `blob_compression_type`; default none. Dynamic.
+        blob_compression_type: CompressionType = CompressionType::None,
+        /// Compactions relocate the blobs they meet in the oldest blob files
+        /// (`blob_garbage_collection_age_cutoff`) into new ones, so the old files
+        /// empty and are deleted. RocksDB `enable_blob_garbage_collection`;
+        /// default false. Dynamic.
+        enable_blob_garbage_collection: bool = false,
+        /// The oldest fraction of blob files whose blobs compactions relocate,
+        /// in `[0, 1]`. RocksDB `blob_garbage_collection_age_cutoff`; default 0.25. Dynamic.
+        blob_garbage_collection_age_cutoff: f64 = 0.25,
+        /// Once at least this fraction of the bytes of the blob files within
+        /// the age cutoff is garbage, the tables referring to the oldest blob
+        /// file are compacted even if no level needs it (leveled compaction
+        /// only), in `[0, 1]`. RocksDB `blob_garbage_collection_force_threshold`;
+        /// default 1.0, which turns forcing off, as in RocksDB. Dynamic.
+        blob_garbage_collection_force_threshold: f64 = 1.0,
+    }
+    table {
+        /// Uncompressed bytes per data block. RocksDB `block_size`; default 4 KiB.
+        block_size: usize = 4096,
+        /// Keys between restart points in a data block. RocksDB; default 16.
+        block_restart_interval: usize = 16,
+        /// Bloom filter bits per key; 0 builds no filter. Default 10 (RocksDB has no
+        /// filter by default; db_bench's `bloom_bits` sets it).
+        bloom_bits_per_key: u32 = 10,
+        /// Checksum of every block. RocksDB `checksum`; default CRC-32C.
+        checksum: ChecksumType = ChecksumType::Crc32c,
+        /// Block cache capacity in bytes; 0 disables the cache. Default 32 MiB.
+        block_cache_size: usize = 32 << 20,
+        /// Block cache implementation: `kLRUCache` (sharded LRU) or
+        /// `kHyperClockCache` (lock-free lookups; its table is sized for entries
+        /// of `block_size`). db_bench `cache_type`; default LRU.
+        block_cache_type: CacheType = CacheType::Lru,
+        /// Block cache shards are 2^this; -1 picks RocksDB's default from the
+        /// capacity; 0..=19 accepted. db_bench `cache_numshardbits`; default -1.
+        block_cache_num_shard_bits: i32 = -1,
+        /// LRU only: share of the block cache kept for high-priority blocks
+        /// (index and filter, and blocks hit again), in `[0, 1]`. RocksDB
+        /// `high_pri_pool_ratio`; default 0.5.
+        block_cache_high_pri_pool_ratio: f64 = 0.5,
+        /// Fail a read whose block cannot be cached because everything cached is
+        /// in use, instead of going over capacity. RocksDB `strict_capacity_limit`; default false.
+        block_cache_strict_capacity_limit: bool = false,
+        /// LRU only: move a block to the head of the list on every hit (RocksDB's
+        /// behaviour). False only marks it, and eviction gives marked blocks a
+        /// second chance, so a hit never touches the list. Ebb-specific; default true.
+        block_cache_lru_promote_on_hit: bool = true,
+        /// Keep index and filter blocks in the block cache, charged to it, instead
+        /// of in each open table. RocksDB; default false.
+        cache_index_and_filter_blocks: bool = false,
+        /// How a table's index is laid out: one block (`BinarySearch`, the
+        /// default), or partitions of about `metadata_block_size` bytes under a
+        /// top-level index (`TwoLevelIndexSearch`: the table keeps only the top
+        /// level, partitions go through the block cache). RocksDB `index_type`.
+        index_type: IndexType = IndexType::BinarySearch,
+        /// Target size of an index partition with `TwoLevelIndexSearch`. RocksDB
+        /// `metadata_block_size`; default 4 KiB.
+        metadata_block_size: usize = 4096,
+        /// With `TwoLevelIndexSearch`, cut each table's bloom filter at the index
+        /// partitions' boundaries, one filter partition per index partition
+        /// (read through the block cache, as the index partitions); without a
+        /// partitioned index it has no effect, as RocksDB sanitizes it. RocksDB
+        /// `partition_filters`; default false.
+        partition_filters: bool = false,
+        /// Insert cached index and filter blocks with high priority, so scans do
+        /// not flush them. RocksDB; default true.
+        cache_index_and_filter_blocks_with_high_priority: bool = true,
+        /// Keep the cached index and filter blocks of L0 tables referenced while
+        /// the table is open, so they are never evicted. RocksDB; default false.
+        pin_l0_filter_and_index_blocks_in_cache: bool = false,
+        /// First readahead of a long iterator scan, once two data-block reads in a
+        /// row were sequential; it doubles per read up to the max below. RocksDB
+        /// `initial_auto_readahead_size`; default 8 KiB (clipped to the max).
+        initial_auto_readahead_size: usize = 8 << 10,
+        /// Largest readahead of a long iterator scan; 0 turns auto readahead off.
+        /// RocksDB `max_auto_readahead_size`; default 256 KiB.
+        max_auto_readahead_size: usize = 256 << 10,
+        /// A block cache to use instead of building one from the options above,
+        /// e.g. one shared by several databases (RocksDB `block_cache`). Its own
+        /// capacity and kind apply; `block_cache_size` is then only recorded.
+        block_cache: Option<Arc<dyn BlockCache>> = None,
     }
 }
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.to_text())
+    }
+}
+
+impl ColumnFamilyOptions {
+    /// `max_compaction_bytes` with 0 resolved.
+    pub fn effective_max_compaction_bytes(&self) -> u64 {
+        if self.max_compaction_bytes == 0 {
+            self.target_file_size_base.saturating_mul(25)
+        } else {
+            self.max_compaction_bytes
+        }
+    }
+
+    /// The compression for output at `level`, given the deepest level in use.
+    pub fn compression_for_level(&self, level: usize, bottommost: bool) -> CompressionType {
+        if bottommost {
+            if let Some(c) = self.bottommost_compression {
+                return c;
+            }
+        }
+        if self.compression_per_level.is_empty() {
+            self.compression
+        } else {
+            let i = level.min(self.compression_per_level.len() - 1);
+            self.compression_per_level[i]
+        }
+    }
+
+    /// Target SST size for output at `level`.
+    pub fn target_file_size(&self, level: usize) -> u64 {
+        let mut size = self.target_file_size_base;
+        for _ in 1..level.max(1) {
+            size = size.saturating_mul(u64::from(self.target_file_size_multiplier));
+        }
+        size.max(1)
+    }
+
+    /// The L0 slowdown and stop triggers writes are held to, as RocksDB
+    /// sanitizes them (`SanitizeOptions` in `db/column_family.cc`): the
+    /// slowdown trigger at least the compaction trigger, the stop trigger at
+    /// least the slowdown trigger. A slowdown below the compaction trigger
+    /// would delay writes while L0 holds too few files for a compaction to
+    /// start, which only a flush could end.
+    pub fn effective_l0_stall_triggers(&self) -> (i32, i32) {
+        let slowdown = self.level0_slowdown_writes_trigger.max(self.level0_file_num_compaction_trigger);
+        (slowdown, self.level0_stop_writes_trigger.max(slowdown))
+    }
+
+    /// Checks the family's options as [`Options::validate`] does; the error
+    /// names the option.
+    pub fn validate(&self) -> Result<()> {
+        Options::default().with_cf_options(self.clone()).validate()
+    }
+}
+
+impl From<&Options> for ColumnFamilyOptions {
+    fn from(o: &Options) -> Self {
+        o.cf_options()
+    }
+}
+
+impl From<Options> for ColumnFamilyOptions {
+    fn from(o: Options) -> Self {
+        o.cf_options()
+    }
+}
+
+impl From<&ColumnFamilyOptions> for ColumnFamilyOptions {
+    fn from(o: &ColumnFamilyOptions) -> Self {
+        o.clone()
+    }
+}
+
+impl From<&Options> for DbOptions {
+    fn from(o: &Options) -> Self {
+        o.db_options()
+    }
+}
+
+impl std::fmt::Debug for ColumnFamilyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&Options::default().with_cf_options(self.clone()).to_text())
     }
 }
 
@@ -564,15 +554,6 @@ impl Options {
         }
     }
 
-    /// `max_compaction_bytes` with 0 resolved.
-    pub fn effective_max_compaction_bytes(&self) -> u64 {
-        if self.max_compaction_bytes == 0 {
-            self.target_file_size_base.saturating_mul(25)
-        } else {
-            self.max_compaction_bytes
-        }
-    }
-
     /// How many tables the table cache keeps open: `None` for all
     /// (`max_open_files = -1`), else `max_open_files` as RocksDB sanitizes
     /// it (at least 20) less the 10 it leaves to other files.
@@ -589,30 +570,6 @@ impl Options {
         }
     }
 
-    /// The compression for output at `level`, given the deepest level in use.
-    pub fn compression_for_level(&self, level: usize, bottommost: bool) -> CompressionType {
-        if bottommost {
-            if let Some(c) = self.bottommost_compression {
-                return c;
-            }
-        }
-        if self.compression_per_level.is_empty() {
-            self.compression
-        } else {
-            let i = level.min(self.compression_per_level.len() - 1);
-            self.compression_per_level[i]
-        }
-    }
-
-    /// Target SST size for output at `level`.
-    pub fn target_file_size(&self, level: usize) -> u64 {
-        let mut size = self.target_file_size_base;
-        for _ in 1..level.max(1) {
-            size = size.saturating_mul(u64::from(self.target_file_size_multiplier));
-        }
-        size.max(1)
-    }
-
     /// The tuning mode in force: `background_tuning`, or thesis when
     /// `auto_tuned_compactions` is set (over off or adaptive).
     pub fn tuning_mode(&self) -> BackgroundTuning {
@@ -625,15 +582,25 @@ impl Options {
         }
     }
 
-    /// The L0 slowdown and stop triggers writes are held to, as RocksDB
-    /// sanitizes them (`SanitizeOptions` in `db/column_family.cc`): the
-    /// slowdown trigger at least the compaction trigger, the stop trigger at
-    /// least the slowdown trigger. A slowdown below the compaction trigger
-    /// would delay writes while L0 holds too few files for a compaction to
-    /// start, which only a flush could end.
+    /// `max_compaction_bytes` with 0 resolved (the default family's).
+    pub fn effective_max_compaction_bytes(&self) -> u64 {
+        self.cf_options().effective_max_compaction_bytes()
+    }
+
+    /// The default family's compression for output at `level`.
+    pub fn compression_for_level(&self, level: usize, bottommost: bool) -> CompressionType {
+        self.cf_options().compression_for_level(level, bottommost)
+    }
+
+    /// The default family's target SST size for output at `level`.
+    pub fn target_file_size(&self, level: usize) -> u64 {
+        self.cf_options().target_file_size(level)
+    }
+
+    /// The default family's L0 stall triggers
+    /// ([`ColumnFamilyOptions::effective_l0_stall_triggers`]).
     pub fn effective_l0_stall_triggers(&self) -> (i32, i32) {
-        let slowdown = self.level0_slowdown_writes_trigger.max(self.level0_file_num_compaction_trigger);
-        (slowdown, self.level0_stop_writes_trigger.max(slowdown))
+        self.cf_options().effective_l0_stall_triggers()
     }
 
     /// Checks every option for a value Ebb cannot run with; the error names it.
@@ -794,7 +761,7 @@ impl Options {
 
 impl TableBuilderOptions {
     /// The table options of `o`, with the compression chosen for the output level.
-    pub fn from_options(o: &Options, compression: CompressionType) -> Self {
+    pub fn from_options(o: &ColumnFamilyOptions, compression: CompressionType) -> Self {
         TableBuilderOptions {
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
@@ -1028,6 +995,52 @@ mod tests {
         o.block_cache_high_pri_pool_ratio = -0.1;
         let e = o.validate().unwrap_err().to_string();
         assert!(e.contains("block_cache_high_pri_pool_ratio"), "{e}");
+    }
+
+    #[test]
+    fn the_structs_sections_are_the_text_forms_sections() {
+        let mut seen = 0;
+        for (name, section) in text::option_sections() {
+            let field = name.split('.').next().unwrap();
+            let fields = match section {
+                "db" => split_fields::DB,
+                "cf" => split_fields::CF,
+                _ => split_fields::TABLE,
+            };
+            assert!(
+                fields.contains(&field),
+                "option {name} is in the text form's {section} section, not in its struct"
+            );
+            seen += 1;
+        }
+        assert!(seen > 80, "{seen} options in the text form");
+        // And every field is in exactly one struct.
+        let all: Vec<&str> = [split_fields::DB, split_fields::CF, split_fields::TABLE].concat();
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), all.len());
+    }
+
+    #[test]
+    fn options_split_and_join_back_unchanged() {
+        let mut o = Options::default();
+        o.set("max_background_jobs", "5").unwrap();
+        o.set("write_buffer_size", "12345").unwrap();
+        o.set("block_size", "8192").unwrap();
+        o.set("compaction_options_universal.size_ratio", "7").unwrap();
+        let (db, cf) = (o.db_options(), o.cf_options());
+        assert_eq!((db.max_background_jobs, cf.write_buffer_size, cf.block_size), (5, 12345, 8192));
+        assert_eq!(cf.table_options().block_size, 8192);
+        let back = Options::from_parts(db, cf);
+        assert_eq!(back.to_text(), o.to_text());
+        // A family's options over another database's options.
+        let mut other = ColumnFamilyOptions::default();
+        other.write_buffer_size = 1 << 20;
+        let mixed = o.clone().with_cf_options(other);
+        assert_eq!((mixed.max_background_jobs, mixed.write_buffer_size, mixed.block_size), (5, 1 << 20, 4096));
+        let t = TableOptions { block_size: 1024, ..TableOptions::default() };
+        assert_eq!(ColumnFamilyOptions::default().with_table_options(t).block_size, 1024);
     }
 
     #[test]

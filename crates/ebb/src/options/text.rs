@@ -278,6 +278,19 @@ enum Section {
     Table,
 }
 
+/// Every option of the text form with its section (`db`, `cf`, `table`).
+#[cfg(test)]
+pub(super) fn option_sections() -> impl Iterator<Item = (&'static str, &'static str)> {
+    OPTION_TABLE.iter().map(|(name, section, _)| {
+        let s = match section {
+            Section::Db => "db",
+            Section::Cf => "cf",
+            Section::Table => "table",
+        };
+        (*name, s)
+    })
+}
+
 impl Section {
     fn header(self) -> &'static str {
         match self {
