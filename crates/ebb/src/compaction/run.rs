@@ -271,21 +271,9 @@ impl<I: InternalIterator> InternalIterator for BoundedIterator<I> {
 mod tests {
     use super::*;
     use crate::compaction::CompactionReason;
-    use crate::key::ValueKind;
 
     fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {
-        Arc::new(FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            table: Default::default(),
-        })
+        Arc::new(crate::compaction::test_file(number, lo, hi, size, 1))
     }
 
     fn compaction(inputs: Vec<Arc<FileMetaData>>, outputs: Vec<Arc<FileMetaData>>) -> Compaction {
