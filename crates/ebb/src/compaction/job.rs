@@ -143,9 +143,16 @@ struct OpenOutput {
 type BlobFlow = BTreeMap<u64, (u64, u64)>;
 
 fn add_flow(flow: &mut BlobFlow, number: u64, bytes: u64) {
-    let e = flow.entry(number).or_default();
-    e.0 += 1;
-    e.1 += bytes;
+    add_flows(flow, [(number, (1, bytes))]);
+}
+
+/// Adds each blob file's records and bytes in `from` to its totals in `into`.
+pub(crate) fn add_flows(into: &mut BTreeMap<u64, (u64, u64)>, from: impl IntoIterator<Item = (u64, (u64, u64))>) {
+    for (number, (count, bytes)) in from {
+        let e = into.entry(number).or_default();
+        e.0 += count;
+        e.1 += bytes;
+    }
 }
 
 /// The blob file being written, and what the job wrote to blob files.
@@ -347,11 +354,7 @@ fn merge(
     // of those puts (garbage now).
     out.keys_in += input.dropped;
     out.keys_dropped += input.dropped;
-    for (number, (count, bytes)) in std::mem::take(&mut input.dropped_blobs) {
-        let e = blob_in.entry(number).or_default();
-        e.0 += count;
-        e.1 += bytes;
-    }
+    add_flows(&mut blob_in, std::mem::take(&mut input.dropped_blobs));
     if let Some(o) = current.take() {
         finish_output(o, out, &mut ctx).map_err(fail)?;
     }

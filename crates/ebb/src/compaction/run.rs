@@ -83,11 +83,7 @@ impl CompactionRun<'_> {
                     out.bytes_written += o.bytes_written;
                     out.files.extend(o.files);
                     out.blob_files.extend(o.blob_files);
-                    for (number, (count, bytes)) in o.blob_garbage {
-                        let g = out.blob_garbage.entry(number).or_default();
-                        g.0 += count;
-                        g.1 += bytes;
-                    }
+                    job::add_flows(&mut out.blob_garbage, o.blob_garbage);
                     out.blobs_relocated.0 += o.blobs_relocated.0;
                     out.blobs_relocated.1 += o.blobs_relocated.1;
                 }

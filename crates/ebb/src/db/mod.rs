@@ -728,6 +728,14 @@ impl DbInner {
         Arc::clone(&self.options.lock())
     }
 
+    /// Makes `next` the options in force: the database's (in `current`, the
+    /// guarded `options`) and the default family's part of them, which
+    /// `family_opts` reads. Requires the options lock (`current`).
+    pub(crate) fn put_options_in_force(&self, current: &mut Arc<Options>, next: Options) {
+        self.default_cf.options.store(Arc::new(next.cf_options()));
+        *current = Arc::new(next);
+    }
+
     /// The options of column family `cf` (for the default family, the
     /// column-family part of the database's options).
     pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<ColumnFamilyOptions> {
@@ -805,8 +813,7 @@ impl DbInner {
         self.check_open()?;
         let mut guard = self.options.lock();
         let next = guard.apply_dynamic(changes)?;
-        self.default_cf.options.store(Arc::new(next.cf_options()));
-        *guard = Arc::new(next);
+        self.put_options_in_force(&mut guard, next);
         drop(guard);
         // Grow the thread pools if a limit went up (shrinking is by index).
         let mut sizes = self.pool_sizes.lock();

@@ -448,8 +448,7 @@ impl DbInner {
             next.set(name, value)?;
         }
         next.validate()?;
-        self.default_cf.options.store(Arc::new(next.cf_options()));
-        *guard = Arc::new(next);
+        self.put_options_in_force(&mut guard, next);
         drop(guard);
         self.state.lock().stall_cache = None;
         self.bg_cv.notify_all();
