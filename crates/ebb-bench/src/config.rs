@@ -98,6 +98,9 @@ pub struct Config {
     pub report_open_timing: bool,
     /// `--report_memory`.
     pub report_memory: bool,
+    /// `--statistics`: print the engine's statistics after the last
+    /// benchmark, as db_bench does (`STATISTICS:`).
+    pub statistics: bool,
     /// `--stats_interval_seconds` (0 = off).
     pub stats_interval_secs: u64,
     /// `--stats_per_interval`.
@@ -238,6 +241,7 @@ impl Config {
             histogram: flags.bool("histogram"),
             report_open_timing: flags.bool("report_open_timing"),
             report_memory: flags.bool("report_memory"),
+            statistics: flags.bool("statistics"),
             stats_interval_secs: flags.u64("stats_interval_seconds")?,
             stats_per_interval: flags.i64("stats_per_interval") > 0,
             report_interval_secs: flags.u64("report_interval_seconds")?,

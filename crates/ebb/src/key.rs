@@ -174,16 +174,30 @@ impl PartialOrd for InternalKey {
     }
 }
 
-/// The shortest byte string `s` with `start <= s < limit` (bytewise), used to
-/// shorten index-block separators (LevelDB `FindShortestSeparator`). Falls back to
-/// `start` when no shorter string exists.
+/// A short byte string `s` with `start <= s < limit` (bytewise), used to
+/// shorten index-block separators (RocksDB's bytewise
+/// `FindShortestSeparator`): the common prefix and the first differing byte
+/// of `start` plus one, when that stays below `limit` (it does when `limit`
+/// goes on past that byte); else `start` up to its first byte after the
+/// differing one that is not 0xff, plus one. Falls back to `start` when
+/// `start` is not below `limit` or one is a prefix of the other.
 pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
-    if common < start.len() && common < limit.len() {
-        let byte = start[common];
-        if byte < 0xff && byte + 1 < limit[common] {
-            let mut s = start[..=common].to_vec();
-            s[common] += 1;
+    if common >= start.len() || common >= limit.len() || start[common] >= limit[common] {
+        return start.to_vec();
+    }
+    if common + 1 < limit.len() || start[common] + 1 < limit[common] {
+        // start[common] < limit[common], so the increment cannot overflow.
+        let mut s = start[..=common].to_vec();
+        s[common] += 1;
+        return s;
+    }
+    // `limit` ends at the differing byte, one above `start`'s: keep that
+    // byte and increment the first later byte of `start` that can be.
+    for i in common + 1..start.len() {
+        if start[i] < 0xff {
+            let mut s = start[..=i].to_vec();
+            s[i] += 1;
             return s;
         }
     }
@@ -262,6 +276,28 @@ mod tests {
         assert!(parse_internal_key(&bad).is_none());
     }
 
+    proptest::proptest! {
+        /// Any two distinct keys: the separator lies in `[start, limit)` and
+        /// is no longer than `start`; its internal form stays between the
+        /// internal keys.
+        #[test]
+        fn separators_of_random_keys_stay_between_them(
+            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 0x7f, 0xfe, 0xff]), 0..6),
+            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 2, 0x7f, 0xfe, 0xff]), 0..6),
+        ) {
+            let (s, l) = if a < b { (a, b) } else { (b, a) };
+            proptest::prop_assume!(s < l);
+            let sep = shortest_separator(&s, &l);
+            proptest::prop_assert!(s <= sep && sep < l, "{:?} {:?} -> {:?}", s, l, sep);
+            proptest::prop_assert!(sep.len() <= s.len());
+            let is = make_internal_key(&s, 5, ValueKind::Value);
+            let il = make_internal_key(&l, 3, ValueKind::Value);
+            let isep = internal_separator(&is, &il);
+            proptest::prop_assert_ne!(compare_internal_keys(&is, &isep), Ordering::Greater);
+            proptest::prop_assert_eq!(compare_internal_keys(&isep, &il), Ordering::Less);
+        }
+    }
+
     #[test]
     fn separators_stay_between_their_bounds() {
         let cases: &[(&[u8], &[u8])] = &[
@@ -270,6 +306,10 @@ mod tests {
             (b"a", b"b"),
             (b"foo", b"foo\x00"),
             (b"\xff\xff", b"\xff\xff\x01"),
+            (b"key0056xyz", b"key0057abc"),
+            (b"ab1\xffc9", b"ab2"),
+            (b"ab1\xff", b"ab2"),
+            (b"\x00\x00\x01\xff\xff\x07", b"\x00\x00\x02"),
         ];
         for (s, l) in cases {
             let sep = shortest_separator(s, l);
@@ -281,6 +321,12 @@ mod tests {
             assert_eq!(compare_internal_keys(&isep, &il), Ordering::Less);
         }
         assert_eq!(shortest_separator(b"abcdefg", b"abzz"), b"abd");
+        // Adjacent differing bytes: the prefix of a longer limit, or a later
+        // byte of start incremented (RocksDB's two refinements of LevelDB).
+        assert_eq!(shortest_separator(b"key0056xyz", b"key0057abc"), b"key0057");
+        assert_eq!(shortest_separator(b"ab1\xffc9", b"ab2"), b"ab1\xffd");
+        assert_eq!(shortest_separator(b"ab1\xff", b"ab2"), b"ab1\xff");
+        assert_eq!(shortest_separator(b"b", b"a"), b"b");
         assert_eq!(short_successor(b"abc"), b"b");
         assert_eq!(short_successor(b"\xff\xff"), b"\xff\xff");
     }

@@ -55,6 +55,14 @@ fn entries(n: usize) -> Entries {
     out
 }
 
+/// One version of each user key of [`entries`]: no two data blocks share a
+/// user key, so the index holds user keys (format versions 3 and 4).
+fn unique_entries(n: usize) -> Entries {
+    let mut out = entries(n);
+    out.dedup_by(|b, a| a.0[..a.0.len() - 8] == b.0[..b.0.len() - 8]);
+    out
+}
+
 /// Writes `entries` as a table at `path` of `fs`; returns its size.
 fn write_table(fs: &MemFs, path: &Path, entries: &Entries, partition: Option<usize>) -> u64 {
     write_table_with(fs, path, entries, partition, false)
@@ -68,7 +76,20 @@ fn write_table_with(
     partition: Option<usize>,
     partition_filters: bool,
 ) -> u64 {
+    write_table_keyed(fs, path, entries, partition, partition_filters, true)
+}
+
+/// [`write_table_with`], with internal index keys unless `user_key_index`.
+fn write_table_keyed(
+    fs: &MemFs,
+    path: &Path,
+    entries: &Entries,
+    partition: Option<usize>,
+    partition_filters: bool,
+    user_key_index: bool,
+) -> u64 {
     let o = TableBuilderOptions {
+        user_key_index,
         block_size: 256,
         block_restart_interval: 4,
         compression: CompressionType::Lz4,
@@ -113,20 +134,35 @@ fn at(it: &dyn InternalIterator) -> Option<(Vec<u8>, Vec<u8>)> {
 
 #[test]
 fn a_partitioned_index_reads_as_one_index_block() {
+    // Versions of a user key across blocks (internal index keys), and one
+    // version per user key (user index keys); the reference is one index
+    // block of internal keys.
+    reads_as_one_index_block(entries(3000), false);
+    reads_as_one_index_block(unique_entries(3000), true);
+}
+
+fn reads_as_one_index_block(all: Entries, user_keys: bool) {
     let fs = MemFs::new();
-    let all = entries(3000);
     let (flat_path, part_path, both_path) = (Path::new("/flat.sst"), Path::new("/part.sst"), Path::new("/both.sst"));
-    let flat_size = write_table(&fs, flat_path, &all, None);
+    let (user_path, user_size) = (Path::new("/user.sst"), write_table(&fs, Path::new("/user.sst"), &all, None));
+    let flat_size = write_table_keyed(&fs, flat_path, &all, None, false, false);
     let part_size = write_table(&fs, part_path, &all, Some(128));
     let both_size = write_table_with(&fs, both_path, &all, Some(128), true);
     assert!(both_size > part_size, "the filter partitions and their index take room");
+    for (path, size) in [(part_path, part_size), (both_path, both_size), (user_path, user_size)] {
+        let t = open(&fs, path, size, TableCachePolicy::with_cache(None)).unwrap();
+        assert_eq!(t.index_key_is_user_key(), user_keys, "{}", path.display());
+    }
     let rs = ReadSettings::default();
-    let layouts =
-        [("partitioned index", part_path, part_size), ("partitioned index and filters", both_path, both_size)];
+    let layouts = [
+        ("one index block", user_path, user_size),
+        ("partitioned index", part_path, part_size),
+        ("partitioned index and filters", both_path, both_size),
+    ];
     for ((layout, path, size), (policy_name, policy)) in
         layouts.iter().flat_map(|l| policies().into_iter().map(move |p| (*l, p)))
     {
-        let name = format!("{layout}, {policy_name}");
+        let name = format!("{layout}, {policy_name}, user index keys: {user_keys}");
         let flat = open(&fs, flat_path, flat_size, TableCachePolicy::with_cache(None)).unwrap();
         let part = open(&fs, path, size, policy).unwrap();
         let mut rng = StdRng::seed_from_u64(5);
@@ -214,8 +250,12 @@ fn a_partitioned_index_reads_as_one_index_block() {
 
 #[test]
 fn partitioned_filters_keep_every_present_key_and_exclude_most_absent_ones() {
+    partitioned_filters_keep_present_keys(entries(3000));
+    partitioned_filters_keep_present_keys(unique_entries(3000));
+}
+
+fn partitioned_filters_keep_present_keys(all: Entries) {
     let fs = MemFs::new();
-    let all = entries(3000);
     let path = Path::new("/both.sst");
     let size = write_table_with(&fs, path, &all, Some(128), true);
     for (name, policy) in policies() {
@@ -241,8 +281,12 @@ fn partitioned_filters_keep_every_present_key_and_exclude_most_absent_ones() {
 
 #[test]
 fn damage_in_a_partitioned_index_is_an_error_never_a_wrong_answer() {
+    damage_is_an_error_never_a_wrong_answer(entries(1500));
+    damage_is_an_error_never_a_wrong_answer(unique_entries(1500));
+}
+
+fn damage_is_an_error_never_a_wrong_answer(all: Entries) {
     let fs = MemFs::new();
-    let all = entries(1500);
     let path = Path::new("/part.sst");
     let size = write_table_with(&fs, path, &all, Some(128), true);
     let bytes = fs.file_bytes(path).unwrap();

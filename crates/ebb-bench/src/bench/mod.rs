@@ -307,6 +307,12 @@ impl Runner<'_> {
                 self.report.write(path)?;
             }
         }
+        if self.cfg.statistics {
+            let engine = self.engine()?;
+            if let Some(text) = engine.property(&format!("{}.options-statistics", engine.name())) {
+                println!("STATISTICS:\n{text}");
+            }
+        }
         Ok(())
     }
 

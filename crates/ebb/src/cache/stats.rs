@@ -133,6 +133,25 @@ impl CacheCounters {
         }
     }
 
+    /// RocksDB's block cache tickers (`rocksdb.block.cache.hit`,
+    /// `rocksdb.block.cache.index.miss`, ...) with their counts.
+    pub fn tickers(&self) -> Vec<(String, u64)> {
+        let t = self.total();
+        let mut out = vec![
+            ("rocksdb.block.cache.hit".to_string(), t.hits),
+            ("rocksdb.block.cache.miss".to_string(), t.misses),
+            ("rocksdb.block.cache.add".to_string(), t.inserts),
+            ("rocksdb.block.cache.add.failures".to_string(), t.insert_failures),
+        ];
+        for (name, c) in [("index", self.index), ("filter", self.filter), ("data", self.data)] {
+            out.push((format!("rocksdb.block.cache.{name}.miss"), c.misses));
+            out.push((format!("rocksdb.block.cache.{name}.hit"), c.hits));
+            out.push((format!("rocksdb.block.cache.{name}.add"), c.inserts));
+            out.push((format!("rocksdb.block.cache.{name}.bytes.insert"), c.bytes_inserted));
+        }
+        out
+    }
+
     /// All kinds added up.
     pub fn total(&self) -> BlockKindCounters {
         let mut t = BlockKindCounters::default();

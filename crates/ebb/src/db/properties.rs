@@ -212,7 +212,10 @@ impl DbInner {
             "ebb.recovery-report" => Some(self.recovery_report.get().cloned().unwrap_or_default().to_string()),
             "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
-            "ebb.options-statistics" => Some(self.stats.statistics_text((m.block_cache_hits, m.block_cache_misses))),
+            "ebb.options-statistics" => {
+                let cache = self.tables.block_cache().map(|c| c.stats().snapshot()).unwrap_or_default();
+                Some(self.stats.statistics_text(&cache.tickers()))
+            }
             "ebb.stats" => Some(self.stats_text(cf, &m)),
             _ => None,
         }

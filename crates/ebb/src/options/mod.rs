@@ -773,6 +773,7 @@ impl TableBuilderOptions {
             index_partition_size: (o.index_type == IndexType::TwoLevelIndexSearch)
                 .then_some(o.metadata_block_size.max(1)),
             partition_filters: o.partition_filters,
+            user_key_index: true,
         }
     }
 }

@@ -10,7 +10,9 @@
 //!    point lookup, borrows the block), so its `value()` slice stays valid
 //!    until the iterator moves.
 //! 3. Keys are compared in the block's [`KeyOrder`]: internal-key order for
-//!    data and index blocks, bytewise for the metaindex and properties blocks.
+//!    data blocks and the index blocks of older tables, user-key order for
+//!    the index blocks of tables whose index keys are user keys (seeked with
+//!    internal keys), bytewise for the metaindex and properties blocks.
 
 use std::cmp::Ordering;
 use std::ops::Deref;
@@ -28,18 +30,29 @@ pub enum KeyOrder {
     Bytewise,
     /// Internal-key order; every key must be at least 8 bytes long.
     Internal,
+    /// An index block whose keys are user keys (RocksDB's
+    /// `index_key_is_user_key`): targets are internal keys, compared with
+    /// the entries by their user key alone.
+    UserKeys,
 }
 
 impl KeyOrder {
-    fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+    /// How the block's entry key `entry` compares with the seek target `target`.
+    pub fn compare(self, entry: &[u8], target: &[u8]) -> Ordering {
         match self {
-            KeyOrder::Bytewise => a.cmp(b),
-            KeyOrder::Internal => compare_internal_keys(a, b),
+            KeyOrder::Bytewise => entry.cmp(target),
+            KeyOrder::Internal => compare_internal_keys(entry, target),
+            KeyOrder::UserKeys => {
+                // A target too short to be an internal key (never passed by
+                // the table reader) is compared whole rather than panicking.
+                let user = target.len().checked_sub(TRAILER_LEN).map_or(target, |n| &target[..n]);
+                entry.cmp(user)
+            }
         }
     }
 
     fn key_is_well_formed(self, key: &[u8]) -> bool {
-        self == KeyOrder::Bytewise || key.len() >= TRAILER_LEN
+        self != KeyOrder::Internal || key.len() >= TRAILER_LEN
     }
 }
 
@@ -314,6 +327,17 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
                 }
             }
         }
+        // The same with a two-byte value length (values of 128 bytes to 16 KiB).
+        if let [shared, non_shared, v0, v1, ..] = *area {
+            if (shared | non_shared | v1) < 0x80 && v0 >= 0x80 {
+                let key_start = offset + 4;
+                let key_end = key_start + usize::from(non_shared);
+                let value_end = key_end + (usize::from(v0 & 0x7f) | usize::from(v1) << 7);
+                if value_end <= limit {
+                    return Ok(EntryHeader { shared: usize::from(shared), key_start, key_end, value_end });
+                }
+            }
+        }
         let mut p = 0;
         let mut field = |name: &str| -> Result<usize, String> {
             let (v, n) = decode_varint32(&area[p..]).ok_or_else(|| format!("bad {name} varint"))?;
@@ -430,7 +454,13 @@ mod tests {
     /// neighbours share prefixes, with a few versions per user key.
     fn entries_strategy() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
         prop::collection::vec(
-            (prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'c']), 0..6), 0u64..4, 0usize..20),
+            (
+                prop::collection::vec(prop::sample::select(vec![b'a', b'b', b'c']), 0..6),
+                0u64..4,
+                // One-, two- and three-byte value lengths (decode_header's
+                // fast paths and its general one).
+                prop_oneof![4 => 0usize..20, 2 => 120usize..300, 1 => 16_370usize..16_400],
+            ),
             0..120,
         )
         .prop_map(|raw| {

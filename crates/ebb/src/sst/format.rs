@@ -28,6 +28,20 @@ pub const FORMAT_VERSION: u32 = 1;
 /// blocks. DO NOT CHANGE: on-disk format.
 pub const FORMAT_VERSION_PARTITIONED_INDEX: u32 = 2;
 
+/// The format version of a table whose index block holds user keys rather
+/// than internal keys (RocksDB's `index_key_is_user_key`, format_version 3):
+/// written when no two adjacent data blocks share a user key, so a
+/// separator needs no sequence number. Index entries are then compared with
+/// a lookup's user key. A reader that knows only versions 1 and 2 refuses
+/// such a table instead of reading user keys as internal keys. DO NOT
+/// CHANGE: on-disk format.
+pub const FORMAT_VERSION_USER_KEY_INDEX: u32 = 3;
+
+/// Versions 2 and 3 together: a partitioned index whose partitions and top
+/// level hold user keys (as does the top level of partitioned filters).
+/// DO NOT CHANGE: on-disk format.
+pub const FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX: u32 = 4;
+
 /// Bytes after every block: compression type (1) + masked checksum (4).
 /// DO NOT CHANGE: on-disk format.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -192,7 +206,12 @@ impl Footer {
 
     /// True when the index handle names a top-level index of partitions.
     pub fn partitioned_index(&self) -> bool {
-        self.format_version == FORMAT_VERSION_PARTITIONED_INDEX
+        matches!(self.format_version, FORMAT_VERSION_PARTITIONED_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
+    }
+
+    /// True when the index keys are user keys (versions 3 and 4).
+    pub fn index_key_is_user_key(&self) -> bool {
+        matches!(self.format_version, FORMAT_VERSION_USER_KEY_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
     }
 
     /// The [`FOOTER_LEN`] bytes of this footer.
@@ -227,7 +246,7 @@ impl Footer {
             return Err(format!("footer checksum mismatch: stored {:#010x}, computed {actual:#010x}", unmask(stored)));
         }
         let format_version = decode_fixed32(&src[1 + 2 * MAX_HANDLE_LEN..]).ok_or("short footer")?;
-        if format_version != FORMAT_VERSION && format_version != FORMAT_VERSION_PARTITIONED_INDEX {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX).contains(&format_version) {
             return Err(format!("unsupported table format version {format_version}"));
         }
         let handles = &src[1..1 + 2 * MAX_HANDLE_LEN];

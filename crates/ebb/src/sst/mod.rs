@@ -124,6 +124,10 @@ mod tests {
             with_trailer(index.finish()),
             "00 09 02 62 00 03 00 00 00 00 00 00 00 34 00 00 00 00 01 00 00 00 00 7f f4 18 a1"
         );
+        // The same index with user keys (format version 3).
+        let mut user_index = BlockBuilder::new(1);
+        user_index.add(crate::key::user_key(&keys[2]), &BlockHandle::new(0, 52).encode());
+        assert_eq!(with_trailer(user_index.finish()), "00 01 02 62 00 34 00 00 00 00 01 00 00 00 00 c1 a0 54 e1");
 
         let mut metaindex = BlockBuilder::new(1);
         metaindex.add(b"ebb.filter", &BlockHandle::new(57, 70).encode());

@@ -15,7 +15,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{
-    block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION_PARTITIONED_INDEX,
+    block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION, FORMAT_VERSION_PARTITIONED_INDEX,
+    FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX, FORMAT_VERSION_USER_KEY_INDEX,
 };
 use std::sync::Arc;
 
@@ -58,6 +59,11 @@ pub struct TableBuilderOptions {
     /// boundaries, one filter partition per index partition under a top-level
     /// filter index (RocksDB `partition_filters`); ignored without one.
     pub partition_filters: bool,
+    /// Write the index with user keys when no two adjacent data blocks share
+    /// a user key (format versions 3 and 4; RocksDB's `format_version >= 3`).
+    /// Default true; false writes internal keys (versions 1 and 2), as
+    /// earlier versions of Ebb did.
+    pub user_key_index: bool,
 }
 
 impl Default for TableBuilderOptions {
@@ -72,6 +78,26 @@ impl Default for TableBuilderOptions {
             column_family_name: None,
             index_partition_size: None,
             partition_filters: false,
+            user_key_index: true,
+        }
+    }
+}
+
+/// An index partition cut by the builder, in both key forms.
+struct IndexPartition {
+    /// Its last index key: its key in the top-level index.
+    last_key: Vec<u8>,
+    last_user_key: Vec<u8>,
+    block: Vec<u8>,
+    user_block: Vec<u8>,
+}
+
+impl IndexPartition {
+    fn key(&self, user_keys: bool) -> &[u8] {
+        if user_keys {
+            &self.last_user_key
+        } else {
+            &self.last_key
         }
     }
 }
@@ -83,11 +109,18 @@ pub struct TableBuilder {
     file_name: String,
     offset: u64,
     data_block: BlockBuilder,
+    /// The index with internal keys as separators.
     index_block: BlockBuilder,
-    /// With a partitioned index: the partitions cut so far, each with its
-    /// last index key (its key in the top-level index). `index_block` is then
-    /// the partition being filled.
-    index_partitions: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The same index with the separators' user keys (RocksDB's
+    /// `index_key_is_user_key`): written instead of `index_block` unless two
+    /// adjacent data blocks share a user key, which only a separator with a
+    /// sequence number tells apart (`index_needs_seq`).
+    user_index_block: BlockBuilder,
+    index_needs_seq: bool,
+    /// With a partitioned index: the partitions cut so far, in both forms.
+    /// `index_block` and `user_index_block` are then the partition being
+    /// filled.
+    index_partitions: Vec<IndexPartition>,
     /// The last key added to `index_block`.
     last_index_key: Vec<u8>,
     /// With partitioned filters: the filter of each index partition cut so
@@ -119,6 +152,8 @@ impl TableBuilder {
             file,
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(1),
+            user_index_block: BlockBuilder::new(1),
+            index_needs_seq: false,
             index_partitions: Vec::new(),
             last_index_key: Vec::new(),
             filter_partitions: Vec::new(),
@@ -159,6 +194,9 @@ impl TableBuilder {
             )));
         }
         if let Some(handle) = self.pending_index.take() {
+            if user_key(&self.last_key) == user_key(internal_key) {
+                self.index_needs_seq = true;
+            }
             let separator = internal_separator(&self.last_key, internal_key);
             self.add_index_entry(separator, handle);
         }
@@ -178,7 +216,9 @@ impl TableBuilder {
     /// Adds a data block's index entry; with a partitioned index, cuts the
     /// partition once it reaches its size.
     fn add_index_entry(&mut self, key: Vec<u8>, handle: BlockHandle) {
-        self.index_block.add(&key, &handle.encode());
+        let handle = handle.encode();
+        self.index_block.add(&key, &handle);
+        self.user_index_block.add(user_key(&key), &handle);
         self.last_index_key = key;
         if let Some(size) = self.opts.index_partition_size {
             if self.index_block.estimated_size() >= size {
@@ -200,8 +240,13 @@ impl TableBuilder {
         if self.index_block.is_empty() {
             return;
         }
-        let partition = self.index_block.finish();
-        self.index_partitions.push((std::mem::take(&mut self.last_index_key), partition));
+        let last_key = std::mem::take(&mut self.last_index_key);
+        self.index_partitions.push(IndexPartition {
+            last_user_key: user_key(&last_key).to_vec(),
+            last_key,
+            block: self.index_block.finish(),
+            user_block: self.user_index_block.finish(),
+        });
         if self.filters_partitioned() {
             let bits = self.opts.bloom_bits_per_key;
             if let Some(f) = &mut self.filter {
@@ -219,7 +264,8 @@ impl TableBuilder {
         let entry = if self.filters_partitioned() {
             let mut top = BlockBuilder::new(1);
             let partitions = std::mem::take(&mut self.filter_partitions);
-            let keys: Vec<Vec<u8>> = self.index_partitions.iter().map(|(k, _)| k.clone()).collect();
+            let user_keys = self.index_keys_are_user_keys();
+            let keys: Vec<Vec<u8>> = self.index_partitions.iter().map(|p| p.key(user_keys).to_vec()).collect();
             for (last_key, filter) in keys.iter().zip(partitions) {
                 let h = self.write_block(&filter, false)?;
                 top.add(last_key, &h.encode());
@@ -241,21 +287,28 @@ impl TableBuilder {
     /// footer names.
     fn write_index(&mut self) -> Result<BlockHandle> {
         let start = self.offset;
+        let user_keys = self.index_keys_are_user_keys();
         let handle = if self.opts.index_partition_size.is_some() {
             self.cut_index_partition();
             let mut top = BlockBuilder::new(1);
-            for (last_key, partition) in std::mem::take(&mut self.index_partitions) {
-                let h = self.write_block(&partition, true)?;
-                top.add(&last_key, &h.encode());
+            for partition in std::mem::take(&mut self.index_partitions) {
+                let h = self.write_block(if user_keys { &partition.user_block } else { &partition.block }, true)?;
+                top.add(partition.key(user_keys), &h.encode());
                 self.props.index_partitions += 1;
             }
             self.write_block(&top.finish(), true)?
         } else {
-            let index = self.index_block.finish();
+            let index = if user_keys { self.user_index_block.finish() } else { self.index_block.finish() };
             self.write_block(&index, true)?
         };
         self.props.index_size = self.offset - start;
         Ok(handle)
+    }
+
+    /// True when the index is written with user keys: no two adjacent data
+    /// blocks share a user key.
+    fn index_keys_are_user_keys(&self) -> bool {
+        self.opts.user_key_index && !self.index_needs_seq
     }
 
     fn track(&mut self, internal_key: &[u8], value: &[u8]) {
@@ -355,9 +408,12 @@ impl TableBuilder {
 
         kill_point!("sst_finish");
         let mut footer = Footer::new(self.opts.checksum, metaindex_handle, index_handle);
-        if self.opts.index_partition_size.is_some() {
-            footer.format_version = FORMAT_VERSION_PARTITIONED_INDEX;
-        }
+        footer.format_version = match (self.opts.index_partition_size.is_some(), self.index_keys_are_user_keys()) {
+            (false, false) => FORMAT_VERSION,
+            (true, false) => FORMAT_VERSION_PARTITIONED_INDEX,
+            (false, true) => FORMAT_VERSION_USER_KEY_INDEX,
+            (true, true) => FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX,
+        };
         let footer = footer.encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;

@@ -43,7 +43,7 @@ use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Pri
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal_keys, user_key, with_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
+use crate::key::{user_key, with_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
 use crate::util::checksum::ChecksumType;
 
 /// Per-read settings for data blocks.
@@ -288,8 +288,11 @@ pub struct Table {
     file_size: u64,
     index_offset: u64,
     /// The index is partitions under a top-level index (`index` is then the
-    /// top level): format version 2.
+    /// top level): format versions 2 and 4.
     partitioned_index: bool,
+    /// How index keys (and the top-level filter index's) compare with a
+    /// lookup: `UserKeys` in format versions 3 and 4, else `Internal`.
+    index_order: KeyOrder,
     index: MetaBlock,
     /// With partitioned filters: the top-level filter index (partition key
     /// → filter partition handle), keyed as the top-level index.
@@ -427,6 +430,7 @@ impl Table {
             file_size,
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
+            index_order: if footer.index_key_is_user_key() { KeyOrder::UserKeys } else { KeyOrder::Internal },
             index,
             filter_partitions,
             filter,
@@ -441,6 +445,11 @@ impl Table {
     /// The table's properties; `file_size` is the size given to `open`.
     pub fn properties(&self) -> &TableProperties {
         &self.properties
+    }
+
+    /// True when the index keys are user keys (format versions 3 and 4).
+    pub fn index_key_is_user_key(&self) -> bool {
+        self.index_order == KeyOrder::UserKeys
     }
 
     /// Bytes this reader holds outside the block cache: itself, and its
@@ -482,10 +491,8 @@ impl Table {
             };
         }
         let Some(filter) = &self.filter else { return true };
-        match self.meta_block(filter, BlockKind::Filter) {
-            Ok(r) => r.value().filter().is_none_or(|f| f.may_match(user_key)),
-            Err(_) => true,
-        }
+        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match(user_key)))
+            .unwrap_or(true)
     }
 
     /// [`Table::key_may_match`] for `n` keys (`key(k)`, ascending) given
@@ -539,7 +546,7 @@ impl Table {
     /// entry (the top level seeked with the key's smallest internal key).
     fn filter_partition_for(&self, top: &Block, user_key: &[u8]) -> FilterPartition {
         with_internal_key(user_key, MAX_SEQUENCE, KIND_FOR_SEEK, |probe| {
-            let mut it = BlockIterator::new(top, KeyOrder::Internal);
+            let mut it = BlockIterator::new(top, self.index_order);
             it.seek(probe);
             if !it.valid() {
                 // Past the last partition: no key of the table is as large.
@@ -677,7 +684,7 @@ impl Table {
             // Every lookup up to the block's index key is answered by this
             // block or by none (see `data_handle_for`).
             let mut end = i + 1;
-            while end < n && compare_internal_keys(lookup(end), index.key()).is_le() {
+            while end < n && self.index_order.compare(index.key(), lookup(end)).is_ge() {
                 end += 1;
             }
             let handle = match BlockHandle::decode_exact(index.value()) {
@@ -736,21 +743,23 @@ impl Table {
             }
             return BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| index.entry_corruption(self, &r));
         }
-        let index_ref = self.meta_block(&self.index, BlockKind::Index)?;
-        let index_block = index_ref.value().block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
-        let mut index = BlockIterator::new(index_block, KeyOrder::Internal);
-        index.seek(lookup);
-        if !index.valid() {
-            return match index.corruption() {
-                Some(r) => Err(self.index_corruption(r)),
-                None => Ok(None),
-            };
-        }
-        // The index key of a block is >= its last key and < the next block's
-        // first key, with a user key strictly between them when shortened; so
-        // if this block holds no entry >= lookup, no later block holds one
-        // with lookup's user key.
-        BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| self.index_corruption(&r))
+        self.with_meta_block(&self.index, BlockKind::Index, |v| {
+            let index_block = v.block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
+            let mut index = BlockIterator::new(index_block, self.index_order);
+            index.seek(lookup);
+            if !index.valid() {
+                return match index.corruption() {
+                    Some(r) => Err(self.index_corruption(r)),
+                    None => Ok(None),
+                };
+            }
+            // The index key of a block is >= its last key and < the next
+            // block's first key (by user key alone when the index holds user
+            // keys: then no user key spans two blocks), with a key strictly
+            // between them when shortened; so if this block holds no entry
+            // >= lookup, no later block holds one with lookup's user key.
+            BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| self.index_corruption(&r))
+        })?
     }
 
     /// The first entry of `block` (read from `handle`) at or after `lookup`,
@@ -854,10 +863,32 @@ impl Table {
         }
     }
 
+    /// Runs `f` on the index or filter block `which`, as [`Table::meta_block`]
+    /// finds it. A cached block is borrowed in place for the call
+    /// ([`BlockCache::lookup_with`]: no handle, so concurrent point reads do
+    /// not all bump one shared reference count); on a miss it is read and
+    /// inserted as `meta_block` does.
+    fn with_meta_block<R>(&self, which: &MetaBlock, kind: BlockKind, f: impl FnOnce(&CacheValue) -> R) -> Result<R> {
+        let mut f = Some(f);
+        if let (MetaBlock::Cached(handle), Some(cache)) = (which, &self.cache) {
+            let mut out = None;
+            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
+                out = f.take().map(|f| f(v));
+            });
+            if let Some(r) = out {
+                cache.stats().record_hit(kind);
+                return Ok(r);
+            }
+        }
+        let r = self.meta_block(which, kind)?;
+        let f = f.take().ok_or_else(|| self.index_corruption("a block lookup ran twice"))?;
+        Ok(f(r.value()))
+    }
+
     /// A cursor over the index entries, given the index block (with a
     /// partitioned index, the top level).
     fn index_iter(&self, index_block: Arc<Block>) -> IndexIter {
-        let top = BlockIterator::new(index_block, KeyOrder::Internal);
+        let top = BlockIterator::new(index_block, self.index_order);
         if self.partitioned_index {
             IndexIter::Partitioned(Box::new(PartitionedIndexIter {
                 top,
@@ -1120,7 +1151,7 @@ impl PartitionedIndexIter {
         }
         match table.index_partition(handle) {
             Ok((block, pin)) => {
-                self.part = Some(BlockIterator::new(block, KeyOrder::Internal));
+                self.part = Some(BlockIterator::new(block, table.index_order));
                 self.part_pin = pin;
                 self.part_handle = handle;
                 true
@@ -1530,6 +1561,7 @@ mod tests {
             column_family_name: None,
             index_partition_size: None,
             partition_filters: false,
+            user_key_index: true,
         }
     }
 
@@ -1691,12 +1723,34 @@ mod tests {
         }
     }
 
+    /// One version of each user key: no two blocks share a user key, so the
+    /// index can hold user keys.
+    fn unique_entries(n: usize) -> Entries {
+        let mut entries = sample_entries(n);
+        entries.dedup_by(|b, a| user_key(&a.0) == user_key(&b.0));
+        entries
+    }
+
     #[test]
     fn many_blocks_agree_with_a_sorted_vec() {
-        let entries = sample_entries(6000);
-        let (bytes, props) = build(&entries, opts(CompressionType::Lz4, ChecksumType::Crc32c, 256));
+        // Versions of a user key across blocks keep internal index keys;
+        // one version per key gives user index keys, unless turned off.
+        for (entries, user_key_index, expect_user_keys) in [
+            (sample_entries(6000), true, false),
+            (unique_entries(6000), true, true),
+            (unique_entries(6000), false, false),
+        ] {
+            let o = TableBuilderOptions { user_key_index, ..opts(CompressionType::Lz4, ChecksumType::Crc32c, 256) };
+            let (bytes, props) = build(&entries, o);
+            let t = open(&bytes).unwrap();
+            assert_eq!(t.index_key_is_user_key(), expect_user_keys);
+            many_blocks_agree(&entries, &bytes, &props);
+        }
+    }
+
+    fn many_blocks_agree(entries: &Entries, bytes: &[u8], props: &TableProperties) {
         assert!(props.num_data_blocks > 200, "{} blocks", props.num_data_blocks);
-        let t = open(&bytes).unwrap();
+        let t = open(bytes).unwrap();
         let mut ours = t.iter(ReadSettings::default());
         let mut reference = VecIterator::new(entries.clone());
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -1751,6 +1805,28 @@ mod tests {
             check_same(&ours, &reference, &what);
         }
         ours.status().unwrap();
+
+        // Point lookups, one at a time and batched, give the first entry at
+        // or after the lookup when it has the lookup's user key.
+        let rs = ReadSettings::default();
+        let mut lookups: Vec<Vec<u8>> = (0..2000).map(|_| random_target(&mut rng)).collect();
+        lookups.sort_by(|a, b| compare_internal_keys(a, b));
+        let expected: Vec<Option<(Vec<u8>, Vec<u8>)>> = lookups
+            .iter()
+            .map(|l| {
+                let i = entries.partition_point(|(k, _)| compare_internal_keys(k, l) == Ordering::Less);
+                entries.get(i).filter(|(k, _)| user_key(k) == user_key(l)).cloned()
+            })
+            .collect();
+        for (l, want) in lookups.iter().zip(&expected) {
+            assert_eq!(&t.get(&rs, l).unwrap(), want, "get {:?}", String::from_utf8_lossy(l));
+        }
+        let mut batched = vec![None; lookups.len()];
+        t.multi_get_past_filter(&rs, lookups.len(), |k| &lookups[k], |k, r| {
+            let (key, value) = r.unwrap();
+            batched[k] = Some((key.to_vec(), value.to_vec()));
+        });
+        assert_eq!(batched, expected, "multi_get");
 
         // Offsets grow with the key and stay within the data blocks.
         let mut last = 0;

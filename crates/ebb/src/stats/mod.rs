@@ -234,12 +234,15 @@ impl Stats {
     /// RocksDB's `Statistics::ToString()` layout: one line per ticker
     /// (`rocksdb.NAME COUNT : N`) and per histogram (`rocksdb.NAME P50 : x P95 : x
     /// P99 : x P100 : x COUNT : n SUM : s`).
-    pub fn statistics_text(&self, block_cache: (u64, u64)) -> String {
+    /// `block_cache` holds the cache's tickers (`rocksdb.block.cache.*`),
+    /// which the cache layer above this one counts.
+    pub fn statistics_text(&self, block_cache: &[(String, u64)]) -> String {
         let mut out = String::new();
+        for (name, v) in block_cache {
+            out.push_str(&format!("{name} COUNT : {v}\n"));
+        }
         let stall: u64 = self.total_stall_micros();
-        let tickers: [(&str, u64); 22] = [
-            ("rocksdb.block.cache.hit", block_cache.0),
-            ("rocksdb.block.cache.miss", block_cache.1),
+        let tickers: [(&str, u64); 20] = [
             ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
             ("rocksdb.number.keys.written", read(&self.user_keys)),
             ("rocksdb.number.keys.read", self.reads.keys_read()),
@@ -264,6 +267,7 @@ impl Stats {
         for (name, v) in tickers {
             out.push_str(&format!("{name} COUNT : {v}\n"));
         }
+
         if let Some(h) = &self.histograms {
             for (name, hist) in [
                 ("rocksdb.db.get.micros", &h.get_micros),
