@@ -14,7 +14,10 @@
 #   EBB_BENCH: the ebb-bench binary, built with --features rocksdb-peer
 #   (bench/build_peer.sh). NUM (default 20000000) keys; READS (default
 #   2000000) reads per thread for the read benchmarks; EXTRA_FLAGS are added
-#   to every run (e.g. --index_type=2 --partition_filters=true).
+#   to every run, after the defaults, so they override them (e.g.
+#   --index_type=2 --partition_filters=true). WARM_READS (default 0): when
+#   set, a third process reads that many keys per thread with four threads,
+#   page cache warm, on the database the second left.
 set -euo pipefail
 out=${1:?usage: bench/w5.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-2}
@@ -52,6 +55,11 @@ for rep in $(seq 1 "$reps"); do
     "$vbin" --engine="$engine" "${common[@]}" --threads=4 --seed=$((600 + rep)) "${extra[@]}" \
       --use_existing_db=1 --benchmarks=readrandom \
       --db="$db" --json="$out/$name.$rep.read4.json" >"$out/$name.$rep.read4.log" 2>&1
+    if [ "${WARM_READS:-0}" -gt 0 ]; then
+      "$vbin" --engine="$engine" "${common[@]}" --threads=4 --seed=$((700 + rep)) "${extra[@]}" \
+        --reads="$WARM_READS" --use_existing_db=1 --benchmarks=readrandom \
+        --db="$db" --json="$out/$name.$rep.warm4.json" >"$out/$name.$rep.warm4.log" 2>&1
+    fi
     rm -rf "$db"
   done
 done

@@ -22,10 +22,11 @@
 //! 13. `blob`: blob files (values kept apart from the tables).
 //! 14. `version`: MANIFEST, version edits and the set of live files.
 //! 15. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 16. `options`: the database's options, their text form, and the narrow
+//! 16. `compaction_filter`: the compaction filter traits users implement.
+//! 17. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 17. `compaction`: picking and running compactions.
-//! 18. `db`: the public handle, the write and read paths, background jobs.
+//! 18. `compaction`: picking and running compactions.
+//! 19. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -57,8 +58,9 @@ macro_rules! internal_modules {
 
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the filesystem boundary
-// users may implement, and what listeners are told.
+// users may implement, what listeners are told, and compaction filters.
 pub mod cache;
+pub mod compaction_filter;
 pub mod events;
 pub mod fs;
 
@@ -80,6 +82,7 @@ internal_modules! {
     wal;
 }
 
+pub use compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
     EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,

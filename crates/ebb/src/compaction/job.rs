@@ -25,6 +25,15 @@
 //! which the version edit records, so a blob file's garbage reaches its
 //! count exactly when no table refers to it any more.
 //!
+//! Compaction filters (docs/data_model.md): with [`JobContext::filter`] set,
+//! the newest version of each user key the job reads is given to the filter
+//! when it is a value (kind `Value`) that no live snapshot can see (its
+//! sequence is above the newest snapshot's). The filter keeps it, changes
+//! its value, turns it into a tombstone at the same sequence (so older
+//! versions stay hidden; the tombstone is then dropped where tombstones
+//! are), or removes it and drops the keys after it up to a user key, where
+//! no snapshot sees them.
+//!
 //! A cancelled or failed job deletes every file it created.
 
 use std::collections::BTreeMap;
@@ -33,6 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
+use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -105,6 +115,27 @@ pub struct JobContext<'a> {
     pub on_bytes: &'a mut dyn FnMut(u64),
     /// Ask the OS to write outputs back every this many bytes (`bytes_per_sync`); 0 never.
     pub bytes_per_sync: u64,
+    /// The compaction filter, if any (module documentation).
+    pub filter: Option<FilterSettings<'a>>,
+}
+
+/// A compaction filter and what decides which versions it is asked about.
+#[derive(Clone, Copy)]
+pub struct FilterSettings<'a> {
+    /// The filter.
+    pub filter: &'a dyn CompactionFilter,
+    /// The newest live snapshot: versions at or below it may be what a
+    /// snapshot reads and are never filtered. `None` without snapshots.
+    pub newest_snapshot: Option<SequenceNumber>,
+    /// The level the filter is told the compaction starts at.
+    pub level: usize,
+}
+
+impl FilterSettings<'_> {
+    /// True when no live snapshot can read the version at `seq`.
+    fn unprotected(&self, seq: SequenceNumber) -> bool {
+        self.newest_snapshot.is_none_or(|s| seq > s)
+    }
 }
 
 /// What a merge produced.
@@ -212,6 +243,8 @@ fn merge(
     let mut overlapped_bytes = 0u64;
     let mut seen_key = false;
     let block = ctx.table_options.block_size.max(1) as u64;
+    // The end of a range a filter's `RemoveAndSkipUntil` drops (exclusive).
+    let mut skip_until: Option<Vec<u8>> = None;
 
     while input.valid() {
         let key = input.key();
@@ -243,7 +276,31 @@ fn merge(
             }
             current_user_key = Some(parsed.user_key.to_vec());
             last_seq_for_key = SequenceNumber::MAX;
+            if skip_until.as_deref().is_some_and(|until| parsed.user_key >= until) {
+                skip_until = None;
+            }
         }
+        // What the compaction filter makes of the key's newest version.
+        let mut decision = None;
+        let mut skipped = false;
+        if let Some(f) = ctx.filter.filter(|f| f.unprotected(parsed.seq)) {
+            if skip_until.is_some() {
+                // Inside a skipped range: dropped unasked, every version no
+                // snapshot can read.
+                skipped = true;
+            } else if new_user_key && parsed.kind == ValueKind::Value {
+                let d = f.filter.filter(f.level, parsed.user_key, input.value());
+                decision = match d {
+                    Decision::RemoveAndSkipUntil(until) if until.as_slice() <= parsed.user_key => Some(Decision::Keep),
+                    Decision::RemoveAndSkipUntil(until) => {
+                        skip_until = Some(until);
+                        Some(Decision::Remove)
+                    }
+                    d => Some(d),
+                };
+            }
+        }
+        let removed = decision == Some(Decision::Remove);
         // A single deletion is never dropped as hidden by a newer version:
         // it may be all that hides an older put once a newer put goes with
         // its own single deletion (put 1, single delete 2, put 3: a flush of
@@ -253,8 +310,9 @@ fn merge(
         let hidden = ctx.drop_hidden
             && last_seq_for_key <= ctx.smallest_snapshot
             && parsed.kind != ValueKind::SingleDeletion;
-        let dead_tombstone =
-            ctx.drop_tombstones && parsed.kind.is_deletion() && parsed.seq <= ctx.smallest_snapshot;
+        let dead_tombstone = ctx.drop_tombstones
+            && (parsed.kind.is_deletion() || removed)
+            && parsed.seq <= ctx.smallest_snapshot;
         last_seq_for_key = parsed.seq;
         // Every blob index read counts against its file, kept or not.
         let blob_index = match parsed.kind {
@@ -268,7 +326,7 @@ fn merge(
             }
             _ => None,
         };
-        if hidden || dead_tombstone {
+        if hidden || dead_tombstone || skipped {
             out.keys_dropped += 1;
             input.next();
             continue;
@@ -276,6 +334,11 @@ fn merge(
         // The value as the output holds it, when it is not the input's:
         // moved into a blob file, or relocated out of an old one.
         let relocated = match (blob_index, ctx.blob.gc) {
+            _ if removed => None,
+            _ if matches!(decision, Some(Decision::ChangeValue(_))) => match decision.take() {
+                Some(Decision::ChangeValue(v)) => Some(v),
+                _ => None,
+            },
             (Some(index), Some((cutoff, fetcher))) if index.file_number < cutoff => {
                 let v = fetcher.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
                 out.blobs_relocated.0 += 1;
@@ -285,6 +348,7 @@ fn merge(
             _ => None,
         };
         let changed: Option<(ValueKind, Vec<u8>, u64)> = match (parsed.kind, relocated) {
+            _ if removed => Some((ValueKind::Deletion, Vec::new(), 0)),
             (ValueKind::Value, None) if to_blob(input.value().len()) => {
                 let index =
                     add_blob(&mut blobs, &mut ctx, dir, created_blobs, parsed.user_key, input.value()).map_err(fail)?;
@@ -640,6 +704,16 @@ mod tests {
     /// The merge over `entries` into a table on a fresh filesystem: what the
     /// table holds, as `(key, seq, kind)`.
     fn merged(entries: &[(&str, u64, ValueKind)], smallest_snapshot: u64, bottom: bool) -> Vec<(String, u64, ValueKind)> {
+        merged_filtered(entries, smallest_snapshot, bottom, None).into_iter().map(|(k, s, kind, _)| (k, s, kind)).collect()
+    }
+
+    /// [`merged`] through `filter`, with the values.
+    fn merged_filtered(
+        entries: &[(&str, u64, ValueKind)],
+        smallest_snapshot: u64,
+        bottom: bool,
+        filter: Option<FilterSettings<'_>>,
+    ) -> Vec<(String, u64, ValueKind, String)> {
         let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
@@ -669,6 +743,7 @@ mod tests {
                 new_blob_file_number: &mut blob_number,
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: 0,
+                filter,
             },
         )
         .unwrap();
@@ -681,7 +756,8 @@ mod tests {
             it.seek_to_first();
             while it.valid() {
                 let p = parse_internal_key(it.key()).unwrap();
-                seen.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq, p.kind));
+                let value = String::from_utf8(it.value().to_vec()).unwrap_or_default();
+                seen.push((String::from_utf8(p.user_key.to_vec()).unwrap(), p.seq, p.kind, value));
                 it.next();
             }
         }
@@ -719,5 +795,83 @@ mod tests {
         assert!(merged(&all, 10, false).is_empty());
         // Without put 1 in the merge: single delete 2 stays to hide it.
         assert_eq!(merged(&all[..3], 10, false), owned(&[("k", 2, S)]));
+    }
+
+    /// Removes keys starting with `r`, doubles values of keys starting with
+    /// `c`, and on `s<x>` removes it and skips to `<x>`; counts its calls.
+    struct Rules(std::sync::atomic::AtomicUsize);
+
+    impl CompactionFilter for Rules {
+        fn name(&self) -> &str {
+            "rules"
+        }
+        fn filter(&self, _level: usize, key: &[u8], value: &[u8]) -> Decision {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            match key.first() {
+                Some(b'r') => Decision::Remove,
+                Some(b'c') => Decision::ChangeValue([value, value].concat()),
+                Some(b's') => Decision::RemoveAndSkipUntil(key[1..].to_vec()),
+                _ => Decision::Keep,
+            }
+        }
+    }
+
+    fn with_rules(
+        entries: &[(&str, u64, ValueKind)],
+        smallest_snapshot: u64,
+        newest_snapshot: Option<u64>,
+        bottom: bool,
+    ) -> (Vec<(String, u64, ValueKind, String)>, usize) {
+        let rules = Rules(Default::default());
+        let f = FilterSettings { filter: &rules, newest_snapshot, level: 1 };
+        let out = merged_filtered(entries, smallest_snapshot, bottom, Some(f));
+        (out, rules.0.load(Ordering::Relaxed))
+    }
+
+    fn row(k: &str, seq: u64, kind: ValueKind, v: &str) -> (String, u64, ValueKind, String) {
+        (k.to_string(), seq, kind, v.to_string())
+    }
+
+    #[test]
+    fn the_filter_keeps_changes_and_removes_the_newest_value_of_each_key() {
+        let entries = [("a", 5, V), ("c", 6, V), ("c", 2, V), ("r", 7, V), ("r", 3, V), ("x", 8, D)];
+        // No snapshot: asked once per key about its newest value (not the
+        // tombstone); the removed key becomes a tombstone hiding its older
+        // version, and at the bottom goes altogether.
+        let (out, calls) = with_rules(&entries, 10, None, false);
+        assert_eq!(calls, 3);
+        assert_eq!(
+            out,
+            vec![row("a", 5, V, "a5"), row("c", 6, V, "c6c6"), row("r", 7, D, ""), row("x", 8, D, "")]
+        );
+        let (out, _) = with_rules(&entries, 10, None, true);
+        assert_eq!(out, vec![row("a", 5, V, "a5"), row("c", 6, V, "c6c6")]);
+    }
+
+    #[test]
+    fn versions_a_snapshot_can_read_are_never_filtered() {
+        let entries = [("c", 6, V), ("c", 2, V), ("r", 7, V), ("r", 3, V)];
+        // Snapshots at 4 and 6: c@6 and r@3 are what they read; only r@7,
+        // above the newest snapshot, is asked about. Its tombstone keeps
+        // r@3 hidden from the present but not from the snapshot at 4.
+        let (out, calls) = with_rules(&entries, 4, Some(6), false);
+        assert_eq!(calls, 1);
+        assert_eq!(out, vec![row("c", 6, V, "c6"), row("c", 2, V, "c2"), row("r", 7, D, ""), row("r", 3, V, "r3")]);
+        // At the bottom, the tombstone above the oldest snapshot stays.
+        let (out, _) = with_rules(&entries, 4, Some(6), true);
+        assert_eq!(out[2], row("r", 7, D, ""));
+    }
+
+    #[test]
+    fn remove_and_skip_until_drops_the_keys_before_the_bound_that_no_snapshot_reads() {
+        // "sm" asks to skip to "m", at or before itself: kept, as is.
+        let (out, _) = with_rules(&[("sm", 9, V), ("t", 2, V)], 10, None, false);
+        assert_eq!(out, vec![row("sm", 9, V, "sm9"), row("t", 2, V, "t2")]);
+        // "sz" removes itself and skips the keys up to "z" ("t" is one),
+        // but keeps the version a snapshot at 3 reads.
+        let input = [("sz", 9, V), ("t", 8, V), ("t", 3, V), ("u", 5, D), ("zz", 4, V)];
+        let (out, calls) = with_rules(&input, 3, Some(3), false);
+        assert_eq!(calls, 2, "asked about sz and zz only");
+        assert_eq!(out, vec![row("sz", 9, D, ""), row("t", 3, V, "t3"), row("zz", 4, V, "zz4")]);
     }
 }

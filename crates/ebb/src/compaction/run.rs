@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use super::job::{self, BlobSettings, JobOutput};
 use super::Compaction;
+use crate::compaction_filter::{ActiveFilter, CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, MergingIterator};
@@ -26,6 +27,16 @@ use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::version::{
     BlobFileAddition, BlobFileGarbage, FileMetaData, LevelFiles, LevelIterator, TableCache, VersionEdit,
 };
+
+/// Where a compaction's filter comes from ([`ActiveFilter::for_compaction`]).
+#[derive(Clone, Copy)]
+pub(crate) struct FilterSource<'a> {
+    pub(crate) filter: Option<&'a Arc<dyn CompactionFilter>>,
+    pub(crate) factory: Option<&'a Arc<dyn CompactionFilterFactory>>,
+    pub(crate) context: CompactionFilterContext,
+    /// The newest live snapshot (`None` without any).
+    pub(crate) newest_snapshot: Option<u64>,
+}
 
 /// A user-key range `[start, end)` of one subcompaction; `None` is unbounded.
 pub(crate) type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -48,6 +59,9 @@ pub(crate) struct CompactionRun<'a> {
     pub(crate) blob: BlobSettings<'a>,
     /// The oldest sequence a reader may read at.
     pub(crate) smallest_snapshot: u64,
+    /// The compaction filter's source (the family's filter, or its factory
+    /// called once per subcompaction) and the newest live snapshot.
+    pub(crate) filter: FilterSource<'a>,
     /// Set to stop the merge at the next block boundary.
     pub(crate) cancel: &'a AtomicBool,
     /// A new file number for an output table or blob file, protected from
@@ -125,6 +139,12 @@ impl CompactionRun<'_> {
             Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
             None => input.seek_to_first(),
         }
+        let active = ActiveFilter::for_compaction(self.filter.filter, self.filter.factory, &self.filter.context);
+        let filter = active.as_ref().map(|f| job::FilterSettings {
+            filter: f.get(),
+            newest_snapshot: self.filter.newest_snapshot,
+            level: c.level,
+        });
         let mut alloc = || (self.new_file_number)();
         let mut alloc_blob = || (self.new_file_number)();
         let mut on_bytes = |b: u64| (self.on_bytes)(b);
@@ -145,6 +165,7 @@ impl CompactionRun<'_> {
                 new_blob_file_number: &mut alloc_blob,
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: self.bytes_per_sync,
+                filter,
             },
         )
     }

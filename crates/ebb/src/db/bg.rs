@@ -30,6 +30,7 @@ use parking_lot::{Mutex, MutexGuard};
 use super::{CompactionJobInfo, DbInner, DbState};
 use crate::compaction::job::BlobSettings;
 use crate::compaction::{picker, run, Compaction};
+use crate::compaction_filter::CompactionFilterContext;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
@@ -355,6 +356,16 @@ impl DbInner {
         let opts = self.family_opts(&data);
         let db_opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
+        let newest_snapshot = st.snapshots.keys().next_back().copied();
+        let filter_context = CompactionFilterContext {
+            is_full_compaction: {
+                let v = st.versions.version(cf);
+                let total: usize = v.map_or(0, |v| (0..v.num_levels()).map(|l| v.num_files(l)).sum());
+                c.all_inputs().count() == total
+            },
+            is_manual_compaction: c.reason == crate::events::CompactionReason::Manual,
+            column_family_id: cf,
+        };
         // Held, and listed among the versions readers hold, until the job
         // ends: garbage collection reads the blob files it lists, which must
         // stay even if the family is dropped meanwhile.
@@ -404,6 +415,12 @@ impl DbInner {
                 verify_checksums: db_opts.paranoid_checks,
             },
             smallest_snapshot,
+            filter: run::FilterSource {
+                filter: opts.compaction_filter.as_ref(),
+                factory: opts.compaction_filter_factory.as_ref(),
+                context: filter_context,
+                newest_snapshot,
+            },
             cancel,
             new_file_number: &new_file_number,
             on_bytes: &on_bytes,
@@ -539,6 +556,11 @@ impl DbInner {
         // Versions held here would keep the files each compaction makes
         // obsolete until some later job's clean-up.
         drop(version);
+        // With a compaction filter every file in the range is rewritten
+        // through it: no trivial moves, and the deepest level compacted into
+        // itself (RocksDB's `bottommost_level_compaction =
+        // kIfHaveCompactionFilter`, its default).
+        let filtered = opts.compaction_filter.is_some() || opts.compaction_filter_factory.is_some();
         let mut level = 0;
         while level < num_levels {
             if let Some(e) = &st.bg_error {
@@ -546,18 +568,26 @@ impl DbInner {
             }
             let v = st.versions.version(cf).ok_or_else(dropped)?;
             let last = deepest.max(1);
-            if level >= last && level > 0 {
-                // The deepest level is compacted into itself only when it holds
-                // more than one overlapping version of the range; a plain
-                // rewrite would not change it, so stop.
+            if level >= last && level > 0 && !(filtered && level == deepest) {
+                // Without a filter, rewriting the deepest level into itself
+                // would not change it, so stop.
                 break;
             }
-            let output_level =
-                if level == 0 { picker::level_targets(&v, &opts).base_level.min(last).max(1) } else { level + 1 };
+            let output_level = match level {
+                0 => picker::level_targets(&v, &opts).base_level.min(last).max(1),
+                l if l == deepest => l,
+                l => l + 1,
+            };
             let picked = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end);
             drop(v);
-            if let Some(c) = picked {
+            if let Some(mut c) = picked {
+                if filtered {
+                    c.trivial_move = false;
+                }
                 self.run_compaction(st, cf, c)?;
+            }
+            if level == deepest && level > 0 {
+                break;
             }
             level = if level == 0 { output_level } else { level + 1 };
         }

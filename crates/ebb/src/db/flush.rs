@@ -310,6 +310,7 @@ pub(crate) fn write_memtables(
             new_blob_file_number: &mut alloc_blob,
             on_bytes,
             bytes_per_sync: target.bytes_per_sync,
+            filter: None,
         },
     )
 }

@@ -268,6 +268,13 @@ define_options! {
         hard_pending_compaction_bytes_limit: u64 = 256 << 30,
         /// Schedule no automatic compactions. RocksDB; default false. Dynamic.
         disable_auto_compactions: bool = false,
+        /// A compaction filter every compaction of the family asks about each
+        /// key's newest value (RocksDB `compaction_filter`; docs/data_model.md).
+        /// Called from several compactions at once. Default none.
+        compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>> = None,
+        /// Makes a compaction filter per compaction when `compaction_filter`
+        /// is not set (RocksDB `compaction_filter_factory`). Default none.
+        compaction_filter_factory: Option<Arc<dyn crate::compaction_filter::CompactionFilterFactory>> = None,
         /// Compression of every level unless `compression_per_level` says otherwise.
         /// RocksDB `compression`; default snappy. Dynamic.
         compression: CompressionType = CompressionType::Snappy,
