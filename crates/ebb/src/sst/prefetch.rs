@@ -134,8 +134,14 @@ impl PrefetchBuffer {
         let read_from = offset + kept as u64;
         let want = usize::try_from(window_end.saturating_sub(read_from)).unwrap_or(usize::MAX);
         // Read onto the kept bytes, into the window's own capacity (kept
-        // between fills). A failed read leaves a window that holds only
-        // what it says it holds.
+        // between fills). The capacity is grown to what this fill needs
+        // plus an eighth, not doubled as a `Vec` grows by default: the kept
+        // bytes (less than a block) would otherwise push each window of a
+        // compaction's inputs to twice its readahead size. A failed read
+        // leaves a window that holds only what it says it holds.
+        if self.window.capacity() < kept + want {
+            self.window.reserve_exact(want.saturating_add(want / 8));
+        }
         match file.read_at_append(read_from, want, &mut self.window) {
             Ok(n) => self.bytes_prefetched += n as u64,
             Err(e) => {
@@ -146,6 +152,12 @@ impl PrefetchBuffer {
         // A file that ends early leaves a short window: the caller then sees
         // a short read, as it would without the buffer.
         Ok(())
+    }
+
+    /// Bytes the window has allocated.
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.window.capacity()
     }
 
     /// Reads served from the window without touching the file.
@@ -234,6 +246,29 @@ mod tests {
         // [5000, 6000) has 500 bytes in the window; they are kept.
         assert_eq!(read_block(&mut buf, &file, 5_000), vec![(5_500, 5_000)]);
         assert_eq!(read_block(&mut buf, &file, 9_000), vec![]);
+    }
+
+    #[test]
+    fn a_window_read_through_a_file_stays_near_its_readahead_size() {
+        // Blocks of varying sizes (as compressed blocks are), read in
+        // order: each fill needs a little more or less than the last; the
+        // window must not double its capacity for a little more.
+        let file = CountingFile::new(400_000);
+        let readahead = 20 * BLOCK;
+        let mut buf = PrefetchBuffer::fixed(readahead);
+        let (mut offset, mut largest, mut n) = (0u64, 0, 0u64);
+        loop {
+            let len = 900 + (n * 37 % 200) as usize;
+            if offset + len as u64 > 400_000 {
+                break;
+            }
+            let got = buf.read(&file, offset, len, 400_000).unwrap();
+            assert_eq!(got, file.expect(offset, len), "block at {offset}");
+            largest = largest.max(buf.capacity());
+            offset += len as u64;
+            n += 1;
+        }
+        assert!(largest <= (readahead + BLOCK) * 5 / 4, "window capacity reached {largest} for readahead {readahead}");
     }
 
     #[test]
