@@ -86,8 +86,8 @@ pub use compaction_filter::{CompactionFilter, CompactionFilterContext, Compactio
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
     EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
-    RepairedTable, RepairedWal, SetAside, Snapshot, StallCondition, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
-    WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR,
+    RepairedTable, RepairedWal, SetAside, Snapshot, StallCondition, TtlClock, TtlDb, TtlIterator, TuningEvent,
+    TuningMetrics, WalDamage, WriteBatch, WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

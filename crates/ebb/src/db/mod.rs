@@ -29,6 +29,7 @@ mod properties;
 mod read;
 mod recovery;
 mod repair;
+mod ttl;
 mod tuning;
 mod version_edits;
 mod wal_seal;
@@ -44,6 +45,7 @@ pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
 pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
+pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -239,6 +241,7 @@ impl Db {
     /// `create_if_missing`); `Corruption` when the MANIFEST or a WAL is damaged
     /// beyond what `wal_recovery_mode` accepts.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        refuse_ttl_database(path.as_ref(), &options)?;
         open::open(path.as_ref(), options, &[])
     }
 
@@ -258,6 +261,7 @@ impl Db {
     where
         for<'a> &'a F: Into<ColumnFamilyOptions>,
     {
+        refuse_ttl_database(path.as_ref(), &options)?;
         let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
         open::open(path.as_ref(), options, &families)
     }
@@ -824,4 +828,17 @@ impl DbInner {
         self.work_cv.notify_all();
         Ok(())
     }
+}
+
+/// Refuses to open a database created with a TTL without one: its values
+/// end with write times that plain reads would return as data.
+fn refuse_ttl_database(path: &Path, options: &Options) -> Result<()> {
+    if options.fs.exists(&ttl::marker_path(path)) {
+        return Err(Error::invalid(format!(
+            "{}: the database was created with a TTL ({TTL_MARKER} file): its values end with write times; \
+             open it with Db::open_with_ttl",
+            path.display()
+        )));
+    }
+    Ok(())
 }

@@ -95,8 +95,13 @@ fn check_creatable(dir: &Path, fs: &dyn FileSystem, options: &Options) -> Result
     // them. A database opened even once has a later MANIFEST, a WAL and an
     // OPTIONS file, so it is still refused.
     let current_tmp = filename::current_file(dir).with_extension("dbtmp");
+    // A TTL database's marker (and its temporary) is written first, before
+    // the database is created (db/ttl.rs).
+    let ttl_marker = super::ttl::marker_path(dir);
     let foreign = fs.list_dir(dir)?.into_iter().any(|n| {
         dir.join(&n) != current_tmp
+            && dir.join(&n) != ttl_marker
+            && dir.join(&n) != ttl_marker.with_extension("dbtmp")
             && !matches!(
                 filename::parse_file_name(&n),
                 Some((filename::FileType::Lock | filename::FileType::InfoLog, _) | (filename::FileType::Manifest, 1))

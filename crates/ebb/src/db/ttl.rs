@@ -1,0 +1,386 @@
+//! A database whose values expire (RocksDB's `DBWithTTL`;
+//! docs/data_model.md, "TTL").
+//!
+//! Each value is stored with the time it was written appended, as RocksDB
+//! does: four bytes, the seconds since the Unix epoch as a little-endian
+//! fixed32. Reads take the four bytes off again. A compaction filter drops
+//! a value once it is older than the TTL, wrapping the column family's own
+//! filter (which sees values without their timestamps), so an expired value
+//! may still be read until a compaction reaches it, as RocksDB documents.
+//!
+//! A database opened with a TTL carries a marker file (`TTL`) from before
+//! its first write, and [`Db::open`] refuses a database that has it, as
+//! [`Db::open_with_ttl`] refuses one that has data but no marker: either
+//! would otherwise read values with the wrong bytes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use crate::compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision};
+use crate::error::{Error, Result};
+use crate::options::Options;
+
+/// The marker file of a database opened with a TTL.
+pub const TTL_MARKER: &str = "TTL";
+
+/// Bytes of the write time appended to each value.
+const TS_LEN: usize = 4;
+
+/// Seconds since the Unix epoch, as the TTL database stamps values.
+pub type TtlClock = Arc<dyn Fn() -> u32 + Send + Sync>;
+
+fn system_seconds() -> u32 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
+}
+
+/// True when a value written at `ts` is older than `ttl` seconds at `now`
+/// (RocksDB's `DBWithTTLImpl::IsStale`); a TTL of 0 or less never expires.
+fn is_stale(ts: u32, ttl: i32, now: u32) -> bool {
+    ttl > 0 && i64::from(ts) + i64::from(ttl) < i64::from(now)
+}
+
+/// Splits a stored value into the user's value and its write time.
+fn split(stored: &[u8]) -> Option<(&[u8], u32)> {
+    let at = stored.len().checked_sub(TS_LEN)?;
+    let ts = u32::from_le_bytes(stored[at..].try_into().ok()?);
+    Some((&stored[..at], ts))
+}
+
+/// What the TTL compaction filter wraps: the family's own filter or factory.
+enum Inner {
+    None,
+    Filter(Arc<dyn CompactionFilter>),
+    Owned(Box<dyn CompactionFilter>),
+}
+
+/// Drops expired values, and hands the rest, without their timestamps, to
+/// the family's own filter (RocksDB's `TtlCompactionFilter`).
+struct TtlFilter {
+    ttl: i32,
+    clock: TtlClock,
+    inner: Inner,
+}
+
+impl CompactionFilter for TtlFilter {
+    fn name(&self) -> &str {
+        "ebb.TtlCompactionFilter"
+    }
+
+    fn filter(&self, level: usize, key: &[u8], value: &[u8]) -> Decision {
+        // A value too short for its timestamp is left for reads to report.
+        let Some((user_value, ts)) = split(value) else { return Decision::Keep };
+        if is_stale(ts, self.ttl, (self.clock)()) {
+            return Decision::Remove;
+        }
+        let inner = match &self.inner {
+            Inner::None => return Decision::Keep,
+            Inner::Filter(f) => f.as_ref(),
+            Inner::Owned(f) => f.as_ref(),
+        };
+        match inner.filter(level, key, user_value) {
+            // A changed value keeps the original write time.
+            Decision::ChangeValue(mut v) => {
+                v.extend_from_slice(&ts.to_le_bytes());
+                Decision::ChangeValue(v)
+            }
+            d => d,
+        }
+    }
+}
+
+/// Makes a [`TtlFilter`] per compaction around the family's factory.
+struct TtlFilterFactory {
+    ttl: i32,
+    clock: TtlClock,
+    inner: Arc<dyn CompactionFilterFactory>,
+}
+
+impl CompactionFilterFactory for TtlFilterFactory {
+    fn name(&self) -> &str {
+        "ebb.TtlCompactionFilterFactory"
+    }
+
+    fn create_compaction_filter(&self, context: &CompactionFilterContext) -> Option<Box<dyn CompactionFilter>> {
+        let inner = self.inner.create_compaction_filter(context).map_or(Inner::None, Inner::Owned);
+        Some(Box::new(TtlFilter { ttl: self.ttl, clock: Arc::clone(&self.clock), inner }))
+    }
+}
+
+/// A database whose values expire `ttl` seconds after they are written
+/// (RocksDB's `DBWithTTL`), opened by [`Db::open_with_ttl`]. Values are read
+/// and written as with [`Db`]; an expired value is removed by the first
+/// compaction that reads it and may be read until then. The default column
+/// family only.
+pub struct TtlDb {
+    db: Db,
+    ttl: i32,
+    clock: TtlClock,
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database at `path`
+    /// with values that expire `ttl` seconds after they are written; a TTL
+    /// of 0 or less keeps them forever (RocksDB's `DBWithTTL::Open`).
+    ///
+    /// Errors: `InvalidArgument` when the database exists and was not
+    /// created with a TTL (its values carry no timestamps); as [`Db::open`]
+    /// otherwise.
+    pub fn open_with_ttl(path: impl AsRef<Path>, options: Options, ttl: i32) -> Result<TtlDb> {
+        Db::open_with_ttl_clock(path, options, ttl, Arc::new(system_seconds))
+    }
+
+    /// [`Db::open_with_ttl`] with the clock that stamps values and judges
+    /// them expired (seconds since the Unix epoch).
+    pub fn open_with_ttl_clock(
+        path: impl AsRef<Path>,
+        mut options: Options,
+        ttl: i32,
+        clock: TtlClock,
+    ) -> Result<TtlDb> {
+        let path = path.as_ref();
+        let fs = Arc::clone(&options.fs);
+        let marker = marker_path(path);
+        if !fs.exists(&marker) {
+            if fs.exists(&path.join("CURRENT")) {
+                return Err(Error::invalid(format!(
+                    "{}: the database was not created with a TTL (no {TTL_MARKER} file): its values carry no \
+                     timestamps; open it with Db::open",
+                    path.display()
+                )));
+            }
+            if !options.create_if_missing {
+                return Err(Error::invalid(format!(
+                    "{}: no database there, and create_if_missing is false",
+                    path.display()
+                )));
+            }
+            // The marker goes first, so no database it belongs to ever
+            // exists without it.
+            fs.create_dir_all(path)?;
+            fs.write_file_atomic(&marker, b"ebb ttl database: values end with a 4-byte write time\n")?;
+        }
+        let ttl_filter = |inner| TtlFilter { ttl, clock: Arc::clone(&clock), inner };
+        match (options.compaction_filter.take(), options.compaction_filter_factory.take()) {
+            (Some(f), _) => options.compaction_filter = Some(Arc::new(ttl_filter(Inner::Filter(f)))),
+            (None, Some(factory)) => {
+                options.compaction_filter_factory =
+                    Some(Arc::new(TtlFilterFactory { ttl, clock: Arc::clone(&clock), inner: factory }))
+            }
+            (None, None) => options.compaction_filter = Some(Arc::new(ttl_filter(Inner::None))),
+        }
+        let db = super::open::open(path, options, &[])?;
+        Ok(TtlDb { db, ttl, clock })
+    }
+}
+
+/// The marker file of the database at `path`.
+pub(crate) fn marker_path(path: &Path) -> PathBuf {
+    path.join(TTL_MARKER)
+}
+
+impl TtlDb {
+    /// The TTL, in seconds (0 or less: never).
+    pub fn ttl(&self) -> i32 {
+        self.ttl
+    }
+
+    /// The database underneath, whose values carry their 4-byte write times
+    /// (RocksDB's `GetBaseDB`).
+    pub fn base_db(&self) -> &Db {
+        &self.db
+    }
+
+    fn stamp(&self, value: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(value.len() + TS_LEN);
+        v.extend_from_slice(value);
+        v.extend_from_slice(&(self.clock)().to_le_bytes());
+        v
+    }
+
+    /// Sets `key` to `value`, stamped with the time now.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// [`TtlDb::put`] with write options.
+    pub fn put_opt(&self, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        self.db.put_opt(key, &self.stamp(value), wo)
+    }
+
+    /// Removes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.db.delete(key)
+    }
+
+    /// Applies `batch` atomically, its values stamped with the time now.
+    ///
+    /// Errors: `InvalidArgument` for a batch that writes another column
+    /// family than the default one.
+    pub fn write(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
+        if batch.has_other_families() {
+            return Err(Error::invalid("a TTL database writes the default column family only"));
+        }
+        let mut stamped = WriteBatch::new();
+        for op in batch.iter() {
+            match op.map_err(|r| Error::invalid(format!("write batch: {r}")))? {
+                super::BatchOp::Put { key, value } => stamped.put(key, &self.stamp(value)),
+                super::BatchOp::Delete { key } => stamped.delete(key),
+                super::BatchOp::SingleDelete { key } => stamped.single_delete(key),
+            }
+        }
+        self.db.write_opt(&stamped, wo)
+    }
+
+    /// The value of `key`, without its timestamp; an expired value is
+    /// returned until a compaction removes it.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// [`TtlDb::get`] with read options.
+    pub fn get_opt(&self, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
+        match self.db.get_opt(key, ro)? {
+            None => Ok(None),
+            Some(mut v) => {
+                let len = user_len(key, &v)?;
+                v.truncate(len);
+                Ok(Some(v))
+            }
+        }
+    }
+
+    /// An iterator over the database whose values come without their
+    /// timestamps.
+    pub fn iter(&self, ro: ReadOptions<'_>) -> TtlIterator<'_> {
+        TtlIterator { inner: self.db.iter(ro), error: std::cell::RefCell::new(None) }
+    }
+
+    /// A snapshot of the database.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        self.db.snapshot()
+    }
+
+    /// Flushes the memtables (see [`Db::flush`]).
+    pub fn flush(&self, wait: bool) -> Result<()> {
+        self.db.flush(wait)
+    }
+
+    /// Compacts the key range, dropping what has expired (see [`Db::compact_range`]).
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.db.compact_range(begin, end)
+    }
+
+    /// Closes the database (see [`Db::close`]).
+    pub fn close(self) -> Result<()> {
+        self.db.close()
+    }
+}
+
+/// The length of the user's value in the stored `v` of `key`.
+fn user_len(key: &[u8], v: &[u8]) -> Result<usize> {
+    v.len().checked_sub(TS_LEN).ok_or_else(|| {
+        Error::corruption(
+            "ttl value",
+            0,
+            format!(
+                "value of key {:?} is {} bytes, shorter than its {TS_LEN}-byte write time",
+                String::from_utf8_lossy(key),
+                v.len()
+            ),
+        )
+    })
+}
+
+/// A [`DbIterator`] over a TTL database: values without their timestamps.
+/// A value too short to hold one reads as empty and makes
+/// [`TtlIterator::status`] a corruption error.
+pub struct TtlIterator<'a> {
+    inner: DbIterator<'a>,
+    error: std::cell::RefCell<Option<Error>>,
+}
+
+impl TtlIterator<'_> {
+    /// True when positioned at an entry.
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+
+    /// The current key.
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+
+    /// The current value, without its timestamp.
+    pub fn value(&self) -> &[u8] {
+        let v = self.inner.value();
+        match user_len(self.inner.key(), v) {
+            Ok(n) => &v[..n],
+            Err(e) => {
+                self.error.borrow_mut().get_or_insert(e);
+                &[]
+            }
+        }
+    }
+
+    /// The first error met, by the iterator or in a value.
+    pub fn status(&self) -> Result<()> {
+        self.inner.status()?;
+        match &*self.error.borrow() {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+
+    /// Positions at the first entry.
+    pub fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+
+    /// Positions at the last entry.
+    pub fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+
+    /// Positions at the first key at or after `target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target)
+    }
+
+    /// Positions at the last key at or before `target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target)
+    }
+
+    /// Moves to the next entry.
+    pub fn next(&mut self) {
+        self.inner.next()
+    }
+
+    /// Moves to the previous entry.
+    pub fn prev(&mut self) {
+        self.inner.prev()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staleness_follows_rocksdb() {
+        assert!(!is_stale(100, 10, 110), "exactly ttl old is not stale");
+        assert!(is_stale(100, 10, 111));
+        assert!(!is_stale(100, 0, u32::MAX), "ttl 0 never expires");
+        assert!(!is_stale(100, -5, u32::MAX), "a negative ttl never expires");
+        assert!(!is_stale(u32::MAX, i32::MAX, u32::MAX), "no overflow");
+    }
+
+    #[test]
+    fn split_takes_the_last_four_bytes() {
+        assert_eq!(split(b"abc\x01\x00\x00\x00"), Some((&b"abc"[..], 1)));
+        assert_eq!(split(b"\x02\x01\x00\x00"), Some((&b""[..], 258)));
+        assert_eq!(split(b"abc"), None);
+    }
+}
