@@ -121,6 +121,11 @@ pub enum CompactionReason {
     /// A table rewritten in place so the oldest blob files, mostly
     /// garbage, can go (`blob_garbage_collection_force_threshold`).
     ForcedBlobGc,
+    /// Leveled: a file older than `ttl` moved on to the next level.
+    Ttl,
+    /// Leveled: a file older than `periodic_compaction_seconds` rewritten
+    /// (in its own level when it is the last).
+    PeriodicCompaction,
 }
 
 impl CompactionReason {
@@ -137,6 +142,8 @@ impl CompactionReason {
         CompactionReason::FifoTtl,
         CompactionReason::FifoReduceNumFiles,
         CompactionReason::ForcedBlobGc,
+        CompactionReason::Ttl,
+        CompactionReason::PeriodicCompaction,
     ];
 
     /// RocksDB's name for the reason (`GetCompactionReasonString`); intra-L0 is Ebb's.
@@ -153,6 +160,8 @@ impl CompactionReason {
             CompactionReason::FifoTtl => "FIFOTtl",
             CompactionReason::FifoReduceNumFiles => "FIFOReduceNumFiles",
             CompactionReason::ForcedBlobGc => "ForcedBlobGC",
+            CompactionReason::Ttl => "Ttl",
+            CompactionReason::PeriodicCompaction => "PeriodicCompaction",
         }
     }
 

@@ -94,7 +94,7 @@ pub use key::SequenceNumber;
 pub use options::{
     BackgroundTuning, ColumnFamilyOptions, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle,
     CompressionType, DbOptions, IdlePolicyKind, IndexType, Options, TableOptions, WalRecoveryMode, MAX_KEY_SIZE,
-    MAX_VALUE_SIZE,
+    MAX_VALUE_SIZE, PERIODIC_COMPACTION_AUTO,
 };
 pub use sst::PinnableSlice;
 pub use stats::{LevelCompactionStats, StallCause};

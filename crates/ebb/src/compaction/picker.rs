@@ -388,7 +388,72 @@ pub fn pick_compaction(
             return picked;
         }
     }
-    pick_forced_blob_gc(version, opts, busy)
+    pick_by_age(version, opts, busy, fifo::now_secs(), created).or_else(|| pick_forced_blob_gc(version, opts, busy))
+}
+
+/// Leveled compaction of old files (RocksDB's `ttl` and
+/// `periodic_compaction_seconds`), once no level needs compacting by size:
+/// the oldest free file of a level above the last written longer ago than
+/// `ttl` goes to the next level (reason `Ttl`); else the oldest free file
+/// of any level written longer ago than the periodic interval is rewritten,
+/// into the next level or, when its level is the last holding data, into
+/// its own (reason `PeriodicCompaction`). A file's age is its
+/// `creation_time` table property, so a file a compaction wrote is young
+/// again (RocksDB carries the oldest input's time forward instead). With a
+/// compaction filter these are never trivial moves: the point is to run
+/// old data through it. `now` is seconds since the Unix epoch.
+pub fn pick_by_age(
+    version: &Version,
+    opts: &ColumnFamilyOptions,
+    busy: &HashSet<u64>,
+    now: u64,
+    created: CreationTime<'_>,
+) -> Option<Compaction> {
+    let deepest = version.deepest_nonempty_level();
+    let oldest_before = |levels: std::ops::Range<usize>, cutoff: u64| {
+        let mut best: Option<(u64, usize, Arc<FileMetaData>)> = None;
+        for level in levels {
+            for f in &version.levels[level] {
+                if busy.contains(&f.number) {
+                    continue;
+                }
+                let Some(t) = created(f).filter(|&t| t > 0 && t < cutoff) else { continue };
+                if best.as_ref().is_none_or(|(bt, _, _)| t < *bt) {
+                    best = Some((t, level, Arc::clone(f)));
+                }
+            }
+        }
+        best.map(|(_, level, f)| (level, f))
+    };
+    let filtered = opts.compaction_filter.is_some() || opts.compaction_filter_factory.is_some();
+    let build = |level: usize, output_level: usize, f: Arc<FileMetaData>, reason: CompactionReason| {
+        let (lo, hi) = (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec());
+        let mut c = range_compaction(version, opts, busy, level, output_level, Some(&lo), Some(&hi), reason)?;
+        c.trivial_move &= !filtered;
+        Some(c)
+    };
+    let next_level = |level: usize| {
+        if level == 0 {
+            level_targets(version, opts).base_level.max(1)
+        } else {
+            level + 1
+        }
+    };
+    if opts.ttl > 0 && now > opts.ttl && version.num_levels() > 1 {
+        if let Some((level, f)) = oldest_before(0..version.num_levels() - 1, now - opts.ttl) {
+            if let Some(c) = build(level, next_level(level), f, CompactionReason::Ttl) {
+                return Some(c);
+            }
+        }
+    }
+    let periodic = opts.effective_periodic_compaction_seconds();
+    if periodic > 0 && now > periodic {
+        if let Some((level, f)) = oldest_before(0..version.num_levels(), now - periodic) {
+            let output_level = if level > 0 && level >= deepest { level } else { next_level(level) };
+            return build(level, output_level.min(version.num_levels() - 1), f, CompactionReason::PeriodicCompaction);
+        }
+    }
+    None
 }
 
 /// Forced blob garbage collection (RocksDB's
@@ -616,6 +681,21 @@ pub fn manual_compaction(
     begin: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Option<Compaction> {
+    range_compaction(version, opts, busy, level, output_level, begin, end, CompactionReason::Manual)
+}
+
+/// [`manual_compaction`] for `reason`.
+#[allow(clippy::too_many_arguments)]
+fn range_compaction(
+    version: &Version,
+    opts: &ColumnFamilyOptions,
+    busy: &HashSet<u64>,
+    level: usize,
+    output_level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    reason: CompactionReason,
+) -> Option<Compaction> {
     let mut inputs = version.overlapping_files(level, begin, end);
     if inputs.is_empty() {
         return None;
@@ -643,7 +723,7 @@ pub fn manual_compaction(
     if any_busy(&output_inputs, busy) {
         return None;
     }
-    Some(finish(version, opts, level, output_level, inputs, output_inputs, CompactionReason::Manual))
+    Some(finish(version, opts, level, output_level, inputs, output_inputs, reason))
 }
 
 /// The manual compaction `compact_range` runs for universal and FIFO, which
@@ -695,6 +775,73 @@ mod tests {
         o.level0_file_num_compaction_trigger = 2;
         o.compression = crate::CompressionType::None;
         o
+    }
+
+    /// A filter that keeps everything (its presence is what matters).
+    struct KeepAll;
+
+    impl crate::compaction_filter::CompactionFilter for KeepAll {
+        fn name(&self) -> &str {
+            "keep-all"
+        }
+        fn filter(&self, _: usize, _: &[u8], _: &[u8]) -> crate::compaction_filter::Decision {
+            crate::compaction_filter::Decision::Keep
+        }
+    }
+
+    #[test]
+    fn old_files_are_moved_on_by_ttl_and_rewritten_by_periodic_compaction() {
+        // L1 and L2 each under their targets; file n was written at time n * 100.
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "f", 100, 1));
+        e.add_file(1, file(2, "g", "m", 100, 1));
+        e.add_file(2, file(3, "a", "z", 100, 1));
+        let v = Version::new(3).apply(&[&e]).unwrap();
+        let created = |f: &FileMetaData| Some(f.number * 100);
+        let none = HashSet::new();
+        let at = |o: &ColumnFamilyOptions, now: u64, busy: &HashSet<u64>| pick_by_age(&v, o, busy, now, &created);
+        let mut o = opts();
+        assert!(at(&o, 10_000, &none).is_none(), "ttl and periodic compaction are off by default");
+        // ttl: the oldest file above the last level older than it moves on.
+        o.ttl = 150;
+        assert!(at(&o, 240, &none).is_none(), "file 1 is 140 seconds old");
+        let c = at(&o, 260, &none).expect("file 1 is 160 seconds old");
+        assert_eq!((c.reason, c.level, c.output_level), (CompactionReason::Ttl, 1, 2));
+        assert_eq!(c.inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(c.output_inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![3]);
+        let c = at(&o, 10_000, &HashSet::from([1])).expect("file 2 when file 1 is busy");
+        assert_eq!(c.inputs[0].number, 2);
+        // The last level is not ttl's: with only file 3 old enough, nothing.
+        let mut last_only = o.clone();
+        last_only.ttl = 10_000 - 350;
+        assert!(at(&last_only, 10_000, &HashSet::from([1, 2])).is_none());
+        // Periodic compaction: any level; the last level into itself.
+        let mut p = opts();
+        p.periodic_compaction_seconds = 250;
+        let c = at(&p, 360, &none).expect("file 1 is 260 seconds old");
+        assert_eq!((c.reason, c.level, c.output_level), (CompactionReason::PeriodicCompaction, 1, 2));
+        let c = at(&p, 10_000, &HashSet::from([1, 2])).expect("file 3, in the last level");
+        assert_eq!((c.reason, c.level, c.output_level), (CompactionReason::PeriodicCompaction, 2, 2));
+        assert!(!c.trivial_move);
+        // Automatic: off without a compaction filter, 30 days with one; a
+        // filter also keeps ttl's moves from being trivial.
+        let auto = opts();
+        assert_eq!(auto.periodic_compaction_seconds, crate::options::PERIODIC_COMPACTION_AUTO);
+        assert!(at(&auto, 100 * 24 * 3600, &none).is_none());
+        let mut filtered = opts();
+        filtered.compaction_filter = Some(Arc::new(KeepAll));
+        assert!(at(&filtered, 30 * 24 * 3600, &none).is_none(), "file 1 is just under 30 days old");
+        let c = at(&filtered, 30 * 24 * 3600 + 200, &none).expect("file 1 is over 30 days old");
+        assert_eq!(c.reason, CompactionReason::PeriodicCompaction);
+        let mut moves = o.clone();
+        let mut e = VersionEdit::default();
+        e.add_file(1, file(1, "a", "f", 100, 1));
+        let lone = Version::new(3).apply(&[&e]).unwrap();
+        let c = pick_by_age(&lone, &moves, &none, 10_000, &created).unwrap();
+        assert!(c.trivial_move, "nothing below: a move");
+        moves.compaction_filter = Some(Arc::new(KeepAll));
+        let c = pick_by_age(&lone, &moves, &none, 10_000, &created).unwrap();
+        assert!(!c.trivial_move, "with a filter the file is rewritten through it");
     }
 
     #[test]

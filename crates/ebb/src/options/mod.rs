@@ -238,10 +238,19 @@ define_options! {
         /// FIFO compaction settings, in the text form as
         /// `compaction_options_fifo.<field>`. Dynamic, as in RocksDB.
         compaction_options_fifo: CompactionOptionsFifo = CompactionOptionsFifo::default(),
-        /// FIFO only: files whose newest data is older than this many seconds are
-        /// dropped; 0 disables (RocksDB's FIFO default is 30 days; Ebb keeps 0).
-        /// RocksDB `ttl`. Dynamic.
+        /// FIFO: files whose newest data is older than this many seconds are
+        /// dropped. Leveled: a file written longer ago than this, in any level
+        /// but the last, is compacted into the next level (reason `Ttl`).
+        /// 0 disables (RocksDB defaults to 30 days; Ebb keeps 0). RocksDB `ttl`. Dynamic.
         ttl: u64 = 0,
+        /// Leveled: a file written longer ago than this many seconds is
+        /// rewritten, into the next level or, in the last level, into its own
+        /// (reason `PeriodicCompaction`), so compaction filters (and TTL
+        /// databases) reach old data. 0 disables; the default,
+        /// `PERIODIC_COMPACTION_AUTO`, is 30 days when the family has a
+        /// compaction filter or factory and 0 otherwise, as in RocksDB.
+        /// RocksDB `periodic_compaction_seconds`. Dynamic.
+        periodic_compaction_seconds: u64 = PERIODIC_COMPACTION_AUTO,
         /// Number of levels. RocksDB `num_levels`; default 7.
         num_levels: usize = 7,
         /// L0 files that trigger an L0 compaction. RocksDB; default 4. Dynamic.
@@ -387,6 +396,20 @@ impl std::fmt::Debug for Options {
 }
 
 impl ColumnFamilyOptions {
+    /// `periodic_compaction_seconds` with its automatic default resolved:
+    /// 30 days when the family has a compaction filter or factory, else 0.
+    pub fn effective_periodic_compaction_seconds(&self) -> u64 {
+        match self.periodic_compaction_seconds {
+            PERIODIC_COMPACTION_AUTO
+                if self.compaction_filter.is_some() || self.compaction_filter_factory.is_some() =>
+            {
+                30 * 24 * 3600
+            }
+            PERIODIC_COMPACTION_AUTO => 0,
+            n => n,
+        }
+    }
+
     /// `max_compaction_bytes` with 0 resolved.
     pub fn effective_max_compaction_bytes(&self) -> u64 {
         if self.max_compaction_bytes == 0 {
@@ -470,6 +493,10 @@ impl std::fmt::Debug for ColumnFamilyOptions {
 
 /// Largest readahead accepted, in bytes: each is a buffer in memory.
 pub const MAX_READAHEAD_SIZE: usize = 1 << 30;
+
+/// `periodic_compaction_seconds`' default: 30 days with a compaction filter,
+/// else off (RocksDB's `0xfffffffffffffffe`, "let RocksDB decide").
+pub const PERIODIC_COMPACTION_AUTO: u64 = u64::MAX - 1;
 
 impl Options {
     /// Sets `create_if_missing`; chainable.

@@ -383,6 +383,7 @@ option_table! {
     compaction_options_fifo.max_table_files_size: Cf, true;
     compaction_options_fifo.allow_compaction: Cf, true;
     ttl: Cf, true;
+    periodic_compaction_seconds: Cf, true;
     num_levels: Cf, false;
     level0_file_num_compaction_trigger: Cf, true;
     level0_slowdown_writes_trigger: Cf, true;

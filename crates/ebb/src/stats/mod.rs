@@ -93,7 +93,7 @@ pub struct LevelCompactionStats {
 
 /// How many compaction reasons there are (`events::CompactionReason::ALL`),
 /// the length of the per-reason counters.
-pub const COMPACTION_REASONS: usize = 11;
+pub const COMPACTION_REASONS: usize = 13;
 
 /// Engine counters.
 pub struct Stats {
