@@ -184,13 +184,49 @@ fn opening_a_database_the_wrong_way_is_an_error_and_loses_nothing() {
     assert!(err.to_string().contains("not created with a TTL"), "{err}");
     let plain = Db::open("/p", manual_options(&fs)).unwrap();
     assert_eq!(plain.get(b"k").unwrap(), Some(b"v".to_vec()));
-    // A batch for another column family.
-    let db = Db::open_with_ttl("/t2", manual_options(&fs), 60).unwrap();
-    let cf = db.base_db().create_column_family("other", manual_options(&fs)).unwrap();
+}
+
+#[test]
+fn each_column_family_expires_after_its_own_ttl() {
+    let fs = MemFs::new();
+    let (now, clk) = clock(1_000);
+    let db = Db::open_with_ttl_clock("/families", manual_options(&fs), 100, Arc::clone(&clk)).unwrap();
+    let short = db.create_column_family("short", manual_options(&fs), 10).unwrap();
+    // One batch across both families: every value stamped.
     let mut batch = WriteBatch::new();
-    batch.put_cf(&cf, b"k", b"v");
-    let err = db.write(&batch, &WriteOptions::default()).unwrap_err();
-    assert!(err.to_string().contains("default column family"), "{err}");
+    batch.put(b"k", b"default");
+    batch.put_cf(&short, b"k", b"short");
+    db.write(&batch, &WriteOptions::default()).unwrap();
+    db.put_cf(&short, b"k2", b"short2").unwrap();
+    assert_eq!(db.get_cf(&short, b"k").unwrap(), Some(b"short".to_vec()));
+    let raw = db.base_db().get_cf(&short, b"k").unwrap().unwrap();
+    assert_eq!(raw, [&b"short"[..], &1_000u32.to_le_bytes()].concat(), "stamped in its family");
+    db.flush(true).unwrap();
+    db.base_db().flush_cf(&short, true).unwrap();
+    now.store(1_050, Ordering::SeqCst);
+    db.compact_range(None, None).unwrap();
+    db.compact_range_cf(&short, None, None).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"default".to_vec()), "100 s TTL: 50 s old");
+    assert_eq!(db.get_cf(&short, b"k").unwrap(), None, "10 s TTL: 50 s old");
+    let mut it = db.iter_cf(&short, ReadOptions::default());
+    it.seek_to_first();
+    assert!(!it.valid(), "the short family still holds {:?}", it.valid().then(|| it.key().to_vec()));
+    it.status().unwrap();
+    drop(it);
+    drop(short);
+    db.close().unwrap();
+    // Reopened with its families and their TTLs.
+    let cf_opts = ebb::ColumnFamilyOptions::from(&manual_options(&fs));
+    let db = Db::open_cf_with_ttl_clock("/families", manual_options(&fs), 100, &[("short", cf_opts, 10)], clk).unwrap();
+    let short = db.cf_handle("short").unwrap();
+    db.put_cf(&short, b"again", b"v").unwrap();
+    assert_eq!(db.get_cf(&short, b"again").unwrap(), Some(b"v".to_vec()));
+    now.store(1_200, Ordering::SeqCst);
+    db.base_db().flush_cf(&short, true).unwrap();
+    db.compact_range_cf(&short, None, None).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get_cf(&short, b"again").unwrap(), None);
+    assert_eq!(db.get(b"k").unwrap(), None, "the default family's value expired too");
 }
 
 #[test]

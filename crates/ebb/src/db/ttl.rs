@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use super::{ColumnFamilyHandle, Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use crate::compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision};
 use crate::error::{Error, Result};
-use crate::options::Options;
+use crate::options::{ColumnFamilyOptions, Options};
 
 /// The marker file of a database opened with a TTL.
 pub const TTL_MARKER: &str = "TTL";
@@ -108,11 +108,27 @@ impl CompactionFilterFactory for TtlFilterFactory {
     }
 }
 
-/// A database whose values expire `ttl` seconds after they are written
-/// (RocksDB's `DBWithTTL`), opened by [`Db::open_with_ttl`]. Values are read
+/// Puts the TTL filter in front of a family's own compaction filter or
+/// factory (`filter` and `factory` are that family's option fields).
+fn install_ttl_filter(
+    filter: &mut Option<Arc<dyn CompactionFilter>>,
+    factory: &mut Option<Arc<dyn CompactionFilterFactory>>,
+    ttl: i32,
+    clock: &TtlClock,
+) {
+    let ttl_filter = |inner| TtlFilter { ttl, clock: Arc::clone(clock), inner };
+    match (filter.take(), factory.take()) {
+        (Some(f), _) => *filter = Some(Arc::new(ttl_filter(Inner::Filter(f)))),
+        (None, Some(inner)) => *factory = Some(Arc::new(TtlFilterFactory { ttl, clock: Arc::clone(clock), inner })),
+        (None, None) => *filter = Some(Arc::new(ttl_filter(Inner::None))),
+    }
+}
+
+/// A database whose values expire some seconds after they are written
+/// (RocksDB's `DBWithTTL`), opened by [`Db::open_with_ttl`] or
+/// [`Db::open_cf_with_ttl`], with a TTL per column family. Values are read
 /// and written as with [`Db`]; an expired value is removed by the first
-/// compaction that reads it and may be read until then. The default column
-/// family only.
+/// compaction that reads it and may be read until then.
 pub struct TtlDb {
     db: Db,
     ttl: i32,
@@ -133,10 +149,31 @@ impl Db {
 
     /// [`Db::open_with_ttl`] with the clock that stamps values and judges
     /// them expired (seconds since the Unix epoch).
-    pub fn open_with_ttl_clock(
+    pub fn open_with_ttl_clock(path: impl AsRef<Path>, options: Options, ttl: i32, clock: TtlClock) -> Result<TtlDb> {
+        Db::open_cf_with_ttl_clock(path, options, ttl, &[], clock)
+    }
+
+    /// [`Db::open_with_ttl`] for a database with column families (RocksDB's
+    /// `DBWithTTL::Open` with column families and their TTLs): the default
+    /// family expires values after `ttl` seconds, each family listed after
+    /// its own; every family the database has must be listed, as
+    /// [`Db::open_cf`] requires.
+    pub fn open_cf_with_ttl(
+        path: impl AsRef<Path>,
+        options: Options,
+        ttl: i32,
+        families: &[(&str, ColumnFamilyOptions, i32)],
+    ) -> Result<TtlDb> {
+        Db::open_cf_with_ttl_clock(path, options, ttl, families, Arc::new(system_seconds))
+    }
+
+    /// [`Db::open_cf_with_ttl`] with the clock that stamps values and judges
+    /// them expired.
+    pub fn open_cf_with_ttl_clock(
         path: impl AsRef<Path>,
         mut options: Options,
         ttl: i32,
+        families: &[(&str, ColumnFamilyOptions, i32)],
         clock: TtlClock,
     ) -> Result<TtlDb> {
         let path = path.as_ref();
@@ -161,16 +198,16 @@ impl Db {
             fs.create_dir_all(path)?;
             fs.write_file_atomic(&marker, b"ebb ttl database: values end with a 4-byte write time\n")?;
         }
-        let ttl_filter = |inner| TtlFilter { ttl, clock: Arc::clone(&clock), inner };
-        match (options.compaction_filter.take(), options.compaction_filter_factory.take()) {
-            (Some(f), _) => options.compaction_filter = Some(Arc::new(ttl_filter(Inner::Filter(f)))),
-            (None, Some(factory)) => {
-                options.compaction_filter_factory =
-                    Some(Arc::new(TtlFilterFactory { ttl, clock: Arc::clone(&clock), inner: factory }))
-            }
-            (None, None) => options.compaction_filter = Some(Arc::new(ttl_filter(Inner::None))),
-        }
-        let db = super::open::open(path, options, &[])?;
+        install_ttl_filter(&mut options.compaction_filter, &mut options.compaction_filter_factory, ttl, &clock);
+        let families: Vec<(&str, ColumnFamilyOptions)> = families
+            .iter()
+            .map(|(name, o, family_ttl)| {
+                let mut o = o.clone();
+                install_ttl_filter(&mut o.compaction_filter, &mut o.compaction_filter_factory, *family_ttl, &clock);
+                (*name, o)
+            })
+            .collect();
+        let db = super::open::open(path, options, &families)?;
         Ok(TtlDb { db, ttl, clock })
     }
 }
@@ -181,7 +218,7 @@ pub(crate) fn marker_path(path: &Path) -> PathBuf {
 }
 
 impl TtlDb {
-    /// The TTL, in seconds (0 or less: never).
+    /// The default family's TTL, in seconds (0 or less: never).
     pub fn ttl(&self) -> i32 {
         self.ttl
     }
@@ -214,23 +251,73 @@ impl TtlDb {
         self.db.delete(key)
     }
 
-    /// Applies `batch` atomically, its values stamped with the time now.
-    ///
-    /// Errors: `InvalidArgument` for a batch that writes another column
-    /// family than the default one.
+    /// Applies `batch` atomically, in any of its column families, its
+    /// values stamped with the time now.
     pub fn write(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
-        if batch.has_other_families() {
-            return Err(Error::invalid("a TTL database writes the default column family only"));
-        }
-        let mut stamped = WriteBatch::new();
-        for op in batch.iter() {
+        let mut stamped = WriteBatch::with_capacity(batch.size_in_bytes() + batch.len() * TS_LEN);
+        for op in batch.iter_cf() {
             match op.map_err(|r| Error::invalid(format!("write batch: {r}")))? {
-                super::BatchOp::Put { key, value } => stamped.put(key, &self.stamp(value)),
-                super::BatchOp::Delete { key } => stamped.delete(key),
-                super::BatchOp::SingleDelete { key } => stamped.single_delete(key),
+                (cf, super::BatchOp::Put { key, value }) => stamped.put_in(cf, key, &self.stamp(value)),
+                (cf, super::BatchOp::Delete { key }) => stamped.delete_in(cf, key),
+                (cf, super::BatchOp::SingleDelete { key }) => stamped.single_delete_in(cf, key),
             }
         }
         self.db.write_opt(&stamped, wo)
+    }
+
+    /// Sets `key` to `value` in `cf`, stamped with the time now.
+    pub fn put_cf(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db.put_cf_opt(cf, key, &self.stamp(value), &WriteOptions::default())
+    }
+
+    /// Removes `key` from `cf`.
+    pub fn delete_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        self.db.delete_cf(cf, key)
+    }
+
+    /// The value of `key` in `cf`, without its timestamp.
+    pub fn get_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.db.get_cf_opt(cf, key, &ReadOptions::default())? {
+            None => Ok(None),
+            Some(mut v) => {
+                let len = user_len(key, &v)?;
+                v.truncate(len);
+                Ok(Some(v))
+            }
+        }
+    }
+
+    /// An iterator over `cf` whose values come without their timestamps.
+    pub fn iter_cf(&self, cf: &ColumnFamilyHandle, ro: ReadOptions<'_>) -> TtlIterator<'_> {
+        TtlIterator { inner: self.db.iter_cf(cf, ro), error: std::cell::RefCell::new(None) }
+    }
+
+    /// A handle on the column family `name`.
+    pub fn cf_handle(&self, name: &str) -> Option<ColumnFamilyHandle> {
+        self.db.cf_handle(name)
+    }
+
+    /// Creates a column family whose values expire after `ttl` seconds
+    /// (RocksDB's `DBWithTTL::CreateColumnFamilyWithTtl`).
+    pub fn create_column_family(
+        &self,
+        name: &str,
+        options: impl Into<ColumnFamilyOptions>,
+        ttl: i32,
+    ) -> Result<ColumnFamilyHandle> {
+        let mut o = options.into();
+        install_ttl_filter(&mut o.compaction_filter, &mut o.compaction_filter_factory, ttl, &self.clock);
+        self.db.create_column_family(name, o)
+    }
+
+    /// Drops a column family (see [`Db::drop_column_family`]).
+    pub fn drop_column_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
+        self.db.drop_column_family(cf)
+    }
+
+    /// Compacts a key range of `cf`, dropping what has expired.
+    pub fn compact_range_cf(&self, cf: &ColumnFamilyHandle, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.db.compact_range_cf(cf, begin, end)
     }
 
     /// The value of `key`, without its timestamp; an expired value is

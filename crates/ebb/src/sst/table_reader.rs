@@ -2196,6 +2196,23 @@ mod tests {
         (bytes, entries)
     }
 
+    /// [`small_table`] with one version per user key: its index holds user
+    /// keys (format version 3), where `small_table`'s holds internal keys.
+    fn small_user_key_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
+        let entries = unique_entries(30);
+        let (bytes, props) = build(&entries, opts(compression, checksum, 128));
+        assert!(props.num_data_blocks >= 3);
+        (bytes, entries)
+    }
+
+    #[test]
+    fn the_small_tables_have_both_index_forms() {
+        let (internal, _) = small_table(CompressionType::None, ChecksumType::Crc32c);
+        let (user, _) = small_user_key_table(CompressionType::None, ChecksumType::Crc32c);
+        assert!(!open(&internal).unwrap().index_key_is_user_key());
+        assert!(open(&user).unwrap().index_key_is_user_key());
+    }
+
     #[test]
     fn every_flipped_byte_is_detected() {
         for (compression, checksum) in [
@@ -2203,7 +2220,8 @@ mod tests {
             (CompressionType::Snappy, ChecksumType::Xxh3),
             (CompressionType::Zstd, ChecksumType::Crc32c),
         ] {
-            let (bytes, entries) = small_table(compression, checksum);
+          for table in [small_table, small_user_key_table] {
+            let (bytes, entries) = table(compression, checksum);
             read_everything(&bytes, &entries, ReadSettings::default(), true).unwrap();
             for i in 0..bytes.len() {
                 let mut bad = bytes.clone();
@@ -2215,14 +2233,19 @@ mod tests {
                     }
                 }
             }
+          }
         }
     }
 
     #[test]
     fn flipped_bytes_without_verification_never_panic() {
         let rs = ReadSettings { verify_checksums: false, fill_cache: true, ..ReadSettings::default() };
-        for compression in [CompressionType::None, CompressionType::Lz4] {
-            let (bytes, entries) = small_table(compression, ChecksumType::Crc32c);
+        for (compression, table) in [
+            (CompressionType::None, small_table as fn(_, _) -> _),
+            (CompressionType::Lz4, small_table),
+            (CompressionType::Lz4, small_user_key_table),
+        ] {
+            let (bytes, entries) = table(compression, ChecksumType::Crc32c);
             for i in 0..bytes.len() {
                 for mask in [0x01u8, 0xff] {
                     let mut bad = bytes.clone();
