@@ -338,3 +338,40 @@ fn a_panicking_filter_fails_the_compaction_and_loses_nothing() {
     db.compact_range(None, None).unwrap();
     assert_eq!(scan(&db, ReadOptions::default()), model);
 }
+
+#[test]
+fn values_kept_in_blob_files_are_read_back_for_the_filter() {
+    let fs = MemFs::new();
+    let filter = Arc::new(TmpAndUpper::default());
+    let mut o = with_filter(manual_options(&fs), &filter);
+    o.enable_blob_files = true;
+    o.min_blob_size = 16;
+    let db = Db::open("/blobs", o.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..100u32 {
+        for prefix in ["keep/", "tmp/", "up/"] {
+            // Long values go to blob files at the flush, short ones stay inline.
+            let v = if i % 2 == 0 { format!("a long value number {i} for a blob file") } else { format!("v{i}") };
+            db.put(&key(prefix, i), v.as_bytes()).unwrap();
+            model.insert(key(prefix, i), v.into_bytes());
+        }
+    }
+    db.flush(true).unwrap();
+    let blob_files = |fs: &MemFs| {
+        use ebb::fs::FileSystem;
+        fs.list_dir(std::path::Path::new("/blobs")).unwrap().iter().filter(|n| n.ends_with(".blob")).count()
+    };
+    assert!(blob_files(&fs) >= 1, "the flush wrote no blob file");
+    db.compact_range(None, None).unwrap();
+    let want = filtered(&model);
+    same(&scan(&db, ReadOptions::default()), &want, "after compaction");
+    assert_eq!(
+        db.get(&key("up/", 2)).unwrap(),
+        Some(b"A LONG VALUE NUMBER 2 FOR A BLOB FILE".to_vec()),
+        "a blob value changed"
+    );
+    assert_eq!(db.get(&key("tmp/", 2)).unwrap(), None, "a blob value removed");
+    drop(db);
+    let db = Db::open("/blobs", o).unwrap();
+    same(&scan(&db, ReadOptions::default()), &want, "after reopen");
+}

@@ -27,8 +27,9 @@
 //!
 //! Compaction filters (docs/data_model.md): with [`JobContext::filter`] set,
 //! the newest version of each user key the job reads is given to the filter
-//! when it is a value (kind `Value`) that no live snapshot can see (its
-//! sequence is above the newest snapshot's). The filter keeps it, changes
+//! when it is a value (kind `Value`, or a blob index whose blob is read
+//! back) that no live snapshot can see (its sequence is above the newest
+//! snapshot's). The filter keeps it, changes
 //! its value, turns it into a tombstone at the same sequence (so older
 //! versions stay hidden; the tombstone is then dropped where tombstones
 //! are), or removes it and drops the keys after it up to a user key, where
@@ -129,6 +130,9 @@ pub struct FilterSettings<'a> {
     pub newest_snapshot: Option<SequenceNumber>,
     /// The level the filter is told the compaction starts at.
     pub level: usize,
+    /// Reads a value kept in a blob file back for the filter, as RocksDB
+    /// does; `None` leaves such values unasked.
+    pub blobs: Option<&'a dyn BlobFetcher>,
 }
 
 impl FilterSettings<'_> {
@@ -289,7 +293,17 @@ fn merge(
                 // snapshot can read.
                 skipped = true;
             } else if new_user_key && parsed.kind == ValueKind::Value {
-                let d = f.filter.filter(f.level, parsed.user_key, input.value());
+                decision = Some(f.filter.filter(f.level, parsed.user_key, input.value()));
+            } else if let (true, ValueKind::BlobIndex, Some(blobs)) = (new_user_key, parsed.kind, f.blobs) {
+                // A value kept in a blob file is read back to be asked about.
+                let shown = || String::from_utf8_lossy(parsed.user_key).into_owned();
+                let index = BlobIndex::decode(input.value()).map_err(|r| {
+                    fail(Error::corruption("compaction input", 0, format!("blob index of key {:?}: {r}", shown())))
+                })?;
+                let value = blobs.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
+                decision = Some(f.filter.filter(f.level, parsed.user_key, &value));
+            }
+            if let Some(d) = decision.take() {
                 decision = match d {
                     Decision::RemoveAndSkipUntil(until) if until.as_slice() <= parsed.user_key => Some(Decision::Keep),
                     Decision::RemoveAndSkipUntil(until) => {
@@ -823,7 +837,7 @@ mod tests {
         bottom: bool,
     ) -> (Vec<(String, u64, ValueKind, String)>, usize) {
         let rules = Rules(Default::default());
-        let f = FilterSettings { filter: &rules, newest_snapshot, level: 1 };
+        let f = FilterSettings { filter: &rules, newest_snapshot, level: 1, blobs: None };
         let out = merged_filtered(entries, smallest_snapshot, bottom, Some(f));
         (out, rules.0.load(Ordering::Relaxed))
     }

@@ -36,6 +36,8 @@ pub(crate) struct FilterSource<'a> {
     pub(crate) context: CompactionFilterContext,
     /// The newest live snapshot (`None` without any).
     pub(crate) newest_snapshot: Option<u64>,
+    /// Reads values kept in blob files back for the filter.
+    pub(crate) blobs: Option<&'a dyn crate::blob::BlobFetcher>,
 }
 
 /// A user-key range `[start, end)` of one subcompaction; `None` is unbounded.
@@ -144,6 +146,7 @@ impl CompactionRun<'_> {
             filter: f.get(),
             newest_snapshot: self.filter.newest_snapshot,
             level: c.level,
+            blobs: self.filter.blobs,
         });
         let mut alloc = || (self.new_file_number)();
         let mut alloc_blob = || (self.new_file_number)();

@@ -420,6 +420,7 @@ impl DbInner {
                 factory: opts.compaction_filter_factory.as_ref(),
                 context: filter_context,
                 newest_snapshot,
+                blobs: Some(fetcher),
             },
             cancel,
             new_file_number: &new_file_number,
