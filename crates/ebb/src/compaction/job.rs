@@ -284,37 +284,48 @@ fn merge(
                 skip_until = None;
             }
         }
-        // What the compaction filter makes of the key's newest version.
-        let mut decision = None;
-        let mut skipped = false;
+        // Every blob index read counts against its file, kept or not.
+        let blob_index = match parsed.kind {
+            ValueKind::BlobIndex => {
+                let index = BlobIndex::decode(input.value()).map_err(|r| {
+                    let shown = String::from_utf8_lossy(parsed.user_key);
+                    fail(Error::corruption("compaction input", 0, format!("blob index of key {shown:?}: {r}")))
+                })?;
+                add_flow(&mut blob_in, index.file_number, index.record_len(parsed.user_key));
+                Some(index)
+            }
+            _ => None,
+        };
+        // What the compaction filter makes of the key's newest version:
+        // `removed` (a tombstone at its sequence) or a `new_value`; and
+        // `skipped`, inside a range a `RemoveAndSkipUntil` drops.
+        let (mut removed, mut new_value, mut skipped) = (false, None, false);
         if let Some(f) = ctx.filter.filter(|f| f.unprotected(parsed.seq)) {
             if skip_until.is_some() {
-                // Inside a skipped range: dropped unasked, every version no
-                // snapshot can read.
+                // Dropped unasked, every version no snapshot can read.
                 skipped = true;
-            } else if new_user_key && parsed.kind == ValueKind::Value {
-                decision = Some(f.filter.filter(f.level, parsed.user_key, input.value()));
-            } else if let (true, ValueKind::BlobIndex, Some(blobs)) = (new_user_key, parsed.kind, f.blobs) {
-                // A value kept in a blob file is read back to be asked about.
-                let shown = || String::from_utf8_lossy(parsed.user_key).into_owned();
-                let index = BlobIndex::decode(input.value()).map_err(|r| {
-                    fail(Error::corruption("compaction input", 0, format!("blob index of key {:?}: {r}", shown())))
-                })?;
-                let value = blobs.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
-                decision = Some(f.filter.filter(f.level, parsed.user_key, &value));
-            }
-            if let Some(d) = decision.take() {
-                decision = match d {
-                    Decision::RemoveAndSkipUntil(until) if until.as_slice() <= parsed.user_key => Some(Decision::Keep),
-                    Decision::RemoveAndSkipUntil(until) => {
-                        skip_until = Some(until);
-                        Some(Decision::Remove)
+            } else if new_user_key {
+                let decision = match (parsed.kind, blob_index, f.blobs) {
+                    (ValueKind::Value, _, _) => Some(f.filter.filter(f.level, parsed.user_key, input.value())),
+                    // A value kept in a blob file is read back to be asked about.
+                    (ValueKind::BlobIndex, Some(index), Some(blobs)) => {
+                        let value = blobs.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
+                        Some(f.filter.filter(f.level, parsed.user_key, &value))
                     }
-                    d => Some(d),
+                    _ => None,
                 };
+                match decision {
+                    Some(Decision::Remove) => removed = true,
+                    Some(Decision::ChangeValue(v)) => new_value = Some(v),
+                    // A bound at or before the key keeps it.
+                    Some(Decision::RemoveAndSkipUntil(until)) if until.as_slice() > parsed.user_key => {
+                        removed = true;
+                        skip_until = Some(until);
+                    }
+                    _ => {}
+                }
             }
         }
-        let removed = decision == Some(Decision::Remove);
         // A single deletion is never dropped as hidden by a newer version:
         // it may be all that hides an older put once a newer put goes with
         // its own single deletion (put 1, single delete 2, put 3: a flush of
@@ -328,18 +339,6 @@ fn merge(
             && (parsed.kind.is_deletion() || removed)
             && parsed.seq <= ctx.smallest_snapshot;
         last_seq_for_key = parsed.seq;
-        // Every blob index read counts against its file, kept or not.
-        let blob_index = match parsed.kind {
-            ValueKind::BlobIndex => {
-                let index = BlobIndex::decode(input.value()).map_err(|r| {
-                    let shown = String::from_utf8_lossy(parsed.user_key);
-                    fail(Error::corruption("compaction input", 0, format!("blob index of key {shown:?}: {r}")))
-                })?;
-                add_flow(&mut blob_in, index.file_number, index.record_len(parsed.user_key));
-                Some(index)
-            }
-            _ => None,
-        };
         if hidden || dead_tombstone || skipped {
             out.keys_dropped += 1;
             input.next();
@@ -349,10 +348,7 @@ fn merge(
         // moved into a blob file, or relocated out of an old one.
         let relocated = match (blob_index, ctx.blob.gc) {
             _ if removed => None,
-            _ if matches!(decision, Some(Decision::ChangeValue(_))) => match decision.take() {
-                Some(Decision::ChangeValue(v)) => Some(v),
-                _ => None,
-            },
+            _ if new_value.is_some() => new_value,
             (Some(index), Some((cutoff, fetcher))) if index.file_number < cutoff => {
                 let v = fetcher.fetch(parsed.user_key, &index, ctx.blob.verify_checksums).map_err(fail)?;
                 out.blobs_relocated.0 += 1;

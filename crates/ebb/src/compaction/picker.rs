@@ -409,27 +409,28 @@ pub fn pick_by_age(
     now: u64,
     created: CreationTime<'_>,
 ) -> Option<Compaction> {
-    let deepest = version.deepest_nonempty_level();
-    let oldest_before = |levels: std::ops::Range<usize>, cutoff: u64| {
-        let mut best: Option<(u64, usize, Arc<FileMetaData>)> = None;
-        for level in levels {
-            for f in &version.levels[level] {
-                if busy.contains(&f.number) {
-                    continue;
-                }
-                let Some(t) = created(f).filter(|&t| t > 0 && t < cutoff) else { continue };
-                if best.as_ref().is_none_or(|(bt, _, _)| t < *bt) {
-                    best = Some((t, level, Arc::clone(f)));
-                }
+    let periodic = opts.effective_periodic_compaction_seconds();
+    if opts.ttl == 0 && periodic == 0 {
+        return None;
+    }
+    // Every free file's write time, read once (through the table cache).
+    let mut aged: Vec<(u64, usize, &Arc<FileMetaData>)> = Vec::new();
+    for (level, files) in version.levels.iter().enumerate() {
+        for f in files.iter().filter(|f| !busy.contains(&f.number)) {
+            if let Some(t) = created(f).filter(|&t| t > 0) {
+                aged.push((t, level, f));
             }
         }
-        best.map(|(_, level, f)| (level, f))
+    }
+    // The oldest file of `levels` written before `cutoff`.
+    let oldest_before = |levels: std::ops::Range<usize>, cutoff: u64| {
+        aged.iter().filter(|(t, level, _)| *t < cutoff && levels.contains(level)).min_by_key(|(t, _, _)| *t)
     };
-    let filtered = opts.compaction_filter.is_some() || opts.compaction_filter_factory.is_some();
-    let build = |level: usize, output_level: usize, f: Arc<FileMetaData>, reason: CompactionReason| {
-        let (lo, hi) = (f.smallest_user_key().to_vec(), f.largest_user_key().to_vec());
-        let mut c = range_compaction(version, opts, busy, level, output_level, Some(&lo), Some(&hi), reason)?;
-        c.trivial_move &= !filtered;
+    let deepest = version.deepest_nonempty_level();
+    let build = |level: usize, output_level: usize, f: &FileMetaData, reason: CompactionReason| {
+        let range = (Some(f.smallest_user_key()), Some(f.largest_user_key()));
+        let mut c = range_compaction(version, opts, busy, (level, output_level), range, reason)?;
+        c.trivial_move &= !opts.has_compaction_filter();
         Some(c)
     };
     let next_level = |level: usize| {
@@ -440,15 +441,14 @@ pub fn pick_by_age(
         }
     };
     if opts.ttl > 0 && now > opts.ttl && version.num_levels() > 1 {
-        if let Some((level, f)) = oldest_before(0..version.num_levels() - 1, now - opts.ttl) {
+        if let Some(&(_, level, f)) = oldest_before(0..version.num_levels() - 1, now - opts.ttl) {
             if let Some(c) = build(level, next_level(level), f, CompactionReason::Ttl) {
                 return Some(c);
             }
         }
     }
-    let periodic = opts.effective_periodic_compaction_seconds();
     if periodic > 0 && now > periodic {
-        if let Some((level, f)) = oldest_before(0..version.num_levels(), now - periodic) {
+        if let Some(&(_, level, f)) = oldest_before(0..version.num_levels(), now - periodic) {
             let output_level = if level > 0 && level >= deepest { level } else { next_level(level) };
             return build(level, output_level.min(version.num_levels() - 1), f, CompactionReason::PeriodicCompaction);
         }
@@ -670,30 +670,15 @@ fn pick_level(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>
     Some(finish(version, opts, level, next, vec![file], overlap, CompactionReason::LevelSize))
 }
 
-/// Builds a manual compaction of every file overlapping `[begin, end]` at
-/// `level` into `output_level`. `None` when nothing overlaps or a file is busy.
-pub fn manual_compaction(
+/// Builds a compaction of every file overlapping `[begin, end]` at `level`
+/// into `output_level`, for `reason` (`compact_range`'s, and the age
+/// picks'). `None` when nothing overlaps or a file is busy.
+pub fn range_compaction(
     version: &Version,
     opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
-    level: usize,
-    output_level: usize,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
-) -> Option<Compaction> {
-    range_compaction(version, opts, busy, level, output_level, begin, end, CompactionReason::Manual)
-}
-
-/// [`manual_compaction`] for `reason`.
-#[allow(clippy::too_many_arguments)]
-fn range_compaction(
-    version: &Version,
-    opts: &ColumnFamilyOptions,
-    busy: &HashSet<u64>,
-    level: usize,
-    output_level: usize,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
+    (level, output_level): (usize, usize),
+    (begin, end): (Option<&[u8]>, Option<&[u8]>),
     reason: CompactionReason,
 ) -> Option<Compaction> {
     let mut inputs = version.overlapping_files(level, begin, end);
@@ -729,7 +714,7 @@ fn range_compaction(
 /// The manual compaction `compact_range` runs for universal and FIFO, which
 /// ignore its key range as RocksDB does: universal merges every sorted run
 /// into the last level; FIFO runs its automatic picker. `None` for leveled
-/// (see [`manual_compaction`]) or when there is nothing to do.
+/// (see [`range_compaction`]) or when there is nothing to do.
 pub fn manual_compaction_for_style(
     version: &Version,
     opts: &ColumnFamilyOptions,
@@ -1125,7 +1110,15 @@ mod tests {
         e.add_file(0, file(4, "x", "z", 10, 4));
         e.add_file(0, file(5, "0", "0", 10, 5));
         let v = Version::new(4).apply(&[&e]).unwrap();
-        let c = manual_compaction(&v, &opts(), &HashSet::new(), 0, 1, Some(b"a"), Some(b"a")).unwrap();
+        let c = range_compaction(
+            &v,
+            &opts(),
+            &HashSet::new(),
+            (0, 1),
+            (Some(b"a"), Some(b"a")),
+            CompactionReason::Manual,
+        )
+        .unwrap();
         let mut numbers: Vec<u64> = c.inputs.iter().map(|f| f.number).collect();
         numbers.sort_unstable();
         assert_eq!(numbers, vec![1, 2, 3, 4]);

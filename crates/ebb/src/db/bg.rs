@@ -29,7 +29,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::{CompactionJobInfo, DbInner, DbState};
 use crate::compaction::job::BlobSettings;
-use crate::compaction::{picker, run, Compaction};
+use crate::compaction::{picker, run, Compaction, CompactionReason};
 use crate::compaction_filter::CompactionFilterContext;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
@@ -363,7 +363,7 @@ impl DbInner {
                 let total: usize = v.map_or(0, |v| (0..v.num_levels()).map(|l| v.num_files(l)).sum());
                 c.all_inputs().count() == total
             },
-            is_manual_compaction: c.reason == crate::events::CompactionReason::Manual,
+            is_manual_compaction: c.reason == CompactionReason::Manual,
             column_family_id: cf,
         };
         // Held, and listed among the versions readers hold, until the job
@@ -561,7 +561,7 @@ impl DbInner {
         // through it: no trivial moves, and the deepest level compacted into
         // itself (RocksDB's `bottommost_level_compaction =
         // kIfHaveCompactionFilter`, its default).
-        let filtered = opts.compaction_filter.is_some() || opts.compaction_filter_factory.is_some();
+        let filtered = opts.has_compaction_filter();
         let mut level = 0;
         while level < num_levels {
             if let Some(e) = &st.bg_error {
@@ -579,7 +579,14 @@ impl DbInner {
                 l if l == deepest => l,
                 l => l + 1,
             };
-            let picked = picker::manual_compaction(&v, &opts, &st.being_compacted, level, output_level, begin, end);
+            let picked = picker::range_compaction(
+                &v,
+                &opts,
+                &st.being_compacted,
+                (level, output_level),
+                (begin, end),
+                CompactionReason::Manual,
+            );
             drop(v);
             if let Some(mut c) = picked {
                 if filtered {

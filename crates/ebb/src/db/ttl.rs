@@ -277,14 +277,7 @@ impl TtlDb {
 
     /// The value of `key` in `cf`, without its timestamp.
     pub fn get_cf(&self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.db.get_cf_opt(cf, key, &ReadOptions::default())? {
-            None => Ok(None),
-            Some(mut v) => {
-                let len = user_len(key, &v)?;
-                v.truncate(len);
-                Ok(Some(v))
-            }
-        }
+        unstamp(key, self.db.get_cf_opt(cf, key, &ReadOptions::default())?)
     }
 
     /// An iterator over `cf` whose values come without their timestamps.
@@ -328,14 +321,7 @@ impl TtlDb {
 
     /// [`TtlDb::get`] with read options.
     pub fn get_opt(&self, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<u8>>> {
-        match self.db.get_opt(key, ro)? {
-            None => Ok(None),
-            Some(mut v) => {
-                let len = user_len(key, &v)?;
-                v.truncate(len);
-                Ok(Some(v))
-            }
-        }
+        unstamp(key, self.db.get_opt(key, ro)?)
     }
 
     /// An iterator over the database whose values come without their
@@ -363,6 +349,13 @@ impl TtlDb {
     pub fn close(self) -> Result<()> {
         self.db.close()
     }
+}
+
+/// The stored value of `key` read, if any, without its write time.
+fn unstamp(key: &[u8], stored: Option<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+    let Some(mut v) = stored else { return Ok(None) };
+    v.truncate(user_len(key, &v)?);
+    Ok(Some(v))
 }
 
 /// The length of the user's value in the stored `v` of `key`.

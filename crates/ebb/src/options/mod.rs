@@ -396,15 +396,16 @@ impl std::fmt::Debug for Options {
 }
 
 impl ColumnFamilyOptions {
+    /// True when the family has a compaction filter or a factory of them.
+    pub fn has_compaction_filter(&self) -> bool {
+        self.compaction_filter.is_some() || self.compaction_filter_factory.is_some()
+    }
+
     /// `periodic_compaction_seconds` with its automatic default resolved:
     /// 30 days when the family has a compaction filter or factory, else 0.
     pub fn effective_periodic_compaction_seconds(&self) -> u64 {
         match self.periodic_compaction_seconds {
-            PERIODIC_COMPACTION_AUTO
-                if self.compaction_filter.is_some() || self.compaction_filter_factory.is_some() =>
-            {
-                30 * 24 * 3600
-            }
+            PERIODIC_COMPACTION_AUTO if self.has_compaction_filter() => 30 * 24 * 3600,
             PERIODIC_COMPACTION_AUTO => 0,
             n => n,
         }

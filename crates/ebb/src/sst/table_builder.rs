@@ -85,9 +85,8 @@ impl Default for TableBuilderOptions {
 
 /// An index partition cut by the builder, in both key forms.
 struct IndexPartition {
-    /// Its last index key: its key in the top-level index.
+    /// Its last index key (an internal key): its key in the top-level index.
     last_key: Vec<u8>,
-    last_user_key: Vec<u8>,
     block: Vec<u8>,
     user_block: Vec<u8>,
 }
@@ -95,7 +94,7 @@ struct IndexPartition {
 impl IndexPartition {
     fn key(&self, user_keys: bool) -> &[u8] {
         if user_keys {
-            &self.last_user_key
+            user_key(&self.last_key)
         } else {
             &self.last_key
         }
@@ -218,7 +217,10 @@ impl TableBuilder {
     fn add_index_entry(&mut self, key: Vec<u8>, handle: BlockHandle) {
         let handle = handle.encode();
         self.index_block.add(&key, &handle);
-        self.user_index_block.add(user_key(&key), &handle);
+        // The user-key form only while it can still be the one written.
+        if self.index_keys_are_user_keys() {
+            self.user_index_block.add(user_key(&key), &handle);
+        }
         self.last_index_key = key;
         if let Some(size) = self.opts.index_partition_size {
             if self.index_block.estimated_size() >= size {
@@ -240,10 +242,8 @@ impl TableBuilder {
         if self.index_block.is_empty() {
             return;
         }
-        let last_key = std::mem::take(&mut self.last_index_key);
         self.index_partitions.push(IndexPartition {
-            last_user_key: user_key(&last_key).to_vec(),
-            last_key,
+            last_key: std::mem::take(&mut self.last_index_key),
             block: self.index_block.finish(),
             user_block: self.user_index_block.finish(),
         });

@@ -399,25 +399,12 @@ impl Table {
             let Some(cache) = cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
                 return Ok(MetaBlock::Owned(value));
             };
-            let charge = value.charge();
-            match cache.insert(CacheKey::new(cache_id, handle.offset), value, charge, meta_priority) {
-                Ok(h) => {
-                    cache.stats().record_insert(kind, charge);
-                    Ok(if policy.pin_index_and_filter_blocks {
-                        MetaBlock::Pinned(h)
-                    } else {
-                        MetaBlock::Cached(handle)
-                    })
-                }
-                Err(e) => {
-                    cache.stats().record_insert_failure(kind);
-                    // Unpinned, the block is simply read again when first used.
-                    if policy.pin_index_and_filter_blocks {
-                        Err(e)
-                    } else {
-                        Ok(MetaBlock::Cached(handle))
-                    }
-                }
+            match insert_counted(cache.as_ref(), CacheKey::new(cache_id, handle.offset), value, meta_priority, kind) {
+                Ok(h) if policy.pin_index_and_filter_blocks => Ok(MetaBlock::Pinned(h)),
+                Ok(_) => Ok(MetaBlock::Cached(handle)),
+                Err(e) if policy.pin_index_and_filter_blocks => Err(e),
+                // Unpinned, the block is simply read again when first used.
+                Err(_) => Ok(MetaBlock::Cached(handle)),
             }
         };
         let filter = match filter {
@@ -843,24 +830,19 @@ impl Table {
         let Some(cache) = &self.cache else {
             return Ok(MetaRef::Held(CacheHandle::uncached(self.reader.read_meta(handle, kind)?)));
         };
-        let key = CacheKey::new(self.cache_id, handle.offset);
-        if let Some(h) = cache.lookup(&key) {
+        if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
             cache.stats().record_hit(kind);
             return Ok(MetaRef::Held(h));
         }
+        self.load_meta(cache.as_ref(), handle, kind).map(MetaRef::Held)
+    }
+
+    /// The index or filter block at `handle`, missing from `cache`: read
+    /// (verified) and inserted with the index and filter blocks' priority.
+    fn load_meta(&self, cache: &dyn BlockCache, handle: BlockHandle, kind: BlockKind) -> Result<CacheHandle> {
         cache.stats().record_miss(kind);
         let value = self.reader.read_meta(handle, kind)?;
-        let charge = value.charge();
-        match cache.insert(key, value, charge, self.meta_priority) {
-            Ok(h) => {
-                cache.stats().record_insert(kind, charge);
-                Ok(MetaRef::Held(h))
-            }
-            Err(e) => {
-                cache.stats().record_insert_failure(kind);
-                Err(e)
-            }
-        }
+        insert_counted(cache, CacheKey::new(self.cache_id, handle.offset), value, self.meta_priority, kind)
     }
 
     /// Runs `f` on the index or filter block `which`, as [`Table::meta_block`]
@@ -868,21 +850,17 @@ impl Table {
     /// ([`BlockCache::lookup_with`]: no handle, so concurrent point reads do
     /// not all bump one shared reference count); on a miss it is read and
     /// inserted as `meta_block` does.
-    fn with_meta_block<R>(&self, which: &MetaBlock, kind: BlockKind, f: impl FnOnce(&CacheValue) -> R) -> Result<R> {
-        let mut f = Some(f);
+    fn with_meta_block<R>(&self, which: &MetaBlock, kind: BlockKind, f: impl Fn(&CacheValue) -> R) -> Result<R> {
         if let (MetaBlock::Cached(handle), Some(cache)) = (which, &self.cache) {
             let mut out = None;
-            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
-                out = f.take().map(|f| f(v));
-            });
+            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| out = Some(f(v)));
             if let Some(r) = out {
                 cache.stats().record_hit(kind);
                 return Ok(r);
             }
+            return self.load_meta(cache.as_ref(), *handle, kind).map(|h| f(h.value()));
         }
-        let r = self.meta_block(which, kind)?;
-        let f = f.take().ok_or_else(|| self.index_corruption("a block lookup ran twice"))?;
-        Ok(f(r.value()))
+        self.meta_block(which, kind).map(|r| f(r.value()))
     }
 
     /// A cursor over the index entries, given the index block (with a
@@ -967,23 +945,29 @@ impl Table {
         if !rs.fill_cache || !rs.verify_checksums || mapped {
             return Ok((block, None));
         }
-        let charge = block.size();
-        match cache.insert(
-            CacheKey::new(self.cache_id, handle.offset),
-            CacheValue::from_arc(Arc::clone(&block)),
-            charge,
-            Priority::Low,
-        ) {
-            Ok(h) => {
-                cache.stats().record_insert(BlockKind::Data, charge);
-                Ok((block, Some(h)))
-            }
-            Err(e) => {
-                cache.stats().record_insert_failure(BlockKind::Data);
-                Err(e)
-            }
-        }
+        let key = CacheKey::new(self.cache_id, handle.offset);
+        let h =
+            insert_counted(cache.as_ref(), key, CacheValue::from_arc(Arc::clone(&block)), Priority::Low, BlockKind::Data)?;
+        Ok((block, Some(h)))
     }
+}
+
+/// Inserts `value` into `cache` under `key` with its charge, counting the
+/// insert (or its failure, under the strict capacity limit) for `kind`.
+fn insert_counted(
+    cache: &dyn BlockCache,
+    key: CacheKey,
+    value: CacheValue,
+    priority: Priority,
+    kind: BlockKind,
+) -> Result<CacheHandle> {
+    let charge = value.charge();
+    let inserted = cache.insert(key, value, charge, priority);
+    match &inserted {
+        Ok(_) => cache.stats().record_insert(kind, charge),
+        Err(_) => cache.stats().record_insert_failure(kind),
+    }
+    inserted
 }
 
 /// Where a key's filter partition is.
@@ -2190,16 +2174,17 @@ mod tests {
     }
 
     fn small_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
-        let entries = sample_entries(24);
-        let (bytes, props) = build(&entries, opts(compression, checksum, 128));
-        assert!(props.num_data_blocks >= 3);
-        (bytes, entries)
+        small_table_of(sample_entries(24), compression, checksum)
     }
 
     /// [`small_table`] with one version per user key: its index holds user
     /// keys (format version 3), where `small_table`'s holds internal keys.
     fn small_user_key_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
-        let entries = unique_entries(30);
+        small_table_of(unique_entries(30), compression, checksum)
+    }
+
+    /// `entries` in a table of at least three small blocks.
+    fn small_table_of(entries: Entries, compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
         let (bytes, props) = build(&entries, opts(compression, checksum, 128));
         assert!(props.num_data_blocks >= 3);
         (bytes, entries)
