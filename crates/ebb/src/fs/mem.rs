@@ -25,7 +25,16 @@
 //!    returns an I/O error with `ESTALE` ("stale file handle") and changes
 //!    nothing, so a database still running on the old handles cannot write
 //!    into the post-crash state. Dropping a dead lock does not release a lock
-//!    taken after the crash.
+//!    taken after the crash. The same holds for the process that lost power:
+//!    a [`MemFs`] value through which a lock is held (a database's, which
+//!    locks its directory at open) is bound to the generation it took it in,
+//!    and after a crash every call through it fails likewise (creating,
+//!    renaming, removing and syncing included) until every lock taken
+//!    through it is dropped (the crashed database is gone). So a database
+//!    still running after a crash, its background jobs or its close, cannot
+//!    create files in the post-crash state, roll its MANIFEST there or delete
+//!    what recovery needs. Values that hold no lock (the test's own, and every
+//!    fresh clone) are not bound.
 //! 6. Every operation is counted by [`FaultOp`] before it runs, including ones
 //!    that then fail. An operation failed by an injected fault changes nothing:
 //!    a failed append applies no byte, a failed sync leaves `synced_len`.
@@ -431,9 +440,25 @@ impl SplitMix64 {
 /// Cloning is cheap and every clone is the same filesystem, so a test keeps a
 /// handle after giving one to the database. See the module documentation for
 /// the model and its invariants.
-#[derive(Clone)]
 pub struct MemFs {
     state: Arc<Mutex<State>>,
+    /// The locks held through this value and the generation they were
+    /// taken in: calls through it fail after a crash while any is held
+    /// (invariant 5). Each clone starts with none.
+    binding: Arc<Mutex<Binding>>,
+}
+
+/// See [`MemFs::binding`].
+#[derive(Default)]
+struct Binding {
+    generation: u64,
+    locks: usize,
+}
+
+impl Clone for MemFs {
+    fn clone(&self) -> Self {
+        MemFs { state: Arc::clone(&self.state), binding: Arc::default() }
+    }
 }
 
 impl Default for MemFs {
@@ -452,7 +477,14 @@ impl fmt::Debug for MemFs {
 impl MemFs {
     /// An empty filesystem holding only the roots `/` and `` (for relative paths).
     pub fn new() -> Self {
-        MemFs { state: Arc::new(Mutex::new(State::new())) }
+        MemFs { state: Arc::new(Mutex::new(State::new())), binding: Arc::default() }
+    }
+
+    /// The generation this value is bound to while it holds a lock
+    /// (invariant 5).
+    fn bound(&self) -> Option<u64> {
+        let b = self.binding.lock();
+        (b.locks > 0).then_some(b.generation)
     }
 
     /// Simulates a power loss (module invariant 4); the filesystem is then
@@ -477,7 +509,7 @@ impl MemFs {
         // The copy shares inodes with `self` until its crash replaces each
         // with a fresh one holding what the disk kept.
         copy.crash(mode);
-        MemFs { state: Arc::new(Mutex::new(copy)) }
+        MemFs { state: Arc::new(Mutex::new(copy)), binding: Arc::default() }
     }
 
     /// Adds a fault; its count of matching operations starts now.
@@ -634,6 +666,8 @@ struct MemLock {
     state: Arc<Mutex<State>>,
     path: PathBuf,
     id: u64,
+    /// The binding of the value it was taken through (invariant 5).
+    binding: Arc<Mutex<Binding>>,
 }
 
 impl FileLock for MemLock {}
@@ -645,13 +679,15 @@ impl Drop for MemLock {
         if st.locks.get(&self.path) == Some(&self.id) {
             st.locks.remove(&self.path);
         }
+        let mut binding = self.binding.lock();
+        binding.locks = binding.locks.saturating_sub(1);
     }
 }
 
 impl FileSystem for MemFs {
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::CreateDir, "mkdir", path, None, None)?;
+        st.enter(FaultOp::CreateDir, "mkdir", path, None, self.bound())?;
         let norm = normalize(path);
         let mut missing: Vec<&Path> = norm.ancestors().take_while(|a| !st.dirs.contains_key(*a)).collect();
         missing.reverse();
@@ -668,7 +704,7 @@ impl FileSystem for MemFs {
 
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Create, "create", path, None, None)?;
+        st.enter(FaultOp::Create, "create", path, None, self.bound())?;
         if st.is_dir(path) {
             return Err(os_error("create", path, libc::EISDIR));
         }
@@ -681,7 +717,7 @@ impl FileSystem for MemFs {
 
     fn reopen_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Open, "open", path, None, None)?;
+        st.enter(FaultOp::Open, "open", path, None, self.bound())?;
         let inode = st.lookup(path, "open")?;
         let size = inode.lock().data.len() as u64;
         let h = self.new_handle_parts(&st, path, inode);
@@ -690,14 +726,14 @@ impl FileSystem for MemFs {
 
     fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Open, "open", path, None, None)?;
+        st.enter(FaultOp::Open, "open", path, None, self.bound())?;
         let inode = st.lookup(path, "open")?;
         Ok(Arc::new(MemRandom { h: self.new_handle_parts(&st, path, inode) }))
     }
 
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Open, "open", path, None, None)?;
+        st.enter(FaultOp::Open, "open", path, None, self.bound())?;
         let inode = st.lookup(path, "open")?;
         Ok(Box::new(MemSequential { h: self.new_handle_parts(&st, path, inode), pos: 0 }))
     }
@@ -709,7 +745,7 @@ impl FileSystem for MemFs {
 
     fn list_dir(&self, path: &Path) -> Result<Vec<String>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::List, "readdir", path, None, None)?;
+        st.enter(FaultOp::List, "readdir", path, None, self.bound())?;
         let norm = normalize(path);
         let dir = st.dir(&norm, "readdir", path)?;
         let mut names: Vec<String> = dir.live.keys().cloned().collect();
@@ -726,7 +762,7 @@ impl FileSystem for MemFs {
 
     fn file_size(&self, path: &Path) -> Result<u64> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Stat, "stat", path, None, None)?;
+        st.enter(FaultOp::Stat, "stat", path, None, self.bound())?;
         let inode = st.lookup(path, "stat")?;
         let len = inode.lock().data.len() as u64;
         Ok(len)
@@ -734,7 +770,7 @@ impl FileSystem for MemFs {
 
     fn remove_file(&self, path: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Remove, "unlink", path, None, None)?;
+        st.enter(FaultOp::Remove, "unlink", path, None, self.bound())?;
         let (dir, name) = split(path)?;
         match st.dir_mut(&dir, "unlink", path)?.live.remove(&name) {
             Some(_) => Ok(()),
@@ -744,7 +780,7 @@ impl FileSystem for MemFs {
 
     fn remove_dir(&self, path: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Remove, "rmdir", path, None, None)?;
+        st.enter(FaultOp::Remove, "rmdir", path, None, self.bound())?;
         let norm = normalize(path);
         if norm.parent().is_none() {
             return Err(os_error("rmdir", path, libc::EBUSY));
@@ -760,7 +796,7 @@ impl FileSystem for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Rename, "rename", from, Some(to), None)?;
+        st.enter(FaultOp::Rename, "rename", from, Some(to), self.bound())?;
         if st.is_dir(from) || st.is_dir(to) {
             return Err(os_error("rename", from, libc::EISDIR));
         }
@@ -775,7 +811,7 @@ impl FileSystem for MemFs {
 
     fn sync_dir(&self, path: &Path) -> Result<()> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::SyncDir, "fsync dir", path, None, None)?;
+        st.enter(FaultOp::SyncDir, "fsync dir", path, None, self.bound())?;
         let dir = st.dir_mut(&normalize(path), "fsync dir", path)?;
         dir.durable = dir.live.clone();
         Ok(())
@@ -783,7 +819,7 @@ impl FileSystem for MemFs {
 
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let mut st = self.state.lock();
-        st.enter(FaultOp::Lock, "flock", path, None, None)?;
+        st.enter(FaultOp::Lock, "flock", path, None, self.bound())?;
         let (dir_path, name) = split(path)?;
         let dir = st.dir_mut(&dir_path, "open lock", path)?;
         dir.live.entry(name.clone()).or_insert_with(new_inode);
@@ -794,7 +830,12 @@ impl FileSystem for MemFs {
         let id = st.next_lock_id;
         st.next_lock_id += 1;
         st.locks.insert(key.clone(), id);
-        Ok(Box::new(MemLock { state: Arc::clone(&self.state), path: key, id }))
+        // The taker is the process that now runs: bound to this generation.
+        let mut binding = self.binding.lock();
+        binding.generation = st.generation;
+        binding.locks += 1;
+        drop(binding);
+        Ok(Box::new(MemLock { state: Arc::clone(&self.state), path: key, id, binding: Arc::clone(&self.binding) }))
     }
 }
 
@@ -818,6 +859,37 @@ mod tests {
         let fs = MemFs::new();
         fs.create_dir_all(p("/db")).unwrap();
         fs
+    }
+
+    #[test]
+    fn a_value_that_took_a_lock_is_dead_after_a_crash_until_it_locks_again() {
+        let fs = fresh_db_dir();
+        let process = fs.clone();
+        let lock = process.lock_file(p("/db/LOCK")).unwrap();
+        write(&process, "/db/a", b"a", true);
+        process.sync_dir(p("/db")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        // The process that lost power changes nothing any more.
+        for result in [
+            process.new_writable(p("/db/b")).map(drop),
+            process.rename(p("/db/a"), p("/db/c")),
+            process.remove_file(p("/db/a")),
+            process.sync_dir(p("/db")),
+            process.list_dir(p("/db")).map(drop),
+        ] {
+            let e = result.unwrap_err().to_string();
+            assert!(e.contains("Stale file handle"), "{e}");
+        }
+        assert_eq!(fs.list_dir(p("/db")).unwrap(), vec!["LOCK".to_string(), "a".to_string()]);
+        // The test's own value, which never locked, works; so does any clone.
+        write(&fs.clone(), "/db/d", b"d", false);
+        // Once its lock is dropped (the crashed database is gone), the value
+        // works again, and a lock taken anew binds it to the new state.
+        drop(lock);
+        process.remove_file(p("/db/d")).unwrap();
+        let _lock = process.lock_file(p("/db/LOCK")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert!(process.new_writable(p("/db/e")).is_err());
     }
 
     #[test]
@@ -1002,7 +1074,8 @@ mod tests {
         let lock = fs.lock_file(p("/db/LOCK")).unwrap();
         assert!(matches!(fs.lock_file(p("/db/LOCK")), Err(Error::Busy(_))));
         drop(lock);
-        let held = fs.lock_file(p("/db/LOCK")).unwrap();
+        let crashed = fs.clone();
+        let held = crashed.lock_file(p("/db/LOCK")).unwrap();
         fs.crash(CrashMode::DropUnsynced);
         let after = fs.lock_file(p("/db/LOCK")).unwrap();
         drop(held);
