@@ -32,6 +32,10 @@ pub enum ValueKind {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A merge operand (RocksDB's `kTypeMerge`): applied by the column
+    /// family's merge operator to the value below it (docs/data_model.md,
+    /// "Merge").
+    Merge = 0x2,
     /// A single deletion (RocksDB's `kTypeSingleDeletion`): removes a key
     /// written by one put since its last single deletion; when it meets that
     /// put in a flush or compaction, both are dropped (docs/data_model.md).
@@ -49,6 +53,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            0x2 => Some(ValueKind::Merge),
             0x7 => Some(ValueKind::SingleDeletion),
             0x11 => Some(ValueKind::BlobIndex),
             _ => None,

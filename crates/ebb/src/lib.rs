@@ -23,10 +23,11 @@
 //! 14. `version`: MANIFEST, version edits and the set of live files.
 //! 15. `events`: what listeners are told (jobs, stalls, tuning, recovery).
 //! 16. `compaction_filter`: the compaction filter traits users implement.
-//! 17. `options`: the database's options, their text form, and the narrow
+//! 17. `merge_operator`: the merge operator traits and the built-in ones.
+//! 18. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 18. `compaction`: picking and running compactions.
-//! 19. `db`: the public handle, the write and read paths, background jobs.
+//! 19. `compaction`: picking and running compactions.
+//! 20. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -58,11 +59,13 @@ macro_rules! internal_modules {
 
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the filesystem boundary
-// users may implement, what listeners are told, and compaction filters.
+// users may implement, what listeners are told, compaction filters and merge
+// operators.
 pub mod cache;
 pub mod compaction_filter;
 pub mod events;
 pub mod fs;
+pub mod merge_operator;
 
 mod db;
 mod error;
@@ -91,6 +94,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;
+pub use merge_operator::{AssociativeMergeOperator, MergeOperator};
 pub use options::{
     BackgroundTuning, ColumnFamilyOptions, CompactionOptionsFifo, CompactionOptionsUniversal, CompactionStyle,
     CompressionType, DbOptions, IdlePolicyKind, IndexType, Options, TableOptions, WalRecoveryMode, MAX_KEY_SIZE,

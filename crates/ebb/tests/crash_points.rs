@@ -124,6 +124,16 @@ fn crash_points_single_deletes() {
 }
 
 #[test]
+fn crash_points_merges() {
+    explore_fault_points("merges", workload::merges, workload::as_is);
+}
+
+#[test]
+fn crash_points_blob_files_merges() {
+    explore_fault_points("merges", workload::merges, workload::blob_files);
+}
+
+#[test]
 fn crash_points_recovery_into_many_tables() {
     explore_fault_points("recovery into many tables", workload::recovery_into_many_tables, workload::as_is);
 }

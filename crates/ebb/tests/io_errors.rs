@@ -129,6 +129,11 @@ fn io_errors_unlogged_writes_then_close() {
 }
 
 #[test]
+fn io_errors_merges() {
+    fail_every_operation("merges", workload::merges, workload::as_is);
+}
+
+#[test]
 fn io_errors_single_deletes() {
     fail_every_operation("single deletes", workload::single_deletes, workload::as_is);
 }

@@ -38,6 +38,11 @@ fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &
             db.get_property("ebb.levelstats").unwrap_or_default()
         );
     }
+    let keys: Vec<Vec<u8>> = (0..12).map(|_| key(rng, 600)).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    for (k, got) in keys.iter().zip(db.multi_get(&refs, ro)) {
+        assert_eq!(got.unwrap(), model.get(k).cloned(), "{ctx}: multi_get {:?}", String::from_utf8_lossy(k));
+    }
     assert_eq!(&scan(db, ro.clone()), model, "{ctx}: forward scan");
     assert_eq!(&scan_reverse(db, ro.clone()), model, "{ctx}: reverse scan");
     let mut it = db.iter(ro.clone());
@@ -91,6 +96,14 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
     let mut rng = StdRng::seed_from_u64(seed);
     let path = std::path::PathBuf::from(format!("/model-{seed}"));
     let mut model = Model::new();
+    // With a merge operator, some puts are merges; the model applies the
+    // operator to its value (the operators themselves are unit-tested).
+    let merge = opts_for().merge_operator.clone();
+    let uint64 = merge.as_ref().is_some_and(|op| op.name() == "UInt64AddOperator");
+    let operand = |rng: &mut StdRng| if uint64 { rng.gen_range(0..1000u64).to_le_bytes().to_vec() } else { value(rng) };
+    let merged = |model: &Model, k: &[u8], operand: &[u8]| {
+        merge.as_ref().and_then(|op| op.full_merge(k, model.get(k).map(Vec::as_slice), &[operand])).unwrap()
+    };
     for epoch in 0..epochs {
         let db = Db::open(&path, opts_for()).unwrap_or_else(|e| panic!("seed {seed} epoch {epoch}: open: {e}"));
         assert_eq!(scan(&db, ReadOptions::default()), model, "seed {seed} epoch {epoch}: state after reopen");
@@ -110,6 +123,12 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
                         db.put(&k, &v).unwrap();
                         model.insert(k, v);
                     }
+                }
+                0..=44 if merge.is_some() && rng.gen_bool(0.4) => {
+                    let (k, v) = (key(&mut rng, 600), operand(&mut rng));
+                    db.merge(&k, &v).unwrap();
+                    let m = merged(&model, &k, &v);
+                    model.insert(k, m);
                 }
                 0..=44 => {
                     let (k, v) = (key(&mut rng, 600), value(&mut rng));
@@ -136,7 +155,12 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
                             continue;
                         }
                         let k = key(&mut rng, 600);
-                        if rng.gen_bool(0.7) {
+                        if merge.is_some() && rng.gen_bool(0.3) {
+                            let v = operand(&mut rng);
+                            b.merge(&k, &v);
+                            let m = merged(&model, &k, &v);
+                            model.insert(k, m);
+                        } else if rng.gen_bool(0.7) {
                             let v = value(&mut rng);
                             b.put(&k, &v);
                             model.insert(k, v);
@@ -268,6 +292,41 @@ fn model_with_blob_files() {
     assert!(total.flushes >= 50 && total.compactions >= 50, "{total:?}");
     assert!(total.blob_bytes_written > 0 && total.blobs_relocated > 0, "{total:?}");
     eprintln!("model with blob files: {total:?}");
+}
+
+/// The histories with merges, through each built-in operator (stringappend
+/// shows any misordered operand), both compaction styles that keep data,
+/// blob files (values below operands read back from them) and
+/// `max_successive_merges` (operands folded into values as they are
+/// written).
+#[test]
+fn model_with_merges() {
+    let mut total = Activity::default();
+    for seed in 40..48 {
+        let fs = MemFs::new();
+        let opts = || {
+            let mut o = tiny_options(Some(fs.clone()));
+            let name = ["stringappend", "uint64add", "max", "put"][seed as usize % 4];
+            o.merge_operator = Some(ebb::merge_operator::from_name(name).unwrap());
+            if seed % 3 == 1 {
+                o.compaction_style = ebb::CompactionStyle::Universal;
+            }
+            if seed % 4 == 2 {
+                o.enable_blob_files = true;
+                o.min_blob_size = 40;
+                o.blob_file_size = 4096;
+            }
+            if seed % 5 == 3 {
+                o.max_successive_merges = 3;
+            }
+            o
+        };
+        let a = run_seed(seed, &opts, 3, 1500);
+        total.flushes += a.flushes;
+        total.compactions += a.compactions;
+    }
+    assert!(total.flushes >= 50 && total.compactions >= 50, "{total:?}");
+    eprintln!("model with merges: {total:?}");
 }
 
 #[test]

@@ -43,6 +43,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
+pub use super::operands::MergeSettings;
+use super::operands::Operands;
 use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -118,6 +120,9 @@ pub struct JobContext<'a> {
     pub bytes_per_sync: u64,
     /// The compaction filter, if any (module documentation).
     pub filter: Option<FilterSettings<'a>>,
+    /// Combines merge operands (compaction/operands.rs); `None` keeps them
+    /// as they are (the family has no merge operator).
+    pub merge: Option<MergeSettings<'a>>,
 }
 
 /// A compaction filter and what decides which versions it is asked about.
@@ -233,7 +238,8 @@ fn merge(
     let fs = Arc::clone(ctx.fs);
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
     let mut pairs = SingleDeletePairs::new(input, ctx.drop_hidden.then_some(ctx.smallest_snapshot));
-    let input = &mut pairs;
+    let mut operands = Operands::new(&mut pairs, ctx.merge, ctx.drop_tombstones);
+    let input = &mut operands;
     let mut blob_in = BlobFlow::new();
     let mut blob_out = BlobFlow::new();
     let mut blobs = BlobOutputs::default();
@@ -338,7 +344,10 @@ fn merge(
         let dead_tombstone = ctx.drop_tombstones
             && (parsed.kind.is_deletion() || removed)
             && parsed.seq <= ctx.smallest_snapshot;
-        last_seq_for_key = parsed.seq;
+        // A merge operand hides nothing: it applies to what is below it.
+        if parsed.kind != ValueKind::Merge {
+            last_seq_for_key = parsed.seq;
+        }
         if hidden || dead_tombstone || skipped {
             out.keys_dropped += 1;
             input.next();
@@ -424,11 +433,15 @@ fn merge(
         input.next();
     }
     input.status().map_err(fail)?;
+    // Merge operands combined into others.
+    out.keys_in += operands.absorbed;
+    out.keys_dropped += operands.absorbed;
+    drop(operands);
     // The single deletions dropped with their puts, and the blob records
     // of those puts (garbage now).
-    out.keys_in += input.dropped;
-    out.keys_dropped += input.dropped;
-    add_flows(&mut blob_in, std::mem::take(&mut input.dropped_blobs));
+    out.keys_in += pairs.dropped;
+    out.keys_dropped += pairs.dropped;
+    add_flows(&mut blob_in, std::mem::take(&mut pairs.dropped_blobs));
     if let Some(o) = current.take() {
         finish_output(o, out, &mut ctx).map_err(fail)?;
     }
@@ -754,6 +767,7 @@ mod tests {
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: 0,
                 filter,
+                merge: None,
             },
         )
         .unwrap();

@@ -5,6 +5,7 @@
 
 pub mod fifo;
 pub mod job;
+pub(crate) mod operands;
 pub mod picker;
 pub(crate) mod run;
 pub mod universal;

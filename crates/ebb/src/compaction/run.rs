@@ -57,6 +57,8 @@ pub(crate) struct CompactionRun<'a> {
     pub(crate) rs: ReadSettings,
     /// How the output tables are built.
     pub(crate) table_options: TableBuilderOptions,
+    /// Combines merge operands (`None`: the family has no merge operator).
+    pub(crate) merge: Option<job::MergeSettings<'a>>,
     /// Blob files: separation, garbage collection.
     pub(crate) blob: BlobSettings<'a>,
     /// The oldest sequence a reader may read at.
@@ -169,6 +171,7 @@ impl CompactionRun<'_> {
                 on_bytes: &mut on_bytes,
                 bytes_per_sync: self.bytes_per_sync,
                 filter,
+                merge: self.merge,
             },
         )
     }

@@ -29,6 +29,8 @@ const TAG_CF_DELETION: u8 = 0x04;
 const TAG_CF_VALUE: u8 = 0x05;
 // RocksDB's kTypeColumnFamilySingleDeletion.
 const TAG_CF_SINGLE_DELETION: u8 = 0x08;
+// RocksDB's kTypeColumnFamilyMerge.
+const TAG_CF_MERGE: u8 = 0x06;
 
 /// An atomic group of puts and deletes.
 #[derive(Clone, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub struct WriteBatch {
     /// Some record is of a family other than the default (saves the write
     /// path a pass over the records of default-only batches).
     other_families: bool,
+    /// Some record is a merge (checked against the families' operators).
+    merges: bool,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -72,6 +76,14 @@ pub enum BatchOp<'a> {
         /// The key.
         key: &'a [u8],
     },
+    /// Apply the operand `value` to `key`'s value with the column family's
+    /// merge operator ([`WriteBatch::merge`]).
+    Merge {
+        /// The key.
+        key: &'a [u8],
+        /// The operand.
+        value: &'a [u8],
+    },
 }
 
 impl<'a> BatchOp<'a> {
@@ -82,6 +94,7 @@ impl<'a> BatchOp<'a> {
             BatchOp::Put { key, value } => (crate::key::ValueKind::Value, key, value),
             BatchOp::Delete { key } => (crate::key::ValueKind::Deletion, key, &[]),
             BatchOp::SingleDelete { key } => (crate::key::ValueKind::SingleDeletion, key, &[]),
+            BatchOp::Merge { key, value } => (crate::key::ValueKind::Merge, key, value),
         }
     }
 }
@@ -89,7 +102,7 @@ impl<'a> BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false }
+        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, merges: false }
     }
 
     /// An empty batch with room for `bytes` of records, so filling it does
@@ -97,7 +110,7 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, other_families: false }
+        WriteBatch { rep, other_families: false, merges: false }
     }
 
     /// Room for one put or delete of `key` and `value` in family `cf`: tag,
@@ -135,6 +148,19 @@ impl WriteBatch {
         self.single_delete_in(cf.id(), key);
     }
 
+    /// Adds a merge operand to the default column family (RocksDB
+    /// `WriteBatch::Merge`): `value` is applied to the key's value by the
+    /// family's merge operator. Writing the batch fails if the family has
+    /// no merge operator.
+    pub fn merge(&mut self, key: &[u8], value: &[u8]) {
+        self.merge_in(0, key, value);
+    }
+
+    /// Adds a merge operand to the column family `cf`.
+    pub fn merge_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
+        self.merge_in(cf.id(), key, value);
+    }
+
     /// Adds a put to the column family `cf` (RocksDB `WriteBatch::Put(cf, ..)`).
     /// Writing the batch fails if the family was dropped by then.
     pub fn put_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
@@ -151,6 +177,20 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.bump_count();
+    }
+
+    pub(crate) fn merge_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
+        self.push_tag(cf, ValueKind::Merge as u8, TAG_CF_MERGE);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.bump_count();
+        self.merges = true;
+    }
+
+    /// True when some update is a merge (checked against the families'
+    /// operators when the batch is written).
+    pub(crate) fn has_merges(&self) -> bool {
+        self.merges
     }
 
     pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
@@ -188,6 +228,7 @@ impl WriteBatch {
     /// Removes every update.
     pub fn clear(&mut self) {
         self.other_families = false;
+        self.merges = false;
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
     }
@@ -244,6 +285,7 @@ impl WriteBatch {
         let n = (self.len() + other.len()) as u32;
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.other_families |= other.other_families;
+        self.merges |= other.merges;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
@@ -252,15 +294,17 @@ impl WriteBatch {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }
-        let mut b = WriteBatch { rep: data.to_vec(), other_families: false };
+        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, merges: false };
         let mut seen = 0;
-        let mut other_families = false;
+        let (mut other_families, mut merges) = (false, false);
         for op in b.iter_cf() {
-            let (cf, _) = op.map_err(|reason| Error::corruption(file, offset, reason))?;
+            let (cf, op) = op.map_err(|reason| Error::corruption(file, offset, reason))?;
             other_families |= cf != 0;
+            merges |= matches!(op, BatchOp::Merge { .. });
             seen += 1;
         }
         b.other_families = other_families;
+        b.merges = merges;
         if seen != b.len() {
             return Err(Error::corruption(file, offset, "write batch count does not match its records"));
         }
@@ -279,7 +323,7 @@ impl WriteBatch {
         for op in self.iter() {
             let op = op.map_err(Error::invalid)?;
             let (key, value_len) = match op {
-                BatchOp::Put { key, value } => (key, value.len()),
+                BatchOp::Put { key, value } | BatchOp::Merge { key, value } => (key, value.len()),
                 BatchOp::Delete { key } | BatchOp::SingleDelete { key } => (key, 0),
             };
             if key.len() > MAX_KEY_SIZE {
@@ -331,11 +375,12 @@ impl<'a> Iterator for CfBatchIter<'a> {
         let op = (|| {
             let tag = self.d.u8().ok_or("write batch record truncated")?;
             let (cf, kind) = match tag {
-                TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION => {
+                TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION | TAG_CF_MERGE => {
                     let cf = self.d.varint32().ok_or("write batch column family id truncated")?;
                     let kind = match tag {
                         TAG_CF_VALUE => ValueKind::Value,
                         TAG_CF_DELETION => ValueKind::Deletion,
+                        TAG_CF_MERGE => ValueKind::Merge,
                         _ => ValueKind::SingleDeletion,
                     };
                     (cf, kind)
@@ -360,6 +405,11 @@ impl<'a> Iterator for CfBatchIter<'a> {
                 ValueKind::SingleDeletion => {
                     let key = self.d.length_prefixed().ok_or("write batch single delete key truncated")?;
                     Ok((cf, BatchOp::SingleDelete { key }))
+                }
+                ValueKind::Merge => {
+                    let key = self.d.length_prefixed().ok_or("write batch merge key truncated")?;
+                    let value = self.d.length_prefixed().ok_or("write batch merge operand truncated")?;
+                    Ok((cf, BatchOp::Merge { key, value }))
                 }
             }
         })();

@@ -357,6 +357,7 @@ impl DbInner {
         let db_opts = self.opts();
         let smallest_snapshot = self.smallest_snapshot(st);
         let newest_snapshot = st.snapshots.keys().next_back().copied();
+        let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
         let filter_context = CompactionFilterContext {
             is_full_compaction: {
                 let v = st.versions.version(cf);
@@ -415,6 +416,12 @@ impl DbInner {
                 verify_checksums: db_opts.paranoid_checks,
             },
             smallest_snapshot,
+            merge: opts.merge_operator.as_deref().map(|operator| crate::compaction::job::MergeSettings {
+                operator,
+                snapshots: &snapshots,
+                blobs: Some(fetcher),
+                verify_checksums: db_opts.paranoid_checks,
+            }),
             filter: run::FilterSource {
                 filter: opts.compaction_filter.as_ref(),
                 factory: opts.compaction_filter_factory.as_ref(),

@@ -57,6 +57,7 @@ impl DbInner {
             opts = Arc::new(o);
         }
         let smallest_snapshot = self.smallest_snapshot(st);
+        let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
         // A flush writes exactly one file (no size cut), so one number is
         // reserved, and protected until the table is installed: it is
         // written without the mutex, and the mutex is released again while
@@ -72,8 +73,14 @@ impl DbInner {
             let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
             let several_families = st.families.len() > 1;
             let output = MutexGuard::unlocked(&mut st, || {
-                let output =
-                    self.write_level0_table(mems, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
+                let output = self.write_level0_table(
+                    mems,
+                    &opts,
+                    &data,
+                    number,
+                    (smallest_snapshot, &snapshots),
+                    &new_blob_number,
+                )?;
                 // No family's tables may hold writes logged after another
                 // family's unsynced WAL (db/wal_seal.rs, contract 4).
                 if several_families {
@@ -187,7 +194,7 @@ impl DbInner {
         opts: &ColumnFamilyOptions,
         family: &super::column_family::ColumnFamilyData,
         number: u64,
-        smallest_snapshot: u64,
+        (smallest_snapshot, snapshots): (u64, &[u64]),
         new_blob_number: &dyn Fn() -> u64,
     ) -> Result<job::JobOutput> {
         let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
@@ -199,6 +206,12 @@ impl DbInner {
             cf_name: &family.name,
             bytes_per_sync: self.opts().bytes_per_sync,
             new_blob_number: Some(new_blob_number),
+            merge: opts.merge_operator.as_deref().map(|operator| job::MergeSettings {
+                operator,
+                snapshots,
+                blobs: Some(&*self.blobs),
+                verify_checksums: true,
+            }),
         };
         write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
     }
@@ -257,6 +270,8 @@ pub(crate) struct TableTarget<'a> {
     /// Numbers blob files (`opts.enable_blob_files`); `None` keeps every
     /// value in the table whatever the options say (repair).
     pub(crate) new_blob_number: Option<&'a dyn Fn() -> u64>,
+    /// Combines merge operands (`None`: kept as they are).
+    pub(crate) merge: Option<job::MergeSettings<'a>>,
 }
 
 /// Writes `mems` (oldest first) into one table numbered `number`: a flush,
@@ -311,6 +326,7 @@ pub(crate) fn write_memtables(
             on_bytes,
             bytes_per_sync: target.bytes_per_sync,
             filter: None,
+            merge: target.merge,
         },
     )
 }

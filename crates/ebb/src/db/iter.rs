@@ -21,6 +21,7 @@ use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
+use crate::merge_operator::MergeOperator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -51,6 +52,14 @@ pub struct DbIterator<'a> {
     /// (when `value_is_blob`); backwards, `saved_value` holds it.
     blob_value: Vec<u8>,
     value_is_blob: bool,
+    /// Going forwards, the current entry is a merge result: its key is in
+    /// `saved_key`, its value in `blob_value`, and the inner iterator is
+    /// past the versions merged.
+    merged: bool,
+    /// Combines merge operands (the family's `merge_operator`).
+    pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Merge operands of the key being collected backwards, oldest first.
+    operands: Vec<Vec<u8>>,
     /// Where blobs are read from, and whether their checksums are verified.
     pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
     /// Where seeks are counted (`rocksdb.number.db.seek`; the adaptive
@@ -82,6 +91,9 @@ impl<'a> DbIterator<'a> {
             saved_value: Vec::new(),
             blob_value: Vec::new(),
             value_is_blob: false,
+            merged: false,
+            merge_operator: None,
+            operands: Vec::new(),
             blobs: None,
             stats: None,
             error: None,
@@ -106,8 +118,8 @@ impl<'a> DbIterator<'a> {
             return &[];
         }
         match self.direction {
-            Direction::Forward => user_key(self.iter.key()),
-            Direction::Reverse => &self.saved_key,
+            Direction::Forward if !self.merged => user_key(self.iter.key()),
+            _ => &self.saved_key,
         }
     }
 
@@ -117,7 +129,7 @@ impl<'a> DbIterator<'a> {
             return &[];
         }
         match self.direction {
-            Direction::Forward if self.value_is_blob => &self.blob_value,
+            Direction::Forward if self.value_is_blob || self.merged => &self.blob_value,
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
         }
@@ -202,6 +214,9 @@ impl<'a> DbIterator<'a> {
                 self.saved_key.clear();
                 return;
             }
+        } else if self.merged {
+            // The inner iterator is past the merged versions already; the
+            // rest of the key's (older) versions are skipped below.
         } else {
             self.saved_key.clear();
             self.saved_key.extend_from_slice(user_key(self.iter.key()));
@@ -215,7 +230,23 @@ impl<'a> DbIterator<'a> {
         if !self.valid {
             return;
         }
-        if self.direction == Direction::Forward {
+        if self.direction == Direction::Forward && self.merged {
+            // The current key is `saved_key`; the inner iterator is past
+            // some of its versions (or at the end): step back before them.
+            if !self.iter.valid() {
+                self.iter.seek_to_last();
+            }
+            while self.iter.valid() && user_key(self.iter.key()) >= self.saved_key.as_slice() {
+                self.iter.prev();
+            }
+            if !self.iter.valid() {
+                self.valid = false;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                return;
+            }
+            self.direction = Direction::Reverse;
+        } else if self.direction == Direction::Forward {
             // Step back over every entry of the current key.
             self.saved_key.clear();
             self.saved_key.extend_from_slice(user_key(self.iter.key()));
@@ -239,6 +270,7 @@ impl<'a> DbIterator<'a> {
     /// Forward scan from the inner position to the next visible user entry.
     /// With `skipping`, entries of keys `<= saved_key` are hidden.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
+        self.merged = false;
         while self.iter.valid() {
             let Some(p) = parse_internal_key(self.iter.key()) else {
                 self.fail_unparsable();
@@ -265,6 +297,15 @@ impl<'a> DbIterator<'a> {
                             return;
                         }
                     }
+                    ValueKind::Merge => {
+                        if !(skipping && p.user_key <= self.saved_key.as_slice()) {
+                            if self.upper.as_ref().is_some_and(|u| p.user_key >= u.as_slice()) {
+                                break;
+                            }
+                            self.merge_forward();
+                            return;
+                        }
+                    }
                 }
             }
             self.iter.next();
@@ -273,9 +314,15 @@ impl<'a> DbIterator<'a> {
         self.saved_key.clear();
     }
 
-    /// Reverse scan collecting the newest visible version of the previous key.
+    /// Reverse scan collecting the newest visible version of the previous key
+    /// (with the merge operands above the version below them, merged).
     fn find_prev_user_entry(&mut self) {
+        self.merged = false;
         let mut kind = ValueKind::Deletion;
+        // Under merge operands: the kind of the version below them (its
+        // value in `saved_value`), `None` when there is none.
+        let mut base: Option<ValueKind> = None;
+        self.operands.clear();
         while self.iter.valid() {
             let Some(p) = parse_internal_key(self.iter.key()) else {
                 // It may be a newer version of the key collected so far.
@@ -286,16 +333,32 @@ impl<'a> DbIterator<'a> {
                 if !kind.is_deletion() && p.user_key < self.saved_key.as_slice() {
                     break;
                 }
-                kind = p.kind;
-                if kind.is_deletion() {
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                } else {
-                    self.saved_key.clear();
-                    self.saved_key.extend_from_slice(p.user_key);
-                    self.saved_value.clear();
-                    self.saved_value.extend_from_slice(self.iter.value());
+                match p.kind {
+                    ValueKind::Deletion | ValueKind::SingleDeletion => {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                        self.operands.clear();
+                    }
+                    ValueKind::Value | ValueKind::BlobIndex => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.iter.value());
+                        self.operands.clear();
+                    }
+                    ValueKind::Merge => {
+                        if kind.is_deletion() {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                            self.saved_value.clear();
+                            base = None;
+                        } else if kind != ValueKind::Merge {
+                            base = Some(kind);
+                        }
+                        self.operands.push(self.iter.value().to_vec());
+                    }
                 }
+                kind = p.kind;
             }
             self.iter.prev();
         }
@@ -312,8 +375,95 @@ impl<'a> DbIterator<'a> {
             self.valid = true;
             if kind == ValueKind::BlobIndex {
                 self.load_blob(Direction::Reverse);
+            } else if kind == ValueKind::Merge {
+                if base == Some(ValueKind::BlobIndex) {
+                    self.load_blob(Direction::Reverse);
+                    if !self.valid {
+                        return;
+                    }
+                }
+                let existing = base.map(|_| std::mem::take(&mut self.saved_value));
+                let operands = std::mem::take(&mut self.operands);
+                match self.merge(existing.as_deref(), &operands) {
+                    Ok(v) => self.saved_value = v,
+                    Err(e) => self.fail(e),
+                }
+                self.operands = operands;
             }
         }
+    }
+
+    /// Going forwards, the inner iterator is on a merge operand, the newest
+    /// visible version of its key: collects the older operands and the
+    /// version below them, merges them into `blob_value`, and leaves the
+    /// inner iterator past what it read.
+    fn merge_forward(&mut self) {
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(user_key(self.iter.key()));
+        let mut operands = vec![self.iter.value().to_vec()];
+        let mut existing = None;
+        self.iter.next();
+        while self.iter.valid() {
+            let Some(p) = parse_internal_key(self.iter.key()) else {
+                self.fail_unparsable();
+                return;
+            };
+            if p.user_key != self.saved_key.as_slice() {
+                break;
+            }
+            match p.kind {
+                ValueKind::Merge => operands.push(self.iter.value().to_vec()),
+                ValueKind::Value => {
+                    existing = Some(self.iter.value().to_vec());
+                    break;
+                }
+                ValueKind::BlobIndex => {
+                    self.load_blob(Direction::Forward);
+                    if self.error.is_some() {
+                        return;
+                    }
+                    existing = Some(std::mem::take(&mut self.blob_value));
+                    break;
+                }
+                ValueKind::Deletion | ValueKind::SingleDeletion => break,
+            }
+            self.iter.next();
+        }
+        if !self.iter.valid() && self.iter.status().is_err() {
+            // Older versions may be missing: no value rather than a wrong one.
+            self.valid = false;
+            self.saved_key.clear();
+            return;
+        }
+        operands.reverse();
+        match self.merge(existing.as_deref(), &operands) {
+            Ok(v) => {
+                self.blob_value = v;
+                self.value_is_blob = false;
+                self.merged = true;
+                self.valid = true;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// `operands` (oldest first) applied to `existing` with the merge
+    /// operator, for the key in `saved_key`.
+    fn merge(&self, existing: Option<&[u8]>, operands: &[Vec<u8>]) -> Result<Vec<u8>> {
+        let op = self.merge_operator.as_ref().ok_or_else(|| crate::merge_operator::missing(&self.saved_key))?;
+        let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+        crate::merge_operator::full_merge(op.as_ref(), &self.saved_key, existing, &refs, "(db iterator)")
+    }
+
+    /// Stops the iterator with `e`.
+    fn fail(&mut self, e: Error) {
+        self.error = Some(e);
+        self.valid = false;
+        self.merged = false;
+        self.value_is_blob = false;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        self.direction = Direction::Forward;
     }
 
     /// Reads the current entry's blob: going forwards the inner iterator is

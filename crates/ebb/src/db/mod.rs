@@ -476,6 +476,37 @@ impl Db {
         self.inner.write(Some(b), wo, None)
     }
 
+    /// Applies `value`, a merge operand, to `key`'s value with the default
+    /// family's merge operator (RocksDB `Merge`): no read-modify-write; the
+    /// operand is combined when the key is read, flushed or compacted
+    /// (docs/data_model.md, "Merge"). Refused (invalid argument) when the
+    /// family has no merge operator.
+    pub fn merge(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.merge_opt(key, value, &WriteOptions::default())
+    }
+
+    /// [`Db::merge`] with write options.
+    pub fn merge_opt(&self, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::one_record(0, key, value);
+        b.merge(key, value);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// [`Db::merge`] in column family `cf`.
+    pub fn merge_cf(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.merge_cf_opt(cf, key, value, &WriteOptions::default())
+    }
+
+    /// [`Db::merge`] in column family `cf` with write options.
+    pub fn merge_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        cf.data.check_live()?;
+        let mut b = WriteBatch::one_record(cf.id(), key, value);
+        b.merge_cf(cf, key, value);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
     /// Applies `batch` atomically.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
@@ -806,6 +837,7 @@ impl DbInner {
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
+        it.merge_operator = cf.options.load().merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));
         if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);

@@ -11,6 +11,7 @@ use super::column_family::ColumnFamilyData;
 use super::{DbInner, SuperVersion};
 use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
 use crate::key::{
     append_internal_key, parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
 };
@@ -101,7 +102,7 @@ impl DbInner {
         let sv = cf.super_version_guard();
         // The lookup key on the stack (for keys up to 56 bytes): a copied
         // value is then the read's one allocation.
-        let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(&sv, key, lookup, ro));
+        let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
         let s = &self.stats;
         s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len()));
         s.time_since(|h| &h.get_micros, start);
@@ -109,8 +110,9 @@ impl DbInner {
     }
 
     /// The value of `key` in `sv` at the sequence in `lookup`.
-    fn get_with_lookup<V: ReadValue>(
+    pub(super) fn get_with_lookup<V: ReadValue>(
         &self,
+        cf: &ColumnFamilyData,
         sv: &SuperVersion,
         key: &[u8],
         lookup: &[u8],
@@ -123,6 +125,7 @@ impl DbInner {
                 Some(MemLookup::BlobIndex(v)) => {
                     return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
                 }
+                Some(MemLookup::Merge) => return self.get_merged(cf, sv, key, lookup, ro).map(|v| v.map(V::owned)),
                 None => {}
             }
         }
@@ -152,7 +155,88 @@ impl DbInner {
                 }
             }
         }
-        best.map_or(Ok(None), |found| self.finish(key, found, ro))
+        match best {
+            Some((_, ValueKind::Merge, ..)) => self.get_merged(cf, sv, key, lookup, ro).map(|v| v.map(V::owned)),
+            found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
+        }
+    }
+
+    /// The value of `key` whose newest version visible at `lookup`'s
+    /// sequence is a merge operand: its versions, newest first, from each
+    /// memtable and level in turn (L0's files together, by sequence), down
+    /// to the first that is not an operand (RocksDB's `MergeContext`), given
+    /// to the family's merge operator.
+    fn get_merged(
+        &self,
+        cf: &ColumnFamilyData,
+        sv: &SuperVersion,
+        key: &[u8],
+        lookup: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        let op = cf.options.load().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
+        let mut operands: Vec<Vec<u8>> = Vec::new();
+        let mut versions = Vec::new();
+        // The version below the operands, and where it was found.
+        let mut base: Option<(ValueKind, Vec<u8>, String)> = None;
+        // Moves the operands at the head of `versions` (newest first) to
+        // `operands`; the first other version is the base.
+        let take = |versions: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>, operands: &mut Vec<Vec<u8>>| {
+            versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+            for (_, kind, v) in versions.drain(..) {
+                if kind != ValueKind::Merge {
+                    return Some((kind, v));
+                }
+                operands.push(v);
+            }
+            None
+        };
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            mem.versions(lookup, &mut versions);
+            if let Some((kind, v)) = take(&mut versions, &mut operands) {
+                base = Some((kind, v, "memtable".into()));
+                break;
+            }
+        }
+        if base.is_none() {
+            let rs = ReadSettings::from_read_options(ro);
+            let mut files = sv.version.files_for_key(key).peekable();
+            while let Some((level, f)) = files.next() {
+                let table = self.tables.get(f, level)?;
+                if table.key_may_match(key) {
+                    let mut it = table.iter(rs);
+                    it.seek(lookup);
+                    while it.valid() {
+                        let p = parse_internal_key(it.key()).ok_or_else(|| unparsable(f.number))?;
+                        if p.user_key != key {
+                            break;
+                        }
+                        versions.push((p.seq, p.kind, it.value().to_vec()));
+                        if p.kind != ValueKind::Merge {
+                            break;
+                        }
+                        it.next();
+                    }
+                    it.status()?;
+                }
+                // L0's files may overlap in sequences: they are taken
+                // together, once the last of them is read.
+                if level > 0 || files.peek().is_none_or(|(l, _)| *l > 0) {
+                    if let Some((kind, v)) = take(&mut versions, &mut operands) {
+                        base = Some((kind, v, format!("{:06}.sst", f.number)));
+                        break;
+                    }
+                }
+            }
+        }
+        let existing = match base {
+            Some((ValueKind::Value, v, _)) => Some(v),
+            Some((ValueKind::BlobIndex, v, holder)) => Some(self.resolve_blob(key, &v, &holder, ro)?),
+            _ => None,
+        };
+        operands.reverse();
+        let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+        crate::merge_operator::full_merge(op.as_ref(), key, existing.as_deref(), &refs, "read").map(Some)
     }
 
     /// What the newest entry found for `key` reads as.
@@ -207,7 +291,7 @@ impl DbInner {
             }
             let sv = cf.super_version();
             let keys: Vec<&[u8]> = idx.iter().map(|&i| reads[i].1).collect();
-            for (k, r) in self.multi_get_family(&sv, &keys, seq, ro).into_iter().enumerate() {
+            for (k, r) in self.multi_get_family(cf, &sv, &keys, seq, ro).into_iter().enumerate() {
                 results[idx[k]] = Some(r);
             }
         }
@@ -222,6 +306,7 @@ impl DbInner {
     /// [`Self::multi_get_in`] for the keys of one family, read in `sv`.
     fn multi_get_family(
         &self,
+        cf: &ColumnFamilyData,
         sv: &SuperVersion,
         keys: &[&[u8]],
         seq: SequenceNumber,
@@ -245,6 +330,7 @@ impl DbInner {
             hashes: keys.iter().map(|k| filter_hash(k)).collect(),
             wanted: Vec::with_capacity(keys.len()),
             passing: Vec::with_capacity(keys.len()),
+            merges: Vec::new(),
         };
         for &i in &order {
             for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -252,6 +338,10 @@ impl DbInner {
                     Some(MemLookup::Value(v)) => Ok(Some(v)),
                     Some(MemLookup::Deleted) => Ok(None),
                     Some(MemLookup::BlobIndex(v)) => self.resolve_blob(keys[i], &v, "memtable", ro).map(Some),
+                    Some(MemLookup::Merge) => {
+                        batch.merges.push(i);
+                        Ok(None)
+                    }
                     None => continue,
                 };
                 batch.results[i] = Some(r);
@@ -299,6 +389,10 @@ impl DbInner {
                 self.multi_get_table(&mut batch, &files[at], level);
             }
             self.settle(&mut batch, ro);
+        }
+        // Keys whose newest version is a merge operand are read on their own.
+        for &i in &batch.merges {
+            batch.results[i] = Some(self.get_merged(cf, sv, keys[i], batch.lookups.get(i), ro));
         }
         batch.results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
@@ -359,7 +453,13 @@ impl DbInner {
         for i in 0..batch.keys.len() {
             if batch.results[i].is_none() {
                 if let Some(found) = batch.best[i].take() {
-                    batch.results[i] = Some(self.finish(batch.keys[i], found, ro));
+                    if found.1 == ValueKind::Merge {
+                        // Settled (no older version matters), read at the end.
+                        batch.merges.push(i);
+                        batch.results[i] = Some(Ok(None));
+                    } else {
+                        batch.results[i] = Some(self.finish(batch.keys[i], found, ro));
+                    }
                 }
             }
         }
@@ -395,6 +495,8 @@ struct Batch<'a> {
     /// filter lets through: reused from table to table.
     wanted: Vec<usize>,
     passing: Vec<usize>,
+    /// Keys whose newest version is a merge operand ([`DbInner::get_merged`]).
+    merges: Vec<usize>,
 }
 
 /// Options passed to each read.

@@ -295,7 +295,8 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
         for mem in &r.mems {
             let number = st.versions.new_file_number();
             let mem = std::slice::from_ref(mem);
-            let output = inner.write_level0_table(mem, &opts, &data, number, smallest_snapshot, &new_blob_number)?;
+            let output =
+                inner.write_level0_table(mem, &opts, &data, number, (smallest_snapshot, &[]), &new_blob_number)?;
             written += output.bytes_written;
             inner.record_blob_output(&mut edit, &output);
             for f in output.files {

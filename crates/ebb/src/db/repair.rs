@@ -255,6 +255,8 @@ fn repair_locked(
                 cf_name: &name,
                 bytes_per_sync: options.bytes_per_sync,
                 new_blob_number: None,
+                // Operands are kept as they are: repair runs no user code.
+                merge: None,
             };
             let out = write_memtables(&target, &[mem], number, max_seq, &mut |_| {})?;
             for f in out.files {

@@ -260,6 +260,11 @@ impl TtlDb {
                 (cf, super::BatchOp::Put { key, value }) => stamped.put_in(cf, key, &self.stamp(value)),
                 (cf, super::BatchOp::Delete { key }) => stamped.delete_in(cf, key),
                 (cf, super::BatchOp::SingleDelete { key }) => stamped.single_delete_in(cf, key),
+                (_, super::BatchOp::Merge { .. }) => {
+                    return Err(Error::NotSupported(
+                        "merge in a TTL database (merge operands carry no write time)".into(),
+                    ))
+                }
             }
         }
         self.db.write_opt(&stamped, wo)

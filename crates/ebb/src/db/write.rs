@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::StallCondition;
-use super::{DbInner, DbState, WriteBatch};
+use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
+use crate::key::{SequenceNumber, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 
@@ -98,13 +99,18 @@ impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_open()?;
         if let Some(b) = &batch {
-            if b.has_other_families() {
-                let ids = b.column_families();
+            if b.has_other_families() || b.has_merges() {
                 let st = self.state.lock();
-                if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
-                    return Err(Error::invalid(format!(
-                        "the write batch writes to column family {id}, which does not exist (dropped?)"
-                    )));
+                if b.has_other_families() {
+                    let ids = b.column_families();
+                    if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
+                        return Err(Error::invalid(format!(
+                            "the write batch writes to column family {id}, which does not exist (dropped?)"
+                        )));
+                    }
+                }
+                if b.has_merges() {
+                    self.check_merge_operators(&st, b)?;
                 }
             }
             bump(&self.stats.user_writes, 1);
@@ -273,12 +279,67 @@ impl DbInner {
             let Some(mem) = mem_of(cf) else { continue };
             let (kind, key, value) = op.entry();
             user_bytes += (key.len() + value.len()) as u64;
+            if kind == ValueKind::Merge {
+                if let Some(merged) = self.merge_in_place(cf, mem, key, value, seq)? {
+                    mem.add(seq, ValueKind::Value, key, &merged);
+                    continue;
+                }
+            }
             mem.add(seq, kind, key, value);
         }
         self.last_sequence.store(first + count - 1, Ordering::Release);
         bump(&self.stats.user_keys, count);
         bump(&self.stats.user_bytes, user_bytes);
         bump(&self.stats.write_groups, 1);
+        Ok(())
+    }
+
+    /// With `max_successive_merges` reached by `key`'s operands on top of
+    /// memtable `mem`, the value the merge at `seq` makes (everything
+    /// before it read, the operand applied), to be written instead of the
+    /// operand (RocksDB's `MemTableInserter::MergeCF`); `None` otherwise.
+    /// The WAL keeps the operand: replaying it gives the same value.
+    fn merge_in_place(
+        &self,
+        cf: u32,
+        mem: &Arc<MemTable>,
+        key: &[u8],
+        operand: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(data) = self.state.lock().families.get(&cf).map(|f| Arc::clone(&f.data)) else { return Ok(None) };
+        let opts = data.options.load();
+        let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return Ok(None) };
+        if limit == 0 || mem.successive_merges(key) < limit {
+            return Ok(None);
+        }
+        let sv = data.super_version_guard();
+        if !Arc::ptr_eq(&sv.mem, mem) {
+            return Ok(None);
+        }
+        let ro = ReadOptions::default();
+        let before = crate::key::with_internal_key(key, seq - 1, crate::key::KIND_FOR_SEEK, |lookup| {
+            self.get_with_lookup::<Vec<u8>>(&data, &sv, key, lookup, &ro)
+        })?;
+        crate::merge_operator::full_merge(op.as_ref(), key, before.as_deref(), &[operand], "write").map(Some)
+    }
+
+    /// Refuses a batch with a merge into a family without a merge operator
+    /// (RocksDB refuses it likewise), before anything is written.
+    fn check_merge_operators(&self, st: &DbState, b: &WriteBatch) -> Result<()> {
+        for op in b.iter_cf() {
+            if let (cf, super::BatchOp::Merge { key, .. }) = op.map_err(Error::invalid)? {
+                let Some(f) = st.families.get(&cf) else { continue };
+                if f.data.options.load().merge_operator.is_none() {
+                    return Err(Error::invalid(format!(
+                        "merge of key {:?} into column family {:?}, which has no merge operator \
+                         (set ColumnFamilyOptions::merge_operator)",
+                        String::from_utf8_lossy(key),
+                        f.data.name
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -35,6 +35,9 @@ pub enum MemLookup {
     /// there, it is reported as what it is, for the reader to resolve,
     /// never as the value.
     BlobIndex(Vec<u8>),
+    /// The newest visible version is a merge operand: the reader collects
+    /// the key's versions ([`MemTable::versions`]) and merges them.
+    Merge,
 }
 
 /// A memtable. Shared as `Arc<MemTable>` between the writer, readers,
@@ -103,7 +106,47 @@ impl MemTable {
             ValueKind::Value => MemLookup::Value(value.to_vec()),
             ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
             ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
+            ValueKind::Merge => MemLookup::Merge,
         })
+    }
+
+    /// Appends every version of `lookup`'s user key visible at its sequence
+    /// (newest first: sequence, kind, value) to `out`, stopping after the
+    /// first that is not a merge operand (older ones cannot matter to a
+    /// read). Returns true when it stopped there.
+    pub fn versions(&self, lookup: &[u8], out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>) -> bool {
+        let want = user_key(lookup);
+        let mut c = self.list.cursor();
+        c.seek(&self.list, lookup);
+        while c.valid() {
+            let Some(p) = parse_internal_key(c.key(&self.list)) else { return false };
+            if p.user_key != want {
+                return false;
+            }
+            out.push((p.seq, p.kind, c.value(&self.list).to_vec()));
+            if p.kind != ValueKind::Merge {
+                return true;
+            }
+            c.next(&self.list);
+        }
+        false
+    }
+
+    /// How many merge operands sit on top of `key`'s newest version in this
+    /// memtable (RocksDB's `CountSuccessiveMergeEntries`).
+    pub fn successive_merges(&self, key: &[u8]) -> usize {
+        let lookup = crate::key::make_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK);
+        let mut c = self.list.cursor();
+        c.seek(&self.list, &lookup);
+        let mut n = 0;
+        while c.valid() {
+            match parse_internal_key(c.key(&self.list)) {
+                Some(p) if p.user_key == key && p.kind == ValueKind::Merge => n += 1,
+                _ => break,
+            }
+            c.next(&self.list);
+        }
+        n
     }
 
     /// Bytes charged against `write_buffer_size`.

@@ -284,6 +284,16 @@ define_options! {
         /// Makes a compaction filter per compaction when `compaction_filter`
         /// is not set (RocksDB `compaction_filter_factory`). Default none.
         compaction_filter_factory: Option<Arc<dyn crate::compaction_filter::CompactionFilterFactory>> = None,
+        /// Combines a key's value with the operands `merge` writes (RocksDB
+        /// `merge_operator`; docs/data_model.md, "Merge"). A merge into a
+        /// family without one is refused. Recorded by name in the OPTIONS
+        /// file. Default none.
+        merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>> = None,
+        /// When a merge finds this many operands on top of its key in the
+        /// memtable, it reads the key and writes the merged value instead of
+        /// another operand, bounding the work of later reads (RocksDB
+        /// `max_successive_merges`). 0, the default, never does. Dynamic.
+        max_successive_merges: usize = 0,
         /// Compression of every level unless `compression_per_level` says otherwise.
         /// RocksDB `compression`; default snappy. Dynamic.
         compression: CompressionType = CompressionType::Snappy,

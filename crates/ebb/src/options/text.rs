@@ -243,6 +243,49 @@ impl OptionValue for IdlePolicyKind {
     }
 }
 
+/// A merge operator is written by name (RocksDB writes `nullptr` for none);
+/// the built-in ones are read back by name (`merge_operator::from_name`).
+impl OptionValue for Option<std::sync::Arc<dyn crate::merge_operator::MergeOperator>> {
+    fn format(&self) -> String {
+        self.as_ref().map_or_else(|| "nullptr".into(), |op| op.name().to_string())
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "" | "nullptr" => Ok(None),
+            name => crate::merge_operator::from_name(name).map(Some).map_err(|_| {
+                format!(
+                    "not a built-in merge operator (uint64add, stringappend, max, put); \
+                     set ColumnFamilyOptions::merge_operator in code for {name:?}"
+                )
+            }),
+        }
+    }
+}
+
+/// A compaction filter (or factory) is written by name, for the record: it
+/// is user code, set in code, so only `nullptr` (none) reads back.
+macro_rules! named_user_object {
+    ($($t:ty, $field:literal;)*) => {$(
+        impl OptionValue for Option<std::sync::Arc<$t>> {
+            fn format(&self) -> String {
+                self.as_ref().map_or_else(|| "nullptr".into(), |f| f.name().to_string())
+            }
+            fn parse(s: &str) -> std::result::Result<Self, String> {
+                match s {
+                    "" | "nullptr" => Ok(None),
+                    name => Err(format!(
+                        "{name:?} is user code: set ColumnFamilyOptions::{} in code", $field
+                    )),
+                }
+            }
+        }
+    )*};
+}
+named_user_object! {
+    dyn crate::compaction_filter::CompactionFilter, "compaction_filter";
+    dyn crate::compaction_filter::CompactionFilterFactory, "compaction_filter_factory";
+}
+
 impl OptionValue for CompactionStyle {
     fn format(&self) -> String {
         match self {
@@ -397,6 +440,10 @@ option_table! {
     soft_pending_compaction_bytes_limit: Cf, true;
     hard_pending_compaction_bytes_limit: Cf, true;
     disable_auto_compactions: Cf, true;
+    merge_operator: Cf, false;
+    max_successive_merges: Cf, true;
+    compaction_filter: Cf, false;
+    compaction_filter_factory: Cf, false;
     compression: Cf, true;
     compression_per_level: Cf, true;
     bottommost_compression: Cf, true;

@@ -1584,7 +1584,7 @@ mod tests {
                 let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
                 let value = match kind {
                     ValueKind::Deletion | ValueKind::SingleDeletion => Vec::new(),
-                    ValueKind::Value | ValueKind::BlobIndex => {
+                    ValueKind::Value | ValueKind::BlobIndex | ValueKind::Merge => {
                         format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
                     }
                 };

@@ -173,6 +173,21 @@ impl Recorder {
         self.write(db, "single delete", &b, WriteOptions { sync, disable_wal: false })
     }
 
+    /// Merges `operand` into `key` (the workload set a `stringappend`
+    /// merge operator: the model appends with a comma).
+    pub fn merge(&mut self, db: &Db, key: &[u8], operand: &[u8], sync: bool) -> Result<()> {
+        self.history.attempt(|m| {
+            let merged = match m.get(key) {
+                Some(v) => [v.as_slice(), b",", operand].concat(),
+                None => operand.to_vec(),
+            };
+            m.insert(key.to_vec(), merged);
+        });
+        let mut b = WriteBatch::new();
+        b.merge(key, operand);
+        self.write(db, "merge", &b, WriteOptions { sync, disable_wal: false })
+    }
+
     /// Writes a batch of puts (`Some(value)`) and deletes (`None`) atomically.
     pub fn batch(&mut self, db: &Db, ops: &[(Vec<u8>, Option<Vec<u8>>)], sync: bool) -> Result<()> {
         let mut b = WriteBatch::new();
@@ -342,6 +357,29 @@ pub fn compactions(r: &mut Recorder) -> Result<()> {
     r.close(db)
 }
 
+/// Merges (`stringappend`) over puts, deletes and nothing, one write in
+/// five synced, through flushes and the compactions they start (operands
+/// combined over their values, partially, and at the bottom), then a full
+/// compaction.
+pub fn merges(r: &mut Recorder) -> Result<()> {
+    r.options.merge_operator = Some(ebb::merge_operator::from_name("stringappend")?);
+    let db = r.open()?;
+    let mut rng = StdRng::seed_from_u64(23);
+    for i in 0..300 {
+        let k = key(rng.gen_range(0..40));
+        let sync = i % 5 == 4;
+        match rng.gen_range(0..10) {
+            0..=5 => r.merge(&db, &k, format!("m{i}").as_bytes(), sync)?,
+            6..=8 => r.put(&db, &k, &value(i, 60), sync)?,
+            _ => r.delete(&db, &k, sync)?,
+        }
+    }
+    r.wait_for_compact(&db)?;
+    r.get(&db, &key(3))?;
+    r.compact(&db)?;
+    r.close(db)
+}
+
 /// Many small flushes with a tiny `max_manifest_file_size`, so the MANIFEST
 /// is rolled (new file, CURRENT switched) several times.
 pub fn manifest_rolls(r: &mut Recorder) -> Result<()> {
@@ -414,6 +452,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("unlogged writes then close", unlogged_then_close),
         ("recovery into many tables", recovery_into_many_tables),
         ("single deletes", single_deletes),
+        ("merges", merges),
     ]
 }
 
