@@ -2,11 +2,13 @@
 //! (tests/readme.rs checks that). `cargo test` runs it (Cargo.toml: `test =
 //! true`, `harness = false`) and `cargo run -p ebb --example basic` does too.
 
-use ebb::{Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{merge_operator, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn main() -> ebb::Result<()> {
     let mut opts = Options::default();
     opts.create_if_missing = true;
+    // Merges add to counters without reading them first.
+    opts.merge_operator = Some(merge_operator::from_name("uint64add")?);
     // A database is a directory that outlives the process: this run's own,
     // destroyed at the end, so the example runs again from scratch.
     let path = std::env::temp_dir().join(format!("ebb-example-{}", std::process::id()));
@@ -18,6 +20,14 @@ fn main() -> ebb::Result<()> {
     batch.delete(b"apple");
     db.write_opt(&batch, &WriteOptions { sync: true, disable_wal: false })?;
     assert_eq!(db.get(b"banana")?, Some(b"yellow".to_vec()));
+
+    db.merge(b"visits", &1u64.to_le_bytes())?;
+    db.merge(b"visits", &2u64.to_le_bytes())?;
+    assert_eq!(db.get(b"visits")?, Some(3u64.to_le_bytes().to_vec()));
+
+    db.put(b"fig", b"purple")?;
+    db.delete_range(b"f", b"g")?; // every key from "f" up to, not including, "g"
+    assert_eq!(db.get(b"fig")?, None);
 
     let snapshot = db.snapshot();
     db.put(b"cherry", b"dark red")?;

@@ -36,6 +36,11 @@ pub enum ValueKind {
     /// family's merge operator to the value below it (docs/data_model.md,
     /// "Merge").
     Merge = 0x2,
+    /// A range tombstone (RocksDB's `kTypeRangeDeletion`): in a WAL batch,
+    /// a memtable's tombstone list and a table's range-deletion block, never
+    /// among point entries; its key is the range's start, its value the end
+    /// (docs/data_model.md, "Range deletion").
+    RangeDeletion = 0xF,
     /// A single deletion (RocksDB's `kTypeSingleDeletion`): removes a key
     /// written by one put since its last single deletion; when it meets that
     /// put in a flush or compaction, both are dropped (docs/data_model.md).
@@ -55,6 +60,7 @@ impl ValueKind {
             1 => Some(ValueKind::Value),
             0x2 => Some(ValueKind::Merge),
             0x7 => Some(ValueKind::SingleDeletion),
+            0xF => Some(ValueKind::RangeDeletion),
             0x11 => Some(ValueKind::BlobIndex),
             _ => None,
         }

@@ -12,22 +12,23 @@
 //! 3. `kill_points`: crash points for the kill tests (feature `failpoints`).
 //! 4. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
 //! 5. `key`: internal keys, sequence numbers, size limits.
-//! 6. `iter`: the internal iterator and the merging heap.
-//! 7. `stats`: tickers and histograms in RocksDB's format.
-//! 8. `tuning`: rate limiter, clocks, the tuners' decisions.
-//! 9. `cache`: the block cache, holding values of any type.
-//! 10. `wal`: the write-ahead log format.
-//! 11. `memtable`: the skip list.
-//! 12. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
-//! 13. `blob`: blob files (values kept apart from the tables).
-//! 14. `version`: MANIFEST, version edits and the set of live files.
-//! 15. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 16. `compaction_filter`: the compaction filter traits users implement.
-//! 17. `merge_operator`: the merge operator traits and the built-in ones.
-//! 18. `options`: the database's options, their text form, and the narrow
+//! 6. `range_del`: range tombstones and their fragments.
+//! 7. `iter`: the internal iterator and the merging heap.
+//! 8. `stats`: tickers and histograms in RocksDB's format.
+//! 9. `tuning`: rate limiter, clocks, the tuners' decisions.
+//! 10. `cache`: the block cache, holding values of any type.
+//! 11. `wal`: the write-ahead log format.
+//! 12. `memtable`: the skip list.
+//! 13. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 14. `blob`: blob files (values kept apart from the tables).
+//! 15. `version`: MANIFEST, version edits and the set of live files.
+//! 16. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 17. `compaction_filter`: the compaction filter traits users implement.
+//! 18. `merge_operator`: the merge operator traits and the built-in ones.
+//! 19. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 19. `compaction`: picking and running compactions.
-//! 20. `db`: the public handle, the write and read paths, background jobs.
+//! 20. `compaction`: picking and running compactions.
+//! 21. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -77,6 +78,7 @@ internal_modules! {
     iter;
     key;
     memtable;
+    range_del;
     sst;
     stats;
     tuning;

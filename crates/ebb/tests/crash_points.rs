@@ -129,6 +129,11 @@ fn crash_points_merges() {
 }
 
 #[test]
+fn crash_points_range_deletions() {
+    explore_fault_points("range deletions", workload::range_deletions, workload::as_is);
+}
+
+#[test]
 fn crash_points_blob_files_merges() {
     explore_fault_points("merges", workload::merges, workload::blob_files);
 }

@@ -134,6 +134,11 @@ fn io_errors_merges() {
 }
 
 #[test]
+fn io_errors_range_deletions() {
+    fail_every_operation("range deletions", workload::range_deletions, workload::as_is);
+}
+
+#[test]
 fn io_errors_single_deletes() {
     fail_every_operation("single deletes", workload::single_deletes, workload::as_is);
 }

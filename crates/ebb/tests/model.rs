@@ -91,7 +91,24 @@ struct Activity {
     blobs_relocated: u64,
 }
 
+/// What a history may hold beyond puts, deletes, single deletes and batches.
+#[derive(Clone, Copy, Default)]
+struct Extras {
+    /// Range deletions (`delete_range`, and in batches).
+    range_deletes: bool,
+}
+
 fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_epoch: usize) -> Activity {
+    run_seed_with(seed, opts_for, epochs, ops_per_epoch, Extras::default())
+}
+
+fn run_seed_with(
+    seed: u64,
+    opts_for: &dyn Fn() -> Options,
+    epochs: usize,
+    ops_per_epoch: usize,
+    extras: Extras,
+) -> Activity {
     let mut activity = Activity::default();
     let mut rng = StdRng::seed_from_u64(seed);
     let path = std::path::PathBuf::from(format!("/model-{seed}"));
@@ -134,6 +151,29 @@ fn run_seed(seed: u64, opts_for: &dyn Fn() -> Options, epochs: usize, ops_per_ep
                     let (k, v) = (key(&mut rng, 600), value(&mut rng));
                     db.put(&k, &v).unwrap();
                     model.insert(k, v);
+                }
+                45..=59 if extras.range_deletes && rng.gen_bool(0.3) => {
+                    // Mostly narrow ranges, sometimes wide; now and then
+                    // reversed (refused) or empty.
+                    let a = key(&mut rng, 600);
+                    let width = if rng.gen_bool(0.9) { rng.gen_range(0..30) } else { rng.gen_range(0..300) };
+                    let b = format!("key{:05}", String::from_utf8_lossy(&a[3..]).parse::<u32>().unwrap() + width)
+                        .into_bytes();
+                    if rng.gen_bool(0.05) {
+                        assert!(db.delete_range(&b, &a).is_err() || a == b, "{ctx}: a reversed range is refused");
+                    } else {
+                        if rng.gen_bool(0.3) {
+                            let mut batch = WriteBatch::new();
+                            batch.delete_range(&a, &b);
+                            db.write(&batch).unwrap();
+                        } else {
+                            db.delete_range(&a, &b).unwrap();
+                        }
+                        let doomed: Vec<Vec<u8>> = model.range(a.clone()..b.clone()).map(|(k, _)| k.clone()).collect();
+                        for k in doomed {
+                            model.remove(&k);
+                        }
+                    }
                 }
                 45..=59 => {
                     let k = key(&mut rng, 600);
@@ -327,6 +367,39 @@ fn model_with_merges() {
     }
     assert!(total.flushes >= 50 && total.compactions >= 50, "{total:?}");
     eprintln!("model with merges: {total:?}");
+}
+
+/// The histories with range deletions (alone, in batches, over every kind
+/// of version, under snapshots), through flushes and compactions of both
+/// styles that keep data, with merges for some seeds and blob files for
+/// others.
+#[test]
+fn model_with_range_deletions() {
+    let mut total = Activity::default();
+    for seed in 60..70 {
+        let fs = MemFs::new();
+        let opts = || {
+            let mut o = tiny_options(Some(fs.clone()));
+            if seed % 3 == 1 {
+                o.compaction_style = ebb::CompactionStyle::Universal;
+            }
+            if seed % 4 == 2 {
+                o.merge_operator = Some(ebb::merge_operator::from_name("stringappend").unwrap());
+            }
+            if seed % 5 == 3 {
+                o.enable_blob_files = true;
+                o.min_blob_size = 40;
+                o.blob_file_size = 4096;
+            }
+            o
+        };
+        let a = run_seed_with(seed, &opts, 3, 1500, Extras { range_deletes: true });
+        total.flushes += a.flushes;
+        total.compactions += a.compactions;
+        total.trivial_moves += a.trivial_moves;
+    }
+    assert!(total.flushes >= 50 && total.compactions >= 50, "{total:?}");
+    eprintln!("model with range deletions: {total:?}");
 }
 
 #[test]

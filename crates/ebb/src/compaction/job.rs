@@ -43,6 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
+use super::covered::Covered;
 pub use super::operands::MergeSettings;
 use super::operands::Operands;
 use crate::compaction_filter::{CompactionFilter, Decision};
@@ -51,6 +52,7 @@ use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind};
 use crate::options::CompressionType;
+use crate::range_del::{successor, FragmentedTombstones, RangeTombstone};
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{filename, FileMetaData};
 
@@ -123,6 +125,11 @@ pub struct JobContext<'a> {
     /// Combines merge operands (compaction/operands.rs); `None` keeps them
     /// as they are (the family has no merge operator).
     pub merge: Option<MergeSettings<'a>>,
+    /// The range tombstones of the inputs (module documentation, "Range
+    /// tombstones"); `None` when they have none.
+    pub range_dels: Option<&'a FragmentedTombstones>,
+    /// The live snapshots when the job started, ascending.
+    pub snapshots: &'a [SequenceNumber],
 }
 
 /// A compaction filter and what decides which versions it is asked about.
@@ -177,6 +184,8 @@ struct OpenOutput {
     reported: u64,
     /// The oldest blob file an entry refers to (0: none yet).
     oldest_blob_file: u64,
+    /// The last user key added (an output is cut only between user keys).
+    last_user_key: Vec<u8>,
 }
 
 /// Blob references read and written per blob file: (count, record bytes).
@@ -238,8 +247,18 @@ fn merge(
     let fs = Arc::clone(ctx.fs);
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
     let mut pairs = SingleDeletePairs::new(input, ctx.drop_hidden.then_some(ctx.smallest_snapshot));
-    let mut operands = Operands::new(&mut pairs, ctx.merge, ctx.drop_tombstones);
+    let mut covered = Covered::new(&mut pairs, ctx.range_dels, ctx.snapshots);
+    let mut operands = Operands::new(&mut covered, ctx.merge, ctx.drop_tombstones);
     let input = &mut operands;
+    // Range tombstones the outputs keep: at the bottom, those every reader
+    // sees have deleted all they cover here (`Covered`) and go.
+    let mut range_dels = OutputTombstones::new(
+        ctx.range_dels
+            .map(|t| {
+                t.tombstones().filter(|t| !(ctx.drop_tombstones && t.seq <= ctx.smallest_snapshot)).collect()
+            })
+            .unwrap_or_default(),
+    );
     let mut blob_in = BlobFlow::new();
     let mut blob_out = BlobFlow::new();
     let mut blobs = BlobOutputs::default();
@@ -279,7 +298,8 @@ fn merge(
                 o.builder.estimated_file_size() >= ctx.target_file_size || overlapped_bytes > grandparent_limit
             });
             if cut {
-                if let Some(o) = current.take() {
+                if let Some(mut o) = current.take() {
+                    range_dels.add_to(&mut o, true);
                     finish_output(o, out, &mut ctx).map_err(fail)?;
                 }
                 overlapped_bytes = 0;
@@ -397,25 +417,17 @@ fn merge(
             _ => (key, input.value()),
         };
         if current.is_none() {
-            let number = (ctx.new_file_number)();
-            created.push(number);
-            let path = filename::table_file(dir, number);
-            let file = crate::fs::WriteBehindFile::wrap(fs.new_writable(&path).map_err(fail)?, ctx.bytes_per_sync);
-            current = Some(OpenOutput {
-                number,
-                builder: TableBuilder::new(file, ctx.table_options.clone(), path.display().to_string()),
-                smallest: out_key.to_vec(),
-                largest: Vec::new(),
-                smallest_seq: SequenceNumber::MAX,
-                largest_seq: 0,
-                reported: 0,
-                oldest_blob_file: 0,
-            });
+            current = Some(open_output(&mut ctx, dir, fs.as_ref(), created).map_err(fail)?);
         }
         if let Some(o) = current.as_mut() {
             o.builder.add(out_key, out_value).map_err(fail)?;
+            if o.smallest.is_empty() {
+                o.smallest = out_key.to_vec();
+            }
             o.largest.clear();
             o.largest.extend_from_slice(out_key);
+            o.last_user_key.clear();
+            o.last_user_key.extend_from_slice(user_key(out_key));
             o.smallest_seq = o.smallest_seq.min(parsed.seq);
             o.largest_seq = o.largest_seq.max(parsed.seq);
             if refers_to != 0 && (o.oldest_blob_file == 0 || refers_to < o.oldest_blob_file) {
@@ -433,10 +445,24 @@ fn merge(
         input.next();
     }
     input.status().map_err(fail)?;
+    // Range tombstones after the last output's keys, or with no key at all.
+    if current.is_none() && range_dels.remaining() {
+        current = Some(open_output(&mut ctx, dir, fs.as_ref(), created).map_err(fail)?);
+    }
+    if let Some(o) = current.as_mut() {
+        range_dels.add_to(o, false);
+    }
     // Merge operands combined into others.
     out.keys_in += operands.absorbed;
     out.keys_dropped += operands.absorbed;
     drop(operands);
+    // Entries range tombstones deleted, and their blobs (garbage now).
+    out.keys_in += covered.dropped;
+    out.keys_dropped += covered.dropped;
+    for (number, bytes) in std::mem::take(&mut covered.dropped_blobs) {
+        add_flow(&mut blob_in, number, bytes);
+    }
+    drop(covered);
     // The single deletions dropped with their puts, and the blob records
     // of those puts (garbage now).
     out.keys_in += pairs.dropped;
@@ -629,8 +655,86 @@ fn finish_blob_file(blobs: &mut BlobOutputs, ctx: &mut JobContext<'_>) -> Result
     Ok(())
 }
 
+/// Starts an output table.
+fn open_output(
+    ctx: &mut JobContext<'_>,
+    dir: &Path,
+    fs: &dyn FileSystem,
+    created: &mut Vec<u64>,
+) -> Result<OpenOutput> {
+    let number = (ctx.new_file_number)();
+    created.push(number);
+    let path = filename::table_file(dir, number);
+    let file = crate::fs::WriteBehindFile::wrap(fs.new_writable(&path)?, ctx.bytes_per_sync);
+    Ok(OpenOutput {
+        number,
+        builder: TableBuilder::new(file, ctx.table_options.clone(), path.display().to_string()),
+        smallest: Vec::new(),
+        largest: Vec::new(),
+        smallest_seq: SequenceNumber::MAX,
+        largest_seq: 0,
+        reported: 0,
+        oldest_blob_file: 0,
+        last_user_key: Vec::new(),
+    })
+}
+
+/// The range tombstones a job writes, handed out to its outputs in key
+/// order (module documentation, "Range tombstones").
+struct OutputTombstones {
+    list: Vec<RangeTombstone>,
+    /// Where the next output's share starts: the successor of the previous
+    /// output's last user key (`None` before the first output).
+    lower: Option<Vec<u8>>,
+}
+
+impl OutputTombstones {
+    fn new(list: Vec<RangeTombstone>) -> Self {
+        OutputTombstones { list, lower: None }
+    }
+
+    /// Whether some tombstone reaches past where the outputs so far end.
+    fn remaining(&self) -> bool {
+        self.list.iter().any(|t| self.lower.as_ref().is_none_or(|l| t.end > *l))
+    }
+
+    /// Adds to `o` its share: the tombstones clipped to `[lower, upper)`,
+    /// where `upper` is the successor of its last user key when `cut`
+    /// (another output follows) and unbounded otherwise; then widens its
+    /// key and sequence range to take them in.
+    fn add_to(&mut self, o: &mut OpenOutput, cut: bool) {
+        let upper = cut.then(|| successor(&o.last_user_key));
+        let mut share = Vec::new();
+        for t in &self.list {
+            let start = match &self.lower {
+                Some(l) if *l > t.start => l.clone(),
+                _ => t.start.clone(),
+            };
+            let end = match &upper {
+                Some(u) if *u < t.end => u.clone(),
+                _ => t.end.clone(),
+            };
+            if start < end {
+                share.push(RangeTombstone { start, end, seq: t.seq });
+            }
+        }
+        self.lower = upper;
+        if share.is_empty() {
+            return;
+        }
+        let fragments = FragmentedTombstones::new(&share);
+        let mut seqs = (o.smallest_seq, o.largest_seq);
+        fragments.extend_file_bounds(&mut o.smallest, &mut o.largest, &mut seqs);
+        (o.smallest_seq, o.largest_seq) = seqs;
+        for t in share {
+            o.builder.add_range_deletion(t);
+        }
+    }
+}
+
 fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -> Result<()> {
     let num_entries = o.builder.num_entries();
+    let num_range_deletions = o.builder.num_range_deletions() as u64;
     let props = o.builder.finish()?;
     (ctx.on_bytes)(props.file_size.saturating_sub(o.reported));
     out.bytes_written += props.file_size;
@@ -645,6 +749,7 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
         num_entries,
         num_deletions: props.num_deletions,
         oldest_blob_file: o.oldest_blob_file,
+        num_range_deletions,
         table: Default::default(),
     });
     Ok(())
@@ -768,6 +873,8 @@ mod tests {
                 bytes_per_sync: 0,
                 filter,
                 merge: None,
+                range_dels: None,
+                snapshots: &[],
             },
         )
         .unwrap();

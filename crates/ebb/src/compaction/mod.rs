@@ -5,6 +5,7 @@
 
 pub mod fifo;
 pub mod job;
+pub(crate) mod covered;
 pub(crate) mod operands;
 pub mod picker;
 pub(crate) mod run;
@@ -110,6 +111,7 @@ pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) ->
         num_entries: 1,
         num_deletions: 0,
         oldest_blob_file: 0,
+        num_range_deletions: 0,
         table: Default::default(),
     }
 }

@@ -127,7 +127,7 @@ impl<'a> Operands<'a> {
                     }
                     None => None,
                 },
-                ValueKind::Deletion | ValueKind::SingleDeletion => Some(None),
+                ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => Some(None),
                 ValueKind::Merge => None,
             },
             Some(p) if p.user_key == key.as_slice() => None,

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, user_key, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::range_del::FragmentedTombstones;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::version::{
     BlobFileAddition, BlobFileGarbage, FileMetaData, LevelFiles, LevelIterator, TableCache, VersionEdit,
@@ -59,6 +60,8 @@ pub(crate) struct CompactionRun<'a> {
     pub(crate) table_options: TableBuilderOptions,
     /// Combines merge operands (`None`: the family has no merge operator).
     pub(crate) merge: Option<job::MergeSettings<'a>>,
+    /// The live snapshots when the compaction started, ascending.
+    pub(crate) snapshots: &'a [u64],
     /// Blob files: separation, garbage collection.
     pub(crate) blob: BlobSettings<'a>,
     /// The oldest sequence a reader may read at.
@@ -138,6 +141,15 @@ impl CompactionRun<'_> {
         if !c.output_inputs.is_empty() {
             children.push(level(&c.output_inputs, c.output_level));
         }
+        // The range tombstones of every input (one range: see
+        // `subcompaction_ranges`).
+        let mut tombstones = Vec::new();
+        for (level, f) in c.inputs_by_level().filter(|(_, f)| f.num_range_deletions > 0) {
+            if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+                tombstones.extend(t.tombstones());
+            }
+        }
+        let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::new(&tombstones));
         let mut input = BoundedIterator::new(MergingIterator::new(children), range.1.clone());
         match &range.0 {
             Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
@@ -172,6 +184,8 @@ impl CompactionRun<'_> {
                 bytes_per_sync: self.bytes_per_sync,
                 filter,
                 merge: self.merge,
+                range_dels: range_dels.as_ref(),
+                snapshots: self.snapshots,
             },
         )
     }
@@ -214,7 +228,11 @@ pub(crate) fn record_blob_output(edit: &mut VersionEdit, output: &JobOutput) {
 /// Only L0→base and compactions with output-level inputs are split; a range
 /// is never smaller than one target file.
 pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> {
-    let splittable = c.level != c.output_level && (c.level == 0 || !c.output_inputs.is_empty());
+    // Range tombstones are handed out to outputs in key order by one job
+    // (job.rs), so a compaction reading any is not split.
+    let splittable = c.level != c.output_level
+        && (c.level == 0 || !c.output_inputs.is_empty())
+        && c.all_inputs().all(|f| f.num_range_deletions == 0);
     let wanted = max.min((c.input_bytes() / c.target_file_size.max(1)).max(1) as usize);
     if !splittable || wanted <= 1 {
         return vec![(None, None)];

@@ -31,6 +31,8 @@ const TAG_CF_VALUE: u8 = 0x05;
 const TAG_CF_SINGLE_DELETION: u8 = 0x08;
 // RocksDB's kTypeColumnFamilyMerge.
 const TAG_CF_MERGE: u8 = 0x06;
+// RocksDB's kTypeColumnFamilyRangeDeletion.
+const TAG_CF_RANGE_DELETION: u8 = 0x0E;
 
 /// An atomic group of puts and deletes.
 #[derive(Clone, PartialEq, Eq)]
@@ -76,6 +78,13 @@ pub enum BatchOp<'a> {
         /// The key.
         key: &'a [u8],
     },
+    /// Remove every key in `[begin, end)` ([`WriteBatch::delete_range`]).
+    DeleteRange {
+        /// The first key removed.
+        begin: &'a [u8],
+        /// The first key not removed.
+        end: &'a [u8],
+    },
     /// Apply the operand `value` to `key`'s value with the column family's
     /// merge operator ([`WriteBatch::merge`]).
     Merge {
@@ -95,6 +104,7 @@ impl<'a> BatchOp<'a> {
             BatchOp::Delete { key } => (crate::key::ValueKind::Deletion, key, &[]),
             BatchOp::SingleDelete { key } => (crate::key::ValueKind::SingleDeletion, key, &[]),
             BatchOp::Merge { key, value } => (crate::key::ValueKind::Merge, key, value),
+            BatchOp::DeleteRange { begin, end } => (crate::key::ValueKind::RangeDeletion, begin, end),
         }
     }
 }
@@ -146,6 +156,26 @@ impl WriteBatch {
     /// Adds a single delete in the column family `cf`.
     pub fn single_delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) {
         self.single_delete_in(cf.id(), key);
+    }
+
+    /// Adds a range deletion to the default column family (RocksDB
+    /// `WriteBatch::DeleteRange`): removes every key from `begin`
+    /// (included) to `end` (excluded). Writing the batch fails, writing
+    /// nothing, if `begin` comes after `end`; an empty range removes nothing.
+    pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
+        self.delete_range_in(0, begin, end);
+    }
+
+    /// Adds a range deletion to the column family `cf`.
+    pub fn delete_range_cf(&mut self, cf: &ColumnFamilyHandle, begin: &[u8], end: &[u8]) {
+        self.delete_range_in(cf.id(), begin, end);
+    }
+
+    pub(crate) fn delete_range_in(&mut self, cf: u32, begin: &[u8], end: &[u8]) {
+        self.push_tag(cf, ValueKind::RangeDeletion as u8, TAG_CF_RANGE_DELETION);
+        put_length_prefixed(&mut self.rep, begin);
+        put_length_prefixed(&mut self.rep, end);
+        self.bump_count();
     }
 
     /// Adds a merge operand to the default column family (RocksDB
@@ -324,6 +354,22 @@ impl WriteBatch {
             let op = op.map_err(Error::invalid)?;
             let (key, value_len) = match op {
                 BatchOp::Put { key, value } | BatchOp::Merge { key, value } => (key, value.len()),
+                BatchOp::DeleteRange { begin, end } => {
+                    if begin > end {
+                        return Err(Error::invalid(format!(
+                            "delete_range: the begin key {:?} comes after the end key {:?}",
+                            String::from_utf8_lossy(begin),
+                            String::from_utf8_lossy(end)
+                        )));
+                    }
+                    if end.len() > MAX_KEY_SIZE {
+                        return Err(Error::invalid(format!(
+                            "key of {} bytes exceeds the limit of {MAX_KEY_SIZE}",
+                            end.len()
+                        )));
+                    }
+                    (begin, 0)
+                }
                 BatchOp::Delete { key } | BatchOp::SingleDelete { key } => (key, 0),
             };
             if key.len() > MAX_KEY_SIZE {
@@ -375,12 +421,13 @@ impl<'a> Iterator for CfBatchIter<'a> {
         let op = (|| {
             let tag = self.d.u8().ok_or("write batch record truncated")?;
             let (cf, kind) = match tag {
-                TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION | TAG_CF_MERGE => {
+                TAG_CF_VALUE | TAG_CF_DELETION | TAG_CF_SINGLE_DELETION | TAG_CF_MERGE | TAG_CF_RANGE_DELETION => {
                     let cf = self.d.varint32().ok_or("write batch column family id truncated")?;
                     let kind = match tag {
                         TAG_CF_VALUE => ValueKind::Value,
                         TAG_CF_DELETION => ValueKind::Deletion,
                         TAG_CF_MERGE => ValueKind::Merge,
+                        TAG_CF_RANGE_DELETION => ValueKind::RangeDeletion,
                         _ => ValueKind::SingleDeletion,
                     };
                     (cf, kind)
@@ -405,6 +452,11 @@ impl<'a> Iterator for CfBatchIter<'a> {
                 ValueKind::SingleDeletion => {
                     let key = self.d.length_prefixed().ok_or("write batch single delete key truncated")?;
                     Ok((cf, BatchOp::SingleDelete { key }))
+                }
+                ValueKind::RangeDeletion => {
+                    let begin = self.d.length_prefixed().ok_or("write batch range deletion begin truncated")?;
+                    let end = self.d.length_prefixed().ok_or("write batch range deletion end truncated")?;
+                    Ok((cf, BatchOp::DeleteRange { begin, end }))
                 }
                 ValueKind::Merge => {
                     let key = self.d.length_prefixed().ok_or("write batch merge key truncated")?;

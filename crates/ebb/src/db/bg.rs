@@ -416,6 +416,7 @@ impl DbInner {
                 verify_checksums: db_opts.paranoid_checks,
             },
             smallest_snapshot,
+            snapshots: &snapshots,
             merge: opts.merge_operator.as_deref().map(|operator| crate::compaction::job::MergeSettings {
                 operator,
                 snapshots: &snapshots,

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
+use crate::range_del::FragmentedTombstones;
 use crate::sst::TableBuilderOptions;
 use crate::stats::{bump, LevelCompactionStats};
 use crate::version::VersionEdit;
@@ -212,6 +213,7 @@ impl DbInner {
                 blobs: Some(&*self.blobs),
                 verify_checksums: true,
             }),
+            snapshots,
         };
         write_memtables(&target, mems, number, smallest_snapshot, &mut on_bytes)
     }
@@ -272,13 +274,17 @@ pub(crate) struct TableTarget<'a> {
     pub(crate) new_blob_number: Option<&'a dyn Fn() -> u64>,
     /// Combines merge operands (`None`: kept as they are).
     pub(crate) merge: Option<job::MergeSettings<'a>>,
+    /// The live snapshots, ascending (range tombstones delete only what no
+    /// snapshot between sees).
+    pub(crate) snapshots: &'a [u64],
 }
 
 /// Writes `mems` (oldest first) into one table numbered `number`: a flush,
 /// with no size cut, keeping what a reader at `smallest_snapshot` or later
 /// can see; values of at least `min_blob_size` go to blob files when the
 /// options and `target` say so. Writes nothing (no file) when they hold
-/// nothing.
+/// nothing. Range tombstones go with the entries (drop what they delete
+/// where no snapshot is between, and are written to the table).
 pub(crate) fn write_memtables(
     target: &TableTarget<'_>,
     mems: &[Arc<MemTable>],
@@ -308,6 +314,8 @@ pub(crate) fn write_memtables(
         _ => BlobSettings::off(),
     };
     let mut alloc_blob = || target.new_blob_number.map_or(u64::MAX, |f| f());
+    let tombstones: Vec<_> = mems.iter().flat_map(|m| m.range_tombstone_list()).collect();
+    let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::new(&tombstones));
     job::run(
         &mut input,
         job::JobContext {
@@ -327,6 +335,8 @@ pub(crate) fn write_memtables(
             bytes_per_sync: target.bytes_per_sync,
             filter: None,
             merge: target.merge,
+            range_dels: range_dels.as_ref(),
+            snapshots: target.snapshots,
         },
     )
 }

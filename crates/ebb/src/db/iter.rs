@@ -60,6 +60,9 @@ pub struct DbIterator<'a> {
     pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Merge operands of the key being collected backwards, oldest first.
     operands: Vec<Vec<u8>>,
+    /// The range tombstones of every memtable and table the iterator reads
+    /// (`None`: there are none).
+    pub(crate) tombstones: Option<Arc<crate::range_del::FragmentedTombstones>>,
     /// Where blobs are read from, and whether their checksums are verified.
     pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
     /// Where seeks are counted (`rocksdb.number.db.seek`; the adaptive
@@ -94,6 +97,7 @@ impl<'a> DbIterator<'a> {
             merged: false,
             merge_operator: None,
             operands: Vec::new(),
+            tombstones: None,
             blobs: None,
             stats: None,
             error: None,
@@ -277,8 +281,8 @@ impl<'a> DbIterator<'a> {
                 return;
             };
             if p.seq <= self.sequence {
-                match p.kind {
-                    ValueKind::Deletion | ValueKind::SingleDeletion => {
+                match self.kind_seen(&p) {
+                    ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
@@ -333,8 +337,9 @@ impl<'a> DbIterator<'a> {
                 if !kind.is_deletion() && p.user_key < self.saved_key.as_slice() {
                     break;
                 }
-                match p.kind {
-                    ValueKind::Deletion | ValueKind::SingleDeletion => {
+                let seen = self.kind_seen(&p);
+                match seen {
+                    ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();
@@ -358,7 +363,7 @@ impl<'a> DbIterator<'a> {
                         self.operands.push(self.iter.value().to_vec());
                     }
                 }
-                kind = p.kind;
+                kind = seen;
             }
             self.iter.prev();
         }
@@ -411,7 +416,7 @@ impl<'a> DbIterator<'a> {
             if p.user_key != self.saved_key.as_slice() {
                 break;
             }
-            match p.kind {
+            match self.kind_seen(&p) {
                 ValueKind::Merge => operands.push(self.iter.value().to_vec()),
                 ValueKind::Value => {
                     existing = Some(self.iter.value().to_vec());
@@ -425,7 +430,7 @@ impl<'a> DbIterator<'a> {
                     existing = Some(std::mem::take(&mut self.blob_value));
                     break;
                 }
-                ValueKind::Deletion | ValueKind::SingleDeletion => break,
+                ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => break,
             }
             self.iter.next();
         }
@@ -444,6 +449,15 @@ impl<'a> DbIterator<'a> {
                 self.valid = true;
             }
             Err(e) => self.fail(e),
+        }
+    }
+
+    /// What an entry visible to the iterator is to it: a version a range
+    /// tombstone the iterator sees deletes reads as a deletion.
+    fn kind_seen(&self, p: &crate::key::ParsedKey<'_>) -> ValueKind {
+        match &self.tombstones {
+            Some(t) if t.max_covering(p.user_key, self.sequence) > p.seq => ValueKind::Deletion,
+            _ => p.kind,
         }
     }
 
@@ -703,6 +717,7 @@ mod tests {
                 num_entries: 3,
                 num_deletions: 0,
                 oldest_blob_file: 0,
+                num_range_deletions: 0,
                 table: Default::default(),
             }));
         }

@@ -476,6 +476,42 @@ impl Db {
         self.inner.write(Some(b), wo, None)
     }
 
+    /// Deletes every key from `begin` (included) to `end` (excluded) in one
+    /// write (RocksDB `DeleteRange`): a range tombstone, not one tombstone
+    /// per key (docs/data_model.md, "Range deletion"). `begin` after `end`
+    /// is an invalid-argument error; an empty range deletes nothing.
+    pub fn delete_range(&self, begin: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_opt(begin, end, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with write options.
+    pub fn delete_range_opt(&self, begin: &[u8], end: &[u8], wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::one_record(0, begin, end);
+        b.delete_range(begin, end);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// [`Db::delete_range`] in column family `cf`.
+    pub fn delete_range_cf(&self, cf: &ColumnFamilyHandle, begin: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_cf_opt(cf, begin, end, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] in column family `cf` with write options.
+    pub fn delete_range_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        begin: &[u8],
+        end: &[u8],
+        wo: &WriteOptions,
+    ) -> Result<()> {
+        cf.data.check_live()?;
+        let mut b = WriteBatch::one_record(cf.id(), begin, end);
+        b.delete_range_cf(cf, begin, end);
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
     /// Applies `value`, a merge operand, to `key`'s value with the default
     /// family's merge operator (RocksDB `Merge`): no read-modify-write; the
     /// operand is combined when the key is read, flushed or compacted
@@ -834,8 +870,32 @@ impl DbInner {
                 children.push(Box::new(LevelIterator::new(files, level, Arc::clone(&self.tables), rs)));
             }
         }
+        // Every range tombstone of the view (memtables, and the tables
+        // whose MANIFEST record says they have some).
+        let mut tombstones = Vec::new();
+        let mut tombstone_error = None;
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            if let Some(t) = mem.range_tombstones() {
+                tombstones.extend(t.tombstones());
+            }
+        }
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for f in files.iter().filter(|f| f.num_range_deletions > 0) {
+                match self.tables.get(f, level) {
+                    Ok(t) => tombstones.extend(t.range_tombstones().into_iter().flat_map(|t| t.tombstones())),
+                    Err(e) => tombstone_error = Some(e),
+                }
+            }
+        }
+        if let Some(e) = tombstone_error {
+            // Without a table's tombstones the view could show deleted keys.
+            children.push(Box::new(crate::iter::EmptyIterator::with_error(e)));
+        }
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
+        if !tombstones.is_empty() {
+            it.tombstones = Some(Arc::new(crate::range_del::FragmentedTombstones::new(&tombstones)));
+        }
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         it.merge_operator = cf.options.load().merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));

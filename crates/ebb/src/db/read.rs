@@ -83,6 +83,11 @@ fn copied_entry(ikey: &[u8], value: &[u8]) -> Option<(SequenceNumber, ValueKind,
     parse_internal_key(ikey).map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
 }
 
+/// The sequence a lookup key reads at.
+fn lookup_sequence(lookup: &[u8]) -> SequenceNumber {
+    parse_internal_key(lookup).map_or(0, |p| p.seq)
+}
+
 fn unparsable(table: u64) -> Error {
     Error::corruption(format!("{table:06}.sst"), 0, "unparsable internal key")
 }
@@ -118,14 +123,22 @@ impl DbInner {
         lookup: &[u8],
         ro: &ReadOptions<'_>,
     ) -> Result<Option<V>> {
+        let seq = lookup_sequence(lookup);
+        let slow = || self.get_slow(cf, sv, key, lookup, ro).map(|v| v.map(V::owned));
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            // A range tombstone here may delete what this memtable or an
+            // older source holds: the slow path weighs them (a tombstone in
+            // an older source cannot delete what a newer one holds).
+            if mem.max_covering(key, seq) > 0 {
+                return slow();
+            }
             match mem.get(lookup) {
                 Some(MemLookup::Value(v)) => return Ok(Some(V::owned(v))),
                 Some(MemLookup::Deleted) => return Ok(None),
                 Some(MemLookup::BlobIndex(v)) => {
                     return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
                 }
-                Some(MemLookup::Merge) => return self.get_merged(cf, sv, key, lookup, ro).map(|v| v.map(V::owned)),
+                Some(MemLookup::Merge) => return slow(),
                 None => {}
             }
         }
@@ -141,6 +154,9 @@ impl DbInner {
                 continue;
             }
             let table = self.tables.get(f, level)?;
+            if table.range_tombstones().is_some_and(|t| t.max_covering(key, seq) > 0) {
+                return slow();
+            }
             if !table.key_may_match(key) {
                 self.stats.reads.record_bloom_useful();
                 continue;
@@ -156,17 +172,21 @@ impl DbInner {
             }
         }
         match best {
-            Some((_, ValueKind::Merge, ..)) => self.get_merged(cf, sv, key, lookup, ro).map(|v| v.map(V::owned)),
+            Some((_, ValueKind::Merge, ..)) => slow(),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
         }
     }
 
-    /// The value of `key` whose newest version visible at `lookup`'s
-    /// sequence is a merge operand: its versions, newest first, from each
-    /// memtable and level in turn (L0's files together, by sequence), down
-    /// to the first that is not an operand (RocksDB's `MergeContext`), given
-    /// to the family's merge operator.
-    fn get_merged(
+    /// The value of `key` at `lookup`'s sequence when its newest version
+    /// there is a merge operand or a range tombstone may delete it: the
+    /// newest range tombstone covering the key that the read sees, from
+    /// every memtable and table that may hold the key; then the key's
+    /// versions, newest first, from each memtable and level in turn (L0's
+    /// files together, by sequence), down to the first that is not an
+    /// operand (RocksDB's `MergeContext`), a version below the tombstone
+    /// reading as a deletion; operands given to the family's merge
+    /// operator.
+    fn get_slow(
         &self,
         cf: &ColumnFamilyData,
         sv: &SuperVersion,
@@ -174,7 +194,14 @@ impl DbInner {
         lookup: &[u8],
         ro: &ReadOptions<'_>,
     ) -> Result<Option<Vec<u8>>> {
-        let op = cf.options.load().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
+        let seq = lookup_sequence(lookup);
+        let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
+        let mut tombstone = mems().map(|m| m.max_covering(key, seq)).max().unwrap_or(0);
+        for (level, f) in sv.version.files_for_key(key).filter(|(_, f)| f.num_range_deletions > 0) {
+            if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+                tombstone = tombstone.max(t.max_covering(key, seq));
+            }
+        }
         let mut operands: Vec<Vec<u8>> = Vec::new();
         let mut versions = Vec::new();
         // The version below the operands, and where it was found.
@@ -183,7 +210,10 @@ impl DbInner {
         // `operands`; the first other version is the base.
         let take = |versions: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>, operands: &mut Vec<Vec<u8>>| {
             versions.sort_by_key(|v| std::cmp::Reverse(v.0));
-            for (_, kind, v) in versions.drain(..) {
+            for (s, kind, v) in versions.drain(..) {
+                if s < tombstone {
+                    return Some((ValueKind::Deletion, Vec::new()));
+                }
                 if kind != ValueKind::Merge {
                     return Some((kind, v));
                 }
@@ -191,7 +221,7 @@ impl DbInner {
             }
             None
         };
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        for mem in mems() {
             mem.versions(lookup, &mut versions);
             if let Some((kind, v)) = take(&mut versions, &mut operands) {
                 base = Some((kind, v, "memtable".into()));
@@ -234,6 +264,10 @@ impl DbInner {
             Some((ValueKind::BlobIndex, v, holder)) => Some(self.resolve_blob(key, &v, &holder, ro)?),
             _ => None,
         };
+        if operands.is_empty() {
+            return Ok(existing);
+        }
+        let op = cf.options.load().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
         operands.reverse();
         let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
         crate::merge_operator::full_merge(op.as_ref(), key, existing.as_deref(), &refs, "read").map(Some)
@@ -334,6 +368,11 @@ impl DbInner {
         };
         for &i in &order {
             for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+                if mem.max_covering(keys[i], seq) > 0 {
+                    batch.merges.push(i);
+                    batch.results[i] = Some(Ok(None));
+                    break;
+                }
                 let r = match mem.get(batch.lookups.get(i)) {
                     Some(MemLookup::Value(v)) => Ok(Some(v)),
                     Some(MemLookup::Deleted) => Ok(None),
@@ -392,7 +431,7 @@ impl DbInner {
         }
         // Keys whose newest version is a merge operand are read on their own.
         for &i in &batch.merges {
-            batch.results[i] = Some(self.get_merged(cf, sv, keys[i], batch.lookups.get(i), ro));
+            batch.results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookups.get(i), ro));
         }
         batch.results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
@@ -413,6 +452,19 @@ impl DbInner {
                 return;
             }
         };
+        if let Some(t) = table.range_tombstones() {
+            // Keys a tombstone here may delete are read on their own.
+            let seq = lookup_sequence(batch.lookups.get(batch.wanted[0]));
+            let (keys, results, merges) = (batch.keys, &mut batch.results, &mut batch.merges);
+            batch.wanted.retain(|&i| {
+                if t.max_covering(keys[i], seq) == 0 {
+                    return true;
+                }
+                merges.push(i);
+                results[i] = Some(Ok(None));
+                false
+            });
+        }
         batch.passing.clear();
         let (wanted, keys, hashes, passing) = (&batch.wanted, batch.keys, &batch.hashes, &mut batch.passing);
         table.keys_may_match(
@@ -495,7 +547,7 @@ struct Batch<'a> {
     /// filter lets through: reused from table to table.
     wanted: Vec<usize>,
     passing: Vec<usize>,
-    /// Keys whose newest version is a merge operand ([`DbInner::get_merged`]).
+    /// Keys whose newest version is a merge operand ([`DbInner::get_slow`]).
     merges: Vec<usize>,
 }
 

@@ -257,6 +257,7 @@ fn repair_locked(
                 new_blob_number: None,
                 // Operands are kept as they are: repair runs no user code.
                 merge: None,
+                snapshots: &[],
             };
             let out = write_memtables(&target, &[mem], number, max_seq, &mut |_| {})?;
             for f in out.files {
@@ -571,7 +572,13 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<ScannedTab
             format!("{entries} entries read, {} recorded in its properties", table.properties().num_entries),
         ));
     }
-    if entries == 0 {
+    let mut seqs = (smallest_seq, largest_seq);
+    if let Some(t) = table.range_tombstones() {
+        t.extend_file_bounds(&mut smallest, &mut largest, &mut seqs);
+    }
+    let (smallest_seq, largest_seq) = seqs;
+    let num_range_deletions = table.properties().num_range_deletions;
+    if entries == 0 && num_range_deletions == 0 {
         return Err(Error::corruption(path.display().to_string(), 0, "the table holds no entries"));
     }
     let meta = FileMetaData {
@@ -584,6 +591,7 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<ScannedTab
         num_entries: entries,
         num_deletions: deletions,
         oldest_blob_file: blob_refs.keys().next().copied().unwrap_or(0),
+        num_range_deletions,
         table: Default::default(),
     };
     let p = table.properties();

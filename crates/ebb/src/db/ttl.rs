@@ -251,6 +251,11 @@ impl TtlDb {
         self.db.delete(key)
     }
 
+    /// Removes every key in `[begin, end)` ([`Db::delete_range`]).
+    pub fn delete_range(&self, begin: &[u8], end: &[u8]) -> Result<()> {
+        self.db.delete_range(begin, end)
+    }
+
     /// Applies `batch` atomically, in any of its column families, its
     /// values stamped with the time now.
     pub fn write(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
@@ -260,6 +265,7 @@ impl TtlDb {
                 (cf, super::BatchOp::Put { key, value }) => stamped.put_in(cf, key, &self.stamp(value)),
                 (cf, super::BatchOp::Delete { key }) => stamped.delete_in(cf, key),
                 (cf, super::BatchOp::SingleDelete { key }) => stamped.single_delete_in(cf, key),
+                (cf, super::BatchOp::DeleteRange { begin, end }) => stamped.delete_range_in(cf, begin, end),
                 (_, super::BatchOp::Merge { .. }) => {
                     return Err(Error::NotSupported(
                         "merge in a TTL database (merge operands carry no write time)".into(),

@@ -15,12 +15,15 @@
 
 mod skiplist;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
+use parking_lot::Mutex;
+
 use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use skiplist::{Cursor, SkipList};
 
 /// What a point lookup found in a memtable.
@@ -56,6 +59,13 @@ pub struct MemTable {
     /// second flush running beside it takes only the ones after it. Changed
     /// with the db mutex held.
     flush_claimed: AtomicBool,
+    /// Range tombstones as written, and their fragments once a reader asked
+    /// (dropped at each insert).
+    range_dels: Mutex<(Vec<RangeTombstone>, Option<Arc<FragmentedTombstones>>)>,
+    /// Set once a range tombstone is added: readers skip the lock until then.
+    has_range_dels: AtomicBool,
+    /// Bytes the range tombstones take.
+    range_del_bytes: AtomicUsize,
 }
 
 impl MemTable {
@@ -69,17 +79,66 @@ impl MemTable {
             has_unlogged: AtomicBool::new(false),
             first_seq: AtomicU64::new(0),
             flush_claimed: AtomicBool::new(false),
+            range_dels: Mutex::new((Vec::new(), None)),
+            has_range_dels: AtomicBool::new(false),
+            range_del_bytes: AtomicUsize::new(0),
         }
     }
 
     /// Inserts one entry. Inserts are serialised (one writer at a time).
     pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if kind == ValueKind::RangeDeletion {
+            self.add_range_deletion(seq, user_key, value);
+            return;
+        }
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         if kind.is_deletion() {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
         with_internal_key(user_key, seq, kind, |ikey| self.list.insert(ikey, value));
+    }
+
+    /// Adds the range tombstone `[start, end)` at `seq` (kept apart from the
+    /// point entries, as RocksDB's range-deletion memtable). An empty range
+    /// is not kept.
+    pub fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
+        let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
+        if start >= end {
+            return;
+        }
+        let t = RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq };
+        self.range_del_bytes.fetch_add(t.size() + 32, AtomicOrdering::Relaxed);
+        let mut dels = self.range_dels.lock();
+        dels.0.push(t);
+        dels.1 = None;
+        self.entries.fetch_add(1, AtomicOrdering::Relaxed);
+        self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
+        self.has_range_dels.store(true, AtomicOrdering::Release);
+    }
+
+    /// The range tombstones, fragmented (`None` when there are none).
+    pub fn range_tombstones(&self) -> Option<Arc<FragmentedTombstones>> {
+        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+            return None;
+        }
+        let mut dels = self.range_dels.lock();
+        let (list, cached) = &mut *dels;
+        Some(Arc::clone(cached.get_or_insert_with(|| Arc::new(FragmentedTombstones::new(list.iter())))))
+    }
+
+    /// The range tombstones as written (for a flush).
+    pub fn range_tombstone_list(&self) -> Vec<RangeTombstone> {
+        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+            return Vec::new();
+        }
+        self.range_dels.lock().0.clone()
+    }
+
+    /// The newest range tombstone covering `key` that a reader at
+    /// `read_seq` sees (0: none).
+    pub fn max_covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
+        self.range_tombstones().map_or(0, |t| t.max_covering(key, read_seq))
     }
 
     /// Records that a write reached this memtable without the WAL.
@@ -107,6 +166,8 @@ impl MemTable {
             ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
             ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
             ValueKind::Merge => MemLookup::Merge,
+            // Never among the point entries (`add` keeps them apart).
+            ValueKind::RangeDeletion => return None,
         })
     }
 
@@ -151,7 +212,7 @@ impl MemTable {
 
     /// Bytes charged against `write_buffer_size`.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage()
+        self.list.memory_usage() + self.range_del_bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// Number of entries (every version counts).
@@ -166,7 +227,7 @@ impl MemTable {
 
     /// True when nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && !self.has_range_dels.load(AtomicOrdering::Acquire)
     }
 
     /// The WAL this memtable's writes went to.

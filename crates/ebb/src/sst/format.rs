@@ -42,6 +42,13 @@ pub const FORMAT_VERSION_USER_KEY_INDEX: u32 = 3;
 /// DO NOT CHANGE: on-disk format.
 pub const FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX: u32 = 4;
 
+/// Added to the format version (1 to 4) of a table that has a
+/// range-deletion block (`rocksdb.range_del` in the metaindex): versions 5
+/// to 8. A reader that knows only versions 1 to 4 refuses such a table
+/// instead of reading it without its range tombstones, which would bring
+/// deleted keys back. DO NOT CHANGE: on-disk format.
+pub const FORMAT_VERSION_RANGE_DELETIONS: u32 = 4;
+
 /// Bytes after every block: compression type (1) + masked checksum (4).
 /// DO NOT CHANGE: on-disk format.
 pub const BLOCK_TRAILER_LEN: usize = 5;
@@ -204,14 +211,28 @@ impl Footer {
         Footer { checksum, metaindex, index, format_version: FORMAT_VERSION }
     }
 
+    /// The version without [`FORMAT_VERSION_RANGE_DELETIONS`]: 1 to 4.
+    fn index_version(&self) -> u32 {
+        if self.has_range_deletions() {
+            self.format_version - FORMAT_VERSION_RANGE_DELETIONS
+        } else {
+            self.format_version
+        }
+    }
+
+    /// True when the table has a range-deletion block (versions 5 to 8).
+    pub fn has_range_deletions(&self) -> bool {
+        self.format_version > FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX
+    }
+
     /// True when the index handle names a top-level index of partitions.
     pub fn partitioned_index(&self) -> bool {
-        matches!(self.format_version, FORMAT_VERSION_PARTITIONED_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
+        matches!(self.index_version(), FORMAT_VERSION_PARTITIONED_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
     }
 
     /// True when the index keys are user keys (versions 3 and 4).
     pub fn index_key_is_user_key(&self) -> bool {
-        matches!(self.format_version, FORMAT_VERSION_USER_KEY_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
+        matches!(self.index_version(), FORMAT_VERSION_USER_KEY_INDEX | FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX)
     }
 
     /// The [`FOOTER_LEN`] bytes of this footer.
@@ -246,7 +267,9 @@ impl Footer {
             return Err(format!("footer checksum mismatch: stored {:#010x}, computed {actual:#010x}", unmask(stored)));
         }
         let format_version = decode_fixed32(&src[1 + 2 * MAX_HANDLE_LEN..]).ok_or("short footer")?;
-        if !(FORMAT_VERSION..=FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX).contains(&format_version) {
+        if !(FORMAT_VERSION..=FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX + FORMAT_VERSION_RANGE_DELETIONS)
+            .contains(&format_version)
+        {
             return Err(format!("unsupported table format version {format_version}"));
         }
         let handles = &src[1..1 + 2 * MAX_HANDLE_LEN];
@@ -274,6 +297,22 @@ mod tests {
         extra.push(0);
         assert!(BlockHandle::decode_exact(&extra).is_err());
         assert_eq!(BlockHandle::new(u64::MAX, 1).end_with_trailer(), None);
+    }
+
+    #[test]
+    fn range_deletion_versions_keep_their_index_meaning() {
+        let mut f = Footer::new(ChecksumType::Crc32c, BlockHandle::new(1, 2), BlockHandle::new(3, 4));
+        for base in FORMAT_VERSION..=FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX {
+            f.format_version = base;
+            let (partitioned, user_keys) = (f.partitioned_index(), f.index_key_is_user_key());
+            assert!(!f.has_range_deletions());
+            f.format_version = base + FORMAT_VERSION_RANGE_DELETIONS;
+            assert!(f.has_range_deletions());
+            assert_eq!((f.partitioned_index(), f.index_key_is_user_key()), (partitioned, user_keys));
+            assert_eq!(Footer::decode(&f.encode()), Ok(f));
+        }
+        f.format_version = FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX + FORMAT_VERSION_RANGE_DELETIONS + 1;
+        assert!(Footer::decode(&f.encode()).unwrap_err().contains("unsupported table format version"));
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub const FILTER_BLOCK_NAME: &str = "ebb.filter";
 pub const PARTITIONED_FILTER_BLOCK_NAME: &str = "ebb.filter.partitioned";
 /// Metaindex name of the properties block. DO NOT CHANGE: on-disk format.
 pub const PROPERTIES_BLOCK_NAME: &str = "ebb.properties";
+/// Metaindex name of the range-deletion block (RocksDB's
+/// `rocksdb.range_del`). DO NOT CHANGE: on-disk format.
+pub const RANGE_DEL_BLOCK_NAME: &str = "ebb.range_del";
 
 #[cfg(test)]
 mod tests {

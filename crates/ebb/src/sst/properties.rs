@@ -29,6 +29,8 @@ mod names {
     pub const LARGEST_SEQNO: &str = "ebb.largest.seqno";
     pub const NUM_DATA_BLOCKS: &str = "ebb.num.data.blocks";
     pub const NUM_DELETIONS: &str = "ebb.num.deletions";
+    /// Written only when the table has range tombstones.
+    pub const NUM_RANGE_DELETIONS: &str = "ebb.num.range-deletions";
     pub const NUM_ENTRIES: &str = "ebb.num.entries";
     pub const RAW_KEY_SIZE: &str = "ebb.raw.key.size";
     pub const RAW_VALUE_SIZE: &str = "ebb.raw.value.size";
@@ -88,6 +90,8 @@ pub struct TableProperties {
     /// Size of the whole file. Not stored in the block: filled in by
     /// `TableBuilder::finish` and `Table::open`.
     pub file_size: u64,
+    /// Range tombstones in the range-deletion block.
+    pub num_range_deletions: u64,
 }
 
 impl Default for TableProperties {
@@ -112,6 +116,7 @@ impl Default for TableProperties {
             column_family: None,
             column_family_name: None,
             file_size: 0,
+            num_range_deletions: 0,
         }
     }
 }
@@ -144,6 +149,9 @@ impl TableProperties {
         ];
         if self.index_partitions > 0 {
             entries.push((names::INDEX_PARTITIONS, number(self.index_partitions)));
+        }
+        if self.num_range_deletions > 0 {
+            entries.push((names::NUM_RANGE_DELETIONS, number(self.num_range_deletions)));
         }
         if let Some(name) = &self.column_family_name {
             entries.push((names::COLUMN_FAMILY_NAME, name.as_bytes().to_vec()));
@@ -204,6 +212,7 @@ impl TableProperties {
                 names::LARGEST_SEQNO => p.largest_seqno = number()?,
                 names::NUM_DATA_BLOCKS => p.num_data_blocks = number()?,
                 names::NUM_DELETIONS => p.num_deletions = number()?,
+                names::NUM_RANGE_DELETIONS => p.num_range_deletions = number()?,
                 names::NUM_ENTRIES => p.num_entries = number()?,
                 names::RAW_KEY_SIZE => p.raw_key_size = number()?,
                 names::RAW_VALUE_SIZE => p.raw_value_size = number()?,
@@ -246,6 +255,7 @@ mod tests {
             column_family: Some(7),
             column_family_name: Some("users".into()),
             file_size: 0,
+            num_range_deletions: 4,
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();
         assert_eq!(decoded, p);

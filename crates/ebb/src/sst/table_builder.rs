@@ -16,15 +16,18 @@ use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{
     block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION, FORMAT_VERSION_PARTITIONED_INDEX,
-    FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX, FORMAT_VERSION_USER_KEY_INDEX,
+    FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX, FORMAT_VERSION_RANGE_DELETIONS, FORMAT_VERSION_USER_KEY_INDEX,
 };
 use std::sync::Arc;
 
 use super::properties::TableProperties;
-use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{compare_internal_keys, internal_separator, internal_successor, user_key, ValueKind, TRAILER_LEN};
+use crate::key::{
+    compare_internal_keys, internal_separator, internal_successor, make_internal_key, user_key, ValueKind, TRAILER_LEN,
+};
+use crate::range_del::RangeTombstone;
 use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::util::checksum::ChecksumType;
 use crate::util::compression::CompressionType;
@@ -132,6 +135,8 @@ pub struct TableBuilder {
     last_key: Vec<u8>,
     props: TableProperties,
     failed: Option<Error>,
+    /// Range tombstones for the range-deletion block.
+    range_dels: Vec<RangeTombstone>,
 }
 
 impl TableBuilder {
@@ -164,7 +169,19 @@ impl TableBuilder {
             last_key: Vec::new(),
             props,
             failed: None,
+            range_dels: Vec::new(),
         }
+    }
+
+    /// Adds a range tombstone, written to the table's range-deletion block
+    /// ([`RANGE_DEL_BLOCK_NAME`]) at `finish`; any order.
+    pub fn add_range_deletion(&mut self, tombstone: RangeTombstone) {
+        self.range_dels.push(tombstone);
+    }
+
+    /// Range tombstones added so far.
+    pub fn num_range_deletions(&self) -> usize {
+        self.range_dels.len()
     }
 
     /// Adds an entry. Keys must be strictly increasing in internal-key order;
@@ -393,6 +410,19 @@ impl TableBuilder {
         meta.extend(self.write_filter()?);
 
         let index_handle = self.write_index()?;
+        // After the index, before the properties (docs/format.md).
+        if !self.range_dels.is_empty() {
+            // Sorted as internal keys (start, then newest first), each entry
+            // the start's internal key and the end (RocksDB's layout).
+            let mut dels = std::mem::take(&mut self.range_dels);
+            dels.sort_by(|a, b| a.start.cmp(&b.start).then(b.seq.cmp(&a.seq)));
+            let mut block = BlockBuilder::new(1);
+            for t in &dels {
+                block.add(&make_internal_key(&t.start, t.seq, ValueKind::RangeDeletion), &t.end);
+            }
+            self.props.num_range_deletions = dels.len() as u64;
+            meta.push((RANGE_DEL_BLOCK_NAME, self.write_block(&block.finish(), false)?));
+        }
 
         self.props.creation_time = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let props_block = self.props.encode();
@@ -414,6 +444,9 @@ impl TableBuilder {
             (false, true) => FORMAT_VERSION_USER_KEY_INDEX,
             (true, true) => FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX,
         };
+        if self.props.num_range_deletions > 0 {
+            footer.format_version += FORMAT_VERSION_RANGE_DELETIONS;
+        }
         let footer = footer.encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;

@@ -38,12 +38,13 @@ use super::format::{unwrap_block, unwrap_mapped_block, BlockHandle, Footer, FOOT
 use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
-use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME};
+use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::key::{user_key, with_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
+use crate::key::{parse_internal_key, user_key, with_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
+use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use crate::util::checksum::ChecksumType;
 
 /// Per-read settings for data blocks.
@@ -304,6 +305,8 @@ pub struct Table {
     meta_priority: Priority,
     /// Auto readahead sizes, initial and max.
     auto_readahead: (usize, usize),
+    /// The range tombstones of the range-deletion block, fragmented.
+    range_dels: Option<Arc<FragmentedTombstones>>,
 }
 
 impl Table {
@@ -352,6 +355,7 @@ impl Table {
         let mut filter_handle = None;
         let mut partitioned_filter_handle = None;
         let mut properties_handle = None;
+        let mut range_del_handle = None;
         meta.seek_to_first();
         while meta.valid() {
             let handle = || {
@@ -364,6 +368,7 @@ impl Table {
                     partitioned_filter_handle = Some(handle()?)
                 }
                 k if k == PROPERTIES_BLOCK_NAME.as_bytes() => properties_handle = Some(handle()?),
+                k if k == RANGE_DEL_BLOCK_NAME.as_bytes() => range_del_handle = Some(handle()?),
                 _ => {}
             }
             meta.next();
@@ -377,6 +382,19 @@ impl Table {
         let mut properties = TableProperties::decode(Arc::new(reader.read(properties_handle, true, None)?))
             .map_err(|r| reader.corruption(properties_handle.offset, r))?;
         properties.file_size = file_size;
+        let range_dels = match (range_del_handle, footer.has_range_deletions()) {
+            (Some(h), true) => Some(Arc::new(read_range_dels(&reader, h)?)),
+            (None, false) => None,
+            (Some(h), false) => {
+                return Err(reader.corruption(h.offset, "a range-deletion block in a table whose format has none"))
+            }
+            (None, true) => {
+                return Err(reader.corruption(
+                    footer.metaindex.offset,
+                    "the format version says the table has range deletions but the metaindex names no block",
+                ))
+            }
+        };
 
         let filter = match filter_handle {
             Some(h) => Some((h, reader.read_meta(h, BlockKind::Filter)?)),
@@ -426,7 +444,13 @@ impl Table {
             cache_id,
             meta_priority,
             auto_readahead: (policy.initial_auto_readahead_size, policy.max_auto_readahead_size),
+            range_dels,
         }))
+    }
+
+    /// The table's range tombstones, fragmented (`None`: it has none).
+    pub fn range_tombstones(&self) -> Option<&Arc<FragmentedTombstones>> {
+        self.range_dels.as_ref()
     }
 
     /// The table's properties; `file_size` is the size given to `open`.
@@ -1458,6 +1482,31 @@ impl InternalIterator for TableIterator {
     }
 }
 
+/// Reads and checks a range-deletion block: each entry the start's
+/// internal key (kind `RangeDeletion`) and the end, no end before its start.
+fn read_range_dels(reader: &BlockReader, handle: BlockHandle) -> Result<FragmentedTombstones> {
+    let block = Arc::new(reader.read(handle, true, None)?);
+    let mut it = BlockIterator::new(block, KeyOrder::Internal);
+    let mut list = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        let bad = |r: &str| reader.corruption(handle.offset, format!("range-deletion block: {r}"));
+        let p = parse_internal_key(it.key()).ok_or_else(|| bad("unparsable internal key"))?;
+        if p.kind != ValueKind::RangeDeletion {
+            return Err(bad(&format!("an entry of kind {:?}", p.kind)));
+        }
+        if it.value() < p.user_key {
+            return Err(bad("a range tombstone ends before it starts"));
+        }
+        list.push(RangeTombstone { start: p.user_key.to_vec(), end: it.value().to_vec(), seq: p.seq });
+        it.next();
+    }
+    if let Some(r) = it.corruption() {
+        return Err(reader.corruption(handle.offset, format!("range-deletion block: {r}")));
+    }
+    Ok(FragmentedTombstones::new(&list))
+}
+
 #[cfg(test)]
 mod tests {
     use std::cmp::Ordering;
@@ -1583,7 +1632,7 @@ mod tests {
             for &seq in versions {
                 let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
                 let value = match kind {
-                    ValueKind::Deletion | ValueKind::SingleDeletion => Vec::new(),
+                    ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => Vec::new(),
                     ValueKind::Value | ValueKind::BlobIndex | ValueKind::Merge => {
                         format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
                     }

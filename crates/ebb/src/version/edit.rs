@@ -23,6 +23,11 @@ const TAG_NEW_FILE: u32 = 5;
 // none is written with tag 5, so a database without blob files writes the
 // bytes it wrote before they existed.
 const TAG_NEW_FILE_WITH_BLOBS: u32 = 6;
+// A new file that has range tombstones: as 6 (its oldest blob file, 0 for
+// none), then how many. Written only for such files, so an older reader
+// refuses a MANIFEST listing one (an unknown tag) instead of opening it
+// without knowing.
+const TAG_NEW_FILE_WITH_RANGE_DELETIONS: u32 = 7;
 // Column families, RocksDB's tag numbers (kColumnFamily, kColumnFamilyAdd,
 // kColumnFamilyDrop, kMaxColumnFamily).
 const TAG_COLUMN_FAMILY: u32 = 200;
@@ -56,6 +61,9 @@ pub struct FileMetaData {
     /// to; 0 when they refer to none (RocksDB's `oldest_blob_file_number`).
     /// A blob file older than every table's oldest is referred to by none.
     pub oldest_blob_file: u64,
+    /// Range tombstones in the table's range-deletion block (MANIFEST tag
+    /// 7): readers gather the tombstones of the files that have any.
+    pub num_range_deletions: u64,
     /// The table's reader once opened; not part of the MANIFEST record.
     pub table: TableSlot,
 }
@@ -207,7 +215,12 @@ impl VersionEdit {
             put_varint64(&mut out, *number);
         }
         for (level, f) in &self.new_files {
-            put_varint32(&mut out, if f.oldest_blob_file == 0 { TAG_NEW_FILE } else { TAG_NEW_FILE_WITH_BLOBS });
+            let tag = match (f.num_range_deletions, f.oldest_blob_file) {
+                (0, 0) => TAG_NEW_FILE,
+                (0, _) => TAG_NEW_FILE_WITH_BLOBS,
+                _ => TAG_NEW_FILE_WITH_RANGE_DELETIONS,
+            };
+            put_varint32(&mut out, tag);
             put_varint32(&mut out, *level as u32);
             put_varint64(&mut out, f.number);
             put_varint64(&mut out, f.file_size);
@@ -217,8 +230,11 @@ impl VersionEdit {
             put_varint64(&mut out, f.largest_seq);
             put_varint64(&mut out, f.num_entries);
             put_varint64(&mut out, f.num_deletions);
-            if f.oldest_blob_file != 0 {
+            if tag != TAG_NEW_FILE {
                 put_varint64(&mut out, f.oldest_blob_file);
+            }
+            if tag == TAG_NEW_FILE_WITH_RANGE_DELETIONS {
+                put_varint64(&mut out, f.num_range_deletions);
             }
         }
         for b in &self.blob_file_additions {
@@ -267,7 +283,7 @@ impl VersionEdit {
                     let number = d.varint64().ok_or_else(|| bad("deleted file number"))?;
                     edit.deleted_files.push((level, number));
                 }
-                TAG_NEW_FILE | TAG_NEW_FILE_WITH_BLOBS => {
+                TAG_NEW_FILE | TAG_NEW_FILE_WITH_BLOBS | TAG_NEW_FILE_WITH_RANGE_DELETIONS => {
                     let level = d.varint32().ok_or_else(|| bad("new file level"))? as usize;
                     let f = (|| {
                         Some(FileMetaData {
@@ -280,6 +296,11 @@ impl VersionEdit {
                             num_entries: d.varint64()?,
                             num_deletions: d.varint64()?,
                             oldest_blob_file: if tag == TAG_NEW_FILE { 0 } else { d.varint64()? },
+                            num_range_deletions: if tag == TAG_NEW_FILE_WITH_RANGE_DELETIONS {
+                                d.varint64()?
+                            } else {
+                                0
+                            },
                             table: Default::default(),
                         })
                     })()
@@ -342,6 +363,7 @@ mod tests {
                 num_entries: 10,
                 num_deletions: 1,
                 oldest_blob_file: 0,
+                num_range_deletions: 0,
                 table: Default::default(),
             },
         );
@@ -364,6 +386,7 @@ mod tests {
                 num_entries: 2,
                 num_deletions: 0,
                 oldest_blob_file: 30,
+                num_range_deletions: 0,
                 table: Default::default(),
             },
         );
@@ -393,6 +416,23 @@ mod tests {
     }
 
     #[test]
+    fn a_table_with_range_tombstones_is_recorded_with_tag_7() {
+        let mut e = VersionEdit::default();
+        let mut f = sample().new_files[0].1.as_ref().clone();
+        f.num_range_deletions = 3;
+        e.add_file(4, f.clone());
+        let enc = e.encode();
+        assert_eq!(enc[0], TAG_NEW_FILE_WITH_RANGE_DELETIONS as u8);
+        let back = VersionEdit::decode(&enc, "MANIFEST", 0).unwrap();
+        assert_eq!(back.new_files[0].1.num_range_deletions, 3);
+        assert_eq!(back, e);
+        // With blob files too.
+        f.oldest_blob_file = 30;
+        let e = VersionEdit { new_files: vec![(1, std::sync::Arc::new(f))], ..Default::default() };
+        assert_eq!(VersionEdit::decode(&e.encode(), "MANIFEST", 0).unwrap(), e);
+    }
+
+    #[test]
     fn blob_fields_match_the_format_doc() {
         // docs/format.md "MANIFEST", the blob file example.
         let e = VersionEdit {
@@ -414,6 +454,7 @@ mod tests {
                 num_entries: 1,
                 num_deletions: 0,
                 oldest_blob_file: 12,
+                num_range_deletions: 0,
                 table: Default::default(),
             },
         );

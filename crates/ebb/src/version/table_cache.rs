@@ -264,6 +264,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             oldest_blob_file: 0,
+            num_range_deletions: 0,
             table: Default::default(),
         };
         (TableCache::new(dir, fs, None, TableCacheOptions::default()), f)

@@ -173,6 +173,19 @@ impl Recorder {
         self.write(db, "single delete", &b, WriteOptions { sync, disable_wal: false })
     }
 
+    /// Deletes the keys in `[begin, end)`.
+    pub fn delete_range(&mut self, db: &Db, begin: &[u8], end: &[u8], sync: bool) -> Result<()> {
+        self.history.attempt(|m| {
+            let doomed: Vec<Vec<u8>> = m.range(begin.to_vec()..end.to_vec()).map(|(k, _)| k.clone()).collect();
+            for k in doomed {
+                m.remove(&k);
+            }
+        });
+        let mut b = WriteBatch::new();
+        b.delete_range(begin, end);
+        self.write(db, "delete_range", &b, WriteOptions { sync, disable_wal: false })
+    }
+
     /// Merges `operand` into `key` (the workload set a `stringappend`
     /// merge operator: the model appends with a comma).
     pub fn merge(&mut self, db: &Db, key: &[u8], operand: &[u8], sync: bool) -> Result<()> {
@@ -380,6 +393,28 @@ pub fn merges(r: &mut Recorder) -> Result<()> {
     r.close(db)
 }
 
+/// Range deletions among puts, one write in four synced, through flushes
+/// and the compactions they start (tombstones cut at output files, dropped
+/// at the bottom with what they delete), then a full compaction.
+pub fn range_deletions(r: &mut Recorder) -> Result<()> {
+    let db = r.open()?;
+    let mut rng = StdRng::seed_from_u64(29);
+    for i in 0..300 {
+        let sync = i % 4 == 3;
+        if rng.gen_range(0..8) == 0 {
+            let a = rng.gen_range(0..100);
+            let b = a + rng.gen_range(0..25);
+            r.delete_range(&db, &key(a), &key(b), sync)?;
+        } else {
+            r.put(&db, &key(rng.gen_range(0..100)), &value(i, 80), sync)?;
+        }
+    }
+    r.wait_for_compact(&db)?;
+    r.get(&db, &key(7))?;
+    r.compact(&db)?;
+    r.close(db)
+}
+
 /// Many small flushes with a tiny `max_manifest_file_size`, so the MANIFEST
 /// is rolled (new file, CURRENT switched) several times.
 pub fn manifest_rolls(r: &mut Recorder) -> Result<()> {
@@ -453,6 +488,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("recovery into many tables", recovery_into_many_tables),
         ("single deletes", single_deletes),
         ("merges", merges),
+        ("range deletions", range_deletions),
     ]
 }
 

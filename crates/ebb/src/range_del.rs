@@ -1,0 +1,223 @@
+//! Range tombstones (RocksDB's `DeleteRange`): a tombstone `[start, end)`
+//! at sequence `s` deletes every version of every key in the range whose
+//! sequence is below `s`, for readers at `s` or later (docs/data_model.md,
+//! "Range deletion").
+//!
+//! [`FragmentedTombstones`] is RocksDB's `FragmentedRangeTombstoneList`:
+//! tombstones cut at every start and end into non-overlapping fragments,
+//! each with the sequences of the tombstones covering all of it, so that
+//! the newest tombstone covering a key at a snapshot is one binary search
+//! and one more.
+
+use crate::key::{compare_internal_keys, make_internal_key, SequenceNumber, ValueKind};
+
+/// One range tombstone: deletes keys in `[start, end)` below `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    /// First user key deleted.
+    pub start: Vec<u8>,
+    /// First user key not deleted (exclusive end).
+    pub end: Vec<u8>,
+    /// The tombstone's sequence number.
+    pub seq: SequenceNumber,
+}
+
+impl RangeTombstone {
+    /// Bytes it holds, for memory accounting.
+    pub fn size(&self) -> usize {
+        self.start.len() + self.end.len() + 8
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fragment {
+    start: Vec<u8>,
+    end: Vec<u8>,
+    /// Sequences of the tombstones covering the fragment, descending.
+    seqs: Vec<SequenceNumber>,
+}
+
+/// Tombstones as sorted, non-overlapping fragments (module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FragmentedTombstones {
+    fragments: Vec<Fragment>,
+}
+
+impl FragmentedTombstones {
+    /// Fragments `tombstones` (in any order; empty ranges are ignored).
+    pub fn new<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
+        let mut list: Vec<&RangeTombstone> = tombstones.into_iter().filter(|t| t.start < t.end).collect();
+        if list.is_empty() {
+            return FragmentedTombstones::default();
+        }
+        list.sort_by(|a, b| a.start.cmp(&b.start));
+        let mut bounds: Vec<&[u8]> = list.iter().flat_map(|t| [t.start.as_slice(), t.end.as_slice()]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut fragments: Vec<Fragment> = Vec::new();
+        // Tombstones started at or before the current bound, by index.
+        let mut next = 0;
+        let mut active: Vec<&RangeTombstone> = Vec::new();
+        for pair in bounds.windows(2) {
+            let (lo, hi) = (pair[0], pair[1]);
+            while next < list.len() && list[next].start.as_slice() <= lo {
+                active.push(list[next]);
+                next += 1;
+            }
+            active.retain(|t| t.end.as_slice() > lo);
+            if active.is_empty() {
+                continue;
+            }
+            let mut seqs: Vec<SequenceNumber> = active.iter().map(|t| t.seq).collect();
+            seqs.sort_unstable_by(|a, b| b.cmp(a));
+            seqs.dedup();
+            match fragments.last_mut() {
+                // Adjacent fragments covered alike become one.
+                Some(last) if last.end.as_slice() == lo && last.seqs == seqs => last.end = hi.to_vec(),
+                _ => fragments.push(Fragment { start: lo.to_vec(), end: hi.to_vec(), seqs }),
+            }
+        }
+        FragmentedTombstones { fragments }
+    }
+
+    /// True when no tombstone covers anything.
+    pub fn is_empty(&self) -> bool {
+        self.fragments.is_empty()
+    }
+
+    fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
+        let i = self.fragments.partition_point(|f| f.end.as_slice() <= key);
+        self.fragments.get(i).filter(|f| f.start.as_slice() <= key)
+    }
+
+    /// The sequence of the newest tombstone covering `key` that a reader at
+    /// `read_seq` sees (at or below it); 0 when none does. A version of
+    /// `key` is deleted for that reader when its sequence is below this.
+    pub fn max_covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
+        let Some(f) = self.fragment(key) else { return 0 };
+        let i = f.seqs.partition_point(|s| *s > read_seq);
+        f.seqs.get(i).copied().unwrap_or(0)
+    }
+
+    /// The sequence of the oldest tombstone covering `key` above `seq` (the
+    /// first that deletes a version at `seq`), if any.
+    pub fn oldest_covering_above(&self, key: &[u8], seq: SequenceNumber) -> Option<SequenceNumber> {
+        let f = self.fragment(key)?;
+        let i = f.seqs.partition_point(|s| *s > seq);
+        i.checked_sub(1).map(|j| f.seqs[j])
+    }
+
+    /// The fragments as tombstones (one per fragment and sequence), sorted
+    /// by start then sequence descending: the same coverage as the input.
+    pub fn tombstones(&self) -> impl Iterator<Item = RangeTombstone> + '_ {
+        self.fragments.iter().flat_map(|f| {
+            f.seqs.iter().map(move |&seq| RangeTombstone { start: f.start.clone(), end: f.end.clone(), seq })
+        })
+    }
+}
+
+/// The key range and sequences a table's tombstones add to its metadata:
+/// what [`FragmentedTombstones::extend_file_bounds`] changes.
+impl FragmentedTombstones {
+    /// Widens a table's smallest and largest internal keys (empty when it
+    /// has no point entries) and its sequence range to take in the
+    /// tombstones: from the first start (before any entry of that key) to
+    /// the last end's [`inclusive_bound`] (after any entry of that key).
+    pub fn extend_file_bounds(
+        &self,
+        smallest: &mut Vec<u8>,
+        largest: &mut Vec<u8>,
+        seqs: &mut (SequenceNumber, SequenceNumber),
+    ) {
+        let (Some(first), Some(last)) = (self.fragments.first(), self.fragments.last()) else { return };
+        let start = make_internal_key(&first.start, crate::key::MAX_SEQUENCE, ValueKind::RangeDeletion);
+        if smallest.is_empty() || compare_internal_keys(&start, smallest).is_lt() {
+            *smallest = start;
+        }
+        let end = make_internal_key(inclusive_bound(&last.end), 0, ValueKind::Deletion);
+        if largest.is_empty() || compare_internal_keys(&end, largest).is_gt() {
+            *largest = end;
+        }
+        for f in &self.fragments {
+            for &s in &f.seqs {
+                seqs.0 = seqs.0.min(s);
+                seqs.1 = seqs.1.max(s);
+            }
+        }
+    }
+}
+
+/// The smallest user key above `key` (`key` followed by a zero byte).
+pub fn successor(key: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(key.len() + 1);
+    s.extend_from_slice(key);
+    s.push(0);
+    s
+}
+
+/// The largest user key below the exclusive bound `end` when it can be
+/// named (`end` is some key followed by a zero byte: that key), else `end`
+/// itself, which bounds the range from above (an inclusive bound a file's
+/// key range can hold).
+pub fn inclusive_bound(end: &[u8]) -> &[u8] {
+    match end.split_last() {
+        Some((0, rest)) => rest,
+        _ => end,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(start: &str, end: &str, seq: u64) -> RangeTombstone {
+        RangeTombstone { start: start.into(), end: end.into(), seq }
+    }
+
+    #[test]
+    fn overlapping_tombstones_cut_into_fragments() {
+        let f = FragmentedTombstones::new(&[t("b", "f", 10), t("d", "h", 20), t("x", "x", 30)]);
+        assert_eq!(f.max_covering(b"a", 100), 0);
+        assert_eq!(f.max_covering(b"b", 100), 10);
+        assert_eq!(f.max_covering(b"d", 100), 20);
+        assert_eq!(f.max_covering(b"d", 15), 10, "a reader at 15 does not see the tombstone at 20");
+        assert_eq!(f.max_covering(b"d", 5), 0);
+        assert_eq!(f.max_covering(b"f", 100), 20);
+        assert_eq!(f.max_covering(b"h", 100), 0, "the end is exclusive");
+        assert_eq!(f.max_covering(b"x", 100), 0, "an empty range covers nothing");
+        assert_eq!(f.oldest_covering_above(b"e", 5), Some(10));
+        assert_eq!(f.oldest_covering_above(b"e", 10), Some(20));
+        assert_eq!(f.oldest_covering_above(b"e", 20), None);
+    }
+
+    #[test]
+    fn bounds_name_the_key_before_an_exclusive_end_when_they_can() {
+        assert_eq!(successor(b"ab"), b"ab\0");
+        assert_eq!(inclusive_bound(b"ab\0"), b"ab");
+        assert_eq!(inclusive_bound(b"ab"), b"ab");
+    }
+
+    proptest! {
+        /// Fragments answer as the tombstones do, one by one.
+        #[test]
+        fn fragments_cover_as_the_tombstones(
+            raw in proptest::collection::vec((0u8..12, 0u8..12, 1u64..50), 0..12),
+            key in 0u8..13,
+            read in 0u64..60,
+        ) {
+            let list: Vec<RangeTombstone> =
+                raw.iter().map(|&(a, b, s)| RangeTombstone { start: vec![a], end: vec![b], seq: s }).collect();
+            let f = FragmentedTombstones::new(&list);
+            let k = [key];
+            let covering: Vec<u64> =
+                list.iter().filter(|t| t.start.as_slice() <= &k[..] && &k[..] < t.end.as_slice()).map(|t| t.seq).collect();
+            let want = covering.iter().copied().filter(|s| *s <= read).max().unwrap_or(0);
+            prop_assert_eq!(f.max_covering(&[key], read), want);
+            let above = covering.iter().copied().filter(|s| *s > read).min();
+            prop_assert_eq!(f.oldest_covering_above(&[key], read), above);
+            let again = FragmentedTombstones::new(&f.tombstones().collect::<Vec<_>>());
+            prop_assert_eq!(again.max_covering(&[key], read), want);
+        }
+    }
+}
