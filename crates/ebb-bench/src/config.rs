@@ -92,6 +92,12 @@ pub struct Config {
     pub reverse_iterator: bool,
     /// `--readwritepercent`.
     pub readwritepercent: u32,
+    /// `--merge_keys`, resolved: the keys mergerandom and
+    /// readrandommergerandom draw from (db_bench `merge_keys_`).
+    pub merge_keys: u64,
+    /// `--mergereadpercent`: the percentage of readrandommergerandom's
+    /// operations that merge.
+    pub mergereadpercent: u32,
     /// `--histogram`.
     pub histogram: bool,
     /// `--report_open_timing`.
@@ -147,6 +153,8 @@ pub const BENCHMARKS_WITH_READERS: &[&str] = &[
     "deleterandom",
     "readrandomwriterandom",
     "updaterandom",
+    "mergerandom",
+    "readrandommergerandom",
     "mixgraph",
     "mix",
 ];
@@ -197,6 +205,16 @@ impl Config {
         if !(0..=100).contains(&readwritepercent) {
             bail!("flag --readwritepercent must be between 0 and 100, got {readwritepercent}");
         }
+        let mergereadpercent = flags.i64("mergereadpercent");
+        if !(0..=100).contains(&mergereadpercent) {
+            bail!("flag --mergereadpercent must be between 0 and 100, got {mergereadpercent}");
+        }
+        let num = positive(flags, "num")?;
+        let merge_keys = match flags.i64("merge_keys") {
+            k if k < 0 => num,
+            0 => bail!("flag --merge_keys must be at least 1 (or negative for --num)"),
+            k => k as u64,
+        };
         let key_size = positive(flags, "key_size")? as usize;
         if key_size > ebb::MAX_KEY_SIZE {
             bail!("flag --key_size must be at most {}", ebb::MAX_KEY_SIZE);
@@ -222,7 +240,7 @@ impl Config {
             engine,
             db,
             use_existing_db: flags.bool("use_existing_db"),
-            num: positive(flags, "num")?,
+            num,
             reads: count(flags, "reads"),
             writes: count(flags, "writes"),
             deletes: count(flags, "deletes"),
@@ -238,6 +256,8 @@ impl Config {
             seek_nexts: flags.u64("seek_nexts")? as usize,
             reverse_iterator: flags.bool("reverse_iterator"),
             readwritepercent: readwritepercent as u32,
+            merge_keys,
+            mergereadpercent: mergereadpercent as u32,
             histogram: flags.bool("histogram"),
             report_open_timing: flags.bool("report_open_timing"),
             report_memory: flags.bool("report_memory"),

@@ -24,6 +24,8 @@ pub enum OpType {
     Seek,
     /// A read-modify-write.
     Update,
+    /// A merge (mergerandom, readrandommergerandom).
+    Merge,
     /// A checksum computation.
     Crc,
     /// A hash computation.
@@ -41,6 +43,7 @@ impl OpType {
             OpType::Delete => "delete",
             OpType::Seek => "seek",
             OpType::Update => "update",
+            OpType::Merge => "merge",
             OpType::Crc => "crc",
             OpType::Hash => "hash",
             OpType::Other => "op",

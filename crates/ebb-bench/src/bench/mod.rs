@@ -51,6 +51,8 @@ enum Kind {
     ReadWhileWriting,
     ReadRandomWriteRandom,
     UpdateRandom,
+    MergeRandom,
+    ReadRandomMergeRandom,
     MixGraph,
     Mix,
     Checksum { xxh3: bool },
@@ -87,6 +89,8 @@ fn kind_of(name: &str) -> Option<Kind> {
         "readwhilewriting" => Kind::ReadWhileWriting,
         "readrandomwriterandom" => Kind::ReadRandomWriteRandom,
         "updaterandom" => Kind::UpdateRandom,
+        "mergerandom" => Kind::MergeRandom,
+        "readrandommergerandom" => Kind::ReadRandomMergeRandom,
         "mixgraph" => Kind::MixGraph,
         "mix" => Kind::Mix,
         "crc32c" => Kind::Checksum { xxh3: false },
@@ -110,6 +114,8 @@ impl Kind {
                 | Kind::ReadWhileWriting
                 | Kind::ReadRandomWriteRandom
                 | Kind::UpdateRandom
+                | Kind::MergeRandom
+                | Kind::ReadRandomMergeRandom
                 | Kind::MixGraph
                 | Kind::Mix
         )
@@ -133,6 +139,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     let cfg = Config::from_flags(flags)?;
     // Whatever can be refused is refused before anything is printed.
     engine::check_options(cfg.engine, flags)?;
+    check_merge_operator(&cfg, flags)?;
     if let Some(db) = &cfg.db {
         check_db_path(db)?;
     }
@@ -407,7 +414,9 @@ impl Runner<'_> {
         let expected_ops = match kind {
             Kind::Write { .. } => Some(write_count * clients as u64),
             Kind::Delete { .. } => Some(cfg.deletes.unwrap_or(cfg.num) * clients as u64),
-            Kind::ReadRandomWriteRandom | Kind::UpdateRandom => Some(cfg.readwrites() * clients as u64),
+            Kind::ReadRandomWriteRandom | Kind::UpdateRandom | Kind::MergeRandom | Kind::ReadRandomMergeRandom => {
+                Some(cfg.readwrites() * clients as u64)
+            }
             Kind::Checksum { .. } => Some((500 * 1048576 / cfg.block_size as u64 + 1) * clients as u64),
             _ => Some(cfg.reads_or_num() * clients as u64),
         };
@@ -665,6 +674,8 @@ fn run_body(
         }
         Kind::ReadRandomWriteRandom => ops::read_random_write_random(w),
         Kind::UpdateRandom => ops::update_random(w),
+        Kind::MergeRandom => ops::merge_random(w),
+        Kind::ReadRandomMergeRandom => ops::read_random_merge_random(w),
         Kind::MixGraph => ops::mixgraph(w),
         Kind::Mix => match mix {
             Some(spec) => ops::mix(w, spec),
@@ -733,6 +744,31 @@ fn latency_summary(h: &Histogram) -> LatencySummary {
         p999: h.percentile(99.9),
         max: h.max(),
     }
+}
+
+/// The merging benchmarks need a merge operator (db_bench stops at the first
+/// of them without `--merge_operator`; this refuses the run before it starts).
+/// With uint64add, operands of other than 8 bytes count as 0, as in RocksDB;
+/// db_bench sends `--value_size` bytes all the same, and so does this, with
+/// a note on stderr.
+fn check_merge_operator(cfg: &Config, flags: &Flags) -> Result<()> {
+    let Some(first) = cfg.benchmarks.iter().find(|b| engine::MERGE_BENCHMARKS.contains(&b.as_str())) else {
+        return Ok(());
+    };
+    if !engine::has_merge_operator(cfg.engine, flags)? {
+        crate::bail!(
+            "benchmark {first} merges, so it needs a merge operator: give --merge_operator=NAME ({})",
+            engine::MERGE_OPERATORS.iter().map(|(short, _)| *short).collect::<Vec<_>>().join(", ")
+        );
+    }
+    if engine::merge_operator_name(flags.str("merge_operator"))? == "uint64add" && cfg.value_size != 8 {
+        eprintln!(
+            "ebb-bench: note: uint64add reads an operand of other than 8 bytes as 0 (as RocksDB does), and \
+             {first} merges --value_size={} bytes; --value_size=8 makes each operand an 8-byte integer",
+            cfg.value_size
+        );
+    }
+    Ok(())
 }
 
 /// `--db` must be a directory or a path that can become one: a regular file
@@ -817,6 +853,14 @@ mod tests {
         }
         fn delete(&self, key: &[u8], _wo: WriteOpts) -> Result<()> {
             self.map.write().remove(key);
+            Ok(())
+        }
+        /// uint64add's: 8 little-endian bytes, anything else counting as 0.
+        fn merge(&self, key: &[u8], value: &[u8], _wo: WriteOpts) -> Result<()> {
+            let decode = |v: &[u8]| <[u8; 8]>::try_from(v).map_or(0, u64::from_le_bytes);
+            let mut map = self.map.write();
+            let sum = map.get(key).map_or(0, |v| decode(v)).wrapping_add(decode(value));
+            map.insert(key.to_vec(), sum.to_le_bytes().to_vec());
             Ok(())
         }
         fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
@@ -941,6 +985,52 @@ mod tests {
         assert_eq!(get("readwhilewriting").threads, 2);
         assert!(get("mixgraph").message.contains("Gets:"));
         assert!(!get("fillrandom").intervals.is_empty(), "a final interval sample is taken");
+    }
+
+    /// mergerandom and readrandommergerandom against the in-memory engine
+    /// (whose merge adds, as uint64add): db_bench's counts and messages, the
+    /// keys among --merge_keys, the coin at --mergereadpercent.
+    #[test]
+    fn merge_benchmarks_count_their_operations() {
+        let report = run_with(&[
+            "--benchmarks=mergerandom,readrandommergerandom",
+            "--num=1000",
+            "--merge_keys=10",
+            "--value_size=8",
+            "--threads=2",
+            "--merge_operator=uint64add",
+            "--progress=false",
+        ]);
+        let merge = &report.results[0];
+        assert_eq!((merge.ops, merge.threads), (2000, 2));
+        assert_eq!(merge.message, "( updates:1000)");
+        assert_eq!(merge.bytes, 2000 * (16 + 8), "each merge moves a key and its operand");
+        assert_eq!(merge.latency.keys().collect::<Vec<_>>(), ["merge"]);
+        let mixed = &report.results[1];
+        assert_eq!(mixed.ops, 2000);
+        assert_eq!(mixed.bytes, 0, "db_bench adds no bytes for it");
+        let re = regex::Regex::new(r"^\(reads:(\d+) merges:(\d+) total:1000 hits:(\d+) maxlength:8\)$").unwrap();
+        let caps = re.captures(&mixed.message).unwrap_or_else(|| panic!("{}", mixed.message));
+        let n = |i: usize| caps[i].parse::<u64>().unwrap();
+        assert_eq!(n(1) + n(2), 1000);
+        assert_eq!(n(3), n(1), "every one of the 10 keys was merged into");
+        assert!((600..=800).contains(&n(2)), "70% merges by default: {}", mixed.message);
+        // The percentage's ends: all gets, all merges.
+        for (percent, message) in [
+            ("0", "(reads:500 merges:0 total:500 hits:500 maxlength:8)"),
+            ("100", "(reads:0 merges:500 total:500 hits:0 maxlength:0)"),
+        ] {
+            let report = run_with(&[
+                "--benchmarks=mergerandom,readrandommergerandom",
+                "--num=500",
+                "--merge_keys=5",
+                &format!("--mergereadpercent={percent}"),
+                "--value_size=8",
+                "--merge_operator=uint64add",
+                "--progress=false",
+            ]);
+            assert_eq!(report.results[1].message, message);
+        }
     }
 
     #[test]

@@ -312,6 +312,75 @@ pub fn update_random(w: &mut Worker<'_>) -> Result<()> {
     Ok(())
 }
 
+/// `MergeRandom`: `readwrites` merges (db_bench's `readwrites_`), each of a
+/// `--value_size`-byte value from the value generator into a random key
+/// among `--merge_keys`. The operand is what db_bench sends whatever the
+/// operator: with `uint64add` only `--value_size=8` makes it a number (RocksDB
+/// and Ebb read an operand of another size as 0).
+pub fn merge_random(w: &mut Worker<'_>) -> Result<()> {
+    let total = w.cfg.readwrites();
+    let keys = w.cfg.merge_keys;
+    let value_size = w.cfg.value_size;
+    let wo = w.write_opts();
+    let mut budget = w.budget(total, true);
+    while !budget.done(1, w.shared) {
+        let n = w.rng.below(keys);
+        w.set_key(n);
+        let bytes = (w.key.len() + value_size) as u64;
+        if !w.before_write(bytes, 1) {
+            break;
+        }
+        let value = w.values.generate(value_size);
+        w.engine.merge(&w.key, value, wo)?;
+        w.stats.add_write_bytes(bytes);
+        w.stats.finished_ops(1, OpType::Merge);
+    }
+    w.stats.add_message(&format!("( updates:{total})"));
+    Ok(())
+}
+
+/// `ReadRandomMergeRandom`: `readwrites` operations on random keys among
+/// `--merge_keys`, each a merge (as in [`merge_random`]) with probability
+/// `--mergereadpercent` percent, else a get. As in db_bench the key is drawn
+/// before the coin, and no bytes are reported (no MB/s); the merges still
+/// count in the live ingest figure.
+pub fn read_random_merge_random(w: &mut Worker<'_>) -> Result<()> {
+    let total = w.cfg.readwrites();
+    let keys = w.cfg.merge_keys;
+    let percent = u64::from(w.cfg.mergereadpercent);
+    let value_size = w.cfg.value_size;
+    let wo = w.write_opts();
+    let mut budget = w.budget(total, true);
+    let (mut gets, mut merges, mut hits, mut max_length) = (0u64, 0u64, 0u64, 0usize);
+    while !budget.done(1, w.shared) {
+        let n = w.rng.below(keys);
+        w.set_key(n);
+        if w.rng.below(100) < percent {
+            let bytes = (w.key.len() + value_size) as u64;
+            if !w.before_write(bytes, 1) {
+                break;
+            }
+            let value = w.values.generate(value_size);
+            w.engine.merge(&w.key, value, wo)?;
+            w.stats.count_written(bytes);
+            merges += 1;
+            w.stats.finished_ops(1, OpType::Merge);
+        } else {
+            if !w.before_read(1) {
+                break;
+            }
+            if let Some(len) = w.engine.get_len(&w.key)? {
+                hits += 1;
+                max_length = max_length.max(len);
+            }
+            gets += 1;
+            w.stats.finished_ops(1, OpType::Read);
+        }
+    }
+    w.stats.add_message(&format!("(reads:{gets} merges:{merges} total:{total} hits:{hits} maxlength:{max_length})"));
+    Ok(())
+}
+
 /// `MixGraph` (Cao et al., FAST'20), as db_bench implements it: one random
 /// number in `[0, num)` per query picks the key (uniform, power-law, or by
 /// key-range hotness), the query type (by `rand % 1000` slots, db_bench's

@@ -55,6 +55,8 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
             bail!("flag --checksum_type={other}: Ebb supports 1 (CRC32c) and 4 (XXH3)")
         }
         ("fifo_compaction_max_table_files_size_mb", Value::UInt(mb)) => Some(mb.saturating_mul(1 << 20).to_string()),
+        // Ebb's `from_name` takes the same names; this refuses others in the flag's words.
+        ("merge_operator", Value::Str(name)) => Some(super::merge_operator_name(name)?.to_string()),
         _ => Some(value.to_text()),
     })
 }
@@ -258,6 +260,13 @@ impl Engine for EbbEngine {
         match self.family(key) {
             None => Ok(self.db.delete_opt(key, &write_options(wo))?),
             Some(cf) => Ok(self.db.delete_cf_opt(cf, key, &write_options(wo))?),
+        }
+    }
+
+    fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        match self.family(key) {
+            None => Ok(self.db.merge_opt(key, value, &write_options(wo))?),
+            Some(cf) => Ok(self.db.merge_cf_opt(cf, key, value, &write_options(wo))?),
         }
     }
 

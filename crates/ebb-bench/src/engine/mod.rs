@@ -136,6 +136,9 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()>;
     /// Deletes one key.
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()>;
+    /// Merges `value` into one key through the merge operator the engine
+    /// was opened with (`--merge_operator`); an engine without one refuses.
+    fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()>;
     /// Applies a batch atomically.
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()>;
     /// Reads one key.
@@ -186,9 +189,48 @@ pub fn render_effective(values: &[(&'static str, Value)]) -> String {
     out
 }
 
+/// The merge operators `--merge_operator` takes: db_bench's name, then
+/// RocksDB's class name (also accepted, and what both engines record).
+pub const MERGE_OPERATORS: &[(&str, &str)] = &[
+    ("uint64add", "UInt64AddOperator"),
+    ("stringappend", "StringAppendOperator"),
+    ("max", "MaxOperator"),
+    ("put", "PutOperator"),
+];
+
+/// db_bench's name of the merge operator `name` names (either of its
+/// names); `""` for none (`""`, or `nullptr` as OPTIONS files write it).
+pub fn merge_operator_name(name: &str) -> Result<&'static str> {
+    if name.is_empty() || name == "nullptr" {
+        return Ok("");
+    }
+    match MERGE_OPERATORS.iter().find(|(short, class)| *short == name || *class == name) {
+        Some((short, _)) => Ok(short),
+        None => crate::bail!(
+            "flag --merge_operator={name}: unknown merge operator (expected one of db_bench's {})",
+            MERGE_OPERATORS.iter().map(|(short, _)| *short).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The benchmarks that merge, which need a merge operator.
+pub const MERGE_BENCHMARKS: &[&str] = &["mergerandom", "readrandommergerandom"];
+
+/// True when the engine opens with a merge operator: `--merge_operator`,
+/// or for Ebb one an `--options_file` names.
+pub fn has_merge_operator(kind: EngineKind, flags: &Flags) -> Result<bool> {
+    Ok(match kind {
+        EngineKind::Ebb => ebb::ebb_options(flags, true)?.merge_operator.is_some(),
+        // The peer takes no OPTIONS file (`Config::from_flags`), only the flag.
+        EngineKind::RocksDb => !merge_operator_name(flags.str("merge_operator"))?.is_empty(),
+    })
+}
+
 /// Checks the engine options among `flags` without opening anything, so that
 /// a value the engine refuses fails before the run prints its header.
 pub fn check_options(kind: EngineKind, flags: &Flags) -> Result<()> {
+    // Both engines know the same operators; the peer sets its own as it opens.
+    merge_operator_name(flags.str("merge_operator"))?;
     match kind {
         EngineKind::Ebb => ebb::ebb_options(flags, true).map(drop),
         // The peer maps flags to the `rocksdb` crate's setters as it opens.

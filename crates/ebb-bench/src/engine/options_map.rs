@@ -107,6 +107,14 @@ pub fn flag_value_from_text(flag: &FlagSpec, text: &str) -> Option<Value> {
             }
         }
         "fifo_compaction_max_table_files_size_mb" => Value::UInt(t.parse::<u64>().ok()? >> 20),
+        // `nullptr`, the class name, or (a configurable object) `{id=NAME;...}`.
+        "merge_operator" => {
+            let id = match t.strip_prefix('{') {
+                Some(inner) => inner.split(';').find_map(|f| f.trim().strip_prefix("id="))?,
+                None => t,
+            };
+            Value::Str(super::merge_operator_name(id).ok()?.to_string())
+        }
         _ => parse_value(flag, t).ok()?,
     };
     Some(v)

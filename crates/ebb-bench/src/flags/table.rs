@@ -63,6 +63,20 @@ pub const FLAGS: &[FlagSpec] = &[
     f("seek_nexts", Int, "0", Client, "Next() calls after each Seek in seekrandom"),
     f("reverse_iterator", Bool, "false", Client, "seekrandom steps with Prev() instead of Next()"),
     f("readwritepercent", Int, "90", Client, "Percentage of reads in readrandomwriterandom"),
+    f(
+        "merge_keys",
+        Int,
+        "-1",
+        Client,
+        "Distinct keys mergerandom and readrandommergerandom draw from; negative = num",
+    ),
+    f(
+        "mergereadpercent",
+        Int,
+        "70",
+        Client,
+        "Percentage of merges (the rest are reads) in readrandommergerandom, as db_bench: 70 = 7 merges per 3 gets",
+    ),
     // ---- engine options as a whole (ebb engine only) ----
     f(
         "options_preset",
@@ -483,6 +497,15 @@ pub const FLAGS: &[FlagSpec] = &[
         "Concurrent memtable inserts",
     ),
     f("optimize_filters_for_hits", Bool, "false", Engine("optimize_filters_for_hits"), "No filters at the last level"),
+    f(
+        "merge_operator",
+        Str,
+        "",
+        Engine("merge_operator"),
+        "Merge operator, by db_bench's name: uint64add (8-byte little-endian operands; others count as 0, so \
+         use --value_size=8), stringappend, max or put (RocksDB's class names too); \"\" = none. \
+         mergerandom and readrandommergerandom need one",
+    ),
     // ---- integrated BlobDB (docs/blob.md) ----
     f(
         "enable_blob_files",
@@ -557,7 +580,6 @@ pub const FLAGS: &[FlagSpec] = &[
         Refused("the stacked (legacy) BlobDB is not implemented; use --enable_blob_files"),
         "Stacked BlobDB",
     ),
-    f("merge_operator", Str, "", Refused("Ebb has no merge operator"), "Merge operator name"),
     f("prefix_size", Int, "0", Refused("prefixed keys are not implemented"), "Key prefix size"),
     f("keys_per_prefix", Int, "0", Refused("prefixed keys are not implemented"), "Keys per prefix"),
     f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
@@ -589,6 +611,11 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
     ("readwhilewriting", "--threads readers plus one writer"),
     ("readrandomwriterandom", "--readwritepercent reads, the rest writes, per thread"),
     ("updaterandom", "N read-modify-writes in random order"),
+    ("mergerandom", "N merges of --value_size values into random keys among --merge_keys (needs --merge_operator)"),
+    (
+        "readrandommergerandom",
+        "N random gets or merges among --merge_keys keys, --mergereadpercent% merges (needs --merge_operator)",
+    ),
     ("mixgraph", "Get/Put/Seek mix with mixgraph's key, value and scan distributions"),
     ("mix", "custom mix of point reads, scans, inserts, updates and deletes (--mix_* or --workload_file)"),
     ("stats", "print the engine's stats property"),
