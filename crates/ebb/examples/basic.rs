@@ -2,13 +2,15 @@
 //! (tests/readme.rs checks that). `cargo test` runs it (Cargo.toml: `test =
 //! true`, `harness = false`) and `cargo run -p ebb --example basic` does too.
 
-use ebb::{merge_operator, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{merge_operator, prefix, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn main() -> ebb::Result<()> {
     let mut opts = Options::default();
     opts.create_if_missing = true;
     // Merges add to counters without reading them first.
     opts.merge_operator = Some(merge_operator::from_name("uint64add")?);
+    // Keys' first 5 bytes form a prefix that bloom filters hold.
+    opts.prefix_extractor = Some(prefix::fixed(5));
     // A database is a directory that outlives the process: this run's own,
     // destroyed at the end, so the example runs again from scratch.
     let path = std::env::temp_dir().join(format!("ebb-example-{}", std::process::id()));
@@ -28,6 +30,11 @@ fn main() -> ebb::Result<()> {
     db.put(b"fig", b"purple")?;
     db.delete_range(b"f", b"g")?; // every key from "f" up to, not including, "g"
     assert_eq!(db.get(b"fig")?, None);
+
+    db.put(b"user:1:name", b"ada")?;
+    db.put(b"user:2:name", b"bob")?;
+    let users: Vec<_> = db.prefix_iterator(b"user:").collect::<ebb::Result<_>>()?;
+    assert_eq!(users.len(), 2);
 
     let snapshot = db.snapshot();
     db.put(b"cherry", b"dark red")?;

@@ -13,22 +13,23 @@
 //! 4. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
 //! 5. `key`: internal keys, sequence numbers, size limits.
 //! 6. `range_del`: range tombstones and their fragments.
-//! 7. `iter`: the internal iterator and the merging heap.
-//! 8. `stats`: tickers and histograms in RocksDB's format.
-//! 9. `tuning`: rate limiter, clocks, the tuners' decisions.
-//! 10. `cache`: the block cache, holding values of any type.
-//! 11. `wal`: the write-ahead log format.
-//! 12. `memtable`: the skip list.
-//! 13. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
-//! 14. `blob`: blob files (values kept apart from the tables).
-//! 15. `version`: MANIFEST, version edits and the set of live files.
-//! 16. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 17. `compaction_filter`: the compaction filter traits users implement.
-//! 18. `merge_operator`: the merge operator traits and the built-in ones.
-//! 19. `options`: the database's options, their text form, and the narrow
+//! 7. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
+//! 8. `iter`: the internal iterator and the merging heap.
+//! 9. `stats`: tickers and histograms in RocksDB's format.
+//! 10. `tuning`: rate limiter, clocks, the tuners' decisions.
+//! 11. `cache`: the block cache, holding values of any type.
+//! 12. `wal`: the write-ahead log format.
+//! 13. `memtable`: the skip list.
+//! 14. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 15. `blob`: blob files (values kept apart from the tables).
+//! 16. `version`: MANIFEST, version edits and the set of live files.
+//! 17. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 18. `compaction_filter`: the compaction filter traits users implement.
+//! 19. `merge_operator`: the merge operator traits and the built-in ones.
+//! 20. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 20. `compaction`: picking and running compactions.
-//! 21. `db`: the public handle, the write and read paths, background jobs.
+//! 21. `compaction`: picking and running compactions.
+//! 22. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -60,13 +61,14 @@ macro_rules! internal_modules {
 
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the filesystem boundary
-// users may implement, what listeners are told, compaction filters and merge
-// operators.
+// users may implement, what listeners are told, compaction filters, merge
+// operators and prefix extractors.
 pub mod cache;
 pub mod compaction_filter;
 pub mod events;
 pub mod fs;
 pub mod merge_operator;
+pub mod prefix;
 
 mod db;
 mod error;

@@ -160,8 +160,8 @@ impl super::DbInner {
         if let Err(e) = st.versions.add_column_family(edit, options.num_levels) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
+        let mem = Arc::new(super::write::new_memtable(&options, st.wal_number));
         let data = ColumnFamilyData::new(id, name, Arc::new(options));
-        let mem = Arc::new(MemTable::new(st.wal_number));
         st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
         self.install_super_version(&mut st);
         Ok(ColumnFamilyHandle { data })

@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 use crate::merge_operator::MergeOperator;
+use crate::sst::table_reader::SeekPrefix;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -63,6 +64,12 @@ pub struct DbIterator<'a> {
     /// The range tombstones of every memtable and table the iterator reads
     /// (`None`: there are none).
     pub(crate) tombstones: Option<Arc<crate::range_del::FragmentedTombstones>>,
+    /// Bounded prefix seeks (`prefix_same_as_start` with a prefix
+    /// extractor): the extractor, and the state shared with the table
+    /// iterators, which skip tables lacking the prefix during such a seek.
+    pub(crate) prefix_mode: Option<(Arc<dyn crate::prefix::SliceTransform>, Arc<SeekPrefix>)>,
+    /// The prefix the last seek bounds the iterator to.
+    bound_prefix: Option<Vec<u8>>,
     /// Where blobs are read from, and whether their checksums are verified.
     pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
     /// Where seeks are counted (`rocksdb.number.db.seek`; the adaptive
@@ -98,6 +105,8 @@ impl<'a> DbIterator<'a> {
             merge_operator: None,
             operands: Vec::new(),
             tombstones: None,
+            prefix_mode: None,
+            bound_prefix: None,
             blobs: None,
             stats: None,
             error: None,
@@ -151,6 +160,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek_to_first(&mut self) {
         self.count_seek();
         self.error = None;
+        self.bound_prefix = None;
         self.direction = Direction::Forward;
         match self.lower.clone() {
             Some(lower) => self.iter.seek(&make_internal_key(&lower, self.sequence, KIND_FOR_SEEK)),
@@ -163,6 +173,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek_to_last(&mut self) {
         self.count_seek();
         self.error = None;
+        self.bound_prefix = None;
         self.direction = Direction::Reverse;
         match self.upper.clone() {
             Some(upper) => self.iter.seek_for_prev(&make_internal_key(&upper, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK)),
@@ -180,8 +191,41 @@ impl<'a> DbIterator<'a> {
         };
         self.error = None;
         self.direction = Direction::Forward;
+        self.begin_prefix_seek(&target);
         self.iter.seek(&make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
+        self.end_prefix_seek();
         self.find_next_user_entry(false);
+    }
+
+    /// For a seek to `target`: bounds the iterator to its prefix in a
+    /// bounded prefix mode, and lets the tables skip by it during the seek.
+    fn begin_prefix_seek(&mut self, target: &[u8]) {
+        self.bound_prefix = None;
+        if let Some((x, shared)) = &self.prefix_mode {
+            if x.in_domain(target) {
+                let prefix = x.transform(target).to_vec();
+                shared.set(Some(prefix.clone()));
+                self.bound_prefix = Some(prefix);
+            }
+        }
+    }
+
+    fn end_prefix_seek(&self) {
+        if let Some((_, shared)) = &self.prefix_mode {
+            shared.set(None);
+            let (checked, useful) = shared.take_counts();
+            if let Some(stats) = &self.stats {
+                stats.reads.record_prefix_checks(checked, useful);
+            }
+        }
+    }
+
+    /// True when `key` lies past the prefix the iterator is bounded to.
+    fn out_of_prefix(&self, key: &[u8]) -> bool {
+        match (&self.bound_prefix, &self.prefix_mode) {
+            (Some(b), Some((x, _))) => !crate::prefix::has_prefix(x.as_ref(), key, b),
+            _ => false,
+        }
     }
 
     /// Positions at the last key `<= target`.
@@ -195,7 +239,9 @@ impl<'a> DbIterator<'a> {
         self.count_seek();
         self.error = None;
         self.direction = Direction::Reverse;
+        self.begin_prefix_seek(target);
         self.iter.seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));
+        self.end_prefix_seek();
         self.find_prev_user_entry();
     }
 
@@ -280,6 +326,9 @@ impl<'a> DbIterator<'a> {
                 self.fail_unparsable();
                 return;
             };
+            if self.out_of_prefix(p.user_key) {
+                break;
+            }
             if p.seq <= self.sequence {
                 match self.kind_seen(&p) {
                     ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
@@ -333,6 +382,9 @@ impl<'a> DbIterator<'a> {
                 self.fail_unparsable();
                 return;
             };
+            if self.out_of_prefix(p.user_key) {
+                break;
+            }
             if p.seq <= self.sequence {
                 if !kind.is_deletion() && p.user_key < self.saved_key.as_slice() {
                     break;

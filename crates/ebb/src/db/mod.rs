@@ -619,14 +619,35 @@ impl Db {
         position(self.iter(ro), mode)
     }
 
-    /// A forward Rust iterator over the keys starting with `prefix`.
+    /// A forward Rust iterator over the keys starting with `prefix`. When the
+    /// family's prefix extractor gives keys starting with `prefix` that very
+    /// prefix (a `fixed(n)` or `capped(n)` extractor and `n` bytes), the
+    /// iterator also skips the tables whose bloom filter lacks it (a bounded
+    /// prefix seek, `prefix_same_as_start`).
     pub fn prefix_iterator(&self, prefix: &[u8]) -> Entries<'_> {
+        self.prefix_iterator_in(&self.inner.default_cf, prefix)
+    }
+
+    /// [`Db::prefix_iterator`] in column family `cf`.
+    pub fn prefix_iterator_cf(&self, cf: &ColumnFamilyHandle, prefix: &[u8]) -> Entries<'_> {
+        self.prefix_iterator_in(&cf.data, prefix)
+    }
+
+    fn prefix_iterator_in(&self, cf: &ColumnFamilyData, prefix: &[u8]) -> Entries<'_> {
+        // Probed at both ends of the keys starting with `prefix` (an
+        // extractor's prefixes are contiguous).
+        let extracted = cf.options.load().prefix_extractor.as_ref().is_some_and(|x| {
+            [[prefix, &[0u8][..]].concat(), [prefix, &[0xff; 8][..]].concat()]
+                .iter()
+                .all(|k| x.in_domain(k) && x.transform(k) == prefix)
+        });
         let ro = ReadOptions {
             iterate_lower_bound: Some(prefix.to_vec()),
             iterate_upper_bound: prefix_successor(prefix),
+            prefix_same_as_start: extracted,
             ..ReadOptions::default()
         };
-        self.iterator(ro, IteratorMode::Start)
+        position(self.inner.new_iterator(cf, ro), IteratorMode::From(prefix, Direction::Forward))
     }
 
     /// Takes a snapshot: reads through it see the database as of now.
@@ -854,20 +875,34 @@ impl DbInner {
         let sequence = self.read_sequence(&ro);
         let seq = *sequence.as_ref().unwrap_or(&0);
         let rs = ReadSettings::from_read_options(&ro);
+        // Bounded prefix seeks (docs/data_model.md, "Prefixes").
+        let prefix_mode = match &cf.options.load().prefix_extractor {
+            Some(x) if ro.prefix_same_as_start && !ro.total_order_seek => {
+                Some((Arc::clone(x), Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))))
+            }
+            _ => None,
+        };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             children.push(Box::new(mem.iter()));
         }
         for f in &sv.version.levels[0] {
-            match self.tables.get(f, 0) {
-                Ok(t) => children.push(Box::new(t.iter(rs))),
-                Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+            match (self.tables.get(f, 0), &prefix_mode) {
+                (Ok(t), Some((_, shared))) => children.push(Box::new(
+                    crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
+                )),
+                (Ok(t), None) => children.push(Box::new(t.iter(rs))),
+                (Err(e), _) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
                 let files = LevelFiles::Version(Arc::clone(&sv.version), level);
-                children.push(Box::new(LevelIterator::new(files, level, Arc::clone(&self.tables), rs)));
+                let level_iter = LevelIterator::new(files, level, Arc::clone(&self.tables), rs);
+                children.push(match &prefix_mode {
+                    Some((_, shared)) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
+                    None => Box::new(level_iter),
+                });
             }
         }
         // Every range tombstone of the view (memtables, and the tables
@@ -895,6 +930,15 @@ impl DbInner {
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
         if !tombstones.is_empty() {
             it.tombstones = Some(Arc::new(crate::range_del::FragmentedTombstones::new(&tombstones)));
+        }
+        it.prefix_mode = prefix_mode;
+        if ro.prefix_same_as_start && !ro.total_order_seek && cf.options.load().prefix_extractor.is_none() {
+            it.iter =
+                MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
+                    "a prefix seek (ReadOptions::prefix_same_as_start) in column family {:?}, which has no prefix \
+                     extractor (set ColumnFamilyOptions::prefix_extractor)",
+                    cf.name
+                ))))]);
         }
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         it.merge_operator = cf.options.load().merge_operator.clone();

@@ -157,7 +157,7 @@ impl DbInner {
             if table.range_tombstones().is_some_and(|t| t.max_covering(key, seq) > 0) {
                 return slow();
             }
-            if !table.key_may_match(key) {
+            if !table.key_may_match(key) || !self.prefix_may_match(cf, &table, key) {
                 self.stats.reads.record_bloom_useful();
                 continue;
             }
@@ -174,6 +174,19 @@ impl DbInner {
         match best {
             Some((_, ValueKind::Merge, ..)) => slow(),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
+        }
+    }
+
+    /// For a table whose filter holds prefixes but not whole keys: whether
+    /// it may hold `key`'s prefix under the family's extractor.
+    fn prefix_may_match(&self, cf: &ColumnFamilyData, table: &Table, key: &[u8]) -> bool {
+        if table.whole_key_filtering() {
+            return true;
+        }
+        let opts = cf.options.load();
+        match &opts.prefix_extractor {
+            Some(x) if x.in_domain(key) => table.prefix_may_match(x.name(), x.transform(key)),
+            _ => true,
         }
     }
 
@@ -600,6 +613,14 @@ pub struct ReadOptions<'a> {
     /// `max_auto_readahead_size` on sequential reads). RocksDB
     /// `ReadOptions::readahead_size`; default 0.
     pub readahead_size: usize,
+    /// With a prefix extractor: a seek (or `seek_for_prev`) to a key in its
+    /// domain stays within that key's prefix, the iterator ending where the
+    /// prefix does, and skips the tables whose bloom filter lacks the
+    /// prefix (RocksDB `prefix_same_as_start`). Default false.
+    pub prefix_same_as_start: bool,
+    /// Ignore the prefix extractor: seeks are in total order and no table is
+    /// skipped by prefix (RocksDB `total_order_seek`). Default false.
+    pub total_order_seek: bool,
 }
 
 impl Default for ReadOptions<'_> {
@@ -611,6 +632,8 @@ impl Default for ReadOptions<'_> {
             iterate_lower_bound: None,
             iterate_upper_bound: None,
             readahead_size: 0,
+            prefix_same_as_start: false,
+            total_order_seek: false,
         }
     }
 }

@@ -277,7 +277,7 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     *inner.wal.lock() = Some(writer);
     st.wal_number = wal_number;
     for family in st.families.values_mut() {
-        family.mem = Arc::new(MemTable::new(wal_number));
+        family.mem = Arc::new(super::write::new_memtable(&family.data.options.load(), wal_number));
         family.imm.clear();
     }
 

@@ -571,10 +571,11 @@ impl DbInner {
         st.old_wals.push_back((old_number, old_size));
         for (id, family) in st.families.iter_mut() {
             if ids.contains(id) {
-                let old = std::mem::replace(&mut family.mem, Arc::new(MemTable::new(number)));
+                let old =
+                    std::mem::replace(&mut family.mem, Arc::new(new_memtable(&family.data.options.load(), number)));
                 family.imm.push(old);
             } else if family.mem.is_empty() {
-                family.mem = Arc::new(MemTable::new(number));
+                family.mem = Arc::new(new_memtable(&family.data.options.load(), number));
             }
         }
         self.install_super_version(st);
@@ -641,6 +642,14 @@ impl DbInner {
         }
         r.map_err(|e| self.set_bg_error(e))
     }
+}
+
+/// A new memtable for a family with options `opts`, writing to WAL `log`:
+/// with a prefix bloom filter when the options ask for one.
+pub(crate) fn new_memtable(opts: &ColumnFamilyOptions, log: u64) -> MemTable {
+    let bytes = (opts.write_buffer_size as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
+    let bloom = opts.prefix_extractor.clone().filter(|_| bytes > 0).map(|x| (x, bytes));
+    MemTable::with_prefix_bloom(log, bloom)
 }
 
 /// The stall condition one family's version and options call for.

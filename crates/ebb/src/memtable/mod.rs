@@ -23,6 +23,7 @@ use crate::iter::InternalIterator;
 use parking_lot::Mutex;
 
 use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind};
+use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 use skiplist::{Cursor, SkipList};
 
@@ -66,11 +67,60 @@ pub struct MemTable {
     has_range_dels: AtomicBool,
     /// Bytes the range tombstones take.
     range_del_bytes: AtomicUsize,
+    /// The prefixes of the keys added (`memtable_prefix_bloom_size_ratio`).
+    prefix_bloom: Option<PrefixBloom>,
+}
+
+/// A memtable's bloom filter of key prefixes (RocksDB's memtable prefix
+/// bloom): lock-free bits, six probes per prefix.
+struct PrefixBloom {
+    extractor: Arc<dyn SliceTransform>,
+    bits: Box<[AtomicU64]>,
+}
+
+impl PrefixBloom {
+    const PROBES: u64 = 6;
+
+    fn new(extractor: Arc<dyn SliceTransform>, bytes: usize) -> Self {
+        let words = (bytes / 8).max(1);
+        PrefixBloom { extractor, bits: (0..words).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    /// Bit positions of a prefix.
+    fn positions(&self, prefix: &[u8]) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let h = xxhash_rust::xxh3::xxh3_64(prefix);
+        let (h1, h2) = (h, (h >> 32) | 1);
+        let n = self.bits.len() as u64 * 64;
+        (0..Self::PROBES).map(move |i| {
+            let bit = h1.wrapping_add(i.wrapping_mul(h2)) % n;
+            ((bit / 64) as usize, 1u64 << (bit % 64))
+        })
+    }
+
+    fn add(&self, key: &[u8]) {
+        if self.extractor.in_domain(key) {
+            for (w, m) in self.positions(self.extractor.transform(key)) {
+                self.bits[w].fetch_or(m, AtomicOrdering::Relaxed);
+            }
+        }
+    }
+
+    /// False only when no key with `key`'s prefix was added.
+    fn may_contain(&self, key: &[u8]) -> bool {
+        !self.extractor.in_domain(key)
+            || self.positions(self.extractor.transform(key)).all(|(w, m)| self.bits[w].load(AtomicOrdering::Relaxed) & m != 0)
+    }
 }
 
 impl MemTable {
     /// A new, empty memtable whose writes go to WAL `log_number`.
     pub fn new(log_number: u64) -> Self {
+        Self::with_prefix_bloom(log_number, None)
+    }
+
+    /// A new, empty memtable with a prefix bloom filter of about `bytes`
+    /// for `extractor`'s prefixes, when given.
+    pub fn with_prefix_bloom(log_number: u64, bloom: Option<(Arc<dyn SliceTransform>, usize)>) -> Self {
         MemTable {
             list: SkipList::new(),
             entries: AtomicU64::new(0),
@@ -82,6 +132,7 @@ impl MemTable {
             range_dels: Mutex::new((Vec::new(), None)),
             has_range_dels: AtomicBool::new(false),
             range_del_bytes: AtomicUsize::new(0),
+            prefix_bloom: bloom.map(|(x, bytes)| PrefixBloom::new(x, bytes)),
         }
     }
 
@@ -96,6 +147,9 @@ impl MemTable {
             self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
+        if let Some(b) = &self.prefix_bloom {
+            b.add(user_key);
+        }
         with_internal_key(user_key, seq, kind, |ikey| self.list.insert(ikey, value));
     }
 
@@ -156,6 +210,9 @@ impl MemTable {
     /// [`crate::key::KIND_FOR_SEEK`]
     /// (built once by the caller for every memtable and table it asks).
     pub fn get(&self, lookup: &[u8]) -> Option<MemLookup> {
+        if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(user_key(lookup))) {
+            return None;
+        }
         let (key, value) = self.list.lower_bound(lookup)?;
         let parsed = parse_internal_key(key)?;
         if parsed.user_key != user_key(lookup) {
@@ -177,6 +234,9 @@ impl MemTable {
     /// read). Returns true when it stopped there.
     pub fn versions(&self, lookup: &[u8], out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>) -> bool {
         let want = user_key(lookup);
+        if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(want)) {
+            return false;
+        }
         let mut c = self.list.cursor();
         c.seek(&self.list, lookup);
         while c.valid() {
@@ -212,7 +272,8 @@ impl MemTable {
 
     /// Bytes charged against `write_buffer_size`.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage() + self.range_del_bytes.load(AtomicOrdering::Relaxed)
+        let bloom = self.prefix_bloom.as_ref().map_or(0, |b| b.bits.len() * 8);
+        self.list.memory_usage() + self.range_del_bytes.load(AtomicOrdering::Relaxed) + bloom
     }
 
     /// Number of entries (every version counts).

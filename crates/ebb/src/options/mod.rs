@@ -289,6 +289,17 @@ define_options! {
         /// family without one is refused. Recorded by name in the OPTIONS
         /// file. Default none.
         merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>> = None,
+        /// Extracts the prefix of each key that bloom filters also hold and
+        /// prefix seeks stay within (RocksDB `prefix_extractor`;
+        /// docs/data_model.md, "Prefixes"): `prefix::fixed(n)`,
+        /// `prefix::capped(n)` or user code. Recorded by name in the OPTIONS
+        /// file and in each table. Default none.
+        prefix_extractor: Option<Arc<dyn crate::prefix::SliceTransform>> = None,
+        /// Size of each memtable's prefix bloom filter as a fraction of
+        /// `write_buffer_size` (RocksDB `memtable_prefix_bloom_size_ratio`),
+        /// in `[0, 0.25]`; 0, the default, builds none. Needs a prefix
+        /// extractor. Point reads of a prefix it lacks skip the memtable.
+        memtable_prefix_bloom_size_ratio: f64 = 0.0,
         /// When a merge finds this many operands on top of its key in the
         /// memtable, it reads the key and writes the merged value instead of
         /// another operand, bounding the work of later reads (RocksDB
@@ -340,6 +351,11 @@ define_options! {
         /// Bloom filter bits per key; 0 builds no filter. Default 10 (RocksDB has no
         /// filter by default; db_bench's `bloom_bits` sets it).
         bloom_bits_per_key: u32 = 10,
+        /// Put whole keys in tables' bloom filters (RocksDB
+        /// `whole_key_filtering`); default true. False, with a prefix
+        /// extractor, keeps only prefixes, for filters that serve prefix
+        /// seeks in fewer bits; point reads then use the prefix.
+        whole_key_filtering: bool = true,
         /// Checksum of every block. RocksDB `checksum`; default CRC-32C.
         checksum: ChecksumType = ChecksumType::Crc32c,
         /// Block cache capacity in bytes; 0 disables the cache. Default 32 MiB.
@@ -735,6 +751,9 @@ impl Options {
         if self.max_subcompactions == 0 {
             return bad("max_subcompactions", "must be at least 1");
         }
+        if !(0.0..=0.25).contains(&self.memtable_prefix_bloom_size_ratio) {
+            return bad("memtable_prefix_bloom_size_ratio", "must be between 0 and 0.25");
+        }
         if self.bloom_bits_per_key > 64 {
             return bad("bloom_bits_per_key", "must be between 0 and 64");
         }
@@ -819,6 +838,8 @@ impl TableBuilderOptions {
                 .then_some(o.metadata_block_size.max(1)),
             partition_filters: o.partition_filters,
             user_key_index: true,
+            whole_key_filtering: o.whole_key_filtering,
+            prefix_extractor: o.prefix_extractor.clone().map(crate::prefix::Extractor),
         }
     }
 }

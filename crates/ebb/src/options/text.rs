@@ -262,6 +262,25 @@ impl OptionValue for Option<std::sync::Arc<dyn crate::merge_operator::MergeOpera
     }
 }
 
+/// A prefix extractor is written by name (RocksDB's
+/// `rocksdb.FixedPrefix.N` ...); the built-in ones read back.
+impl OptionValue for Option<std::sync::Arc<dyn crate::prefix::SliceTransform>> {
+    fn format(&self) -> String {
+        self.as_ref().map_or_else(|| "nullptr".into(), |p| p.name().to_string())
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "" | "nullptr" => Ok(None),
+            name => crate::prefix::from_name(name).map(Some).map_err(|_| {
+                format!(
+                    "not a built-in prefix extractor (rocksdb.FixedPrefix.N, rocksdb.CappedPrefix.N, rocksdb.Noop); \
+                     set ColumnFamilyOptions::prefix_extractor in code for {name:?}"
+                )
+            }),
+        }
+    }
+}
+
 /// A compaction filter (or factory) is written by name, for the record: it
 /// is user code, set in code, so only `nullptr` (none) reads back.
 macro_rules! named_user_object {
@@ -441,6 +460,8 @@ option_table! {
     hard_pending_compaction_bytes_limit: Cf, true;
     disable_auto_compactions: Cf, true;
     merge_operator: Cf, false;
+    prefix_extractor: Cf, false;
+    memtable_prefix_bloom_size_ratio: Cf, false;
     max_successive_merges: Cf, true;
     compaction_filter: Cf, false;
     compaction_filter_factory: Cf, false;
@@ -457,6 +478,7 @@ option_table! {
     block_size: Table, false;
     block_restart_interval: Table, false;
     bloom_bits_per_key: Table, false;
+    whole_key_filtering: Table, false;
     checksum: Table, false;
     block_cache_size: Table, false;
     block_cache_type: Table, false;

@@ -31,6 +31,10 @@ mod names {
     pub const NUM_DELETIONS: &str = "ebb.num.deletions";
     /// Written only when the table has range tombstones.
     pub const NUM_RANGE_DELETIONS: &str = "ebb.num.range-deletions";
+    /// Written only when the filter holds prefixes.
+    pub const PREFIX_EXTRACTOR_NAME: &str = "ebb.prefix.extractor.name";
+    /// Written only when the filter lacks whole keys (value 0).
+    pub const WHOLE_KEY_FILTERING: &str = "ebb.whole.key.filtering";
     pub const NUM_ENTRIES: &str = "ebb.num.entries";
     pub const RAW_KEY_SIZE: &str = "ebb.raw.key.size";
     pub const RAW_VALUE_SIZE: &str = "ebb.raw.value.size";
@@ -92,6 +96,11 @@ pub struct TableProperties {
     pub file_size: u64,
     /// Range tombstones in the range-deletion block.
     pub num_range_deletions: u64,
+    /// The prefix extractor whose prefixes the filter holds.
+    pub prefix_extractor_name: Option<String>,
+    /// The filter holds whole keys (true in tables written before the
+    /// property existed).
+    pub whole_key_filtering: bool,
 }
 
 impl Default for TableProperties {
@@ -117,6 +126,8 @@ impl Default for TableProperties {
             column_family_name: None,
             file_size: 0,
             num_range_deletions: 0,
+            prefix_extractor_name: None,
+            whole_key_filtering: true,
         }
     }
 }
@@ -152,6 +163,12 @@ impl TableProperties {
         }
         if self.num_range_deletions > 0 {
             entries.push((names::NUM_RANGE_DELETIONS, number(self.num_range_deletions)));
+        }
+        if let Some(name) = &self.prefix_extractor_name {
+            entries.push((names::PREFIX_EXTRACTOR_NAME, name.as_bytes().to_vec()));
+        }
+        if !self.whole_key_filtering {
+            entries.push((names::WHOLE_KEY_FILTERING, number(0)));
         }
         if let Some(name) = &self.column_family_name {
             entries.push((names::COLUMN_FAMILY_NAME, name.as_bytes().to_vec()));
@@ -213,6 +230,10 @@ impl TableProperties {
                 names::NUM_DATA_BLOCKS => p.num_data_blocks = number()?,
                 names::NUM_DELETIONS => p.num_deletions = number()?,
                 names::NUM_RANGE_DELETIONS => p.num_range_deletions = number()?,
+                names::PREFIX_EXTRACTOR_NAME => {
+                    p.prefix_extractor_name = Some(String::from_utf8_lossy(value).into_owned())
+                }
+                names::WHOLE_KEY_FILTERING => p.whole_key_filtering = number()? != 0,
                 names::NUM_ENTRIES => p.num_entries = number()?,
                 names::RAW_KEY_SIZE => p.raw_key_size = number()?,
                 names::RAW_VALUE_SIZE => p.raw_value_size = number()?,
@@ -256,6 +277,8 @@ mod tests {
             column_family_name: Some("users".into()),
             file_size: 0,
             num_range_deletions: 4,
+            prefix_extractor_name: Some("rocksdb.FixedPrefix.8".into()),
+            whole_key_filtering: false,
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();
         assert_eq!(decoded, p);

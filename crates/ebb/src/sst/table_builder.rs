@@ -27,6 +27,7 @@ use crate::fs::WritableFile;
 use crate::key::{
     compare_internal_keys, internal_separator, internal_successor, make_internal_key, user_key, ValueKind, TRAILER_LEN,
 };
+use crate::prefix::Extractor;
 use crate::range_del::RangeTombstone;
 use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::util::checksum::ChecksumType;
@@ -67,6 +68,11 @@ pub struct TableBuilderOptions {
     /// Default true; false writes internal keys (versions 1 and 2), as
     /// earlier versions of Ebb did.
     pub user_key_index: bool,
+    /// Add each user key to the bloom filter (RocksDB `whole_key_filtering`).
+    pub whole_key_filtering: bool,
+    /// Add each key's prefix to the bloom filter too, and name the
+    /// extractor in the properties.
+    pub prefix_extractor: Option<Extractor>,
 }
 
 impl Default for TableBuilderOptions {
@@ -82,6 +88,8 @@ impl Default for TableBuilderOptions {
             index_partition_size: None,
             partition_filters: false,
             user_key_index: true,
+            whole_key_filtering: true,
+            prefix_extractor: None,
         }
     }
 }
@@ -137,6 +145,8 @@ pub struct TableBuilder {
     failed: Option<Error>,
     /// Range tombstones for the range-deletion block.
     range_dels: Vec<RangeTombstone>,
+    /// The last prefix added to the filter.
+    last_prefix: Option<Vec<u8>>,
 }
 
 impl TableBuilder {
@@ -150,6 +160,8 @@ impl TableBuilder {
             checksum: opts.checksum,
             column_family: Some(opts.column_family),
             column_family_name: opts.column_family_name.as_ref().map(|n| n.to_string()),
+            prefix_extractor_name: opts.prefix_extractor.as_ref().map(|Extractor(x)| x.name().to_string()),
+            whole_key_filtering: opts.whole_key_filtering,
             ..Default::default()
         };
         TableBuilder {
@@ -170,6 +182,7 @@ impl TableBuilder {
             props,
             failed: None,
             range_dels: Vec::new(),
+            last_prefix: None,
         }
     }
 
@@ -217,7 +230,19 @@ impl TableBuilder {
             self.add_index_entry(separator, handle);
         }
         if let Some(f) = &mut self.filter {
-            f.add_key(user_key(internal_key));
+            let key = user_key(internal_key);
+            if self.opts.whole_key_filtering {
+                f.add_key(key);
+            }
+            if let Some(Extractor(x)) = &self.opts.prefix_extractor {
+                if x.in_domain(key) {
+                    let prefix = x.transform(key);
+                    if self.last_prefix.as_deref() != Some(prefix) {
+                        f.add_key(prefix);
+                        self.last_prefix = Some(prefix.to_vec());
+                    }
+                }
+            }
         }
         self.track(internal_key, value);
         self.data_block.add(internal_key, value);

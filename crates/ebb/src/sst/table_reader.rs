@@ -448,6 +448,25 @@ impl Table {
         }))
     }
 
+    /// Whether the table may hold a key with prefix `prefix` under the
+    /// extractor named `extractor`: false only when its filter holds that
+    /// extractor's prefixes and lacks this one. (Partitioned filters are
+    /// not asked: a prefix's keys may span partitions.)
+    pub fn prefix_may_match(&self, extractor: &str, prefix: &[u8]) -> bool {
+        if self.properties.prefix_extractor_name.as_deref() != Some(extractor) || self.filter_partitions.is_some() {
+            return true;
+        }
+        let Some(filter) = &self.filter else { return true };
+        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match(prefix)))
+            .unwrap_or(true)
+    }
+
+    /// True when the filter holds whole keys ([`Table::key_may_match`] then
+    /// answers for them).
+    pub fn whole_key_filtering(&self) -> bool {
+        self.properties.whole_key_filtering
+    }
+
     /// The table's range tombstones, fragmented (`None`: it has none).
     pub fn range_tombstones(&self) -> Option<&Arc<FragmentedTombstones>> {
         self.range_dels.as_ref()
@@ -492,6 +511,9 @@ impl Table {
     /// table without a filter, and when the filter cannot be read (the data
     /// block read that follows reports the damage, if any).
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        if !self.properties.whole_key_filtering {
+            return true;
+        }
         if let Some(top) = &self.filter_partitions {
             return match self.filter_partition_for(top, user_key) {
                 FilterPartition::PastTheEnd => false,
@@ -520,6 +542,10 @@ impl Table {
         hash: impl Fn(usize) -> u64,
         mut verdict: impl FnMut(usize, bool),
     ) {
+        if !self.properties.whole_key_filtering {
+            (0..n).for_each(|k| verdict(k, true));
+            return;
+        }
         if let Some(top) = &self.filter_partitions {
             let mut current: Option<(BlockHandle, Option<CacheHandle>)> = None;
             for k in 0..n {
@@ -1218,6 +1244,115 @@ impl PartitionedIndexIter {
     }
 }
 
+/// The prefix a bounded prefix seek (docs/data_model.md, "Prefixes") is
+/// after, shared by an iterator over the database with its table
+/// iterators: set only for the duration of that seek, so tables whose
+/// filter lacks the prefix are skipped then and at no other positioning.
+pub struct SeekPrefix {
+    extractor: String,
+    current: parking_lot::Mutex<Option<Vec<u8>>>,
+    /// Tables asked, and ruled out, since [`SeekPrefix::take_counts`].
+    checked: std::sync::atomic::AtomicU64,
+    useful: std::sync::atomic::AtomicU64,
+}
+
+impl SeekPrefix {
+    /// Shared state for prefixes of the extractor named `extractor`.
+    pub fn new(extractor: &str) -> Self {
+        SeekPrefix {
+            extractor: extractor.to_string(),
+            current: parking_lot::Mutex::new(None),
+            checked: Default::default(),
+            useful: Default::default(),
+        }
+    }
+
+    /// Tables asked about a prefix and tables ruled out, since the last call.
+    pub fn take_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.checked.swap(0, Relaxed), self.useful.swap(0, Relaxed))
+    }
+
+    /// Sets (or, with `None`, clears) the prefix of the seek under way.
+    pub fn set(&self, prefix: Option<Vec<u8>>) {
+        *self.current.lock() = prefix;
+    }
+
+    /// True when a seek is for a prefix `table`'s filter says it lacks.
+    fn excludes(&self, table: &Table) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let current = self.current.lock();
+        let Some(p) = current.as_ref() else { return false };
+        self.checked.fetch_add(1, Relaxed);
+        let excluded = !table.prefix_may_match(&self.extractor, p);
+        if excluded {
+            self.useful.fetch_add(1, Relaxed);
+        }
+        excluded
+    }
+}
+
+/// A [`TableIterator`] that a bounded prefix seek skips when the table's
+/// filter lacks the prefix: invalid after such a seek, as if the table
+/// held nothing at or after the target (the seek's caller stops at the
+/// prefix's end, so nothing past it is missed).
+pub struct PrefixCheckedIterator {
+    inner: TableIterator,
+    prefix: Arc<SeekPrefix>,
+    skipped: bool,
+}
+
+impl PrefixCheckedIterator {
+    /// Wraps `inner`, which iterates its table.
+    pub fn new(inner: TableIterator, prefix: Arc<SeekPrefix>) -> Self {
+        PrefixCheckedIterator { inner, prefix, skipped: false }
+    }
+}
+
+impl InternalIterator for PrefixCheckedIterator {
+    fn valid(&self) -> bool {
+        !self.skipped && self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.skipped = false;
+        self.inner.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.skipped = false;
+        self.inner.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.skipped = self.prefix.excludes(&self.inner.table);
+        if !self.skipped {
+            self.inner.seek(target);
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.skipped = self.prefix.excludes(&self.inner.table);
+        if !self.skipped {
+            self.inner.seek_for_prev(target);
+        }
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        if self.skipped {
+            return Ok(());
+        }
+        self.inner.status()
+    }
+}
+
 /// A two-level iterator over a table: the index block picks the data block,
 /// the data block iterator walks its entries. Yields every entry, tombstones
 /// and old versions included.
@@ -1595,6 +1730,8 @@ mod tests {
             index_partition_size: None,
             partition_filters: false,
             user_key_index: true,
+            whole_key_filtering: true,
+            prefix_extractor: None,
         }
     }
 

@@ -242,8 +242,10 @@ impl Stats {
             out.push_str(&format!("{name} COUNT : {v}\n"));
         }
         let stall: u64 = self.total_stall_micros();
-        let tickers: [(&str, u64); 20] = [
+        let tickers: [(&str, u64); 22] = [
             ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
+            ("rocksdb.bloom.filter.prefix.checked", self.reads.prefix_checked()),
+            ("rocksdb.bloom.filter.prefix.useful", self.reads.prefix_useful()),
             ("rocksdb.number.keys.written", read(&self.user_keys)),
             ("rocksdb.number.keys.read", self.reads.keys_read()),
             ("rocksdb.number.keys.found", self.reads.keys_found()),
@@ -381,12 +383,14 @@ const KEYS_FOUND: usize = 1;
 const BYTES_READ: usize = 2;
 const BLOOM_USEFUL: usize = 3;
 const SEEKS: usize = 4;
+const PREFIX_CHECKED: usize = 5;
+const PREFIX_USEFUL: usize = 6;
 
 /// The counters every point read and iterator seek bumps (RocksDB
 /// `NUMBER_KEYS_READ`, `NUMBER_KEYS_FOUND`, `BYTES_READ`,
 /// `BLOOM_FILTER_USEFUL`, `NUMBER_DB_SEEK`), striped per thread.
 #[derive(Default)]
-pub struct ReadCounters(Striped<5>);
+pub struct ReadCounters(Striped<7>);
 
 impl ReadCounters {
     /// Counts a point read, and the value it returned if any.
@@ -411,6 +415,24 @@ impl ReadCounters {
     /// Counts a table a bloom filter ruled out.
     pub fn record_bloom_useful(&self) {
         self.0.add(BLOOM_USEFUL, 1);
+    }
+
+    /// Counts tables asked whether they hold a prefix seek's prefix, and
+    /// those whose filter said no (RocksDB `BLOOM_FILTER_PREFIX_CHECKED`,
+    /// `BLOOM_FILTER_PREFIX_USEFUL`).
+    pub fn record_prefix_checks(&self, checked: u64, useful: u64) {
+        self.0.add(PREFIX_CHECKED, checked);
+        self.0.add(PREFIX_USEFUL, useful);
+    }
+
+    /// Tables asked about a prefix seek's prefix.
+    pub fn prefix_checked(&self) -> u64 {
+        self.0.sum(PREFIX_CHECKED)
+    }
+
+    /// Tables a prefix bloom filter ruled out for a prefix seek.
+    pub fn prefix_useful(&self) -> u64 {
+        self.0.sum(PREFIX_USEFUL)
     }
 
     /// Point reads.

@@ -10,6 +10,7 @@ use super::{FileMetaData, TableCache, Version};
 use crate::error::{Error, Result};
 use crate::iter::{EmptyIterator, InternalIterator};
 use crate::key::compare_internal_keys;
+use crate::sst::table_reader::{PrefixCheckedIterator, SeekPrefix};
 use crate::sst::ReadSettings;
 
 /// Iterates the files of one sorted level (L1 or deeper) as one sequence,
@@ -30,6 +31,8 @@ pub(crate) struct LevelIterator {
     current: Option<Box<dyn InternalIterator>>,
     /// Why `current` is `None`, when it is for an error.
     error: Option<Error>,
+    /// Skips files a bounded prefix seek's prefix is not in.
+    seek_prefix: Option<Arc<SeekPrefix>>,
 }
 
 /// The files a [`LevelIterator`] walks: a level of a version it holds (a
@@ -56,7 +59,13 @@ impl std::ops::Deref for LevelFiles {
 impl LevelIterator {
     pub(crate) fn new(files: LevelFiles, level: usize, tables: Arc<TableCache>, settings: ReadSettings) -> Self {
         let index = files.len();
-        LevelIterator { files, level, tables, settings, index, current: None, error: None }
+        LevelIterator { files, level, tables, settings, index, current: None, error: None, seek_prefix: None }
+    }
+
+    /// Lets bounded prefix seeks skip files whose filter lacks the prefix.
+    pub(crate) fn with_seek_prefix(mut self, prefix: Arc<SeekPrefix>) -> Self {
+        self.seek_prefix = Some(prefix);
+        self
     }
 
     /// Makes file `index` the current one, unpositioned; a table that fails
@@ -66,7 +75,10 @@ impl LevelIterator {
         self.index = index;
         self.current = self.files.get(index).map(|f| -> Box<dyn InternalIterator> {
             match self.tables.get(f, self.level) {
-                Ok(t) => Box::new(t.iter(self.settings)),
+                Ok(t) => match &self.seek_prefix {
+                    Some(p) => Box::new(PrefixCheckedIterator::new(t.iter(self.settings), Arc::clone(p))),
+                    None => Box::new(t.iter(self.settings)),
+                },
                 Err(e) => Box::new(EmptyIterator::with_error(e)),
             }
         });
