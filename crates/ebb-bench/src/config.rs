@@ -98,6 +98,9 @@ pub struct Config {
     /// `--mergereadpercent`: the percentage of readrandommergerandom's
     /// operations that merge.
     pub mergereadpercent: u32,
+    /// The range deletions the write benchmarks mix in
+    /// (`--writes_per_range_tombstone` and its companions).
+    pub range_tombstones: RangeTombstones,
     /// `--histogram`.
     pub histogram: bool,
     /// `--report_open_timing`.
@@ -136,6 +139,98 @@ pub struct Config {
     pub mixgraph: MixGraphParams,
     /// `--block_size` (checksum benchmarks).
     pub block_size: usize,
+}
+
+/// db_bench's range deletions inside the write benchmarks (`DoWrite`, and
+/// readwhilewriting's writer, `BGWriter`): after a thread's `n`-th write,
+/// where [`RangeTombstones::due`] says so, one `DeleteRange` of `width`
+/// keys (or, with `expand`, `width` point deletes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RangeTombstones {
+    /// `--writes_before_delete_range`: writes before the count starts.
+    pub writes_before: u64,
+    /// `--writes_per_range_tombstone`: writes between two range deletions (0 = none).
+    pub every: u64,
+    /// `--range_tombstone_width`: key numbers `[begin, begin + width)`.
+    pub width: u64,
+    /// `--max_num_range_tombstones`: range deletions per thread at most; 0
+    /// means none, as in db_bench (where the cap also widens the keys of
+    /// `DoWrite`'s key generator to `[0, num + max)`).
+    pub max: u64,
+    /// `--expand_range_tombstones`: `width` point deletes instead.
+    pub expand: bool,
+}
+
+/// The benchmarks whose threads mix range deletions into their writes, as
+/// db_bench's `DoWrite` and `BGWriter` do.
+pub const BENCHMARKS_WITH_RANGE_TOMBSTONES: &[&str] =
+    &["fillseq", "fillrandom", "filluniquerandom", "fillsync", "fill100K", "overwrite", "readwhilewriting"];
+
+impl RangeTombstones {
+    /// db_bench's test after a thread's `written`-th write (`num_written`):
+    /// past `writes_before`, every `every` writes, while the range
+    /// deletions so far number at most `max`.
+    pub fn due(&self, written: u64) -> bool {
+        self.every > 0
+            && written > self.writes_before
+            && (written - self.writes_before) / self.every <= self.max
+            && (written - self.writes_before).is_multiple_of(self.every)
+    }
+
+    /// True when some write can be followed by a range deletion.
+    pub fn enabled(&self) -> bool {
+        self.every > 0 && self.max > 0
+    }
+
+    fn from_flags(flags: &Flags, benchmarks: &[String], num: u64, key_size: usize) -> Result<RangeTombstones> {
+        let non_negative = |name: &str| -> Result<u64> {
+            let v = flags.i64(name);
+            if v < 0 {
+                bail!("flag --{name} must not be negative, got {v}");
+            }
+            Ok(v as u64)
+        };
+        let rt = RangeTombstones {
+            writes_before: non_negative("writes_before_delete_range")?,
+            every: non_negative("writes_per_range_tombstone")?,
+            width: non_negative("range_tombstone_width")?,
+            max: non_negative("max_num_range_tombstones")?,
+            expand: flags.bool("expand_range_tombstones"),
+        };
+        if rt.every > 0 && !benchmarks.iter().any(|b| BENCHMARKS_WITH_RANGE_TOMBSTONES.contains(&b.as_str())) {
+            bail!(
+                "--writes_per_range_tombstone={} adds range deletions to the writes of {}, and \
+                 --benchmarks={} has none of them",
+                rt.every,
+                BENCHMARKS_WITH_RANGE_TOMBSTONES.join(", "),
+                benchmarks.join(","),
+            );
+        }
+        if rt.max > 0 {
+            // The largest key number named: the end of a range that begins at
+            // the last number of the key generator, [0, num + max).
+            let width = if rt.every > 0 { rt.width } else { 0 };
+            let last_end = u128::from(num) + u128::from(rt.max) + u128::from(width);
+            let numbers = 1u128 << (8 * key_size.min(8));
+            if last_end > numbers {
+                bail!(
+                    "--num={num}, --max_num_range_tombstones={} and --range_tombstone_width={width} name key \
+                     numbers up to {} (db_bench's fills draw from [0, num + max), and a range deletion \
+                     reaches width past its begin), past the {numbers} that keys of --key_size={key_size} hold",
+                    rt.max,
+                    last_end - 1,
+                );
+            }
+        }
+        Ok(rt)
+    }
+
+    /// The keys a write benchmark's key generator draws from: db_bench's
+    /// `num + max_num_range_tombstones` (each range deletion takes its begin
+    /// from the same generator).
+    pub fn key_space(&self, num: u64) -> u64 {
+        num + self.max
+    }
 }
 
 /// The benchmarks `--readers` runs its threads beside: those whose own threads
@@ -219,6 +314,7 @@ impl Config {
         if key_size > ebb::MAX_KEY_SIZE {
             bail!("flag --key_size must be at most {}", ebb::MAX_KEY_SIZE);
         }
+        let range_tombstones = RangeTombstones::from_flags(flags, &benchmarks, num, key_size)?;
         let value_size = flags.u64("value_size")? as usize;
         if value_size > ebb::MAX_VALUE_SIZE {
             bail!("flag --value_size must be at most {}", ebb::MAX_VALUE_SIZE);
@@ -258,6 +354,7 @@ impl Config {
             readwritepercent: readwritepercent as u32,
             merge_keys,
             mergereadpercent: mergereadpercent as u32,
+            range_tombstones,
             histogram: flags.bool("histogram"),
             report_open_timing: flags.bool("report_open_timing"),
             report_memory: flags.bool("report_memory"),
@@ -426,4 +523,26 @@ fn write_shape(flags: &Flags) -> Result<(Schedule, Option<CountBurstSpec>)> {
         }
     };
     Ok((Schedule { base, bursts: time_bursts }, count_bursts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// db_bench's condition, at its edges: after every `every` writes past
+    /// `writes_before`, `max` times at most; a maximum of 0 allows none.
+    #[test]
+    fn range_deletions_are_due_as_in_db_bench() {
+        let rt = RangeTombstones { writes_before: 0, every: 10, width: 5, max: 20, expand: false };
+        let due: Vec<u64> = (0..=400).filter(|n| rt.due(*n)).collect();
+        assert_eq!(due, (1..=20).map(|i| i * 10).collect::<Vec<_>>());
+        let late = RangeTombstones { writes_before: 95, ..rt };
+        let due: Vec<u64> = (0..=400).filter(|n| late.due(*n)).collect();
+        assert_eq!(due, (1..=20).map(|i| 95 + i * 10).collect::<Vec<_>>());
+        for none in [RangeTombstones { max: 0, ..rt }, RangeTombstones { every: 0, ..rt }] {
+            assert!(!(0..=400).any(|n| none.due(n)), "{none:?}");
+            assert!(!none.enabled());
+        }
+        assert_eq!(rt.key_space(1000), 1020, "db_bench's KeyGenerator spans num + max");
+    }
 }

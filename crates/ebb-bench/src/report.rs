@@ -80,6 +80,12 @@ pub struct BenchResult {
     pub latency: BTreeMap<String, LatencySummary>,
     /// Throughput over burst time only; null without bursts.
     pub burst: Option<BurstSummary>,
+    /// Range deletions the benchmark's threads issued
+    /// (`--writes_per_range_tombstone`; readwhilewriting's writer included),
+    /// which db_bench prints as `Number of range deletions: N` and leaves
+    /// out of `ops`; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub range_deletions: u64,
     /// The `--readers` threads' point reads beside this benchmark; null
     /// without them. The figures above are the benchmark's own threads'.
     #[serde(default)]
@@ -90,6 +96,10 @@ pub struct BenchResult {
     /// at the end of the benchmark; null without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Memory at the end of a benchmark (`--report_memory`), in bytes; a figure
@@ -320,6 +330,7 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
             )]),
             burst: None,
             memory: None,
+            range_deletions: 0,
             readers: Some(ReadersSummary {
                 threads: 2,
                 ops: 3000 * seconds as u64,

@@ -93,6 +93,7 @@ pub struct ThreadStats {
     bytes: u64,
     hists: BTreeMap<OpType, Histogram>,
     message: String,
+    range_deletions: u64,
     live: Arc<LiveCounters>,
     exclude_from_merge: bool,
 }
@@ -111,6 +112,7 @@ impl ThreadStats {
             bytes: 0,
             hists: BTreeMap::new(),
             message: String::new(),
+            range_deletions: 0,
             live,
             exclude_from_merge: false,
         }
@@ -178,6 +180,17 @@ impl ThreadStats {
             self.message.push(' ');
         }
         self.message.push_str(msg);
+    }
+
+    /// Counts one range deletion (`--writes_per_range_tombstone`), which
+    /// db_bench counts apart from the operations.
+    pub fn count_range_deletion(&mut self) {
+        self.range_deletions += 1;
+    }
+
+    /// Range deletions this thread issued.
+    pub fn range_deletions(&self) -> u64 {
+        self.range_deletions
     }
 
     /// Keeps this thread out of the reported figures (readwhilewriting's writer).

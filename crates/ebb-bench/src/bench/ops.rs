@@ -13,7 +13,44 @@ use crate::workload::{MixOp, MixSpec};
 
 use super::worker::Worker;
 
-/// `DoWrite`: `count` writes (batches of `--batch_size`) of `value_size`-byte values.
+/// An operation of a write batch, owning its keys.
+enum Owned {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
+
+impl Owned {
+    fn op(&self) -> BatchOp<'_> {
+        match self {
+            Owned::Put(k, v) => BatchOp::Put(k, v),
+            Owned::Delete(k) => BatchOp::Delete(k),
+            Owned::DeleteRange(b, e) => BatchOp::DeleteRange(b, e),
+        }
+    }
+}
+
+/// A range deletion of `--range_tombstone_width` key numbers from `begin`:
+/// one range tombstone, or with `--expand_range_tombstones` one point delete
+/// per key, as db_bench writes it.
+fn range_deletion(w: &Worker<'_>, begin: u64, out: &mut Vec<Owned>) {
+    let rt = &w.cfg.range_tombstones;
+    if rt.expand {
+        out.extend((0..rt.width).map(|i| Owned::Delete(w.keys.key(begin + i))));
+    } else {
+        out.push(Owned::DeleteRange(w.keys.key(begin), w.keys.key(begin + rt.width)));
+    }
+}
+
+/// `DoWrite`: `count` writes (batches of `--batch_size`) of `value_size`-byte
+/// values. With `--writes_per_range_tombstone`, after each write that
+/// [`RangeTombstones::due`](crate::config::RangeTombstones::due) picks, a
+/// range deletion joins the same batch, its begin the key generator's next
+/// number (db_bench's `key_gens[id]->Next()`: the next key of fillseq, a
+/// random one of fillrandom, the permutation's next of filluniquerandom).
+/// As in db_bench the generator then spans `num + max_num_range_tombstones`
+/// keys, and range deletions count neither as operations nor as bytes (nor
+/// against the write cap).
 pub fn write(
     w: &mut Worker<'_>,
     order: KeyOrder,
@@ -23,11 +60,12 @@ pub fn write(
     wo: WriteOpts,
 ) -> Result<()> {
     let batch = w.cfg.batch_size as u64;
-    let num = w.cfg.num;
+    let rt = w.cfg.range_tombstones;
+    let key_space = rt.key_space(w.cfg.num);
     let mut budget = w.budget(count, timed);
     let mut seq = 0u64;
-    let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut vals: Vec<Vec<u8>> = Vec::new();
+    let mut written = 0u64;
+    let mut ops: Vec<Owned> = Vec::new();
     while !budget.done(batch, w.shared) {
         let bytes = batch * (w.keys.key_size() + value_size) as u64;
         if !w.before_write(bytes, batch) {
@@ -36,27 +74,34 @@ pub fn write(
         let mut next_key = |w: &mut Worker<'_>| -> u64 {
             let n = match order {
                 KeyOrder::Sequential => seq,
-                KeyOrder::Random => w.rng.below(num),
-                KeyOrder::UniqueRandom => w.shared.unique_order.as_ref().map_or(seq, |o| o[(seq % num) as usize]),
+                KeyOrder::Random => w.rng.below(key_space),
+                KeyOrder::UniqueRandom => {
+                    w.shared.unique_order.as_ref().map_or(seq, |o| o[(seq % o.len() as u64) as usize])
+                }
             };
             seq += 1;
             n
         };
-        if batch == 1 {
+        if batch == 1 && !rt.due(written + 1) {
             let n = next_key(w);
             w.set_key(n);
             let value = w.values.generate(value_size);
             w.engine.put(&w.key, value, wo)?;
+            written += 1;
         } else {
-            keys.clear();
-            vals.clear();
+            ops.clear();
             for _ in 0..batch {
                 let n = next_key(w);
-                keys.push(w.keys.key(n));
-                vals.push(w.values.generate(value_size).to_vec());
+                ops.push(Owned::Put(w.keys.key(n), w.values.generate(value_size).to_vec()));
+                written += 1;
+                if rt.due(written) {
+                    let begin = next_key(w);
+                    range_deletion(w, begin, &mut ops);
+                    w.stats.count_range_deletion();
+                }
             }
-            let ops: Vec<BatchOp<'_>> = keys.iter().zip(&vals).map(|(k, v)| BatchOp::Put(k, v)).collect();
-            w.engine.write_batch(&ops, wo)?;
+            let batch_ops: Vec<BatchOp<'_>> = ops.iter().map(Owned::op).collect();
+            w.engine.write_batch(&batch_ops, wo)?;
         }
         w.stats.add_write_bytes(bytes);
         w.stats.finished_ops(batch, OpType::Write);
@@ -219,12 +264,19 @@ pub fn delete(w: &mut Worker<'_>, sequential: bool) -> Result<()> {
     Ok(())
 }
 
-/// readwhilewriting's writer (`BGWriter`): random puts until the readers finish.
+/// readwhilewriting's writer (`BGWriter`): random puts until the readers
+/// finish. With `--writes_per_range_tombstone`, after each write that
+/// [`RangeTombstones::due`](crate::config::RangeTombstones::due) picks, a
+/// range deletion of its own (db_bench's `DB::DeleteRange`, or the point
+/// deletes one by one) from a random key number in `[0, num)`, counted as
+/// one more write operation of this (unreported) thread.
 pub fn background_writer(w: &mut Worker<'_>) -> Result<()> {
     w.stats.exclude_from_merge();
     let num = w.cfg.num;
     let value_size = w.cfg.value_size;
+    let rt = w.cfg.range_tombstones;
     let wo = w.write_opts();
+    let mut written = 0u64;
     while !w.shared.writer_stop.load(Ordering::Relaxed) && !w.shared.abort.load(Ordering::Relaxed) {
         let bytes = (w.keys.key_size() + value_size) as u64;
         if !w.before_write(bytes, 1) {
@@ -236,6 +288,21 @@ pub fn background_writer(w: &mut Worker<'_>) -> Result<()> {
         w.engine.put(&w.key, value, wo)?;
         w.stats.add_write_bytes(bytes);
         w.stats.finished_ops(1, OpType::Write);
+        written += 1;
+        if rt.due(written) {
+            let begin = w.rng.below(num);
+            if rt.expand {
+                for i in 0..rt.width {
+                    w.set_key(begin + i);
+                    w.engine.delete(&w.key, wo)?;
+                }
+            } else {
+                let (b, e) = (w.keys.key(begin), w.keys.key(begin + rt.width));
+                w.engine.delete_range(&b, &e, wo)?;
+            }
+            w.stats.count_range_deletion();
+            w.stats.finished_ops(1, OpType::Write);
+        }
     }
     Ok(())
 }

@@ -270,6 +270,14 @@ impl Engine for EbbEngine {
         }
     }
 
+    /// In the family of `begin`, as a batch's range deletion goes.
+    fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        match self.family(begin) {
+            None => Ok(self.db.delete_range_opt(begin, end, &write_options(wo))?),
+            Some(cf) => Ok(self.db.delete_range_cf_opt(cf, begin, end, &write_options(wo))?),
+        }
+    }
+
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
         let mut batch = WriteBatch::new();
         for op in ops {
@@ -278,6 +286,8 @@ impl Engine for EbbEngine {
                 (BatchOp::Put(k, v), Some(cf)) => batch.put_cf(cf, k, v),
                 (BatchOp::Delete(k), None) => batch.delete(k),
                 (BatchOp::Delete(k), Some(cf)) => batch.delete_cf(cf, k),
+                (BatchOp::DeleteRange(b, e), None) => batch.delete_range(b, e),
+                (BatchOp::DeleteRange(b, e), Some(cf)) => batch.delete_range_cf(cf, b, e),
             }
         }
         Ok(self.db.write_opt(&batch, &write_options(wo))?)

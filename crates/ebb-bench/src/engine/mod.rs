@@ -33,13 +33,17 @@ pub enum BatchOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Delete key.
     Delete(&'a [u8]),
+    /// Delete every key from the first (included) to the second (excluded):
+    /// one range tombstone (RocksDB's `DeleteRange`).
+    DeleteRange(&'a [u8], &'a [u8]),
 }
 
 impl<'a> BatchOp<'a> {
-    /// The key the operation writes.
+    /// The key the operation writes (a range deletion's begin), which picks
+    /// its column family under `--num_column_families`.
     pub fn key(&self) -> &'a [u8] {
         match self {
-            BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+            BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::DeleteRange(k, _) => k,
         }
     }
 }
@@ -139,6 +143,12 @@ pub trait Engine: Send + Sync {
     /// Merges `value` into one key through the merge operator the engine
     /// was opened with (`--merge_operator`); an engine without one refuses.
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()>;
+    /// Deletes every key from `begin` (included) to `end` (excluded) with
+    /// one range tombstone (RocksDB's `DeleteRange`); `begin` must not come
+    /// after `end`. The default writes a batch of that one operation.
+    fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        self.write_batch(&[BatchOp::DeleteRange(begin, end)], wo)
+    }
     /// Applies a batch atomically.
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()>;
     /// Reads one key.

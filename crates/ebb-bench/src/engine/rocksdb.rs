@@ -471,12 +471,21 @@ impl Engine for RocksDbEngine {
         self.db.merge_opt(key, value, &write_options(wo)).map_err(rocks_error)
     }
 
+    fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        let cf = self
+            .db
+            .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+            .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+        self.db.delete_range_cf_opt(cf, begin, end, &write_options(wo)).map_err(rocks_error)
+    }
+
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
         let mut batch = WriteBatch::default();
         for op in ops {
             match op {
                 BatchOp::Put(k, v) => batch.put(k, v),
                 BatchOp::Delete(k) => batch.delete(k),
+                BatchOp::DeleteRange(b, e) => batch.delete_range(b, e),
             }
         }
         self.db.write_opt(batch, &write_options(wo)).map_err(rocks_error)

@@ -77,6 +77,43 @@ pub const FLAGS: &[FlagSpec] = &[
         Client,
         "Percentage of merges (the rest are reads) in readrandommergerandom, as db_bench: 70 = 7 merges per 3 gets",
     ),
+    f(
+        "writes_per_range_tombstone",
+        Int,
+        "0",
+        Client,
+        "Fills, overwrite and readwhilewriting's writer delete a range after every N writes per thread \
+         (db_bench's DeleteRange); 0 = none",
+    ),
+    f(
+        "range_tombstone_width",
+        Int,
+        "100",
+        Client,
+        "Key numbers each range deletion covers: [begin, begin + width), the begin drawn as a write's key",
+    ),
+    f(
+        "max_num_range_tombstones",
+        Int,
+        "0",
+        Client,
+        "Range deletions per thread at most; 0 = none, as in db_bench (which also draws the fills' keys \
+         from [0, num + max))",
+    ),
+    f(
+        "writes_before_delete_range",
+        Int,
+        "0",
+        Client,
+        "Writes per thread before the count of --writes_per_range_tombstone starts",
+    ),
+    f(
+        "expand_range_tombstones",
+        Bool,
+        "false",
+        Client,
+        "Write each range deletion as --range_tombstone_width point deletes instead",
+    ),
     // ---- engine options as a whole (ebb engine only) ----
     f(
         "options_preset",
