@@ -29,35 +29,41 @@ impl RangeTombstone {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One fragment: `[start, end)` in [`FragmentedTombstones::keys`], and its
+/// sequences (descending) in [`FragmentedTombstones::seqs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Fragment {
-    start: Vec<u8>,
-    end: Vec<u8>,
-    /// Sequences of the tombstones covering the fragment, descending.
-    seqs: Vec<SequenceNumber>,
+    start: (u32, u32),
+    end: (u32, u32),
+    seqs: (u32, u32),
 }
 
-/// Tombstones as sorted, non-overlapping fragments (module documentation).
+/// Tombstones as sorted, non-overlapping fragments (module documentation),
+/// laid out flat: a lookup's binary search reads one array of offsets and
+/// one buffer of keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FragmentedTombstones {
     fragments: Vec<Fragment>,
+    keys: Vec<u8>,
+    seqs: Vec<SequenceNumber>,
 }
 
 impl FragmentedTombstones {
     /// Fragments `tombstones` (in any order; empty ranges are ignored).
     pub fn new<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
         let mut list: Vec<&RangeTombstone> = tombstones.into_iter().filter(|t| t.start < t.end).collect();
+        let mut out = FragmentedTombstones::default();
         if list.is_empty() {
-            return FragmentedTombstones::default();
+            return out;
         }
         list.sort_by(|a, b| a.start.cmp(&b.start));
         let mut bounds: Vec<&[u8]> = list.iter().flat_map(|t| [t.start.as_slice(), t.end.as_slice()]).collect();
         bounds.sort_unstable();
         bounds.dedup();
-        let mut fragments: Vec<Fragment> = Vec::new();
         // Tombstones started at or before the current bound, by index.
         let mut next = 0;
         let mut active: Vec<&RangeTombstone> = Vec::new();
+        let mut pending: Vec<(&[u8], &[u8], Vec<SequenceNumber>)> = Vec::new();
         for pair in bounds.windows(2) {
             let (lo, hi) = (pair[0], pair[1]);
             while next < list.len() && list[next].start.as_slice() <= lo {
@@ -71,13 +77,32 @@ impl FragmentedTombstones {
             let mut seqs: Vec<SequenceNumber> = active.iter().map(|t| t.seq).collect();
             seqs.sort_unstable_by(|a, b| b.cmp(a));
             seqs.dedup();
-            match fragments.last_mut() {
+            match pending.last_mut() {
                 // Adjacent fragments covered alike become one.
-                Some(last) if last.end.as_slice() == lo && last.seqs == seqs => last.end = hi.to_vec(),
-                _ => fragments.push(Fragment { start: lo.to_vec(), end: hi.to_vec(), seqs }),
+                Some(p) if p.1 == lo && p.2 == seqs => p.1 = hi,
+                _ => pending.push((lo, hi, seqs)),
             }
         }
-        FragmentedTombstones { fragments }
+        for (lo, hi, seqs) in pending {
+            let mut put = |k: &[u8]| {
+                let at = out.keys.len() as u32;
+                out.keys.extend_from_slice(k);
+                (at, k.len() as u32)
+            };
+            let (start, end) = (put(lo), put(hi));
+            let at = out.seqs.len() as u32;
+            out.seqs.extend_from_slice(&seqs);
+            out.fragments.push(Fragment { start, end, seqs: (at, seqs.len() as u32) });
+        }
+        out
+    }
+
+    fn bytes(&self, (at, len): (u32, u32)) -> &[u8] {
+        &self.keys[at as usize..(at + len) as usize]
+    }
+
+    fn seqs_of(&self, f: &Fragment) -> &[SequenceNumber] {
+        &self.seqs[f.seqs.0 as usize..(f.seqs.0 + f.seqs.1) as usize]
     }
 
     /// True when no tombstone covers anything.
@@ -86,8 +111,8 @@ impl FragmentedTombstones {
     }
 
     fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
-        let i = self.fragments.partition_point(|f| f.end.as_slice() <= key);
-        self.fragments.get(i).filter(|f| f.start.as_slice() <= key)
+        let i = self.fragments.partition_point(|f| self.bytes(f.end) <= key);
+        self.fragments.get(i).filter(|f| self.bytes(f.start) <= key)
     }
 
     /// The sequence of the newest tombstone covering `key` that a reader at
@@ -95,23 +120,29 @@ impl FragmentedTombstones {
     /// `key` is deleted for that reader when its sequence is below this.
     pub fn max_covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
         let Some(f) = self.fragment(key) else { return 0 };
-        let i = f.seqs.partition_point(|s| *s > read_seq);
-        f.seqs.get(i).copied().unwrap_or(0)
+        let seqs = self.seqs_of(f);
+        let i = seqs.partition_point(|s| *s > read_seq);
+        seqs.get(i).copied().unwrap_or(0)
     }
 
     /// The sequence of the oldest tombstone covering `key` above `seq` (the
     /// first that deletes a version at `seq`), if any.
     pub fn oldest_covering_above(&self, key: &[u8], seq: SequenceNumber) -> Option<SequenceNumber> {
         let f = self.fragment(key)?;
-        let i = f.seqs.partition_point(|s| *s > seq);
-        i.checked_sub(1).map(|j| f.seqs[j])
+        let seqs = self.seqs_of(f);
+        let i = seqs.partition_point(|s| *s > seq);
+        i.checked_sub(1).map(|j| seqs[j])
     }
 
     /// The fragments as tombstones (one per fragment and sequence), sorted
     /// by start then sequence descending: the same coverage as the input.
     pub fn tombstones(&self) -> impl Iterator<Item = RangeTombstone> + '_ {
-        self.fragments.iter().flat_map(|f| {
-            f.seqs.iter().map(move |&seq| RangeTombstone { start: f.start.clone(), end: f.end.clone(), seq })
+        self.fragments.iter().flat_map(move |f| {
+            self.seqs_of(f).iter().map(move |&seq| RangeTombstone {
+                start: self.bytes(f.start).to_vec(),
+                end: self.bytes(f.end).to_vec(),
+                seq,
+            })
         })
     }
 }
@@ -130,19 +161,17 @@ impl FragmentedTombstones {
         seqs: &mut (SequenceNumber, SequenceNumber),
     ) {
         let (Some(first), Some(last)) = (self.fragments.first(), self.fragments.last()) else { return };
-        let start = make_internal_key(&first.start, crate::key::MAX_SEQUENCE, ValueKind::RangeDeletion);
+        let start = make_internal_key(self.bytes(first.start), crate::key::MAX_SEQUENCE, ValueKind::RangeDeletion);
         if smallest.is_empty() || compare_internal_keys(&start, smallest).is_lt() {
             *smallest = start;
         }
-        let end = make_internal_key(inclusive_bound(&last.end), 0, ValueKind::Deletion);
+        let end = make_internal_key(inclusive_bound(self.bytes(last.end)), 0, ValueKind::Deletion);
         if largest.is_empty() || compare_internal_keys(&end, largest).is_gt() {
             *largest = end;
         }
-        for f in &self.fragments {
-            for &s in &f.seqs {
-                seqs.0 = seqs.0.min(s);
-                seqs.1 = seqs.1.max(s);
-            }
+        for &s in &self.seqs {
+            seqs.0 = seqs.0.min(s);
+            seqs.1 = seqs.1.max(s);
         }
     }
 }

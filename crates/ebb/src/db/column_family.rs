@@ -48,11 +48,11 @@ pub(crate) struct ColumnFamilyData {
 
 impl ColumnFamilyData {
     pub(crate) fn new(id: u32, name: &str, options: Arc<ColumnFamilyOptions>) -> Arc<Self> {
-        let sv = SuperVersion {
-            mem: Arc::new(MemTable::new(0)),
-            imm: Vec::new(),
-            version: Arc::new(crate::version::Version::new(options.num_levels)),
-        };
+        let sv = SuperVersion::new(
+            Arc::new(MemTable::new(0)),
+            Vec::new(),
+            Arc::new(crate::version::Version::new(options.num_levels)),
+        );
         Arc::new(ColumnFamilyData {
             id,
             name: name.to_string(),
@@ -194,11 +194,11 @@ impl super::DbInner {
         cf.dropped.store(true, Ordering::Release);
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.
-        let empty = SuperVersion {
-            mem: Arc::new(MemTable::new(0)),
-            imm: Vec::new(),
-            version: Arc::new(crate::version::Version::new(cf.options.load().num_levels.max(1))),
-        };
+        let empty = SuperVersion::new(
+            Arc::new(MemTable::new(0)),
+            Vec::new(),
+            Arc::new(crate::version::Version::new(cf.options.load().num_levels.max(1))),
+        );
         cf.super_version.store(Arc::new(empty));
         st.stall_cache = None;
         // The family's files left no version through an edit.

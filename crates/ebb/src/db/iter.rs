@@ -61,9 +61,9 @@ pub struct DbIterator<'a> {
     pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Merge operands of the key being collected backwards, oldest first.
     operands: Vec<Vec<u8>>,
-    /// The range tombstones of every memtable and table the iterator reads
-    /// (`None`: there are none).
-    pub(crate) tombstones: Option<Arc<crate::range_del::FragmentedTombstones>>,
+    /// The range tombstones of the memtables and tables the iterator reads,
+    /// per source (empty: there are none).
+    pub(crate) tombstones: Vec<Arc<crate::range_del::FragmentedTombstones>>,
     /// Bounded prefix seeks (`prefix_same_as_start` with a prefix
     /// extractor): the extractor, and the state shared with the table
     /// iterators, which skip tables lacking the prefix during such a seek.
@@ -104,7 +104,7 @@ impl<'a> DbIterator<'a> {
             merged: false,
             merge_operator: None,
             operands: Vec::new(),
-            tombstones: None,
+            tombstones: Vec::new(),
             prefix_mode: None,
             bound_prefix: None,
             blobs: None,
@@ -507,9 +507,10 @@ impl<'a> DbIterator<'a> {
     /// What an entry visible to the iterator is to it: a version a range
     /// tombstone the iterator sees deletes reads as a deletion.
     fn kind_seen(&self, p: &crate::key::ParsedKey<'_>) -> ValueKind {
-        match &self.tombstones {
-            Some(t) if t.max_covering(p.user_key, self.sequence) > p.seq => ValueKind::Deletion,
-            _ => p.kind,
+        if self.tombstones.iter().any(|t| t.max_covering(p.user_key, self.sequence) > p.seq) {
+            ValueKind::Deletion
+        } else {
+            p.kind
         }
     }
 

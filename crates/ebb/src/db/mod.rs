@@ -78,6 +78,15 @@ pub(crate) struct SuperVersion {
     /// Immutable memtables, newest first.
     pub(crate) imm: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of the version's tables, fragmented once for
+    /// every iterator (`None` inside: they have none).
+    pub(crate) table_tombstones: std::sync::OnceLock<Option<Arc<crate::range_del::FragmentedTombstones>>>,
+}
+
+impl SuperVersion {
+    pub(crate) fn new(mem: Arc<MemTable>, imm: Vec<Arc<MemTable>>, version: Arc<Version>) -> Self {
+        SuperVersion { mem, imm, version, table_tombstones: std::sync::OnceLock::new() }
+    }
 }
 
 /// State guarded by the db mutex.
@@ -852,10 +861,34 @@ impl DbInner {
                 continue;
             }
             st.live_versions.push((*id, Arc::downgrade(&version)));
-            let sv =
-                SuperVersion { mem: Arc::clone(&family.mem), imm: family.imm.iter().rev().cloned().collect(), version };
+            let same_version = Arc::ptr_eq(&old.version, &version);
+            let sv = SuperVersion::new(Arc::clone(&family.mem), family.imm.iter().rev().cloned().collect(), version);
+            // A memtable switch keeps the tables: and their tombstones.
+            if let Some(t) = old.table_tombstones.get().filter(|_| same_version) {
+                let _ = sv.table_tombstones.set(t.clone());
+            }
             family.data.super_version.store(Arc::new(sv));
         }
+    }
+
+    /// The range tombstones of `sv`'s tables (of the files whose MANIFEST
+    /// record says they have some), fragmented; computed once per super
+    /// version (a failure to open a table is not remembered).
+    fn table_tombstones(&self, sv: &SuperVersion) -> Result<Option<Arc<crate::range_del::FragmentedTombstones>>> {
+        if let Some(t) = sv.table_tombstones.get() {
+            return Ok(t.clone());
+        }
+        let mut list = Vec::new();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for f in files.iter().filter(|f| f.num_range_deletions > 0) {
+                if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+                    list.extend(t.tombstones());
+                }
+            }
+        }
+        let t = (!list.is_empty()).then(|| Arc::new(crate::range_del::FragmentedTombstones::new(&list)));
+        let _ = sv.table_tombstones.set(t.clone());
+        Ok(t)
     }
 
     /// The sequence number a read with `ro` reads at: its snapshot's, which
@@ -905,32 +938,18 @@ impl DbInner {
                 });
             }
         }
-        // Every range tombstone of the view (memtables, and the tables
-        // whose MANIFEST record says they have some).
-        let mut tombstones = Vec::new();
-        let mut tombstone_error = None;
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            if let Some(t) = mem.range_tombstones() {
-                tombstones.extend(t.tombstones());
-            }
-        }
-        for (level, files) in sv.version.levels.iter().enumerate() {
-            for f in files.iter().filter(|f| f.num_range_deletions > 0) {
-                match self.tables.get(f, level) {
-                    Ok(t) => tombstones.extend(t.range_tombstones().into_iter().flat_map(|t| t.tombstones())),
-                    Err(e) => tombstone_error = Some(e),
-                }
-            }
-        }
-        if let Some(e) = tombstone_error {
+        // Every range tombstone of the view: each memtable's, and the
+        // tables' (fragmented once per super version).
+        let mut tombstones: Vec<_> =
+            std::iter::once(&sv.mem).chain(sv.imm.iter()).filter_map(|m| m.range_tombstones()).collect();
+        match self.table_tombstones(&sv) {
+            Ok(t) => tombstones.extend(t),
             // Without a table's tombstones the view could show deleted keys.
-            children.push(Box::new(crate::iter::EmptyIterator::with_error(e)));
+            Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
         }
         let merged = MergingIterator::new(children);
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
-        if !tombstones.is_empty() {
-            it.tombstones = Some(Arc::new(crate::range_del::FragmentedTombstones::new(&tombstones)));
-        }
+        it.tombstones = tombstones;
         it.prefix_mode = prefix_mode;
         if ro.prefix_same_as_start && !ro.total_order_seek && cf.options.load().prefix_extractor.is_none() {
             it.iter =

@@ -125,22 +125,27 @@ impl DbInner {
     ) -> Result<Option<V>> {
         let seq = lookup_sequence(lookup);
         let slow = || self.get_slow(cf, sv, key, lookup, ro).map(|v| v.map(V::owned));
+        // The newest range tombstone covering the key that the read sees,
+        // from the sources asked so far: a version below it is deleted. The
+        // sources go newest first, and a tombstone in an older source is
+        // older than every version of the key a newer one holds, so the
+        // first version found is compared with the sources up to its own.
+        let mut floor = 0;
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            // A range tombstone here may delete what this memtable or an
-            // older source holds: the slow path weighs them (a tombstone in
-            // an older source cannot delete what a newer one holds).
-            if mem.max_covering(key, seq) > 0 {
-                return slow();
-            }
-            match mem.get(lookup) {
-                Some(MemLookup::Value(v)) => return Ok(Some(V::owned(v))),
-                Some(MemLookup::Deleted) => return Ok(None),
-                Some(MemLookup::BlobIndex(v)) => {
+            floor = floor.max(mem.max_covering(key, seq));
+            match mem.get_entry(lookup) {
+                Some((s, _)) if s < floor => return Ok(None),
+                Some((_, MemLookup::Value(v))) => return Ok(Some(V::owned(v))),
+                Some((_, MemLookup::Deleted)) => return Ok(None),
+                Some((_, MemLookup::BlobIndex(v))) => {
                     return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
                 }
-                Some(MemLookup::Merge) => return slow(),
+                Some((_, MemLookup::Merge)) => return slow(),
                 None => {}
             }
+        }
+        if floor > 0 {
+            return Ok(None);
         }
         let rs = ReadSettings::from_read_options(ro);
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
@@ -154,8 +159,8 @@ impl DbInner {
                 continue;
             }
             let table = self.tables.get(f, level)?;
-            if table.range_tombstones().is_some_and(|t| t.max_covering(key, seq) > 0) {
-                return slow();
+            if let Some(t) = table.range_tombstones() {
+                floor = floor.max(t.max_covering(key, seq));
             }
             if !table.key_may_match(key) || !self.prefix_may_match(cf, &table, key) {
                 self.stats.reads.record_bloom_useful();
@@ -172,6 +177,8 @@ impl DbInner {
             }
         }
         match best {
+            // L0's files may overlap in sequences: all read are weighed.
+            Some((s, ..)) if s < floor => Ok(None),
             Some((_, ValueKind::Merge, ..)) => slow(),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
         }
@@ -246,7 +253,7 @@ impl DbInner {
             let mut files = sv.version.files_for_key(key).peekable();
             while let Some((level, f)) = files.next() {
                 let table = self.tables.get(f, level)?;
-                if table.key_may_match(key) {
+                if table.key_may_match(key) && self.prefix_may_match(cf, &table, key) {
                     let mut it = table.iter(rs);
                     it.seek(lookup);
                     while it.valid() {

@@ -60,9 +60,13 @@ pub struct MemTable {
     /// second flush running beside it takes only the ones after it. Changed
     /// with the db mutex held.
     flush_claimed: AtomicBool,
-    /// Range tombstones as written, and their fragments once a reader asked
-    /// (dropped at each insert).
-    range_dels: Mutex<(Vec<RangeTombstone>, Option<Arc<FragmentedTombstones>>)>,
+    /// Range tombstones as written.
+    range_dels: Mutex<Vec<RangeTombstone>>,
+    /// Their fragments, built by the first reader after an insert, with the
+    /// count of tombstones they hold (readers load them without a lock).
+    range_del_fragments: arc_swap::ArcSwapOption<(usize, Arc<FragmentedTombstones>)>,
+    /// Range tombstones inserted.
+    range_del_count: AtomicUsize,
     /// Set once a range tombstone is added: readers skip the lock until then.
     has_range_dels: AtomicBool,
     /// Bytes the range tombstones take.
@@ -129,7 +133,9 @@ impl MemTable {
             has_unlogged: AtomicBool::new(false),
             first_seq: AtomicU64::new(0),
             flush_claimed: AtomicBool::new(false),
-            range_dels: Mutex::new((Vec::new(), None)),
+            range_dels: Mutex::new(Vec::new()),
+            range_del_fragments: arc_swap::ArcSwapOption::empty(),
+            range_del_count: AtomicUsize::new(0),
             has_range_dels: AtomicBool::new(false),
             range_del_bytes: AtomicUsize::new(0),
             prefix_bloom: bloom.map(|(x, bytes)| PrefixBloom::new(x, bytes)),
@@ -163,9 +169,8 @@ impl MemTable {
         }
         let t = RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq };
         self.range_del_bytes.fetch_add(t.size() + 32, AtomicOrdering::Relaxed);
-        let mut dels = self.range_dels.lock();
-        dels.0.push(t);
-        dels.1 = None;
+        self.range_dels.lock().push(t);
+        self.range_del_count.fetch_add(1, AtomicOrdering::Release);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
         self.has_range_dels.store(true, AtomicOrdering::Release);
@@ -176,9 +181,14 @@ impl MemTable {
         if !self.has_range_dels.load(AtomicOrdering::Acquire) {
             return None;
         }
-        let mut dels = self.range_dels.lock();
-        let (list, cached) = &mut *dels;
-        Some(Arc::clone(cached.get_or_insert_with(|| Arc::new(FragmentedTombstones::new(list.iter())))))
+        let count = self.range_del_count.load(AtomicOrdering::Acquire);
+        if let Some(cached) = self.range_del_fragments.load().as_ref().filter(|c| c.0 == count) {
+            return Some(Arc::clone(&cached.1));
+        }
+        let list = self.range_dels.lock();
+        let fragments = Arc::new(FragmentedTombstones::new(list.iter()));
+        self.range_del_fragments.store(Some(Arc::new((list.len(), Arc::clone(&fragments)))));
+        Some(fragments)
     }
 
     /// The range tombstones as written (for a flush).
@@ -186,7 +196,7 @@ impl MemTable {
         if !self.has_range_dels.load(AtomicOrdering::Acquire) {
             return Vec::new();
         }
-        self.range_dels.lock().0.clone()
+        self.range_dels.lock().clone()
     }
 
     /// The newest range tombstone covering `key` that a reader at
@@ -210,6 +220,11 @@ impl MemTable {
     /// [`crate::key::KIND_FOR_SEEK`]
     /// (built once by the caller for every memtable and table it asks).
     pub fn get(&self, lookup: &[u8]) -> Option<MemLookup> {
+        self.get_entry(lookup).map(|(_, found)| found)
+    }
+
+    /// [`MemTable::get`] with the sequence of the version found.
+    pub fn get_entry(&self, lookup: &[u8]) -> Option<(SequenceNumber, MemLookup)> {
         if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(user_key(lookup))) {
             return None;
         }
@@ -218,14 +233,14 @@ impl MemTable {
         if parsed.user_key != user_key(lookup) {
             return None;
         }
-        Some(match parsed.kind {
+        Some((parsed.seq, match parsed.kind {
             ValueKind::Value => MemLookup::Value(value.to_vec()),
             ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
             ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
             ValueKind::Merge => MemLookup::Merge,
             // Never among the point entries (`add` keeps them apart).
             ValueKind::RangeDeletion => return None,
-        })
+        }))
     }
 
     /// Appends every version of `lookup`'s user key visible at its sequence
