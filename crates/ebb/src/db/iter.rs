@@ -280,10 +280,14 @@ impl<'a> DbIterator<'a> {
         if !self.valid {
             return;
         }
-        if self.direction == Direction::Forward && self.merged {
-            // The current key is `saved_key`; the inner iterator is past
-            // some of its versions (or at the end): step back before them.
-            if !self.iter.valid() {
+        if self.direction == Direction::Forward {
+            // Step back before every entry of the current key: the inner
+            // iterator's, or (a merge result) `saved_key`, the inner
+            // iterator then past some of its versions or at the end.
+            if !self.merged {
+                self.saved_key.clear();
+                self.saved_key.extend_from_slice(user_key(self.iter.key()));
+            } else if !self.iter.valid() {
                 self.iter.seek_to_last();
             }
             while self.iter.valid() && user_key(self.iter.key()) >= self.saved_key.as_slice() {
@@ -294,23 +298,6 @@ impl<'a> DbIterator<'a> {
                 self.saved_key.clear();
                 self.saved_value.clear();
                 return;
-            }
-            self.direction = Direction::Reverse;
-        } else if self.direction == Direction::Forward {
-            // Step back over every entry of the current key.
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(user_key(self.iter.key()));
-            loop {
-                self.iter.prev();
-                if !self.iter.valid() {
-                    self.valid = false;
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                    return;
-                }
-                if user_key(self.iter.key()) < self.saved_key.as_slice() {
-                    break;
-                }
             }
             self.direction = Direction::Reverse;
         }
