@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::bail;
 use crate::error::Result;
 use crate::flags::{table, Flags};
+use crate::keys::KeyFormat;
 use crate::shape::{parse_seconds_list, Base, Schedule, Sine, TimeBursts, Trace};
 use crate::workload::{MixSpec, MIX_FLAGS};
 
@@ -76,6 +77,19 @@ pub struct Config {
     pub seed: u64,
     /// `--key_size`.
     pub key_size: usize,
+    /// `--prefix_size` (0 = none): the engine's fixed prefix extractor, and
+    /// with `--keys_per_prefix` the prefix the keys start with.
+    pub prefix_size: usize,
+    /// `--keys_per_prefix` (0 = none).
+    pub keys_per_prefix: u64,
+    /// The keys of `[0, num)`: `--key_size` bytes, with db_bench's prefixes
+    /// when `--prefix_size` and `--keys_per_prefix` are both positive.
+    pub keys: KeyFormat,
+    /// `--prefix_same_as_start`: iterators stop at the end of the seek
+    /// key's prefix (checked against the engine's extractor by the runner).
+    pub prefix_same_as_start: bool,
+    /// `--total_order_seek`: iterators ignore the prefix extractor.
+    pub total_order_seek: bool,
     /// `--value_size`.
     pub value_size: usize,
     /// `--batch_size`.
@@ -182,7 +196,7 @@ impl RangeTombstones {
         self.every > 0 && self.max > 0
     }
 
-    fn from_flags(flags: &Flags, benchmarks: &[String], num: u64, key_size: usize) -> Result<RangeTombstones> {
+    fn from_flags(flags: &Flags, benchmarks: &[String], num: u64, keys: KeyFormat) -> Result<RangeTombstones> {
         let non_negative = |name: &str| -> Result<u64> {
             let v = flags.i64(name);
             if v < 0 {
@@ -211,16 +225,31 @@ impl RangeTombstones {
             // the last number of the key generator, [0, num + max).
             let width = if rt.every > 0 { rt.width } else { 0 };
             let last_end = u128::from(num) + u128::from(rt.max) + u128::from(width);
-            let numbers = 1u128 << (8 * key_size.min(8));
+            let numbers = 1u128 << (8 * keys.number_width());
             if last_end > numbers {
+                let key_size = keys.key_size();
+                let prefix = match keys.prefix_count() {
+                    Some(_) => format!(" after their --prefix_size={} bytes of prefix", flags.i64("prefix_size")),
+                    None => String::new(),
+                };
                 bail!(
                     "--num={num}, --max_num_range_tombstones={} and --range_tombstone_width={width} name key \
                      numbers up to {} (db_bench's fills draw from [0, num + max), and a range deletion \
-                     reaches width past its begin), past the {numbers} that keys of --key_size={key_size} hold",
+                     reaches width past its begin), past the {numbers} that keys of --key_size={key_size} \
+                     hold{prefix}",
                     rt.max,
                     last_end - 1,
                 );
             }
+        }
+        if rt.enabled() && !rt.expand && rt.width > 0 && keys.prefix_count().is_some() {
+            bail!(
+                "--writes_per_range_tombstone deletes the key numbers [begin, begin + width) as one range from \
+                 the key of begin to the key of begin + width, and with --keys_per_prefix the keys sort by their \
+                 prefix (the number modulo num / keys_per_prefix) first: that range is other keys, and often \
+                 ends before it begins, which both engines refuse; give --expand_range_tombstones=true (point \
+                 deletes of those numbers) or leave out --keys_per_prefix"
+            );
         }
         Ok(rt)
     }
@@ -314,7 +343,9 @@ impl Config {
         if key_size > ebb::MAX_KEY_SIZE {
             bail!("flag --key_size must be at most {}", ebb::MAX_KEY_SIZE);
         }
-        let range_tombstones = RangeTombstones::from_flags(flags, &benchmarks, num, key_size)?;
+        let (prefix_size, keys_per_prefix) = prefixes(flags, &benchmarks, num, merge_keys, key_size)?;
+        let keys = KeyFormat::with_prefixes(key_size, prefix_size, keys_per_prefix, num);
+        let range_tombstones = RangeTombstones::from_flags(flags, &benchmarks, num, keys)?;
         let value_size = flags.u64("value_size")? as usize;
         if value_size > ebb::MAX_VALUE_SIZE {
             bail!("flag --value_size must be at most {}", ebb::MAX_VALUE_SIZE);
@@ -344,6 +375,11 @@ impl Config {
             threads: positive(flags, "threads")? as usize,
             seed: flags.u64("seed")?,
             key_size,
+            prefix_size,
+            keys_per_prefix,
+            keys,
+            prefix_same_as_start: flags.bool("prefix_same_as_start"),
+            total_order_seek: flags.bool("total_order_seek"),
             value_size,
             batch_size: positive(flags, "batch_size")? as usize,
             compression_ratio,
@@ -425,6 +461,41 @@ impl Config {
             (r, w) => r.unwrap_or(0).max(w.unwrap_or(0)),
         }
     }
+}
+
+/// `--prefix_size` and `--keys_per_prefix`, checked as db_bench checks them
+/// (no negative sizes; a prefix no longer than the key), and where db_bench
+/// would divide by zero (fewer keys than keys per prefix leave no prefix to
+/// draw) refused.
+fn prefixes(flags: &Flags, benchmarks: &[String], num: u64, merge_keys: u64, key_size: usize) -> Result<(usize, u64)> {
+    let prefix_size = flags.i64("prefix_size");
+    if prefix_size < 0 {
+        bail!("flag --prefix_size must not be negative, got {prefix_size}");
+    }
+    if prefix_size as u64 > key_size as u64 {
+        bail!("--prefix_size={prefix_size} is larger than --key_size={key_size} (db_bench: prefix size is larger than key size)");
+    }
+    let keys_per_prefix = flags.i64("keys_per_prefix");
+    if keys_per_prefix < 0 {
+        bail!("flag --keys_per_prefix must not be negative, got {keys_per_prefix}");
+    }
+    let keys_per_prefix = keys_per_prefix as u64;
+    if prefix_size > 0 && keys_per_prefix > 0 {
+        // The merging benchmarks' keys are among --merge_keys (their num_keys).
+        let mut key_counts = vec![("num", num)];
+        if benchmarks.iter().any(|b| crate::engine::MERGE_BENCHMARKS.contains(&b.as_str())) {
+            key_counts.push(("merge_keys", merge_keys));
+        }
+        for (flag, keys) in key_counts {
+            if keys < keys_per_prefix {
+                bail!(
+                    "--keys_per_prefix={keys_per_prefix} is more than --{flag}={keys}: the keys have {flag} / \
+                     keys_per_prefix prefixes (db_bench's num_prefix), and that is none"
+                );
+            }
+        }
+    }
+    Ok((prefix_size as usize, keys_per_prefix))
 }
 
 /// `--readers`, refused where no benchmark would run them: a user who asks

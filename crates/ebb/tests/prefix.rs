@@ -168,6 +168,42 @@ fn a_prefix_seek_skips_tables_whose_filter_lacks_the_prefix() {
     assert_eq!(n, 15);
     assert_eq!(ticker(&db, "rocksdb.bloom.filter.prefix.checked"), 3);
     assert_eq!(ticker(&db, "rocksdb.bloom.filter.prefix.useful"), 2, "the other prefixes' tables are skipped");
+    // As in RocksDB: seek_to_first and seek_to_last bound the iterator to
+    // the prefix of the key they land on; total_order_seek keeps the bound
+    // but skips no table.
+    let count = |ro: ReadOptions, last: bool| {
+        let mut it = db.iter(ro);
+        if last {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        let mut keys = Vec::new();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            if last {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        keys
+    };
+    let bounded = ReadOptions { prefix_same_as_start: true, ..ReadOptions::default() };
+    assert!(count(bounded.clone(), false).iter().all(|k| k.starts_with(b"aaaa")));
+    assert_eq!(count(bounded.clone(), false).len(), 20);
+    assert!(count(bounded, true).iter().all(|k| k.starts_with(b"cccc")));
+    let total = ReadOptions { prefix_same_as_start: true, total_order_seek: true, ..ReadOptions::default() };
+    let mut it = db.iter(total);
+    it.seek(b"bbbb05");
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 15, "still bounded");
+    assert_eq!(ticker(&db, "rocksdb.bloom.filter.prefix.checked"), 3, "no table asked");
+    assert_eq!(count(ReadOptions::default(), false).len(), 60, "without the option, total order");
 }
 
 #[test]

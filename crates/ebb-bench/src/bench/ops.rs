@@ -178,12 +178,18 @@ pub fn read_sequential(w: &mut Worker<'_>, direction: Direction) -> Result<()> {
     Ok(())
 }
 
-/// `SeekRandom`: seek to a random key, then `--seek_nexts` steps.
+/// `SeekRandom`: seek to a random key, then `--seek_nexts` steps, as
+/// db_bench's loop does: a seek counts as found when the iterator is valid
+/// at the seek key itself (`iter->Valid() && iter->key() == key`), so a
+/// seek that ends past the prefix (`--prefix_same_as_start`: the iterator
+/// is invalid there) or on a later key is not; then up to `--seek_nexts`
+/// entries are read (their bytes counted), each followed by a step, until
+/// the iterator ends.
 pub fn seek_random(w: &mut Worker<'_>) -> Result<()> {
     let reads = w.cfg.reads_or_num();
     let num = w.cfg.num;
     let direction = if w.cfg.reverse_iterator { Direction::Backward } else { Direction::Forward };
-    let limit = w.cfg.seek_nexts as u64 + 1;
+    let seek_nexts = w.cfg.seek_nexts as u64;
     let mut budget = w.budget(reads, true);
     let (mut found, mut read) = (0u64, 0u64);
     while !budget.done(1, w.shared) {
@@ -195,12 +201,18 @@ pub fn seek_random(w: &mut Worker<'_>) -> Result<()> {
         read += 1;
         let target = w.key.clone();
         let mut first = true;
-        let mut bytes = 0u64;
-        w.engine.scan(ScanStart::At(&target), direction, limit, &mut |k, v| {
+        let (mut visited, mut bytes) = (0u64, 0u64);
+        // The seek's own entry is visited even with --seek_nexts=0, for the
+        // found test; returning false there stops the scan before a step.
+        w.engine.scan(ScanStart::At(&target), direction, seek_nexts.max(1), &mut |k, v| {
             if first && k == target.as_slice() {
                 found += 1;
             }
             first = false;
+            if visited == seek_nexts {
+                return false;
+            }
+            visited += 1;
             bytes += (k.len() + v.len()) as u64;
             true
         })?;
@@ -387,12 +399,14 @@ pub fn update_random(w: &mut Worker<'_>) -> Result<()> {
 pub fn merge_random(w: &mut Worker<'_>) -> Result<()> {
     let total = w.cfg.readwrites();
     let keys = w.cfg.merge_keys;
+    // db_bench's `GenerateKeyFromInt(n, merge_keys_)`: prefixes among --merge_keys.
+    let format = w.keys.for_num_keys(keys);
     let value_size = w.cfg.value_size;
     let wo = w.write_opts();
     let mut budget = w.budget(total, true);
     while !budget.done(1, w.shared) {
         let n = w.rng.below(keys);
-        w.set_key(n);
+        format.write(n, &mut w.key);
         let bytes = (w.key.len() + value_size) as u64;
         if !w.before_write(bytes, 1) {
             break;
@@ -414,6 +428,7 @@ pub fn merge_random(w: &mut Worker<'_>) -> Result<()> {
 pub fn read_random_merge_random(w: &mut Worker<'_>) -> Result<()> {
     let total = w.cfg.readwrites();
     let keys = w.cfg.merge_keys;
+    let format = w.keys.for_num_keys(keys);
     let percent = u64::from(w.cfg.mergereadpercent);
     let value_size = w.cfg.value_size;
     let wo = w.write_opts();
@@ -421,7 +436,7 @@ pub fn read_random_merge_random(w: &mut Worker<'_>) -> Result<()> {
     let (mut gets, mut merges, mut hits, mut max_length) = (0u64, 0u64, 0u64, 0usize);
     while !budget.done(1, w.shared) {
         let n = w.rng.below(keys);
-        w.set_key(n);
+        format.write(n, &mut w.key);
         if w.rng.below(100) < percent {
             let bytes = (w.key.len() + value_size) as u64;
             if !w.before_write(bytes, 1) {

@@ -137,7 +137,7 @@ impl<'a> Worker<'a> {
             engine,
             cfg,
             shared,
-            keys: KeyFormat::new(cfg.key_size),
+            keys: cfg.keys,
             values: ValueGenerator::new(cfg.compression_ratio, value_len),
             key: Vec::new(),
         }

@@ -22,6 +22,10 @@ pub struct EbbEngine {
     families: Vec<ColumnFamilyHandle>,
     /// The options it was opened with.
     options: Options,
+    /// `--prefix_same_as_start` and `--total_order_seek`: the read options
+    /// of every iterator (db_bench's `read_options_`).
+    prefix_same_as_start: bool,
+    total_order_seek: bool,
 }
 
 /// db_bench's `ColumnFamilyName(i)`.
@@ -57,6 +61,10 @@ pub fn option_text(flag: &str, value: &Value) -> Result<Option<String>> {
         ("fifo_compaction_max_table_files_size_mb", Value::UInt(mb)) => Some(mb.saturating_mul(1 << 20).to_string()),
         // Ebb's `from_name` takes the same names; this refuses others in the flag's words.
         ("merge_operator", Value::Str(name)) => Some(super::merge_operator_name(name)?.to_string()),
+        // db_bench's `NewFixedPrefixTransform(prefix_size)`, or none for 0.
+        ("prefix_size", Value::Int(0)) => Some("nullptr".into()),
+        ("prefix_size", Value::Int(n)) if *n > 0 => Some(format!("rocksdb.FixedPrefix.{n}")),
+        ("prefix_size", Value::Int(n)) => bail!("flag --prefix_size must not be negative, got {n}"),
         _ => Some(value.to_text()),
     })
 }
@@ -231,7 +239,13 @@ impl EbbEngine {
             };
             families.push(handle);
         }
-        Ok(EbbEngine { db, families, options: opts })
+        Ok(EbbEngine {
+            db,
+            families,
+            options: opts,
+            prefix_same_as_start: flags.bool("prefix_same_as_start"),
+            total_order_seek: flags.bool("total_order_seek"),
+        })
     }
 
     /// The family `key` lives in; `None` for the default one.
@@ -322,7 +336,12 @@ impl Engine for EbbEngine {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
-        let mut it = self.db.iter(ReadOptions::default());
+        let ro = ReadOptions {
+            prefix_same_as_start: self.prefix_same_as_start,
+            total_order_seek: self.total_order_seek,
+            ..ReadOptions::default()
+        };
+        let mut it = self.db.iter(ro);
         match (start, direction) {
             (ScanStart::First, _) => it.seek_to_first(),
             (ScanStart::Last, _) => it.seek_to_last(),

@@ -236,6 +236,16 @@ pub fn has_merge_operator(kind: EngineKind, flags: &Flags) -> Result<bool> {
     })
 }
 
+/// True when the engine opens with a prefix extractor: `--prefix_size`, or
+/// for Ebb one an `--options_file` names (`prefix_extractor=...`).
+pub fn has_prefix_extractor(kind: EngineKind, flags: &Flags) -> Result<bool> {
+    Ok(match kind {
+        EngineKind::Ebb => ebb::ebb_options(flags, true)?.prefix_extractor.is_some(),
+        // The peer takes no OPTIONS file, only the flag.
+        EngineKind::RocksDb => flags.i64("prefix_size") > 0,
+    })
+}
+
 /// Checks the engine options among `flags` without opening anything, so that
 /// a value the engine refuses fails before the run prints its header.
 pub fn check_options(kind: EngineKind, flags: &Flags) -> Result<()> {
@@ -243,8 +253,11 @@ pub fn check_options(kind: EngineKind, flags: &Flags) -> Result<()> {
     merge_operator_name(flags.str("merge_operator"))?;
     match kind {
         EngineKind::Ebb => ebb::ebb_options(flags, true).map(drop),
-        // The peer maps flags to the `rocksdb` crate's setters as it opens.
-        EngineKind::RocksDb => Ok(()),
+        // The peer maps flags to the `rocksdb` crate's setters as it opens;
+        // the values it takes from Ebb (every flag left out) are built from
+        // the given ones, which must suit Ebb too (`--memtable_bloom_size_ratio`
+        // within Ebb's range), so that much is checked here.
+        EngineKind::RocksDb => ebb::peer_reference_options(flags).map(drop),
     }
 }
 

@@ -115,6 +115,20 @@ pub fn flag_value_from_text(flag: &FlagSpec, text: &str) -> Option<Value> {
             };
             Value::Str(super::merge_operator_name(id).ok()?.to_string())
         }
+        // `nullptr`, or the extractor's name (`rocksdb.FixedPrefix.8`, maybe
+        // as `{id=...}`): the flag holds a fixed prefix's length, 0 for none;
+        // other extractors (capped, noop) have no form in it.
+        "prefix_size" => {
+            let id = match t.strip_prefix('{') {
+                Some(inner) => inner.split(';').find_map(|f| f.trim().strip_prefix("id="))?.trim_end_matches('}'),
+                None => t,
+            };
+            if id == "nullptr" || id.is_empty() {
+                Value::Int(0)
+            } else {
+                Value::Int(id.strip_prefix("rocksdb.FixedPrefix.")?.parse().ok()?)
+            }
+        }
         _ => parse_value(flag, t).ok()?,
     };
     Some(v)

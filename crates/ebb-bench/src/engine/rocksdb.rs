@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions,
-    Options, UniversalCompactOptions, WriteBatch, WriteOptions, DB,
+    Options, ReadOptions, SliceTransform, UniversalCompactOptions, WriteBatch, WriteOptions, DB,
 };
 
 use super::options_map::{self, engine_flags, given_value};
@@ -39,6 +39,10 @@ pub struct RocksDbEngine {
     /// Every value given to RocksDB's setters, for the flags its OPTIONS
     /// file does not record (the bloom filter's bits, the cache's kind).
     configured: Vec<(&'static str, Value)>,
+    /// `--prefix_same_as_start` and `--total_order_seek`: the read options
+    /// of every iterator (db_bench's `read_options_`).
+    prefix_same_as_start: bool,
+    total_order_seek: bool,
 }
 
 fn int(flag: &str, v: &Value) -> Result<i64> {
@@ -164,6 +168,16 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             table.set_block_size(setup.block_size);
         }
         "block_restart_interval" => table.set_block_restart_interval(i32_of(flag, v)?),
+        "whole_key_filtering" => table.set_whole_key_filtering(bool_of(flag, v)?),
+        // db_bench's `NewFixedPrefixTransform(prefix_size)`; 0 is none.
+        "prefix_size" => {
+            let len = u64_of(flag, v)?;
+            if len > 0 {
+                let len = usize::try_from(len).map_err(|_| BenchError::new("flag --prefix_size: value too large"))?;
+                opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(len));
+            }
+        }
+        "memtable_bloom_size_ratio" => opts.set_memtable_prefix_bloom_ratio(f64_of(flag, v)?),
         "bloom_bits" => {
             let bits = int(flag, v)?;
             if bits > 0 {
@@ -411,6 +425,8 @@ impl RocksDbEngine {
             compaction_enabled: !flags.bool("disable_auto_compactions"),
             num_levels,
             configured,
+            prefix_same_as_start: flags.bool("prefix_same_as_start"),
+            total_order_seek: flags.bool("total_order_seek"),
         })
     }
 
@@ -520,7 +536,10 @@ impl Engine for RocksDbEngine {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<u64> {
-        let mut it = self.db.raw_iterator();
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(self.prefix_same_as_start);
+        ro.set_total_order_seek(self.total_order_seek);
+        let mut it = self.db.raw_iterator_opt(ro);
         match (start, direction) {
             (ScanStart::First, _) => it.seek_to_first(),
             (ScanStart::Last, _) => it.seek_to_last(),

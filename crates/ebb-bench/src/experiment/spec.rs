@@ -29,6 +29,12 @@ const SET_BY_THE_RUNNER: &[(&str, &str)] = &[
 /// Flags whose value is a path: relative paths are taken from the file's folder.
 const PATH_FLAGS: &[&str] = &["workload_file", "trace_file", "options_file"];
 
+/// Engine flags whose values are not in their option's form: `--prefix_size=8`
+/// sets `prefix_extractor=rocksdb.FixedPrefix.8`. A knob named by the option
+/// stays the option (which takes every extractor, capped ones too); the flag
+/// is a knob by its own name.
+const FLAGS_NOT_NAMED_BY_THEIR_OPTION: &[&str] = &["prefix_size"];
+
 /// Where a knob's value goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -62,7 +68,9 @@ pub struct KnobValue {
 pub fn resolve_knob(name: &str) -> Result<Knob> {
     let target = if let Some(s) = spec(name) {
         Target::Flag(s.name)
-    } else if let Some(s) = table::FLAGS.iter().find(|s| matches!(s.support, Support::Engine(o) if o == name)) {
+    } else if let Some(s) = table::FLAGS.iter().find(|s| {
+        matches!(s.support, Support::Engine(o) if o == name) && !FLAGS_NOT_NAMED_BY_THEIR_OPTION.contains(&s.name)
+    }) {
         Target::Flag(s.name)
     } else if let Some(option) = ebb::Options::names().find(|n| *n == name) {
         Target::EngineOption(option)
@@ -381,6 +389,12 @@ mod tests {
             resolve_knob("compression_per_level").unwrap().target,
             Target::EngineOption("compression_per_level")
         );
+        assert_eq!(
+            resolve_knob("memtable_prefix_bloom_size_ratio").unwrap().target,
+            Target::Flag("memtable_bloom_size_ratio")
+        );
+        assert_eq!(resolve_knob("prefix_size").unwrap().target, Target::Flag("prefix_size"));
+        assert_eq!(resolve_knob("prefix_extractor").unwrap().target, Target::EngineOption("prefix_extractor"));
         let e = resolve_knob("write_bufer_size").unwrap_err().to_string();
         assert!(e.contains("write_bufer_size") && e.contains("write_buffer_size"), "{e}");
         let e = resolve_knob("db").unwrap_err().to_string();
@@ -400,5 +414,7 @@ mod tests {
         assert!(knob_value(&k, &toml::Value::String("zstd".into())).is_ok());
         let e = knob_value(&k, &toml::Value::String("brotli".into())).unwrap_err().to_string();
         assert!(e.contains("bottommost_compression") && e.contains("brotli"), "{e}");
+        let k = resolve_knob("prefix_extractor").unwrap();
+        assert!(knob_value(&k, &toml::Value::String("rocksdb.CappedPrefix.4".into())).is_ok());
     }
 }

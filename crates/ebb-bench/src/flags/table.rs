@@ -64,6 +64,30 @@ pub const FLAGS: &[FlagSpec] = &[
     f("reverse_iterator", Bool, "false", Client, "seekrandom steps with Prev() instead of Next()"),
     f("readwritepercent", Int, "90", Client, "Percentage of reads in readrandomwriterandom"),
     f(
+        "keys_per_prefix",
+        Int,
+        "0",
+        Client,
+        "With --prefix_size, about this many keys share each prefix: key n starts with n mod (num / \
+         keys_per_prefix) in --prefix_size bytes (db_bench's GenerateKeyFromInt); 0 = no prefixes in the keys",
+    ),
+    f(
+        "prefix_same_as_start",
+        Bool,
+        "false",
+        Client,
+        "Iterators (seekrandom, readseq, readreverse, mixgraph's and mix's scans) stop at the end of the seek \
+         key's prefix (ReadOptions::prefix_same_as_start); needs a prefix extractor (--prefix_size)",
+    ),
+    f(
+        "total_order_seek",
+        Bool,
+        "false",
+        Client,
+        "Iterators ignore the prefix extractor: seeks in total order, no table skipped by prefix \
+         (ReadOptions::total_order_seek)",
+    ),
+    f(
         "merge_keys",
         Int,
         "-1",
@@ -381,6 +405,29 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     f("block_restart_interval", Int, "16", Engine("block_restart_interval"), "Keys between restart points"),
     f("bloom_bits", Int, "-1", Engine("bloom_bits_per_key"), "Bloom filter bits per key (negative = engine default)"),
+    f(
+        "whole_key_filtering",
+        Bool,
+        "true",
+        Engine("whole_key_filtering"),
+        "Put whole keys in the tables' bloom filters; false with a prefix extractor keeps prefixes only",
+    ),
+    f(
+        "prefix_size",
+        Int,
+        "0",
+        Engine("prefix_extractor"),
+        "Prefix extractor: the first N bytes of each key (rocksdb.FixedPrefix.N), for prefix bloom filters \
+         and prefix seeks; 0 = none. With --keys_per_prefix the keys start with a prefix of N bytes",
+    ),
+    f(
+        "memtable_bloom_size_ratio",
+        Double,
+        "0",
+        Engine("memtable_prefix_bloom_size_ratio"),
+        "Memtable prefix bloom filter, as a fraction of --write_buffer_size in [0, 0.25] (0 = none; needs a \
+         prefix extractor)",
+    ),
     f("cache_size", Int, "33554432", Engine("block_cache_size"), "Block cache capacity in bytes"),
     f("checksum_type", Int, "1", Engine("checksum"), "Block checksum: 1 = CRC32c, 4 = XXH3"),
     f(
@@ -617,8 +664,6 @@ pub const FLAGS: &[FlagSpec] = &[
         Refused("the stacked (legacy) BlobDB is not implemented; use --enable_blob_files"),
         "Stacked BlobDB",
     ),
-    f("prefix_size", Int, "0", Refused("prefixed keys are not implemented"), "Key prefix size"),
-    f("keys_per_prefix", Int, "0", Refused("prefixed keys are not implemented"), "Keys per prefix"),
     f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
     f("readonly", Bool, "false", Refused("read-only open is not implemented"), "Open read-only"),

@@ -24,6 +24,10 @@ use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber
 use crate::merge_operator::MergeOperator;
 use crate::sst::table_reader::SeekPrefix;
 
+/// A bounded prefix mode: the extractor, and the state shared with the
+/// table iterators when they may skip tables (not with `total_order_seek`).
+pub(crate) type PrefixMode = (Arc<dyn crate::prefix::SliceTransform>, Option<Arc<SeekPrefix>>);
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -65,9 +69,10 @@ pub struct DbIterator<'a> {
     /// per source (empty: there are none).
     pub(crate) tombstones: Vec<Arc<crate::range_del::FragmentedTombstones>>,
     /// Bounded prefix seeks (`prefix_same_as_start` with a prefix
-    /// extractor): the extractor, and the state shared with the table
-    /// iterators, which skip tables lacking the prefix during such a seek.
-    pub(crate) prefix_mode: Option<(Arc<dyn crate::prefix::SliceTransform>, Arc<SeekPrefix>)>,
+    /// extractor): the extractor, and (unless `total_order_seek`) the state
+    /// shared with the table iterators, which skip tables lacking the
+    /// prefix during such a seek.
+    pub(crate) prefix_mode: Option<PrefixMode>,
     /// The prefix the last seek bounds the iterator to.
     bound_prefix: Option<Vec<u8>>,
     /// Where blobs are read from, and whether their checksums are verified.
@@ -167,6 +172,19 @@ impl<'a> DbIterator<'a> {
             None => self.iter.seek_to_first(),
         }
         self.find_next_user_entry(false);
+        self.bound_to_current_prefix();
+    }
+
+    /// In a bounded prefix mode, after `seek_to_first` or `seek_to_last`:
+    /// bounds the iterator to the prefix of the key it landed on (RocksDB's
+    /// `DBIter` with `prefix_same_as_start` does the same).
+    fn bound_to_current_prefix(&mut self) {
+        if let (true, Some((x, _))) = (self.valid, &self.prefix_mode) {
+            let key = self.key();
+            if x.in_domain(key) {
+                self.bound_prefix = Some(x.transform(key).to_vec());
+            }
+        }
     }
 
     /// Positions at the last key (before the upper bound).
@@ -180,6 +198,7 @@ impl<'a> DbIterator<'a> {
             None => self.iter.seek_to_last(),
         }
         self.find_prev_user_entry();
+        self.bound_to_current_prefix();
     }
 
     /// Positions at the first key `>= target`.
@@ -204,14 +223,16 @@ impl<'a> DbIterator<'a> {
         if let Some((x, shared)) = &self.prefix_mode {
             if x.in_domain(target) {
                 let prefix = x.transform(target).to_vec();
-                shared.set(Some(prefix.clone()));
+                if let Some(shared) = shared {
+                    shared.set(Some(prefix.clone()));
+                }
                 self.bound_prefix = Some(prefix);
             }
         }
     }
 
     fn end_prefix_seek(&self) {
-        if let Some((_, shared)) = &self.prefix_mode {
+        if let Some((_, Some(shared))) = &self.prefix_mode {
             shared.set(None);
             let (checked, useful) = shared.take_counts();
             if let Some(stats) = &self.stats {

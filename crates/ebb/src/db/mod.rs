@@ -909,10 +909,13 @@ impl DbInner {
         let seq = *sequence.as_ref().unwrap_or(&0);
         let rs = ReadSettings::from_read_options(&ro);
         // Bounded prefix seeks (docs/data_model.md, "Prefixes").
+        // As RocksDB: `prefix_same_as_start` bounds even with
+        // `total_order_seek`, which only keeps tables from being skipped.
         let prefix_mode = match &cf.options.load().prefix_extractor {
-            Some(x) if ro.prefix_same_as_start && !ro.total_order_seek => {
-                Some((Arc::clone(x), Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))))
-            }
+            Some(x) if ro.prefix_same_as_start => Some((
+                Arc::clone(x),
+                (!ro.total_order_seek).then(|| Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))),
+            )),
             _ => None,
         };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -921,10 +924,10 @@ impl DbInner {
         }
         for f in &sv.version.levels[0] {
             match (self.tables.get(f, 0), &prefix_mode) {
-                (Ok(t), Some((_, shared))) => children.push(Box::new(
+                (Ok(t), Some((_, Some(shared)))) => children.push(Box::new(
                     crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
                 )),
-                (Ok(t), None) => children.push(Box::new(t.iter(rs))),
+                (Ok(t), _) => children.push(Box::new(t.iter(rs))),
                 (Err(e), _) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
             }
         }
@@ -933,8 +936,8 @@ impl DbInner {
                 let files = LevelFiles::Version(Arc::clone(&sv.version), level);
                 let level_iter = LevelIterator::new(files, level, Arc::clone(&self.tables), rs);
                 children.push(match &prefix_mode {
-                    Some((_, shared)) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
-                    None => Box::new(level_iter),
+                    Some((_, Some(shared))) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
+                    _ => Box::new(level_iter),
                 });
             }
         }
