@@ -240,7 +240,7 @@ pub(crate) fn missing(key: &[u8]) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn le(n: u64) -> Vec<u8> {
@@ -284,17 +284,21 @@ mod tests {
         assert!(e.contains("\"sum\"") && e.contains("uint64add"), "{e}");
     }
 
+    /// An operator whose every full merge fails (for the tests of what a
+    /// failure does).
+    pub(crate) struct Fails;
+
+    impl MergeOperator for Fails {
+        fn name(&self) -> &str {
+            "Fails"
+        }
+        fn full_merge(&self, _: &[u8], _: Option<&[u8]>, _: &[&[u8]]) -> Option<Vec<u8>> {
+            None
+        }
+    }
+
     #[test]
     fn a_failed_merge_names_the_operator_and_the_key() {
-        struct Fails;
-        impl MergeOperator for Fails {
-            fn name(&self) -> &str {
-                "Fails"
-            }
-            fn full_merge(&self, _: &[u8], _: Option<&[u8]>, _: &[&[u8]]) -> Option<Vec<u8>> {
-                None
-            }
-        }
         let e = full_merge(&Fails, b"key7", None, &[b"x"], "memtable").unwrap_err().to_string();
         assert!(e.contains("Fails") && e.contains("key7"), "{e}");
     }

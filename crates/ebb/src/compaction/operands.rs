@@ -287,16 +287,7 @@ mod tests {
         let items = vec![(make_internal_key(b"a", 2, M), b"x".to_vec()), (make_internal_key(b"a", 1, V), b"y".to_vec())];
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
-        struct Fails;
-        impl MergeOperator for Fails {
-            fn name(&self) -> &str {
-                "Fails"
-            }
-            fn full_merge(&self, _: &[u8], _: Option<&[u8]>, _: &[&[u8]]) -> Option<Vec<u8>> {
-                None
-            }
-        }
-        let settings = MergeSettings { operator: &Fails, snapshots: &[], blobs: None, verify_checksums: true };
+        let settings = MergeSettings { operator: &crate::merge_operator::tests::Fails, snapshots: &[], blobs: None, verify_checksums: true };
         let it = Operands::new(&mut inner, Some(settings), false);
         assert!(!it.valid());
         assert!(it.status().unwrap_err().to_string().contains("Fails"));
