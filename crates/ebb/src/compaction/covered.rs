@@ -7,6 +7,7 @@
 //! the tombstone too, so nobody can read the version any more; a snapshot
 //! between them still reads it, so it stays.
 
+use super::snapshot_stripe;
 use crate::blob::BlobIndex;
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -37,16 +38,12 @@ impl<'a> Covered<'a> {
         s
     }
 
-    fn stripe(&self, seq: SequenceNumber) -> usize {
-        self.snapshots.partition_point(|s| *s < seq)
-    }
-
     /// Moves past the entries it drops.
     fn settle(&mut self) {
         let Some(t) = self.tombstones else { return };
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else { return };
-            let deleted = t.oldest_covering_above(p.user_key, p.seq).is_some_and(|ts| self.stripe(ts) == self.stripe(p.seq));
+            let deleted = t.oldest_covering_above(p.user_key, p.seq).is_some_and(|ts| snapshot_stripe(self.snapshots, ts) == snapshot_stripe(self.snapshots, p.seq));
             if !deleted {
                 return;
             }

@@ -6,6 +6,16 @@
 pub mod fifo;
 pub mod job;
 pub(crate) mod covered;
+
+/// The snapshot stripe of `seq` among `snapshots` (ascending): the index of
+/// the oldest snapshot at or above it. Versions in one stripe are seen
+/// together by every reader (RocksDB's `earliest_snapshot` of a version),
+/// so a flush or compaction may combine them: merge operands
+/// (`operands.rs`), and range tombstones with what they delete
+/// (`covered.rs`).
+pub(crate) fn snapshot_stripe(snapshots: &[crate::key::SequenceNumber], seq: crate::key::SequenceNumber) -> usize {
+    snapshots.partition_point(|s| *s < seq)
+}
 pub(crate) mod operands;
 pub mod picker;
 pub(crate) mod run;

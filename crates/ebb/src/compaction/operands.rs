@@ -30,15 +30,13 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind};
 use crate::merge_operator::MergeOperator;
+use super::snapshot_stripe;
 
 /// What a job needs to combine merge operands.
 #[derive(Clone, Copy)]
 pub struct MergeSettings<'a> {
     /// The column family's merge operator.
     pub operator: &'a dyn MergeOperator,
-    /// The live snapshots when the job started, ascending (later ones are
-    /// above every sequence the job reads).
-    pub snapshots: &'a [SequenceNumber],
     /// Reads a value kept in a blob file back, when it is the version below
     /// a run; without it such a run is combined as if it had none below
     /// it in the input (rule 3).
@@ -47,18 +45,14 @@ pub struct MergeSettings<'a> {
     pub verify_checksums: bool,
 }
 
-impl MergeSettings<'_> {
-    /// The stripe of `seq`: the index of the oldest snapshot at or above it.
-    fn stripe(&self, seq: SequenceNumber) -> usize {
-        self.snapshots.partition_point(|s| *s < seq)
-    }
-}
-
 /// The input stage (module documentation). Forward only; a seek starts
 /// over.
 pub(crate) struct Operands<'a> {
     inner: &'a mut dyn InternalIterator,
     settings: Option<MergeSettings<'a>>,
+    /// The live snapshots when the job started, ascending (later ones are
+    /// above every sequence the job reads).
+    snapshots: &'a [SequenceNumber],
     /// No older version of any key exists below the job's inputs.
     bottommost: bool,
     /// Entries made from a run, served before `inner`'s current entry.
@@ -69,8 +63,13 @@ pub(crate) struct Operands<'a> {
 }
 
 impl<'a> Operands<'a> {
-    pub(crate) fn new(inner: &'a mut dyn InternalIterator, settings: Option<MergeSettings<'a>>, bottommost: bool) -> Self {
-        let mut s = Operands { inner, settings, bottommost, out: VecDeque::new(), absorbed: 0, error: None };
+    pub(crate) fn new(
+        inner: &'a mut dyn InternalIterator,
+        settings: Option<MergeSettings<'a>>,
+        snapshots: &'a [SequenceNumber],
+        bottommost: bool,
+    ) -> Self {
+        let mut s = Operands { inner, settings, snapshots, bottommost, out: VecDeque::new(), absorbed: 0, error: None };
         s.settle();
         s
     }
@@ -98,12 +97,12 @@ impl<'a> Operands<'a> {
     fn combine(&mut self, settings: MergeSettings<'_>) -> Result<()> {
         let first = parse_internal_key(self.inner.key()).ok_or_else(unparsable)?;
         let key = first.user_key.to_vec();
-        let (newest, stripe) = (first.seq, settings.stripe(first.seq));
+        let (newest, stripe) = (first.seq, snapshot_stripe(self.snapshots, first.seq));
         // The run, newest first, as read.
         let mut run: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         while self.inner.valid() {
             let p = parse_internal_key(self.inner.key()).ok_or_else(unparsable)?;
-            if p.user_key != key.as_slice() || p.kind != ValueKind::Merge || settings.stripe(p.seq) != stripe {
+            if p.user_key != key.as_slice() || p.kind != ValueKind::Merge || snapshot_stripe(self.snapshots, p.seq) != stripe {
                 break;
             }
             run.push((self.inner.key().to_vec(), self.inner.value().to_vec()));
@@ -116,7 +115,7 @@ impl<'a> Operands<'a> {
             false => None,
         };
         let base: Option<Option<Vec<u8>>> = match below {
-            Some(p) if p.user_key == key.as_slice() && settings.stripe(p.seq) == stripe => match p.kind {
+            Some(p) if p.user_key == key.as_slice() && snapshot_stripe(self.snapshots, p.seq) == stripe => match p.kind {
                 ValueKind::Value => Some(Some(self.inner.value().to_vec())),
                 ValueKind::BlobIndex => match settings.blobs {
                     Some(blobs) => {
@@ -239,8 +238,8 @@ mod tests {
             .collect();
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
-        let settings = MergeSettings { operator: op.as_ref(), snapshots, blobs: None, verify_checksums: true };
-        let mut it = Operands::new(&mut inner, Some(settings), bottommost);
+        let settings = MergeSettings { operator: op.as_ref(), blobs: None, verify_checksums: true };
+        let mut it = Operands::new(&mut inner, Some(settings), snapshots, bottommost);
         let mut out = Vec::new();
         while it.valid() {
             let p = parse_internal_key(it.key()).unwrap();
@@ -287,8 +286,8 @@ mod tests {
         let items = vec![(make_internal_key(b"a", 2, M), b"x".to_vec()), (make_internal_key(b"a", 1, V), b"y".to_vec())];
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
-        let settings = MergeSettings { operator: &crate::merge_operator::tests::Fails, snapshots: &[], blobs: None, verify_checksums: true };
-        let it = Operands::new(&mut inner, Some(settings), false);
+        let settings = MergeSettings { operator: &crate::merge_operator::tests::Fails, blobs: None, verify_checksums: true };
+        let it = Operands::new(&mut inner, Some(settings), &[], false);
         assert!(!it.valid());
         assert!(it.status().unwrap_err().to_string().contains("Fails"));
     }

@@ -419,7 +419,6 @@ impl DbInner {
             snapshots: &snapshots,
             merge: opts.merge_operator.as_deref().map(|operator| crate::compaction::job::MergeSettings {
                 operator,
-                snapshots: &snapshots,
                 blobs: Some(fetcher),
                 verify_checksums: db_opts.paranoid_checks,
             }),

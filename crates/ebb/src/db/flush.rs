@@ -209,7 +209,6 @@ impl DbInner {
             new_blob_number: Some(new_blob_number),
             merge: opts.merge_operator.as_deref().map(|operator| job::MergeSettings {
                 operator,
-                snapshots,
                 blobs: Some(&*self.blobs),
                 verify_checksums: true,
             }),

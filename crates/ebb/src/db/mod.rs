@@ -908,10 +908,11 @@ impl DbInner {
         let sequence = self.read_sequence(&ro);
         let seq = *sequence.as_ref().unwrap_or(&0);
         let rs = ReadSettings::from_read_options(&ro);
+        let opts = cf.options.load();
         // Bounded prefix seeks (docs/data_model.md, "Prefixes").
         // As RocksDB: `prefix_same_as_start` bounds even with
         // `total_order_seek`, which only keeps tables from being skipped.
-        let prefix_mode = match &cf.options.load().prefix_extractor {
+        let prefix_mode = match &opts.prefix_extractor {
             Some(x) if ro.prefix_same_as_start => Some((
                 Arc::clone(x),
                 (!ro.total_order_seek).then(|| Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))),
@@ -954,7 +955,7 @@ impl DbInner {
         let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
         it.tombstones = tombstones;
         it.prefix_mode = prefix_mode;
-        if ro.prefix_same_as_start && !ro.total_order_seek && cf.options.load().prefix_extractor.is_none() {
+        if ro.prefix_same_as_start && !ro.total_order_seek && opts.prefix_extractor.is_none() {
             it.iter =
                 MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
                     "a prefix seek (ReadOptions::prefix_same_as_start) in column family {:?}, which has no prefix \
@@ -963,7 +964,7 @@ impl DbInner {
                 ))))]);
         }
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
-        it.merge_operator = cf.options.load().merge_operator.clone();
+        it.merge_operator = opts.merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));
         if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);

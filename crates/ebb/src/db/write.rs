@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::column_family::ColumnFamilyData;
 use super::StallCondition;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
@@ -99,19 +100,20 @@ impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_open()?;
         if let Some(b) = &batch {
-            if b.has_other_families() || b.has_merges() {
+            if b.has_other_families() {
                 let st = self.state.lock();
-                if b.has_other_families() {
-                    let ids = b.column_families();
-                    if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
-                        return Err(Error::invalid(format!(
-                            "the write batch writes to column family {id}, which does not exist (dropped?)"
-                        )));
-                    }
+                let ids = b.column_families();
+                if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
+                    return Err(Error::invalid(format!(
+                        "the write batch writes to column family {id}, which does not exist (dropped?)"
+                    )));
                 }
                 if b.has_merges() {
-                    self.check_merge_operators(&st, b)?;
+                    self.check_merge_operators(b, |cf| st.families.get(&cf).map(|f| Arc::clone(&f.data)))?;
                 }
+            } else if b.has_merges() {
+                // The default family's: no db mutex on the write path.
+                self.check_merge_operators(b, |_| Some(Arc::clone(&self.default_cf)))?;
             }
             bump(&self.stats.user_writes, 1);
         }
@@ -273,6 +275,9 @@ impl DbInner {
             self.tuning.on_wal_write(batch.size_in_bytes() as u64);
             bump(&self.stats.wal_writes, 1);
         }
+        // The families whose merges may be written as values
+        // (`max_successive_merges`), looked up once for the group.
+        let merging = if batch.has_merges() { self.successive_merge_families(batch) } else { Vec::new() };
         let mut user_bytes = 0u64;
         for (seq, op) in (first..).zip(batch.iter_cf()) {
             let (cf, op) = op.map_err(Error::invalid)?;
@@ -280,9 +285,11 @@ impl DbInner {
             let (kind, key, value) = op.entry();
             user_bytes += (key.len() + value.len()) as u64;
             if kind == ValueKind::Merge {
-                if let Some(merged) = self.merge_in_place(cf, mem, key, value, seq)? {
-                    mem.add(seq, ValueKind::Value, key, &merged);
-                    continue;
+                if let Some((_, data)) = merging.iter().find(|(id, _)| *id == cf) {
+                    if let Some(merged) = self.merge_in_place(data, mem, key, value, seq)? {
+                        mem.add(seq, ValueKind::Value, key, &merged);
+                        continue;
+                    }
                 }
             }
             mem.add(seq, kind, key, value);
@@ -301,13 +308,12 @@ impl DbInner {
     /// The WAL keeps the operand: replaying it gives the same value.
     fn merge_in_place(
         &self,
-        cf: u32,
+        data: &ColumnFamilyData,
         mem: &Arc<MemTable>,
         key: &[u8],
         operand: &[u8],
         seq: SequenceNumber,
     ) -> Result<Option<Vec<u8>>> {
-        let Some(data) = self.state.lock().families.get(&cf).map(|f| Arc::clone(&f.data)) else { return Ok(None) };
         let opts = data.options.load();
         let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return Ok(None) };
         if limit == 0 || mem.successive_merges(key) < limit {
@@ -319,23 +325,48 @@ impl DbInner {
         }
         let ro = ReadOptions::default();
         let before = crate::key::with_internal_key(key, seq - 1, crate::key::KIND_FOR_SEEK, |lookup| {
-            self.get_with_lookup::<Vec<u8>>(&data, &sv, key, lookup, &ro)
+            self.get_with_lookup::<Vec<u8>>(data, &sv, key, lookup, &ro)
         })?;
         crate::merge_operator::full_merge(op.as_ref(), key, before.as_deref(), &[operand], "write").map(Some)
     }
 
+    /// The families `batch` merges into that set `max_successive_merges`
+    /// (with an operator), by id; the db mutex only for families other than
+    /// the default.
+    fn successive_merge_families(&self, batch: &WriteBatch) -> Vec<(u32, Arc<ColumnFamilyData>)> {
+        let wanted = |data: &ColumnFamilyData| {
+            let o = data.options.load();
+            o.max_successive_merges > 0 && o.merge_operator.is_some()
+        };
+        if !batch.has_other_families() {
+            return if wanted(&self.default_cf) { vec![(0, Arc::clone(&self.default_cf))] } else { Vec::new() };
+        }
+        let st = self.state.lock();
+        batch
+            .column_families()
+            .into_iter()
+            .filter_map(|cf| st.families.get(&cf).map(|f| (cf, Arc::clone(&f.data))))
+            .filter(|(_, data)| wanted(data))
+            .collect()
+    }
+
     /// Refuses a batch with a merge into a family without a merge operator
-    /// (RocksDB refuses it likewise), before anything is written.
-    fn check_merge_operators(&self, st: &DbState, b: &WriteBatch) -> Result<()> {
+    /// (RocksDB refuses it likewise), before anything is written; `family`
+    /// finds a family's data by id.
+    fn check_merge_operators(
+        &self,
+        b: &WriteBatch,
+        family: impl Fn(u32) -> Option<Arc<ColumnFamilyData>>,
+    ) -> Result<()> {
         for op in b.iter_cf() {
             if let (cf, super::BatchOp::Merge { key, .. }) = op.map_err(Error::invalid)? {
-                let Some(f) = st.families.get(&cf) else { continue };
-                if f.data.options.load().merge_operator.is_none() {
+                let Some(f) = family(cf) else { continue };
+                if f.options.load().merge_operator.is_none() {
                     return Err(Error::invalid(format!(
                         "merge of key {:?} into column family {:?}, which has no merge operator \
                          (set ColumnFamilyOptions::merge_operator)",
                         String::from_utf8_lossy(key),
-                        f.data.name
+                        f.name
                     )));
                 }
             }

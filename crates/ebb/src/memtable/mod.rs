@@ -65,10 +65,8 @@ pub struct MemTable {
     /// Their fragments, built by the first reader after an insert, with the
     /// count of tombstones they hold (readers load them without a lock).
     range_del_fragments: arc_swap::ArcSwapOption<(usize, Arc<FragmentedTombstones>)>,
-    /// Range tombstones inserted.
+    /// Range tombstones inserted (0: readers skip the fragments).
     range_del_count: AtomicUsize,
-    /// Set once a range tombstone is added: readers skip the lock until then.
-    has_range_dels: AtomicBool,
     /// Bytes the range tombstones take.
     range_del_bytes: AtomicUsize,
     /// The prefixes of the keys added (`memtable_prefix_bloom_size_ratio`).
@@ -136,7 +134,6 @@ impl MemTable {
             range_dels: Mutex::new(Vec::new()),
             range_del_fragments: arc_swap::ArcSwapOption::empty(),
             range_del_count: AtomicUsize::new(0),
-            has_range_dels: AtomicBool::new(false),
             range_del_bytes: AtomicUsize::new(0),
             prefix_bloom: bloom.map(|(x, bytes)| PrefixBloom::new(x, bytes)),
         }
@@ -173,15 +170,18 @@ impl MemTable {
         self.range_del_count.fetch_add(1, AtomicOrdering::Release);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
-        self.has_range_dels.store(true, AtomicOrdering::Release);
+    }
+
+    fn has_range_dels(&self) -> bool {
+        self.range_del_count.load(AtomicOrdering::Acquire) > 0
     }
 
     /// The range tombstones, fragmented (`None` when there are none).
     pub fn range_tombstones(&self) -> Option<Arc<FragmentedTombstones>> {
-        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+        let count = self.range_del_count.load(AtomicOrdering::Acquire);
+        if count == 0 {
             return None;
         }
-        let count = self.range_del_count.load(AtomicOrdering::Acquire);
         if let Some(cached) = self.range_del_fragments.load().as_ref().filter(|c| c.0 == count) {
             return Some(Arc::clone(&cached.1));
         }
@@ -193,7 +193,7 @@ impl MemTable {
 
     /// The range tombstones as written (for a flush).
     pub fn range_tombstone_list(&self) -> Vec<RangeTombstone> {
-        if !self.has_range_dels.load(AtomicOrdering::Acquire) {
+        if !self.has_range_dels() {
             return Vec::new();
         }
         self.range_dels.lock().clone()
@@ -271,9 +271,8 @@ impl MemTable {
     /// How many merge operands sit on top of `key`'s newest version in this
     /// memtable (RocksDB's `CountSuccessiveMergeEntries`).
     pub fn successive_merges(&self, key: &[u8]) -> usize {
-        let lookup = crate::key::make_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK);
         let mut c = self.list.cursor();
-        c.seek(&self.list, &lookup);
+        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| c.seek(&self.list, lookup));
         let mut n = 0;
         while c.valid() {
             match parse_internal_key(c.key(&self.list)) {
@@ -303,7 +302,7 @@ impl MemTable {
 
     /// True when nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty() && !self.has_range_dels.load(AtomicOrdering::Acquire)
+        self.list.is_empty() && !self.has_range_dels()
     }
 
     /// The WAL this memtable's writes went to.
