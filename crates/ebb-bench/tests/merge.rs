@@ -1,6 +1,8 @@
 //! db_bench's merge benchmarks (`mergerandom`, `readrandommergerandom`)
 //! through the binary against a real Ebb database, and their refusals.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use regex::Regex;
@@ -155,8 +157,6 @@ fn uint64add_with_operands_of_another_size_adds_nothing_and_says_so() {
 #[test]
 fn both_engines_merge_to_the_same_values_with_each_operator() {
     use ebb_bench::config::EngineKind;
-    use ebb_bench::engine::{Direction, ScanStart};
-    use ebb_bench::flags::{Flags, Parsed};
 
     for op in ["uint64add", "stringappend", "max", "put"] {
         let dir = tempfile::tempdir().unwrap();
@@ -181,16 +181,7 @@ fn both_engines_merge_to_the_same_values_with_each_operator() {
             assert!(out.contains(&format!("\n  --merge_operator={op}\n")), "{op} on {engine} reads back:\n{out}");
             let (line, message) = result(&out, "readrandommergerandom");
             assert_eq!(line.operations, 2000);
-            let Parsed::Run(flags) = Flags::parse(args.iter().cloned()).unwrap() else { unreachable!() };
-            let handle = ebb_bench::engine::open(kind, &db, &flags, false, false).unwrap();
-            let mut contents: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            handle
-                .scan(ScanStart::First, Direction::Forward, u64::MAX, &mut |k, v| {
-                    contents.push((k.to_vec(), v.to_vec()));
-                    true
-                })
-                .unwrap();
-            handle.close().unwrap();
+            let contents = common::engine_contents(kind, &db, &args);
             assert_eq!(contents.len(), 50, "{op} on {engine}");
             runs.push((message, contents));
         }

@@ -5,6 +5,8 @@
 //! `GenerateKeyFromInt`, seekrandom's found counts and bytes against a model
 //! of db_bench's `SeekRandom` over those keys, and the refusals.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -363,8 +365,6 @@ fn keys_per_prefix_alone_is_noted_and_expanded_range_deletions_run() {
 #[test]
 fn both_engines_leave_the_same_keys() {
     use ebb_bench::config::EngineKind;
-    use ebb_bench::engine::{Direction, ScanStart};
-    use ebb_bench::flags::{Flags, Parsed};
 
     let dir = tempfile::tempdir().unwrap();
     let mut contents = Vec::new();
@@ -405,17 +405,7 @@ fn both_engines_leave_the_same_keys() {
         ));
         // Read back without the prefix bound (RocksDB bounds even a scan
         // from the first key by that key's prefix).
-        let Parsed::Run(flags) = Flags::parse(common.iter().cloned()).unwrap() else { unreachable!() };
-        let handle = ebb_bench::engine::open(kind, &db, &flags, false, false).unwrap();
-        let mut kv: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        handle
-            .scan(ScanStart::First, Direction::Forward, u64::MAX, &mut |k, v| {
-                kv.push((k.to_vec(), v.to_vec()));
-                true
-            })
-            .unwrap();
-        handle.close().unwrap();
-        contents.push(kv);
+        contents.push(common::engine_contents(kind, &db, &common));
     }
     assert_eq!(contents[0].len(), contents[1].len(), "key counts");
     assert!(contents[0] == contents[1], "Ebb and RocksDB hold different keys or values");

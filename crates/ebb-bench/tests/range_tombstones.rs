@@ -6,6 +6,8 @@
 //! `DoWrite` driven by the client's own seeded random numbers, the counts
 //! reported, and the refusals.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -222,8 +224,6 @@ fn bad_values_are_refused_before_the_header() {
 #[test]
 fn both_engines_leave_the_same_keys() {
     use ebb_bench::config::EngineKind;
-    use ebb_bench::engine::{Direction, ScanStart};
-    use ebb_bench::flags::{Flags, Parsed};
 
     for extra in [&["--batch_size=1"][..], &["--batch_size=4", "--expand_range_tombstones=true"][..]] {
         let dir = tempfile::tempdir().unwrap();
@@ -249,17 +249,7 @@ fn both_engines_leave_the_same_keys() {
             let out = String::from_utf8_lossy(&o.stdout).into_owned();
             assert!(o.status.success(), "{engine} {extra:?}: stdout:\n{out}\nstderr:\n{}", stderr(&o));
             assert_eq!(out.matches("Number of range deletions: 50\n").count(), 2, "{engine} {extra:?}:\n{out}");
-            let Parsed::Run(flags) = Flags::parse(args.iter().cloned()).unwrap() else { unreachable!() };
-            let handle = ebb_bench::engine::open(kind, &db, &flags, false, false).unwrap();
-            let mut kv: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            handle
-                .scan(ScanStart::First, Direction::Forward, u64::MAX, &mut |k, v| {
-                    kv.push((k.to_vec(), v.to_vec()));
-                    true
-                })
-                .unwrap();
-            handle.close().unwrap();
-            contents.push(kv);
+            contents.push(common::engine_contents(kind, &db, &args));
         }
         assert_eq!(contents[0].len(), contents[1].len(), "{extra:?}: key counts");
         assert!(contents[0] == contents[1], "{extra:?}: Ebb and RocksDB hold different keys or values");
