@@ -31,6 +31,11 @@ enum Command {
         /// The database directory.
         #[arg(long)]
         db: PathBuf,
+        /// The comparator the database was created with: a built-in name
+        /// (leveldb.BytewiseComparator, the default, or
+        /// rocksdb.ReverseBytewiseComparator).
+        #[arg(long, default_value = ebb::comparator::BYTEWISE_NAME)]
+        comparator: String,
     },
     /// Open the database and print what recovery found damaged or set aside.
     Check {
@@ -41,21 +46,25 @@ enum Command {
         /// best_efforts_recovery) instead of failing.
         #[arg(long)]
         best_efforts: bool,
+        /// The comparator the database was created with (as for repair).
+        #[arg(long, default_value = ebb::comparator::BYTEWISE_NAME)]
+        comparator: String,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Repair { db } => Db::repair(&db, &Options::default()).map(|report| print!("{report}")),
-        Command::Check { db, best_efforts } => {
-            let mut options = Options::default();
+        Command::Repair { db, comparator } => {
+            options_with(&comparator).and_then(|o| Db::repair(&db, &o)).map(|report| print!("{report}"))
+        }
+        Command::Check { db, best_efforts, comparator } => options_with(&comparator).and_then(|mut options| {
             options.best_efforts_recovery = best_efforts;
             Db::open(&db, options).and_then(|d| {
                 print!("{}", d.recovery_report());
                 d.close()
             })
-        }
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -64,4 +73,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Default options in the order of the built-in comparator named `name`.
+fn options_with(name: &str) -> ebb::Result<Options> {
+    let mut options = Options::default();
+    options.set("comparator", name)?;
+    Ok(options)
 }

@@ -74,3 +74,38 @@ fn bad_command_lines_and_non_databases_are_refused_clearly() {
     assert!(text(&out).contains("nothing to repair"), "{}", text(&out));
     assert!(!tmp.path().join("LOCK").exists(), "a refused command must leave no LOCK file");
 }
+
+/// A database in the reverse bytewise order: `check` and `repair` without
+/// `--comparator` refuse it naming both orders and change nothing; with it
+/// they work.
+#[test]
+fn the_comparator_is_named_on_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    o.comparator = Some(ebb::comparator::reverse_bytewise());
+    let db = Db::open(&dir, o.clone()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.flush(true).unwrap();
+    db.close().unwrap();
+    let path = dir.to_str().unwrap();
+    let reverse = ebb::comparator::REVERSE_BYTEWISE_NAME;
+    for command in ["check", "repair"] {
+        let out = ebb(&[command, "--db", path]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(reverse) && text(&out).contains(ebb::comparator::BYTEWISE_NAME), "{}", text(&out));
+    }
+    let out = ebb(&["repair", "--db", path, "--comparator", reverse]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = ebb(&["check", "--db", path, "--comparator", reverse]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = ebb(&["check", "--db", path, "--comparator", "my.Order"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("my.Order"), "{}", text(&out));
+    let db = Db::open(&dir, o).unwrap();
+    let keys: Vec<Vec<u8>> =
+        db.iterator(ebb::ReadOptions::default(), ebb::IteratorMode::Start).map(|e| e.unwrap().0).collect();
+    assert_eq!(keys, [b"b".to_vec(), b"a".to_vec()]);
+}

@@ -41,7 +41,7 @@ fn block_benches(c: &mut Criterion) {
             || encoded.clone(),
             |data| {
                 let block = Arc::new(Block::new(data).expect("valid block"));
-                let mut it = BlockIterator::new(block, KeyOrder::Internal);
+                let mut it = BlockIterator::new(block, KeyOrder::INTERNAL_BYTEWISE);
                 let mut bytes = 0;
                 it.seek_to_first();
                 while it.valid() {
@@ -57,7 +57,7 @@ fn block_benches(c: &mut Criterion) {
     let block = Arc::new(Block::new(encoded.clone()).expect("valid block"));
     group.throughput(Throughput::Elements(1));
     group.bench_function("seek", |b| {
-        let mut it = BlockIterator::new(block.clone(), KeyOrder::Internal);
+        let mut it = BlockIterator::new(block.clone(), KeyOrder::INTERNAL_BYTEWISE);
         let mut i = 0;
         b.iter(|| {
             i = (i + 13) % entries.len();

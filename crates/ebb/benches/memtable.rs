@@ -27,7 +27,7 @@ fn bench_insert(c: &mut Criterion) {
     g.throughput(Throughput::Elements(N));
     g.bench_function("skiplist", |b| {
         b.iter(|| {
-            let m = MemTable::new(1);
+            let m = MemTable::new(1, ebb::comparator::UserComparator::BYTEWISE);
             for i in 0..N {
                 m.add(i + 1, ValueKind::Value, &key(i), &value);
             }
@@ -58,7 +58,7 @@ fn bench_insert(c: &mut Criterion) {
 
 fn bench_lookup(c: &mut Criterion) {
     let value = vec![b'v'; 100];
-    let skip = Arc::new(MemTable::new(1));
+    let skip = Arc::new(MemTable::new(1, ebb::comparator::UserComparator::BYTEWISE));
     let tree: Arc<RwLock<BTreeMap<InternalKey, Vec<u8>>>> = Arc::new(RwLock::new(BTreeMap::new()));
     let cross: SkipMap<InternalKey, Vec<u8>> = SkipMap::new();
     for i in 0..N {

@@ -30,7 +30,7 @@ fn children(k: u64) -> Vec<Box<dyn InternalIterator>> {
 fn merging_benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("merging");
     for k in [4u64, 12, 36, 100] {
-        let mut it = MergingIterator::new(children(k));
+        let mut it = MergingIterator::new(ebb::comparator::UserComparator::BYTEWISE, children(k));
         group.throughput(Throughput::Elements(ENTRIES));
         group.bench_with_input(BenchmarkId::new("forward_scan", k), &k, |b, _| {
             b.iter(|| {

@@ -2,11 +2,13 @@
 //! packed into one byte string that sorts correctly.
 //!
 //! Layout (see docs/format.md, "Internal keys"): `user_key ++ fixed64_le(seq << 8 | kind)`.
-//! Order: user key ascending (bytewise), then sequence number descending, then
-//! kind descending, so the newest version of a key comes first.
+//! Order: user key ascending in the column family's comparator
+//! ([`crate::comparator`]), then sequence number descending, then kind
+//! descending, so the newest version of a key comes first.
 
 use std::cmp::Ordering;
 
+use crate::comparator::UserComparator;
 use crate::util::coding::{decode_fixed64, put_fixed64};
 
 /// Largest user key accepted, in bytes.
@@ -146,15 +148,15 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
     Some(ParsedKey { user_key: user_key(ikey), seq: t >> 8, kind: ValueKind::from_u8((t & 0xff) as u8)? })
 }
 
-/// The ordering of internal keys: user key ascending, then trailer descending.
-pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
-        Ordering::Equal => trailer(b).cmp(&trailer(a)),
-        o => o,
-    }
+/// The ordering of internal keys in the bytewise user-key order, for
+/// containers of [`InternalKey`] (the engine compares through its column
+/// family's [`UserComparator::compare_internal`]).
+pub fn compare_bytewise_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+    UserComparator::BYTEWISE.compare_internal(a, b)
 }
 
-/// An owned internal key with the internal ordering, for ordered containers.
+/// An owned internal key ordered as [`compare_bytewise_internal_keys`], for
+/// ordered containers (benchmarks' reference maps).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct InternalKey(pub Vec<u8>);
 
@@ -175,7 +177,7 @@ impl InternalKey {
 
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal_keys(&self.0, &other.0)
+        compare_bytewise_internal_keys(&self.0, &other.0)
     }
 }
 
@@ -185,64 +187,24 @@ impl PartialOrd for InternalKey {
     }
 }
 
-/// A short byte string `s` with `start <= s < limit` (bytewise), used to
-/// shorten index-block separators (RocksDB's bytewise
-/// `FindShortestSeparator`): the common prefix and the first differing byte
-/// of `start` plus one, when that stays below `limit` (it does when `limit`
-/// goes on past that byte); else `start` up to its first byte after the
-/// differing one that is not 0xff, plus one. Falls back to `start` when
-/// `start` is not below `limit` or one is a prefix of the other.
-pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
-    let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
-    if common >= start.len() || common >= limit.len() || start[common] >= limit[common] {
-        return start.to_vec();
-    }
-    if common + 1 < limit.len() || start[common] + 1 < limit[common] {
-        // start[common] < limit[common], so the increment cannot overflow.
-        let mut s = start[..=common].to_vec();
-        s[common] += 1;
-        return s;
-    }
-    // `limit` ends at the differing byte, one above `start`'s: keep that
-    // byte and increment the first later byte of `start` that can be.
-    for i in common + 1..start.len() {
-        if start[i] < 0xff {
-            let mut s = start[..=i].to_vec();
-            s[i] += 1;
-            return s;
-        }
-    }
-    start.to_vec()
-}
-
-/// A short byte string `>= key` (LevelDB `FindShortSuccessor`).
-pub fn short_successor(key: &[u8]) -> Vec<u8> {
-    for (i, &b) in key.iter().enumerate() {
-        if b != 0xff {
-            let mut s = key[..=i].to_vec();
-            s[i] += 1;
-            return s;
-        }
-    }
-    key.to_vec()
-}
-
 /// Shortens the separator between two internal keys while keeping
-/// `start <= result < limit` in internal order. The result is an internal key.
-pub fn internal_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+/// `start <= result < limit` in `cmp`'s internal order. The result is an
+/// internal key.
+pub fn internal_separator(cmp: &UserComparator, start: &[u8], limit: &[u8]) -> Vec<u8> {
     let (su, lu) = (user_key(start), user_key(limit));
-    let sep = shortest_separator(su, lu);
-    if sep.len() < su.len() && su < sep.as_slice() {
+    let sep = cmp.shortest_separator(su, lu);
+    if sep.len() < su.len() && cmp.lt(su, &sep) {
         return make_internal_key(&sep, MAX_SEQUENCE, KIND_FOR_SEEK);
     }
     start.to_vec()
 }
 
-/// Shortens the last key of a table to a short internal key `>= key`.
-pub fn internal_successor(key: &[u8]) -> Vec<u8> {
+/// Shortens the last key of a table to a short internal key `>= key` in
+/// `cmp`'s internal order.
+pub fn internal_successor(cmp: &UserComparator, key: &[u8]) -> Vec<u8> {
     let u = user_key(key);
-    let succ = short_successor(u);
-    if succ.len() < u.len() && u < succ.as_slice() {
+    let succ = cmp.short_successor(u);
+    if succ.len() < u.len() && cmp.lt(u, &succ) {
         return make_internal_key(&succ, MAX_SEQUENCE, KIND_FOR_SEEK);
     }
     key.to_vec()
@@ -252,16 +214,18 @@ pub fn internal_successor(key: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    const B: UserComparator = UserComparator::BYTEWISE;
+
     #[test]
     fn newer_versions_sort_first() {
         let a = make_internal_key(b"k", 10, ValueKind::Value);
         let b = make_internal_key(b"k", 9, ValueKind::Value);
         let c = make_internal_key(b"k", 10, ValueKind::Deletion);
         let d = make_internal_key(b"l", 100, ValueKind::Value);
-        assert_eq!(compare_internal_keys(&a, &b), Ordering::Less);
-        assert_eq!(compare_internal_keys(&a, &c), Ordering::Less);
-        assert_eq!(compare_internal_keys(&b, &d), Ordering::Less);
-        assert_eq!(compare_internal_keys(&a, &a), Ordering::Equal);
+        assert_eq!(compare_bytewise_internal_keys(&a, &b), Ordering::Less);
+        assert_eq!(compare_bytewise_internal_keys(&a, &c), Ordering::Less);
+        assert_eq!(compare_bytewise_internal_keys(&b, &d), Ordering::Less);
+        assert_eq!(compare_bytewise_internal_keys(&a, &a), Ordering::Equal);
     }
 
     #[test]
@@ -298,14 +262,14 @@ mod tests {
         ) {
             let (s, l) = if a < b { (a, b) } else { (b, a) };
             proptest::prop_assume!(s < l);
-            let sep = shortest_separator(&s, &l);
+            let sep = B.shortest_separator(&s, &l);
             proptest::prop_assert!(s <= sep && sep < l, "{:?} {:?} -> {:?}", s, l, sep);
             proptest::prop_assert!(sep.len() <= s.len());
             let is = make_internal_key(&s, 5, ValueKind::Value);
             let il = make_internal_key(&l, 3, ValueKind::Value);
-            let isep = internal_separator(&is, &il);
-            proptest::prop_assert_ne!(compare_internal_keys(&is, &isep), Ordering::Greater);
-            proptest::prop_assert_eq!(compare_internal_keys(&isep, &il), Ordering::Less);
+            let isep = internal_separator(&B, &is, &il);
+            proptest::prop_assert_ne!(compare_bytewise_internal_keys(&is, &isep), Ordering::Greater);
+            proptest::prop_assert_eq!(compare_bytewise_internal_keys(&isep, &il), Ordering::Less);
         }
     }
 
@@ -323,22 +287,22 @@ mod tests {
             (b"\x00\x00\x01\xff\xff\x07", b"\x00\x00\x02"),
         ];
         for (s, l) in cases {
-            let sep = shortest_separator(s, l);
+            let sep = B.shortest_separator(s, l);
             assert!(*s <= sep.as_slice() && sep.as_slice() < *l, "{s:?} {l:?} -> {sep:?}");
             let is = make_internal_key(s, 5, ValueKind::Value);
             let il = make_internal_key(l, 3, ValueKind::Value);
-            let isep = internal_separator(&is, &il);
-            assert_ne!(compare_internal_keys(&is, &isep), Ordering::Greater);
-            assert_eq!(compare_internal_keys(&isep, &il), Ordering::Less);
+            let isep = internal_separator(&B, &is, &il);
+            assert_ne!(compare_bytewise_internal_keys(&is, &isep), Ordering::Greater);
+            assert_eq!(compare_bytewise_internal_keys(&isep, &il), Ordering::Less);
         }
-        assert_eq!(shortest_separator(b"abcdefg", b"abzz"), b"abd");
+        assert_eq!(B.shortest_separator(b"abcdefg", b"abzz"), b"abd");
         // Adjacent differing bytes: the prefix of a longer limit, or a later
         // byte of start incremented (RocksDB's two refinements of LevelDB).
-        assert_eq!(shortest_separator(b"key0056xyz", b"key0057abc"), b"key0057");
-        assert_eq!(shortest_separator(b"ab1\xffc9", b"ab2"), b"ab1\xffd");
-        assert_eq!(shortest_separator(b"ab1\xff", b"ab2"), b"ab1\xff");
-        assert_eq!(shortest_separator(b"b", b"a"), b"b");
-        assert_eq!(short_successor(b"abc"), b"b");
-        assert_eq!(short_successor(b"\xff\xff"), b"\xff\xff");
+        assert_eq!(B.shortest_separator(b"key0056xyz", b"key0057abc"), b"key0057");
+        assert_eq!(B.shortest_separator(b"ab1\xffc9", b"ab2"), b"ab1\xffd");
+        assert_eq!(B.shortest_separator(b"ab1\xff", b"ab2"), b"ab1\xff");
+        assert_eq!(B.shortest_separator(b"b", b"a"), b"b");
+        assert_eq!(B.short_successor(b"abc"), b"b");
+        assert_eq!(B.short_successor(b"\xff\xff"), b"\xff\xff");
     }
 }

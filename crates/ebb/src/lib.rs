@@ -11,25 +11,26 @@
 //! 2. `util`: coding, checksums, compression, small helpers.
 //! 3. `kill_points`: crash points for the kill tests (feature `failpoints`).
 //! 4. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
-//! 5. `key`: internal keys, sequence numbers, size limits.
-//! 6. `range_del`: range tombstones and their fragments.
-//! 7. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
-//! 8. `iter`: the internal iterator and the merging heap.
-//! 9. `stats`: tickers and histograms in RocksDB's format.
-//! 10. `tuning`: rate limiter, clocks, the tuners' decisions.
-//! 11. `cache`: the block cache, holding values of any type.
-//! 12. `wal`: the write-ahead log format.
-//! 13. `memtable`: the skip list.
-//! 14. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
-//! 15. `blob`: blob files (values kept apart from the tables).
-//! 16. `version`: MANIFEST, version edits and the set of live files.
-//! 17. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 18. `compaction_filter`: the compaction filter traits users implement.
-//! 19. `merge_operator`: the merge operator traits and the built-in ones.
-//! 20. `options`: the database's options, their text form, and the narrow
+//! 5. `comparator`: the order of user keys (RocksDB's `Comparator`).
+//! 6. `key`: internal keys, sequence numbers, size limits.
+//! 7. `range_del`: range tombstones and their fragments.
+//! 8. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
+//! 9. `iter`: the internal iterator and the merging heap.
+//! 10. `stats`: tickers and histograms in RocksDB's format.
+//! 11. `tuning`: rate limiter, clocks, the tuners' decisions.
+//! 12. `cache`: the block cache, holding values of any type.
+//! 13. `wal`: the write-ahead log format.
+//! 14. `memtable`: the skip list.
+//! 15. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 16. `blob`: blob files (values kept apart from the tables).
+//! 17. `version`: MANIFEST, version edits and the set of live files.
+//! 18. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 19. `compaction_filter`: the compaction filter traits users implement.
+//! 20. `merge_operator`: the merge operator traits and the built-in ones.
+//! 21. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 21. `compaction`: picking and running compactions.
-//! 22. `db`: the public handle, the write and read paths, background jobs.
+//! 22. `compaction`: picking and running compactions.
+//! 23. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -61,10 +62,11 @@ macro_rules! internal_modules {
 
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the filesystem boundary
-// users may implement, what listeners are told, compaction filters, merge
-// operators and prefix extractors.
+// users may implement, what listeners are told, compaction filters,
+// comparators, merge operators and prefix extractors.
 pub mod cache;
 pub mod compaction_filter;
+pub mod comparator;
 pub mod events;
 pub mod fs;
 pub mod merge_operator;
@@ -90,6 +92,7 @@ internal_modules! {
 }
 
 pub use compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
+pub use comparator::Comparator;
 pub use db::{
     BatchIter, BatchOp, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
     EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,

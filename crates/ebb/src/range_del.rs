@@ -7,9 +7,11 @@
 //! tombstones cut at every start and end into non-overlapping fragments,
 //! each with the sequences of the tombstones covering all of it, so that
 //! the newest tombstone covering a key at a snapshot is one binary search
-//! and one more.
+//! and one more. Keys compare in the column family's order (the
+//! fragments keep it).
 
-use crate::key::{compare_internal_keys, make_internal_key, SequenceNumber, ValueKind};
+use crate::comparator::UserComparator;
+use crate::key::{make_internal_key, SequenceNumber, ValueKind};
 
 /// One range tombstone: deletes keys in `[start, end)` below `seq`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,19 +48,30 @@ pub struct FragmentedTombstones {
     fragments: Vec<Fragment>,
     keys: Vec<u8>,
     seqs: Vec<SequenceNumber>,
+    cmp: UserComparator,
 }
 
 impl FragmentedTombstones {
-    /// Fragments `tombstones` (in any order; empty ranges are ignored).
+    /// Fragments `tombstones` in the bytewise order (in any order; empty
+    /// ranges are ignored).
     pub fn new<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
-        let mut list: Vec<&RangeTombstone> = tombstones.into_iter().filter(|t| t.start < t.end).collect();
-        let mut out = FragmentedTombstones::default();
+        Self::with_comparator(&UserComparator::BYTEWISE, tombstones)
+    }
+
+    /// Fragments `tombstones` in `cmp`'s order (in any order; empty ranges,
+    /// whose start is not below their end, are ignored).
+    pub fn with_comparator<'a>(
+        cmp: &UserComparator,
+        tombstones: impl IntoIterator<Item = &'a RangeTombstone>,
+    ) -> Self {
+        let mut list: Vec<&RangeTombstone> = tombstones.into_iter().filter(|t| cmp.lt(&t.start, &t.end)).collect();
+        let mut out = FragmentedTombstones { cmp: cmp.clone(), ..FragmentedTombstones::default() };
         if list.is_empty() {
             return out;
         }
-        list.sort_by(|a, b| a.start.cmp(&b.start));
+        list.sort_by(|a, b| cmp.compare(&a.start, &b.start));
         let mut bounds: Vec<&[u8]> = list.iter().flat_map(|t| [t.start.as_slice(), t.end.as_slice()]).collect();
-        bounds.sort_unstable();
+        bounds.sort_unstable_by(|a, b| cmp.compare(a, b));
         bounds.dedup();
         // Tombstones started at or before the current bound, by index.
         let mut next = 0;
@@ -66,11 +79,11 @@ impl FragmentedTombstones {
         let mut pending: Vec<(&[u8], &[u8], Vec<SequenceNumber>)> = Vec::new();
         for pair in bounds.windows(2) {
             let (lo, hi) = (pair[0], pair[1]);
-            while next < list.len() && list[next].start.as_slice() <= lo {
+            while next < list.len() && cmp.le(&list[next].start, lo) {
                 active.push(list[next]);
                 next += 1;
             }
-            active.retain(|t| t.end.as_slice() > lo);
+            active.retain(|t| cmp.lt(lo, &t.end));
             if active.is_empty() {
                 continue;
             }
@@ -111,8 +124,8 @@ impl FragmentedTombstones {
     }
 
     fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
-        let i = self.fragments.partition_point(|f| self.bytes(f.end) <= key);
-        self.fragments.get(i).filter(|f| self.bytes(f.start) <= key)
+        let i = self.fragments.partition_point(|f| self.cmp.le(self.bytes(f.end), key));
+        self.fragments.get(i).filter(|f| self.cmp.le(self.bytes(f.start), key))
     }
 
     /// The sequence of the newest tombstone covering `key` that a reader at
@@ -153,7 +166,8 @@ impl FragmentedTombstones {
     /// Widens a table's smallest and largest internal keys (empty when it
     /// has no point entries) and its sequence range to take in the
     /// tombstones: from the first start (before any entry of that key) to
-    /// the last end's [`inclusive_bound`] (after any entry of that key).
+    /// the last end's [`inclusive_bound`] (after any entry of that key; in
+    /// an order other than bytewise, the end itself).
     pub fn extend_file_bounds(
         &self,
         smallest: &mut Vec<u8>,
@@ -162,11 +176,13 @@ impl FragmentedTombstones {
     ) {
         let (Some(first), Some(last)) = (self.fragments.first(), self.fragments.last()) else { return };
         let start = make_internal_key(self.bytes(first.start), crate::key::MAX_SEQUENCE, ValueKind::RangeDeletion);
-        if smallest.is_empty() || compare_internal_keys(&start, smallest).is_lt() {
+        if smallest.is_empty() || self.cmp.compare_internal(&start, smallest).is_lt() {
             *smallest = start;
         }
-        let end = make_internal_key(inclusive_bound(self.bytes(last.end)), 0, ValueKind::Deletion);
-        if largest.is_empty() || compare_internal_keys(&end, largest).is_gt() {
+        let last_end = self.bytes(last.end);
+        let bound = if self.cmp.is_bytewise() { inclusive_bound(last_end) } else { last_end };
+        let end = make_internal_key(bound, 0, ValueKind::Deletion);
+        if largest.is_empty() || self.cmp.compare_internal(&end, largest).is_gt() {
             *largest = end;
         }
         for &s in &self.seqs {
@@ -176,7 +192,8 @@ impl FragmentedTombstones {
     }
 }
 
-/// The smallest user key above `key` (`key` followed by a zero byte).
+/// The smallest user key above `key` in the bytewise order (`key` followed
+/// by a zero byte).
 pub fn successor(key: &[u8]) -> Vec<u8> {
     let mut s = Vec::with_capacity(key.len() + 1);
     s.extend_from_slice(key);

@@ -134,6 +134,13 @@ fn crash_points_range_deletions() {
 }
 
 #[test]
+fn crash_points_in_reverse_order() {
+    explore_fault_points("compactions", workload::compactions, workload::reverse_order);
+    explore_fault_points("manifest rolls", workload::manifest_rolls, workload::reverse_order);
+    explore_fault_points("merges", workload::merges, workload::reverse_order);
+}
+
+#[test]
 fn crash_points_blob_files_merges() {
     explore_fault_points("merges", workload::merges, workload::blob_files);
 }

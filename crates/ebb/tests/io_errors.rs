@@ -139,6 +139,12 @@ fn io_errors_range_deletions() {
 }
 
 #[test]
+fn io_errors_in_reverse_order() {
+    fail_every_operation("manifest rolls", workload::manifest_rolls, workload::reverse_order);
+    fail_every_operation("merges", workload::merges, workload::reverse_order);
+}
+
+#[test]
 fn io_errors_single_deletes() {
     fail_every_operation("single deletes", workload::single_deletes, workload::as_is);
 }

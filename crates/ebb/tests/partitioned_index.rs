@@ -175,7 +175,7 @@ fn reads_as_one_index_block(all: Entries, user_keys: bool) {
         let mut lookups: Vec<Vec<u8>> = (0..400)
             .map(|_| make_internal_key(&user_key(rng.gen_range(0..3100)), rng.gen_range(0..30), KIND_FOR_SEEK))
             .collect();
-        lookups.sort_by(|a, b| ebb::key::compare_internal_keys(a, b));
+        lookups.sort_by(|a, b| ebb::key::compare_bytewise_internal_keys(a, b));
         let batch = |t: &Table| {
             let mut got = vec![None; lookups.len()];
             t.multi_get_past_filter(

@@ -100,7 +100,7 @@ pub fn wal_reader(data: &[u8]) {
 /// Walks a block every way an iterator can, in both key orders.
 fn walk_block(block: Arc<Block>, order: KeyOrder, probes: &[&[u8]]) {
     let limit = block.size() + 2;
-    let mut it = BlockIterator::new(Arc::clone(&block), order);
+    let mut it = BlockIterator::new(Arc::clone(&block), order.clone());
     it.seek_to_first();
     let mut n = 0;
     while it.valid() && n <= limit {
@@ -138,7 +138,7 @@ pub fn block(data: &[u8]) {
     from_input.resize(from_input.len().max(8), 0);
     let probes: [&[u8]; 3] = [&[0; 8], &from_input, &[0xff; 12]];
     walk_block(Arc::clone(&block), KeyOrder::Bytewise, &probes);
-    walk_block(block, KeyOrder::Internal, &probes);
+    walk_block(block, KeyOrder::INTERNAL_BYTEWISE, &probes);
 }
 
 /// A table opened from raw bytes: refused, or read every way (checksums

@@ -46,6 +46,7 @@ use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
 use super::covered::Covered;
 pub use super::operands::MergeSettings;
 use super::operands::Operands;
+use crate::comparator::UserComparator;
 use crate::compaction_filter::{CompactionFilter, Decision};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -252,7 +253,9 @@ fn merge(
     let input = &mut operands;
     // Range tombstones the outputs keep: at the bottom, those every reader
     // sees have deleted all they cover here (`Covered`) and go.
+    let cmp = ctx.table_options.comparator.clone();
     let mut range_dels = OutputTombstones::new(
+        cmp.clone(),
         ctx.range_dels
             .map(|t| {
                 t.tombstones().filter(|t| !(ctx.drop_tombstones && t.seq <= ctx.smallest_snapshot)).collect()
@@ -285,7 +288,7 @@ fn merge(
         if new_user_key {
             // Advance over grandparents that end before this key, counting overlap.
             while grandparent_index < ctx.grandparents.len()
-                && ctx.grandparents[grandparent_index].largest_user_key() < parsed.user_key
+                && cmp.lt(ctx.grandparents[grandparent_index].largest_user_key(), parsed.user_key)
             {
                 if seen_key {
                     overlapped_bytes += ctx.grandparents[grandparent_index].file_size;
@@ -295,7 +298,8 @@ fn merge(
             seen_key = true;
             // Cut the output between user keys when it is big enough.
             let cut = current.as_ref().is_some_and(|o| {
-                o.builder.estimated_file_size() >= ctx.target_file_size || overlapped_bytes > grandparent_limit
+                (o.builder.estimated_file_size() >= ctx.target_file_size || overlapped_bytes > grandparent_limit)
+                    && range_dels.can_cut_after(&o.last_user_key)
             });
             if cut {
                 if let Some(mut o) = current.take() {
@@ -306,7 +310,7 @@ fn merge(
             }
             current_user_key = Some(parsed.user_key.to_vec());
             last_seq_for_key = SequenceNumber::MAX;
-            if skip_until.as_deref().is_some_and(|until| parsed.user_key >= until) {
+            if skip_until.as_deref().is_some_and(|until| cmp.le(until, parsed.user_key)) {
                 skip_until = None;
             }
         }
@@ -344,7 +348,7 @@ fn merge(
                     Some(Decision::Remove) => removed = true,
                     Some(Decision::ChangeValue(v)) => new_value = Some(v),
                     // A bound at or before the key keeps it.
-                    Some(Decision::RemoveAndSkipUntil(until)) if until.as_slice() > parsed.user_key => {
+                    Some(Decision::RemoveAndSkipUntil(until)) if cmp.lt(parsed.user_key, &until) => {
                         removed = true;
                         skip_until = Some(until);
                     }
@@ -681,28 +685,62 @@ fn open_output(
 
 /// The range tombstones a job writes, handed out to its outputs in key
 /// order (module documentation, "Range tombstones").
+///
+/// In the bytewise order an output's share is the tombstones clipped at the
+/// successor of its last user key (that key followed by a zero byte). Other
+/// orders have no successor to name, so tombstones are not clipped: an
+/// output is cut only where no tombstone reaches past its last key
+/// ([`OutputTombstones::can_cut_after`]), and takes the tombstones that
+/// start at or before it whole.
 struct OutputTombstones {
     list: Vec<RangeTombstone>,
+    cmp: UserComparator,
     /// Where the next output's share starts: the successor of the previous
-    /// output's last user key (`None` before the first output).
+    /// output's last user key (`None` before the first output); in other
+    /// orders, the previous output's last user key (exclusive).
     lower: Option<Vec<u8>>,
 }
 
 impl OutputTombstones {
-    fn new(list: Vec<RangeTombstone>) -> Self {
-        OutputTombstones { list, lower: None }
+    fn new(cmp: UserComparator, list: Vec<RangeTombstone>) -> Self {
+        OutputTombstones { list, cmp, lower: None }
     }
 
     /// Whether some tombstone reaches past where the outputs so far end.
     fn remaining(&self) -> bool {
-        self.list.iter().any(|t| self.lower.as_ref().is_none_or(|l| t.end > *l))
+        self.list.iter().any(|t| self.lower.as_ref().is_none_or(|l| self.cmp.lt(l, &t.end)))
+    }
+
+    /// Whether an output ending at `last` may be cut there: always in the
+    /// bytewise order; in others, only when no tombstone covering `last`
+    /// reaches past it (it would need clipping at a successor).
+    fn can_cut_after(&self, last: &[u8]) -> bool {
+        self.cmp.is_bytewise()
+            || !self.list.iter().any(|t| self.cmp.le(&t.start, last) && self.cmp.lt(last, &t.end))
     }
 
     /// Adds to `o` its share: the tombstones clipped to `[lower, upper)`,
     /// where `upper` is the successor of its last user key when `cut`
-    /// (another output follows) and unbounded otherwise; then widens its
-    /// key and sequence range to take them in.
+    /// (another output follows) and unbounded otherwise (in orders other
+    /// than bytewise, the tombstones starting after `lower` and, when `cut`,
+    /// at or before its last key, whole); then widens its key and sequence
+    /// range to take them in.
     fn add_to(&mut self, o: &mut OpenOutput, cut: bool) {
+        let share = if self.cmp.is_bytewise() { self.clipped_share(o, cut) } else { self.whole_share(o, cut) };
+        if share.is_empty() {
+            return;
+        }
+        let fragments = FragmentedTombstones::with_comparator(&self.cmp, &share);
+        let mut seqs = (o.smallest_seq, o.largest_seq);
+        fragments.extend_file_bounds(&mut o.smallest, &mut o.largest, &mut seqs);
+        (o.smallest_seq, o.largest_seq) = seqs;
+        for t in share {
+            o.builder.add_range_deletion(t);
+        }
+    }
+
+    /// The bytewise share of [`OutputTombstones::add_to`].
+    fn clipped_share(&mut self, o: &OpenOutput, cut: bool) -> Vec<RangeTombstone> {
         let upper = cut.then(|| successor(&o.last_user_key));
         let mut share = Vec::new();
         for t in &self.list {
@@ -719,16 +757,24 @@ impl OutputTombstones {
             }
         }
         self.lower = upper;
-        if share.is_empty() {
-            return;
+        share
+    }
+
+    /// The share of [`OutputTombstones::add_to`] in other orders: whole
+    /// tombstones, which `can_cut_after` kept from crossing a cut.
+    fn whole_share(&mut self, o: &OpenOutput, cut: bool) -> Vec<RangeTombstone> {
+        let cmp = &self.cmp;
+        let after_lower = |t: &RangeTombstone| self.lower.as_ref().is_none_or(|l| cmp.lt(l, &t.start));
+        let share = self
+            .list
+            .iter()
+            .filter(|t| after_lower(t) && (!cut || cmp.le(&t.start, &o.last_user_key)))
+            .cloned()
+            .collect();
+        if cut {
+            self.lower = Some(o.last_user_key.clone());
         }
-        let fragments = FragmentedTombstones::new(&share);
-        let mut seqs = (o.smallest_seq, o.largest_seq);
-        fragments.extend_file_bounds(&mut o.smallest, &mut o.largest, &mut seqs);
-        (o.smallest_seq, o.largest_seq) = seqs;
-        for t in share {
-            o.builder.add_range_deletion(t);
-        }
+        share
     }
 }
 
@@ -738,7 +784,7 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
     let props = o.builder.finish()?;
     (ctx.on_bytes)(props.file_size.saturating_sub(o.reported));
     out.bytes_written += props.file_size;
-    debug_assert!(user_key(&o.smallest) <= user_key(&o.largest));
+    debug_assert!(ctx.table_options.comparator.le(user_key(&o.smallest), user_key(&o.largest)));
     out.files.push(FileMetaData {
         number: o.number,
         file_size: props.file_size,

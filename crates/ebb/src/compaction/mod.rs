@@ -88,22 +88,6 @@ impl Compaction {
     pub fn input_bytes(&self) -> u64 {
         self.all_inputs().map(|f| f.file_size).sum()
     }
-
-    /// Smallest and largest user key over all inputs.
-    pub fn user_key_range(&self) -> (Vec<u8>, Vec<u8>) {
-        let mut lo: Option<&[u8]> = None;
-        let mut hi: Option<&[u8]> = None;
-        for f in self.all_inputs() {
-            let (s, l) = (f.smallest_user_key(), f.largest_user_key());
-            if lo.is_none_or(|x| s < x) {
-                lo = Some(s);
-            }
-            if hi.is_none_or(|x| l > x) {
-                hi = Some(l);
-            }
-        }
-        (lo.unwrap_or_default().to_vec(), hi.unwrap_or_default().to_vec())
-    }
 }
 
 /// A table of `size` bytes spanning user keys `[lo, hi]` at sequence `seq`,

@@ -26,7 +26,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{fifo, universal, Compaction, CompactionReason, CreationTime};
-use crate::key::user_key;
+use crate::comparator::UserComparator;
 use crate::options::{CompactionStyle, ColumnFamilyOptions};
 use crate::version::{FileMetaData, Version};
 
@@ -301,9 +301,10 @@ pub(super) fn any_busy(files: &[Arc<FileMetaData>], busy: &HashSet<u64>) -> bool
     files.iter().any(|f| busy.contains(&f.number))
 }
 
-pub(super) fn range_of(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
-    let lo = files.iter().map(|f| f.smallest_user_key()).min().unwrap_or_default().to_vec();
-    let hi = files.iter().map(|f| f.largest_user_key()).max().unwrap_or_default().to_vec();
+/// The smallest and largest user key of `files`, in `cmp`'s order.
+pub(super) fn range_of(cmp: &UserComparator, files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
+    let lo = files.iter().map(|f| f.smallest_user_key()).reduce(|a, b| cmp.min(a, b)).unwrap_or_default().to_vec();
+    let hi = files.iter().map(|f| f.largest_user_key()).reduce(|a, b| cmp.max(a, b)).unwrap_or_default().to_vec();
     (lo, hi)
 }
 
@@ -327,7 +328,7 @@ fn finish(
 ) -> Compaction {
     let mut all = inputs.clone();
     all.extend(output_inputs.iter().cloned());
-    let (lo, hi) = range_of(&all);
+    let (lo, hi) = range_of(&version.cmp, &all);
     let grandparents = if output_level + 1 < version.num_levels() {
         version.overlapping_files(output_level + 1, Some(&lo), Some(&hi))
     } else {
@@ -340,7 +341,7 @@ fn finish(
     // unlimited): cut into target-sized pieces it would be several newest L0
     // files, which the next intra-L0 pick would merge again, forever.
     let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
-    let inputs_disjoint = level > 0 || files_disjoint(inputs.iter());
+    let inputs_disjoint = level > 0 || files_disjoint(&version.cmp, inputs.iter());
     let source_compression = opts.compression_for_level(level, false);
     let trivial_move = level != output_level
         && output_inputs.is_empty()
@@ -512,7 +513,7 @@ fn pick_l0(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, t
         // (after a deferral) into max_compaction_bytes pieces would rewrite
         // the base once per piece.
         let inputs: Vec<Arc<FileMetaData>> = l0.iter().rev().map(Arc::clone).collect();
-        let (lo, hi) = range_of(&inputs);
+        let (lo, hi) = range_of(&version.cmp, &inputs);
         let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
         if !any_busy(&output_inputs, busy) {
             return Some(finish(version, opts, 0, out, inputs, output_inputs, CompactionReason::L0FileCount));
@@ -691,7 +692,7 @@ pub fn range_compaction(
         // compacted beneath an older one left in L0, which would then shadow
         // it (RocksDB's `GetOverlappingInputs` expands L0 the same way).
         loop {
-            let (lo, hi) = range_of(&inputs);
+            let (lo, hi) = range_of(&version.cmp, &inputs);
             let wider = version.overlapping_files(0, Some(&lo), Some(&hi));
             if wider.len() == inputs.len() {
                 break;
@@ -702,7 +703,7 @@ pub fn range_compaction(
     if any_busy(&inputs, busy) {
         return None;
     }
-    let (lo, hi) = range_of(&inputs);
+    let (lo, hi) = range_of(&version.cmp, &inputs);
     let output_inputs =
         if output_level == level { Vec::new() } else { version.overlapping_files(output_level, Some(&lo), Some(&hi)) };
     if any_busy(&output_inputs, busy) {
@@ -731,15 +732,13 @@ pub fn manual_compaction_for_style(
 /// True when no two of `files` share a user key (RocksDB
 /// `IsInputFilesNonOverlapping`): sorted by smallest key, each ends before the
 /// next begins.
-pub(super) fn files_disjoint<'a>(files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> bool {
+pub(super) fn files_disjoint<'a>(
+    cmp: &UserComparator,
+    files: impl Iterator<Item = &'a Arc<FileMetaData>>,
+) -> bool {
     let mut sorted: Vec<&Arc<FileMetaData>> = files.collect();
-    sorted.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
-    sorted.windows(2).all(|w| w[0].largest_user_key() < w[1].smallest_user_key())
-}
-
-/// True when the user-key ranges of `a` and `b` overlap.
-pub fn ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
-    user_key(&a.smallest) <= user_key(&b.largest) && user_key(&b.smallest) <= user_key(&a.largest)
+    sorted.sort_by(|a, b| cmp.compare(a.smallest_user_key(), b.smallest_user_key()));
+    sorted.windows(2).all(|w| cmp.lt(w[0].largest_user_key(), w[1].smallest_user_key()))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use super::job::{self, BlobSettings, JobOutput};
 use super::Compaction;
+use crate::comparator::UserComparator;
 use crate::compaction_filter::{ActiveFilter, CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -124,13 +125,16 @@ impl CompactionRun<'_> {
     /// Merges the part of the compaction whose user keys fall in `range`.
     fn run_range(&self, range: &KeyRange) -> Result<JobOutput> {
         let c = self.compaction;
+        // The family's order, which the output tables are built in.
+        let cmp = &self.table_options.comparator;
         let level = |files: &Vec<Arc<FileMetaData>>, level: usize| -> Box<dyn InternalIterator> {
-            Box::new(LevelIterator::new(LevelFiles::Listed(files.clone()), level, Arc::clone(self.tables), self.rs))
+            let files = LevelFiles::Listed(files.clone());
+            Box::new(LevelIterator::new(files, cmp.clone(), level, Arc::clone(self.tables), self.rs))
         };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         if c.level == 0 {
             for f in &c.inputs {
-                children.push(Box::new(self.tables.get(f, 0)?.iter(self.rs)));
+                children.push(Box::new(self.tables.get(f, 0, cmp)?.iter(self.rs)));
             }
         } else {
             children.push(level(&c.inputs, c.level));
@@ -145,12 +149,13 @@ impl CompactionRun<'_> {
         // `subcompaction_ranges`).
         let mut tombstones = Vec::new();
         for (level, f) in c.inputs_by_level().filter(|(_, f)| f.num_range_deletions > 0) {
-            if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+            if let Some(t) = self.tables.get(f, level, cmp)?.range_tombstones() {
                 tombstones.extend(t.tombstones());
             }
         }
-        let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::new(&tombstones));
-        let mut input = BoundedIterator::new(MergingIterator::new(children), range.1.clone());
+        let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::with_comparator(cmp, &tombstones));
+        let merged = MergingIterator::new(cmp.clone(), children);
+        let mut input = BoundedIterator { inner: merged, end: range.1.clone(), cmp: cmp.clone() };
         match &range.0 {
             Some(start) => input.seek(&make_internal_key(start, MAX_SEQUENCE, KIND_FOR_SEEK)),
             None => input.seek_to_first(),
@@ -226,8 +231,8 @@ pub(crate) fn record_blob_output(edit: &mut VersionEdit, output: &JobOutput) {
 /// Splits `c` into at most `max` key ranges of about equal input bytes, cut
 /// at input-file boundaries (RocksDB `GenSubcompactionBoundaries`, simplified).
 /// Only L0→base and compactions with output-level inputs are split; a range
-/// is never smaller than one target file.
-pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> {
+/// is never smaller than one target file. Keys are in `cmp`'s order.
+pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize, cmp: &UserComparator) -> Vec<KeyRange> {
     // Range tombstones are handed out to outputs in key order by one job
     // (job.rs), so a compaction reading any is not split.
     let splittable = c.level != c.output_level
@@ -240,7 +245,7 @@ pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> 
     // Candidate cut points: each input file's smallest key, weighted by bytes.
     let mut points: Vec<(Vec<u8>, u64)> =
         c.all_inputs().map(|f| (f.smallest_user_key().to_vec(), f.file_size)).collect();
-    points.sort();
+    points.sort_by(|a, b| cmp.compare(&a.0, &b.0).then(a.1.cmp(&b.1)));
     let total: u64 = points.iter().map(|p| p.1).sum();
     let step = total / wanted as u64;
     let mut cuts: Vec<Vec<u8>> = Vec::new();
@@ -263,21 +268,17 @@ pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize) -> Vec<KeyRange> 
     ranges
 }
 
-/// Stops an iterator at the first entry whose user key is `>= end`.
+/// Stops an iterator at the first entry whose user key is `>= end` in
+/// `cmp`'s order.
 struct BoundedIterator<I> {
     inner: I,
     end: Option<Vec<u8>>,
-}
-
-impl<I: InternalIterator> BoundedIterator<I> {
-    fn new(inner: I, end: Option<Vec<u8>>) -> Self {
-        BoundedIterator { inner, end }
-    }
+    cmp: UserComparator,
 }
 
 impl<I: InternalIterator> InternalIterator for BoundedIterator<I> {
     fn valid(&self) -> bool {
-        self.inner.valid() && self.end.as_ref().is_none_or(|e| user_key(self.inner.key()) < e.as_slice())
+        self.inner.valid() && self.end.as_ref().is_none_or(|e| self.cmp.lt(user_key(self.inner.key()), e))
     }
     fn seek_to_first(&mut self) {
         self.inner.seek_to_first()
@@ -339,7 +340,7 @@ mod tests {
             vec![file(1, "a", "z", 400), file(2, "c", "q", 400)],
             vec![file(3, "a", "f", 300), file(4, "g", "m", 300), file(5, "n", "t", 300), file(6, "u", "z", 300)],
         );
-        let ranges = subcompaction_ranges(&c, 4);
+        let ranges = subcompaction_ranges(&c, 4, &UserComparator::BYTEWISE);
         assert!(ranges.len() > 1 && ranges.len() <= 4, "{ranges:?}");
         assert_eq!(ranges.first().unwrap().0, None);
         assert_eq!(ranges.last().unwrap().1, None);
@@ -347,9 +348,9 @@ mod tests {
             assert_eq!(pair[0].1, pair[1].0, "ranges must be contiguous");
             assert!(pair[0].0.as_ref().is_none_or(|s| Some(s) < pair[0].1.as_ref()));
         }
-        assert_eq!(subcompaction_ranges(&c, 1), vec![(None, None)]);
+        assert_eq!(subcompaction_ranges(&c, 1, &UserComparator::BYTEWISE), vec![(None, None)]);
         // Too little data for more than one target file: no split.
         let small = compaction(vec![file(1, "a", "b", 10)], vec![file(2, "a", "c", 10)]);
-        assert_eq!(subcompaction_ranges(&small, 4).len(), 1);
+        assert_eq!(subcompaction_ranges(&small, 4, &UserComparator::BYTEWISE).len(), 1);
     }
 }

@@ -207,7 +207,7 @@ fn build(
     };
     // Moving files within L0 would change nothing and be picked again.
     c.trivial_move =
-        opts.compaction_options_universal.allow_trivial_move && output_level > 0 && files_disjoint(c.all_inputs());
+        opts.compaction_options_universal.allow_trivial_move && output_level > 0 && files_disjoint(&version.cmp, c.all_inputs());
     c
 }
 

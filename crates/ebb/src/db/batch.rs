@@ -41,8 +41,9 @@ pub struct WriteBatch {
     /// Some record is of a family other than the default (saves the write
     /// path a pass over the records of default-only batches).
     other_families: bool,
-    /// Some record is a merge (checked against the families' operators).
-    merges: bool,
+    /// Some record is a merge or a range deletion: checked against its
+    /// family (an operator; a range in the family's order) when written.
+    family_checks: bool,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -112,7 +113,7 @@ impl<'a> BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, merges: false }
+        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, family_checks: false }
     }
 
     /// An empty batch with room for `bytes` of records, so filling it does
@@ -120,7 +121,7 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, other_families: false, merges: false }
+        WriteBatch { rep, other_families: false, family_checks: false }
     }
 
     /// Room for one put or delete of `key` and `value` in family `cf`: tag,
@@ -176,6 +177,7 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, begin);
         put_length_prefixed(&mut self.rep, end);
         self.bump_count();
+        self.family_checks = true;
     }
 
     /// Adds a merge operand to the default column family (RocksDB
@@ -214,13 +216,13 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.bump_count();
-        self.merges = true;
+        self.family_checks = true;
     }
 
-    /// True when some update is a merge (checked against the families'
-    /// operators when the batch is written).
-    pub(crate) fn has_merges(&self) -> bool {
-        self.merges
+    /// True when some update is a merge or a range deletion (checked
+    /// against its family when the batch is written).
+    pub(crate) fn needs_family_checks(&self) -> bool {
+        self.family_checks
     }
 
     pub(crate) fn delete_in(&mut self, cf: u32, key: &[u8]) {
@@ -258,7 +260,7 @@ impl WriteBatch {
     /// Removes every update.
     pub fn clear(&mut self) {
         self.other_families = false;
-        self.merges = false;
+        self.family_checks = false;
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
     }
@@ -315,7 +317,7 @@ impl WriteBatch {
         let n = (self.len() + other.len()) as u32;
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.other_families |= other.other_families;
-        self.merges |= other.merges;
+        self.family_checks |= other.family_checks;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
@@ -324,17 +326,17 @@ impl WriteBatch {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }
-        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, merges: false };
+        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, family_checks: false };
         let mut seen = 0;
-        let (mut other_families, mut merges) = (false, false);
+        let (mut other_families, mut family_checks) = (false, false);
         for op in b.iter_cf() {
             let (cf, op) = op.map_err(|reason| Error::corruption(file, offset, reason))?;
             other_families |= cf != 0;
-            merges |= matches!(op, BatchOp::Merge { .. });
+            family_checks |= matches!(op, BatchOp::Merge { .. } | BatchOp::DeleteRange { .. });
             seen += 1;
         }
         b.other_families = other_families;
-        b.merges = merges;
+        b.family_checks = family_checks;
         if seen != b.len() {
             return Err(Error::corruption(file, offset, "write batch count does not match its records"));
         }
@@ -355,13 +357,6 @@ impl WriteBatch {
             let (key, value_len) = match op {
                 BatchOp::Put { key, value } | BatchOp::Merge { key, value } => (key, value.len()),
                 BatchOp::DeleteRange { begin, end } => {
-                    if begin > end {
-                        return Err(Error::invalid(format!(
-                            "delete_range: the begin key {:?} comes after the end key {:?}",
-                            String::from_utf8_lossy(begin),
-                            String::from_utf8_lossy(end)
-                        )));
-                    }
                     if end.len() > MAX_KEY_SIZE {
                         return Err(Error::invalid(format!(
                             "key of {} bytes exceeds the limit of {MAX_KEY_SIZE}",

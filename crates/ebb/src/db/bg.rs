@@ -242,12 +242,12 @@ impl DbInner {
     /// (the family's options), if any. Requires the db mutex.
     pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> Option<Compaction> {
         let version = st.versions.version(cf)?;
-        picker::pick_compaction(&version, opts, &st.being_compacted, &|f| self.creation_time(f))
+        picker::pick_compaction(&version, opts, &st.being_compacted, &|f| self.creation_time(f, &version.cmp))
     }
 
     /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
-    fn creation_time(&self, f: &FileMetaData) -> Option<u64> {
-        self.tables.get(f, 0).ok().map(|t| t.properties().creation_time)
+    fn creation_time(&self, f: &FileMetaData, cmp: &crate::comparator::UserComparator) -> Option<u64> {
+        self.tables.get(f, 0, cmp).ok().map(|t| t.properties().creation_time)
     }
 
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
@@ -381,7 +381,7 @@ impl DbInner {
         let floor = st.versions.next_file_number();
         let new_tables = NewTables::new(self);
         let numbers = st.versions.file_number_allocator();
-        let ranges = run::subcompaction_ranges(c, db_opts.max_subcompactions as usize);
+        let ranges = run::subcompaction_ranges(c, db_opts.max_subcompactions as usize, &data.cmp);
         if ranges.len() > 1 {
             bump(&self.stats.split_compactions, 1);
             bump(&self.stats.subcompactions, ranges.len() as u64);
@@ -556,7 +556,7 @@ impl DbInner {
         let opts = self.family_opts(&data);
         let version = st.versions.version(cf).ok_or_else(dropped)?;
         if opts.compaction_style != crate::CompactionStyle::Level {
-            let created = |f: &FileMetaData| self.creation_time(f);
+            let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
             let c = picker::manual_compaction_for_style(&version, &opts, &st.being_compacted, &created);
             return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
         }
@@ -1059,7 +1059,7 @@ mod tests {
         let bits_of_newest_l0 = || {
             let v = db.inner.state.lock().versions.version(0).unwrap();
             let f = Arc::clone(&v.levels[0][0]);
-            let t = db.inner.tables.get(&f, 0).unwrap();
+            let t = db.inner.tables.get(&f, 0, &crate::comparator::UserComparator::BYTEWISE).unwrap();
             let p = t.properties();
             p.filter_size as f64 * 8.0 / p.num_entries as f64
         };

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::SuperVersion;
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
@@ -44,14 +45,18 @@ pub(crate) struct ColumnFamilyData {
     /// thread-local super version for the same reason).
     pub(crate) super_version: ArcSwap<SuperVersion>,
     pub(crate) dropped: AtomicBool,
+    /// The order of the family's keys (its `comparator` option, which
+    /// cannot change while it is open).
+    pub(crate) cmp: UserComparator,
 }
 
 impl ColumnFamilyData {
     pub(crate) fn new(id: u32, name: &str, options: Arc<ColumnFamilyOptions>) -> Arc<Self> {
+        let cmp = options.user_comparator();
         let sv = SuperVersion::new(
-            Arc::new(MemTable::new(0)),
+            Arc::new(MemTable::new(0, cmp.clone())),
             Vec::new(),
-            Arc::new(crate::version::Version::new(options.num_levels)),
+            Arc::new(crate::version::Version::with_comparator(options.num_levels, cmp.clone())),
         );
         Arc::new(ColumnFamilyData {
             id,
@@ -59,6 +64,7 @@ impl ColumnFamilyData {
             options: ArcSwap::new(options),
             super_version: ArcSwap::from_pointee(sv),
             dropped: AtomicBool::new(false),
+            cmp,
         })
     }
 
@@ -148,16 +154,19 @@ impl super::DbInner {
         }
         let id = st.versions.next_column_family_id();
         // The family's data starts in the WAL being written.
+        let cmp = options.user_comparator();
         let edit = VersionEdit {
             column_family: id,
             column_family_add: Some(name.to_string()),
+            comparator: (!cmp.is_bytewise()).then(|| cmp.name().to_string()),
             max_column_family: Some(id),
             log_number: Some(st.wal_number),
             ..Default::default()
         };
         let last = self.last_sequence.load(Ordering::Acquire);
         st.versions.set_last_sequence(last);
-        if let Err(e) = st.versions.add_column_family(edit, options.num_levels) {
+        let shape = crate::version::FamilyShape { num_levels: options.num_levels, comparator: cmp };
+        if let Err(e) = st.versions.add_column_family(edit, shape) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         let mem = Arc::new(super::write::new_memtable(&options, st.wal_number));
@@ -195,9 +204,9 @@ impl super::DbInner {
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.
         let empty = SuperVersion::new(
-            Arc::new(MemTable::new(0)),
+            Arc::new(MemTable::new(0, cf.cmp.clone())),
             Vec::new(),
-            Arc::new(crate::version::Version::new(cf.options.load().num_levels.max(1))),
+            Arc::new(crate::version::Version::with_comparator(cf.options.load().num_levels.max(1), cf.cmp.clone())),
         );
         cf.super_version.store(Arc::new(empty));
         st.stall_cache = None;

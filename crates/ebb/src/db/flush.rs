@@ -296,7 +296,8 @@ pub(crate) fn write_memtables(
     table_options.column_family_name = Some(Arc::from(target.cf_name));
     let children: Vec<Box<dyn InternalIterator>> =
         mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();
-    let mut input = MergingIterator::new(children);
+    let cmp = table_options.comparator.clone();
+    let mut input = MergingIterator::new(cmp.clone(), children);
     input.seek_to_first();
     let mut pool = vec![number];
     let mut alloc = || pool.pop().unwrap_or(u64::MAX);
@@ -314,7 +315,7 @@ pub(crate) fn write_memtables(
     };
     let mut alloc_blob = || target.new_blob_number.map_or(u64::MAX, |f| f());
     let tombstones: Vec<_> = mems.iter().flat_map(|m| m.range_tombstone_list()).collect();
-    let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::new(&tombstones));
+    let range_dels = (!tombstones.is_empty()).then(|| FragmentedTombstones::with_comparator(&cmp, &tombstones));
     job::run(
         &mut input,
         job::JobContext {

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use super::Db;
 use crate::blob::{BlobFetcher, BlobIndex};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
@@ -46,6 +47,8 @@ enum Direction {
 pub struct DbIterator<'a> {
     pub(crate) _db: std::marker::PhantomData<&'a Db>,
     pub(crate) iter: MergingIterator,
+    /// The order of the family's keys (bounds and keys compare in it).
+    cmp: UserComparator,
     pub(crate) sequence: SequenceNumber,
     pub(crate) lower: Option<Vec<u8>>,
     pub(crate) upper: Option<Vec<u8>>,
@@ -89,6 +92,7 @@ pub struct DbIterator<'a> {
 impl<'a> DbIterator<'a> {
     pub(crate) fn new(
         iter: MergingIterator,
+        cmp: UserComparator,
         sequence: SequenceNumber,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
@@ -97,6 +101,7 @@ impl<'a> DbIterator<'a> {
         DbIterator {
             _db: std::marker::PhantomData,
             iter,
+            cmp,
             sequence,
             lower,
             upper,
@@ -205,7 +210,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek(&mut self, target: &[u8]) {
         self.count_seek();
         let target = match &self.lower {
-            Some(l) if target < l.as_slice() => l.clone(),
+            Some(l) if self.cmp.lt(target, l) => l.clone(),
             _ => target.to_vec(),
         };
         self.error = None;
@@ -252,7 +257,7 @@ impl<'a> DbIterator<'a> {
     /// Positions at the last key `<= target`.
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         if let Some(u) = &self.upper {
-            if target >= u.as_slice() {
+            if !self.cmp.lt(target, u) {
                 self.seek_to_last();
                 return;
             }
@@ -311,7 +316,7 @@ impl<'a> DbIterator<'a> {
             } else if !self.iter.valid() {
                 self.iter.seek_to_last();
             }
-            while self.iter.valid() && user_key(self.iter.key()) >= self.saved_key.as_slice() {
+            while self.iter.valid() && !self.cmp.lt(user_key(self.iter.key()), &self.saved_key) {
                 self.iter.prev();
             }
             if !self.iter.valid() {
@@ -345,8 +350,8 @@ impl<'a> DbIterator<'a> {
                         skipping = true;
                     }
                     ValueKind::Value | ValueKind::BlobIndex => {
-                        if !(skipping && p.user_key <= self.saved_key.as_slice()) {
-                            if self.upper.as_ref().is_some_and(|u| p.user_key >= u.as_slice()) {
+                        if !(skipping && self.cmp.le(p.user_key, &self.saved_key)) {
+                            if self.upper.as_ref().is_some_and(|u| !self.cmp.lt(p.user_key, u)) {
                                 break;
                             }
                             self.value_is_blob = p.kind == ValueKind::BlobIndex;
@@ -359,8 +364,8 @@ impl<'a> DbIterator<'a> {
                         }
                     }
                     ValueKind::Merge => {
-                        if !(skipping && p.user_key <= self.saved_key.as_slice()) {
-                            if self.upper.as_ref().is_some_and(|u| p.user_key >= u.as_slice()) {
+                        if !(skipping && self.cmp.le(p.user_key, &self.saved_key)) {
+                            if self.upper.as_ref().is_some_and(|u| !self.cmp.lt(p.user_key, u)) {
                                 break;
                             }
                             self.merge_forward();
@@ -394,7 +399,7 @@ impl<'a> DbIterator<'a> {
                 break;
             }
             if p.seq <= self.sequence {
-                if !kind.is_deletion() && p.user_key < self.saved_key.as_slice() {
+                if !kind.is_deletion() && self.cmp.lt(p.user_key, &self.saved_key) {
                     break;
                 }
                 let seen = self.kind_seen(&p);
@@ -430,8 +435,7 @@ impl<'a> DbIterator<'a> {
         // Stopped by an error, the scan may have missed newer versions of
         // the key collected (they come after the older ones backwards).
         let failed = !self.iter.valid() && self.iter.status().is_err();
-        if failed || kind.is_deletion() || self.lower.as_ref().is_some_and(|l| self.saved_key.as_slice() < l.as_slice())
-        {
+        if failed || kind.is_deletion() || self.lower.as_ref().is_some_and(|l| self.cmp.lt(&self.saved_key, l)) {
             self.valid = false;
             self.saved_key.clear();
             self.saved_value.clear();
@@ -598,7 +602,7 @@ impl<'a> DbIterator<'a> {
     /// forwards (or, with `reverse`, backwards). Ends at the first error,
     /// which it yields.
     pub fn into_entries(self, reverse: bool) -> Entries<'a> {
-        Entries { it: self, reverse, done: false }
+        Entries { it: self, reverse, done: false, prefix: None }
     }
 }
 
@@ -608,6 +612,9 @@ pub struct Entries<'a> {
     it: DbIterator<'a>,
     reverse: bool,
     done: bool,
+    /// Ends at the first key not starting with this (a prefix iterator in
+    /// an order other than bytewise, where no bound can say it).
+    pub(crate) prefix: Option<Vec<u8>>,
 }
 
 impl Iterator for Entries<'_> {
@@ -620,6 +627,10 @@ impl Iterator for Entries<'_> {
         if !self.it.valid() {
             self.done = true;
             return self.it.status().err().map(Err);
+        }
+        if self.prefix.as_ref().is_some_and(|p| !self.it.key().starts_with(p)) {
+            self.done = true;
+            return None;
         }
         let item = (self.it.key().to_vec(), self.it.value().to_vec());
         if self.reverse {
@@ -639,7 +650,6 @@ mod tests {
     use crate::fs::{FileSystem, MemFs};
     use crate::iter::testing::FailingIterator;
     use crate::iter::VecIterator;
-    use crate::key::compare_internal_keys;
     use crate::sst::ReadSettings;
     use crate::sst::{TableBuilder, TableBuilderOptions};
     use crate::version::{filename, FileMetaData, LevelFiles, LevelIterator, TableCache, TableCacheOptions};
@@ -656,17 +666,28 @@ mod tests {
         let mut v = k.as_bytes().to_vec();
         v.extend_from_slice(&((seq << 8) | 0x7f).to_le_bytes());
         assert!(parse_internal_key(&v).is_none());
-        assert_eq!(compare_internal_keys(&v, &ikey(k, seq, ValueKind::Value)), Ordering::Less, "trailer encoding");
+        assert_eq!(
+            crate::key::compare_bytewise_internal_keys(&v, &ikey(k, seq, ValueKind::Value)),
+            Ordering::Less,
+            "trailer encoding"
+        );
         v
     }
 
     fn sorted(mut v: Pairs) -> Pairs {
-        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v.sort_by(|a, b| crate::key::compare_bytewise_internal_keys(&a.0, &b.0));
         v
     }
 
     fn db_iter(children: Vec<Box<dyn InternalIterator>>) -> DbIterator<'static> {
-        DbIterator::new(MergingIterator::new(children), 1000, None, None, Box::new(()))
+        DbIterator::new(
+            MergingIterator::new(UserComparator::BYTEWISE, children),
+            UserComparator::BYTEWISE,
+            1000,
+            None,
+            None,
+            Box::new(()),
+        )
     }
 
     /// `b` has a newer version whose key does not parse, above the older
@@ -785,7 +806,7 @@ mod tests {
         damage(&fs, &filename::table_file(&dir, 2));
         let tables =
             Arc::new(TableCache::new(dir, fs, None, TableCacheOptions::from_options(&crate::Options::default())));
-        LevelIterator::new(LevelFiles::Listed(files), 1, tables, ReadSettings::default())
+        LevelIterator::new(LevelFiles::Listed(files), UserComparator::BYTEWISE, 1, tables, ReadSettings::default())
     }
 
     fn walk(it: &mut LevelIterator, forward: bool) -> String {

@@ -643,6 +643,9 @@ impl Db {
     }
 
     fn prefix_iterator_in(&self, cf: &ColumnFamilyData, prefix: &[u8]) -> Entries<'_> {
+        if !cf.cmp.is_bytewise() {
+            return self.prefix_iterator_unbounded(cf, prefix);
+        }
         // Probed at both ends of the keys starting with `prefix` (an
         // extractor's prefixes are contiguous).
         let extracted = cf.options.load().prefix_extractor.as_ref().is_some_and(|x| {
@@ -657,6 +660,33 @@ impl Db {
             ..ReadOptions::default()
         };
         position(self.inner.new_iterator(cf, ro), IteratorMode::From(prefix, Direction::Forward))
+    }
+
+    /// [`Db::prefix_iterator`] in an order other than bytewise, where the
+    /// keys starting with `prefix` have no bounds to name: from where they
+    /// start to the first key without the prefix. In the reverse bytewise
+    /// order they start at the last key before `prefix`'s successor
+    /// (`prefix` itself comes last); in a user comparator's, at `prefix`
+    /// (RocksDB's prefix seek, which assumes the keys extending a prefix
+    /// sort after it).
+    fn prefix_iterator_unbounded(&self, cf: &ColumnFamilyData, prefix: &[u8]) -> Entries<'_> {
+        let mut it = self.inner.new_iterator(cf, ReadOptions::default());
+        if cf.cmp.name() == crate::comparator::REVERSE_BYTEWISE_NAME {
+            match prefix_successor(prefix) {
+                Some(s) => {
+                    it.seek(&s);
+                    if it.valid() && it.key() == s.as_slice() {
+                        it.next();
+                    }
+                }
+                None => it.seek_to_first(),
+            }
+        } else {
+            it.seek(prefix);
+        }
+        let mut entries = it.into_entries(false);
+        entries.prefix = Some(prefix.to_vec());
+        entries
     }
 
     /// Takes a snapshot: reads through it see the database as of now.
@@ -881,12 +911,14 @@ impl DbInner {
         let mut list = Vec::new();
         for (level, files) in sv.version.levels.iter().enumerate() {
             for f in files.iter().filter(|f| f.num_range_deletions > 0) {
-                if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+                if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
                     list.extend(t.tombstones());
                 }
             }
         }
-        let t = (!list.is_empty()).then(|| Arc::new(crate::range_del::FragmentedTombstones::new(&list)));
+        let cmp = &sv.version.cmp;
+        let t =
+            (!list.is_empty()).then(|| Arc::new(crate::range_del::FragmentedTombstones::with_comparator(cmp, &list)));
         let _ = sv.table_tombstones.set(t.clone());
         Ok(t)
     }
@@ -924,7 +956,7 @@ impl DbInner {
             children.push(Box::new(mem.iter()));
         }
         for f in &sv.version.levels[0] {
-            match (self.tables.get(f, 0), &prefix_mode) {
+            match (self.tables.get(f, 0, &cf.cmp), &prefix_mode) {
                 (Ok(t), Some((_, Some(shared)))) => children.push(Box::new(
                     crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
                 )),
@@ -935,7 +967,7 @@ impl DbInner {
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
                 let files = LevelFiles::Version(Arc::clone(&sv.version), level);
-                let level_iter = LevelIterator::new(files, level, Arc::clone(&self.tables), rs);
+                let level_iter = LevelIterator::new(files, cf.cmp.clone(), level, Arc::clone(&self.tables), rs);
                 children.push(match &prefix_mode {
                     Some((_, Some(shared))) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
                     _ => Box::new(level_iter),
@@ -951,23 +983,26 @@ impl DbInner {
             // Without a table's tombstones the view could show deleted keys.
             Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
         }
-        let merged = MergingIterator::new(children);
-        let mut it = DbIterator::new(merged, seq, ro.iterate_lower_bound, ro.iterate_upper_bound, Box::new(sv));
+        let merged = MergingIterator::new(cf.cmp.clone(), children);
+        let (lower, upper) = (ro.iterate_lower_bound, ro.iterate_upper_bound);
+        let mut it = DbIterator::new(merged, cf.cmp.clone(), seq, lower, upper, Box::new(sv));
         it.tombstones = tombstones;
         it.prefix_mode = prefix_mode;
         if ro.prefix_same_as_start && !ro.total_order_seek && opts.prefix_extractor.is_none() {
-            it.iter =
-                MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
+            it.iter = MergingIterator::new(
+                cf.cmp.clone(),
+                vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
                     "a prefix seek (ReadOptions::prefix_same_as_start) in column family {:?}, which has no prefix \
                      extractor (set ColumnFamilyOptions::prefix_extractor)",
                     cf.name
-                ))))]);
+                ))))],
+            );
         }
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         it.merge_operator = opts.merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));
         if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
-            it.iter = MergingIterator::new(vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
+            it.iter = MergingIterator::new(cf.cmp.clone(), vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
         it
     }

@@ -29,7 +29,7 @@ use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
-use crate::version::{filename, VersionSet, DEFAULT_COLUMN_FAMILY};
+use crate::version::{filename, FamilyShape, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::version::{TableCache, TableCacheOptions};
 
 pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamilyOptions)]) -> Result<Db> {
@@ -126,16 +126,22 @@ fn open_locked(
 ) -> Result<Db> {
     let fs = Arc::clone(&options.fs);
     if !fs.exists(&filename::current_file(dir)) {
-        VersionSet::create_new(dir, fs.as_ref())?;
+        VersionSet::create_new(dir, fs.as_ref(), &options.cf_options().user_comparator())?;
     }
     // The default family is configured by `options`, the others by theirs.
     let listed = |name: &str| families.iter().find(|(n, _)| *n == name && name != DEFAULT_COLUMN_FAMILY);
-    let default_levels = options.num_levels;
-    let levels_for = |name: &str| listed(name).map_or(default_levels, |(_, o)| o.num_levels);
+    let default_shape =
+        FamilyShape { num_levels: options.num_levels, comparator: options.cf_options().user_comparator() };
+    let shape_for = |name: &str| {
+        listed(name).map_or_else(
+            || default_shape.clone(),
+            |(_, o)| FamilyShape { num_levels: o.num_levels, comparator: o.user_comparator() },
+        )
+    };
     let (versions, manifest) = VersionSet::recover(
         dir,
         Arc::clone(&fs),
-        &levels_for,
+        &shape_for,
         options.max_manifest_file_size,
         options.best_efforts_recovery,
     )?;
@@ -182,7 +188,8 @@ fn open_locked(
             _ => Arc::new(options.cf_options()),
         };
         let data = ColumnFamilyData::new(*id, &f.name, o);
-        family_states.insert(*id, FamilyState { data, mem: Arc::new(MemTable::new(0)), imm: Vec::new() });
+        let mem = Arc::new(MemTable::new(0, data.cmp.clone()));
+        family_states.insert(*id, FamilyState { data, mem, imm: Vec::new() });
     }
     let default_cf = family_states
         .get(&0)

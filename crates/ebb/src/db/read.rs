@@ -10,6 +10,7 @@
 use super::column_family::ColumnFamilyData;
 use super::{DbInner, SuperVersion};
 use crate::blob::{BlobFetcher, BlobIndex};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{
@@ -158,7 +159,7 @@ impl DbInner {
             if level == 0 && best.as_ref().is_some_and(|(s, ..)| f.largest_seq < *s) {
                 continue;
             }
-            let table = self.tables.get(f, level)?;
+            let table = self.tables.get(f, level, &sv.version.cmp)?;
             if let Some(t) = table.range_tombstones() {
                 floor = floor.max(t.max_covering(key, seq));
             }
@@ -218,7 +219,7 @@ impl DbInner {
         let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
         let mut tombstone = mems().map(|m| m.max_covering(key, seq)).max().unwrap_or(0);
         for (level, f) in sv.version.files_for_key(key).filter(|(_, f)| f.num_range_deletions > 0) {
-            if let Some(t) = self.tables.get(f, level)?.range_tombstones() {
+            if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
                 tombstone = tombstone.max(t.max_covering(key, seq));
             }
         }
@@ -252,7 +253,7 @@ impl DbInner {
             let rs = ReadSettings::from_read_options(ro);
             let mut files = sv.version.files_for_key(key).peekable();
             while let Some((level, f)) = files.next() {
-                let table = self.tables.get(f, level)?;
+                let table = self.tables.get(f, level, &sv.version.cmp)?;
                 if table.key_may_match(key) && self.prefix_may_match(cf, &table, key) {
                     let mut it = table.iter(rs);
                     it.seek(lookup);
@@ -366,8 +367,9 @@ impl DbInner {
         seq: SequenceNumber,
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
+        let cmp = &sv.version.cmp;
         let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_by(|&a, &b| keys[a].cmp(keys[b]));
+        order.sort_by(|&a, &b| cmp.compare(keys[a], keys[b]));
         // Every lookup key in one buffer: key i's is `buf[ends[i-1]..ends[i]]`.
         let mut buf = Vec::with_capacity(keys.iter().map(|k| k.len() + 8).sum());
         let mut ends = Vec::with_capacity(keys.len());
@@ -385,6 +387,7 @@ impl DbInner {
             wanted: Vec::with_capacity(keys.len()),
             passing: Vec::with_capacity(keys.len()),
             merges: Vec::new(),
+            cmp,
         };
         for &i in &order {
             for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
@@ -413,8 +416,8 @@ impl DbInner {
             batch.wanted.clear();
             for &i in &order {
                 if batch.results[i].is_none()
-                    && f.smallest_user_key() <= keys[i]
-                    && keys[i] <= f.largest_user_key()
+                    && cmp.le(f.smallest_user_key(), keys[i])
+                    && cmp.le(keys[i], f.largest_user_key())
                     && batch.best[i].as_ref().is_none_or(|(s, ..)| f.largest_seq >= *s)
                 {
                     batch.wanted.push(i);
@@ -433,8 +436,8 @@ impl DbInner {
                 if batch.results[i].is_some() {
                     continue;
                 }
-                let at = files.partition_point(|f| f.largest_user_key() < keys[i]);
-                if files.get(at).is_none_or(|f| f.smallest_user_key() > keys[i]) {
+                let at = files.partition_point(|f| cmp.lt(f.largest_user_key(), keys[i]));
+                if files.get(at).is_none_or(|f| cmp.lt(keys[i], f.smallest_user_key())) {
                     continue;
                 }
                 if let Some(previous) = run_file.filter(|&r| r != at) {
@@ -463,7 +466,7 @@ impl DbInner {
         if batch.wanted.is_empty() {
             return;
         }
-        let table = match self.tables.get(f, level) {
+        let table = match self.tables.get(f, level, batch.cmp) {
             Ok(t) => t,
             Err(e) => {
                 for &i in &batch.wanted {
@@ -569,6 +572,8 @@ struct Batch<'a> {
     passing: Vec<usize>,
     /// Keys whose newest version is a merge operand ([`DbInner::get_slow`]).
     merges: Vec<usize>,
+    /// The family's key order (the keys are sorted in it).
+    cmp: &'a UserComparator,
 }
 
 /// Options passed to each read.

@@ -60,6 +60,8 @@ struct Recovering {
     mem: Option<Arc<MemTable>>,
     write_buffer_size: usize,
     log_number: u64,
+    /// The family's key order.
+    cmp: crate::comparator::UserComparator,
 }
 
 /// Replays the WALs, writes what they held into L0 tables, records them with
@@ -96,6 +98,7 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
                 mem: None,
                 write_buffer_size: inner.family_opts(&f.data).write_buffer_size,
                 log_number: st.versions.family_log_number(*id),
+                cmp: f.data.cmp.clone(),
             };
             (*id, r)
         })
@@ -171,7 +174,7 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
                 // A dropped family's entries, and those already in a family's
                 // tables, are skipped.
                 if let Some(r) = recovering.get_mut(&cf).filter(|r| *number >= r.log_number) {
-                    let mem = r.mem.get_or_insert_with(|| Arc::new(MemTable::new(*number)));
+                    let mem = r.mem.get_or_insert_with(|| Arc::new(MemTable::new(*number, r.cmp.clone())));
                     let (kind, key, value) = op.entry();
                     mem.add(seq, kind, key, value);
                     if mem.approximate_memory_usage() >= r.write_buffer_size {

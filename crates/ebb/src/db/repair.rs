@@ -30,6 +30,11 @@
 //!    MANIFESTs, the WALs that were converted, the unreadable tables, the
 //!    blob files no kept table refers to.
 //!
+//! Every family is taken to be in the order of the options' comparator
+//! (LevelDB's RepairDB); a MANIFEST record or a table naming another order
+//! makes repair refuse before it changes anything (invalid argument naming
+//! both: a repair in the wrong order would set every table aside).
+//!
 //! Nothing is deleted. A table is placed by the column family recorded in
 //! its properties; tables written before that property existed go to the
 //! default family, and a family whose name no MANIFEST still holds is named
@@ -47,6 +52,7 @@ use super::info_log::{InfoLog, Level};
 use super::recovery::{list_lost, move_to_lost, newest_number};
 use super::WriteBatch;
 use crate::blob::{BlobFileReader, BlobIndex};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::events::SetAside;
 use crate::fs::FileSystem;
@@ -54,6 +60,7 @@ use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, SequenceNumber, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::sst::table_reader::TableCachePolicy;
 use crate::sst::{ReadSettings, Table};
 use crate::version::{
     filename, write_manifest, BlobFileMetaData, FamilyVersions, FileMetaData, SnapshotCounters, Version, VersionEdit,
@@ -164,6 +171,8 @@ struct Remembered {
     names: BTreeMap<u32, String>,
     dropped: HashSet<u32>,
     log_numbers: BTreeMap<u32, u64>,
+    /// The comparator each family's edits name (absent: bytewise).
+    comparators: BTreeMap<u32, String>,
     /// Tables an edit removed and no later edit listed again: obsolete (a
     /// compaction's inputs whose deletion did not happen), so not kept.
     removed_tables: HashSet<u64>,
@@ -231,16 +240,23 @@ fn repair_locked(
     let mut families = remembered.names.clone();
     families.insert(0, DEFAULT_COLUMN_FAMILY.to_string());
     let mut placed = Placed::default();
+    // Every family's keys are taken to be in the options' order (LevelDB's
+    // RepairDB); a table written in another is set aside.
+    let cmp = options.cf_options().user_comparator();
+    if let Some((id, other)) = remembered.comparators.iter().find(|(_, c)| c.as_str() != cmp.name()) {
+        return Err(wrong_order(&format!("the MANIFEST records column family {id} as ordered by {other}"), &cmp));
+    }
+    let fs_cmp = (fs.as_ref(), &cmp);
     // Step 3 (the tables found): first, as their properties name their families.
     for &number in tables {
-        keep_table(dir, fs.as_ref(), number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report);
+        keep_table(dir, fs_cmp, number, None, &remembered, &mut families, &mut placed, &mut to_lost, &mut report)?;
     }
     // Step 2: WALs into tables, then read back as the others. Every family's
     // tables are written with the table format of `options`.
     let cf_options = options.cf_options();
     for (wal, wal_name) in wals {
         let wal = *wal;
-        let (records, damage, mems, max_seq) = replay_wal(&dir.join(wal_name), fs.as_ref(), wal, &remembered)?;
+        let (records, damage, mems, max_seq) = replay_wal(&dir.join(wal_name), fs_cmp, wal, &remembered)?;
         last_sequence = last_sequence.max(max_seq);
         for (cf, mem) in mems {
             let number = next_number;
@@ -262,17 +278,7 @@ fn repair_locked(
             let out = write_memtables(&target, &[mem], number, max_seq, &mut |_| {})?;
             for f in out.files {
                 let (families, placed) = (&mut families, &mut placed);
-                keep_table(
-                    dir,
-                    fs.as_ref(),
-                    f.number,
-                    Some(wal),
-                    &remembered,
-                    families,
-                    placed,
-                    &mut to_lost,
-                    &mut report,
-                );
+                keep_table(dir, fs_cmp, f.number, Some(wal), &remembered, families, placed, &mut to_lost, &mut report)?;
             }
         }
         let why = format!("its {records} write batches were written into tables");
@@ -295,7 +301,7 @@ fn repair_locked(
         .map(|(id, name)| {
             let l0 = placed.tables.remove(id).unwrap_or_default().into_iter().map(Arc::new).collect();
             let blob_files = listed_blobs.get(id).cloned().unwrap_or_default();
-            let current = Arc::new(Version { levels: vec![l0], blob_files });
+            let current = Arc::new(Version { levels: vec![l0], blob_files, cmp: cmp.clone() });
             (*id, FamilyVersions { name: name.clone(), current, log_number })
         })
         .collect();
@@ -377,7 +383,7 @@ fn open_blob_file(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<BlobFi
 #[allow(clippy::too_many_arguments)]
 fn keep_table(
     dir: &Path,
-    fs: &dyn FileSystem,
+    (fs, cmp): (&dyn FileSystem, &UserComparator),
     number: u64,
     from_wal: Option<u64>,
     remembered: &Remembered,
@@ -385,18 +391,18 @@ fn keep_table(
     placed: &mut Placed,
     to_lost: &mut Vec<(String, String)>,
     report: &mut RepairReport,
-) {
+) -> Result<()> {
     let name = format!("{number:06}.sst");
     if remembered.removed_tables.contains(&number) {
         to_lost.push((name, "a MANIFEST edit removed it (a compaction's input not yet deleted)".into()));
-        return;
+        return Ok(());
     }
-    match scan_table(dir, fs, number) {
+    match scan_table(dir, fs, cmp, number) {
         Ok(ScannedTable { meta, cf, cf_name, blob_refs }) => {
             let cf = cf.unwrap_or(0);
             if remembered.dropped.contains(&cf) {
                 to_lost.push((name, format!("its column family {cf} was dropped")));
-                return;
+                return Ok(());
             }
             let fallback = cf_name.unwrap_or_else(|| format!("family-{cf}"));
             families.entry(cf).or_insert(fallback);
@@ -415,8 +421,20 @@ fn keep_table(
                 r.1 += bytes;
             }
         }
+        Err(Error::InvalidArgument(why)) => return Err(wrong_order(&why, cmp)),
         Err(e) => to_lost.push((name, format!("it cannot be read whole: {e}"))),
     }
+    Ok(())
+}
+
+/// Repair's refusal of a database in another order than `cmp`'s: `why`
+/// says which.
+fn wrong_order(why: &str, cmp: &UserComparator) -> Error {
+    Error::invalid(format!(
+        "repair with comparator {} refused, nothing changed: {why} (repair with the options the database was \
+         created with)",
+        cmp.name()
+    ))
 }
 
 /// Step 1: family names, drops, log numbers and the last sequence from every
@@ -446,6 +464,9 @@ fn read_manifests(dir: &Path, fs: &dyn FileSystem, manifests: &[u64], report: &m
                     }
                     if edit.column_family_drop {
                         r.dropped.insert(id);
+                    }
+                    if let Some(c) = &edit.comparator {
+                        r.comparators.insert(id, c.clone());
                     }
                     for (_, number) in &edit.deleted_files {
                         r.removed_tables.insert(*number);
@@ -478,7 +499,7 @@ fn read_manifests(dir: &Path, fs: &dyn FileSystem, manifests: &[u64], report: &m
 #[allow(clippy::type_complexity)]
 fn replay_wal(
     path: &Path,
-    fs: &dyn FileSystem,
+    (fs, cmp): (&dyn FileSystem, &UserComparator),
     wal: u64,
     remembered: &Remembered,
 ) -> Result<(u64, Vec<LogDamage>, Vec<(u32, Arc<MemTable>)>, SequenceNumber)> {
@@ -503,7 +524,7 @@ fn replay_wal(
                     let Ok((cf, op)) = op else { break };
                     let in_tables = remembered.log_numbers.get(&cf).is_some_and(|n| *n > wal);
                     if !remembered.dropped.contains(&cf) && !in_tables {
-                        let mem = mems.entry(cf).or_insert_with(|| Arc::new(MemTable::new(wal)));
+                        let mem = mems.entry(cf).or_insert_with(|| Arc::new(MemTable::new(wal, cmp.clone())));
                         let (kind, key, value) = op.entry();
                         mem.add(seq, kind, key, value);
                     }
@@ -532,10 +553,11 @@ struct ScannedTable {
 
 /// Reads one table whole with checksums verified: its metadata, its family
 /// and the blob files it refers to.
-fn scan_table(dir: &Path, fs: &dyn FileSystem, number: u64) -> Result<ScannedTable> {
+fn scan_table(dir: &Path, fs: &dyn FileSystem, cmp: &UserComparator, number: u64) -> Result<ScannedTable> {
     let path = filename::table_file(dir, number);
     let size = fs.file_size(&path)?;
-    let table = Table::open(fs.open_random(&path)?, size, path.display().to_string(), None)?;
+    let policy = TableCachePolicy { comparator: cmp.clone(), ..TableCachePolicy::default() };
+    let table = Table::open_with_policy(fs.open_random(&path)?, size, path.display().to_string(), policy)?;
     let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
     let mut it = table.iter(rs);
     it.seek_to_first();

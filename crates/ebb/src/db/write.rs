@@ -108,12 +108,12 @@ impl DbInner {
                         "the write batch writes to column family {id}, which does not exist (dropped?)"
                     )));
                 }
-                if b.has_merges() {
-                    self.check_merge_operators(b, |cf| st.families.get(&cf).map(|f| Arc::clone(&f.data)))?;
+                if b.needs_family_checks() {
+                    self.check_family_rules(b, |cf| st.families.get(&cf).map(|f| Arc::clone(&f.data)))?;
                 }
-            } else if b.has_merges() {
+            } else if b.needs_family_checks() {
                 // The default family's: no db mutex on the write path.
-                self.check_merge_operators(b, |_| Some(Arc::clone(&self.default_cf)))?;
+                self.check_family_rules(b, |_| Some(Arc::clone(&self.default_cf)))?;
             }
             bump(&self.stats.user_writes, 1);
         }
@@ -277,7 +277,7 @@ impl DbInner {
         }
         // The families whose merges may be written as values
         // (`max_successive_merges`), looked up once for the group.
-        let merging = if batch.has_merges() { self.successive_merge_families(batch) } else { Vec::new() };
+        let merging = if batch.needs_family_checks() { self.successive_merge_families(batch) } else { Vec::new() };
         let mut user_bytes = 0u64;
         for (seq, op) in (first..).zip(batch.iter_cf()) {
             let (cf, op) = op.map_err(Error::invalid)?;
@@ -350,25 +350,38 @@ impl DbInner {
             .collect()
     }
 
-    /// Refuses a batch with a merge into a family without a merge operator
-    /// (RocksDB refuses it likewise), before anything is written; `family`
+    /// Refuses a batch with a merge into a family without a merge operator,
+    /// or a range deletion whose begin comes after its end in its family's
+    /// order (RocksDB refuses both), before anything is written; `family`
     /// finds a family's data by id.
-    fn check_merge_operators(
-        &self,
-        b: &WriteBatch,
-        family: impl Fn(u32) -> Option<Arc<ColumnFamilyData>>,
-    ) -> Result<()> {
+    fn check_family_rules(&self, b: &WriteBatch, family: impl Fn(u32) -> Option<Arc<ColumnFamilyData>>) -> Result<()> {
         for op in b.iter_cf() {
-            if let (cf, super::BatchOp::Merge { key, .. }) = op.map_err(Error::invalid)? {
-                let Some(f) = family(cf) else { continue };
-                if f.options.load().merge_operator.is_none() {
-                    return Err(Error::invalid(format!(
-                        "merge of key {:?} into column family {:?}, which has no merge operator \
-                         (set ColumnFamilyOptions::merge_operator)",
-                        String::from_utf8_lossy(key),
-                        f.name
-                    )));
+            match op.map_err(Error::invalid)? {
+                (cf, super::BatchOp::Merge { key, .. }) => {
+                    let Some(f) = family(cf) else { continue };
+                    if f.options.load().merge_operator.is_none() {
+                        return Err(Error::invalid(format!(
+                            "merge of key {:?} into column family {:?}, which has no merge operator \
+                             (set ColumnFamilyOptions::merge_operator)",
+                            String::from_utf8_lossy(key),
+                            f.name
+                        )));
+                    }
                 }
+                (cf, super::BatchOp::DeleteRange { begin, end }) => {
+                    let Some(f) = family(cf) else { continue };
+                    if f.cmp.lt(end, begin) {
+                        return Err(Error::invalid(format!(
+                            "delete_range: the begin key {:?} comes after the end key {:?} in the order of \
+                             column family {:?} ({})",
+                            String::from_utf8_lossy(begin),
+                            String::from_utf8_lossy(end),
+                            f.name,
+                            f.cmp.name()
+                        )));
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -680,7 +693,7 @@ impl DbInner {
 pub(crate) fn new_memtable(opts: &ColumnFamilyOptions, log: u64) -> MemTable {
     let bytes = (opts.write_buffer_size as f64 * opts.memtable_prefix_bloom_size_ratio) as usize;
     let bloom = opts.prefix_extractor.clone().filter(|_| bytes > 0).map(|x| (x, bytes));
-    MemTable::with_prefix_bloom(log, bloom)
+    MemTable::with_prefix_bloom(log, opts.user_comparator(), bloom)
 }
 
 /// The stall condition one family's version and options call for.

@@ -46,7 +46,7 @@ use std::cmp::Ordering;
 
 use super::InternalIterator;
 use crate::error::{Error, Result};
-use crate::key::compare_internal_keys;
+use crate::comparator::UserComparator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -66,12 +66,20 @@ pub struct MergingIterator {
     /// The key a direction switch re-seeks the other children to, kept so
     /// that a switch does not allocate.
     switch_key: Vec<u8>,
+    /// The order of the children's keys.
+    cmp: UserComparator,
 }
 
 /// Whether child `a` comes before child `b` in `direction` (invariant 2).
 /// Both must be valid and distinct.
-fn before(children: &[Box<dyn InternalIterator>], direction: Direction, a: usize, b: usize) -> bool {
-    let order = compare_internal_keys(children[a].key(), children[b].key()).then(a.cmp(&b));
+fn before(
+    cmp: &UserComparator,
+    children: &[Box<dyn InternalIterator>],
+    direction: Direction,
+    a: usize,
+    b: usize,
+) -> bool {
+    let order = cmp.compare_internal(children[a].key(), children[b].key()).then(a.cmp(&b));
     match direction {
         Direction::Forward => order == Ordering::Less,
         Direction::Reverse => order == Ordering::Greater,
@@ -79,17 +87,18 @@ fn before(children: &[Box<dyn InternalIterator>], direction: Direction, a: usize
 }
 
 impl MergingIterator {
-    /// Merges `children`; on equal keys the child listed first comes first.
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    /// Merges `children`, whose keys are internal keys in `cmp`'s order; on
+    /// equal keys the child listed first comes first.
+    pub fn new(cmp: UserComparator, children: Vec<Box<dyn InternalIterator>>) -> Self {
         let error = children.iter().find_map(|c| c.status().err());
         let heap = Vec::with_capacity(children.len());
-        MergingIterator { children, heap, direction: Direction::Forward, error, switch_key: Vec::new() }
+        MergingIterator { children, heap, direction: Direction::Forward, error, switch_key: Vec::new(), cmp }
     }
 
     /// Moves the child at heap position `i` down until neither of its heap
     /// children comes before it.
     fn sift_down(&mut self, mut i: usize) {
-        let (children, heap, direction) = (&self.children, &mut self.heap, self.direction);
+        let (children, heap, direction, cmp) = (&self.children, &mut self.heap, self.direction, &self.cmp);
         loop {
             let left = 2 * i + 1;
             if left >= heap.len() {
@@ -97,8 +106,12 @@ impl MergingIterator {
             }
             let right = left + 1;
             let first =
-                if right < heap.len() && before(children, direction, heap[right], heap[left]) { right } else { left };
-            if !before(children, direction, heap[first], heap[i]) {
+                if right < heap.len() && before(cmp, children, direction, heap[right], heap[left]) {
+                right
+            } else {
+                left
+            };
+            if !before(cmp, children, direction, heap[first], heap[i]) {
                 return;
             }
             heap.swap(i, first);
@@ -163,14 +176,14 @@ impl MergingIterator {
                     c.seek(key);
                     // Entries equal to `key` in earlier children were already
                     // returned before `cur` in forward order; skip past them.
-                    if c.valid() && compare_internal_keys(c.key(), key) == Ordering::Equal && i < cur {
+                    if c.valid() && self.cmp.compare_internal(c.key(), key) == Ordering::Equal && i < cur {
                         c.next();
                     }
                 }
                 Direction::Reverse => {
                     c.seek_for_prev(key);
                     // Equal keys in later children come after `cur` in forward order.
-                    if c.valid() && compare_internal_keys(c.key(), key) == Ordering::Equal && i > cur {
+                    if c.valid() && self.cmp.compare_internal(c.key(), key) == Ordering::Equal && i > cur {
                         c.prev();
                     }
                 }
@@ -275,7 +288,7 @@ mod tests {
             .iter()
             .map(|(k, s)| (make_internal_key(k.as_bytes(), *s, ValueKind::Value), format!("{k}{s}").into_bytes()))
             .collect();
-        v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        v.sort_by(|a, b| crate::key::compare_bytewise_internal_keys(&a.0, &b.0));
         v
     }
 
@@ -284,9 +297,9 @@ mod tests {
         let b = entries(&[("b", 2), ("c", 4), ("f", 6)]);
         let c = entries(&[("a", 7), ("d", 8)]);
         let mut all: Vec<_> = a.iter().chain(&b).chain(&c).cloned().collect();
-        all.sort_by(|x, y| compare_internal_keys(&x.0, &y.0));
+        all.sort_by(|x, y| crate::key::compare_bytewise_internal_keys(&x.0, &y.0));
         let expected = all.into_iter().map(|(_, v)| v).collect();
-        let it = MergingIterator::new(vec![
+        let it = MergingIterator::new(UserComparator::BYTEWISE, vec![
             Box::new(VecIterator::new(a)),
             Box::new(VecIterator::new(b)),
             Box::new(VecIterator::new(c)),
@@ -347,7 +360,7 @@ mod tests {
         let old = entries(&KEYS.map(|k| (k, 1)));
         let new = entries(&KEYS.map(|k| (k, 101)));
         let bad = KEYS.iter().position(|k| *k == bad_key).unwrap();
-        MergingIterator::new(vec![Box::new(FailingIterator::new(new, bad)), Box::new(VecIterator::new(old))])
+        MergingIterator::new(UserComparator::BYTEWISE, vec![Box::new(FailingIterator::new(new, bad)), Box::new(VecIterator::new(old))])
     }
 
     fn ikey(k: &str, seq: u64) -> Vec<u8> {
@@ -465,9 +478,9 @@ mod tests {
     #[test]
     fn the_first_error_wins_and_an_error_child_fails_a_new_iterator() {
         let err_child = || Box::new(EmptyIterator::with_error(Error::corruption("gone.sst", 7, "unopenable")));
-        let it = MergingIterator::new(vec![Box::new(VecIterator::new(entries(&[("a", 1)]))), err_child()]);
+        let it = MergingIterator::new(UserComparator::BYTEWISE, vec![Box::new(VecIterator::new(entries(&[("a", 1)]))), err_child()]);
         assert!(it.status().unwrap_err().to_string().contains("gone.sst"), "before any positioning");
-        let mut it = MergingIterator::new(vec![
+        let mut it = MergingIterator::new(UserComparator::BYTEWISE, vec![
             Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
             Box::new(VecIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]))),
             err_child(),
@@ -475,7 +488,7 @@ mod tests {
         it.seek_to_first();
         assert!(it.status().unwrap_err().to_string().contains("gone.sst"), "the unopenable child fails every seek");
         assert!(!it.valid());
-        let mut it = MergingIterator::new(vec![
+        let mut it = MergingIterator::new(UserComparator::BYTEWISE, vec![
             Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
             Box::new(FailingIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]), 2)),
         ]);
@@ -511,7 +524,7 @@ mod tests {
             for (i, c) in self.children.iter().enumerate() {
                 if c.valid() {
                     let better = best.is_none_or(|b| {
-                        let order = compare_internal_keys(c.key(), self.children[b].key());
+                        let order = crate::key::compare_bytewise_internal_keys(c.key(), self.children[b].key());
                         if self.forward {
                             order == Ordering::Less
                         } else {
@@ -609,7 +622,7 @@ mod tests {
     fn child_spec() -> impl Strategy<Value = ChildSpec> {
         (proptest::collection::vec(small_ikey(), 0..10), any::<u8>(), any::<bool>()).prop_map(|(keys, v, fails)| {
             let mut keys = keys;
-            keys.sort_by(|a, b| compare_internal_keys(a, b));
+            keys.sort_by(|a, b| crate::key::compare_bytewise_internal_keys(a, b));
             keys.dedup();
             let entries: Vec<_> = keys.into_iter().enumerate().map(|(i, k)| (k, vec![v, i as u8])).collect();
             let bad = (fails && !entries.is_empty()).then(|| usize::from(v) % entries.len());
@@ -645,7 +658,7 @@ mod tests {
             specs in proptest::collection::vec(child_spec(), 0..40),
             ops in proptest::collection::vec(op(), 1..80),
         ) {
-            let mut heap = MergingIterator::new(build(&specs));
+            let mut heap = MergingIterator::new(UserComparator::BYTEWISE, build(&specs));
             let mut linear = LinearMerge::new(build(&specs));
             for (n, op) in ops.iter().enumerate() {
                 match op {

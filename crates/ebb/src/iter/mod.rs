@@ -97,7 +97,7 @@ pub struct VecIterator {
 }
 
 impl VecIterator {
-    /// Wraps entries already sorted by internal key.
+    /// Wraps entries already sorted by internal key (bytewise user keys).
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
         let pos = entries.len();
         VecIterator { entries, pos }
@@ -117,12 +117,12 @@ impl InternalIterator for VecIterator {
     fn seek(&mut self, target: &[u8]) {
         self.pos = self
             .entries
-            .partition_point(|(k, _)| crate::key::compare_internal_keys(k, target) == std::cmp::Ordering::Less);
+            .partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, target) == std::cmp::Ordering::Less);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let p = self
             .entries
-            .partition_point(|(k, _)| crate::key::compare_internal_keys(k, target) != std::cmp::Ordering::Greater);
+            .partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, target) != std::cmp::Ordering::Greater);
         self.pos = if p == 0 { self.entries.len() } else { p - 1 };
     }
     fn next(&mut self) {

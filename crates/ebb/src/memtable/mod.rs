@@ -18,6 +18,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
+use crate::comparator::UserComparator;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use parking_lot::Mutex;
@@ -115,16 +116,21 @@ impl PrefixBloom {
 }
 
 impl MemTable {
-    /// A new, empty memtable whose writes go to WAL `log_number`.
-    pub fn new(log_number: u64) -> Self {
-        Self::with_prefix_bloom(log_number, None)
+    /// A new, empty memtable whose writes go to WAL `log_number`, its keys
+    /// in `cmp`'s order.
+    pub fn new(log_number: u64, cmp: UserComparator) -> Self {
+        Self::with_prefix_bloom(log_number, cmp, None)
     }
 
     /// A new, empty memtable with a prefix bloom filter of about `bytes`
     /// for `extractor`'s prefixes, when given.
-    pub fn with_prefix_bloom(log_number: u64, bloom: Option<(Arc<dyn SliceTransform>, usize)>) -> Self {
+    pub fn with_prefix_bloom(
+        log_number: u64,
+        cmp: UserComparator,
+        bloom: Option<(Arc<dyn SliceTransform>, usize)>,
+    ) -> Self {
         MemTable {
-            list: SkipList::new(),
+            list: SkipList::new(cmp),
             entries: AtomicU64::new(0),
             deletions: AtomicU64::new(0),
             log_number,
@@ -161,7 +167,7 @@ impl MemTable {
     /// is not kept.
     pub fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
         let _ = self.first_seq.compare_exchange(0, seq, AtomicOrdering::Relaxed, AtomicOrdering::Relaxed);
-        if start >= end {
+        if !self.list.comparator().lt(start, end) {
             return;
         }
         let t = RangeTombstone { start: start.to_vec(), end: end.to_vec(), seq };
@@ -186,7 +192,7 @@ impl MemTable {
             return Some(Arc::clone(&cached.1));
         }
         let list = self.range_dels.lock();
-        let fragments = Arc::new(FragmentedTombstones::new(list.iter()));
+        let fragments = Arc::new(FragmentedTombstones::with_comparator(self.list.comparator(), list.iter()));
         self.range_del_fragments.store(Some(Arc::new((list.len(), Arc::clone(&fragments)))));
         Some(fragments)
     }
@@ -282,6 +288,11 @@ impl MemTable {
             c.next(&self.list);
         }
         n
+    }
+
+    /// The order of the keys.
+    pub fn comparator(&self) -> &UserComparator {
+        self.list.comparator()
     }
 
     /// Bytes charged against `write_buffer_size`.
@@ -389,7 +400,7 @@ mod tests {
 
     #[test]
     fn get_sees_the_newest_visible_version() {
-        let m = MemTable::new(1);
+        let m = MemTable::new(1, UserComparator::BYTEWISE);
         m.add(1, ValueKind::Value, b"k", b"v1");
         m.add(2, ValueKind::Value, b"k", b"v2");
         m.add(3, ValueKind::Deletion, b"k", b"");
@@ -409,7 +420,7 @@ mod tests {
 
     #[test]
     fn iterator_walks_both_ways_in_internal_order() {
-        let m = Arc::new(MemTable::new(1));
+        let m = Arc::new(MemTable::new(1, UserComparator::BYTEWISE));
         for (i, k) in [b"c", b"a", b"b"].iter().enumerate() {
             m.add(i as u64 + 1, ValueKind::Value, *k, b"v");
         }

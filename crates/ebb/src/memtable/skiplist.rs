@@ -8,7 +8,8 @@
 //! Here an entry is one bump allocation: header, tower, key and value together.
 //!
 //! Contract:
-//! 1. Keys are internal keys, ordered by [`compare_internal_keys`]. Inserting a
+//! 1. Keys are internal keys, in the internal order of the list's
+//!    [`UserComparator`]. Inserting a
 //!    key equal to one present replaces it (the old node is unlinked, as
 //!    `crossbeam`'s `insert` did); internal keys carry unique sequence numbers,
 //!    so this happens only with a WAL replayed over itself.
@@ -35,7 +36,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
-use crate::key::compare_internal_keys;
+use crate::comparator::UserComparator;
 
 /// Tallest tower (LevelDB's 12: with branching 4, enough for 4^12 = 16 M
 /// entries before searches degrade, and memtables hold far fewer).
@@ -187,6 +188,8 @@ pub(crate) struct SkipList {
     writer: Mutex<Writer>,
     /// Bytes of all nodes (contract 4).
     bytes: AtomicUsize,
+    /// The order of the keys (contract 1).
+    cmp: UserComparator,
 }
 
 // SAFETY: the raw pointers are into the arena the list owns. Nodes are written
@@ -197,7 +200,7 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(cmp: UserComparator) -> Self {
         let mut arena = Arena::new();
         let size = Node::size(MAX_HEIGHT, 0, 0);
         let head = arena.alloc(size).cast::<Node>();
@@ -211,7 +214,13 @@ impl SkipList {
             max_height: AtomicUsize::new(1),
             writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15 }),
             bytes: AtomicUsize::new(0),
+            cmp,
         }
+    }
+
+    /// The order of the keys.
+    pub(crate) fn comparator(&self) -> &UserComparator {
+        &self.cmp
     }
 
     fn head(&self) -> *const Node {
@@ -242,7 +251,7 @@ impl SkipList {
             self.max_height.store(new_height, AtomicOrdering::Relaxed);
         }
         // SAFETY (`old`, here and below): null or a node of this list.
-        let replaced = !old.is_null() && compare_internal_keys(unsafe { Node::key(old) }, key) == Ordering::Equal;
+        let replaced = !old.is_null() && self.cmp.compare_internal(unsafe { Node::key(old) }, key) == Ordering::Equal;
         let old_height = if replaced { unsafe { (*old).height as usize } } else { 0 };
 
         let size = Node::size(new_height, key.len(), value.len());
@@ -284,7 +293,7 @@ impl SkipList {
             // its height; every level <= `level` exists on `x` because the
             // descent starts at the top and only moves right on one level.
             let next = unsafe { Node::next(x, level) };
-            if !next.is_null() && compare_internal_keys(unsafe { Node::key(next) }, key) == Ordering::Less {
+            if !next.is_null() && self.cmp.compare_internal(unsafe { Node::key(next) }, key) == Ordering::Less {
                 x = next;
             } else {
                 at_level(level, x);
@@ -393,7 +402,7 @@ impl Cursor {
         self.seek(list, target);
         if !self.valid() {
             self.seek_to_last(list);
-        } else if compare_internal_keys(self.key(list), target) == Ordering::Greater {
+        } else if list.cmp.compare_internal(self.key(list), target) == Ordering::Greater {
             self.prev(list);
         }
     }
@@ -462,7 +471,7 @@ mod tests {
     use crate::key::{make_internal_key, ValueKind};
 
     /// An internal key whose order is the model's: `BTreeMap` keyed by
-    /// (user key, reversed sequence) sorts as `compare_internal_keys` does.
+    /// (user key, reversed sequence) sorts as `compare_bytewise_internal_keys` does.
     fn ikey(user: u32, seq: u64) -> Vec<u8> {
         make_internal_key(&user.to_be_bytes(), seq, ValueKind::Value)
     }
@@ -485,7 +494,7 @@ mod tests {
     fn matches_a_sorted_model_forwards_backwards_and_in_seeks() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for round in 0..4 {
-            let list = SkipList::new();
+            let list = SkipList::new(UserComparator::BYTEWISE);
             let mut model = BTreeMap::new();
             let n = [0, 1, 50, if cfg!(miri) { 300 } else { 3000 }][round];
             for i in 0..n {
@@ -536,7 +545,7 @@ mod tests {
 
     #[test]
     fn memory_usage_is_the_bytes_of_the_nodes() {
-        let list = SkipList::new();
+        let list = SkipList::new(UserComparator::BYTEWISE);
         assert_eq!(list.memory_usage(), 0);
         list.insert(&ikey(1, 1), &[7; 100]);
         let one = list.memory_usage();
@@ -551,7 +560,7 @@ mod tests {
 
     #[test]
     fn readers_see_a_sorted_list_holding_everything_inserted_before_they_looked() {
-        let list = Arc::new(SkipList::new());
+        let list = Arc::new(SkipList::new(UserComparator::BYTEWISE));
         let inserted = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicBool::new(false));
         let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
@@ -582,7 +591,7 @@ mod tests {
                         while c.valid() {
                             let k = c.key(&list).to_vec();
                             if let Some(l) = &last {
-                                assert_eq!(compare_internal_keys(l, &k), Ordering::Less, "reader {r}: out of order");
+                                assert_eq!(UserComparator::BYTEWISE.compare_internal(l, &k), Ordering::Less, "reader {r}: out of order");
                             }
                             last = Some(k);
                             count += 1;
@@ -606,7 +615,7 @@ mod tests {
 
     #[test]
     fn a_replaced_entry_stays_readable_from_a_cursor_on_it() {
-        let list = SkipList::new();
+        let list = SkipList::new(UserComparator::BYTEWISE);
         for u in 0..100 {
             list.insert(&ikey(u, 1), b"old");
         }

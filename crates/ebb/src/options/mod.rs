@@ -284,6 +284,14 @@ define_options! {
         /// Makes a compaction filter per compaction when `compaction_filter`
         /// is not set (RocksDB `compaction_filter_factory`). Default none.
         compaction_filter_factory: Option<Arc<dyn crate::compaction_filter::CompactionFilterFactory>> = None,
+        /// The order of the family's keys (RocksDB `comparator`;
+        /// docs/data_model.md, "Comparators"): `None`, the default, is the
+        /// bytewise order (`leveldb.BytewiseComparator`);
+        /// `comparator::reverse_bytewise()` or user code otherwise. Its name
+        /// is recorded in the MANIFEST when the family is created, and
+        /// opening the family with another is refused. Recorded by name in
+        /// the OPTIONS file. Not dynamic.
+        comparator: Option<Arc<dyn crate::comparator::Comparator>> = None,
         /// Combines a key's value with the operands `merge` writes (RocksDB
         /// `merge_operator`; docs/data_model.md, "Merge"). A merge into a
         /// family without one is refused. Recorded by name in the OPTIONS
@@ -422,6 +430,11 @@ impl std::fmt::Debug for Options {
 }
 
 impl ColumnFamilyOptions {
+    /// The family's key order, as the layers below compare through it.
+    pub fn user_comparator(&self) -> crate::comparator::UserComparator {
+        crate::comparator::UserComparator::from_option(self.comparator.as_ref())
+    }
+
     /// True when the family has a compaction filter or a factory of them.
     pub fn has_compaction_filter(&self) -> bool {
         self.compaction_filter.is_some() || self.compaction_filter_factory.is_some()
@@ -840,6 +853,7 @@ impl TableBuilderOptions {
             user_key_index: true,
             whole_key_filtering: o.whole_key_filtering,
             prefix_extractor: o.prefix_extractor.clone().map(crate::prefix::Extractor),
+            comparator: o.user_comparator(),
         }
     }
 }

@@ -262,6 +262,23 @@ impl OptionValue for Option<std::sync::Arc<dyn crate::merge_operator::MergeOpera
     }
 }
 
+/// A comparator is written by name (RocksDB's `comparator=`; none is the
+/// bytewise one); the built-in ones read back.
+impl OptionValue for Option<std::sync::Arc<dyn crate::comparator::Comparator>> {
+    fn format(&self) -> String {
+        self.as_ref().map_or_else(|| crate::comparator::BYTEWISE_NAME.into(), |c| c.name().to_string())
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "" | "nullptr" | crate::comparator::BYTEWISE_NAME => Ok(None),
+            name => crate::comparator::from_name(name).map(Some).map_err(|e| match e {
+                crate::Error::InvalidArgument(m) => m,
+                other => other.to_string(),
+            }),
+        }
+    }
+}
+
 /// A prefix extractor is written by name (RocksDB's
 /// `rocksdb.FixedPrefix.N` ...); the built-in ones read back.
 impl OptionValue for Option<std::sync::Arc<dyn crate::prefix::SliceTransform>> {
@@ -459,6 +476,7 @@ option_table! {
     soft_pending_compaction_bytes_limit: Cf, true;
     hard_pending_compaction_bytes_limit: Cf, true;
     disable_auto_compactions: Cf, true;
+    comparator: Cf, false;
     merge_operator: Cf, false;
     prefix_extractor: Cf, false;
     memtable_prefix_bloom_size_ratio: Cf, false;

@@ -12,7 +12,8 @@
 //! 3. Keys are compared in the block's [`KeyOrder`]: internal-key order for
 //!    data blocks and the index blocks of older tables, user-key order for
 //!    the index blocks of tables whose index keys are user keys (seeked with
-//!    internal keys), bytewise for the metaindex and properties blocks.
+//!    internal keys), both in the column family's comparator; bytewise for
+//!    the metaindex and properties blocks.
 
 use std::cmp::Ordering;
 use std::ops::Deref;
@@ -20,39 +21,45 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::key::{compare_internal_keys, TRAILER_LEN};
+use crate::comparator::UserComparator;
+use crate::key::TRAILER_LEN;
 use crate::util::coding::{decode_fixed32, decode_varint32};
 
 /// How the keys of a block are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyOrder {
     /// Plain bytewise order (metaindex, properties).
     Bytewise,
-    /// Internal-key order; every key must be at least 8 bytes long.
-    Internal,
+    /// Internal-key order with user keys in the comparator's order; every
+    /// key must be at least 8 bytes long.
+    Internal(UserComparator),
     /// An index block whose keys are user keys (RocksDB's
     /// `index_key_is_user_key`): targets are internal keys, compared with
-    /// the entries by their user key alone.
-    UserKeys,
+    /// the entries by their user key alone, in the comparator's order.
+    UserKeys(UserComparator),
 }
 
 impl KeyOrder {
+    /// Internal keys in the bytewise order.
+    pub const INTERNAL_BYTEWISE: KeyOrder = KeyOrder::Internal(UserComparator::BYTEWISE);
+
     /// How the block's entry key `entry` compares with the seek target `target`.
-    pub fn compare(self, entry: &[u8], target: &[u8]) -> Ordering {
+    #[inline]
+    pub fn compare(&self, entry: &[u8], target: &[u8]) -> Ordering {
         match self {
             KeyOrder::Bytewise => entry.cmp(target),
-            KeyOrder::Internal => compare_internal_keys(entry, target),
-            KeyOrder::UserKeys => {
+            KeyOrder::Internal(cmp) => cmp.compare_internal(entry, target),
+            KeyOrder::UserKeys(cmp) => {
                 // A target too short to be an internal key (never passed by
                 // the table reader) is compared whole rather than panicking.
                 let user = target.len().checked_sub(TRAILER_LEN).map_or(target, |n| &target[..n]);
-                entry.cmp(user)
+                cmp.compare(entry, user)
             }
         }
     }
 
-    fn key_is_well_formed(self, key: &[u8]) -> bool {
-        self != KeyOrder::Internal || key.len() >= TRAILER_LEN
+    fn key_is_well_formed(&self, key: &[u8]) -> bool {
+        !matches!(self, KeyOrder::Internal(_)) || key.len() >= TRAILER_LEN
     }
 }
 
@@ -468,7 +475,7 @@ mod tests {
                 .into_iter()
                 .map(|(uk, seq, vlen)| (make_internal_key(&uk, seq, ValueKind::Value), vec![b'v'; vlen]))
                 .collect();
-            v.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            v.sort_by(|a, b| crate::key::compare_bytewise_internal_keys(&a.0, &b.0));
             v.dedup_by(|a, b| a.0 == b.0);
             v
         })
@@ -488,18 +495,18 @@ mod tests {
             walk in prop::collection::vec(any::<bool>(), 0..40),
         ) {
             let block = build(&entries, interval);
-            let mut it = BlockIterator::new(block, KeyOrder::Internal);
+            let mut it = BlockIterator::new(block, KeyOrder::INTERNAL_BYTEWISE);
             prop_assert_eq!(&collect_forward(&mut it), &entries);
             prop_assert_eq!(&collect_backward(&mut it), &entries);
             for t in &targets {
-                let ge = entries.partition_point(|(k, _)| compare_internal_keys(k, t) == Ordering::Less);
+                let ge = entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, t) == Ordering::Less);
                 it.seek(t);
                 prop_assert_eq!(it.valid(), ge < entries.len());
                 if ge < entries.len() {
                     prop_assert_eq!(it.key(), &entries[ge].0[..]);
                     prop_assert_eq!(it.value(), &entries[ge].1[..]);
                 }
-                let le = entries.partition_point(|(k, _)| compare_internal_keys(k, t) != Ordering::Greater);
+                let le = entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, t) != Ordering::Greater);
                 it.seek_for_prev(t);
                 prop_assert_eq!(it.valid(), le > 0);
                 if le > 0 {
@@ -525,7 +532,7 @@ mod tests {
         fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..200), target in target_strategy()) {
             if let Ok(block) = Block::new(data) {
                 let block = Arc::new(block);
-                for order in [KeyOrder::Internal, KeyOrder::Bytewise] {
+                for order in [KeyOrder::INTERNAL_BYTEWISE, KeyOrder::Bytewise] {
                     let mut it = BlockIterator::new(block.clone(), order);
                     let n = collect_forward(&mut it).len();
                     prop_assert!(n <= block.size());
@@ -541,7 +548,7 @@ mod tests {
     fn empty_block_has_no_entries() {
         let block = build(&[], 16);
         assert_eq!(block.size(), 8);
-        let mut it = BlockIterator::new(block, KeyOrder::Internal);
+        let mut it = BlockIterator::new(block, KeyOrder::INTERNAL_BYTEWISE);
         it.seek_to_first();
         assert!(!it.valid());
         it.seek_to_last();
@@ -581,7 +588,7 @@ mod tests {
         // The second entry claims to share more bytes than the first key has.
         let second = 3 + entries[0].0.len() + 3;
         raw[second] = 40;
-        let mut it = BlockIterator::new(Arc::new(Block::new(raw).unwrap()), KeyOrder::Internal);
+        let mut it = BlockIterator::new(Arc::new(Block::new(raw).unwrap()), KeyOrder::INTERNAL_BYTEWISE);
         it.seek_to_first();
         assert!(it.valid());
         it.next();
@@ -602,13 +609,13 @@ mod tests {
             b.finish()
         };
         raw[2] = 127;
-        let mut it = BlockIterator::new(Arc::new(Block::new(raw.clone()).unwrap()), KeyOrder::Internal);
+        let mut it = BlockIterator::new(Arc::new(Block::new(raw.clone()).unwrap()), KeyOrder::INTERNAL_BYTEWISE);
         it.seek_to_first();
         assert!(!it.valid());
         assert!(it.corruption().unwrap().contains("value runs past"), "{:?}", it.corruption());
         // Same through a borrowed block and a seek.
         let block = Block::new(raw).unwrap();
-        let mut it = BlockIterator::new(&block, KeyOrder::Internal);
+        let mut it = BlockIterator::new(&block, KeyOrder::INTERNAL_BYTEWISE);
         it.seek(&key);
         assert!(!it.valid());
         assert!(it.corruption().is_some());
@@ -622,7 +629,7 @@ mod tests {
         let mut bytewise = BlockIterator::new(block.clone(), KeyOrder::Bytewise);
         bytewise.seek(b"abc");
         assert_eq!((bytewise.key(), bytewise.value()), (&b"abc"[..], &b"1"[..]));
-        let mut internal = BlockIterator::new(block, KeyOrder::Internal);
+        let mut internal = BlockIterator::new(block, KeyOrder::INTERNAL_BYTEWISE);
         internal.seek_to_first();
         assert!(!internal.valid());
         assert!(internal.corruption().unwrap().contains("too short"));

@@ -19,6 +19,8 @@ mod names {
     pub const CHECKSUM: &str = "ebb.checksum";
     pub const COLUMN_FAMILY: &str = "ebb.column.family.id";
     pub const COLUMN_FAMILY_NAME: &str = "ebb.column.family.name";
+    /// Written only when the comparator is not the bytewise one.
+    pub const COMPARATOR: &str = "ebb.comparator";
     pub const COMPRESSION: &str = "ebb.compression";
     pub const CREATION_TIME: &str = "ebb.creation.time";
     pub const DATA_SIZE: &str = "ebb.data.size";
@@ -101,6 +103,9 @@ pub struct TableProperties {
     /// The filter holds whole keys (true in tables written before the
     /// property existed).
     pub whole_key_filtering: bool,
+    /// The name of the comparator the keys are ordered by (RocksDB's
+    /// `rocksdb.comparator`); `None` is the bytewise one.
+    pub comparator_name: Option<String>,
 }
 
 impl Default for TableProperties {
@@ -128,6 +133,7 @@ impl Default for TableProperties {
             num_range_deletions: 0,
             prefix_extractor_name: None,
             whole_key_filtering: true,
+            comparator_name: None,
         }
     }
 }
@@ -172,6 +178,9 @@ impl TableProperties {
         }
         if let Some(name) = &self.column_family_name {
             entries.push((names::COLUMN_FAMILY_NAME, name.as_bytes().to_vec()));
+        }
+        if let Some(name) = &self.comparator_name {
+            entries.push((names::COMPARATOR, name.as_bytes().to_vec()));
         }
         if self.column_family.is_none() {
             entries.retain(|(name, _)| *name != names::COLUMN_FAMILY);
@@ -220,6 +229,7 @@ impl TableProperties {
                     let name = std::str::from_utf8(value).map_err(|_| "column family name is not UTF-8".to_string())?;
                     p.column_family_name = Some(name.to_string());
                 }
+                names::COMPARATOR => p.comparator_name = Some(String::from_utf8_lossy(value).into_owned()),
                 names::CREATION_TIME => p.creation_time = number()?,
                 names::DATA_SIZE => p.data_size = number()?,
                 names::FILTER_SIZE => p.filter_size = number()?,
@@ -279,6 +289,7 @@ mod tests {
             num_range_deletions: 4,
             prefix_extractor_name: Some("rocksdb.FixedPrefix.8".into()),
             whole_key_filtering: false,
+            comparator_name: Some("rocksdb.ReverseBytewiseComparator".into()),
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();
         assert_eq!(decoded, p);

@@ -24,9 +24,8 @@ use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::key::{
-    compare_internal_keys, internal_separator, internal_successor, make_internal_key, user_key, ValueKind, TRAILER_LEN,
-};
+use crate::comparator::UserComparator;
+use crate::key::{internal_separator, internal_successor, make_internal_key, user_key, ValueKind, TRAILER_LEN};
 use crate::prefix::Extractor;
 use crate::range_del::RangeTombstone;
 use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
@@ -73,6 +72,9 @@ pub struct TableBuilderOptions {
     /// Add each key's prefix to the bloom filter too, and name the
     /// extractor in the properties.
     pub prefix_extractor: Option<Extractor>,
+    /// The order of the keys (the column family's comparator), named in
+    /// the properties.
+    pub comparator: UserComparator,
 }
 
 impl Default for TableBuilderOptions {
@@ -90,6 +92,7 @@ impl Default for TableBuilderOptions {
             user_key_index: true,
             whole_key_filtering: true,
             prefix_extractor: None,
+            comparator: UserComparator::BYTEWISE,
         }
     }
 }
@@ -162,6 +165,7 @@ impl TableBuilder {
             column_family_name: opts.column_family_name.as_ref().map(|n| n.to_string()),
             prefix_extractor_name: opts.prefix_extractor.as_ref().map(|Extractor(x)| x.name().to_string()),
             whole_key_filtering: opts.whole_key_filtering,
+            comparator_name: (!opts.comparator.is_bytewise()).then(|| opts.comparator.name().to_string()),
             ..Default::default()
         };
         TableBuilder {
@@ -197,7 +201,8 @@ impl TableBuilder {
         self.range_dels.len()
     }
 
-    /// Adds an entry. Keys must be strictly increasing in internal-key order;
+    /// Adds an entry. Keys must be strictly increasing in internal-key order
+    /// (user keys in the options' comparator);
     /// anything else is [`Error::InvalidArgument`] and the entry is not added.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
@@ -214,7 +219,7 @@ impl TableBuilder {
         if value.len() > MAX_VALUE_SIZE {
             return Err(Error::invalid(format!("{}: value of {} bytes is too large", self.file_name, value.len())));
         }
-        if self.props.num_entries > 0 && compare_internal_keys(&self.last_key, internal_key) != Ordering::Less {
+        if self.props.num_entries > 0 && self.opts.comparator.compare_internal(&self.last_key, internal_key) != Ordering::Less {
             return Err(Error::invalid(format!(
                 "{}: keys added out of order: {:?} after {:?}",
                 self.file_name,
@@ -226,7 +231,7 @@ impl TableBuilder {
             if user_key(&self.last_key) == user_key(internal_key) {
                 self.index_needs_seq = true;
             }
-            let separator = internal_separator(&self.last_key, internal_key);
+            let separator = internal_separator(&self.opts.comparator, &self.last_key, internal_key);
             self.add_index_entry(separator, handle);
         }
         if let Some(f) = &mut self.filter {
@@ -423,7 +428,7 @@ impl TableBuilder {
         self.flush_data_block()?;
         self.props.data_size = self.offset;
         if let Some(handle) = self.pending_index.take() {
-            let successor = internal_successor(&self.last_key);
+            let successor = internal_successor(&self.opts.comparator, &self.last_key);
             self.add_index_entry(successor, handle);
         }
         self.props.largest_key = self.last_key.clone();
@@ -440,7 +445,8 @@ impl TableBuilder {
             // Sorted as internal keys (start, then newest first), each entry
             // the start's internal key and the end (RocksDB's layout).
             let mut dels = std::mem::take(&mut self.range_dels);
-            dels.sort_by(|a, b| a.start.cmp(&b.start).then(b.seq.cmp(&a.seq)));
+            let cmp = &self.opts.comparator;
+            dels.sort_by(|a, b| cmp.compare(&a.start, &b.start).then(b.seq.cmp(&a.seq)));
             let mut block = BlockBuilder::new(1);
             for t in &dels {
                 block.add(&make_internal_key(&t.start, t.seq, ValueKind::RangeDeletion), &t.end);

@@ -40,6 +40,7 @@ use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
 use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile};
 use crate::iter::InternalIterator;
@@ -228,6 +229,9 @@ pub struct TableCachePolicy {
     /// Auto readahead's largest size; 0 turns auto readahead off. RocksDB
     /// `max_auto_readahead_size`; default 256 KiB.
     pub max_auto_readahead_size: usize,
+    /// The order of the keys: the column family's comparator. A table whose
+    /// properties name another is refused at open.
+    pub comparator: UserComparator,
 }
 
 impl Default for TableCachePolicy {
@@ -239,6 +243,7 @@ impl Default for TableCachePolicy {
             pin_index_and_filter_blocks: false,
             initial_auto_readahead_size: 8 << 10,
             max_auto_readahead_size: 256 << 10,
+            comparator: UserComparator::BYTEWISE,
         }
     }
 }
@@ -294,6 +299,8 @@ pub struct Table {
     /// How index keys (and the top-level filter index's) compare with a
     /// lookup: `UserKeys` in format versions 3 and 4, else `Internal`.
     index_order: KeyOrder,
+    /// How data-block keys compare: internal keys in the comparator's order.
+    data_order: KeyOrder,
     index: MetaBlock,
     /// With partitioned filters: the top-level filter index (partition key
     /// → filter partition handle), keyed as the top-level index.
@@ -382,8 +389,17 @@ impl Table {
         let mut properties = TableProperties::decode(Arc::new(reader.read(properties_handle, true, None)?))
             .map_err(|r| reader.corruption(properties_handle.offset, r))?;
         properties.file_size = file_size;
+        let cmp = policy.comparator.clone();
+        let written_with = properties.comparator_name.as_deref().unwrap_or(crate::comparator::BYTEWISE_NAME);
+        if written_with != cmp.name() {
+            return Err(Error::invalid(format!(
+                "{}: the table's keys are ordered by comparator {written_with}, not by {} as the column family's",
+                reader.file_name,
+                cmp.name()
+            )));
+        }
         let range_dels = match (range_del_handle, footer.has_range_deletions()) {
-            (Some(h), true) => Some(Arc::new(read_range_dels(&reader, h)?)),
+            (Some(h), true) => Some(Arc::new(read_range_dels(&reader, h, &cmp)?)),
             (None, false) => None,
             (Some(h), false) => {
                 return Err(reader.corruption(h.offset, "a range-deletion block in a table whose format has none"))
@@ -435,7 +451,12 @@ impl Table {
             file_size,
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
-            index_order: if footer.index_key_is_user_key() { KeyOrder::UserKeys } else { KeyOrder::Internal },
+            index_order: if footer.index_key_is_user_key() {
+                KeyOrder::UserKeys(cmp.clone())
+            } else {
+                KeyOrder::Internal(cmp.clone())
+            },
+            data_order: KeyOrder::Internal(cmp),
             index,
             filter_partitions,
             filter,
@@ -479,7 +500,7 @@ impl Table {
 
     /// True when the index keys are user keys (format versions 3 and 4).
     pub fn index_key_is_user_key(&self) -> bool {
-        self.index_order == KeyOrder::UserKeys
+        matches!(self.index_order, KeyOrder::UserKeys(_))
     }
 
     /// Bytes this reader holds outside the block cache: itself, and its
@@ -583,7 +604,7 @@ impl Table {
     /// entry (the top level seeked with the key's smallest internal key).
     fn filter_partition_for(&self, top: &Block, user_key: &[u8]) -> FilterPartition {
         with_internal_key(user_key, MAX_SEQUENCE, KIND_FOR_SEEK, |probe| {
-            let mut it = BlockIterator::new(top, self.index_order);
+            let mut it = BlockIterator::new(top, self.index_order.clone());
             it.seek(probe);
             if !it.valid() {
                 // Past the last partition: no key of the table is as large.
@@ -782,7 +803,7 @@ impl Table {
         }
         self.with_meta_block(&self.index, BlockKind::Index, |v| {
             let index_block = v.block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
-            let mut index = BlockIterator::new(index_block, self.index_order);
+            let mut index = BlockIterator::new(index_block, self.index_order.clone());
             index.seek(lookup);
             if !index.valid() {
                 return match index.corruption() {
@@ -809,7 +830,7 @@ impl Table {
         lookup: &[u8],
         found: impl FnOnce(&[u8], std::ops::Range<usize>) -> R,
     ) -> Result<Option<R>> {
-        let mut data = BlockIterator::new(block, KeyOrder::Internal);
+        let mut data = BlockIterator::new(block, self.data_order.clone());
         data.seek(lookup);
         if let Some(r) = data.corruption() {
             return Err(self.reader.corruption(handle.offset, r));
@@ -916,7 +937,7 @@ impl Table {
     /// A cursor over the index entries, given the index block (with a
     /// partitioned index, the top level).
     fn index_iter(&self, index_block: Arc<Block>) -> IndexIter {
-        let top = BlockIterator::new(index_block, self.index_order);
+        let top = BlockIterator::new(index_block, self.index_order.clone());
         if self.partitioned_index {
             IndexIter::Partitioned(Box::new(PartitionedIndexIter {
                 top,
@@ -1185,7 +1206,7 @@ impl PartitionedIndexIter {
         }
         match table.index_partition(handle) {
             Ok((block, pin)) => {
-                self.part = Some(BlockIterator::new(block, table.index_order));
+                self.part = Some(BlockIterator::new(block, table.index_order.clone()));
                 self.part_pin = pin;
                 self.part_handle = handle;
                 true
@@ -1425,7 +1446,7 @@ impl TableIterator {
         }
         match self.table.data_block(handle, &self.rs, self.prefetch.as_mut()) {
             Ok((block, pin)) => {
-                self.data = Some(BlockIterator::new(block, KeyOrder::Internal));
+                self.data = Some(BlockIterator::new(block, self.table.data_order.clone()));
                 self.data_pin = pin;
                 self.data_handle = handle;
                 true
@@ -1619,9 +1640,9 @@ impl InternalIterator for TableIterator {
 
 /// Reads and checks a range-deletion block: each entry the start's
 /// internal key (kind `RangeDeletion`) and the end, no end before its start.
-fn read_range_dels(reader: &BlockReader, handle: BlockHandle) -> Result<FragmentedTombstones> {
+fn read_range_dels(reader: &BlockReader, handle: BlockHandle, cmp: &UserComparator) -> Result<FragmentedTombstones> {
     let block = Arc::new(reader.read(handle, true, None)?);
-    let mut it = BlockIterator::new(block, KeyOrder::Internal);
+    let mut it = BlockIterator::new(block, KeyOrder::Internal(cmp.clone()));
     let mut list = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -1630,7 +1651,7 @@ fn read_range_dels(reader: &BlockReader, handle: BlockHandle) -> Result<Fragment
         if p.kind != ValueKind::RangeDeletion {
             return Err(bad(&format!("an entry of kind {:?}", p.kind)));
         }
-        if it.value() < p.user_key {
+        if cmp.lt(it.value(), p.user_key) {
             return Err(bad("a range tombstone ends before it starts"));
         }
         list.push(RangeTombstone { start: p.user_key.to_vec(), end: it.value().to_vec(), seq: p.seq });
@@ -1639,7 +1660,7 @@ fn read_range_dels(reader: &BlockReader, handle: BlockHandle) -> Result<Fragment
     if let Some(r) = it.corruption() {
         return Err(reader.corruption(handle.offset, format!("range-deletion block: {r}")));
     }
-    Ok(FragmentedTombstones::new(&list))
+    Ok(FragmentedTombstones::with_comparator(cmp, &list))
 }
 
 #[cfg(test)]
@@ -1654,7 +1675,7 @@ mod tests {
     use crate::cache::{new_cache, CacheOptions, CacheType, LruCache};
     use crate::fs::WritableFile;
     use crate::iter::VecIterator;
-    use crate::key::{compare_internal_keys, make_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+    use crate::key::{compare_bytewise_internal_keys, make_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
     use crate::sst::block_builder::BlockBuilder;
     use crate::sst::table_builder::{TableBuilder, TableBuilderOptions};
     use crate::util::checksum::mask;
@@ -1732,6 +1753,7 @@ mod tests {
             user_key_index: true,
             whole_key_filtering: true,
             prefix_extractor: None,
+            comparator: UserComparator::BYTEWISE,
         }
     }
 
@@ -1980,11 +2002,11 @@ mod tests {
         // or after the lookup when it has the lookup's user key.
         let rs = ReadSettings::default();
         let mut lookups: Vec<Vec<u8>> = (0..2000).map(|_| random_target(&mut rng)).collect();
-        lookups.sort_by(|a, b| compare_internal_keys(a, b));
+        lookups.sort_by(|a, b| compare_bytewise_internal_keys(a, b));
         let expected: Vec<Option<(Vec<u8>, Vec<u8>)>> = lookups
             .iter()
             .map(|l| {
-                let i = entries.partition_point(|(k, _)| compare_internal_keys(k, l) == Ordering::Less);
+                let i = entries.partition_point(|(k, _)| compare_bytewise_internal_keys(k, l) == Ordering::Less);
                 entries.get(i).filter(|(k, _)| user_key(k) == user_key(l)).cloned()
             })
             .collect();
@@ -2578,7 +2600,7 @@ mod tests {
         assert_eq!(fs.file_size(&path).unwrap(), props.file_size);
         let t = Table::open(fs.open_random(&path).unwrap(), props.file_size, path.display().to_string(), None).unwrap();
         assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
-        assert_eq!(compare_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
+        assert_eq!(compare_bytewise_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
     }
     #[test]
     fn iterators_read_ahead_as_their_settings_say() {

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::{BlobFileMetaData, FileMetaData, Version, VersionEdit};
 use crate::error::{Error, Result};
-use crate::key::compare_internal_keys;
+use crate::comparator::UserComparator;
 
 /// Edits applied to a base version, not yet built into one.
 pub struct VersionBuilder<'a> {
@@ -41,16 +41,18 @@ pub struct VersionBuilder<'a> {
     added: Vec<HashMap<u64, Arc<FileMetaData>>>,
     /// Invariant 2.
     blob_files: BTreeMap<u64, BlobFileMetaData>,
+    /// The order of the family's keys.
+    cmp: UserComparator,
 }
 
 /// Version invariant 2's order of a level: L0 newest first (largest
 /// sequence number, then file number, descending); deeper levels by
 /// smallest key.
-fn level_order(level: usize, a: &FileMetaData, b: &FileMetaData) -> std::cmp::Ordering {
+fn level_order(cmp: &UserComparator, level: usize, a: &FileMetaData, b: &FileMetaData) -> std::cmp::Ordering {
     if level == 0 {
         b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number))
     } else {
-        compare_internal_keys(&a.smallest, &b.smallest)
+        cmp.compare_internal(&a.smallest, &b.smallest)
     }
 }
 
@@ -63,11 +65,18 @@ impl<'a> VersionBuilder<'a> {
     /// A builder on `base` with `num_levels` levels; levels the base does
     /// not have start empty.
     pub fn with_levels(base: &'a Version, num_levels: usize) -> Self {
+        Self::with_shape(base, num_levels, base.cmp.clone())
+    }
+
+    /// A builder on `base` with `num_levels` levels whose keys are in
+    /// `cmp`'s order (a family being recovered, built on an empty base).
+    pub fn with_shape(base: &'a Version, num_levels: usize, cmp: UserComparator) -> Self {
         VersionBuilder {
             base,
             deleted: vec![HashSet::new(); num_levels],
             added: vec![HashMap::new(); num_levels],
             blob_files: base.blob_files.clone(),
+            cmp,
         }
     }
 
@@ -126,18 +135,18 @@ impl<'a> VersionBuilder<'a> {
     /// merged in the level's order with its added files sorted, and the
     /// blob files some table may still refer to (version invariant 6).
     pub fn build(self) -> Version {
-        let VersionBuilder { base, deleted, added, mut blob_files } = self;
+        let VersionBuilder { base, deleted, added, mut blob_files, cmp } = self;
         let mut levels = Vec::with_capacity(added.len());
         for (level, (deleted, added)) in deleted.into_iter().zip(added).enumerate() {
             let base_files = base.levels.get(level).map_or(&[][..], Vec::as_slice);
             let mut added: Vec<Arc<FileMetaData>> = added.into_values().collect();
-            added.sort_by(|a, b| level_order(level, a, b));
+            added.sort_by(|a, b| level_order(&cmp, level, a, b));
             let mut kept = base_files.iter().filter(|f| !deleted.contains(&f.number)).peekable();
             let mut files = Vec::with_capacity(base_files.len() + added.len());
             // A merge of two sorted runs; on equal order the base file comes
             // first, as a stable sort of the base followed by the additions.
             for f in added {
-                while let Some(b) = kept.next_if(|b| level_order(level, b, &f) != std::cmp::Ordering::Greater) {
+                while let Some(b) = kept.next_if(|b| level_order(&cmp, level, b, &f) != std::cmp::Ordering::Greater) {
                     files.push(Arc::clone(b));
                 }
                 files.push(f);
@@ -157,7 +166,7 @@ impl<'a> VersionBuilder<'a> {
                 *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
             });
         }
-        Version { levels, blob_files }
+        Version { levels, blob_files, cmp }
     }
 }
 
@@ -183,9 +192,9 @@ mod tests {
             levels[*level].push(Arc::clone(f));
         }
         for (level, files) in levels.iter_mut().enumerate() {
-            files.sort_by(|a, b| level_order(level, a, b));
+            files.sort_by(|a, b| level_order(&UserComparator::BYTEWISE, level, a, b));
         }
-        Version { levels, blob_files: BTreeMap::new() }
+        Version { levels, blob_files: BTreeMap::new(), cmp: UserComparator::BYTEWISE }
     }
 
     fn numbers(v: &Version) -> Vec<Vec<u64>> {

@@ -28,6 +28,12 @@ const TAG_NEW_FILE_WITH_BLOBS: u32 = 6;
 // refuses a MANIFEST listing one (an unknown tag) instead of opening it
 // without knowing.
 const TAG_NEW_FILE_WITH_RANGE_DELETIONS: u32 = 7;
+// The name of the comparator the edit's family orders its keys by (RocksDB's
+// kComparator), in the edit that creates the family and in each MANIFEST
+// snapshot. Written only for a comparator other than the bytewise one, so
+// a bytewise database writes the bytes it wrote before comparators existed
+// and an older reader refuses any other (an unknown tag).
+const TAG_COMPARATOR: u32 = 8;
 // Column families, RocksDB's tag numbers (kColumnFamily, kColumnFamilyAdd,
 // kColumnFamilyDrop, kMaxColumnFamily).
 const TAG_COLUMN_FAMILY: u32 = 200;
@@ -150,6 +156,9 @@ pub struct VersionEdit {
     pub column_family_add: Option<String>,
     /// Drops the family `column_family`.
     pub column_family_drop: bool,
+    /// The name of the comparator the family's keys are ordered by, when
+    /// it is not the bytewise one.
+    pub comparator: Option<String>,
     /// The largest column family id ever handed out (ids are never reused).
     pub max_column_family: Option<u32>,
     /// The family's data in WALs numbered below this is all in tables.
@@ -192,6 +201,10 @@ impl VersionEdit {
         }
         if self.column_family_drop {
             put_varint32(&mut out, TAG_COLUMN_FAMILY_DROP);
+        }
+        if let Some(name) = &self.comparator {
+            put_varint32(&mut out, TAG_COMPARATOR);
+            put_length_prefixed(&mut out, name.as_bytes());
         }
         if let Some(n) = self.max_column_family {
             put_varint32(&mut out, TAG_MAX_COLUMN_FAMILY);
@@ -267,6 +280,11 @@ impl VersionEdit {
                     edit.column_family_add = Some(name.to_string());
                 }
                 TAG_COLUMN_FAMILY_DROP => edit.column_family_drop = true,
+                TAG_COMPARATOR => {
+                    let name = d.length_prefixed().ok_or_else(|| bad("comparator name"))?;
+                    let name = std::str::from_utf8(name).map_err(|_| bad("comparator name is not UTF-8"))?;
+                    edit.comparator = Some(name.to_string());
+                }
                 TAG_MAX_COLUMN_FAMILY => {
                     edit.max_column_family = Some(d.varint32().ok_or_else(|| bad("max column family"))?)
                 }
@@ -490,6 +508,15 @@ mod tests {
         let drop = VersionEdit { column_family: 1, column_family_drop: true, ..Default::default() };
         assert_eq!(VersionEdit::decode(&drop.encode(), "MANIFEST", 0).unwrap(), drop);
         assert_eq!(drop.encode(), vec![0xc8, 0x01, 0x01, 0xca, 0x01]);
+        // docs/format.md "MANIFEST", the comparator example.
+        let reversed = VersionEdit {
+            column_family: 1,
+            column_family_add: Some("r".into()),
+            comparator: Some("rev".into()),
+            ..Default::default()
+        };
+        assert_eq!(VersionEdit::decode(&reversed.encode(), "MANIFEST", 0).unwrap(), reversed);
+        assert_eq!(reversed.encode(), vec![0xc8, 0x01, 0x01, 0xc9, 0x01, 0x01, b'r', 0x08, 0x03, b'r', b'e', b'v']);
     }
 
     #[test]

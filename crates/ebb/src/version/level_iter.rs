@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{FileMetaData, TableCache, Version};
 use crate::error::{Error, Result};
 use crate::iter::{EmptyIterator, InternalIterator};
-use crate::key::compare_internal_keys;
+use crate::comparator::UserComparator;
 use crate::sst::table_reader::{PrefixCheckedIterator, SeekPrefix};
 use crate::sst::ReadSettings;
 
@@ -23,6 +23,8 @@ use crate::sst::ReadSettings;
 /// which opens a fresh table iterator for the file it lands in.
 pub(crate) struct LevelIterator {
     files: LevelFiles,
+    /// The order of the family's keys.
+    cmp: UserComparator,
     level: usize,
     tables: Arc<TableCache>,
     settings: ReadSettings,
@@ -57,9 +59,15 @@ impl std::ops::Deref for LevelFiles {
 }
 
 impl LevelIterator {
-    pub(crate) fn new(files: LevelFiles, level: usize, tables: Arc<TableCache>, settings: ReadSettings) -> Self {
+    pub(crate) fn new(
+        files: LevelFiles,
+        cmp: UserComparator,
+        level: usize,
+        tables: Arc<TableCache>,
+        settings: ReadSettings,
+    ) -> Self {
         let index = files.len();
-        LevelIterator { files, level, tables, settings, index, current: None, error: None, seek_prefix: None }
+        LevelIterator { files, cmp, level, tables, settings, index, current: None, error: None, seek_prefix: None }
     }
 
     /// Lets bounded prefix seeks skip files whose filter lacks the prefix.
@@ -74,7 +82,7 @@ impl LevelIterator {
     fn open(&mut self, index: usize) {
         self.index = index;
         self.current = self.files.get(index).map(|f| -> Box<dyn InternalIterator> {
-            match self.tables.get(f, self.level) {
+            match self.tables.get(f, self.level, &self.cmp) {
                 Ok(t) => match &self.seek_prefix {
                     Some(p) => Box::new(PrefixCheckedIterator::new(t.iter(self.settings), Arc::clone(p))),
                     None => Box::new(t.iter(self.settings)),
@@ -155,7 +163,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         self.error = None;
-        let i = self.files.partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
+        let i = self.files.partition_point(|f| self.cmp.compare_internal(&f.largest, target) == Ordering::Less);
         if i >= self.files.len() {
             self.current = None;
             return;
@@ -168,7 +176,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.error = None;
-        let i = self.files.partition_point(|f| compare_internal_keys(&f.smallest, target) != Ordering::Greater);
+        let i = self.files.partition_point(|f| self.cmp.compare_internal(&f.smallest, target) != Ordering::Greater);
         if i == 0 {
             self.current = None;
             return;

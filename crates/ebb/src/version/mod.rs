@@ -44,6 +44,7 @@ pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 pub(crate) use level_iter::{LevelFiles, LevelIterator};
 pub use table_cache::{TableCache, TableCacheOptions, TableRef};
 
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{user_key, SequenceNumber};
@@ -79,12 +80,20 @@ pub struct Version {
     pub levels: Vec<Vec<Arc<FileMetaData>>>,
     /// The blob files the tables may refer to, by number (oldest first).
     pub blob_files: BTreeMap<u64, BlobFileMetaData>,
+    /// The order of the family's keys: the levels are sorted, and their
+    /// ranges compared, in it.
+    pub cmp: UserComparator,
 }
 
 impl Version {
-    /// An empty version with `num_levels` levels.
+    /// An empty version with `num_levels` levels, its keys in bytewise order.
     pub fn new(num_levels: usize) -> Self {
-        Version { levels: vec![Vec::new(); num_levels], blob_files: BTreeMap::new() }
+        Self::with_comparator(num_levels, UserComparator::BYTEWISE)
+    }
+
+    /// An empty version with `num_levels` levels, its keys in `cmp`'s order.
+    pub fn with_comparator(num_levels: usize, cmp: UserComparator) -> Self {
+        Version { levels: vec![Vec::new(); num_levels], blob_files: BTreeMap::new(), cmp }
     }
 
     /// Every live blob file number.
@@ -135,18 +144,19 @@ impl Version {
     /// bound open when `None`). For L0 the range is not widened.
     pub fn overlapping_files(&self, level: usize, begin: Option<&[u8]>, end: Option<&[u8]>) -> Vec<Arc<FileMetaData>> {
         let Some(files) = self.levels.get(level) else { return Vec::new() };
+        let cmp = &self.cmp;
         let overlaps = |f: &FileMetaData| {
-            begin.is_none_or(|b| f.largest_user_key() >= b) && end.is_none_or(|e| f.smallest_user_key() <= e)
+            begin.is_none_or(|b| cmp.le(b, f.largest_user_key())) && end.is_none_or(|e| cmp.le(f.smallest_user_key(), e))
         };
         if level == 0 {
             return files.iter().filter(|f| overlaps(f)).cloned().collect();
         }
         // Sorted and disjoint: binary search for the first candidate.
         let start = match begin {
-            Some(b) => files.partition_point(|f| f.largest_user_key() < b),
+            Some(b) => files.partition_point(|f| cmp.lt(f.largest_user_key(), b)),
             None => 0,
         };
-        files[start..].iter().take_while(|f| end.is_none_or(|e| f.smallest_user_key() <= e)).cloned().collect()
+        files[start..].iter().take_while(|f| end.is_none_or(|e| cmp.le(f.smallest_user_key(), e))).cloned().collect()
     }
 
     /// For a point lookup: the L0 files that may hold `key` (newest first), then
@@ -154,17 +164,18 @@ impl Version {
     pub fn files_for_key<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = (usize, &'a FileMetaData)> + 'a {
         // Borrowed, not cloned: a point read bumps no reference count shared
         // with readers on other cores, and allocates nothing.
+        let cmp = &self.cmp;
         self.levels.iter().enumerate().flat_map(move |(level, files)| {
             // L0: every file; deeper: the one file whose range may hold `key`.
             let candidates = if level == 0 {
                 &files[..]
             } else {
-                let i = files.partition_point(|f| f.largest_user_key() < key);
+                let i = files.partition_point(|f| cmp.lt(f.largest_user_key(), key));
                 files.get(i..=i).unwrap_or_default()
             };
             candidates
                 .iter()
-                .filter(move |f| f.smallest_user_key() <= key && key <= f.largest_user_key())
+                .filter(move |f| cmp.le(f.smallest_user_key(), key) && cmp.le(key, f.largest_user_key()))
                 .map(move |f| (level, &**f))
         })
     }
@@ -173,7 +184,7 @@ impl Version {
     fn check(&self, manifest: &str) -> Result<()> {
         for (level, files) in self.levels.iter().enumerate().skip(1) {
             for pair in files.windows(2) {
-                if user_key(&pair[0].largest) >= user_key(&pair[1].smallest) {
+                if !self.cmp.lt(user_key(&pair[0].largest), user_key(&pair[1].smallest)) {
                     return Err(Error::corruption(
                         manifest,
                         0,
@@ -198,11 +209,29 @@ impl Version {
 }
 
 /// A version with no levels: the base recovery builds families on.
-static EMPTY_VERSION: Version = Version { levels: Vec::new(), blob_files: BTreeMap::new() };
+static EMPTY_VERSION: Version =
+    Version { levels: Vec::new(), blob_files: BTreeMap::new(), cmp: UserComparator::BYTEWISE };
 
 /// The name of the column family every database has, id 0 (RocksDB's
 /// `kDefaultColumnFamilyName`).
 pub const DEFAULT_COLUMN_FAMILY: &str = "default";
+
+/// What a family's options decide about its versions: how many levels,
+/// and the order of its keys.
+#[derive(Debug, Clone, Default)]
+pub struct FamilyShape {
+    /// Levels (`num_levels`).
+    pub num_levels: usize,
+    /// The family's comparator.
+    pub comparator: UserComparator,
+}
+
+impl FamilyShape {
+    /// `num_levels` levels in the bytewise order.
+    pub fn levels(num_levels: usize) -> Self {
+        FamilyShape { num_levels, comparator: UserComparator::BYTEWISE }
+    }
+}
 
 /// What the MANIFEST records about one column family.
 #[derive(Debug, Clone)]
@@ -276,8 +305,8 @@ fn refuse_family_adds(edits: &[VersionEdit]) -> Result<()> {
 /// checking every state), or a builder that recovery builds once, at the
 /// end of the MANIFEST.
 trait FamilyState {
-    /// A new, empty family of `num_levels` levels.
-    fn new_family(name: &str, num_levels: usize) -> Self;
+    /// A new, empty family of its shape.
+    fn new_family(name: &str, shape: FamilyShape) -> Self;
     /// Applies `edit`'s files and blob files.
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()>;
     /// The family's log number.
@@ -285,8 +314,9 @@ trait FamilyState {
 }
 
 impl FamilyState for FamilyVersions {
-    fn new_family(name: &str, num_levels: usize) -> Self {
-        FamilyVersions { name: name.to_string(), current: Arc::new(Version::new(num_levels)), log_number: 0 }
+    fn new_family(name: &str, shape: FamilyShape) -> Self {
+        let current = Arc::new(Version::with_comparator(shape.num_levels, shape.comparator));
+        FamilyVersions { name: name.to_string(), current, log_number: 0 }
     }
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
         self.current = Arc::new(self.current.apply(&[edit])?);
@@ -313,8 +343,8 @@ impl RecoveringFamily {
 }
 
 impl FamilyState for RecoveringFamily {
-    fn new_family(name: &str, num_levels: usize) -> Self {
-        let builder = VersionBuilder::with_levels(&EMPTY_VERSION, num_levels);
+    fn new_family(name: &str, shape: FamilyShape) -> Self {
+        let builder = VersionBuilder::with_shape(&EMPTY_VERSION, shape.num_levels, shape.comparator);
         RecoveringFamily { name: name.to_string(), builder, log_number: 0 }
     }
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
@@ -326,12 +356,12 @@ impl FamilyState for RecoveringFamily {
 }
 
 /// Applies `edit` to the families in `families` (a MANIFEST being replayed or
-/// a change being made). `levels_for` gives a new family's number of levels.
+/// a change being made). `shape_for` gives a new family's shape.
 fn apply_edit<F: FamilyState>(
     families: &mut BTreeMap<u32, F>,
     max_column_family: &mut u32,
     edit: &VersionEdit,
-    levels_for: &dyn Fn(&str) -> usize,
+    shape_for: &dyn Fn(&str) -> FamilyShape,
 ) -> Result<()> {
     let id = edit.column_family;
     let bad = |what: String| Error::corruption("MANIFEST", 0, what);
@@ -339,7 +369,7 @@ fn apply_edit<F: FamilyState>(
         if families.contains_key(&id) {
             return Err(bad(format!("column family {id} ({name}) added twice")));
         }
-        families.insert(id, F::new_family(name, levels_for(name)));
+        families.insert(id, F::new_family(name, shape_for(name)));
     }
     *max_column_family = (*max_column_family).max(id).max(edit.max_column_family.unwrap_or(0));
     if edit.column_family_drop {
@@ -533,8 +563,8 @@ impl Counters {
 }
 
 /// A family map holding only the empty default family.
-fn default_family_only<F: FamilyState>(levels_for: &dyn Fn(&str) -> usize) -> BTreeMap<u32, F> {
-    BTreeMap::from([(0u32, F::new_family(DEFAULT_COLUMN_FAMILY, levels_for(DEFAULT_COLUMN_FAMILY)))])
+fn default_family_only<F: FamilyState>(shape_for: &dyn Fn(&str) -> FamilyShape) -> BTreeMap<u32, F> {
+    BTreeMap::from([(0u32, F::new_family(DEFAULT_COLUMN_FAMILY, shape_for(DEFAULT_COLUMN_FAMILY)))])
 }
 
 /// What [`longest_complete_prefix`] found: the edits to keep, and the
@@ -551,16 +581,16 @@ struct CompletePrefix {
 fn longest_complete_prefix(
     edits: &[VersionEdit],
     files_on_disk: &std::collections::HashSet<u64>,
-    levels_for: &dyn Fn(&str) -> usize,
+    shape_for: &dyn Fn(&str) -> FamilyShape,
 ) -> CompletePrefix {
-    let mut families: BTreeMap<u32, FamilyVersions> = default_family_only(levels_for);
+    let mut families: BTreeMap<u32, FamilyVersions> = default_family_only(shape_for);
     let mut max_column_family = 0;
     let mut counters = Counters::default();
     // Missing tables of the state so far, by number, with their family.
     let mut missing: BTreeMap<u64, u32> = BTreeMap::new();
     let mut best = 0;
     for (i, edit) in edits.iter().enumerate() {
-        if apply_edit(&mut families, &mut max_column_family, edit, levels_for).is_err() {
+        if apply_edit(&mut families, &mut max_column_family, edit, shape_for).is_err() {
             break;
         }
         counters.take(edit);
@@ -594,8 +624,10 @@ fn longest_complete_prefix(
 }
 
 impl VersionSet {
-    /// Recovers the version set from CURRENT and its MANIFEST. `levels_for`
-    /// gives the number of levels of a family by name. Damage is corruption
+    /// Recovers the version set from CURRENT and its MANIFEST. `shape_for`
+    /// gives the number of levels and the comparator of a family by name; a
+    /// comparator other than the one the family was created with is
+    /// `InvalidArgument` naming both. Damage is corruption
     /// naming the file and offset (see `replay_manifest`); what was tolerated
     /// is returned beside the version set. With `best_efforts` (RocksDB's
     /// `best_efforts_recovery`), replay stops at the first damage and backs
@@ -603,16 +635,23 @@ impl VersionSet {
     pub fn recover(
         dir: &Path,
         fs: Arc<dyn FileSystem>,
-        levels_for: &dyn Fn(&str) -> usize,
+        shape_for: &dyn Fn(&str) -> FamilyShape,
         max_manifest_size: u64,
         best_efforts: bool,
     ) -> Result<(Self, ManifestRecovery)> {
         // One builder per family for the whole MANIFEST (RocksDB's
         // `VersionEditHandler`): each family's version is built once, below.
-        let mut families: BTreeMap<u32, RecoveringFamily> = default_family_only(levels_for);
+        let mut families: BTreeMap<u32, RecoveringFamily> = default_family_only(shape_for);
         let mut max_column_family = 0;
         let mut counters = Counters::default();
         let mut report = ManifestRecovery::default();
+        // The comparator each family was created with, by id (absent: bytewise).
+        let mut recorded_comparators: BTreeMap<u32, String> = BTreeMap::new();
+        let mut note_comparator = |edit: &VersionEdit| {
+            if let Some(c) = &edit.comparator {
+                recorded_comparators.insert(edit.column_family, c.clone());
+            }
+        };
         let (name, end) = if best_efforts {
             let mut edits = Vec::new();
             let (name, end) = replay_manifest(dir, fs.as_ref(), true, |_, _, edit| {
@@ -626,7 +665,7 @@ impl VersionSet {
                 .filter(|(t, _)| matches!(t, filename::FileType::Table | filename::FileType::Blob))
                 .map(|(_, n)| n)
                 .collect();
-            let prefix = longest_complete_prefix(&edits, &files, levels_for);
+            let prefix = longest_complete_prefix(&edits, &files, shape_for);
             let keep = prefix.keep;
             if keep == 0 {
                 return Err(Error::corruption(
@@ -642,18 +681,34 @@ impl VersionSet {
                 report.missing_blob_files = prefix.missing_blob_files;
             }
             for edit in edits.iter().take(keep) {
-                apply_edit(&mut families, &mut max_column_family, edit, levels_for)?;
+                apply_edit(&mut families, &mut max_column_family, edit, shape_for)?;
                 counters.take(edit);
+                note_comparator(edit);
             }
             (name, end)
         } else {
             replay_manifest(dir, fs.as_ref(), false, |_, _, edit| {
-                apply_edit(&mut families, &mut max_column_family, &edit, levels_for)?;
+                apply_edit(&mut families, &mut max_column_family, &edit, shape_for)?;
                 counters.take(&edit);
+                note_comparator(&edit);
                 Ok(())
             })?
         };
         let families: BTreeMap<u32, FamilyVersions> = families.into_iter().map(|(id, f)| (id, f.finish())).collect();
+        // Before anything is read in the order asked for: a family opened
+        // with another comparator than it was created with would find its
+        // levels out of order (RocksDB's "does not match existing comparator").
+        for (id, family) in &families {
+            let created = recorded_comparators.get(id).map_or(crate::comparator::BYTEWISE_NAME, String::as_str);
+            let asked = family.current.cmp.name();
+            if created != asked {
+                return Err(Error::invalid(format!(
+                    "column family '{}' was created with comparator {created} and cannot be opened with {asked} \
+                     (set ColumnFamilyOptions::comparator to the one it was created with)",
+                    family.name
+                )));
+            }
+        }
         let manifest_number = filename::parse_file_name(&name).map_or(0, |(_, n)| n);
         let missing = |what: &str| {
             let cut = if end.torn_tail.is_some() { " (its last record is incomplete)" } else { "" };
@@ -695,8 +750,11 @@ impl VersionSet {
     }
 
     /// Writes the MANIFEST and CURRENT of a new, empty database.
-    pub fn create_new(dir: &Path, fs: &dyn FileSystem) -> Result<()> {
+    /// The default family's keys are in `comparator`'s order (recorded when
+    /// it is not the bytewise one).
+    pub fn create_new(dir: &Path, fs: &dyn FileSystem, comparator: &UserComparator) -> Result<()> {
         let edit = VersionEdit {
+            comparator: (!comparator.is_bytewise()).then(|| comparator.name().to_string()),
             log_number: Some(0),
             next_file_number: Some(2),
             last_sequence: Some(0),
@@ -777,9 +835,9 @@ impl VersionSet {
         self.manifest_number
     }
 
-    /// Records `edit`, which adds a column family of `num_levels` levels.
-    pub fn add_column_family(&mut self, edit: VersionEdit, num_levels: usize) -> Result<()> {
-        self.apply_all(vec![edit], &|_| num_levels, false)
+    /// Records `edit`, which adds a column family of `shape`.
+    pub fn add_column_family(&mut self, edit: VersionEdit, shape: FamilyShape) -> Result<()> {
+        self.apply_all(vec![edit], &|_| shape.clone(), false)
     }
 
     /// Records `edits` (which add no column family) in a new MANIFEST holding
@@ -787,16 +845,16 @@ impl VersionSet {
     /// take effect all together or, after a crash, not at all.
     pub fn log_and_apply_in_new_manifest(&mut self, edits: Vec<VersionEdit>) -> Result<()> {
         refuse_family_adds(&edits)?;
-        self.apply_all(edits, &|_| 0, true)
+        self.apply_all(edits, &|_| FamilyShape::default(), true)
     }
 
     fn apply_all(
         &mut self,
         edits: Vec<VersionEdit>,
-        levels_for: &dyn Fn(&str) -> usize,
+        shape_for: &dyn Fn(&str) -> FamilyShape,
         new_manifest: bool,
     ) -> Result<()> {
-        let mut prepared = self.prepare_with(edits, levels_for, new_manifest)?;
+        let mut prepared = self.prepare_with(edits, shape_for, new_manifest)?;
         let written = prepared.write();
         self.install(prepared, written)
     }
@@ -819,13 +877,13 @@ impl VersionSet {
     /// open one over `max_manifest_size`), it is written here, whole.
     pub fn prepare(&mut self, edits: Vec<VersionEdit>) -> Result<PreparedEdits> {
         refuse_family_adds(&edits)?;
-        self.prepare_with(edits, &|_| 0, false)
+        self.prepare_with(edits, &|_| FamilyShape::default(), false)
     }
 
     fn prepare_with(
         &mut self,
         mut edits: Vec<VersionEdit>,
-        levels_for: &dyn Fn(&str) -> usize,
+        shape_for: &dyn Fn(&str) -> FamilyShape,
         new_manifest: bool,
     ) -> Result<PreparedEdits> {
         if self.writer_out {
@@ -837,7 +895,7 @@ impl VersionSet {
             if let (Some(n), Some(f)) = (edit.log_number, next.get(&edit.column_family)) {
                 edit.log_number = Some(n.max(f.log_number));
             }
-            apply_edit(&mut next, &mut max_column_family, edit, levels_for)?;
+            apply_edit(&mut next, &mut max_column_family, edit, shape_for)?;
             edit.next_file_number = Some(self.next_file_number());
             edit.last_sequence = Some(self.last_sequence);
         }
@@ -952,9 +1010,11 @@ pub fn write_manifest(
 ) -> Result<LogWriter> {
     let mut snapshot = Vec::new();
     for (id, family) in families {
+        let cmp = &family.current.cmp;
         let mut edit = VersionEdit {
             column_family: *id,
             column_family_add: (*id != 0).then(|| family.name.clone()),
+            comparator: (!cmp.is_bytewise()).then(|| cmp.name().to_string()),
             log_number: Some(family.log_number),
             ..Default::default()
         };
@@ -1120,8 +1180,8 @@ mod tests {
         let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
-        VersionSet::create_new(dir, fs.as_ref()).unwrap();
-        let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &|_| LEVELS, u64::MAX, false).unwrap();
+        VersionSet::create_new(dir, fs.as_ref(), &UserComparator::BYTEWISE).unwrap();
+        let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let key = |k: u16| k.to_be_bytes();
         let mut log = 1;
@@ -1138,7 +1198,7 @@ mod tests {
                         log_number: Some(log),
                         ..Default::default()
                     };
-                    versions.add_column_family(add, LEVELS).unwrap();
+                    versions.add_column_family(add, FamilyShape::levels(LEVELS)).unwrap();
                     continue;
                 }
                 1 if cf != 0 => VersionEdit { column_family: cf, column_family_drop: true, ..Default::default() },
@@ -1205,7 +1265,7 @@ mod tests {
         assert!(built.iter().any(|(_, _, _, _, blobs)| !blobs.is_empty()), "the history kept no blob file");
         assert!(built.len() > 1, "the history kept no column family besides the default");
         drop(versions);
-        let (recovered, report) = VersionSet::recover(dir, fs, &|_| LEVELS, u64::MAX, false).unwrap();
+        let (recovered, report) = VersionSet::recover(dir, fs, &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
         assert!(report.torn_tail.is_none());
         assert_eq!(state(&recovered), built);
     }

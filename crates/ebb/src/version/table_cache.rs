@@ -22,6 +22,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
+use crate::comparator::UserComparator;
 use crate::error::Result;
 use crate::fs::Access;
 use crate::fs::FileSystem;
@@ -179,20 +180,21 @@ impl TableCache {
     /// is opened, as in RocksDB. Unbounded, the reader is then kept in `f`
     /// itself, so later reads through the same metadata borrow it without
     /// any lock.
-    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize) -> Result<TableRef<'a>> {
+    /// `cmp` is the order of the file's family, given to a table opened.
+    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize, cmp: &UserComparator) -> Result<TableRef<'a>> {
         if self.capacity.is_some() {
-            return Ok(TableRef::Held(self.open(f, level)?));
+            return Ok(TableRef::Held(self.open(f, level, cmp)?));
         }
         if let Some(t) = f.table.get() {
             return Ok(TableRef::Kept(t));
         }
-        let table = self.open(f, level)?;
+        let table = self.open(f, level, cmp)?;
         Ok(TableRef::Kept(f.table.keep(table)))
     }
 
     /// The reader for file `f` from the map (metadata not from a version, or
     /// a file opened before its metadata reached one), opening it if needed.
-    fn open(&self, f: &FileMetaData, level: usize) -> Result<Arc<Table>> {
+    fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.lock().touch(f.number) {
             return Ok(t);
         }
@@ -210,6 +212,7 @@ impl TableCache {
             pin_index_and_filter_blocks: self.pin_l0 && level == 0 && self.cache_index_and_filter_blocks,
             initial_auto_readahead_size: self.initial_auto_readahead_size,
             max_auto_readahead_size: self.max_auto_readahead_size,
+            comparator: cmp.clone(),
         };
         let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
         Ok(self.tables.lock().keep(f.number, table, self.capacity))
@@ -274,10 +277,10 @@ mod tests {
     fn an_opened_table_stays_with_its_metadata() {
         let (cache, f) = setup();
         assert!(f.table.get().is_none());
-        let first = Arc::clone(&cache.get(&f, 1).unwrap());
+        let first = Arc::clone(&cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap());
         let kept = f.table.get().expect("the reader was not kept in the metadata");
         assert!(Arc::ptr_eq(&first, kept));
-        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1).unwrap()), "a second read opened the file again");
+        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap()), "a second read opened the file again");
         // A copy of the metadata (a trivial move's edit) shares the reader, and
         // equality ignores it.
         let moved = f.clone();
@@ -286,18 +289,18 @@ mod tests {
         assert_eq!(fresh, f);
         // Metadata that never saw the reader (decoded from the MANIFEST) gets
         // the one already open, not a second.
-        assert!(Arc::ptr_eq(&first, &cache.get(&fresh, 1).unwrap()));
+        assert!(Arc::ptr_eq(&first, &cache.get(&fresh, 1, &UserComparator::BYTEWISE).unwrap()));
         // Evicting the file forgets the shared copy; readers holding the
         // metadata keep theirs.
         cache.evict(7);
-        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1).unwrap()));
+        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap()));
     }
 
     #[test]
     fn a_missing_file_is_an_error_and_nothing_is_kept() {
         let (cache, f) = setup();
         let gone = FileMetaData { number: 8, table: Default::default(), ..f };
-        assert!(cache.get(&gone, 0).is_err());
+        assert!(cache.get(&gone, 0, &UserComparator::BYTEWISE).is_err());
         assert!(gone.table.get().is_none(), "a failed open left a reader behind");
     }
 }

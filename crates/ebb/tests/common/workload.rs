@@ -476,6 +476,14 @@ pub fn blob_files(o: &mut Options) {
     o.blob_garbage_collection_force_threshold = 0.25;
 }
 
+/// Runs a workload with its keys in the reverse bytewise order (RocksDB's
+/// `ReverseBytewiseComparator`): the comparator's name is in the MANIFEST
+/// from creation and in every snapshot a roll writes. For workloads whose
+/// model does not depend on the order (no range deletions).
+pub fn reverse_order(o: &mut Options) {
+    o.comparator = Some(ebb::comparator::reverse_bytewise());
+}
+
 /// Every workload, by name.
 pub fn all() -> Vec<(&'static str, Workload)> {
     vec![
