@@ -8,7 +8,8 @@
 //! snapshot reads the same before and after any compaction. It is asked
 //! about values written with `put` (not tombstones, and not values kept in
 //! blob files), once per user key per compaction: about the newest version
-//! the compaction reads.
+//! the compaction reads; and, separately, about each merge operand no
+//! snapshot can see (`filter_merge_operand`).
 //!
 //! This module sits below `options` in the layers (lib.rs) because column
 //! family options hold a filter or a factory; the compaction job
@@ -59,6 +60,15 @@ pub trait CompactionFilter: Send + Sync {
     /// The decision about `value`, the newest value of user key `key` that
     /// the compaction reads, from a compaction starting at `level`.
     fn filter(&self, level: usize, key: &[u8], value: &[u8]) -> Decision;
+
+    /// Whether to remove the merge operand `operand` of `key` (RocksDB's
+    /// `FilterMergeOperand`): asked about every operand no live snapshot
+    /// can see, before operands are combined; a removed operand is dropped
+    /// as if never written. The default keeps every operand.
+    fn filter_merge_operand(&self, level: usize, key: &[u8], operand: &[u8]) -> bool {
+        let _ = (level, key, operand);
+        false
+    }
 }
 
 /// Makes a [`CompactionFilter`] for each compaction (RocksDB's

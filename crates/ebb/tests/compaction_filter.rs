@@ -375,3 +375,97 @@ fn values_kept_in_blob_files_are_read_back_for_the_filter() {
     let db = Db::open("/blobs", o).unwrap();
     same(&scan(&db, ReadOptions::default()), &want, "after reopen");
 }
+
+/// Drops merge operands that start with `-` (RocksDB's
+/// `FilterMergeOperand`), keeps every value.
+struct DropNegativeOperands;
+
+impl CompactionFilter for DropNegativeOperands {
+    fn name(&self) -> &str {
+        "drop-negative-operands"
+    }
+    fn filter(&self, _level: usize, _key: &[u8], _value: &[u8]) -> Decision {
+        Decision::Keep
+    }
+    fn filter_merge_operand(&self, _level: usize, _key: &[u8], operand: &[u8]) -> bool {
+        operand.starts_with(b"-")
+    }
+}
+
+/// Appends operands with commas, by full merges only: operands a flush
+/// writes stay one by one for the compaction's filter to see.
+struct Append;
+
+impl ebb::MergeOperator for Append {
+    fn name(&self) -> &str {
+        "append-full-only"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut parts: Vec<&[u8]> = existing.into_iter().collect();
+        parts.extend_from_slice(operands);
+        Some(parts.join(&b","[..]))
+    }
+}
+
+/// Merge operands go to the filter before a compaction combines them: the
+/// ones it removes are gone, as if never written, from gets, scans and
+/// reopens; operands a snapshot reads are not asked about; a whole run
+/// removed leaves the value below it; a TTL database asks about them
+/// without their write times.
+#[test]
+fn merge_operands_are_filtered_before_they_are_combined() {
+    let fs = MemFs::new();
+    let options = || {
+        let mut o = manual_options(&fs);
+        o.merge_operator = Some(Arc::new(Append) as Arc<dyn ebb::MergeOperator>);
+        o.compaction_filter = Some(Arc::new(DropNegativeOperands) as Arc<dyn CompactionFilter>);
+        o
+    };
+    let db = Db::open("/ops", options()).unwrap();
+    db.put(b"a", b"base").unwrap();
+    db.put(b"c", b"kept").unwrap();
+    // The values in one table, the operands in the next (a flush would
+    // merge them into the values below in the same memtable).
+    db.flush(true).unwrap();
+    db.merge(b"d", b"-old").unwrap();
+    let snap = db.snapshot();
+    for op in ["+1", "-2", "+3"] {
+        db.merge(b"a", op.as_bytes()).unwrap();
+    }
+    db.merge(b"b", b"-only").unwrap();
+    db.merge(b"c", b"-x").unwrap();
+    db.merge(b"d", b"-new").unwrap();
+    db.merge(b"d", b"+new").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"base,+1,-2,+3".to_vec()), "reads do not filter");
+    db.flush(true).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"base,+1,+3".to_vec()));
+    assert_eq!(db.get(b"b").unwrap(), None, "a key whose every operand went has nothing");
+    assert_eq!(db.get(b"c").unwrap(), Some(b"kept".to_vec()), "the value below a removed run stays");
+    assert_eq!(db.get_opt(b"d", &snap.read_options()).unwrap(), Some(b"-old".to_vec()), "a snapshot's operand stays");
+    assert_eq!(db.get(b"d").unwrap(), Some(b"-old,+new".to_vec()));
+    drop(snap);
+    db.close().unwrap();
+    let db = Db::open("/ops", options()).unwrap();
+    let want: BTreeMap<Vec<u8>, Vec<u8>> = [
+        (b"a".to_vec(), b"base,+1,+3".to_vec()),
+        (b"c".to_vec(), b"kept".to_vec()),
+        (b"d".to_vec(), b"-old,+new".to_vec()),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(scan(&db, ReadOptions::default()), want);
+    assert_eq!(scan_reverse(&db, ReadOptions::default()), want);
+    db.close().unwrap();
+
+    let mut o = options();
+    o.create_if_missing = true;
+    let ttl = Db::open_with_ttl("/ttl-ops", o, 3600).unwrap();
+    ttl.put(b"k", b"v").unwrap();
+    ttl.flush(true).unwrap();
+    ttl.merge(b"k", b"+a").unwrap();
+    ttl.merge(b"k", b"-b").unwrap();
+    ttl.flush(true).unwrap();
+    ttl.compact_range(None, None).unwrap();
+    assert_eq!(ttl.get(b"k").unwrap(), Some(b"v,+a".to_vec()));
+}

@@ -212,15 +212,58 @@ fn max_successive_merges_writes_the_merged_value_instead() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"0,1,2".to_vec()));
 }
 
+/// Merges in a TTL database (RocksDB's `TtlMergeOperator`): operands are
+/// stamped, the operator sees values and operands without their write
+/// times, and a merged value carries the time of the merge, through reads,
+/// flushes, compactions and reopens; the TTL then expires it.
 #[test]
-fn a_ttl_database_refuses_merges_clearly() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut o = Options::default();
-    o.create_if_missing = true;
-    o.merge_operator = Some(merge_operator::from_name("put").unwrap());
-    let db = Db::open_with_ttl(dir.path(), o, 60).unwrap();
+fn a_ttl_database_merges_and_expires_merged_values() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let fs = MemFs::new();
+    let now = Arc::new(AtomicU32::new(1_000_000));
+    let clock: ebb::TtlClock = {
+        let now = Arc::clone(&now);
+        Arc::new(move || now.load(Ordering::SeqCst))
+    };
+    let options = || {
+        let mut o = common::manual_options(&fs);
+        o.merge_operator = Some(merge_operator::from_name("uint64add").unwrap());
+        o
+    };
+    let n = |v: u64| v.to_le_bytes().to_vec();
+    let db = Db::open_with_ttl_clock("/ttl", options(), 100, Arc::clone(&clock)).unwrap();
+    db.put(b"a", &n(5)).unwrap();
+    db.merge(b"a", &n(2)).unwrap();
     let mut b = WriteBatch::new();
-    b.merge(b"k", b"v");
-    let e = db.write(&b, &Default::default()).unwrap_err();
-    assert!(matches!(e, Error::NotSupported(_)), "{e}");
+    b.merge(b"a", &n(3));
+    b.merge(b"fresh", &n(7));
+    db.write(&b, &Default::default()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(n(10)), "the operator sees no write times");
+    assert_eq!(db.get(b"fresh").unwrap(), Some(n(7)));
+    let mut it = db.iter(ReadOptions::default());
+    it.seek_to_first();
+    assert_eq!((it.key(), it.value()), (&b"a"[..], &n(10)[..]));
+    it.status().unwrap();
+    drop(it);
+    db.flush(true).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(n(10)), "merged by the compaction, stamped, read back");
+    // A later merge renews the key; the other expires.
+    now.fetch_add(80, Ordering::SeqCst);
+    db.merge(b"a", &n(1)).unwrap();
+    db.flush(true).unwrap();
+    db.compact_range(None, None).unwrap();
+    now.fetch_add(50, Ordering::SeqCst);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"fresh").unwrap(), None, "expired 130 s after its merge");
+    assert_eq!(db.get(b"a").unwrap(), Some(n(11)), "renewed by the merge 50 s ago");
+    db.close().unwrap();
+    let db = Db::open_with_ttl_clock("/ttl", options(), 100, Arc::clone(&clock)).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(n(11)));
+    // Without an operator a merge is refused, as in any database.
+    let mut plain = common::manual_options(&fs);
+    plain.create_if_missing = true;
+    let db2 = Db::open_with_ttl_clock("/ttl2", plain, 100, clock).unwrap();
+    let e = db2.merge(b"k", b"v").unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
 }

@@ -150,7 +150,7 @@ pub struct FilterSettings<'a> {
 
 impl FilterSettings<'_> {
     /// True when no live snapshot can read the version at `seq`.
-    fn unprotected(&self, seq: SequenceNumber) -> bool {
+    pub(crate) fn unprotected(&self, seq: SequenceNumber) -> bool {
         self.newest_snapshot.is_none_or(|s| seq > s)
     }
 }
@@ -249,7 +249,7 @@ fn merge(
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
     let mut pairs = SingleDeletePairs::new(input, ctx.drop_hidden.then_some(ctx.smallest_snapshot));
     let mut covered = Covered::new(&mut pairs, ctx.range_dels, ctx.snapshots);
-    let mut operands = Operands::new(&mut covered, ctx.merge, ctx.snapshots, ctx.drop_tombstones);
+    let mut operands = Operands::new(&mut covered, ctx.merge, ctx.filter, ctx.snapshots, ctx.drop_tombstones);
     let input = &mut operands;
     // Range tombstones the outputs keep: at the bottom, those every reader
     // sees have deleted all they cover here (`Covered`) and go.

@@ -19,6 +19,11 @@
 //!    [`MergeOperator::partial_merge`] into one operand at the newest
 //!    sequence, where the operator can; else the operands pass unchanged.
 //!
+//! Before a run is combined, a compaction filter is asked about each of its
+//! operands that no live snapshot can see (RocksDB's `FilterMergeOperand`,
+//! as its `MergeHelper::MergeUntil` asks); an operand it removes is dropped
+//! as if never written.
+//!
 //! A merge operator that fails, or a blob that cannot be read back, fails
 //! the job (the input stage reports the error as its status and becomes
 //! invalid), as a failed merge fails a RocksDB compaction.
@@ -30,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind};
 use crate::merge_operator::MergeOperator;
+use super::job::FilterSettings;
 use super::snapshot_stripe;
 
 /// What a job needs to combine merge operands.
@@ -57,8 +63,11 @@ pub(crate) struct Operands<'a> {
     bottommost: bool,
     /// Entries made from a run, served before `inner`'s current entry.
     out: VecDeque<(Vec<u8>, Vec<u8>)>,
-    /// Operands that went into combined entries (inputs read, not written).
+    /// Operands that went into combined entries, or that the filter
+    /// removed (inputs read, not written).
     pub(crate) absorbed: u64,
+    /// Asked about operands before they are combined.
+    filter: Option<FilterSettings<'a>>,
     error: Option<Error>,
 }
 
@@ -66,31 +75,38 @@ impl<'a> Operands<'a> {
     pub(crate) fn new(
         inner: &'a mut dyn InternalIterator,
         settings: Option<MergeSettings<'a>>,
+        filter: Option<FilterSettings<'a>>,
         snapshots: &'a [SequenceNumber],
         bottommost: bool,
     ) -> Self {
-        let mut s = Operands { inner, settings, snapshots, bottommost, out: VecDeque::new(), absorbed: 0, error: None };
+        let mut s = Operands {
+            inner,
+            settings,
+            snapshots,
+            bottommost,
+            out: VecDeque::new(),
+            absorbed: 0,
+            filter,
+            error: None,
+        };
         s.settle();
         s
     }
 
-    /// With nothing made waiting: if `inner` is on a merge operand, reads
-    /// its run and makes what it becomes.
+    /// With nothing made waiting: while `inner` is on a merge operand, reads
+    /// its run and makes what it becomes (nothing, when the filter removed
+    /// the whole run: then the next entry is looked at).
     fn settle(&mut self) {
-        if !self.out.is_empty() || self.error.is_some() {
-            return;
-        }
         let Some(settings) = self.settings else { return };
-        if !self.inner.valid() {
-            return;
-        }
-        let Some(p) = parse_internal_key(self.inner.key()) else { return };
-        if p.kind != ValueKind::Merge {
-            return;
-        }
-        if let Err(e) = self.combine(settings) {
-            self.out.clear();
-            self.error = Some(e);
+        while self.out.is_empty() && self.error.is_none() && self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else { return };
+            if p.kind != ValueKind::Merge {
+                return;
+            }
+            if let Err(e) = self.combine(settings) {
+                self.out.clear();
+                self.error = Some(e);
+            }
         }
     }
 
@@ -105,10 +121,20 @@ impl<'a> Operands<'a> {
             if p.user_key != key.as_slice() || p.kind != ValueKind::Merge || snapshot_stripe(self.snapshots, p.seq) != stripe {
                 break;
             }
-            run.push((self.inner.key().to_vec(), self.inner.value().to_vec()));
+            let removed = self.filter.is_some_and(|f| {
+                f.unprotected(p.seq) && f.filter.filter_merge_operand(f.level, &key, self.inner.value())
+            });
+            if removed {
+                self.absorbed += 1;
+            } else {
+                run.push((self.inner.key().to_vec(), self.inner.value().to_vec()));
+            }
             self.inner.next();
         }
         self.inner.status()?;
+        if run.is_empty() {
+            return Ok(());
+        }
         // What lies below the run: `Some(base)` when it settles the value.
         let below = match self.inner.valid() {
             true => Some(parse_internal_key(self.inner.key()).ok_or_else(unparsable)?),
@@ -239,7 +265,7 @@ mod tests {
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
         let settings = MergeSettings { operator: op.as_ref(), blobs: None, verify_checksums: true };
-        let mut it = Operands::new(&mut inner, Some(settings), snapshots, bottommost);
+        let mut it = Operands::new(&mut inner, Some(settings), None, snapshots, bottommost);
         let mut out = Vec::new();
         while it.valid() {
             let p = parse_internal_key(it.key()).unwrap();
@@ -287,7 +313,7 @@ mod tests {
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
         let settings = MergeSettings { operator: &crate::merge_operator::tests::Fails, blobs: None, verify_checksums: true };
-        let it = Operands::new(&mut inner, Some(settings), &[], false);
+        let it = Operands::new(&mut inner, Some(settings), None, &[], false);
         assert!(!it.valid());
         assert!(it.status().unwrap_err().to_string().contains("Fails"));
     }

@@ -8,6 +8,11 @@
 //! filter (which sees values without their timestamps), so an expired value
 //! may still be read until a compaction reaches it, as RocksDB documents.
 //!
+//! Merges (RocksDB's `TtlMergeOperator`): operands are stamped as values
+//! are; the family's merge operator is wrapped so that it sees values and
+//! operands without their write times, and its result is stamped with the
+//! time of the merge (a merge renews the key's TTL, as in RocksDB).
+//!
 //! A database opened with a TTL carries a marker file (`TTL`) from before
 //! its first write, and [`Db::open`] refuses a database that has it, as
 //! [`Db::open_with_ttl`] refuses one that has data but no marker: either
@@ -20,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{ColumnFamilyHandle, Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use crate::compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision};
 use crate::error::{Error, Result};
+use crate::merge_operator::MergeOperator;
 use crate::options::{ColumnFamilyOptions, Options};
 
 /// The marker file of a database opened with a TTL.
@@ -87,6 +93,61 @@ impl CompactionFilter for TtlFilter {
             }
             d => d,
         }
+    }
+
+    /// The family's filter asked about the operand without its write time
+    /// (operands do not expire: the value they merge into does).
+    fn filter_merge_operand(&self, level: usize, key: &[u8], operand: &[u8]) -> bool {
+        let Some((user_operand, _)) = split(operand) else { return false };
+        match &self.inner {
+            Inner::None => false,
+            Inner::Filter(f) => f.filter_merge_operand(level, key, user_operand),
+            Inner::Owned(f) => f.filter_merge_operand(level, key, user_operand),
+        }
+    }
+}
+
+/// The family's merge operator on values and operands without their write
+/// times, its results stamped with the time now (RocksDB's
+/// `TtlMergeOperator`). A value or operand too short for a write time
+/// fails the merge (a corruption error naming the key, as RocksDB's).
+struct TtlMergeOperator {
+    inner: Arc<dyn MergeOperator>,
+    clock: TtlClock,
+}
+
+impl TtlMergeOperator {
+    fn stamped(&self, mut v: Vec<u8>) -> Vec<u8> {
+        v.extend_from_slice(&(self.clock)().to_le_bytes());
+        v
+    }
+}
+
+impl MergeOperator for TtlMergeOperator {
+    /// The family's operator's name: the OPTIONS file records what the user set.
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let existing = match existing {
+            Some(v) => Some(split(v)?.0),
+            None => None,
+        };
+        let operands: Vec<&[u8]> = operands.iter().map(|o| split(o).map(|(v, _)| v)).collect::<Option<_>>()?;
+        self.inner.full_merge(key, existing, &operands).map(|v| self.stamped(v))
+    }
+
+    fn partial_merge(&self, key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let operands: Vec<&[u8]> = operands.iter().map(|o| split(o).map(|(v, _)| v)).collect::<Option<_>>()?;
+        self.inner.partial_merge(key, &operands).map(|v| self.stamped(v))
+    }
+}
+
+/// Wraps a family's merge operator, if it has one, in [`TtlMergeOperator`].
+fn install_ttl_merge_operator(operator: &mut Option<Arc<dyn MergeOperator>>, clock: &TtlClock) {
+    if let Some(inner) = operator.take() {
+        *operator = Some(Arc::new(TtlMergeOperator { inner, clock: Arc::clone(clock) }));
     }
 }
 
@@ -199,11 +260,13 @@ impl Db {
             fs.write_file_atomic(&marker, b"ebb ttl database: values end with a 4-byte write time\n")?;
         }
         install_ttl_filter(&mut options.compaction_filter, &mut options.compaction_filter_factory, ttl, &clock);
+        install_ttl_merge_operator(&mut options.merge_operator, &clock);
         let families: Vec<(&str, ColumnFamilyOptions)> = families
             .iter()
             .map(|(name, o, family_ttl)| {
                 let mut o = o.clone();
                 install_ttl_filter(&mut o.compaction_filter, &mut o.compaction_filter_factory, *family_ttl, &clock);
+                install_ttl_merge_operator(&mut o.merge_operator, &clock);
                 (*name, o)
             })
             .collect();
@@ -251,6 +314,17 @@ impl TtlDb {
         self.db.delete(key)
     }
 
+    /// Writes the merge operand `operand` for `key`, stamped with the time
+    /// now ([`Db::merge`]; module documentation).
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db.merge(key, &self.stamp(operand))
+    }
+
+    /// [`TtlDb::merge`] in `cf`.
+    pub fn merge_cf(&self, cf: &ColumnFamilyHandle, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db.merge_cf(cf, key, &self.stamp(operand))
+    }
+
     /// Removes every key in `[begin, end)` ([`Db::delete_range`]).
     pub fn delete_range(&self, begin: &[u8], end: &[u8]) -> Result<()> {
         self.db.delete_range(begin, end)
@@ -266,11 +340,7 @@ impl TtlDb {
                 (cf, super::BatchOp::Delete { key }) => stamped.delete_in(cf, key),
                 (cf, super::BatchOp::SingleDelete { key }) => stamped.single_delete_in(cf, key),
                 (cf, super::BatchOp::DeleteRange { begin, end }) => stamped.delete_range_in(cf, begin, end),
-                (_, super::BatchOp::Merge { .. }) => {
-                    return Err(Error::NotSupported(
-                        "merge in a TTL database (merge operands carry no write time)".into(),
-                    ))
-                }
+                (cf, super::BatchOp::Merge { key, value }) => stamped.merge_in(cf, key, &self.stamp(value)),
             }
         }
         self.db.write_opt(&stamped, wo)
@@ -311,6 +381,7 @@ impl TtlDb {
     ) -> Result<ColumnFamilyHandle> {
         let mut o = options.into();
         install_ttl_filter(&mut o.compaction_filter, &mut o.compaction_filter_factory, ttl, &self.clock);
+        install_ttl_merge_operator(&mut o.merge_operator, &self.clock);
         self.db.create_column_family(name, o)
     }
 
