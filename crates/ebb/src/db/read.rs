@@ -152,6 +152,7 @@ impl DbInner {
         // L0 files may overlap in sequence ranges (after L0→L0), so keep the
         // newest hit, stopping once no remaining file can be newer.
         let mut best: Option<Found<V>> = None;
+        let mut best_level = 0;
         for (level, f) in sv.version.files_for_key(key) {
             if level > 0 && best.is_some() {
                 break;
@@ -160,9 +161,6 @@ impl DbInner {
                 continue;
             }
             let table = self.tables.get(f, level, &sv.version.cmp)?;
-            if let Some(t) = table.range_tombstones() {
-                floor = floor.max(t.max_covering(key, seq));
-            }
             if !table.key_may_match(key) || !self.prefix_may_match(cf, &table, key) {
                 self.stats.reads.record_bloom_useful();
                 continue;
@@ -171,9 +169,22 @@ impl DbInner {
                 let (seq, kind, value) = hit.ok_or_else(|| unparsable(f.number))?;
                 if best.as_ref().is_none_or(|(s, ..)| seq > *s) {
                     best = Some((seq, kind, value, f.number));
+                    best_level = level;
                 }
                 if level > 0 {
                     break;
+                }
+            }
+        }
+        // The tables' tombstones matter only to a version found: those of
+        // the files up to its level (every L0 file whose range holds the
+        // key; a file skipped above for its sequences holds none newer).
+        if best.is_some() {
+            for (level, f) in sv.version.files_for_key(key).take_while(|(l, _)| *l <= best_level) {
+                if f.num_range_deletions > 0 {
+                    if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
+                        floor = floor.max(t.max_covering(key, seq));
+                    }
                 }
             }
         }
