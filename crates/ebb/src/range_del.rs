@@ -213,6 +213,17 @@ impl FragmentedTombstones {
         seqs.get(i).copied().unwrap_or(0)
     }
 
+    /// The newest tombstone covering `key` that a reader at `read_seq` sees,
+    /// with the fragment it covers `key` in: its sequence and the
+    /// fragment's start and end. Every key of the fragment is covered by a
+    /// tombstone at that sequence.
+    pub fn covering(&self, key: &[u8], read_seq: SequenceNumber) -> Option<(SequenceNumber, &[u8], &[u8])> {
+        let f = self.fragment(key)?;
+        let seqs = self.seqs_of(f);
+        let i = seqs.partition_point(|s| *s > read_seq);
+        seqs.get(i).map(|&s| (s, self.bytes(f.start), self.bytes(f.end)))
+    }
+
     /// The sequence of the oldest tombstone covering `key` above `seq` (the
     /// first that deletes a version at `seq`), if any.
     pub fn oldest_covering_above(&self, key: &[u8], seq: SequenceNumber) -> Option<SequenceNumber> {
@@ -356,7 +367,7 @@ mod tests {
             let key = |n: u16| {
                 let mut k = b"prefix/".to_vec();
                 k.extend(format!("{n:o}").bytes());
-                if n % 3 == 0 { k.extend_from_slice(b"\0\0\0\0\0\0\0\0x"); }
+                if n.is_multiple_of(3) { k.extend_from_slice(b"\0\0\0\0\0\0\0\0x"); }
                 if n == 44 { k = b"other".to_vec(); }
                 k
             };

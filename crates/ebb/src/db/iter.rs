@@ -345,9 +345,18 @@ impl<'a> DbIterator<'a> {
             if p.seq <= self.sequence {
                 match self.kind_seen(&p) {
                     ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
-                        self.saved_key.clear();
-                        self.saved_key.extend_from_slice(p.user_key);
+                        // Keys up to `saved_key` stay hidden: after a
+                        // reverse scan skipped older sources past deleted
+                        // keys, a step forwards meets those again, below
+                        // the key it steps from.
+                        if !(skipping && self.cmp.le(p.user_key, &self.saved_key)) {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                        }
                         skipping = true;
+                        if !p.kind.is_deletion() && self.skip_covered(Direction::Forward) {
+                            continue;
+                        }
                     }
                     ValueKind::Value | ValueKind::BlobIndex => {
                         if !(skipping && self.cmp.le(p.user_key, &self.saved_key)) {
@@ -403,6 +412,7 @@ impl<'a> DbIterator<'a> {
                     break;
                 }
                 let seen = self.kind_seen(&p);
+                let covered = seen == ValueKind::Deletion && !p.kind.is_deletion();
                 match seen {
                     ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
@@ -429,6 +439,9 @@ impl<'a> DbIterator<'a> {
                     }
                 }
                 kind = seen;
+                if covered && self.skip_covered(Direction::Reverse) {
+                    continue;
+                }
             }
             self.iter.prev();
         }
@@ -524,6 +537,41 @@ impl<'a> DbIterator<'a> {
         } else {
             p.kind
         }
+    }
+
+    /// The inner iterator is on an entry a range tombstone deletes: moves
+    /// the sources older than that tombstone past the fragment of keys it
+    /// covers there (forwards to its end, backwards to before its start),
+    /// where all they hold is deleted, without reading it (docs/data_model.md,
+    /// "Range deletion"). Returns true when the inner iterator is no longer
+    /// on that entry (it moved past it); false leaves it there.
+    fn skip_covered(&mut self, direction: Direction) -> bool {
+        let Some(p) = parse_internal_key(self.iter.key()) else { return false };
+        let mut best: Option<(SequenceNumber, &[u8], &[u8])> = None;
+        for t in &self.tombstones {
+            if let Some(c) = t.covering(p.user_key, self.sequence) {
+                if best.is_none_or(|b| c.0 > b.0) {
+                    best = Some(c);
+                }
+            }
+        }
+        let Some((seq, start, end)) = best else { return false };
+        if !self.iter.can_skip_older(seq) {
+            return false;
+        }
+        let target = match direction {
+            Direction::Forward => make_internal_key(end, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK),
+            Direction::Reverse => make_internal_key(start, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK),
+        };
+        let here = self.iter.key().to_vec();
+        self.iter.skip_older(seq, &target);
+        if self.iter.valid() && self.iter.key() == here.as_slice() {
+            return false;
+        }
+        if let Some(stats) = &self.stats {
+            stats.reads.record_range_skip();
+        }
+        true
     }
 
     /// `operands` (oldest first) applied to `existing` with the merge

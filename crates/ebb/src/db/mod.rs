@@ -952,10 +952,16 @@ impl DbInner {
             _ => None,
         };
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        // Per child, a sequence none of its entries is above (a memtable's
+        // is not fixed): range tombstones let the iterator skip the older
+        // children over what they delete.
+        let mut newest = Vec::new();
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             children.push(Box::new(mem.iter()));
+            newest.push(SequenceNumber::MAX);
         }
         for f in &sv.version.levels[0] {
+            newest.push(f.largest_seq);
             match (self.tables.get(f, 0, &cf.cmp), &prefix_mode) {
                 (Ok(t), Some((_, Some(shared)))) => children.push(Box::new(
                     crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
@@ -966,6 +972,7 @@ impl DbInner {
         }
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             if !files.is_empty() {
+                newest.push(files.iter().map(|f| f.largest_seq).max().unwrap_or(0));
                 let files = LevelFiles::Version(Arc::clone(&sv.version), level);
                 let level_iter = LevelIterator::new(files, cf.cmp.clone(), level, Arc::clone(&self.tables), rs);
                 children.push(match &prefix_mode {
@@ -978,12 +985,19 @@ impl DbInner {
         // tables' (fragmented once per super version).
         let mut tombstones: Vec<_> =
             std::iter::once(&sv.mem).chain(sv.imm.iter()).filter_map(|m| m.range_tombstones()).collect();
+        let mut tombstones_error = false;
         match self.table_tombstones(&sv) {
             Ok(t) => tombstones.extend(t),
             // Without a table's tombstones the view could show deleted keys.
-            Err(e) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+            Err(e) => {
+                children.push(Box::new(crate::iter::EmptyIterator::with_error(e)));
+                tombstones_error = true;
+            }
         }
-        let merged = MergingIterator::new(cf.cmp.clone(), children);
+        if tombstones_error {
+            newest.push(SequenceNumber::MAX);
+        }
+        let merged = MergingIterator::new(cf.cmp.clone(), children).with_newest(newest);
         let (lower, upper) = (ro.iterate_lower_bound, ro.iterate_upper_bound);
         let mut it = DbIterator::new(merged, cf.cmp.clone(), seq, lower, upper, Box::new(sv));
         it.tombstones = tombstones;

@@ -47,6 +47,7 @@ use std::cmp::Ordering;
 use super::InternalIterator;
 use crate::error::{Error, Result};
 use crate::comparator::UserComparator;
+use crate::key::SequenceNumber;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -68,6 +69,9 @@ pub struct MergingIterator {
     switch_key: Vec<u8>,
     /// The order of the children's keys.
     cmp: UserComparator,
+    /// Per child, a sequence number no entry of it is above, when known
+    /// (`u64::MAX` otherwise): what [`MergingIterator::skip_older`] goes by.
+    newest: Vec<SequenceNumber>,
 }
 
 /// Whether child `a` comes before child `b` in `direction` (invariant 2).
@@ -92,7 +96,56 @@ impl MergingIterator {
     pub fn new(cmp: UserComparator, children: Vec<Box<dyn InternalIterator>>) -> Self {
         let error = children.iter().find_map(|c| c.status().err());
         let heap = Vec::with_capacity(children.len());
-        MergingIterator { children, heap, direction: Direction::Forward, error, switch_key: Vec::new(), cmp }
+        let newest = vec![SequenceNumber::MAX; children.len()];
+        MergingIterator { children, heap, direction: Direction::Forward, error, switch_key: Vec::new(), cmp, newest }
+    }
+
+    /// Sets, per child, a sequence number none of its entries is above
+    /// (a table's largest, a level's largest over its tables).
+    pub fn with_newest(mut self, newest: Vec<SequenceNumber>) -> Self {
+        if newest.len() == self.children.len() {
+            self.newest = newest;
+        }
+        self
+    }
+
+    /// Whether some valid child's entries are all older than `below`
+    /// (what [`MergingIterator::skip_older`] would move).
+    pub fn can_skip_older(&self, below: SequenceNumber) -> bool {
+        self.error.is_none() && self.children.iter().zip(&self.newest).any(|(c, &n)| n < below && c.valid())
+    }
+
+    /// Skips, in the current direction, the children whose entries are all
+    /// older than `below` over what lies between their position and
+    /// `target`: going forwards, each such child before `target` seeks to
+    /// it; backwards, each such child after `target` seeks back to it. The
+    /// caller knows that a range tombstone at `below` covers that whole
+    /// stretch (RocksDB's range-tombstone-aware merging iterator), so what
+    /// is skipped was deleted for the reader; whole blocks and tables are
+    /// passed without being read. The children moved may then be past
+    /// entries between `key()` and `target`, which were deleted.
+    pub fn skip_older(&mut self, below: SequenceNumber, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let forward = self.direction == Direction::Forward;
+        let mut moved = false;
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if self.newest[i] >= below || !c.valid() {
+                continue;
+            }
+            let order = self.cmp.compare_internal(c.key(), target);
+            if forward && order == Ordering::Less {
+                c.seek(target);
+                moved = true;
+            } else if !forward && order == Ordering::Greater {
+                c.seek_for_prev(target);
+                moved = true;
+            }
+        }
+        if moved {
+            self.rebuild();
+        }
     }
 
     /// Moves the child at heap position `i` down until neither of its heap

@@ -242,10 +242,11 @@ impl Stats {
             out.push_str(&format!("{name} COUNT : {v}\n"));
         }
         let stall: u64 = self.total_stall_micros();
-        let tickers: [(&str, u64); 22] = [
+        let tickers: [(&str, u64); 23] = [
             ("rocksdb.bloom.filter.useful", self.reads.bloom_useful()),
             ("rocksdb.bloom.filter.prefix.checked", self.reads.prefix_checked()),
             ("rocksdb.bloom.filter.prefix.useful", self.reads.prefix_useful()),
+            ("ebb.range.tombstone.skips", self.reads.range_skips()),
             ("rocksdb.number.keys.written", read(&self.user_keys)),
             ("rocksdb.number.keys.read", self.reads.keys_read()),
             ("rocksdb.number.keys.found", self.reads.keys_found()),
@@ -385,12 +386,13 @@ const BLOOM_USEFUL: usize = 3;
 const SEEKS: usize = 4;
 const PREFIX_CHECKED: usize = 5;
 const PREFIX_USEFUL: usize = 6;
+const RANGE_SKIPS: usize = 7;
 
 /// The counters every point read and iterator seek bumps (RocksDB
 /// `NUMBER_KEYS_READ`, `NUMBER_KEYS_FOUND`, `BYTES_READ`,
 /// `BLOOM_FILTER_USEFUL`, `NUMBER_DB_SEEK`), striped per thread.
 #[derive(Default)]
-pub struct ReadCounters(Striped<7>);
+pub struct ReadCounters(Striped<8>);
 
 impl ReadCounters {
     /// Counts a point read, and the value it returned if any.
@@ -423,6 +425,17 @@ impl ReadCounters {
     pub fn record_prefix_checks(&self, checked: u64, useful: u64) {
         self.0.add(PREFIX_CHECKED, checked);
         self.0.add(PREFIX_USEFUL, useful);
+    }
+
+    /// Counts an iterator's skip of older sources past the keys a range
+    /// tombstone deletes (seeks instead of visiting them).
+    pub fn record_range_skip(&self) {
+        self.0.add(RANGE_SKIPS, 1);
+    }
+
+    /// Skips counted by [`ReadCounters::record_range_skip`].
+    pub fn range_skips(&self) -> u64 {
+        self.0.sum(RANGE_SKIPS)
     }
 
     /// Tables asked about a prefix seek's prefix.
