@@ -125,23 +125,25 @@ impl DbInner {
         ro: &ReadOptions<'_>,
     ) -> Result<Option<V>> {
         let seq = lookup_sequence(lookup);
-        let slow = || self.get_slow(cf, sv, key, lookup, ro).map(|v| v.map(V::owned));
+        let slow = |pre| self.get_slow(cf, sv, key, lookup, ro, pre).map(|v| v.map(V::owned));
         // The newest range tombstone covering the key that the read sees,
         // from the sources asked so far: a version below it is deleted. The
         // sources go newest first, and a tombstone in an older source is
         // older than every version of the key a newer one holds, so the
         // first version found is compared with the sources up to its own.
         let mut floor = 0;
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+        // A merge operand's versions, collected by the search that found it.
+        let mut versions = Vec::new();
+        for (i, mem) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
             floor = floor.max(mem.max_covering(key, seq));
-            match mem.get_entry(lookup) {
+            match mem.get_entry_or_versions(lookup, &mut versions) {
                 Some((s, _)) if s < floor => return Ok(None),
                 Some((_, MemLookup::Value(v))) => return Ok(Some(V::owned(v))),
                 Some((_, MemLookup::Deleted)) => return Ok(None),
                 Some((_, MemLookup::BlobIndex(v))) => {
                     return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
                 }
-                Some((_, MemLookup::Merge)) => return slow(),
+                Some((_, MemLookup::Merge)) => return slow(Some((i, versions))),
                 None => {}
             }
         }
@@ -191,7 +193,7 @@ impl DbInner {
         match best {
             // L0's files may overlap in sequences: all read are weighed.
             Some((s, ..)) if s < floor => Ok(None),
-            Some((_, ValueKind::Merge, ..)) => slow(),
+            Some((_, ValueKind::Merge, ..)) => slow(None),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
         }
     }
@@ -218,6 +220,10 @@ impl DbInner {
     /// operand (RocksDB's `MergeContext`), a version below the tombstone
     /// reading as a deletion; operands given to the family's merge
     /// operator.
+    ///
+    /// `pre`: the memtable (by its index, newest first) whose search found
+    /// the operand, with the versions it collected: the memtables before it
+    /// hold none of the key's, and it is not searched again.
     fn get_slow(
         &self,
         cf: &ColumnFamilyData,
@@ -225,6 +231,7 @@ impl DbInner {
         key: &[u8],
         lookup: &[u8],
         ro: &ReadOptions<'_>,
+        pre: Option<(usize, KeyVersions)>,
     ) -> Result<Option<Vec<u8>>> {
         let seq = lookup_sequence(lookup);
         let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
@@ -253,8 +260,14 @@ impl DbInner {
             }
             None
         };
-        for mem in mems() {
-            mem.versions(lookup, &mut versions);
+        let (searched, mut collected) = pre.map_or((0, None), |(i, v)| (i, Some(v)));
+        for (i, mem) in mems().enumerate().skip(searched) {
+            match collected.take().filter(|_| i == searched) {
+                Some(v) => versions.extend(v),
+                None => {
+                    mem.versions(lookup, &mut versions);
+                }
+            }
             if let Some((kind, v)) = take(&mut versions, &mut operands) {
                 base = Some((kind, v, "memtable".into()));
                 break;
@@ -465,7 +478,7 @@ impl DbInner {
         }
         // Keys whose newest version is a merge operand are read on their own.
         for &i in &batch.merges {
-            batch.results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookups.get(i), ro));
+            batch.results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookups.get(i), ro, None));
         }
         batch.results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
@@ -551,6 +564,10 @@ impl DbInner {
         }
     }
 }
+
+/// A key's versions as a read collects them, newest first: sequence,
+/// kind, value.
+type KeyVersions = Vec<(SequenceNumber, ValueKind, Vec<u8>)>;
 
 /// The lookup keys of a batch, in one buffer.
 #[derive(Clone, Copy)]

@@ -249,6 +249,45 @@ impl MemTable {
         }))
     }
 
+    /// [`MemTable::get_entry`] in one search with [`MemTable::versions`]:
+    /// when the newest visible version is a merge operand, the key's
+    /// versions from it on are appended to `out` as `versions` appends them
+    /// (a read then merges them without searching this memtable again).
+    pub fn get_entry_or_versions(
+        &self,
+        lookup: &[u8],
+        out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>,
+    ) -> Option<(SequenceNumber, MemLookup)> {
+        let want = user_key(lookup);
+        if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(want)) {
+            return None;
+        }
+        let mut c = self.list.cursor();
+        c.seek(&self.list, lookup);
+        let first = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == want)?;
+        let found = match first.kind {
+            ValueKind::Value => MemLookup::Value(c.value(&self.list).to_vec()),
+            ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
+            ValueKind::BlobIndex => MemLookup::BlobIndex(c.value(&self.list).to_vec()),
+            ValueKind::RangeDeletion => return None,
+            ValueKind::Merge => {
+                while c.valid() {
+                    let Some(p) = parse_internal_key(c.key(&self.list)) else { break };
+                    if p.user_key != want {
+                        break;
+                    }
+                    out.push((p.seq, p.kind, c.value(&self.list).to_vec()));
+                    if p.kind != ValueKind::Merge {
+                        break;
+                    }
+                    c.next(&self.list);
+                }
+                MemLookup::Merge
+            }
+        };
+        Some((first.seq, found))
+    }
+
     /// Appends every version of `lookup`'s user key visible at its sequence
     /// (newest first: sequence, kind, value) to `out`, stopping after the
     /// first that is not a merge operand (older ones cannot matter to a
