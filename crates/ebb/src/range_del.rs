@@ -70,8 +70,44 @@ struct EndWords {
     /// The fragments' starts likewise: the common answer (the key is not
     /// covered) needs no key but the lookup's.
     start_words: Vec<u64>,
+    /// The last end word of each run of [`EndWords::BLOCK`] fragments: a
+    /// search narrows to one run in this small array (which stays in the
+    /// caches) before it reads the run's words.
+    top: Vec<u64>,
     /// The order is the reverse bytewise one: words order keys backwards.
     reverse: bool,
+}
+
+impl EndWords {
+    /// Fragments per run of the top level.
+    const BLOCK: usize = 32;
+
+    /// Word `a` orders its key strictly before word `b`'s.
+    fn before(&self, a: u64, b: u64) -> bool {
+        if self.reverse {
+            a > b
+        } else {
+            a < b
+        }
+    }
+
+    /// How many of the sorted `words` order strictly before `kw`
+    /// (`or_equal`: before or equal), by a search without a branch on
+    /// their order (its outcome is a coin toss for random keys).
+    fn count_before(&self, words: &[u64], kw: u64, or_equal: bool) -> usize {
+        let pred = |w: u64| self.before(w, kw) || (or_equal && w == kw);
+        let (mut base, mut size) = (0, words.len());
+        if size == 0 {
+            return 0;
+        }
+        while size > 1 {
+            let half = size / 2;
+            let mid = base + half;
+            base = if pred(words[mid]) { mid } else { base };
+            size -= half;
+        }
+        base + usize::from(pred(words[base]))
+    }
 }
 
 /// The 8 bytes of `key` from `from`, zero-padded, as a big-endian word.
@@ -136,6 +172,7 @@ impl FragmentedTombstones {
             prefix: first[..common].to_vec(),
             words: Vec::with_capacity(pending.len()),
             start_words: Vec::with_capacity(pending.len()),
+            top: Vec::new(),
             reverse: cmp.is_reverse_bytewise(),
         });
         for (lo, hi, seqs) in pending {
@@ -152,6 +189,9 @@ impl FragmentedTombstones {
                 w.words.push(word_at(hi, common));
                 w.start_words.push(word_at(lo, common));
             }
+        }
+        if let Some(w) = end_words.as_mut() {
+            w.top = w.words.chunks(EndWords::BLOCK).filter_map(|c| c.last().copied()).collect();
         }
         out.end_words = end_words;
         out
@@ -173,16 +213,23 @@ impl FragmentedTombstones {
     fn fragment(&self, key: &[u8]) -> Option<&Fragment> {
         let i = match &self.end_words {
             Some(w) if key.starts_with(&w.prefix) && !self.fragments.is_empty() => {
-                // The first fragment whose end is above `key`, words first,
-                // by a search without a branch on the words' order (its
-                // outcome is a coin toss for random keys).
+                // The first fragment whose end is above `key`, words first.
+                // The runs before the first whose last end word is not
+                // before the key's end before it; the runs after the first
+                // whose last end word is after it, after it: the answer is
+                // in between (one run, but where words tie across runs).
                 let kw = word_at(key, w.prefix.len());
+                let n = self.fragments.len();
+                let lo = w.count_before(&w.top, kw, false) * EndWords::BLOCK;
+                let hi = ((w.count_before(&w.top, kw, true) + 1) * EndWords::BLOCK).min(n);
                 let end_le_key = |i: usize| {
                     let wi = w.words[i];
-                    let below = if w.reverse { wi > kw } else { wi < kw };
-                    below || (wi == kw && self.cmp.le(self.bytes(self.fragments[i].end), key))
+                    w.before(wi, kw) || (wi == kw && self.cmp.le(self.bytes(self.fragments[i].end), key))
                 };
-                let (mut base, mut size) = (0, self.fragments.len());
+                let (mut base, mut size) = (lo, hi.saturating_sub(lo));
+                if size == 0 {
+                    return None;
+                }
                 while size > 1 {
                     let half = size / 2;
                     let mid = base + half;
@@ -323,6 +370,44 @@ mod tests {
         assert_eq!(f.oldest_covering_above(b"e", 20), None);
     }
 
+    /// Words that tie across the search's runs of fragments (every end
+    /// word the same within each of two groups): the answer is found past
+    /// the run the tie starts in, in both bytewise orders.
+    #[test]
+    fn words_tied_across_runs_are_searched_past_the_run() {
+        let key = |group: char, n: u32| format!("{group}zzzzzzz{n:05}").into_bytes();
+        for reverse in [false, true] {
+            let cmp = if reverse {
+                UserComparator::new(&crate::comparator::reverse_bytewise())
+            } else {
+                UserComparator::BYTEWISE
+            };
+            let list: Vec<RangeTombstone> = ['a', 'b']
+                .iter()
+                .flat_map(|&g| (0..100u32).map(move |i| (g, i)))
+                .map(|(g, i)| {
+                    let (a, b) = (key(g, 10 * i), key(g, 10 * i + 5));
+                    let (start, end) = if cmp.le(&a, &b) { (a, b) } else { (b, a) };
+                    RangeTombstone { start, end, seq: u64::from(i) + 1 }
+                })
+                .collect();
+            let f = FragmentedTombstones::with_comparator(&cmp, &list);
+            assert!(f.fragments.len() > 2 * EndWords::BLOCK);
+            for g in ['a', 'b'] {
+                for n in 0..1000u32 {
+                    let k = key(g, n);
+                    let want = list
+                        .iter()
+                        .filter(|t| cmp.le(&t.start, &k) && cmp.lt(&k, &t.end))
+                        .map(|t| t.seq)
+                        .max()
+                        .unwrap_or(0);
+                    assert_eq!(f.max_covering(&k, u64::MAX), want, "reverse {reverse}: {}", String::from_utf8_lossy(&k));
+                }
+            }
+        }
+    }
+
     #[test]
     fn bounds_name_the_key_before_an_exclusive_end_when_they_can() {
         assert_eq!(successor(b"ab"), b"ab\0");
@@ -357,7 +442,7 @@ mod tests {
         /// tie, keys that are prefixes of others, keys outside the prefix).
         #[test]
         fn the_word_search_answers_as_a_plain_search(
-            raw in proptest::collection::vec((0u16..40, 0u16..40, 1u64..50), 1..12),
+            raw in proptest::collection::vec((0u16..40, 0u16..40, 1u64..50), 1..120),
             probe in 0u16..45,
             read in 0u64..60,
             reverse in proptest::prelude::any::<bool>(),
