@@ -323,15 +323,6 @@ impl UserComparator {
         }
         s
     }
-
-    /// The comparator itself, for the options.
-    pub fn comparator(&self) -> Arc<dyn Comparator> {
-        match &self.0 {
-            Order::Bytewise => bytewise(),
-            Order::Reverse => reverse_bytewise(),
-            Order::Custom(c) => Arc::clone(c),
-        }
-    }
 }
 
 impl fmt::Debug for UserComparator {

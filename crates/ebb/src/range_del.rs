@@ -92,22 +92,27 @@ impl EndWords {
     }
 
     /// How many of the sorted `words` order strictly before `kw`
-    /// (`or_equal`: before or equal), by a search without a branch on
-    /// their order (its outcome is a coin toss for random keys).
+    /// (`or_equal`: before or equal).
     fn count_before(&self, words: &[u64], kw: u64, or_equal: bool) -> usize {
-        let pred = |w: u64| self.before(w, kw) || (or_equal && w == kw);
-        let (mut base, mut size) = (0, words.len());
-        if size == 0 {
-            return 0;
-        }
-        while size > 1 {
-            let half = size / 2;
-            let mid = base + half;
-            base = if pred(words[mid]) { mid } else { base };
-            size -= half;
-        }
-        base + usize::from(pred(words[base]))
+        partition_branchless(0..words.len(), |i| self.before(words[i], kw) || (or_equal && words[i] == kw))
     }
+}
+
+/// The first index of `range` where `pred` is false (`pred` is true on a
+/// prefix of it), by a search without a branch on `pred`'s outcome, which
+/// is a coin toss for random keys.
+fn partition_branchless(range: std::ops::Range<usize>, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut base, mut size) = (range.start, range.len());
+    if size == 0 {
+        return range.start;
+    }
+    while size > 1 {
+        let half = size / 2;
+        let mid = base + half;
+        base = if pred(mid) { mid } else { base };
+        size -= half;
+    }
+    base + usize::from(pred(base))
 }
 
 /// The 8 bytes of `key` from `from`, zero-padded, as a big-endian word.
@@ -226,17 +231,7 @@ impl FragmentedTombstones {
                     let wi = w.words[i];
                     w.before(wi, kw) || (wi == kw && self.cmp.le(self.bytes(self.fragments[i].end), key))
                 };
-                let (mut base, mut size) = (lo, hi.saturating_sub(lo));
-                if size == 0 {
-                    return None;
-                }
-                while size > 1 {
-                    let half = size / 2;
-                    let mid = base + half;
-                    base = if end_le_key(mid) { mid } else { base };
-                    size -= half;
-                }
-                let i = base + usize::from(end_le_key(base));
+                let i = partition_branchless(lo..hi.max(lo), end_le_key);
                 // Its start above the key (told by the words when they
                 // differ): not covered.
                 let sw = *w.start_words.get(i)?;

@@ -546,6 +546,12 @@ impl<'a> DbIterator<'a> {
     /// "Range deletion"). Returns true when the inner iterator is no longer
     /// on that entry (it moved past it); false leaves it there.
     fn skip_covered(&mut self, direction: Direction) -> bool {
+        // Every covering tombstone the reader sees is at or below its
+        // sequence: with no source older than that, none can be skipped,
+        // and the tombstones are not searched again.
+        if !self.iter.can_skip_older(self.sequence.saturating_add(1)) {
+            return false;
+        }
         let Some(p) = parse_internal_key(self.iter.key()) else { return false };
         let mut best: Option<(SequenceNumber, &[u8], &[u8])> = None;
         for t in &self.tombstones {

@@ -45,6 +45,18 @@ pub enum MemLookup {
     Merge,
 }
 
+/// What a point entry of kind `kind` holding `value` reads as (`None` for
+/// a range deletion, never among the point entries: `add` keeps them apart).
+fn found(kind: ValueKind, value: &[u8]) -> Option<MemLookup> {
+    Some(match kind {
+        ValueKind::Value => MemLookup::Value(value.to_vec()),
+        ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
+        ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
+        ValueKind::Merge => MemLookup::Merge,
+        ValueKind::RangeDeletion => return None,
+    })
+}
+
 /// A memtable. Shared as `Arc<MemTable>` between the writer, readers,
 /// iterators and the flush job.
 pub struct MemTable {
@@ -239,14 +251,7 @@ impl MemTable {
         if parsed.user_key != user_key(lookup) {
             return None;
         }
-        Some((parsed.seq, match parsed.kind {
-            ValueKind::Value => MemLookup::Value(value.to_vec()),
-            ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
-            ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
-            ValueKind::Merge => MemLookup::Merge,
-            // Never among the point entries (`add` keeps them apart).
-            ValueKind::RangeDeletion => return None,
-        }))
+        Some((parsed.seq, found(parsed.kind, value)?))
     }
 
     /// [`MemTable::get_entry`] in one search with [`MemTable::versions`]:
@@ -265,27 +270,11 @@ impl MemTable {
         let mut c = self.list.cursor();
         c.seek(&self.list, lookup);
         let first = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == want)?;
-        let found = match first.kind {
-            ValueKind::Value => MemLookup::Value(c.value(&self.list).to_vec()),
-            ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
-            ValueKind::BlobIndex => MemLookup::BlobIndex(c.value(&self.list).to_vec()),
-            ValueKind::RangeDeletion => return None,
-            ValueKind::Merge => {
-                while c.valid() {
-                    let Some(p) = parse_internal_key(c.key(&self.list)) else { break };
-                    if p.user_key != want {
-                        break;
-                    }
-                    out.push((p.seq, p.kind, c.value(&self.list).to_vec()));
-                    if p.kind != ValueKind::Merge {
-                        break;
-                    }
-                    c.next(&self.list);
-                }
-                MemLookup::Merge
-            }
-        };
-        Some((first.seq, found))
+        let lookup = found(first.kind, c.value(&self.list))?;
+        if lookup == MemLookup::Merge {
+            self.collect_versions(&mut c, want, out);
+        }
+        Some((first.seq, lookup))
     }
 
     /// Appends every version of `lookup`'s user key visible at its sequence
@@ -299,6 +288,13 @@ impl MemTable {
         }
         let mut c = self.list.cursor();
         c.seek(&self.list, lookup);
+        self.collect_versions(&mut c, want, out)
+    }
+
+    /// [`MemTable::versions`] from the cursor `c` on: the versions of user
+    /// key `want`, down to the first that is not an operand (true when one
+    /// ended them).
+    fn collect_versions(&self, c: &mut Cursor, want: &[u8], out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>) -> bool {
         while c.valid() {
             let Some(p) = parse_internal_key(c.key(&self.list)) else { return false };
             if p.user_key != want {

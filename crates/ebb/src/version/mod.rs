@@ -226,6 +226,7 @@ pub struct FamilyShape {
     pub comparator: UserComparator,
 }
 
+#[cfg(test)]
 impl FamilyShape {
     /// `num_levels` levels in the bytewise order.
     pub fn levels(num_levels: usize) -> Self {
