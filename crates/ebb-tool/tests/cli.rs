@@ -109,3 +109,56 @@ fn the_comparator_is_named_on_the_command_line() {
         db.iterator(ebb::ReadOptions::default(), ebb::IteratorMode::Start).map(|e| e.unwrap().0).collect();
     assert_eq!(keys, [b"b".to_vec(), b"a".to_vec()]);
 }
+
+/// The value printed after `label: ` in `out`.
+fn field(out: &str, label: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or_else(|| panic!("no '{label}' in:\n{out}"))
+        .to_string()
+}
+
+#[test]
+fn checkpoint_copies_every_family_and_refuses_an_existing_target() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, to) = (tmp.path().join("db"), tmp.path().join("copy"));
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    let db = Db::open(&dir, o.clone()).unwrap();
+    let cf = db.create_column_family("users", &o).unwrap();
+    for i in 0..50u32 {
+        db.put(format!("key{i:03}").as_bytes(), b"value").unwrap();
+        db.put_cf(&cf, format!("user{i:03}").as_bytes(), b"u").unwrap();
+    }
+    db.flush(true).unwrap();
+    db.put(b"unflushed", b"in the WAL").unwrap();
+    drop(cf);
+    db.close().unwrap();
+
+    let run = ebb(&["checkpoint", "--db", dir.to_str().unwrap(), "--to", to.to_str().unwrap()]);
+    let out = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{out}");
+    assert!(field(&out, "tables and blob files linked").parse::<usize>().unwrap() >= 2, "{out}");
+    assert_eq!(field(&out, "tables and blob files copied"), "0", "{out}");
+    // The open wrote what the WAL held into a table: nothing was left to flush.
+    assert_eq!(field(&out, "memtables flushed first"), "no", "{out}");
+    assert_eq!(field(&out, "tables and blob files linked"), "3", "{out}");
+
+    let copy = Db::open_cf(&to, o.clone(), &[("users", o.clone())]).unwrap();
+    let users = copy.cf_handle("users").unwrap();
+    assert_eq!(copy.get(b"unflushed").unwrap(), Some(b"in the WAL".to_vec()));
+    assert_eq!(copy.get(b"key049").unwrap(), Some(b"value".to_vec()));
+    assert_eq!(copy.get_cf(&users, b"user007").unwrap(), Some(b"u".to_vec()));
+    drop(users);
+    drop(copy);
+
+    let again = ebb(&["checkpoint", "--db", dir.to_str().unwrap(), "--to", to.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("already exists"), "{}", text(&again));
+    // A database open in another process is refused as busy, not copied.
+    let live = Db::open(tmp.path().join("live"), o).unwrap();
+    let other = tmp.path().join("other");
+    let busy = ebb(&["checkpoint", "--db", live.path().to_str().unwrap(), "--to", other.to_str().unwrap()]);
+    assert_eq!(busy.status.code(), Some(1), "{}", text(&busy));
+    assert!(!other.exists());
+}

@@ -2,7 +2,7 @@
 //! (tests/readme.rs checks that). `cargo test` runs it (Cargo.toml: `test =
 //! true`, `harness = false`) and `cargo run -p ebb --example basic` does too.
 
-use ebb::{merge_operator, prefix, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{merge_operator, prefix, Checkpoint, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn main() -> ebb::Result<()> {
     let mut opts = Options::default();
@@ -45,6 +45,15 @@ fn main() -> ebb::Result<()> {
         println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
     }
     drop(snapshot);
+
+    // An openable copy made while the database runs: tables hard-linked.
+    let copy_path = path.with_extension("checkpoint");
+    Checkpoint::create(&db, &copy_path)?;
+    let copy = Db::open(&copy_path, opts.clone())?;
+    assert_eq!(copy.get(b"cherry")?, Some(b"dark red".to_vec()));
+    copy.close()?;
+    Db::destroy(&copy_path, &opts)?;
+
     db.close()?;
     Db::destroy(&path, &opts)
 }

@@ -20,6 +20,7 @@
 mod batch;
 mod bg;
 mod blob_cache;
+mod checkpoint;
 mod column_family;
 mod flush;
 mod info_log;
@@ -41,6 +42,7 @@ pub use crate::events::{
 };
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
@@ -115,6 +117,9 @@ pub(crate) struct DbState {
     pub(crate) compactions_running: usize,
     /// Obsolete-file deletions running without the db mutex.
     pub(crate) purges_running: usize,
+    /// Holds on file deletions (`Db::disable_file_deletions`, checkpoints):
+    /// while any is held, obsolete files stay.
+    pub(crate) file_deletions_disabled: usize,
     /// Jobs waiting to write their version edits (db/version_edits.rs).
     pub(crate) manifest_queue: version_edits::ManifestQueue,
     /// Files that left a version, obsolete once nothing holds them

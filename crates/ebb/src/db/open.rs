@@ -208,6 +208,7 @@ fn open_locked(
             bg_error: None,
             snapshots: BTreeMap::new(),
             pending_outputs: Vec::new(),
+            file_deletions_disabled: 0,
             being_compacted: HashSet::new(),
             live_versions: Vec::new(),
             flush_running: 0,

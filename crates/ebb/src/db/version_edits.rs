@@ -361,7 +361,7 @@ impl DbInner {
     /// lists (contract 2). Requires the db mutex. None while a MANIFEST
     /// write is in flight.
     pub(crate) fn obsolete_files(&self, st: &mut DbState) -> Vec<ObsoleteFile> {
-        if st.versions.manifest_busy() {
+        if st.versions.manifest_busy() || st.file_deletions_disabled > 0 {
             return Vec::new();
         }
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);

@@ -104,7 +104,7 @@ impl FaultKind {
 pub enum FaultOp {
     /// `create_dir_all`.
     CreateDir,
-    /// `new_writable`.
+    /// `new_writable`, `link_file`.
     Create,
     /// `reopen_writable`, `open_random`, `open_sequential`.
     Open,
@@ -367,6 +367,37 @@ impl State {
 
     fn is_dir(&self, path: &Path) -> bool {
         self.dirs.contains_key(&normalize(path))
+    }
+
+    /// Renames directory `from` (and everything under it) to `to`, which
+    /// must not exist or be an empty directory. Directories themselves
+    /// always survive a crash here (only their entries have a durable
+    /// state), so the rename does too.
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> Result<()> {
+        let (from, to_norm) = (normalize(from), normalize(to));
+        if to_norm.starts_with(&from) {
+            return Err(os_error("rename", &from, libc::EINVAL));
+        }
+        if let Some(target) = self.dirs.get(&to_norm) {
+            let has_subdir = self.dirs.keys().any(|d| d.parent() == Some(to_norm.as_path()));
+            if !target.live.is_empty() || has_subdir {
+                return Err(os_error("rename", to, libc::ENOTEMPTY));
+            }
+            self.dirs.remove(&to_norm);
+        } else {
+            let (parent, name) = split(&to_norm)?;
+            if self.dir(&parent, "rename", to)?.live.contains_key(&name) {
+                return Err(os_error("rename", to, libc::ENOTDIR));
+            }
+        }
+        let moved: Vec<PathBuf> = self.dirs.keys().filter(|d| d.starts_with(&from)).cloned().collect();
+        for old in moved {
+            if let (Some(dir), Ok(rest)) = (self.dirs.remove(&old), old.strip_prefix(&from)) {
+                let new = if rest.as_os_str().is_empty() { to_norm.clone() } else { to_norm.join(rest) };
+                self.dirs.insert(new, dir);
+            }
+        }
+        Ok(())
     }
 
     /// Invariant 4: the durable namespace becomes the live one, and each
@@ -797,7 +828,10 @@ impl FileSystem for MemFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state.lock();
         st.enter(FaultOp::Rename, "rename", from, Some(to), self.bound())?;
-        if st.is_dir(from) || st.is_dir(to) {
+        if st.is_dir(from) {
+            return st.rename_dir(from, to);
+        }
+        if st.is_dir(to) {
             return Err(os_error("rename", from, libc::EISDIR));
         }
         let (from_dir, from_name) = split(from)?;
@@ -806,6 +840,18 @@ impl FileSystem for MemFs {
         st.dir(&to_dir, "rename", to)?;
         st.dir_mut(&from_dir, "rename", from)?.live.remove(&from_name);
         st.dir_mut(&to_dir, "rename", to)?.live.insert(to_name, inode);
+        Ok(())
+    }
+
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.enter(FaultOp::Create, "link", to, Some(from), self.bound())?;
+        let inode = st.lookup(from, "link")?;
+        let (to_dir, to_name) = split(to)?;
+        if st.is_dir(to) || st.dir(&to_dir, "link", to)?.live.contains_key(&to_name) {
+            return Err(os_error("link", to, libc::EEXIST));
+        }
+        st.dir_mut(&to_dir, "link", to)?.live.insert(to_name, inode);
         Ok(())
     }
 
@@ -859,6 +905,53 @@ mod tests {
         let fs = MemFs::new();
         fs.create_dir_all(p("/db")).unwrap();
         fs
+    }
+
+    #[test]
+    fn a_hard_link_shares_the_file_and_its_name_is_durable_after_sync_dir() {
+        let fs = fresh_db_dir();
+        fs.create_dir_all(p("/copy")).unwrap();
+        write(&fs, "/db/t", b"table", true);
+        fs.sync_dir(p("/db")).unwrap();
+        fs.link_file(p("/db/t"), p("/copy/t")).unwrap();
+        // The source's name goes; the link keeps the bytes.
+        fs.remove_file(p("/db/t")).unwrap();
+        assert_eq!(fs.file_bytes(p("/copy/t")).unwrap(), b"table");
+        let e = fs.link_file(p("/db/missing"), p("/copy/u")).unwrap_err().to_string();
+        assert!(e.contains("No such file"), "{e}");
+        write(&fs, "/copy/u", b"u", true);
+        let e = fs.link_file(p("/copy/t"), p("/copy/u")).unwrap_err().to_string();
+        assert!(e.contains("exists"), "{e}");
+        // Unsynced directory entries are lost by a crash; synced ones stay.
+        fs.crash(CrashMode::DropUnsynced);
+        assert!(!fs.exists(p("/copy/t")));
+        write(&fs, "/copy/u", b"u", true);
+        fs.link_file(p("/copy/u"), p("/copy/v")).unwrap();
+        fs.sync_dir(p("/copy")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert_eq!(fs.file_bytes(p("/copy/v")).unwrap(), b"u");
+    }
+
+    #[test]
+    fn a_directory_renames_with_everything_under_it() {
+        let fs = fresh_db_dir();
+        fs.create_dir_all(p("/a.tmp/sub")).unwrap();
+        write(&fs, "/a.tmp/f", b"f", true);
+        write(&fs, "/a.tmp/sub/g", b"g", true);
+        fs.sync_dir(p("/a.tmp")).unwrap();
+        fs.sync_dir(p("/a.tmp/sub")).unwrap();
+        // Onto a directory that holds something: refused, nothing moves.
+        write(&fs, "/db/x", b"x", true);
+        let e = fs.rename(p("/a.tmp"), p("/db")).unwrap_err().to_string();
+        assert!(e.contains("not empty"), "{e}");
+        let e = fs.rename(p("/a.tmp"), p("/a.tmp/sub/inside")).unwrap_err().to_string();
+        assert!(e.contains("Invalid argument"), "{e}");
+        fs.rename(p("/a.tmp"), p("/a")).unwrap();
+        assert!(!fs.exists(p("/a.tmp")) && !fs.exists(p("/a.tmp/f")));
+        assert_eq!(fs.file_bytes(p("/a/f")).unwrap(), b"f");
+        assert_eq!(fs.file_bytes(p("/a/sub/g")).unwrap(), b"g");
+        fs.crash(CrashMode::DropUnsynced);
+        assert_eq!(fs.file_bytes(p("/a/sub/g")).unwrap(), b"g");
     }
 
     #[test]

@@ -141,8 +141,17 @@ pub trait FileSystem: Send + Sync + 'static {
     fn remove_file(&self, path: &Path) -> Result<()>;
     /// Removes an empty directory.
     fn remove_dir(&self, path: &Path) -> Result<()>;
-    /// Atomically renames `from` to `to`, replacing `to`.
+    /// Atomically renames `from` to `to`, replacing `to`. `from` may also
+    /// be a directory, when `to` does not exist.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `to` a second name of the file `from` (a hard link; `to` must
+    /// not exist). Durable after `sync_dir` of `to`'s directory. The default
+    /// refuses with [`crate::Error::NotSupported`], and callers copy
+    /// instead (a checkpoint across filesystems does too).
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = (from, to);
+        Err(crate::Error::NotSupported("hard links on this filesystem".into()))
+    }
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, path: &Path) -> Result<()>;
     /// Takes an exclusive lock on `path` (creating it), or fails with

@@ -406,6 +406,9 @@ impl FileSystem for PosixFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         std::fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
     }
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::hard_link(from, to).map_err(|e| Error::io("link", to, e))
+    }
     fn sync_dir(&self, path: &Path) -> Result<()> {
         let dir = File::open(path).map_err(|e| Error::io("open dir", path, e))?;
         dir.sync_all().map_err(|e| Error::io("fsync dir", path, e))
