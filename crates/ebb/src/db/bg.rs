@@ -528,7 +528,7 @@ impl DbInner {
     /// the caller's thread: a panic there is a job's panic too (the sticky
     /// error, returned).
     pub(crate) fn compact_range(&self, cf: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.check_open()?;
+        self.check_writable("compact_range")?;
         self.flush_family(cf, true)?;
         let mut st = self.state.lock();
         self.catch_job(&mut st, "manual compaction", |st| {
@@ -611,6 +611,10 @@ impl DbInner {
 
     pub(crate) fn wait_for_compact(&self) -> Result<()> {
         self.check_open()?;
+        if self.read_only {
+            // Nothing runs, and nothing ever will.
+            return Ok(());
+        }
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {

@@ -101,7 +101,7 @@ struct Captured {
 }
 
 fn create(inner: &DbInner, dir: &Path, options: &CheckpointOptions) -> Result<CheckpointInfo> {
-    inner.check_open()?;
+    inner.check_writable("a checkpoint")?;
     let fs = inner.fs.as_ref();
     if fs.exists(dir) {
         return Err(Error::invalid(format!("checkpoint directory {} already exists", dir.display())));

@@ -139,6 +139,7 @@ impl std::fmt::Debug for ColumnFamilyHandle {
 
 impl super::DbInner {
     pub(crate) fn create_column_family(&self, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamilyHandle> {
+        self.check_writable("create_column_family")?;
         self.check_open()?;
         options.validate()?;
         if name.is_empty() {
@@ -177,6 +178,7 @@ impl super::DbInner {
     }
 
     pub(crate) fn drop_column_family(&self, cf: &Arc<ColumnFamilyData>) -> Result<()> {
+        self.check_writable("drop_column_family")?;
         self.check_open()?;
         if cf.id == 0 {
             return Err(Error::invalid(format!(

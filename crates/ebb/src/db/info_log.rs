@@ -69,6 +69,11 @@ impl InfoLog {
         Ok(log)
     }
 
+    /// A log that writes nothing (a read-only open writes no file).
+    pub(crate) fn disabled() -> InfoLog {
+        InfoLog { file: Mutex::new(None) }
+    }
+
     /// Appends one line (or several, for a multi-line message), prefixed with
     /// the time and the level, and flushes it to the file.
     pub(crate) fn log(&self, level: Level, message: &str) {

@@ -172,6 +172,9 @@ pub(crate) struct DbInner {
     pub(crate) info_log: Arc<info_log::InfoLog>,
     /// What recovery at open found damaged or set aside.
     pub(crate) recovery_report: OnceLock<RecoveryReport>,
+    /// Opened with `Db::open_read_only`: no LOCK, no WAL, no background
+    /// work; every change is refused (`check_writable`).
+    pub(crate) read_only: bool,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 
@@ -278,6 +281,35 @@ impl Db {
         refuse_ttl_database(path.as_ref(), &options)?;
         let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
         open::open(path.as_ref(), options, &families)
+    }
+
+    /// Opens the database at `path` read-only (RocksDB's `OpenForReadOnly`):
+    /// no LOCK is taken, so it may be open in another process (which may
+    /// delete files this instance still reads: a read then fails with the
+    /// missing file's error), and no file is written, created or deleted.
+    /// The WALs are replayed into memtables that are never flushed; no
+    /// background work runs. Every change (writes, flushes, compactions,
+    /// column-family changes, `set_options`, checkpoints) fails with
+    /// [`Error::NotSupported`]. What the instance reads is the database as
+    /// it was when opened.
+    ///
+    /// Errors: `InvalidArgument` for a directory that is not a database, as
+    /// [`Db::open`] otherwise.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let none: [(&str, ColumnFamilyOptions); 0] = [];
+        Db::open_cf_read_only(path, options, &none)
+    }
+
+    /// [`Db::open_read_only`] with options for column families. Unlike
+    /// [`Db::open_cf`], a family need not be listed: those not listed open
+    /// with `options`.
+    pub fn open_cf_read_only<F>(path: impl AsRef<Path>, options: Options, families: &[(&str, F)]) -> Result<Db>
+    where
+        for<'a> &'a F: Into<ColumnFamilyOptions>,
+    {
+        refuse_ttl_database(path.as_ref(), &options)?;
+        let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
+        open::open_read_only(path.as_ref(), options, &families)
     }
 
     /// Rebuilds the MANIFEST of the database at `path` from the tables and
@@ -842,6 +874,18 @@ impl DbInner {
         Ok(())
     }
 
+    /// Refuses `what` (a change to the database) on a read-only instance.
+    pub(crate) fn check_writable(&self, what: &str) -> Result<()> {
+        self.check_open()?;
+        if self.read_only {
+            return Err(Error::NotSupported(format!(
+                "{what} on a database opened read-only ({}): reopen it with Db::open to change it",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Calls `f`, which calls the listener method `callback`, on every
     /// listener. Listeners are user code, called defensively (RocksDB does
     /// too): a listener that panics is written to the info log and skipped,
@@ -1027,6 +1071,7 @@ impl DbInner {
     }
 
     fn set_options(self: &Arc<Self>, changes: &[(&str, &str)]) -> Result<()> {
+        self.check_writable("set_options")?;
         self.check_open()?;
         let mut guard = self.options.lock();
         let next = guard.apply_dynamic(changes)?;

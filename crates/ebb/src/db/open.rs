@@ -76,9 +76,35 @@ pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamily
     }
     // Before recovery, so what recovery finds is written down.
     let info_log = Arc::new(InfoLog::open(fs.as_ref(), dir, options.keep_log_file_num)?);
-    open_locked(dir, options, families, lock, Arc::clone(&info_log)).inspect_err(|e| {
+    open_locked(dir, options, families, lock, Arc::clone(&info_log), false).inspect_err(|e| {
         info_log.log(Level::Error, &format!("open failed: {e}"));
     })
+}
+
+/// Holds nothing: a read-only instance takes no LOCK.
+struct NoLock;
+impl crate::fs::FileLock for NoLock {}
+
+/// Opens the database in `dir` read-only (RocksDB's `OpenForReadOnly`):
+/// no LOCK is taken and no file is written, created or deleted (no info
+/// log either); the MANIFEST is read and the WALs replayed into memtables
+/// that are never flushed; no background thread starts. Column families
+/// not listed open with the default family's options.
+pub(super) fn open_read_only(dir: &Path, options: Options, families: &[(&str, ColumnFamilyOptions)]) -> Result<Db> {
+    options.validate()?;
+    for (name, o) in families {
+        if *name != DEFAULT_COLUMN_FAMILY {
+            o.validate().map_err(|e| Error::invalid(format!("column family '{name}': {e}")))?;
+        }
+    }
+    let fs = Arc::clone(&options.fs);
+    if !fs.exists(&filename::current_file(dir)) {
+        return Err(Error::invalid(format!(
+            "{} is not an Ebb database: it has no CURRENT file (a read-only open creates nothing)",
+            dir.display()
+        )));
+    }
+    open_locked(dir, options, families, Box::new(NoLock), Arc::new(InfoLog::disabled()), true)
 }
 
 /// Refuses to create a database in `dir` unless asked to and `dir` holds
@@ -123,9 +149,10 @@ fn open_locked(
     families: &[(&str, ColumnFamilyOptions)],
     lock: Box<dyn crate::fs::FileLock>,
     info_log: Arc<InfoLog>,
+    read_only: bool,
 ) -> Result<Db> {
     let fs = Arc::clone(&options.fs);
-    if !fs.exists(&filename::current_file(dir)) {
+    if !read_only && !fs.exists(&filename::current_file(dir)) {
         VersionSet::create_new(dir, fs.as_ref(), &options.cf_options().user_comparator())?;
     }
     // The default family is configured by `options`, the others by theirs.
@@ -146,7 +173,7 @@ fn open_locked(
         options.best_efforts_recovery,
     )?;
     // RocksDB's rule: every family must be opened, and only existing ones.
-    for f in versions.families().values() {
+    for f in versions.families().values().filter(|_| !read_only) {
         if f.name != DEFAULT_COLUMN_FAMILY && !families.iter().any(|(n, _)| *n == f.name) {
             return Err(Error::invalid(format!(
                 "column family '{}' exists in {} but was not opened (list every family in Db::open_cf)",
@@ -241,14 +268,18 @@ fn open_locked(
         tuning,
         info_log,
         recovery_report: OnceLock::new(),
+        read_only,
         _lock: lock,
     });
-    let report = super::recovery::recover(&inner, &options, manifest)?;
+    let report = super::recovery::recover(&inner, &options, manifest, read_only)?;
     if !report.is_empty() {
         inner.info_log.log(Level::Warn, &format!("recovery report:\n{report}"));
         inner.notify_event("on_recovery_damage", |l| l.on_recovery_damage(&report));
     }
     let _ = inner.recovery_report.set(report);
+    if read_only {
+        return Ok(Db { inner });
+    }
     write_options_file(&inner, &options)?;
     // From here on background threads hold the database: a failure must shut
     // them down, or they would keep the directory locked.

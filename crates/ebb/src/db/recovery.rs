@@ -67,7 +67,12 @@ struct Recovering {
 /// Replays the WALs, writes what they held into L0 tables, records them with
 /// a new WAL in a new MANIFEST and cleans the directory (module promises).
 /// Returns the report, `manifest` included.
-pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: ManifestRecovery) -> Result<RecoveryReport> {
+pub(super) fn recover(
+    inner: &Arc<DbInner>,
+    options: &Options,
+    manifest: ManifestRecovery,
+    read_only: bool,
+) -> Result<RecoveryReport> {
     let mut report = RecoveryReport { manifest, ..RecoveryReport::default() };
     let mut st = inner.state.lock();
     let names = inner.fs.list_dir(&inner.dir)?;
@@ -269,6 +274,19 @@ pub(super) fn recover(inner: &Arc<DbInner>, options: &Options, manifest: Manifes
     }
     inner.last_sequence.store(last_seq, Ordering::Release);
     st.versions.set_last_sequence(last_seq);
+    if read_only {
+        // The replayed memtables are read as they are, never flushed; no
+        // WAL, table or MANIFEST is written and nothing is moved.
+        for (id, r) in recovering.iter_mut() {
+            r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
+            if let Some(family) = st.families.get_mut(id) {
+                family.imm = std::mem::take(&mut r.mems);
+                family.mem = Arc::new(super::write::new_memtable(&family.data.options.load(), 0));
+            }
+        }
+        inner.install_super_version(&mut st);
+        return Ok(report);
+    }
 
     // The new WAL, durable by name before anything refers to it.
     let wal_number = st.versions.new_file_number();

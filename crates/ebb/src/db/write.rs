@@ -98,7 +98,7 @@ impl Drop for Leading<'_, '_> {
 
 impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
-        self.check_open()?;
+        self.check_writable(if force_switch.is_some() { "a flush" } else { "a write" })?;
         if let Some(b) = &batch {
             if b.has_other_families() {
                 let st = self.state.lock();
@@ -665,7 +665,7 @@ impl DbInner {
     }
 
     pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {
-        self.check_open()?;
+        self.check_writable("flush_wal")?;
         // Every write made before the call is durable on return, also those
         // in a WAL a switch closed meanwhile: seal until, with the WAL
         // locked (switches are then excluded), no closed WAL is owed.

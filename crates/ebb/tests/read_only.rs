@@ -1,0 +1,188 @@
+//! Read-only instances (`Db::open_read_only`, RocksDB's `OpenForReadOnly`):
+//! they read tables and replayed WALs, take no LOCK, write, create, rename
+//! or delete no file, run no background work, and refuse every change with
+//! `NotSupported`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{family_contents, tiny_options, Model};
+use ebb::fs::{FaultOp, FileSystem, MemFs};
+use ebb::{Checkpoint, Db, Error, Options, WriteBatch};
+
+const DB: &str = "/db";
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Every file in `dir` with its bytes.
+fn files(fs: &MemFs, dir: &str) -> Vec<(String, Vec<u8>)> {
+    common::files_of(fs, dir)
+}
+
+/// The filesystem operations that change something, so far.
+fn changes(fs: &MemFs) -> Vec<(FaultOp, u64)> {
+    [FaultOp::CreateDir, FaultOp::Create, FaultOp::Append, FaultOp::Sync, FaultOp::SyncDir, FaultOp::Rename]
+        .into_iter()
+        .chain([FaultOp::Remove, FaultOp::Lock])
+        .map(|op| (op, fs.op_count_of(op)))
+        .collect()
+}
+
+/// A database with two families, tables at several levels and writes left
+/// in its WAL; closed. Returns what it holds.
+fn made(fs: &MemFs) -> (Options, std::collections::BTreeMap<String, Model>) {
+    let o = tiny_options(Some(fs.clone()));
+    let db = Db::open(DB, o.clone()).unwrap();
+    let other = db.create_column_family("other", &o).unwrap();
+    for i in 0..800 {
+        db.put(&key(i), format!("v{i}").as_bytes()).unwrap();
+        if i % 3 == 0 {
+            db.put_cf(&other, &key(i), b"o").unwrap();
+        }
+    }
+    db.wait_for_compact().unwrap();
+    db.delete_range(&key(10), &key(20)).unwrap();
+    db.delete(&key(30)).unwrap();
+    db.put(&key(5000), b"only in the WAL").unwrap();
+    db.put_cf(&other, b"wal", b"too").unwrap();
+    let contents = family_contents(&db);
+    drop(other);
+    db.close().unwrap();
+    (o, contents)
+}
+
+#[test]
+fn a_read_only_instance_reads_tables_and_replayed_wals_and_changes_no_file() {
+    let fs = MemFs::new();
+    let (o, contents) = made(&fs);
+    let before = files(&fs, DB);
+    let ops = changes(&fs);
+
+    let db = Db::open_read_only(DB, o.clone()).unwrap();
+    assert_eq!(family_contents(&db), contents);
+    let other = db.cf_handle("other").expect("families open without being listed");
+    assert_eq!(db.get_cf(&other, b"wal").unwrap(), Some(b"too".to_vec()));
+    assert_eq!(db.get(&key(5000)).unwrap(), Some(b"only in the WAL".to_vec()));
+    assert_eq!(db.get(&key(15)).unwrap(), None);
+    let snapshot = db.snapshot();
+    assert_eq!(snapshot.get(&key(1)).unwrap(), Some(b"v1".to_vec()));
+    drop(snapshot);
+    let mut it = db.iter(Default::default());
+    it.seek_to_last();
+    assert_eq!(it.key(), key(5000).as_slice());
+    drop(it);
+    assert!(db.get_property("ebb.stats").is_some());
+    db.wait_for_compact().unwrap();
+    drop(other);
+    db.close().unwrap();
+
+    assert_eq!(changes(&fs), ops, "a read-only open changed the filesystem");
+    assert_eq!(files(&fs, DB), before);
+    // The database opens for writing afterwards as it was.
+    let rw = Db::open_cf(DB, o.clone(), &[("other", o)]).unwrap();
+    assert_eq!(family_contents(&rw), contents);
+}
+
+#[test]
+fn every_change_is_refused_on_a_read_only_instance() {
+    let fs = MemFs::new();
+    let (o, contents) = made(&fs);
+    let db = Db::open_read_only(DB, o.clone()).unwrap();
+    let other = db.cf_handle("other").unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(b"a", b"b");
+    let attempts: Vec<(&str, ebb::Result<()>)> = vec![
+        ("a write", db.put(b"k", b"v")),
+        ("a write", db.delete(&key(1))),
+        ("a write", db.single_delete(&key(1))),
+        ("a write", db.delete_range(&key(1), &key(2))),
+        ("a write", db.merge(&key(1), b"x")),
+        ("a write", db.write(&batch)),
+        ("a write", db.put_cf(&other, b"k", b"v")),
+        ("a flush", db.flush(true)),
+        ("flush_wal", db.flush_wal(true)),
+        ("compact_range", db.compact_range(None, None)),
+        ("set_options", db.set_options(&[("disable_auto_compactions", "true")])),
+        ("create_column_family", db.create_column_family("new", &o).map(drop)),
+        ("drop_column_family", db.drop_column_family(&other)),
+        ("a checkpoint", Checkpoint::create(&db, "/ckpt").map(drop)),
+    ];
+    for (what, r) in attempts {
+        match r {
+            Err(Error::NotSupported(m)) => {
+                assert!(m.contains(what) && m.contains("read-only") && m.contains(DB), "{what}: {m}")
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    assert!(!fs.exists(Path::new("/ckpt")));
+    assert_eq!(family_contents(&db), contents);
+}
+
+#[test]
+fn read_only_instances_open_beside_a_live_database_and_see_it_as_it_was() {
+    let fs = MemFs::new();
+    let (o, contents) = made(&fs);
+    let primary = Db::open_cf(DB, o.clone(), &[("other", o.clone())]).unwrap();
+    // A second writer is refused; readers are not.
+    let e = Db::open_cf(DB, o.clone(), &[("other", o.clone())]).err().expect("the LOCK is held");
+    assert!(matches!(e, Error::Busy(_)), "{e}");
+    let first = Db::open_read_only(DB, o.clone()).unwrap();
+    let second = Db::open_read_only(DB, o.clone()).unwrap();
+    primary.put(b"later", b"x").unwrap();
+    assert_eq!(first.get(b"later").unwrap(), None);
+    assert_eq!(family_contents(&second), contents);
+    primary.flush(true).unwrap();
+    let third = Db::open_read_only(DB, o).unwrap();
+    assert_eq!(third.get(b"later").unwrap(), Some(b"x".to_vec()));
+    // The primary's flush may have compacted away tables the first reader
+    // still lists: its reads then fail naming the missing file, and never
+    // return a wrong value.
+    for i in (0..800).step_by(37) {
+        match first.get(&key(i)) {
+            Ok(v) => assert_eq!(v, contents["default"].get(&key(i)).cloned(), "key {i}"),
+            Err(Error::Io { path, source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{}", path.display());
+            }
+            Err(e) => panic!("key {i}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_directory_that_is_not_a_database_is_refused_and_left_as_it_was() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    let e = Db::open_read_only("/nothing", o.clone()).err().expect("no directory");
+    assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("/nothing") && m.contains("CURRENT")), "{e}");
+    assert!(!fs.exists(Path::new("/nothing")), "create_if_missing creates nothing read-only");
+    fs.create_dir_all(Path::new("/empty")).unwrap();
+    o.create_if_missing = true;
+    let e = Db::open_read_only("/empty", o.clone()).err().expect("an empty directory");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(fs.list_dir(Path::new("/empty")).unwrap().is_empty());
+    // A TTL database opened without TTL is refused too.
+    drop(Db::open_with_ttl("/ttl", o.clone(), 60).unwrap());
+    let e = Db::open_read_only("/ttl", o).err().expect("a TTL database");
+    assert!(e.to_string().contains("TTL"), "{e}");
+}
+
+#[test]
+fn a_torn_wal_tail_is_reported_and_nothing_is_moved() {
+    let fs = MemFs::new();
+    let (o, _) = made(&fs);
+    let wal = files(&fs, DB).into_iter().filter(|(n, _)| n.ends_with(".log")).max().expect("a WAL");
+    let path = Path::new(DB).join(&wal.0);
+    let cut = &wal.1[..wal.1.len() - 3];
+    fs.set_file_bytes(&path, cut).unwrap();
+    let before = files(&fs, DB);
+    let db = Db::open_read_only(DB, o).unwrap();
+    let report = db.recovery_report();
+    assert!(!report.wal_damage.is_empty(), "{report:?}");
+    drop(db);
+    assert_eq!(files(&fs, DB), before, "nothing is moved to lost/ or rewritten");
+    assert!(!fs.exists(&Path::new(DB).join(ebb::LOST_DIR)));
+}
