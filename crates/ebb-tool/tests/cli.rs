@@ -162,3 +162,55 @@ fn checkpoint_copies_every_family_and_refuses_an_existing_target() {
     assert_eq!(busy.status.code(), Some(1), "{}", text(&busy));
     assert!(!other.exists());
 }
+
+#[test]
+fn backup_and_restore_round_trip_from_the_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, backups, restored) = (tmp.path().join("db"), tmp.path().join("backups"), tmp.path().join("restored"));
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    let db = Db::open(&dir, o.clone()).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("key{i:03}").as_bytes(), b"first").unwrap();
+    }
+    db.close().unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec!["backup".to_string(), "--db".into(), dir.display().to_string()];
+        a.extend(["--backup_dir".to_string(), backups.display().to_string()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |a: Vec<String>| ebb(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let first = run(args(&[]));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(text(&first).contains("backup 1 of"), "{}", text(&first));
+    let db = Db::open(&dir, o.clone()).unwrap();
+    db.put(b"key000", b"second").unwrap();
+    db.close().unwrap();
+    let second = run(args(&["--no_flush"]));
+    let out = text(&second);
+    assert_eq!(second.status.code(), Some(0), "{out}");
+    let listed: Vec<&str> = out.lines().filter(|l| l.starts_with("backup ") && l.contains("files")).collect();
+    assert_eq!(listed.len(), 2, "{out}");
+
+    let r = ebb(&[
+        "restore",
+        "--backup_dir",
+        backups.to_str().unwrap(),
+        "--db",
+        restored.to_str().unwrap(),
+        "--backup_id",
+        "1",
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert!(text(&r).contains("backup 1 restored"), "{}", text(&r));
+    assert_eq!(Db::open(&restored, o.clone()).unwrap().get(b"key000").unwrap(), Some(b"first".to_vec()));
+    // The newest, over the first: only with --overwrite.
+    let refused = ebb(&["restore", "--backup_dir", backups.to_str().unwrap(), "--db", restored.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(text(&refused).contains("overwrite"), "{}", text(&refused));
+    let r =
+        ebb(&["restore", "--backup_dir", backups.to_str().unwrap(), "--db", restored.to_str().unwrap(), "--overwrite"]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert_eq!(Db::open(&restored, o).unwrap().get(b"key000").unwrap(), Some(b"second".to_vec()));
+}

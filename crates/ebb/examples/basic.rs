@@ -2,7 +2,10 @@
 //! (tests/readme.rs checks that). `cargo test` runs it (Cargo.toml: `test =
 //! true`, `harness = false`) and `cargo run -p ebb --example basic` does too.
 
-use ebb::{merge_operator, prefix, Checkpoint, Db, IteratorMode, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{
+    merge_operator, prefix, BackupEngine, Checkpoint, Db, IteratorMode, Options, ReadOptions, RestoreOptions,
+    WriteBatch, WriteOptions,
+};
 
 fn main() -> ebb::Result<()> {
     let mut opts = Options::default();
@@ -53,6 +56,18 @@ fn main() -> ebb::Result<()> {
     assert_eq!(copy.get(b"cherry")?, Some(b"dark red".to_vec()));
     copy.close()?;
     Db::destroy(&copy_path, &opts)?;
+
+    // Incremental backups (tables already backed up are not copied again),
+    // checked and restored.
+    let backup_dir = path.with_extension("backups");
+    let mut backups = BackupEngine::open_dir(&backup_dir)?;
+    let id = backups.create_new_backup(&db, true)?;
+    backups.verify_backup(id)?;
+    backups.restore_db_from_backup(id, &copy_path, &RestoreOptions::default())?;
+    assert_eq!(Db::open(&copy_path, opts.clone())?.get(b"banana")?, Some(b"yellow".to_vec()));
+    Db::destroy(&copy_path, &opts)?;
+    drop(backups);
+    let _ = std::fs::remove_dir_all(&backup_dir);
 
     db.close()?;
     Db::destroy(&path, &opts)

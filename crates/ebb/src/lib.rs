@@ -94,11 +94,11 @@ internal_modules! {
 pub use compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
 pub use comparator::Comparator;
 pub use db::{
-    BatchIter, BatchOp, Checkpoint, CheckpointInfo, CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db,
-    DbIterator, DbMetrics, Direction, Entries, EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport,
-    RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, SetAside, Snapshot, StallCondition, TtlClock, TtlDb,
-    TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR,
-    TTL_MARKER,
+    BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
+    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
+    EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
+    RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot, StallCondition, TtlClock, TtlDb, TtlIterator,
+    TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

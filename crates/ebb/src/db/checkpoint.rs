@@ -88,16 +88,40 @@ impl<'a> Checkpoint<'a> {
     }
 }
 
-/// The point a checkpoint copies, captured under the db mutex.
-struct Captured {
+/// The point a checkpoint (or backup) copies, captured under the db mutex.
+pub(super) struct Captured {
     families: BTreeMap<u32, FamilyVersions>,
-    counters: SnapshotCounters,
+    pub(super) counters: SnapshotCounters,
     manifest_number: u64,
     options_number: u64,
     /// Live WALs, oldest first: number, and the bytes to copy (the current
     /// WAL's captured length; `None`: a closed WAL, whole).
     wals: Vec<(u64, Option<u64>)>,
     options_text: String,
+}
+
+impl Captured {
+    /// The tables and blob files of the captured versions: (source path,
+    /// file name).
+    pub(super) fn data_files(&self, src: &Path) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        for family in self.families.values() {
+            for n in family.current.levels.iter().flatten().map(|f| f.number) {
+                let path = filename::table_file(src, n);
+                out.push((path.clone(), file_name(&path)));
+            }
+            for n in family.current.live_blob_files() {
+                let path = filename::blob_file(src, n);
+                out.push((path.clone(), file_name(&path)));
+            }
+        }
+        out
+    }
+}
+
+/// The last component of `path`.
+pub(super) fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn create(inner: &DbInner, dir: &Path, options: &CheckpointOptions) -> Result<CheckpointInfo> {
@@ -152,7 +176,7 @@ fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 /// Flushes every column family when the options or unlogged data call for
 /// it; returns whether it did. Not while background work is paused: the
 /// flush could not run, and the WALs carry what is logged.
-fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> Result<bool> {
+pub(super) fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> Result<bool> {
     let (ids, wanted) = {
         let st = inner.state.lock();
         if st.paused > 0 {
@@ -179,12 +203,12 @@ fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> Result<bool>
 }
 
 /// Holds file deletions off while alive ([`Db::disable_file_deletions`]).
-struct DeletionsHeld<'a> {
+pub(super) struct DeletionsHeld<'a> {
     inner: &'a DbInner,
 }
 
 impl<'a> DeletionsHeld<'a> {
-    fn new(inner: &'a DbInner) -> Self {
+    pub(super) fn new(inner: &'a DbInner) -> Self {
         inner.state.lock().file_deletions_disabled += 1;
         DeletionsHeld { inner }
     }
@@ -198,7 +222,7 @@ impl Drop for DeletionsHeld<'_> {
 
 /// Captures the point the checkpoint copies (see the module documentation,
 /// step 3).
-fn capture(inner: &DbInner) -> Result<Captured> {
+pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
     let mut st = inner.state.lock();
     inner.wait_for_manifest_writes(&mut st);
     if let Some(e) = &st.bg_error {
@@ -235,56 +259,73 @@ fn capture(inner: &DbInner) -> Result<Captured> {
 /// Step 4: fills `tmp` with the captured point's files.
 fn write_copy(inner: &DbInner, c: &Captured, tmp: &Path, info: &mut CheckpointInfo) -> Result<()> {
     let fs = inner.fs.as_ref();
-    let src = &inner.dir;
-    for family in c.families.values() {
-        let tables = family.current.levels.iter().flatten().map(|f| f.number);
-        let paths = tables.map(|n| (filename::table_file(src, n), filename::table_file(tmp, n))).chain(
-            family.current.live_blob_files().map(|n| (filename::blob_file(src, n), filename::blob_file(tmp, n))),
-        );
-        for (from, to) in paths {
-            match fs.link_file(&from, &to) {
-                Ok(()) => info.files_linked += 1,
-                Err(_) => {
-                    info.bytes_copied += copy_file(fs, &from, &to, None)?;
-                    info.files_copied += 1;
-                }
+    for (from, name) in c.data_files(&inner.dir) {
+        let to = tmp.join(name);
+        match fs.link_file(&from, &to) {
+            Ok(()) => info.files_linked += 1,
+            Err(_) => {
+                info.bytes_copied += copy_file(fs, &from, fs, &to, None)?.0;
+                info.files_copied += 1;
             }
         }
     }
-    for &(number, len) in &c.wals {
-        // A sealer may rename a pending WAL to its final name meanwhile (it
-        // never goes back): the pending name first, then the final one.
-        let to = filename::wal_file(tmp, number);
-        let pending = filename::pending_wal_file(src, number);
-        let copied = match copy_file(fs, &pending, &to, len) {
-            Err(e) if !fs.exists(&pending) => {
-                let _ = e;
-                copy_file(fs, &filename::wal_file(src, number), &to, len)?
-            }
-            r => r?,
-        };
-        info.bytes_copied += copied;
-        info.wal_files += 1;
-    }
-    write_synced(fs, &filename::options_file(tmp, c.options_number), c.options_text.as_bytes())?;
-    let marker = super::ttl::marker_path(src);
-    if fs.exists(&marker) {
-        info.bytes_copied += copy_file(fs, &marker, &super::ttl::marker_path(tmp), None)?;
-    }
-    let mut touched = false;
-    write_manifest(fs, tmp, c.manifest_number, &c.families, c.counters, &mut touched)?;
+    let (wal_files, bytes) = write_private_files(inner, c, fs, tmp)?;
+    info.wal_files += wal_files;
+    info.bytes_copied += bytes;
     Ok(())
 }
 
-/// Copies `from` to a new file `to` (its first `len` bytes, or all of it)
-/// and syncs the copy; returns the bytes copied. A source shorter than
-/// `len` is an error: the bytes captured must all be there.
-fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: Option<u64>) -> Result<u64> {
+/// Writes into `to` (on `out_fs`) the captured point's files other than
+/// tables and blob files: the live WALs (each copy whole and synced, under
+/// its final name), the OPTIONS file, a TTL database's marker, a new
+/// MANIFEST holding the captured versions, and CURRENT. Returns the WALs
+/// copied and the bytes copied.
+pub(super) fn write_private_files(
+    inner: &DbInner,
+    c: &Captured,
+    out_fs: &dyn FileSystem,
+    to: &Path,
+) -> Result<(usize, u64)> {
+    let (fs, src) = (inner.fs.as_ref(), &inner.dir);
+    let (mut wal_files, mut bytes) = (0, 0);
+    for &(number, len) in &c.wals {
+        // A sealer may rename a pending WAL to its final name meanwhile (it
+        // never goes back): the pending name first, then the final one.
+        let target = filename::wal_file(to, number);
+        let pending = filename::pending_wal_file(src, number);
+        let copied = match copy_file(fs, &pending, out_fs, &target, len) {
+            Err(_) if !fs.exists(&pending) => copy_file(fs, &filename::wal_file(src, number), out_fs, &target, len)?,
+            r => r?,
+        };
+        bytes += copied.0;
+        wal_files += 1;
+    }
+    write_synced(out_fs, &filename::options_file(to, c.options_number), c.options_text.as_bytes())?;
+    let marker = super::ttl::marker_path(src);
+    if fs.exists(&marker) {
+        bytes += copy_file(fs, &marker, out_fs, &super::ttl::marker_path(to), None)?.0;
+    }
+    let mut touched = false;
+    write_manifest(out_fs, to, c.manifest_number, &c.families, c.counters, &mut touched)?;
+    Ok((wal_files, bytes))
+}
+
+/// Copies `from` (on `fs`) to a new file `to` (on `out_fs`): its first
+/// `len` bytes, or all of it; syncs the copy. Returns the bytes copied and
+/// their CRC-32C. A source shorter than `len` is an error: the bytes
+/// captured must all be there.
+pub(super) fn copy_file(
+    fs: &dyn FileSystem,
+    from: &Path,
+    out_fs: &dyn FileSystem,
+    to: &Path,
+    len: Option<u64>,
+) -> Result<(u64, u32)> {
     let mut input = fs.open_sequential(from)?;
-    let mut out = fs.new_writable(to)?;
+    let mut out = out_fs.new_writable(to)?;
     let mut left = len.unwrap_or(u64::MAX);
     let mut buf = vec![0u8; 256 << 10];
-    let mut copied = 0u64;
+    let (mut copied, mut crc) = (0u64, 0u32);
     while left > 0 {
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = input.read(&mut buf[..want])?;
@@ -292,6 +333,7 @@ fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: Option<u64>) -> R
             break;
         }
         out.append(&buf[..n])?;
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
         copied += n as u64;
         left -= n as u64;
     }
@@ -300,16 +342,16 @@ fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: Option<u64>) -> R
             return Err(Error::corruption(
                 from.display().to_string(),
                 copied,
-                format!("the file ended after {copied} bytes; the checkpoint captured {len}"),
+                format!("the file ended after {copied} bytes; {len} were expected"),
             ));
         }
     }
     out.sync()?;
-    Ok(copied)
+    Ok((copied, crc))
 }
 
 /// Writes a new file holding `data`, synced.
-fn write_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
+pub(super) fn write_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()> {
     let mut f = fs.new_writable(path)?;
     f.append(data)?;
     f.sync()

@@ -17,6 +17,7 @@
 //!    in a background job or a write group's leader, the error is sticky
 //!    (`bg_error`): every later write fails until the database is reopened.
 
+mod backup;
 mod batch;
 mod bg;
 mod blob_cache;
@@ -41,6 +42,7 @@ pub use crate::events::{
     LOST_DIR,
 };
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
+pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
