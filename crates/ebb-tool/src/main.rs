@@ -14,6 +14,8 @@
 //!   (`BackupEngine`) and lists the backups; `ebb restore --backup_dir=DIR
 //!   --db=DIR [--backup_id=N] [--overwrite]` restores one (the newest by
 //!   default), checking every byte.
+//! - `ebb load --db=DIR --file=F [--delimiter=C] [--hex]` bulk-loads
+//!   `key<C>value` lines through `SstFileWriter` and ingestion.
 //!
 //! Exit status: 0 on success, 1 when the operation failed (the message names
 //! the file and offset of any damage), 2 for a bad command line.
@@ -22,7 +24,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ebb::{BackupEngine, Checkpoint, CheckpointOptions, Db, Options, RestoreOptions};
+use ebb::{
+    BackupEngine, Checkpoint, CheckpointOptions, Db, IngestExternalFileOptions, Options, RestoreOptions, SstFileWriter,
+};
 
 #[derive(Parser)]
 #[command(name = "ebb", version, about = "Look after an Ebb database from the shell")]
@@ -109,6 +113,24 @@ enum Command {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Bulk-load `key<delimiter>value` lines from a text or CSV file into
+    /// the default column family: sorted, written to one SST file with
+    /// SstFileWriter, and ingested (later lines win over earlier ones with
+    /// the same key; ingested data wins over what the database holds).
+    Load {
+        /// The database directory (created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// The input file.
+        #[arg(long)]
+        file: PathBuf,
+        /// What separates a key from its value on a line (the first one does).
+        #[arg(long, default_value = ",")]
+        delimiter: String,
+        /// Keys and values are hex-encoded (as ldb's --hex).
+        #[arg(long)]
+        hex: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -170,6 +192,7 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
+        Command::Load { db, file, delimiter, hex } => load(&db, &file, &delimiter, hex),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -195,6 +218,12 @@ fn with_every_family(
     options: Options,
     f: impl FnOnce(&Db) -> ebb::Result<()>,
 ) -> ebb::Result<()> {
+    if !dir.join("CURRENT").exists() {
+        // No database yet: Db::open creates one when the options ask.
+        let db = Db::open(dir, options)?;
+        f(&db)?;
+        return db.close();
+    }
     let names = Db::list_column_families(dir, &options)?;
     let others: Vec<&str> = names.iter().map(String::as_str).filter(|n| *n != ebb::DEFAULT_COLUMN_FAMILY).collect();
     if dir.join(ebb::TTL_MARKER).exists() {
@@ -208,4 +237,58 @@ fn with_every_family(
     let db = Db::open_cf(dir, options, &families)?;
     f(&db)?;
     db.close()
+}
+
+/// `ebb load`: parses the lines, writes one sorted SST next to the database
+/// and ingests it.
+fn load(dir: &std::path::Path, file: &std::path::Path, delimiter: &str, hex: bool) -> ebb::Result<()> {
+    let text = std::fs::read_to_string(file).map_err(|e| ebb::Error::io("read", file, e))?;
+    let decode = |s: &str, line: usize| -> ebb::Result<Vec<u8>> {
+        if !hex {
+            return Ok(s.as_bytes().to_vec());
+        }
+        let s = s.strip_prefix("0x").unwrap_or(s);
+        if !s.len().is_multiple_of(2) {
+            return Err(ebb::Error::invalid(format!("line {line}: '{s}' is not hex (an odd number of digits)")));
+        }
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ebb::Error::invalid(format!("line {line}: '{s}' is not hex")))
+    };
+    let mut pairs = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let Some((k, v)) = line.split_once(delimiter) else {
+            return Err(ebb::Error::invalid(format!("line {}: no '{delimiter}' between a key and a value", i + 1)));
+        };
+        pairs.push((decode(k, i + 1)?, decode(v, i + 1)?));
+    }
+    if pairs.is_empty() {
+        return Err(ebb::Error::invalid(format!("{} holds no lines to load", file.display())));
+    }
+    // Stable: of equal keys, the last line stays last, and wins.
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut last: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        match last.last_mut() {
+            Some(prev) if prev.0 == k => prev.1 = v,
+            _ => last.push((k, v)),
+        }
+    }
+    let mut options = Options::default();
+    options.create_if_missing = true;
+    let sst = dir.with_extension("load.sst");
+    let mut w = SstFileWriter::create(&options);
+    w.open(&sst)?;
+    let written = last.iter().try_for_each(|(k, v)| w.put(k, v)).and_then(|()| w.finish());
+    let result = written.and_then(|info| {
+        with_every_family(dir, options, |db| {
+            db.ingest_external_file(&[&sst], &IngestExternalFileOptions::default())?;
+            println!("loaded {} entries from {} into {}", info.num_entries, file.display(), dir.display());
+            Ok(())
+        })
+    });
+    let _ = std::fs::remove_file(&sst);
+    result
 }

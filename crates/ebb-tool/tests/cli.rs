@@ -214,3 +214,27 @@ fn backup_and_restore_round_trip_from_the_shell() {
     assert_eq!(r.status.code(), Some(0), "{}", text(&r));
     assert_eq!(Db::open(&restored, o).unwrap().get(b"key000").unwrap(), Some(b"second".to_vec()));
 }
+
+#[test]
+fn load_ingests_lines_and_later_lines_win() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, input, hexfile) = (tmp.path().join("db"), tmp.path().join("data.csv"), tmp.path().join("data.hex"));
+    std::fs::write(&input, "b,2\na,1\nc,3\na,one again\n").unwrap();
+    let run = ebb(&["load", "--db", dir.to_str().unwrap(), "--file", input.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert!(text(&run).contains("loaded 3 entries"), "{}", text(&run));
+    std::fs::write(&hexfile, "0x62:ff00\n").unwrap();
+    let run =
+        ebb(&["load", "--db", dir.to_str().unwrap(), "--file", hexfile.to_str().unwrap(), "--delimiter", ":", "--hex"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let db = Db::open(&dir, Options::default()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"one again".to_vec()));
+    assert_eq!(db.get(b"b").unwrap(), Some(vec![0xff, 0]));
+    assert_eq!(db.get(b"c").unwrap(), Some(b"3".to_vec()));
+    drop(db);
+    std::fs::write(&input, "no delimiter here\n").unwrap();
+    let bad = ebb(&["load", "--db", dir.to_str().unwrap(), "--file", input.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(text(&bad).contains("line 1"), "{}", text(&bad));
+    assert!(!dir.with_extension("load.sst").exists());
+}

@@ -96,9 +96,10 @@ pub use comparator::Comparator;
 pub use db::{
     BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
     CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, FlushJobInfo, IteratorMode, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
-    RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot, StallCondition, TtlClock, TtlDb, TtlIterator,
-    TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
+    EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, ReadOptions,
+    RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot,
+    SstFileWriter, StallCondition, TtlClock, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
+    WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

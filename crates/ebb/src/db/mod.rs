@@ -25,6 +25,7 @@ mod checkpoint;
 mod column_family;
 mod flush;
 mod info_log;
+mod ingest;
 mod iter;
 mod open;
 mod properties;
@@ -46,6 +47,7 @@ pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, Restor
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
+pub use ingest::{ExternalSstFileInfo, IngestExternalFileOptions, SstFileWriter};
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
 pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};

@@ -46,7 +46,25 @@ pub(crate) struct WriterSlot {
     /// Switch this family's memtable even if it is not full (a flush request).
     force_switch: Option<u32>,
     done: Mutex<Option<Result<()>>>,
-    cv: Condvar,
+    pub(crate) cv: Condvar,
+}
+
+impl WriterSlot {
+    /// A slot that writes nothing and is never grouped with others: its
+    /// owner, once at the front of the queue, has writes stopped until it
+    /// pops itself (`DbInner::with_writes_stopped`).
+    pub(crate) fn barrier() -> Self {
+        WriterSlot {
+            batch: Mutex::new(None),
+            has_batch: false,
+            batch_bytes: 0,
+            sync: false,
+            disable_wal: false,
+            force_switch: None,
+            done: Mutex::new(None),
+            cv: Condvar::new(),
+        }
+    }
 }
 
 /// The write queue while a writer leads it. Should the leader's thread

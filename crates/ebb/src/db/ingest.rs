@@ -1,0 +1,676 @@
+//! Tables built outside a database and ingested into it (RocksDB's
+//! `SstFileWriter` and `IngestExternalFile`): docs/operations.md,
+//! "Bulk loading".
+//!
+//! An external file holds every key at sequence number 0. Ingestion:
+//! 1. reads each file whole (checksums verified): every entry at sequence 0,
+//!    user keys strictly increasing, a value, merge or deletion; files of one
+//!    family must not overlap each other;
+//! 2. stops writes (it leads the write queue), flushes the family's
+//!    memtables when they overlap a file (`allow_blocking_flush`), and waits
+//!    for running flushes and compactions with new ones held off;
+//! 3. places each file at the deepest level above the first level whose
+//!    files overlap it (level 0 in universal and FIFO styles). When some
+//!    data overlaps it, or a snapshot is held (`snapshot_consistency`), the
+//!    file takes a global sequence number, one above the last, and is
+//!    rewritten with it (`allow_global_seqno`; RocksDB edits the number in
+//!    place instead); otherwise it is hard-linked (`move_files`) or copied
+//!    as it is. With `ingest_behind` it goes to the last level at sequence
+//!    0, below everything, which must not overlap it;
+//! 4. records every file of every family in one MANIFEST step (a new
+//!    MANIFEST when more than one family takes files, so a crash keeps all
+//!    or none), then lets writes and background work go on.
+//!
+//! A failure before the MANIFEST step removes the files placed and leaves
+//! the database as it was; the source files are never changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::column_family::ColumnFamilyData;
+use super::{ColumnFamilyHandle, Db, DbInner, DbState};
+use crate::comparator::UserComparator;
+use crate::error::{Error, Result};
+use crate::fs::FileSystem;
+use crate::iter::InternalIterator;
+use crate::key::{
+    make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK, MAX_KEY_SIZE,
+    MAX_SEQUENCE,
+};
+use crate::options::{ColumnFamilyOptions, CompactionStyle, Options};
+use crate::range_del::RangeTombstone;
+use crate::sst::table_reader::TableCachePolicy;
+use crate::sst::{ReadSettings, Table, TableBuilder, TableBuilderOptions};
+use crate::version::{filename, FileMetaData, VersionEdit};
+
+/// Writes a table for [`Db::ingest_external_file`] (RocksDB's
+/// `SstFileWriter`): keys added in strictly increasing order of the
+/// column family's comparator, each at most once; range deletions in any
+/// order.
+pub struct SstFileWriter {
+    options: ColumnFamilyOptions,
+    fs: Arc<dyn FileSystem>,
+    writing: Option<Writing>,
+}
+
+struct Writing {
+    builder: TableBuilder,
+    path: PathBuf,
+    last: Option<Vec<u8>>,
+    smallest: Option<Vec<u8>>,
+    entries: u64,
+    range_deletions: u64,
+}
+
+/// What [`SstFileWriter::finish`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalSstFileInfo {
+    /// The file.
+    pub file_path: PathBuf,
+    /// Its first and last user keys added with put, merge or delete (empty
+    /// when it holds only range deletions).
+    pub smallest_key: Vec<u8>,
+    /// See `smallest_key`.
+    pub largest_key: Vec<u8>,
+    /// Puts, merges and deletes.
+    pub num_entries: u64,
+    /// Range deletions.
+    pub num_range_deletions: u64,
+    /// Bytes.
+    pub file_size: u64,
+}
+
+impl SstFileWriter {
+    /// A writer of tables for the default column family of a database with
+    /// `options` (its comparator, block and filter settings, compression and
+    /// filesystem).
+    pub fn create(options: &Options) -> Self {
+        SstFileWriter { options: options.cf_options(), fs: Arc::clone(&options.fs), writing: None }
+    }
+
+    /// A writer of tables for a column family with `cf` options, on `options`' filesystem.
+    pub fn create_for(options: &Options, cf: &ColumnFamilyOptions) -> Self {
+        SstFileWriter { options: cf.clone(), fs: Arc::clone(&options.fs), writing: None }
+    }
+
+    /// Starts a new file at `path` (replacing one there).
+    pub fn open(&mut self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref().to_path_buf();
+        let o = &self.options;
+        let bottom = o.num_levels.saturating_sub(1);
+        let table = TableBuilderOptions::from_options(o, o.compression_for_level(bottom, true));
+        let file = self.fs.new_writable(&path)?;
+        let builder = TableBuilder::new(file, table, path.display().to_string());
+        self.writing = Some(Writing { builder, path, last: None, smallest: None, entries: 0, range_deletions: 0 });
+        Ok(())
+    }
+
+    /// Adds `key` with `value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add(ValueKind::Value, key, value)
+    }
+
+    /// Adds a merge operand for `key` (the ingesting family needs a merge
+    /// operator to read it).
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.add(ValueKind::Merge, key, operand)
+    }
+
+    /// Adds a deletion of `key`: older data for it in the database is
+    /// deleted once the file is ingested.
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.add(ValueKind::Deletion, key, b"")
+    }
+
+    /// Adds a deletion of every key in `[begin, end)` of older data (not of
+    /// the keys this file puts: they share its sequence number). An empty
+    /// range adds nothing; `begin > end` is refused.
+    pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) -> Result<()> {
+        let cmp = self.options.user_comparator();
+        let w = self.writing_mut()?;
+        match cmp.compare(begin, end) {
+            std::cmp::Ordering::Greater => {
+                return Err(Error::invalid("delete_range: begin is after end in the column family's order"))
+            }
+            std::cmp::Ordering::Equal => return Ok(()),
+            std::cmp::Ordering::Less => {}
+        }
+        w.builder.add_range_deletion(RangeTombstone { start: begin.to_vec(), end: end.to_vec(), seq: 0 });
+        w.range_deletions += 1;
+        Ok(())
+    }
+
+    fn writing_mut(&mut self) -> Result<&mut Writing> {
+        self.writing.as_mut().ok_or_else(|| Error::invalid("the SstFileWriter has no open file (call open first)"))
+    }
+
+    fn add(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.len() > MAX_KEY_SIZE {
+            return Err(Error::invalid(format!("a key of {} bytes is over the limit of {MAX_KEY_SIZE}", key.len())));
+        }
+        let cmp = self.options.user_comparator();
+        let w = self.writing_mut()?;
+        if let Some(last) = &w.last {
+            if cmp.compare(last, key) != std::cmp::Ordering::Less {
+                return Err(Error::invalid(format!(
+                    "keys must be added in strictly increasing order ({}): {:?} after {:?}",
+                    cmp.name(),
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(last)
+                )));
+            }
+        }
+        w.builder.add(&make_internal_key(key, 0, kind), value)?;
+        w.smallest.get_or_insert_with(|| key.to_vec());
+        w.last = Some(key.to_vec());
+        w.entries += 1;
+        Ok(())
+    }
+
+    /// Finishes the file: writes its index, filter and properties and syncs
+    /// it. A file with no entry and no range deletion is refused (and
+    /// removed).
+    pub fn finish(&mut self) -> Result<ExternalSstFileInfo> {
+        let w = self.writing.take().ok_or_else(|| Error::invalid("the SstFileWriter has no open file"))?;
+        if w.entries == 0 && w.range_deletions == 0 {
+            drop(w.builder);
+            let _ = self.fs.remove_file(&w.path);
+            return Err(Error::invalid("an SST file needs at least one entry or range deletion"));
+        }
+        w.builder.finish()?;
+        if let Some(dir) = w.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            self.fs.sync_dir(dir)?;
+        }
+        Ok(ExternalSstFileInfo {
+            file_size: self.fs.file_size(&w.path)?,
+            file_path: w.path,
+            smallest_key: w.smallest.unwrap_or_default(),
+            largest_key: w.last.unwrap_or_default(),
+            num_entries: w.entries,
+            num_range_deletions: w.range_deletions,
+        })
+    }
+}
+
+/// How [`Db::ingest_external_file`] ingests (RocksDB's
+/// `IngestExternalFileOptions`; the defaults are RocksDB's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestExternalFileOptions {
+    /// Hard-link the files into the database instead of copying them (they
+    /// are copied where a link cannot be made; the originals stay).
+    pub move_files: bool,
+    /// Give the files a sequence number above every snapshot held, so that
+    /// reads at those snapshots do not see them.
+    pub snapshot_consistency: bool,
+    /// Allow a global sequence number when data in the database overlaps a
+    /// file; without it such an ingestion is refused.
+    pub allow_global_seqno: bool,
+    /// Flush memtables that overlap a file first; without it such an
+    /// ingestion is refused.
+    pub allow_blocking_flush: bool,
+    /// Place the files below all data, in the last level at sequence 0, as
+    /// older than everything (the last level must not overlap them).
+    pub ingest_behind: bool,
+}
+
+impl Default for IngestExternalFileOptions {
+    fn default() -> Self {
+        IngestExternalFileOptions {
+            move_files: false,
+            snapshot_consistency: true,
+            allow_global_seqno: true,
+            allow_blocking_flush: true,
+            ingest_behind: false,
+        }
+    }
+}
+
+/// An external file read and checked (step 1).
+struct Scanned {
+    path: PathBuf,
+    meta: FileMetaData,
+    /// Its user-key range, tombstones included (the end inclusive: a
+    /// tombstone's exclusive end counts, which can only widen it).
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+}
+
+/// Reads the external table at `path` whole with checksums verified.
+fn scan(fs: &dyn FileSystem, path: &Path, cmp: &UserComparator) -> Result<Scanned> {
+    let name = path.display().to_string();
+    let size = fs.file_size(path)?;
+    let policy = TableCachePolicy { comparator: cmp.clone(), ..TableCachePolicy::default() };
+    let table = Table::open_with_policy(fs.open_random(path)?, size, name.clone(), policy)?;
+    let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
+    let mut it = table.iter(rs);
+    it.seek_to_first();
+    let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+    let (mut entries, mut deletions) = (0u64, 0u64);
+    while it.valid() {
+        let key = it.key();
+        let p = parse_internal_key(key).ok_or_else(|| Error::corruption(&name, 0, "an unparsable internal key"))?;
+        if p.seq != 0 {
+            return Err(Error::invalid(format!(
+                "{name} is not an external SST file: it holds a key at sequence number {} (SstFileWriter writes \
+                 every key at 0)",
+                p.seq
+            )));
+        }
+        if !matches!(p.kind, ValueKind::Value | ValueKind::Merge | ValueKind::Deletion | ValueKind::SingleDeletion) {
+            return Err(Error::invalid(format!("{name} holds a {:?} entry, which ingestion does not take", p.kind)));
+        }
+        if !largest.is_empty() && cmp.compare(user_key(&largest), p.user_key) != std::cmp::Ordering::Less {
+            return Err(Error::invalid(format!("{name} holds keys out of order or twice")));
+        }
+        if smallest.is_empty() {
+            smallest = key.to_vec();
+        }
+        largest.clear();
+        largest.extend_from_slice(key);
+        entries += 1;
+        deletions += u64::from(p.kind.is_deletion());
+        it.next();
+    }
+    it.status()?;
+    let mut seqs = (0, 0);
+    if let Some(t) = table.range_tombstones() {
+        t.extend_file_bounds(&mut smallest, &mut largest, &mut seqs);
+    }
+    let num_range_deletions = table.properties().num_range_deletions;
+    if entries == 0 && num_range_deletions == 0 {
+        return Err(Error::invalid(format!("{name} holds no entries")));
+    }
+    let meta = FileMetaData {
+        number: 0,
+        file_size: size,
+        smallest: smallest.clone(),
+        largest: largest.clone(),
+        smallest_seq: 0,
+        largest_seq: 0,
+        num_entries: entries,
+        num_deletions: deletions,
+        oldest_blob_file: 0,
+        num_range_deletions,
+        table: Default::default(),
+    };
+    Ok(Scanned {
+        path: path.to_path_buf(),
+        meta,
+        smallest: user_key(&smallest).to_vec(),
+        largest: user_key(&largest).to_vec(),
+    })
+}
+
+/// One family's files, checked.
+struct FamilyFiles {
+    data: Arc<ColumnFamilyData>,
+    files: Vec<Scanned>,
+    /// Per file: the level it goes to.
+    levels: Vec<usize>,
+}
+
+impl Db {
+    /// Ingests tables written by [`SstFileWriter`] into the default column
+    /// family (RocksDB's `IngestExternalFile`); see the `ingest` module
+    /// documentation and docs/operations.md, "Bulk loading".
+    pub fn ingest_external_file(&self, paths: &[impl AsRef<Path>], options: &IngestExternalFileOptions) -> Result<()> {
+        let cf = ColumnFamilyHandle { data: Arc::clone(&self.inner.default_cf) };
+        self.ingest_external_file_cf(&cf, paths, options)
+    }
+
+    /// [`Db::ingest_external_file`] into column family `cf`.
+    pub fn ingest_external_file_cf(
+        &self,
+        cf: &ColumnFamilyHandle,
+        paths: &[impl AsRef<Path>],
+        options: &IngestExternalFileOptions,
+    ) -> Result<()> {
+        let paths: Vec<PathBuf> = paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.ingest_external_files(&[(cf, paths.as_slice())], options)
+    }
+
+    /// Ingests files into several column families at once (RocksDB's
+    /// `IngestExternalFiles`): all of them or, after an error or a crash,
+    /// none.
+    pub fn ingest_external_files(
+        &self,
+        families: &[(&ColumnFamilyHandle, &[PathBuf])],
+        options: &IngestExternalFileOptions,
+    ) -> Result<()> {
+        self.inner.ingest(families, options)
+    }
+}
+
+impl DbInner {
+    fn ingest(
+        &self,
+        families: &[(&ColumnFamilyHandle, &[PathBuf])],
+        options: &IngestExternalFileOptions,
+    ) -> Result<()> {
+        self.check_writable("an ingestion")?;
+        let mut work = Vec::new();
+        for (cf, paths) in families {
+            cf.data.check_live()?;
+            if paths.is_empty() {
+                continue;
+            }
+            if work.iter().any(|w: &FamilyFiles| w.data.id == cf.data.id) {
+                return Err(Error::invalid(format!("column family '{}' is listed twice", cf.data.name)));
+            }
+            let cmp = cf.data.cmp.clone();
+            let mut files = paths.iter().map(|p| scan(self.fs.as_ref(), p, &cmp)).collect::<Result<Vec<_>>>()?;
+            files.sort_by(|a, b| cmp.compare(&a.smallest, &b.smallest));
+            for pair in files.windows(2) {
+                if cmp.compare(&pair[0].largest, &pair[1].smallest) != std::cmp::Ordering::Less {
+                    return Err(Error::invalid(format!(
+                        "{} and {} overlap: the files of one ingestion must not",
+                        pair[0].path.display(),
+                        pair[1].path.display()
+                    )));
+                }
+            }
+            work.push(FamilyFiles { data: Arc::clone(&cf.data), files, levels: Vec::new() });
+        }
+        if work.is_empty() {
+            return Ok(());
+        }
+        self.with_writes_stopped(|| self.ingest_stopped(&mut work, options))
+    }
+
+    /// Runs `f` as the leader of the write queue: no write is in progress
+    /// or starts until it returns (RocksDB's unbatched writer).
+    fn with_writes_stopped<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let slot = Arc::new(super::write::WriterSlot::barrier());
+        let mut q = self.queue.lock();
+        q.push_back(Arc::clone(&slot));
+        while !q.front().is_some_and(|front| Arc::ptr_eq(front, &slot)) {
+            slot.cv.wait(&mut q);
+        }
+        let result = MutexGuard::unlocked(&mut q, f);
+        q.pop_front();
+        if let Some(front) = q.front() {
+            front.cv.notify_one();
+        }
+        result
+    }
+
+    /// Steps 2 to 4, with writes stopped.
+    fn ingest_stopped(&self, work: &mut [FamilyFiles], options: &IngestExternalFileOptions) -> Result<()> {
+        // Step 2: memtables that overlap a file are flushed first.
+        let mut st = self.state.lock();
+        let overlapping: Vec<u32> = work
+            .iter()
+            .filter(|w| {
+                st.families.get(&w.data.id).is_some_and(|f| {
+                    std::iter::once(&f.mem)
+                        .chain(f.imm.iter())
+                        .any(|m| w.files.iter().any(|s| mem_overlaps(m, s, &w.data.cmp)))
+                })
+            })
+            .map(|w| w.data.id)
+            .collect();
+        if !overlapping.is_empty() {
+            if !options.allow_blocking_flush {
+                return Err(Error::invalid(
+                    "the files overlap data not yet flushed, and allow_blocking_flush is off".to_string(),
+                ));
+            }
+            if st.paused > 0 {
+                return Err(Error::invalid(
+                    "the files overlap data not yet flushed, and background work is paused, so it cannot be",
+                ));
+            }
+            let full: Vec<u32> = overlapping
+                .iter()
+                .copied()
+                .filter(|id| st.families.get(id).is_some_and(|f| !f.mem.is_empty()))
+                .collect();
+            if !full.is_empty() {
+                self.switch_memtables(&mut st, &full)?;
+            }
+            self.wait_for_flushes(&mut st, &overlapping)?;
+        }
+        // Held off from here: running jobs end, none starts.
+        st.paused += 1;
+        let mut resume = Resume { inner: self, st };
+        let st = &mut resume.st;
+        while st.flush_running > 0 || st.compactions_running > 0 || st.manual_compactions > 0 {
+            self.bg_cv.wait(st);
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(Error::Background(Arc::clone(e)));
+        }
+        self.wait_for_manifest_writes(st);
+
+        // Step 3: levels and the sequence number.
+        let mut needs_seqno = options.snapshot_consistency && !st.snapshots.is_empty();
+        for w in work.iter_mut() {
+            let version =
+                st.versions.version(w.data.id).ok_or_else(|| Error::invalid("the column family was dropped"))?;
+            let opts = self.family_opts(&w.data);
+            let bottom = version.num_levels() - 1;
+            w.levels.clear();
+            for s in &w.files {
+                let overlaps =
+                    |level: usize| !version.overlapping_files(level, Some(&s.smallest), Some(&s.largest)).is_empty();
+                let level = if options.ingest_behind {
+                    if opts.compaction_style != CompactionStyle::Level {
+                        return Err(Error::NotSupported("ingest_behind outside leveled compaction".into()));
+                    }
+                    if overlaps(bottom) {
+                        return Err(Error::invalid(format!(
+                            "{} overlaps the last level, so it cannot go behind it (ingest_behind)",
+                            s.path.display()
+                        )));
+                    }
+                    bottom
+                } else if opts.compaction_style != CompactionStyle::Level {
+                    needs_seqno |= (0..=bottom).any(overlaps);
+                    0
+                } else {
+                    match (0..=bottom).find(|&l| overlaps(l)) {
+                        Some(0) => {
+                            needs_seqno = true;
+                            0
+                        }
+                        Some(l) => {
+                            needs_seqno = true;
+                            l - 1
+                        }
+                        None => bottom,
+                    }
+                };
+                w.levels.push(level);
+            }
+        }
+        if needs_seqno && options.ingest_behind {
+            return Err(Error::invalid("ingest_behind with snapshots held: the files would be seen by them"));
+        }
+        if needs_seqno && !options.allow_global_seqno {
+            return Err(Error::invalid(
+                "the files overlap data in the database (or a snapshot is held), and allow_global_seqno is off",
+            ));
+        }
+        let seqno = if needs_seqno { self.last_sequence.load(Ordering::Acquire) + 1 } else { 0 };
+        let numbers: Vec<Vec<u64>> =
+            work.iter().map(|w| w.files.iter().map(|_| st.versions.new_file_number()).collect()).collect();
+        let floor = numbers.iter().flatten().min().copied().unwrap_or(0);
+        st.pending_outputs.push(floor);
+
+        // Place the files (without the mutex).
+        let mut placed: Vec<PathBuf> = Vec::new();
+        let mut metas: Vec<Vec<FileMetaData>> = Vec::new();
+        let wrote = MutexGuard::unlocked(st, || -> Result<()> {
+            for (w, numbers) in work.iter().zip(&numbers) {
+                let opts = self.family_opts(&w.data);
+                let mut family_metas = Vec::new();
+                for ((s, &number), &level) in w.files.iter().zip(numbers).zip(&w.levels) {
+                    let to = filename::table_file(&self.dir, number);
+                    placed.push(to.clone());
+                    let meta = if seqno > 0 {
+                        self.rewrite(s, &to, number, seqno, &opts, &w.data, level)?
+                    } else {
+                        let linked = options.move_files && self.fs.link_file(&s.path, &to).is_ok();
+                        if !linked {
+                            let (size, _) =
+                                super::checkpoint::copy_file(self.fs.as_ref(), &s.path, self.fs.as_ref(), &to, None)?;
+                            if size != s.meta.file_size {
+                                return Err(Error::invalid(format!(
+                                    "{} changed while it was ingested",
+                                    s.path.display()
+                                )));
+                            }
+                        }
+                        FileMetaData { number, ..s.meta.clone() }
+                    };
+                    family_metas.push(meta);
+                }
+                metas.push(family_metas);
+            }
+            self.fs.sync_dir(&self.dir)
+        });
+        let recorded = wrote.and_then(|()| {
+            // Step 4.
+            let edits: Vec<VersionEdit> = work
+                .iter()
+                .zip(metas)
+                .map(|(w, family_metas)| {
+                    let mut edit = VersionEdit { column_family: w.data.id, ..Default::default() };
+                    for (meta, &level) in family_metas.into_iter().zip(&w.levels) {
+                        edit.add_file(level, meta);
+                    }
+                    edit
+                })
+                .collect();
+            if seqno > 0 {
+                self.last_sequence.store(seqno, Ordering::Release);
+                st.versions.set_last_sequence(seqno);
+            }
+            let r = if edits.len() > 1 {
+                st.versions.log_and_apply_in_new_manifest(edits)
+            } else {
+                self.log_and_apply(st, edits)
+            };
+            r.map_err(|e| self.set_bg_error_locked(st, e))
+        });
+        if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
+            st.pending_outputs.swap_remove(i);
+        }
+        if let Err(e) = recorded {
+            for path in placed {
+                let _ = self.fs.remove_file(&path);
+            }
+            return Err(e);
+        }
+        self.install_super_version(st);
+        Ok(())
+    }
+
+    /// Waits until the families `ids` have no immutable memtable left.
+    fn wait_for_flushes(&self, st: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::clone(e)));
+            }
+            if ids.iter().all(|id| st.families.get(id).is_none_or(|f| f.imm.is_empty())) && st.flush_running == 0 {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            self.work_cv.notify_all();
+            self.bg_cv.wait(st);
+        }
+    }
+
+    /// Writes the external table `s` anew at `to` with every entry (and
+    /// range deletion) at `seqno`; returns its metadata.
+    #[allow(clippy::too_many_arguments)]
+    fn rewrite(
+        &self,
+        s: &Scanned,
+        to: &Path,
+        number: u64,
+        seqno: SequenceNumber,
+        opts: &ColumnFamilyOptions,
+        data: &ColumnFamilyData,
+        level: usize,
+    ) -> Result<FileMetaData> {
+        let cmp = data.cmp.clone();
+        let policy = TableCachePolicy { comparator: cmp.clone(), ..TableCachePolicy::default() };
+        let name = s.path.display().to_string();
+        let table = Table::open_with_policy(self.fs.open_random(&s.path)?, s.meta.file_size, name, policy)?;
+        let bottom = level + 1 == opts.num_levels;
+        let mut table_options = TableBuilderOptions::from_options(opts, opts.compression_for_level(level, bottom));
+        table_options.column_family = data.id;
+        table_options.column_family_name = Some(Arc::from(data.name.as_str()));
+        let mut builder = TableBuilder::new(self.fs.new_writable(to)?, table_options, to.display().to_string());
+        let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
+        let mut it = table.iter(rs);
+        it.seek_to_first();
+        let mut meta = FileMetaData { number, smallest_seq: seqno, largest_seq: seqno, ..s.meta.clone() };
+        meta.smallest.clear();
+        meta.largest.clear();
+        while it.valid() {
+            let p = parse_internal_key(it.key())
+                .ok_or_else(|| Error::corruption(s.path.display().to_string(), 0, "an unparsable key"))?;
+            let key = make_internal_key(p.user_key, seqno, p.kind);
+            builder.add(&key, it.value())?;
+            if meta.smallest.is_empty() {
+                meta.smallest = key.clone();
+            }
+            meta.largest = key;
+            it.next();
+        }
+        it.status()?;
+        let mut seqs = (seqno, seqno);
+        if let Some(t) = table.range_tombstones() {
+            for mut tombstone in t.tombstones() {
+                tombstone.seq = seqno;
+                builder.add_range_deletion(tombstone);
+            }
+            let shifted = crate::range_del::FragmentedTombstones::with_comparator(
+                &cmp,
+                t.tombstones()
+                    .map(|mut x| {
+                        x.seq = seqno;
+                        x
+                    })
+                    .collect::<Vec<_>>()
+                    .iter(),
+            );
+            shifted.extend_file_bounds(&mut meta.smallest, &mut meta.largest, &mut seqs);
+        }
+        builder.finish()?;
+        meta.file_size = self.fs.file_size(to)?;
+        Ok(meta)
+    }
+}
+
+/// Whether memtable `m` holds a key or a range deletion within `s`'s range.
+fn mem_overlaps(m: &Arc<crate::memtable::MemTable>, s: &Scanned, cmp: &UserComparator) -> bool {
+    let mut it = m.iter();
+    it.seek(&make_internal_key(&s.smallest, MAX_SEQUENCE, KIND_FOR_SEEK));
+    if it.valid() && cmp.compare(user_key(it.key()), &s.largest) != std::cmp::Ordering::Greater {
+        return true;
+    }
+    m.range_tombstones()
+        .is_some_and(|t| t.tombstones().any(|r| !cmp.lt(&s.largest, &r.start) && cmp.lt(&s.smallest, &r.end)))
+}
+
+/// Lets background work go on again when dropped.
+struct Resume<'a> {
+    inner: &'a DbInner,
+    st: MutexGuard<'a, DbState>,
+}
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.st.paused = self.st.paused.saturating_sub(1);
+        self.inner.work_cv.notify_all();
+        self.inner.bg_cv.notify_all();
+    }
+}
