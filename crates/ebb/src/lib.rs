@@ -95,8 +95,8 @@ pub use compaction_filter::{CompactionFilter, CompactionFilterContext, Compactio
 pub use comparator::Comparator;
 pub use db::{
     BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
-    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, ReadOptions,
+    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries, EntryType,
+    EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, KeyVersion, ReadOptions,
     RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot,
     SstFileWriter, StallCondition, TtlClock, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
     WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{family_contents, tiny_options, Model};
+use common::{family_contents, matching_prefix, tiny_options, Model, Op};
 use ebb::fs::{CrashMode, FaultOp, FaultRule, FileSystem, MemFs};
 use ebb::{merge_operator, Checkpoint, CheckpointOptions, Db, Error, Options, WriteOptions};
 
@@ -120,37 +120,6 @@ fn writes_without_the_wal_are_flushed_into_the_copy() {
     assert!(info.flushed, "unlogged data forces the flush: {info:?}");
     let copy = Db::open(CKPT, o).unwrap();
     assert_eq!(copy.get(&key(49)).unwrap(), Some(b"no wal".to_vec()));
-}
-
-/// One write of the history: (family, key, value or deletion).
-type Op = (usize, Vec<u8>, Option<Vec<u8>>);
-
-/// The length of the shortest prefix of `ops` whose result equals `got`
-/// (family by family), if any: the copy is the database at that point.
-fn matching_prefix(ops: &[Op], families: usize, got: &[Model]) -> Option<usize> {
-    // Keys whose model value differs from `got`, kept as the ops apply.
-    let mut model: Vec<Model> = vec![Model::new(); families];
-    let mut differing: usize = got.iter().map(|m| m.len()).sum();
-    if differing == 0 {
-        return Some(0);
-    }
-    for (t, (cf, k, v)) in ops.iter().enumerate() {
-        let was_same = model[*cf].get(k) == got[*cf].get(k);
-        match v {
-            Some(v) => model[*cf].insert(k.clone(), v.clone()),
-            None => model[*cf].remove(k),
-        };
-        let is_same = model[*cf].get(k) == got[*cf].get(k);
-        match (was_same, is_same) {
-            (true, false) => differing += 1,
-            (false, true) => differing -= 1,
-            _ => {}
-        }
-        if differing == 0 {
-            return Some(t + 1);
-        }
-    }
-    None
 }
 
 #[test]

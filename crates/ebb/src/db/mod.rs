@@ -23,6 +23,7 @@ mod bg;
 mod blob_cache;
 mod checkpoint;
 mod column_family;
+mod debug;
 mod flush;
 mod info_log;
 mod ingest;
@@ -32,6 +33,7 @@ mod properties;
 mod read;
 mod recovery;
 mod repair;
+mod secondary;
 mod ttl;
 mod tuning;
 mod version_edits;
@@ -47,6 +49,7 @@ pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, Restor
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
+pub use debug::{EntryType, KeyVersion};
 pub use ingest::{ExternalSstFileInfo, IngestExternalFileOptions, SstFileWriter};
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
@@ -179,6 +182,9 @@ pub(crate) struct DbInner {
     /// Opened with `Db::open_read_only`: no LOCK, no WAL, no background
     /// work; every change is refused (`check_writable`).
     pub(crate) read_only: bool,
+    /// Set on a secondary instance (`Db::open_as_secondary`): how to read
+    /// the primary again.
+    pub(crate) secondary: OnceLock<secondary::SecondaryState>,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 

@@ -82,7 +82,7 @@ pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamily
 }
 
 /// Holds nothing: a read-only instance takes no LOCK.
-struct NoLock;
+pub(super) struct NoLock;
 impl crate::fs::FileLock for NoLock {}
 
 /// Opens the database in `dir` read-only (RocksDB's `OpenForReadOnly`):
@@ -143,7 +143,7 @@ fn check_creatable(dir: &Path, fs: &dyn FileSystem, options: &Options) -> Result
 }
 
 /// The rest of `open`, with the directory locked and the info log started.
-fn open_locked(
+pub(super) fn open_locked(
     dir: &Path,
     options: Options,
     families: &[(&str, ColumnFamilyOptions)],
@@ -269,6 +269,7 @@ fn open_locked(
         info_log,
         recovery_report: OnceLock::new(),
         read_only,
+        secondary: OnceLock::new(),
         _lock: lock,
     });
     let report = super::recovery::recover(&inner, &options, manifest, read_only)?;

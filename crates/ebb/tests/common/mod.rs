@@ -297,3 +297,34 @@ pub fn log_records(bytes: &[u8]) -> Vec<(usize, usize)> {
     }
     out
 }
+
+/// One write of the history: (family, key, value or deletion).
+pub type Op = (usize, Vec<u8>, Option<Vec<u8>>);
+
+/// The length of the shortest prefix of `ops` whose result equals `got`
+/// (family by family), if any: the copy is the database at that point.
+pub fn matching_prefix(ops: &[Op], families: usize, got: &[Model]) -> Option<usize> {
+    // Keys whose model value differs from `got`, kept as the ops apply.
+    let mut model: Vec<Model> = vec![Model::new(); families];
+    let mut differing: usize = got.iter().map(|m| m.len()).sum();
+    if differing == 0 {
+        return Some(0);
+    }
+    for (t, (cf, k, v)) in ops.iter().enumerate() {
+        let was_same = model[*cf].get(k) == got[*cf].get(k);
+        match v {
+            Some(v) => model[*cf].insert(k.clone(), v.clone()),
+            None => model[*cf].remove(k),
+        };
+        let is_same = model[*cf].get(k) == got[*cf].get(k);
+        match (was_same, is_same) {
+            (true, false) => differing += 1,
+            (false, true) => differing -= 1,
+            _ => {}
+        }
+        if differing == 0 {
+            return Some(t + 1);
+        }
+    }
+    None
+}
