@@ -109,6 +109,8 @@ pub struct Config {
     /// `--merge_keys`, resolved: the keys mergerandom and
     /// readrandommergerandom draw from (db_bench `merge_keys_`).
     pub merge_keys: u64,
+    /// `--bulkload_file_keys`: keys per SST file of `bulkload`.
+    pub bulkload_file_keys: u64,
     /// `--mergereadpercent`: the percentage of readrandommergerandom's
     /// operations that merge.
     pub mergereadpercent: u32,
@@ -339,6 +341,7 @@ impl Config {
             0 => bail!("flag --merge_keys must be at least 1 (or negative for --num)"),
             k => k as u64,
         };
+        let bulkload_file_keys = positive(flags, "bulkload_file_keys")?;
         let key_size = positive(flags, "key_size")? as usize;
         if key_size > ebb::MAX_KEY_SIZE {
             bail!("flag --key_size must be at most {}", ebb::MAX_KEY_SIZE);
@@ -389,6 +392,7 @@ impl Config {
             reverse_iterator: flags.bool("reverse_iterator"),
             readwritepercent: readwritepercent as u32,
             merge_keys,
+            bulkload_file_keys,
             mergereadpercent: mergereadpercent as u32,
             range_tombstones,
             histogram: flags.bool("histogram"),

@@ -1,6 +1,8 @@
-//! `ebb`: look after an Ebb database from the shell (RocksDB's `ldb` and
-//! `RepairDB` in one command; `ebb --help`).
+//! `ebb`: look after an Ebb database from the shell (RocksDB's `ldb`,
+//! `sst_dump` and `RepairDB` in one command; `ebb --help`, and
+//! docs/ebb-tool.md for every verb, its flags and its output).
 //!
+//! Looking after a database:
 //! - `ebb repair --db=DIR` rebuilds the MANIFEST from the tables and WALs
 //!   present (`Db::repair`) and prints what it kept and what it set aside.
 //! - `ebb check --db=DIR` opens the database as an application would and
@@ -17,16 +19,39 @@
 //! - `ebb load --db=DIR --file=F [--delimiter=C] [--hex]` bulk-loads
 //!   `key<C>value` lines through `SstFileWriter` and ingestion.
 //!
+//! Data, as ldb (`data.rs`): `get`, `scan`, `dump` (every version of every
+//! key), `get_property`, `checkconsistency` open the database read-only
+//! (no LOCK: safe beside a live process); `put`, `delete`, `compact` open
+//! it for writing and are refused as busy while it is open elsewhere;
+//! `list_column_families` reads the MANIFEST.
+//!
+//! Files, decoded without opening the database (`files.rs`, through the
+//! engine's `internals`): `manifest_dump` (one line per version edit),
+//! `dump_wal` (one WAL's write batches), `sst_dump` (one table: its
+//! entries, a checksum check, its properties, its blocks).
+//!
+//! Keys and values are text, `\xNN`-escaped on output, or hex with
+//! `--hex`, `--key_hex`, `--value_hex` (`format.rs`).
+//!
 //! Exit status: 0 on success, 1 when the operation failed (the message names
-//! the file and offset of any damage), 2 for a bad command line.
+//! the file and offset of any damage, the key not found, the argument that
+//! is not hex), 2 for a bad command line.
 
+mod data;
+mod files;
+mod format;
+
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use data::{DbArgs, Range};
 use ebb::{
     BackupEngine, Checkpoint, CheckpointOptions, Db, IngestExternalFileOptions, Options, RestoreOptions, SstFileWriter,
 };
+use files::SstCommand;
+use format::Encoding;
 
 #[derive(Parser)]
 #[command(name = "ebb", version, about = "Look after an Ebb database from the shell")]
@@ -131,11 +156,221 @@ enum Command {
         #[arg(long)]
         hex: bool,
     },
+    /// Print the value of a key (ldb get). Read-only open: safe on a live
+    /// database. A key not found fails, naming it.
+    Get {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Set a key to a value and print OK (ldb put). Opens the database for
+    /// writing: refused as busy while it is open elsewhere.
+    Put {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        /// The value.
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Delete a key and print OK (ldb delete). Opens the database for
+    /// writing: refused as busy while it is open elsewhere.
+    Delete {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The key.
+        #[arg(allow_hyphen_values = true)]
+        key: String,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Print the keys in [--from, --to) and their values, one
+    /// `KEY ==> VALUE` line each (ldb scan). Read-only open.
+    Scan {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The first key (inclusive; default: the first there is).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<String>,
+        /// The end key (exclusive; default: none).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<String>,
+        /// Print at most this many keys.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Print every stored version of every key, deletions included, newest
+    /// first within a key: `KEY @ SEQ : TYPE ==> VALUE` (ldb idump;
+    /// TYPE is put, delete, single_delete, merge or blob_index; a deletion's
+    /// value is empty). Read-only open.
+    Dump {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        /// Print at most this many versions.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Print the names of the column families, one a line, the default
+    /// first, as the MANIFEST records them (ldb list_column_families).
+    #[command(name = "list_column_families")]
+    ListColumnFamilies {
+        /// The database directory.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Print a property of the database or of a column family
+    /// (`ebb.stats`, `ebb.num-files-at-level0`, ...; ldb get_property).
+    /// Read-only open: the figures are those of the tool's own instance.
+    #[command(name = "get_property")]
+    GetProperty {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The property's name (RocksDB's `rocksdb.` prefix is accepted).
+        name: String,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+    },
+    /// Compact the files overlapping [--from, --to] of a column family down
+    /// to the last level holding data (ldb compact). Opens the database for
+    /// writing: refused as busy while it is open elsewhere.
+    Compact {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The first key (default: the first there is).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<String>,
+        /// The last key (inclusive, as `compact_range` takes it; default:
+        /// the last there is).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<String>,
+        /// The column family.
+        #[arg(long, default_value = ebb::DEFAULT_COLUMN_FAMILY)]
+        cf: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Read every table of every column family whole, verifying every
+    /// block's checksum, and print `OK: N tables verified` (ldb
+    /// checkconsistency). Read-only open. Damage fails, naming the file.
+    Checkconsistency {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Print every version edit of the MANIFEST that CURRENT names, one line
+    /// each (ldb manifest_dump). Reads the file only.
+    #[command(name = "manifest_dump")]
+    ManifestDump {
+        /// The database directory.
+        #[arg(long, required_unless_present = "path")]
+        db: Option<PathBuf>,
+        /// A MANIFEST file to read instead of the one CURRENT names.
+        #[arg(long)]
+        path: Option<PathBuf>,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Print every write batch of a WAL file: its sequence, count and
+    /// updates (ldb dump_wal). Reads the file only.
+    #[command(name = "dump_wal")]
+    DumpWal {
+        /// The WAL file (`NNNNNN.log`).
+        #[arg(long)]
+        walfile: PathBuf,
+        /// Print the values of puts and merges too.
+        #[arg(long = "print_values")]
+        print_values: bool,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+    /// Open one table file and print its entries, check it, or print its
+    /// properties or blocks (RocksDB's sst_dump). Reads the file only.
+    #[command(name = "sst_dump")]
+    SstDump {
+        /// The table file (`NNNNNN.sst`).
+        #[arg(long)]
+        file: PathBuf,
+        /// What to print.
+        #[arg(long, value_enum, default_value_t = SstCommand::Scan)]
+        command: SstCommand,
+        /// Print at most this many entries (scan) or data blocks (blocks).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// The comparator the table was written with (as for repair).
+        #[arg(long, default_value = ebb::comparator::BYTEWISE_NAME)]
+        comparator: String,
+        #[command(flatten)]
+        encoding: Encoding,
+    },
+}
+
+/// Why a verb failed: the engine's error, or the tool's own finding (a key
+/// not found, an unknown property).
+enum Failure {
+    Engine(ebb::Error),
+    Finding(String),
+}
+
+impl From<ebb::Error> for Failure {
+    fn from(e: ebb::Error) -> Self {
+        Failure::Engine(e)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Engine(e) => e.fmt(f),
+            Failure::Finding(m) => f.write_str(m),
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    // The new verbs print through one buffer, flushed before any error is
+    // reported, so that what was read before damage is printed whole.
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let result = run(cli.command, &mut out);
+    let flushed = out.flush().map_err(|e| Failure::from(format::stdout_error(e)));
+    match result.and(flushed) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ebb: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
+    let result = match command {
         Command::Repair { db, comparator } => {
             options_with(&comparator).and_then(|o| Db::repair(&db, &o)).map(|report| print!("{report}"))
         }
@@ -193,14 +428,32 @@ fn main() -> ExitCode {
             })
         }
         Command::Load { db, file, delimiter, hex } => load(&db, &file, &delimiter, hex),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ebb: {e}");
-            ExitCode::FAILURE
+        Command::Get { db, key, cf, encoding } => return data::get(out, &db, &cf, &key, encoding),
+        Command::Put { db, key, value, cf, encoding } => return data::put(out, &db, &cf, &key, &value, encoding),
+        Command::Delete { db, key, cf, encoding } => return data::delete(out, &db, &cf, &key, encoding),
+        Command::Scan { db, from, to, limit, cf, encoding } => {
+            let range = Range { from: from.as_deref(), to: to.as_deref(), limit };
+            return data::scan(out, &db, &cf, &range, encoding);
         }
-    }
+        Command::Dump { db, cf, limit, encoding } => return data::dump(out, &db, &cf, limit, encoding),
+        Command::ListColumnFamilies { db } => return data::list_column_families(out, &db),
+        Command::GetProperty { db, name, cf } => return data::get_property(out, &db, &cf, &name),
+        Command::Compact { db, from, to, cf, encoding } => {
+            let range = Range { from: from.as_deref(), to: to.as_deref(), limit: None };
+            return data::compact(out, &db, &cf, &range, encoding);
+        }
+        Command::Checkconsistency { db } => return data::checkconsistency(out, &db),
+        Command::ManifestDump { db, path, encoding } => {
+            return files::manifest_dump(out, db.as_deref(), path.as_deref(), encoding)
+        }
+        Command::DumpWal { walfile, print_values, encoding } => {
+            return files::dump_wal(out, &walfile, print_values, encoding)
+        }
+        Command::SstDump { file, command, limit, comparator, encoding } => {
+            return files::sst_dump(out, &file, command, limit, &comparator, encoding)
+        }
+    };
+    result.map_err(Failure::from)
 }
 
 /// Default options in the order of the built-in comparator named `name`.
@@ -212,31 +465,14 @@ fn options_with(name: &str) -> ebb::Result<Options> {
 
 /// Opens the database at `dir` with every column family it has (default
 /// options for each), and as a TTL database when it is one (TTL 0: nothing
-/// expires while the tool has it open); runs `f` on it, then closes it.
+/// expires while the tool has it open); runs `f` on it (the database under
+/// the TTL layer), then closes it.
 fn with_every_family(
     dir: &std::path::Path,
     options: Options,
     f: impl FnOnce(&Db) -> ebb::Result<()>,
 ) -> ebb::Result<()> {
-    if !dir.join("CURRENT").exists() {
-        // No database yet: Db::open creates one when the options ask.
-        let db = Db::open(dir, options)?;
-        f(&db)?;
-        return db.close();
-    }
-    let names = Db::list_column_families(dir, &options)?;
-    let others: Vec<&str> = names.iter().map(String::as_str).filter(|n| *n != ebb::DEFAULT_COLUMN_FAMILY).collect();
-    if dir.join(ebb::TTL_MARKER).exists() {
-        let families: Vec<(&str, ebb::ColumnFamilyOptions, i32)> =
-            others.iter().map(|n| (*n, ebb::ColumnFamilyOptions::from(&options), 0)).collect();
-        let db = Db::open_cf_with_ttl(dir, options, 0, &families)?;
-        f(db.base_db())?;
-        return db.close();
-    }
-    let families: Vec<(&str, Options)> = others.iter().map(|n| (*n, options.clone())).collect();
-    let db = Db::open_cf(dir, options, &families)?;
-    f(&db)?;
-    db.close()
+    data::with_writable(dir, options, |w| f(w.base()))
 }
 
 /// `ebb load`: parses the lines, writes one sorted SST next to the database

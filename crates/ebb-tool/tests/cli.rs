@@ -238,3 +238,492 @@ fn load_ingests_lines_and_later_lines_win() {
     assert!(text(&bad).contains("line 1"), "{}", text(&bad));
     assert!(!dir.with_extension("load.sst").exists());
 }
+
+// The ldb and sst_dump verbs (docs/ebb-tool.md).
+
+/// Standard output alone, for parsing.
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs `ebb` with `args`, expecting exit status `code`; returns its output.
+fn expect(code: i32, args: &[&str]) -> Output {
+    let out = ebb(args);
+    assert_eq!(out.status.code(), Some(code), "ebb {}:\n{}", args.join(" "), text(&out));
+    out
+}
+
+/// A new database at `dir` (created, then closed).
+fn create(dir: &Path) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    Db::open(dir, o.clone()).unwrap().close().unwrap();
+    o
+}
+
+/// The files in `dir` whose names end with `suffix`, sorted.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().ends_with(suffix))
+        .collect();
+    found.sort();
+    found
+}
+
+/// `KEY ==> VALUE` lines split in two.
+fn pairs(out: &str) -> Vec<(String, String)> {
+    out.lines()
+        .map(|l| {
+            let (k, v) = l.split_once(" ==> ").unwrap_or_else(|| panic!("not a KEY ==> VALUE line: {l:?}"));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+#[test]
+fn put_get_delete_and_scan_round_trip_in_text_and_hex() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    create(&dir);
+    let db = dir.to_str().unwrap();
+
+    assert_eq!(stdout(&expect(0, &["put", "--db", db, "apple", "red"])), "OK\n");
+    expect(0, &["put", "--db", db, "banana", "yellow fruit"]);
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "apple"])), "red\n");
+    // Keys and values both in hex, `0x` optional; printed as `0x` and uppercase.
+    expect(0, &["put", "--db", db, "--hex", "0x00ff", "CAFE"]);
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--hex", "00FF"])), "0xCAFE\n");
+    // One side in hex; text output escapes what is not printable.
+    expect(0, &["put", "--db", db, "--value_hex", "cherry", "0x0161"]);
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "cherry"])), "\\x01a\n");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--key_hex", "0x636865727279"])), "\\x01a\n");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--value_hex", "cherry"])), "0x0161\n");
+
+    let all = stdout(&expect(0, &["scan", "--db", db]));
+    assert_eq!(
+        pairs(&all),
+        owned(&[("\\x00\\xFF", "\\xCA\\xFE"), ("apple", "red"), ("banana", "yellow fruit"), ("cherry", "\\x01a")])
+    );
+    let hex = stdout(&expect(0, &["scan", "--db", db, "--hex"]));
+    assert_eq!(pairs(&hex)[0], ("0x00FF".to_string(), "0xCAFE".to_string()), "{hex}");
+    assert_eq!(pairs(&hex)[1], ("0x6170706C65".to_string(), "0x726564".to_string()), "{hex}");
+
+    assert_eq!(stdout(&expect(0, &["delete", "--db", db, "apple"])), "OK\n");
+    let missing = expect(1, &["get", "--db", db, "apple"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("key apple not found"), "{}", text(&missing));
+    assert!(missing.stdout.is_empty());
+    expect(0, &["delete", "--db", db, "--hex", "0x00FF"]);
+    let left = stdout(&expect(0, &["scan", "--db", db]));
+    assert_eq!(pairs(&left), owned(&[("banana", "yellow fruit"), ("cherry", "\\x01a")]));
+
+    // What the tool wrote is what the engine reads.
+    let d = Db::open(&dir, Options::default()).unwrap();
+    assert_eq!(d.get(b"cherry").unwrap(), Some(vec![1, b'a']));
+    assert_eq!(d.get(b"apple").unwrap(), None);
+}
+
+#[test]
+fn scan_honours_from_to_and_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o).unwrap();
+    for i in 0..20u32 {
+        d.put(format!("key{i:03}").as_bytes(), format!("v{i}").as_bytes()).unwrap();
+        if i == 9 {
+            d.flush(true).unwrap();
+        }
+    }
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+    let keys = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["scan", "--db", db];
+        a.extend_from_slice(args);
+        pairs(&stdout(&expect(0, &a))).into_iter().map(|(k, _)| k).collect()
+    };
+    let range = |a: u32, b: u32| -> Vec<String> { (a..b).map(|i| format!("key{i:03}")).collect() };
+    assert_eq!(keys(&[]), range(0, 20));
+    // --from inclusive, --to exclusive, across the flushed table and the WAL.
+    assert_eq!(keys(&["--from", "key005", "--to", "key012"]), range(5, 12));
+    assert_eq!(keys(&["--from", "key0055"]), range(6, 20));
+    assert_eq!(keys(&["--to", "key003"]), range(0, 3));
+    assert_eq!(keys(&["--limit", "3"]), range(0, 3));
+    assert_eq!(keys(&["--from", "key018", "--limit", "5"]), range(18, 20));
+    let hex = |k: &str| -> String { k.bytes().fold("0x".to_string(), |s, b| format!("{s}{b:02X}")) };
+    assert_eq!(keys(&["--key_hex", "--from", "6B6579303130", "--limit", "2"]), [hex("key010"), hex("key011")]);
+    assert!(keys(&["--from", "key010", "--to", "key010"]).is_empty());
+    let values = pairs(&stdout(&expect(0, &["scan", "--db", db, "--from", "key007", "--limit", "1"])));
+    assert_eq!(values, owned(&[("key007", "v7")]));
+}
+
+/// One `KEY @ SEQ : TYPE ==> VALUE` line of `dump`.
+fn version(line: &str) -> (String, u64, String, String) {
+    let (k, rest) = line.split_once(" @ ").unwrap_or_else(|| panic!("{line:?}"));
+    let (seq, rest) = rest.split_once(" : ").unwrap_or_else(|| panic!("{line:?}"));
+    let (kind, value) = rest.split_once(" ==> ").unwrap_or_else(|| panic!("{line:?}"));
+    (k.to_string(), seq.parse().unwrap(), kind.to_string(), value.to_string())
+}
+
+#[test]
+fn dump_shows_every_version_newest_first_and_deletions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o).unwrap();
+    d.put(b"a", b"first").unwrap();
+    d.put(b"b", b"doomed").unwrap();
+    d.flush(true).unwrap();
+    d.put(b"a", b"second").unwrap();
+    d.delete(b"b").unwrap();
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+
+    let out = stdout(&expect(0, &["dump", "--db", db]));
+    let versions: Vec<_> = out.lines().map(version).collect();
+    let shape: Vec<(&str, &str, &str)> =
+        versions.iter().map(|(k, _, t, v)| (k.as_str(), t.as_str(), v.as_str())).collect();
+    assert_eq!(shape, [("a", "put", "second"), ("a", "put", "first"), ("b", "delete", ""), ("b", "put", "doomed")]);
+    assert!(versions[0].1 > versions[1].1, "newest first: {out}");
+    assert!(versions[2].1 > versions[3].1, "newest first: {out}");
+    // The read path sees only the newest of each.
+    assert_eq!(pairs(&stdout(&expect(0, &["scan", "--db", db]))), owned(&[("a", "second")]));
+    let limited = stdout(&expect(0, &["dump", "--db", db, "--limit", "2", "--hex"]));
+    let first: Vec<_> = limited.lines().map(version).collect();
+    assert_eq!(first.len(), 2, "{limited}");
+    assert_eq!((first[0].0.as_str(), first[0].3.as_str()), ("0x61", "0x7365636F6E64"));
+}
+
+#[test]
+fn reading_verbs_work_beside_a_live_database_and_writing_verbs_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let live = Db::open(&dir, o).unwrap();
+    live.put(b"flushed", b"in a table").unwrap();
+    live.flush(true).unwrap();
+    live.put(b"unflushed", b"in the WAL").unwrap();
+    let db = dir.to_str().unwrap();
+
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "flushed"])), "in a table\n");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "unflushed"])), "in the WAL\n");
+    let all = stdout(&expect(0, &["scan", "--db", db]));
+    assert_eq!(pairs(&all), owned(&[("flushed", "in a table"), ("unflushed", "in the WAL")]));
+    assert_eq!(stdout(&expect(0, &["dump", "--db", db])).lines().count(), 2);
+    assert_eq!(stdout(&expect(0, &["checkconsistency", "--db", db])), "OK: 1 tables verified\n");
+
+    for args in
+        [&["put", "--db", db, "k", "v"][..], &["delete", "--db", db, "flushed"][..], &["compact", "--db", db][..]]
+    {
+        let refused = expect(1, args);
+        assert!(text(&refused).contains("busy"), "{}", text(&refused));
+        assert!(refused.stdout.is_empty(), "{}", text(&refused));
+    }
+    // Nothing the tool did disturbed the live handle.
+    assert_eq!(live.get(b"flushed").unwrap(), Some(b"in a table".to_vec()));
+    assert_eq!(live.get(b"k").unwrap(), None);
+    live.put(b"later", b"still writable").unwrap();
+    live.close().unwrap();
+}
+
+#[test]
+fn list_column_families_and_get_property() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o.clone()).unwrap();
+    let users = d.create_column_family("users", &o).unwrap();
+    d.put(b"k", b"v").unwrap();
+    d.flush(true).unwrap();
+    d.put(b"k2", b"v").unwrap();
+    d.flush(true).unwrap();
+    d.put_cf(&users, b"u", b"1").unwrap();
+    d.flush_cf(&users, true).unwrap();
+    d.put_cf(&users, b"w", b"in the WAL").unwrap();
+    drop(users);
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+
+    assert_eq!(stdout(&expect(0, &["list_column_families", "--db", db])), "default\nusers\n");
+    let prop = |args: &[&str]| -> String {
+        let mut a = vec!["get_property", "--db", db];
+        a.extend_from_slice(args);
+        stdout(&expect(0, &a)).trim_end().to_string()
+    };
+    assert_eq!(prop(&["ebb.num-files-at-level0"]), "2");
+    assert_eq!(prop(&["ebb.num-files-at-level0", "--cf", "users"]), "1");
+    assert_eq!(prop(&["rocksdb.num-files-at-level0"]), "2", "RocksDB's prefix is accepted");
+    assert_eq!(prop(&["ebb.num-column-families"]), "2");
+    assert!(prop(&["ebb.stats"]).contains("Level"), "{}", prop(&["ebb.stats"]));
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--cf", "users", "u"])), "1\n");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--cf", "users", "w"])), "in the WAL\n");
+    assert_eq!(stdout(&expect(1, &["get", "--db", db, "w"])).len(), 0, "not in the default family");
+
+    let unknown = expect(1, &["get_property", "--db", db, "ebb.no-such-thing"]);
+    assert!(text(&unknown).contains("ebb.no-such-thing"), "{}", text(&unknown));
+    let no_family = expect(1, &["get_property", "--db", db, "ebb.stats", "--cf", "orders"]);
+    assert!(text(&no_family).contains("\"orders\"") && text(&no_family).contains("default, users"));
+}
+
+/// The value after `label: ` in `out`, as a number.
+fn number(out: &str, label: &str) -> u64 {
+    field(out, label).parse().unwrap_or_else(|_| panic!("'{label}' is not a number in:\n{out}"))
+}
+
+#[test]
+fn compact_then_sst_dump_reads_the_table_it_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = create(&dir);
+    o.disable_auto_compactions = true;
+    let d = Db::open(&dir, o).unwrap();
+    for round in 0..2u32 {
+        for i in 0..40u32 {
+            d.put(format!("key{i:03}").as_bytes(), format!("round{round}").as_bytes()).unwrap();
+        }
+        d.flush(true).unwrap();
+    }
+    d.delete(b"key000").unwrap();
+    d.flush(true).unwrap();
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+    let level0 = || stdout(&expect(0, &["get_property", "--db", db, "ebb.num-files-at-level0"]));
+    assert_eq!(level0().trim(), "3");
+
+    let compacted = stdout(&expect(0, &["compact", "--db", db]));
+    assert!(compacted.starts_with("compacted column family default"), "{compacted}");
+    assert_eq!(level0().trim(), "0");
+    let tables = files_ending(&dir, ".sst");
+    assert_eq!(tables.len(), 1, "{tables:?}");
+    let sst = tables[0].to_str().unwrap();
+
+    // The compaction kept the newest version of each key and dropped key000.
+    let scan = stdout(&expect(0, &["sst_dump", "--file", sst]));
+    let entries: Vec<_> = scan.lines().map(version).collect();
+    assert_eq!(entries.len(), 39, "{scan}");
+    assert_eq!(entries[0].0, "key001");
+    assert!(entries.iter().all(|(_, _, t, v)| t == "put" && v == "round1"), "{scan}");
+    let limited = stdout(&expect(0, &["sst_dump", "--file", sst, "--command", "scan", "--limit", "2"]));
+    assert_eq!(limited.lines().count(), 2);
+
+    let check = stdout(&expect(0, &["sst_dump", "--file", sst, "--command", "check"]));
+    assert!(check.starts_with("OK: 39 entries read"), "{check}");
+    let props = stdout(&expect(0, &["sst_dump", "--file", sst, "--command", "properties"]));
+    assert_eq!(number(&props, "entries"), 39);
+    assert_eq!(number(&props, "file size"), std::fs::metadata(sst).unwrap().len());
+    assert!(field(&props, "smallest key").starts_with("key001 @ "), "{props}");
+    assert!(field(&props, "largest key").starts_with("key039 @ "), "{props}");
+    let blocks = stdout(&expect(0, &["sst_dump", "--file", sst, "--command", "blocks"]));
+    let listed = blocks.lines().filter(|l| l.starts_with("data block ")).count() as u64;
+    assert_eq!(listed, number(&blocks, "data blocks"), "{blocks}");
+    assert!(listed >= 1);
+    assert_eq!(number(&blocks, "data size"), number(&props, "data size"));
+
+    let not_a_table = expect(1, &["sst_dump", "--file", dir.join("CURRENT").to_str().unwrap()]);
+    assert!(text(&not_a_table).contains("CURRENT"), "{}", text(&not_a_table));
+}
+
+#[test]
+fn checkconsistency_passes_then_names_a_damaged_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = create(&dir);
+    o.compression = ebb::CompressionType::None;
+    let d = Db::open(&dir, o).unwrap();
+    for i in 0..400u32 {
+        d.put(format!("key{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    d.flush(true).unwrap();
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+    assert_eq!(stdout(&expect(0, &["checkconsistency", "--db", db])), "OK: 1 tables verified\n");
+
+    let table = files_ending(&dir, ".sst").pop().unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&table, &bytes).unwrap();
+    let damaged = expect(1, &["checkconsistency", "--db", db]);
+    let name = table.file_name().unwrap().to_str().unwrap();
+    assert!(text(&damaged).contains(name) && text(&damaged).contains("corruption"), "{}", text(&damaged));
+    assert!(!text(&damaged).contains("OK"), "{}", text(&damaged));
+    // sst_dump's check finds it too.
+    let check = expect(1, &["sst_dump", "--file", table.to_str().unwrap(), "--command", "check"]);
+    assert!(text(&check).contains(name), "{}", text(&check));
+}
+
+#[test]
+fn manifest_dump_lists_the_files_and_families_added() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o.clone()).unwrap();
+    let users = d.create_column_family("users", &o).unwrap();
+    d.put(b"apple", b"1").unwrap();
+    d.put(b"pear", b"2").unwrap();
+    d.flush(true).unwrap();
+    drop(users);
+    let table = files_ending(&dir, ".sst").pop().unwrap();
+    let number: u64 = table.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+    // A live database's MANIFEST can be read: no open, no LOCK.
+    let out = stdout(&expect(0, &["manifest_dump", "--db", dir.to_str().unwrap()]));
+    d.close().unwrap();
+
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("manifest: ") && first.contains("MANIFEST-"), "{out}");
+    let edits: Vec<&str> = out.lines().filter(|l| l.starts_with('@')).collect();
+    assert_eq!(field(&out, "edits"), edits.len().to_string(), "{out}");
+    let added = format!("add_file level 0 #{number} size {}", std::fs::metadata(&table).unwrap().len());
+    let line = edits.iter().find(|l| l.contains(&added)).unwrap_or_else(|| panic!("no '{added}' in:\n{out}"));
+    assert!(line.contains("keys [apple @ 1 : put .. pear @ 2 : put]"), "{line}");
+    assert!(line.contains("column_family 0 (default)") && line.contains("entries 2"), "{line}");
+    assert!(edits.iter().any(|l| l.contains("column_family 1 (users); add_column_family users")), "{out}");
+    assert!(edits.iter().any(|l| l.contains("next_file_number ")), "{out}");
+
+    let manifest = files_ending(&dir, "").into_iter().find(|p| p.to_string_lossy().contains("MANIFEST-")).unwrap();
+    let by_path = stdout(&expect(0, &["manifest_dump", "--path", manifest.to_str().unwrap(), "--key_hex"]));
+    assert!(by_path.contains("keys [0x6170706C65 @ "), "{by_path}");
+}
+
+#[test]
+fn dump_wal_shows_the_writes_of_a_closed_database_and_names_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o.clone()).unwrap();
+    let users = d.create_column_family("users", &o).unwrap();
+    d.put(b"alpha", b"one").unwrap();
+    let mut batch = ebb::WriteBatch::new();
+    batch.put_cf(&users, b"bob", b"two");
+    batch.delete(b"alpha");
+    d.write(&batch).unwrap();
+    drop(users);
+    d.close().unwrap();
+    let wal = files_ending(&dir, ".log").pop().expect("the writes are in a WAL");
+    let walfile = wal.to_str().unwrap();
+
+    let out = stdout(&expect(0, &["dump_wal", "--walfile", walfile, "--print_values"]));
+    let batches: Vec<&str> = out.lines().filter(|l| l.starts_with('@')).collect();
+    assert_eq!(batches.len(), 2, "{out}");
+    assert!(batches[0].contains("count 1") && batches[1].contains("count 2"), "{out}");
+    let updates: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("  ")).collect();
+    assert_eq!(updates.len(), 3, "{out}");
+    let seq = |l: &str| -> u64 { version(&format!("{l} ==> ")).1 };
+    assert_eq!(updates[0], format!("cf 0 alpha @ {} : put ==> one", seq(updates[0].split(" ==>").next().unwrap())));
+    assert!(updates[1].starts_with("cf 1 bob @ ") && updates[1].ends_with(" : put ==> two"), "{out}");
+    assert!(updates[2].starts_with("cf 0 alpha @ ") && updates[2].ends_with(" : delete"), "{out}");
+    assert_eq!(field(&out, "records"), "2");
+    let quiet = stdout(&expect(0, &["dump_wal", "--walfile", walfile]));
+    assert!(quiet.contains("cf 0 alpha @ ") && !quiet.contains("==> one"), "{quiet}");
+
+    // Damage in the second record: the first is printed, then the offset named.
+    let second: u64 = batches[1][1..].split(' ').next().unwrap().parse().unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    bytes[second as usize + 12] ^= 0xff;
+    std::fs::write(&wal, &bytes).unwrap();
+    let damaged = expect(1, &["dump_wal", "--walfile", walfile]);
+    assert!(stdout(&damaged).starts_with(batches[0]), "{}", text(&damaged));
+    let err = String::from_utf8_lossy(&damaged.stderr);
+    assert!(err.contains(&format!("at offset {second}")) && err.contains(walfile), "{err}");
+}
+
+#[test]
+fn bad_hex_unknown_families_and_missing_databases_are_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    create(&dir);
+    let db = dir.to_str().unwrap();
+    expect(0, &["put", "--db", db, "k", "v"]);
+
+    for (args, named) in [
+        (&["get", "--db", db, "--hex", "0xzz"][..], "KEY \"0xzz\" is not hex"),
+        (&["put", "--db", db, "--value_hex", "k", "abc"][..], "VALUE \"abc\" is not hex"),
+        (&["scan", "--db", db, "--key_hex", "--from", "00", "--to", "xy"][..], "--to \"xy\" is not hex"),
+        (&["compact", "--db", db, "--hex", "--from", "0x1"][..], "--from \"0x1\" is not hex"),
+        (&["get", "--db", db, "--cf", "orders", "k"][..], "no column family \"orders\""),
+        (&["put", "--db", db, "--cf", "orders", "k", "v"][..], "no column family \"orders\""),
+        (&["dump", "--db", db, "--cf", "orders"][..], "no column family \"orders\""),
+    ] {
+        let out = expect(1, args);
+        assert!(text(&out).contains(named), "ebb {}: {}", args.join(" "), text(&out));
+        assert!(out.stdout.is_empty(), "{}", text(&out));
+    }
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "k"])), "v\n", "nothing was written");
+
+    let missing = tmp.path().join("nowhere");
+    let m = missing.to_str().unwrap();
+    for args in [
+        &["get", "--db", m, "k"][..],
+        &["put", "--db", m, "k", "v"][..],
+        &["scan", "--db", m][..],
+        &["list_column_families", "--db", m][..],
+        &["checkconsistency", "--db", m][..],
+        &["manifest_dump", "--db", m][..],
+    ] {
+        let out = expect(1, args);
+        assert!(text(&out).contains(&format!("{m} does not exist")), "ebb {}: {}", args.join(" "), text(&out));
+    }
+    assert!(!missing.exists(), "a refused command creates nothing");
+    expect(2, &["sst_dump", "--file", db, "--command", "nonsense"]);
+    expect(2, &["manifest_dump"]);
+}
+
+/// A database in the reverse bytewise order: the reading verbs and sst_dump
+/// take `--comparator`; without it the table is refused naming both orders.
+#[test]
+fn the_new_verbs_take_the_comparator_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    o.comparator = Some(ebb::comparator::reverse_bytewise());
+    let d = Db::open(&dir, o).unwrap();
+    d.put(b"a", b"1").unwrap();
+    d.put(b"b", b"2").unwrap();
+    d.flush(true).unwrap();
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+    let reverse = ebb::comparator::REVERSE_BYTEWISE_NAME;
+
+    let refused = expect(1, &["scan", "--db", db]);
+    assert!(text(&refused).contains(reverse), "{}", text(&refused));
+    let scan = stdout(&expect(0, &["scan", "--db", db, "--comparator", reverse]));
+    assert_eq!(pairs(&scan), owned(&[("b", "2"), ("a", "1")]));
+    assert_eq!(stdout(&expect(0, &["put", "--db", db, "--comparator", reverse, "c", "3"])), "OK\n");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "--comparator", reverse, "c"])), "3\n");
+
+    let sst = files_ending(&dir, ".sst").pop().unwrap();
+    let sst = sst.to_str().unwrap();
+    let refused = expect(1, &["sst_dump", "--file", sst]);
+    assert!(text(&refused).contains(reverse) && text(&refused).contains(ebb::comparator::BYTEWISE_NAME));
+    let entries = stdout(&expect(0, &["sst_dump", "--file", sst, "--comparator", reverse]));
+    let keys: Vec<String> = entries.lines().map(|l| version(l).0).collect();
+    assert_eq!(keys, ["b", "a"]);
+    let check = stdout(&expect(0, &["sst_dump", "--file", sst, "--comparator", reverse, "--command", "check"]));
+    assert!(check.starts_with("OK: 2 entries read"), "{check}");
+}
+
+/// A TTL database: `put` stamps the value with its write time as the TTL
+/// layer does (the application reads it back whole), and the read-only
+/// verbs, which cannot open one, refuse it by name.
+#[test]
+fn ttl_databases_are_written_through_the_ttl_layer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = Options::default();
+    o.create_if_missing = true;
+    Db::open_with_ttl(&dir, o.clone(), 3600).unwrap().close().unwrap();
+    let db = dir.to_str().unwrap();
+
+    assert_eq!(stdout(&expect(0, &["put", "--db", db, "k", "value"])), "OK\n");
+    let refused = expect(1, &["get", "--db", db, "k"]);
+    assert!(text(&refused).contains("TTL database"), "{}", text(&refused));
+    let ttl = Db::open_with_ttl(&dir, o, 3600).unwrap();
+    assert_eq!(ttl.get(b"k").unwrap(), Some(b"value".to_vec()));
+    assert_eq!(ttl.base_db().get(b"k").unwrap().map(|v| v.len()), Some(b"value".len() + 4), "stamped");
+}

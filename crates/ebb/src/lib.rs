@@ -15,22 +15,24 @@
 //! 6. `key`: internal keys, sequence numbers, size limits.
 //! 7. `range_del`: range tombstones and their fragments.
 //! 8. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
-//! 9. `iter`: the internal iterator and the merging heap.
-//! 10. `stats`: tickers and histograms in RocksDB's format.
-//! 11. `tuning`: rate limiter, clocks, the tuners' decisions.
-//! 12. `cache`: the block cache, holding values of any type.
-//! 13. `wal`: the write-ahead log format.
-//! 14. `memtable`: the skip list.
-//! 15. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
-//! 16. `blob`: blob files (values kept apart from the tables).
-//! 17. `version`: MANIFEST, version edits and the set of live files.
-//! 18. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 19. `compaction_filter`: the compaction filter traits users implement.
-//! 20. `merge_operator`: the merge operator traits and the built-in ones.
-//! 21. `options`: the database's options, their text form, and the narrow
+//! 9. `table_properties`: entry types and the table property collectors
+//!    users implement.
+//! 10. `iter`: the internal iterator and the merging heap.
+//! 11. `stats`: tickers and histograms in RocksDB's format.
+//! 12. `tuning`: rate limiter, clocks, the tuners' decisions.
+//! 13. `cache`: the block cache, holding values of any type.
+//! 14. `wal`: the write-ahead log format.
+//! 15. `memtable`: the skip list.
+//! 16. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 17. `blob`: blob files (values kept apart from the tables).
+//! 18. `version`: MANIFEST, version edits and the set of live files.
+//! 19. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 20. `compaction_filter`: the compaction filter traits users implement.
+//! 21. `merge_operator`: the merge operator traits and the built-in ones.
+//! 22. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 22. `compaction`: picking and running compactions.
-//! 23. `db`: the public handle, the write and read paths, background jobs.
+//! 23. `compaction`: picking and running compactions.
+//! 24. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -71,6 +73,7 @@ pub mod events;
 pub mod fs;
 pub mod merge_operator;
 pub mod prefix;
+pub mod table_properties;
 
 mod db;
 mod error;
@@ -95,7 +98,7 @@ pub use compaction_filter::{CompactionFilter, CompactionFilterContext, Compactio
 pub use comparator::Comparator;
 pub use db::{
     BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
-    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries, EntryType,
+    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
     EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, KeyVersion, ReadOptions,
     RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot,
     SstFileWriter, StallCondition, TtlClock, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
@@ -109,6 +112,7 @@ pub use options::{
     CompressionType, DbOptions, IdlePolicyKind, IndexType, Options, TableOptions, WalRecoveryMode, MAX_KEY_SIZE,
     MAX_VALUE_SIZE, PERIODIC_COMPACTION_AUTO,
 };
-pub use sst::PinnableSlice;
+pub use sst::{PinnableSlice, TableProperties};
 pub use stats::{LevelCompactionStats, StallCause};
+pub use table_properties::{CollectorContext, EntryType, TablePropertiesCollector, TablePropertiesCollectorFactory};
 pub use util::checksum::ChecksumType;

@@ -62,6 +62,8 @@ enum Kind {
     Compact,
     WaitForCompaction,
     Flush,
+    BulkLoad,
+    Checkpoint,
 }
 
 fn kind_of(name: &str) -> Option<Kind> {
@@ -101,6 +103,8 @@ fn kind_of(name: &str) -> Option<Kind> {
         "compact" => Kind::Compact,
         "waitforcompaction" => Kind::WaitForCompaction,
         "flush" => Kind::Flush,
+        "bulkload" => Kind::BulkLoad,
+        "checkpoint" => Kind::Checkpoint,
         _ => return None,
     })
 }
@@ -311,7 +315,7 @@ impl Runner<'_> {
                 result.memory = Some(m);
             }
             if !matches!(kind, Kind::Stats | Kind::LevelStats | Kind::Options) {
-                let one_shot = matches!(kind, Kind::Compact | Kind::WaitForCompaction | Kind::Flush);
+                let one_shot = matches!(kind, Kind::Compact | Kind::WaitForCompaction | Kind::Flush | Kind::Checkpoint);
                 self.summary_rows.push(summary::Row::new(&result, one_shot, &before, &self.engine()?.metrics()));
             }
             self.report.results.push(result);
@@ -359,9 +363,47 @@ impl Runner<'_> {
             Kind::Compact => return timed_meta(&|| engine.compact_range()),
             Kind::WaitForCompaction => return timed_meta(&|| engine.wait_for_compaction()),
             Kind::Flush => return timed_meta(&|| engine.flush()),
+            Kind::BulkLoad => return self.bulk_load(name),
+            Kind::Checkpoint => {
+                let dir = self.db_path.with_extension("checkpoint");
+                let _ = std::fs::remove_dir_all(&dir);
+                let result = timed_meta(&|| engine.checkpoint(&dir));
+                let _ = std::fs::remove_dir_all(&dir);
+                return result;
+            }
             _ => {}
         }
         self.run_threads(index, name, kind)
+    }
+
+    /// `bulkload` (not a db_bench benchmark): `--num` keys in order, with
+    /// values as the fills make them, written into SST files of
+    /// `--bulkload_file_keys` keys each by the engine's SST writer and
+    /// ingested at once (hard-linked); the time covers both.
+    fn bulk_load(&self, name: &str) -> Result<BenchResult> {
+        let (cfg, engine) = (self.cfg, self.engine()?);
+        let dir = self.db_path.with_extension("bulkload");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| BenchError::new(format!("{}: {e}", dir.display())))?;
+        let per_file = cfg.bulkload_file_keys.max(1);
+        let start = Instant::now();
+        let mut values = crate::values::ValueGenerator::new(cfg.compression_ratio, cfg.value_size);
+        let mut paths = Vec::new();
+        let mut next = 0u64;
+        while next < cfg.num {
+            let end = (next + per_file).min(cfg.num);
+            let path = dir.join(format!("{:06}.sst", paths.len()));
+            let mut entries = (next..end).map(|n| (cfg.keys.key(n), values.generate(cfg.value_size).to_vec()));
+            engine.write_sst(&path, &mut entries)?;
+            paths.push(path);
+            next = end;
+        }
+        engine.ingest(&paths)?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let _ = std::fs::remove_dir_all(&dir);
+        let m = Merged { done: cfg.num, thread_seconds: elapsed, elapsed, ..Merged::default() };
+        println!("{}", result_line(name, &m));
+        Ok(bench_result(name, 1, &m, None, Vec::new()))
     }
 
     fn run_threads(&self, index: u64, name: &str, kind: Kind) -> Result<BenchResult> {
@@ -695,9 +737,14 @@ fn run_body(
             None => Err(BenchError::new("the mix benchmark has no mix defined")),
         },
         Kind::Checksum { xxh3 } => ops::checksum(w, xxh3),
-        Kind::Stats | Kind::LevelStats | Kind::Options | Kind::Compact | Kind::WaitForCompaction | Kind::Flush => {
-            Ok(())
-        }
+        Kind::Stats
+        | Kind::LevelStats
+        | Kind::Options
+        | Kind::Compact
+        | Kind::WaitForCompaction
+        | Kind::Flush
+        | Kind::BulkLoad
+        | Kind::Checkpoint => Ok(()),
     }
 }
 

@@ -424,6 +424,26 @@ impl Engine for EbbEngine {
         }
     }
 
+    fn write_sst(&self, path: &Path, entries: &mut dyn Iterator<Item = (Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let mut w = ebb::SstFileWriter::create(&self.options);
+        w.open(path)?;
+        for (k, v) in entries {
+            w.put(&k, &v)?;
+        }
+        w.finish()?;
+        Ok(())
+    }
+
+    fn ingest(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        let opts = ebb::IngestExternalFileOptions { move_files: true, ..Default::default() };
+        Ok(self.db.ingest_external_file(paths, &opts)?)
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        ebb::Checkpoint::create(&self.db, dir)?;
+        Ok(())
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         Ok(self.db.close()?)
     }

@@ -14,7 +14,7 @@ pub mod rocksdb;
 use std::path::Path;
 
 use crate::config::EngineKind;
-use crate::error::Result;
+use crate::error::{BenchError, Result};
 use crate::flags::{Flags, Value};
 
 /// Per-write durability.
@@ -185,6 +185,24 @@ pub trait Engine: Send + Sync {
     /// (Ebb's options; the OPTIONS file RocksDB wrote), in the flag's form.
     /// Flags the engine does not record are left out.
     fn effective_options(&self) -> Vec<(&'static str, Value)>;
+    /// Writes an SST file at `path` holding `entries` (sorted, distinct
+    /// keys) with the engine's SST writer and the database's options
+    /// (RocksDB's `SstFileWriter`), for [`Engine::ingest`].
+    /// The default refuses.
+    fn write_sst(&self, path: &Path, entries: &mut dyn Iterator<Item = (Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let _ = entries;
+        Err(BenchError::new(format!("{} writes no SST file ({})", self.name(), path.display())))
+    }
+    /// Ingests SST files written by [`Engine::write_sst`], hard-linking them
+    /// (RocksDB's `IngestExternalFile` with `move_files`). The default refuses.
+    fn ingest(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        Err(BenchError::new(format!("{} ingests no SST file ({} given)", self.name(), paths.len())))
+    }
+    /// Makes a checkpoint of the database in `dir` (RocksDB's `Checkpoint`).
+    /// The default refuses.
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        Err(BenchError::new(format!("{} makes no checkpoint ({})", self.name(), dir.display())))
+    }
     /// Closes the database.
     fn close(self: Box<Self>) -> Result<()>;
 }

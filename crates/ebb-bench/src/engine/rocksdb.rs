@@ -630,6 +630,26 @@ impl Engine for RocksDbEngine {
             .collect()
     }
 
+    fn write_sst(&self, path: &Path, entries: &mut dyn Iterator<Item = (Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let mut w = rocksdb::SstFileWriter::create(&self.opts);
+        w.open(path).map_err(rocks_error)?;
+        for (k, v) in entries {
+            w.put(&k, &v).map_err(rocks_error)?;
+        }
+        w.finish().map_err(rocks_error)
+    }
+
+    fn ingest(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        let mut opts = rocksdb::IngestExternalFileOptions::default();
+        opts.set_move_files(true);
+        self.db.ingest_external_file_opts(&opts, paths.to_vec()).map_err(rocks_error)
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        let c = rocksdb::checkpoint::Checkpoint::new(&self.db).map_err(rocks_error)?;
+        c.create_checkpoint(dir).map_err(rocks_error)
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         drop(self.db);
         Ok(())

@@ -88,6 +88,13 @@ pub const FLAGS: &[FlagSpec] = &[
          (ReadOptions::total_order_seek)",
     ),
     f(
+        "bulkload_file_keys",
+        Int,
+        "1000000",
+        Client,
+        "Keys per SST file the bulkload benchmark writes before ingesting them all",
+    ),
+    f(
         "merge_keys",
         Int,
         "-1",
@@ -706,6 +713,11 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
     ("compact", "compact the whole key range"),
     ("waitforcompaction", "wait until no flush or compaction is pending"),
     ("flush", "flush the memtables"),
+    (
+        "bulkload",
+        "Ebb's own: --num keys in order written to SST files of --bulkload_file_keys keys and ingested at once",
+    ),
+    ("checkpoint", "Ebb's own: make a checkpoint of the database beside it, timed, then delete it"),
     ("crc32c", "CRC32c of 500 MB in --block_size blocks (default 4 KiB)"),
     ("xxh3", "XXH3 of 500 MB in --block_size blocks (default 4 KiB)"),
 ];

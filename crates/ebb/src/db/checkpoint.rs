@@ -252,7 +252,7 @@ pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
         max_column_family: st.versions.next_column_family_id() - 1,
     };
     drop(st);
-    let options_text = inner.opts().to_text();
+    let options_text = inner.options_file_text();
     Ok(Captured { families, counters, manifest_number, options_number, wals, options_text })
 }
 

@@ -174,6 +174,8 @@ impl super::DbInner {
         let data = ColumnFamilyData::new(id, name, Arc::new(options));
         st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
         self.install_super_version(&mut st);
+        drop(st);
+        self.record_options_after("creating column family");
         Ok(ColumnFamilyHandle { data })
     }
 
@@ -217,7 +219,18 @@ impl super::DbInner {
         self.delete_obsolete_files(&mut st);
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
+        drop(st);
+        self.record_options_after("dropping column family");
         Ok(())
+    }
+
+    /// Rewrites the OPTIONS file after a change that is made already: a
+    /// failure is written to the info log, not returned (the family exists,
+    /// or is gone, either way; the next OPTIONS file records it).
+    fn record_options_after(&self, what: &str) {
+        if let Err(e) = self.write_options_file() {
+            self.info_log.log(super::info_log::Level::Warn, &format!("OPTIONS file not written after {what}: {e}"));
+        }
     }
 
     /// Bytes in live WAL files, the one being written included.

@@ -7,36 +7,10 @@ use std::sync::Arc;
 use super::{ColumnFamilyHandle, Db};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{make_internal_key, parse_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+use crate::key::{make_internal_key, parse_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::sst::ReadSettings;
+use crate::table_properties::EntryType;
 use crate::version::{LevelFiles, LevelIterator};
-
-/// What a stored entry is (RocksDB's `EntryType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryType {
-    /// A value (a put).
-    Put,
-    /// A deletion.
-    Delete,
-    /// A single deletion.
-    SingleDelete,
-    /// A merge operand.
-    Merge,
-    /// A value kept in a blob file; the entry's value is the reference.
-    BlobIndex,
-}
-
-impl std::fmt::Display for EntryType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            EntryType::Put => "put",
-            EntryType::Delete => "delete",
-            EntryType::SingleDelete => "single_delete",
-            EntryType::Merge => "merge",
-            EntryType::BlobIndex => "blob_index",
-        })
-    }
-}
 
 /// One stored version of a key ([`Db::get_all_key_versions`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,13 +76,7 @@ impl Db {
             if end.is_some_and(|e| !data.cmp.lt(p.user_key, e)) {
                 break;
             }
-            let entry_type = match p.kind {
-                ValueKind::Value => EntryType::Put,
-                ValueKind::Deletion => EntryType::Delete,
-                ValueKind::SingleDeletion => EntryType::SingleDelete,
-                ValueKind::Merge => EntryType::Merge,
-                _ => EntryType::BlobIndex,
-            };
+            let entry_type = EntryType::of(p.kind);
             out.push(KeyVersion {
                 user_key: p.user_key.to_vec(),
                 value: it.value().to_vec(),
@@ -118,6 +86,28 @@ impl Db {
             it.next();
         }
         it.status()?;
+        Ok(out)
+    }
+
+    /// The properties of every live table of column family `cf`, by file
+    /// path (RocksDB's `GetPropertiesOfAllTables`), the user collectors'
+    /// included (`TableProperties::user_collected_properties`).
+    pub fn get_properties_of_all_tables(
+        &self,
+        cf: &ColumnFamilyHandle,
+    ) -> Result<std::collections::BTreeMap<String, crate::sst::TableProperties>> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        cf.data.check_live()?;
+        let sv = cf.data.super_version();
+        let mut out = std::collections::BTreeMap::new();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for f in files {
+                let table = inner.tables.get(f, level, &cf.data.cmp)?;
+                let path = crate::version::filename::table_file(&inner.dir, f.number);
+                out.insert(path.display().to_string(), table.properties().clone());
+            }
+        }
         Ok(out)
     }
 

@@ -59,10 +59,13 @@ pub struct SstFileWriter {
 struct Writing {
     builder: TableBuilder,
     path: PathBuf,
-    last: Option<Vec<u8>>,
+    /// The last key added (empty before the first: `entries` tells).
+    last: Vec<u8>,
     smallest: Option<Vec<u8>>,
     entries: u64,
     range_deletions: u64,
+    /// The internal key being added, reused.
+    ikey: Vec<u8>,
 }
 
 /// What [`SstFileWriter::finish`] wrote.
@@ -104,7 +107,15 @@ impl SstFileWriter {
         let table = TableBuilderOptions::from_options(o, o.compression_for_level(bottom, true));
         let file = self.fs.new_writable(&path)?;
         let builder = TableBuilder::new(file, table, path.display().to_string());
-        self.writing = Some(Writing { builder, path, last: None, smallest: None, entries: 0, range_deletions: 0 });
+        self.writing = Some(Writing {
+            builder,
+            path,
+            last: Vec::new(),
+            smallest: None,
+            entries: 0,
+            range_deletions: 0,
+            ikey: Vec::new(),
+        });
         Ok(())
     }
 
@@ -153,19 +164,22 @@ impl SstFileWriter {
         }
         let cmp = self.options.user_comparator();
         let w = self.writing_mut()?;
-        if let Some(last) = &w.last {
-            if cmp.compare(last, key) != std::cmp::Ordering::Less {
-                return Err(Error::invalid(format!(
-                    "keys must be added in strictly increasing order ({}): {:?} after {:?}",
-                    cmp.name(),
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(last)
-                )));
-            }
+        if w.entries > 0 && cmp.compare(&w.last, key) != std::cmp::Ordering::Less {
+            return Err(Error::invalid(format!(
+                "keys must be added in strictly increasing order ({}): {:?} after {:?}",
+                cmp.name(),
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(&w.last)
+            )));
         }
-        w.builder.add(&make_internal_key(key, 0, kind), value)?;
-        w.smallest.get_or_insert_with(|| key.to_vec());
-        w.last = Some(key.to_vec());
+        w.ikey.clear();
+        crate::key::append_internal_key(&mut w.ikey, key, 0, kind);
+        w.builder.add(&w.ikey, value)?;
+        if w.entries == 0 {
+            w.smallest = Some(key.to_vec());
+        }
+        w.last.clear();
+        w.last.extend_from_slice(key);
         w.entries += 1;
         Ok(())
     }
@@ -188,7 +202,7 @@ impl SstFileWriter {
             file_size: self.fs.file_size(&w.path)?,
             file_path: w.path,
             smallest_key: w.smallest.unwrap_or_default(),
-            largest_key: w.last.unwrap_or_default(),
+            largest_key: w.last,
             num_entries: w.entries,
             num_range_deletions: w.range_deletions,
         })

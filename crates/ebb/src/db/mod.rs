@@ -49,7 +49,7 @@ pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, Restor
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
-pub use debug::{EntryType, KeyVersion};
+pub use debug::KeyVersion;
 pub use ingest::{ExternalSstFileInfo, IngestExternalFileOptions, SstFileWriter};
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
@@ -1094,7 +1094,8 @@ impl DbInner {
         self.state.lock().stall_cache = None;
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
-        Ok(())
+        // As RocksDB, the change is in force even if it cannot be recorded.
+        self.write_options_file()
     }
 }
 

@@ -281,7 +281,7 @@ pub(super) fn open_locked(
     if read_only {
         return Ok(Db { inner });
     }
-    write_options_file(&inner, &options)?;
+    inner.write_options_file()?;
     // From here on background threads hold the database: a failure must shut
     // them down, or they would keep the directory locked.
     if let Err(e) = start_threads(&inner, dir) {
@@ -315,15 +315,38 @@ fn start_threads(inner: &Arc<DbInner>, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_options_file(inner: &Arc<DbInner>, options: &Options) -> Result<()> {
-    let number = inner.state.lock().versions.new_file_number();
-    let path = filename::options_file(&inner.dir, number);
-    inner.fs.write_file_atomic(&path, options.to_text().as_bytes())?;
-    let mut st = inner.state.lock();
-    // Older OPTIONS files, and at open whatever the last run left.
-    st.obsolete.scan_next_time();
-    inner.delete_obsolete_files(&mut st);
-    Ok(())
+impl DbInner {
+    /// The OPTIONS-file text of the options in force: the database's and
+    /// the default family's, then every other family's.
+    pub(crate) fn options_file_text(&self) -> String {
+        let families: Vec<(String, Arc<ColumnFamilyOptions>)> = {
+            let st = self.state.lock();
+            st.families
+                .values()
+                .filter(|f| f.data.id != 0)
+                .map(|f| (f.data.name.clone(), f.data.options.load_full()))
+                .collect()
+        };
+        let refs: Vec<(&str, &ColumnFamilyOptions)> = families.iter().map(|(n, o)| (n.as_str(), o.as_ref())).collect();
+        self.opts().to_text_with_families(&refs)
+    }
+
+    /// Writes a new OPTIONS file with the options in force (at open, and
+    /// after a family is created or dropped or options change); the older
+    /// ones go with the next obsolete-file scan.
+    pub(crate) fn write_options_file(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let number = self.state.lock().versions.new_file_number();
+        let path = filename::options_file(&self.dir, number);
+        self.fs.write_file_atomic(&path, self.options_file_text().as_bytes())?;
+        let mut st = self.state.lock();
+        // Older OPTIONS files, and at open whatever the last run left.
+        st.obsolete.scan_next_time();
+        self.delete_obsolete_files(&mut st);
+        Ok(())
+    }
 }
 
 pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {

@@ -327,11 +327,33 @@ impl SequentialFile for PosixSequential {
     }
 }
 
+/// A LOCK file held: a POSIX record lock (`fcntl(F_SETLK)`, as RocksDB's
+/// `LockFile`) on the whole file, plus its entry in [`LOCKED`].
+///
+/// Not `flock`: an `flock` lock belongs to the open file description, which
+/// a child process forked by any thread shares until it execs, so a
+/// database closed and reopened while another thread spawns a process could
+/// find its own old lock still held (`Busy`). A record lock belongs to the
+/// process and is never inherited. Record locks do not exclude handles of
+/// one process from each other, and closing any descriptor of the file drops
+/// them: the process-wide [`LOCKED`] set, checked before the file is
+/// opened, does both jobs.
 struct PosixLock {
     _file: File,
+    id: (u64, u64),
 }
 
 impl FileLock for PosixLock {}
+
+impl Drop for PosixLock {
+    fn drop(&mut self) {
+        LOCKED.lock().remove(&self.id);
+    }
+}
+
+/// The LOCK files this process holds, by (device, inode).
+static LOCKED: parking_lot::Mutex<std::collections::BTreeSet<(u64, u64)>> =
+    parking_lot::Mutex::new(std::collections::BTreeSet::new());
 
 impl FileSystem for PosixFs {
     fn create_dir_all(&self, path: &Path) -> Result<()> {
@@ -414,6 +436,18 @@ impl FileSystem for PosixFs {
         dir.sync_all().map_err(|e| Error::io("fsync dir", path, e))
     }
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        use std::os::unix::fs::MetadataExt;
+        let busy = || Error::Busy(format!("{} is locked by another process or open handle", path.display()));
+        // Held while checking, opening and locking: two threads of this
+        // process cannot both pass the check.
+        let mut locked = LOCKED.lock();
+        // Checked before opening: a descriptor of a file this process has
+        // locked, once closed, would release that lock.
+        if let Ok(m) = std::fs::metadata(path) {
+            if locked.contains(&(m.dev(), m.ino())) {
+                return Err(busy());
+            }
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -421,17 +455,34 @@ impl FileSystem for PosixFs {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io("open lock", path, e))?;
-        // SAFETY: the descriptor is owned by `file`, which outlives the call.
+        let m = file.metadata().map_err(|e| Error::io("stat lock", path, e))?;
+        let id = (m.dev(), m.ino());
+        if locked.contains(&id) {
+            // Created anew between the check and the open? Then it is
+            // another file; a held one is never reopened here.
+            return Err(busy());
+        }
+        // SAFETY: an all-zero `flock` record is valid; the fields that
+        // matter are set below.
         #[allow(unsafe_code)]
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        let mut record: libc::flock = unsafe { std::mem::zeroed() };
+        record.l_type = libc::F_WRLCK as libc::c_short;
+        record.l_whence = libc::SEEK_SET as libc::c_short;
+        record.l_start = 0;
+        record.l_len = 0;
+        // SAFETY: the descriptor is owned by `file`, which outlives the
+        // call, and `record` is a valid lock record.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &record) };
         if rc != 0 {
             let err = std::io::Error::last_os_error();
-            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(Error::Busy(format!("{} is locked by another process or open handle", path.display())));
+            if matches!(err.raw_os_error(), Some(libc::EACCES) | Some(libc::EAGAIN)) {
+                return Err(busy());
             }
-            return Err(Error::io("flock", path, err));
+            return Err(Error::io("fcntl lock", path, err));
         }
-        Ok(Box::new(PosixLock { _file: file }))
+        locked.insert(id);
+        Ok(Box::new(PosixLock { _file: file, id }))
     }
 }
 
@@ -440,6 +491,41 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+
+    #[test]
+    fn a_lock_excludes_this_process_and_is_not_inherited_by_a_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let fs = PosixFs::new();
+        let first = fs.lock_file(&path).unwrap();
+        let e = fs.lock_file(&path).err().expect("a second handle of this process");
+        assert!(matches!(e, Error::Busy(_)), "{e}");
+        // The failed attempt closed nothing that releases the lock held.
+        assert!(matches!(fs.lock_file(&path), Err(Error::Busy(_))));
+        // A child forked while the lock is held (every process spawn forks
+        // first) must not keep it: the parent drops and takes it again
+        // while the child still lives.
+        // SAFETY: the child only sleeps and exits (async-signal-safe calls).
+        #[allow(unsafe_code)]
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::usleep(300_000);
+                libc::_exit(0);
+            }
+        }
+        assert!(child > 0);
+        drop(first);
+        let again = fs.lock_file(&path);
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::waitpid(child, &mut status, 0)
+        };
+        assert!(again.is_ok(), "the child kept the lock: {:?}", again.err());
+    }
 
     fn file_of(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+mod file;
 #[macro_use]
 mod split;
 mod text;
@@ -297,6 +298,11 @@ define_options! {
         /// family without one is refused. Recorded by name in the OPTIONS
         /// file. Default none.
         merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>> = None,
+        /// Makers of user table property collectors, one collector per
+        /// table built (RocksDB `table_properties_collector_factories`;
+        /// docs/operations.md, "Table properties"). User code, set in code:
+        /// the OPTIONS file lists their names. Default none.
+        table_properties_collector_factories: Vec<Arc<dyn crate::table_properties::TablePropertiesCollectorFactory>> = Vec::new(),
         /// Extracts the prefix of each key that bloom filters also hold and
         /// prefix seeks stay within (RocksDB `prefix_extractor`;
         /// docs/data_model.md, "Prefixes"): `prefix::fixed(n)`,
@@ -854,6 +860,7 @@ impl TableBuilderOptions {
             whole_key_filtering: o.whole_key_filtering,
             prefix_extractor: o.prefix_extractor.clone().map(crate::prefix::Extractor),
             comparator: o.user_comparator(),
+            collectors: crate::table_properties::Collectors(o.table_properties_collector_factories.clone()),
         }
     }
 }

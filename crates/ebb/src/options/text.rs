@@ -52,7 +52,9 @@ impl Options {
 
     /// Parses the text written by [`Options::to_text`] (or by hand) on top of
     /// the defaults. Lines are `name=value`; `#` starts a comment; section
-    /// headers are accepted and ignored except `[Version]`, whose keys are skipped.
+    /// headers are accepted and ignored except `[Version]`, whose keys are
+    /// skipped, and the sections of column families other than the default
+    /// (an OPTIONS file's; [`Options::load_options_file`] reads them).
     pub fn from_text(text: &str) -> Result<Options> {
         let mut opts = Options::default();
         opts.apply_text(text)?;
@@ -74,7 +76,8 @@ impl Options {
                         lineno + 1
                     )));
                 }
-                in_version = line == "[Version]";
+                let other_family = line.split_once(' ').is_some_and(|(_, name)| name != "\"default\"]");
+                in_version = line == "[Version]" || other_family;
                 continue;
             }
             let Some((name, value)) = line.split_once('=') else {

@@ -106,6 +106,10 @@ pub struct TableProperties {
     /// The name of the comparator the keys are ordered by (RocksDB's
     /// `rocksdb.comparator`); `None` is the bytewise one.
     pub comparator_name: Option<String>,
+    /// What the family's table property collectors stored (RocksDB's
+    /// `user_collected_properties`): every property whose name is not the
+    /// engine's (`ebb.`, `rocksdb.`).
+    pub user_collected_properties: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 impl Default for TableProperties {
@@ -134,6 +138,7 @@ impl Default for TableProperties {
             prefix_extractor_name: None,
             whole_key_filtering: true,
             comparator_name: None,
+            user_collected_properties: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -185,6 +190,11 @@ impl TableProperties {
         if self.column_family.is_none() {
             entries.retain(|(name, _)| *name != names::COLUMN_FAMILY);
         }
+        for (name, value) in &self.user_collected_properties {
+            if !crate::table_properties::is_reserved(name) {
+                entries.push((name.as_str(), value.clone()));
+            }
+        }
         entries.sort_by(|a, b| a.0.cmp(b.0));
         let mut b = BlockBuilder::new(1);
         for (name, value) in &entries {
@@ -194,7 +204,7 @@ impl TableProperties {
     }
 
     /// Parses a properties block. `file_size` is left 0 for the caller.
-    pub fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
+    pub(crate) fn decode(block: Arc<Block>) -> Result<TableProperties, String> {
         let mut p = TableProperties::default();
         let mut it = BlockIterator::new(block, KeyOrder::Bytewise);
         it.seek_to_first();
@@ -249,6 +259,9 @@ impl TableProperties {
                 names::RAW_VALUE_SIZE => p.raw_value_size = number()?,
                 names::SMALLEST_KEY => p.smallest_key = value.to_vec(),
                 names::SMALLEST_SEQNO => p.smallest_seqno = number()?,
+                other if !other.is_empty() && !crate::table_properties::is_reserved(other) => {
+                    p.user_collected_properties.insert(other.to_string(), value.to_vec());
+                }
                 _ => {}
             }
             it.next();
@@ -290,17 +303,25 @@ mod tests {
             prefix_extractor_name: Some("rocksdb.FixedPrefix.8".into()),
             whole_key_filtering: false,
             comparator_name: Some("rocksdb.ReverseBytewiseComparator".into()),
+            user_collected_properties: [("app.count".to_string(), b"12".to_vec()), ("zz".to_string(), Vec::new())]
+                .into_iter()
+                .collect(),
         };
         let decoded = TableProperties::decode(Arc::new(Block::new(p.encode()).unwrap())).unwrap();
         assert_eq!(decoded, p);
 
+        // A later version's own property is skipped; any other name is a
+        // user-collected property.
         let mut b = BlockBuilder::new(1);
-        b.add(b"aaa.future.property", b"whatever");
+        b.add(b"aaa.user.property", b"whatever");
+        b.add(b"ebb.future.property", b"later");
         let mut n = Vec::new();
         put_varint64(&mut n, 9);
         b.add(names::NUM_ENTRIES.as_bytes(), &n);
         let decoded = TableProperties::decode(Arc::new(Block::new(b.finish()).unwrap())).unwrap();
         assert_eq!(decoded.num_entries, 9);
+        assert_eq!(decoded.user_collected_properties.len(), 1);
+        assert_eq!(decoded.user_collected_properties["aaa.user.property"], b"whatever");
     }
 
     #[test]

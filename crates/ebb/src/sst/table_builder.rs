@@ -30,6 +30,7 @@ use crate::prefix::Extractor;
 use crate::range_del::RangeTombstone;
 use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::util::checksum::ChecksumType;
+use crate::table_properties::{CollectorContext, Collectors, EntryType, TablePropertiesCollector};
 use crate::util::compression::CompressionType;
 
 /// Largest data block target accepted; with the key and value limits this
@@ -75,6 +76,9 @@ pub struct TableBuilderOptions {
     /// The order of the keys (the column family's comparator), named in
     /// the properties.
     pub comparator: UserComparator,
+    /// Makers of the user's table property collectors (the family's
+    /// `table_properties_collector_factories`).
+    pub collectors: Collectors,
 }
 
 impl Default for TableBuilderOptions {
@@ -93,6 +97,7 @@ impl Default for TableBuilderOptions {
             whole_key_filtering: true,
             prefix_extractor: None,
             comparator: UserComparator::BYTEWISE,
+            collectors: Collectors::default(),
         }
     }
 }
@@ -150,6 +155,9 @@ pub struct TableBuilder {
     range_dels: Vec<RangeTombstone>,
     /// The last prefix added to the filter.
     last_prefix: Option<Vec<u8>>,
+    /// The user's property collectors for this table; one that panicked is
+    /// `None` from then on (module `table_properties`).
+    collectors: Vec<Option<Box<dyn TablePropertiesCollector>>>,
 }
 
 impl TableBuilder {
@@ -168,7 +176,15 @@ impl TableBuilder {
             comparator_name: (!opts.comparator.is_bytewise()).then(|| opts.comparator.name().to_string()),
             ..Default::default()
         };
+        let context = CollectorContext { column_family_id: opts.column_family };
+        let collectors = opts
+            .collectors
+            .0
+            .iter()
+            .map(|f| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f.create(context))).ok())
+            .collect();
         TableBuilder {
+            collectors,
             file,
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index_block: BlockBuilder::new(1),
@@ -201,6 +217,37 @@ impl TableBuilder {
         self.range_dels.len()
     }
 
+    /// Hands an entry to every collector still working; one that panics is
+    /// dropped (module `table_properties`).
+    fn collect(&mut self, internal_key: &[u8], value: &[u8]) {
+        let Some(p) = crate::key::parse_internal_key(internal_key) else { return };
+        let (entry_type, offset) = (EntryType::of(p.kind), self.offset);
+        for slot in &mut self.collectors {
+            if let Some(c) = slot.as_mut() {
+                let call = std::panic::AssertUnwindSafe(|| c.add_user_key(p.user_key, value, entry_type, p.seq, offset));
+                if std::panic::catch_unwind(call).is_err() {
+                    *slot = None;
+                }
+            }
+        }
+    }
+
+    /// Every collector's properties: reserved names left out, the first
+    /// collector's value kept where two name the same property.
+    fn collected_properties(&mut self) -> std::collections::BTreeMap<String, Vec<u8>> {
+        let mut out = std::collections::BTreeMap::new();
+        for slot in &mut self.collectors {
+            let Some(c) = slot.as_mut() else { continue };
+            let Ok(props) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.finish())) else { continue };
+            for (name, value) in props {
+                if !crate::table_properties::is_reserved(&name) && !name.is_empty() {
+                    out.entry(name).or_insert(value);
+                }
+            }
+        }
+        out
+    }
+
     /// Adds an entry. Keys must be strictly increasing in internal-key order
     /// (user keys in the options' comparator);
     /// anything else is [`Error::InvalidArgument`] and the entry is not added.
@@ -226,6 +273,9 @@ impl TableBuilder {
                 String::from_utf8_lossy(internal_key),
                 String::from_utf8_lossy(&self.last_key)
             )));
+        }
+        if !self.collectors.is_empty() {
+            self.collect(internal_key, value);
         }
         if let Some(handle) = self.pending_index.take() {
             if user_key(&self.last_key) == user_key(internal_key) {
@@ -456,6 +506,9 @@ impl TableBuilder {
         }
 
         self.props.creation_time = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        if !self.collectors.is_empty() {
+            self.props.user_collected_properties = self.collected_properties();
+        }
         let props_block = self.props.encode();
         meta.push((PROPERTIES_BLOCK_NAME, self.write_block(&props_block, false)?));
 

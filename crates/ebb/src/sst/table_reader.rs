@@ -1754,6 +1754,7 @@ mod tests {
             whole_key_filtering: true,
             prefix_extractor: None,
             comparator: UserComparator::BYTEWISE,
+            collectors: Default::default(),
         }
     }
 

@@ -1,0 +1,452 @@
+//! The verbs that decode one file of a database without opening it (ldb's
+//! `manifest_dump` and `dump_wal`, RocksDB's `sst_dump`), through the
+//! engine's internal readers (feature `internals`). None takes a LOCK or
+//! writes anything; each reads the file as it is when read, so on a live
+//! database a WAL or MANIFEST being appended may end in a torn record.
+//!
+//! Damage is reported, never skipped: what was decoded before it is printed,
+//! then the verb fails with the engine's corruption error naming the file
+//! and offset (docs/format.md describes every format read here).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use ebb::comparator::UserComparator;
+use ebb::fs::{FileSystem, PosixFs, RandomAccessFile};
+use ebb::iter::InternalIterator;
+use ebb::key::ValueKind;
+use ebb::sst::format::{unwrap_block, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use ebb::sst::table_reader::TableCachePolicy;
+use ebb::sst::{Block, BlockHandle, BlockIterator, Footer, KeyOrder, ReadSettings, Table};
+use ebb::util::coding::Decoder;
+use ebb::version::edit::VersionEdit;
+use ebb::version::filename::{self, FileType};
+use ebb::wal::{LogReader, LogRecord};
+use ebb::Error;
+
+use crate::format::{kind_name, say, Encoding};
+use crate::Failure;
+
+/// `ebb manifest_dump`: one line per version edit of the MANIFEST that
+/// CURRENT names (or of `path`), then the number of edits.
+pub fn manifest_dump(
+    out: &mut dyn Write,
+    db: Option<&Path>,
+    path: Option<&Path>,
+    enc: Encoding,
+) -> Result<(), Failure> {
+    let fs = PosixFs::new();
+    let manifest = match (path, db) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(dir)) => current_manifest(&fs, dir)?,
+        (None, None) => return Err(Error::invalid("manifest_dump needs --db or --path").into()),
+    };
+    let name = manifest.display().to_string();
+    say!(out, "manifest: {name}")?;
+    let mut reader = LogReader::new(fs.open_sequential(&manifest)?, name.clone());
+    // Family names as the edits create them, to name the family of each.
+    let mut families = BTreeMap::from([(0, ebb::DEFAULT_COLUMN_FAMILY.to_string())]);
+    let mut edits = 0u64;
+    loop {
+        match reader.next()? {
+            LogRecord::Record { data, offset } => {
+                let edit = VersionEdit::decode(&data, &name, offset)?;
+                if let Some(added) = &edit.column_family_add {
+                    families.insert(edit.column_family, added.clone());
+                }
+                say!(out, "{}", describe_edit(&edit, offset, &families, enc))?;
+                edits += 1;
+            }
+            LogRecord::Eof => break,
+            LogRecord::Corrupt { offset, reason, .. } => return Err(Error::corruption(name, offset, reason).into()),
+        }
+    }
+    Ok(say!(out, "edits: {edits}")?)
+}
+
+/// The MANIFEST that `dir`'s CURRENT names.
+fn current_manifest(fs: &PosixFs, dir: &Path) -> ebb::Result<PathBuf> {
+    crate::data::require_directory(dir)?;
+    let current = filename::current_file(dir);
+    let text = fs.read_file(&current)?;
+    let named = std::str::from_utf8(&text).ok().map(|t| t.trim_end_matches('\n'));
+    match named {
+        Some(n) if matches!(filename::parse_file_name(n), Some((FileType::Manifest, _))) => Ok(dir.join(n)),
+        _ => Err(Error::corruption(current.display().to_string(), 0, "CURRENT does not name a MANIFEST file")),
+    }
+}
+
+/// `@OFFSET field; field; ...`: every field the edit sets, in the order of
+/// docs/ebb-tool.md, "manifest_dump".
+fn describe_edit(edit: &VersionEdit, offset: u64, families: &BTreeMap<u32, String>, enc: Encoding) -> String {
+    let mut fields = Vec::new();
+    let cf = edit.column_family;
+    match families.get(&cf) {
+        Some(n) => fields.push(format!("column_family {cf} ({n})")),
+        None => fields.push(format!("column_family {cf}")),
+    }
+    if let Some(n) = &edit.column_family_add {
+        fields.push(format!("add_column_family {n}"));
+    }
+    if edit.column_family_drop {
+        fields.push("drop_column_family".to_string());
+    }
+    if let Some(n) = edit.max_column_family {
+        fields.push(format!("max_column_family {n}"));
+    }
+    if let Some(n) = &edit.comparator {
+        fields.push(format!("comparator {n}"));
+    }
+    if let Some(n) = edit.log_number {
+        fields.push(format!("log_number {n}"));
+    }
+    if let Some(n) = edit.next_file_number {
+        fields.push(format!("next_file_number {n}"));
+    }
+    if let Some(n) = edit.last_sequence {
+        fields.push(format!("last_sequence {n}"));
+    }
+    for (level, number) in &edit.deleted_files {
+        fields.push(format!("delete_file level {level} #{number}"));
+    }
+    for (level, f) in &edit.new_files {
+        let mut s = format!(
+            "add_file level {level} #{} size {} keys [{} .. {}] seqs {}..{} entries {} deletions {}",
+            f.number,
+            f.file_size,
+            enc.internal_key(&f.smallest),
+            enc.internal_key(&f.largest),
+            f.smallest_seq,
+            f.largest_seq,
+            f.num_entries,
+            f.num_deletions
+        );
+        if f.num_range_deletions > 0 {
+            s.push_str(&format!(" range_deletions {}", f.num_range_deletions));
+        }
+        if f.oldest_blob_file > 0 {
+            s.push_str(&format!(" oldest_blob_file #{}", f.oldest_blob_file));
+        }
+        fields.push(s);
+    }
+    for b in &edit.blob_file_additions {
+        fields.push(format!("add_blob_file #{} blobs {} bytes {}", b.number, b.total_count, b.total_bytes));
+    }
+    for g in &edit.blob_file_garbage {
+        fields.push(format!("blob_garbage #{} blobs {} bytes {}", g.number, g.count, g.bytes));
+    }
+    format!("@{offset} {}", fields.join("; "))
+}
+
+/// `ebb dump_wal`: every record of a WAL decoded as a write batch, then
+/// the number of records.
+pub fn dump_wal(out: &mut dyn Write, wal: &Path, print_values: bool, enc: Encoding) -> Result<(), Failure> {
+    let fs = PosixFs::new();
+    let name = wal.display().to_string();
+    let mut reader = LogReader::new(fs.open_sequential(wal)?, name.clone());
+    let mut records = 0u64;
+    loop {
+        match reader.next()? {
+            LogRecord::Record { data, offset } => {
+                print_batch(out, &data, offset, &name, print_values, enc)?;
+                records += 1;
+            }
+            LogRecord::Eof => break,
+            LogRecord::Corrupt { offset, reason, .. } => return Err(Error::corruption(name, offset, reason).into()),
+        }
+    }
+    Ok(say!(out, "records: {records}")?)
+}
+
+/// One update of a batch: its kind, family, key, and value (a range
+/// deletion's end key).
+struct Update<'a> {
+    kind: ValueKind,
+    cf: u32,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+/// Bytes of a write batch's header: fixed64 sequence, fixed32 count.
+const BATCH_HEADER_LEN: usize = 12;
+
+/// Decodes a WAL record as a write batch (docs/format.md, "Write batch"):
+/// sequence, count and updates. `WriteBatch::from_data`, which does this
+/// in the engine, is not public even with `internals`, so the tool reads
+/// the documented format itself.
+fn decode_batch(data: &[u8]) -> Result<(u64, u32, Vec<Update<'_>>), String> {
+    let mut d = Decoder::new(data);
+    let (Some(sequence), Some(count)) = (d.fixed64(), d.fixed32()) else {
+        return Err(format!("write batch of {} bytes is shorter than its header", data.len()));
+    };
+    let mut updates = Vec::new();
+    while !d.is_empty() {
+        let tag = d.u8().ok_or("write batch record truncated")?;
+        // DO NOT CHANGE: on-disk format (RocksDB's column-family tags; the
+        // default family's records use the plain kinds).
+        let (kind, in_family) = match tag {
+            0x05 => (ValueKind::Value, true),
+            0x04 => (ValueKind::Deletion, true),
+            0x08 => (ValueKind::SingleDeletion, true),
+            0x06 => (ValueKind::Merge, true),
+            0x0E => (ValueKind::RangeDeletion, true),
+            _ => match ValueKind::from_u8(tag).filter(|k| *k != ValueKind::BlobIndex) {
+                Some(kind) => (kind, false),
+                None => return Err(format!("write batch record {} has unknown tag {tag}", updates.len())),
+            },
+        };
+        let cf = if in_family {
+            d.varint32().ok_or_else(|| format!("write batch record {}: column family id truncated", updates.len()))?
+        } else {
+            0
+        };
+        let key = d.length_prefixed().ok_or_else(|| format!("write batch record {}: key truncated", updates.len()))?;
+        let value = match kind {
+            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => {
+                d.length_prefixed().ok_or_else(|| format!("write batch record {}: value truncated", updates.len()))?
+            }
+            _ => &[],
+        };
+        updates.push(Update { kind, cf, key, value });
+    }
+    if updates.len() != count as usize {
+        return Err(format!("write batch count {count} does not match its {} records", updates.len()));
+    }
+    Ok((sequence, count, updates))
+}
+
+/// `@OFFSET sequence S count C bytes B`, then one indented line per update:
+/// `cf N KEY @ SEQ : TYPE`, with ` ==> VALUE` for puts and merges when
+/// `print_values`, and ` ==> END` for range deletions always.
+fn print_batch(
+    out: &mut dyn Write,
+    data: &[u8],
+    offset: u64,
+    file: &str,
+    print_values: bool,
+    enc: Encoding,
+) -> ebb::Result<()> {
+    if data == [0u8; BATCH_HEADER_LEN] {
+        // The record a memtable switch appends to the WAL it closes
+        // (db/wal_seal.rs): sequence 0, no updates.
+        return say!(out, "@{offset} end of log: the WAL was closed whole");
+    }
+    let (sequence, count, updates) = decode_batch(data).map_err(|r| Error::corruption(file, offset, r))?;
+    say!(out, "@{offset} sequence {sequence} count {count} bytes {}", data.len())?;
+    for (u, seq) in updates.iter().zip(sequence..) {
+        let mut line = format!("  cf {} {} @ {seq} : {}", u.cf, enc.key(u.key), kind_name(u.kind));
+        match u.kind {
+            ValueKind::RangeDeletion => line.push_str(&format!(" ==> {}", enc.key(u.value))),
+            ValueKind::Value | ValueKind::Merge if print_values => {
+                line.push_str(&format!(" ==> {}", enc.value(u.value)))
+            }
+            _ => {}
+        }
+        say!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// What `ebb sst_dump` prints.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SstCommand {
+    /// Every entry, `KEY @ SEQ : TYPE ==> VALUE`, then the range tombstones.
+    Scan,
+    /// Read every entry with checksums verified, check their order and
+    /// count; print the count.
+    Check,
+    /// The table's properties, `name: value`.
+    Properties,
+    /// The data blocks the index lists, and the block sizes.
+    Blocks,
+}
+
+/// `ebb sst_dump`: opens one table file as the engine does (footer,
+/// metaindex, index, filter and properties verified) and runs `command`.
+pub fn sst_dump(
+    out: &mut dyn Write,
+    file: &Path,
+    command: SstCommand,
+    limit: Option<usize>,
+    comparator: &str,
+    enc: Encoding,
+) -> Result<(), Failure> {
+    let name = file.display().to_string();
+    let cmp = UserComparator::new(&ebb::comparator::from_name(comparator)?);
+    let raf = PosixFs::new().open_random(file)?;
+    let size = raf.size()?;
+    let policy = TableCachePolicy { comparator: cmp.clone(), ..TableCachePolicy::default() };
+    let table = Table::open_with_policy(Arc::clone(&raf), size, name.clone(), policy)?;
+    let limit = limit.unwrap_or(usize::MAX);
+    match command {
+        SstCommand::Scan => sst_scan(out, &table, limit, enc)?,
+        SstCommand::Check => sst_check(out, &table, &name, &cmp)?,
+        SstCommand::Properties => sst_properties(out, &table, enc)?,
+        SstCommand::Blocks => sst_blocks(out, &table, raf.as_ref(), &name, limit)?,
+    }
+    Ok(())
+}
+
+/// Every data block read from the file and its checksum checked; nothing
+/// kept in a cache (there is none).
+const VERIFY_ALL: ReadSettings = ReadSettings {
+    verify_checksums: true,
+    fill_cache: false,
+    readahead: ebb::sst::Readahead::Auto,
+    for_compaction: false,
+};
+
+fn sst_scan(out: &mut dyn Write, table: &Arc<Table>, limit: usize, enc: Encoding) -> ebb::Result<()> {
+    let mut it = table.iter(VERIFY_ALL);
+    it.seek_to_first();
+    let mut printed = 0;
+    while it.valid() && printed < limit {
+        say!(out, "{} ==> {}", enc.internal_key(it.key()), enc.value(it.value()))?;
+        printed += 1;
+        it.next();
+    }
+    it.status()?;
+    if let Some(tombstones) = table.range_tombstones() {
+        for t in tombstones.tombstones().take(limit - printed) {
+            say!(out, "{} @ {} : range_delete ==> {}", enc.key(&t.start), t.seq, enc.key(&t.end))?;
+        }
+    }
+    Ok(())
+}
+
+fn sst_check(out: &mut dyn Write, table: &Arc<Table>, name: &str, cmp: &UserComparator) -> ebb::Result<()> {
+    let mut it = table.iter(VERIFY_ALL);
+    it.seek_to_first();
+    let mut entries = 0u64;
+    let mut previous: Vec<u8> = Vec::new();
+    while it.valid() {
+        if ebb::key::parse_internal_key(it.key()).is_none() {
+            return Err(Error::corruption(name, 0, format!("entry {entries} has a key that is not an internal key")));
+        }
+        if entries > 0 && cmp.compare_internal(&previous, it.key()).is_ge() {
+            return Err(Error::corruption(name, 0, format!("entry {entries} is not after the entry before it")));
+        }
+        previous.clear();
+        previous.extend_from_slice(it.key());
+        entries += 1;
+        it.next();
+    }
+    it.status()?;
+    let recorded = table.properties().num_entries;
+    if entries != recorded {
+        return Err(Error::corruption(
+            name,
+            0,
+            format!("read {entries} entries, but the properties record {recorded}"),
+        ));
+    }
+    say!(out, "OK: {entries} entries read, every data block's checksum verified")
+}
+
+fn sst_properties(out: &mut dyn Write, table: &Table, enc: Encoding) -> ebb::Result<()> {
+    let p = table.properties();
+    let optional = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".to_string());
+    let key = |k: &[u8]| if k.is_empty() { "(none)".to_string() } else { enc.internal_key(k) };
+    let lines = [
+        ("file size", p.file_size.to_string()),
+        ("entries", p.num_entries.to_string()),
+        ("deletions", p.num_deletions.to_string()),
+        ("range deletions", p.num_range_deletions.to_string()),
+        ("raw key size", p.raw_key_size.to_string()),
+        ("raw value size", p.raw_value_size.to_string()),
+        ("data blocks", p.num_data_blocks.to_string()),
+        ("data size", p.data_size.to_string()),
+        ("index size", p.index_size.to_string()),
+        ("index partitions", p.index_partitions.to_string()),
+        ("filter size", p.filter_size.to_string()),
+        ("smallest key", key(&p.smallest_key)),
+        ("largest key", key(&p.largest_key)),
+        ("smallest seqno", p.smallest_seqno.to_string()),
+        ("largest seqno", p.largest_seqno.to_string()),
+        ("compression", p.compression.name().to_string()),
+        ("checksum", p.checksum.name().to_string()),
+        ("creation time", p.creation_time.to_string()),
+        ("column family id", p.column_family.map_or("(none)".to_string(), |id| id.to_string())),
+        ("column family name", optional(&p.column_family_name)),
+        ("comparator", p.comparator_name.clone().unwrap_or_else(|| ebb::comparator::BYTEWISE_NAME.to_string())),
+        ("prefix extractor", optional(&p.prefix_extractor_name)),
+        ("whole key filtering", p.whole_key_filtering.to_string()),
+    ];
+    for (label, value) in lines {
+        say!(out, "{label}: {value}")?;
+    }
+    Ok(())
+}
+
+fn sst_blocks(
+    out: &mut dyn Write,
+    table: &Table,
+    file: &dyn RandomAccessFile,
+    name: &str,
+    limit: usize,
+) -> ebb::Result<()> {
+    let p = table.properties();
+    let footer_at = p.file_size.saturating_sub(FOOTER_LEN as u64);
+    let footer =
+        Footer::decode(&file.read_at(footer_at, FOOTER_LEN)?).map_err(|r| Error::corruption(name, footer_at, r))?;
+    let mut data_blocks = Vec::new();
+    let index = read_block(file, name, &footer, footer.index)?;
+    for handle in block_handles(index, name, footer.index)? {
+        if footer.partitioned_index() {
+            data_blocks.extend(block_handles(read_block(file, name, &footer, handle)?, name, handle)?);
+        } else {
+            data_blocks.push(handle);
+        }
+    }
+    say!(out, "format version: {}", footer.format_version)?;
+    say!(out, "data blocks: {}", p.num_data_blocks)?;
+    for (i, h) in data_blocks.iter().enumerate().take(limit) {
+        say!(out, "data block {i}: offset {} size {}", h.offset, h.size)?;
+    }
+    say!(out, "data size: {}", p.data_size)?;
+    say!(out, "index: offset {} size {} partitions {}", footer.index.offset, p.index_size, p.index_partitions)?;
+    say!(out, "filter size: {}", p.filter_size)?;
+    if data_blocks.len() as u64 != p.num_data_blocks {
+        return Err(Error::corruption(
+            name,
+            footer.index.offset,
+            format!("the index lists {} data blocks, the properties {}", data_blocks.len(), p.num_data_blocks),
+        ));
+    }
+    Ok(())
+}
+
+/// The block at `handle`, its checksum verified and decompressed.
+fn read_block(file: &dyn RandomAccessFile, name: &str, footer: &Footer, handle: BlockHandle) -> ebb::Result<Block> {
+    let bad = |reason: String| Error::corruption(name, handle.offset, reason);
+    let len = handle
+        .size
+        .checked_add(BLOCK_TRAILER_LEN as u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad(format!("block size {} is past any file", handle.size)))?;
+    let raw = file.read_at(handle.offset, len)?;
+    if raw.len() != len {
+        return Err(bad(format!("truncated block: read {} of {len} bytes", raw.len())));
+    }
+    Block::new(unwrap_block(raw, footer.checksum, true).map_err(bad)?).map_err(bad)
+}
+
+/// The block handles an index block (or index partition) holds as values.
+fn block_handles(block: Block, name: &str, at: BlockHandle) -> ebb::Result<Vec<BlockHandle>> {
+    let bad = |reason: String| Error::corruption(name, at.offset, format!("index block: {reason}"));
+    // Only walked front to back, so the order its keys compare in is moot.
+    let mut it = BlockIterator::new(Arc::new(block), KeyOrder::Bytewise);
+    it.seek_to_first();
+    let mut handles = Vec::new();
+    while it.valid() {
+        handles.push(BlockHandle::decode_exact(it.value()).map_err(bad)?);
+        it.next();
+    }
+    match it.corruption() {
+        Some(r) => Err(bad(r.to_string())),
+        None => Ok(handles),
+    }
+}
