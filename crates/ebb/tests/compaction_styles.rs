@@ -151,8 +151,10 @@ fn universal_space_amplification_is_bounded() {
     let m = db.metrics();
     assert_eq!(sorted_runs(&db), 1, "compact_range leaves one run: {:?}", m.files_per_level);
     assert!(m.files_per_level[o.num_levels - 1] > 0, "in the last level: {:?}", m.files_per_level);
-    // At most a trigger's worth of flush files (each about a memtable) since the last check.
-    let slack = (o.level0_file_num_compaction_trigger as usize * o.write_buffer_size) as f64;
+    // At most a trigger's worth of flush files since the last check, each
+    // about a memtable plus its index, filter and properties blocks (about
+    // a kilobyte on these 8 KiB memtables: a quarter more).
+    let slack = (o.level0_file_num_compaction_trigger as usize * o.write_buffer_size) as f64 * 1.25;
     let bound = (1.0 + 100.0 / 100.0) * live + slack;
     assert!(worst <= bound, "space used {worst} over bound {bound} (live {live})");
     for i in (0..keys).step_by(97) {

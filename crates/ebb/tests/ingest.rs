@@ -409,3 +409,28 @@ fn ingestions_beside_concurrent_writers_lose_nothing() {
         }
     }
 }
+
+#[test]
+fn without_verification_a_damaged_block_is_found_by_the_first_read_not_returned() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    fs.create_dir_all(Path::new("/in")).unwrap();
+    let db = Db::open(DB, o.clone()).unwrap();
+    let ops: Vec<FileOp> = (0..50).map(|i| FileOp::Put(key(i), vec![b'v'; 40])).collect();
+    let good = write_file(&o, "/in/good.sst", &ops).unwrap();
+    let mut bytes = fs.file_bytes(&good).unwrap();
+    bytes[5] ^= 0x40;
+    fs.set_file_bytes(Path::new("/in/bad.sst"), &bytes).unwrap();
+    let trusting = IngestExternalFileOptions { verify_checksums_before_ingest: false, ..Default::default() };
+    // A database's own table is refused either way (its properties say so).
+    db.put(b"zzz", b"1").unwrap();
+    db.flush(true).unwrap();
+    let table = fs.list_dir(Path::new(DB)).unwrap().into_iter().find(|n| n.ends_with(".sst")).unwrap();
+    let e = db.ingest_external_file(&[Path::new(DB).join(table)], &trusting).unwrap_err();
+    assert!(e.to_string().contains("not an external SST file"), "{e}");
+    // The damaged file goes in; reading it fails loudly, never with a value.
+    db.ingest_external_file(&["/in/bad.sst"], &trusting).unwrap();
+    let e = db.get(&key(0)).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    assert_eq!(db.get(b"zzz").unwrap(), Some(b"1".to_vec()));
+}

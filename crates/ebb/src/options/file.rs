@@ -404,6 +404,7 @@ mod tests {
     fn a_rocksdb_options_file_is_read_and_what_ebb_lacks_is_named() {
         let (o, families) = Options::load_options_file(ROCKSDB_FILE).unwrap();
         assert!(families.is_empty());
+        assert_eq!(Options::from_text(ROCKSDB_FILE).unwrap().to_text(), o.to_text());
         assert_eq!(o.write_buffer_size, 67_108_864);
         assert_eq!(o.compression, CompressionType::Snappy);
         assert!(o.level_compaction_dynamic_level_bytes);
@@ -426,6 +427,7 @@ mod tests {
             .replace("use_zstd_dict_trainer=true;strategy=0;window_bits=-14;}|  paranoid", "x");
         let asking = asking.replacen("max_dict_bytes=0;", "max_dict_bytes=16384;", 1);
         let e = Options::load_options_file(&asking).unwrap_err();
+        assert_eq!(Options::from_text(&asking).unwrap_err().to_string(), e.to_string());
         let m = e.to_string();
         assert!(matches!(e, Error::NotSupported(_)), "{m}");
         for name in ["allow_2pc=true", "inplace_update_support=true", "compression_opts.max_dict_bytes=16384"] {

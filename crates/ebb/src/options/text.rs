@@ -54,8 +54,15 @@ impl Options {
     /// the defaults. Lines are `name=value`; `#` starts a comment; section
     /// headers are accepted and ignored except `[Version]`, whose keys are
     /// skipped, and the sections of column families other than the default
-    /// (an OPTIONS file's; [`Options::load_options_file`] reads them).
+    /// (an OPTIONS file's; [`Options::load_options_file`] reads them). A
+    /// RocksDB OPTIONS file (its `[Version]` names `rocksdb_version`) is
+    /// read as [`Options::load_options_file`] reads it: options Ebb does not
+    /// have are accepted at RocksDB's defaults and named in the error
+    /// otherwise.
     pub fn from_text(text: &str) -> Result<Options> {
+        if text.lines().any(|l| l.trim().starts_with("rocksdb_version=")) {
+            return Options::load_options_file(text).map(|(o, _)| o);
+        }
         let mut opts = Options::default();
         opts.apply_text(text)?;
         Ok(opts)
