@@ -31,7 +31,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::checkpoint::{capture, copy_file, flush_if_needed, write_private_files, DeletionsHeld};
+use super::checkpoint::{
+    capture, copy_file, flush_if_needed, remove_dir_and_files, write_private_files, DeletionsHeld,
+};
 use super::{CheckpointOptions, Db};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem, PosixFs};
@@ -490,13 +492,6 @@ fn checksum(fs: &dyn FileSystem, path: &Path) -> Result<(u64, u32)> {
         crc = crc32c::crc32c_append(crc, &buf[..n]);
         size += n as u64;
     }
-}
-
-fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
-    for name in fs.list_dir(dir)? {
-        fs.remove_file(&dir.join(name))?;
-    }
-    fs.remove_dir(dir)
 }
 
 fn now_seconds() -> u64 {

@@ -166,7 +166,7 @@ fn parent_of(dir: &Path) -> PathBuf {
 
 /// Removes the files in `dir`, then `dir` (a checkpoint's temporary holds
 /// no subdirectory).
-fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+pub(super) fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     for name in fs.list_dir(dir)? {
         fs.remove_file(&dir.join(name))?;
     }

@@ -287,25 +287,8 @@ fn scan(fs: &dyn FileSystem, path: &Path, cmp: &UserComparator, verify: bool) ->
         if smallest.is_empty() {
             return Err(Error::invalid(format!("{name} holds no entries")));
         }
-        let meta = FileMetaData {
-            number: 0,
-            file_size: size,
-            smallest: smallest.clone(),
-            largest: largest.clone(),
-            smallest_seq: 0,
-            largest_seq: 0,
-            num_entries: props.num_entries,
-            num_deletions: props.num_deletions,
-            oldest_blob_file: 0,
-            num_range_deletions: props.num_range_deletions,
-            table: Default::default(),
-        };
-        return Ok(Scanned {
-            path: path.to_path_buf(),
-            meta,
-            smallest: user_key(&smallest).to_vec(),
-            largest: user_key(&largest).to_vec(),
-        });
+        let counts = (props.num_entries, props.num_deletions, props.num_range_deletions);
+        return Ok(Scanned::new(path, size, smallest, largest, counts));
     }
     let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
     let mut it = table.iter(rs);
@@ -346,25 +329,30 @@ fn scan(fs: &dyn FileSystem, path: &Path, cmp: &UserComparator, verify: bool) ->
     if entries == 0 && num_range_deletions == 0 {
         return Err(Error::invalid(format!("{name} holds no entries")));
     }
-    let meta = FileMetaData {
-        number: 0,
-        file_size: size,
-        smallest: smallest.clone(),
-        largest: largest.clone(),
-        smallest_seq: 0,
-        largest_seq: 0,
-        num_entries: entries,
-        num_deletions: deletions,
-        oldest_blob_file: 0,
-        num_range_deletions,
-        table: Default::default(),
-    };
-    Ok(Scanned {
-        path: path.to_path_buf(),
-        meta,
-        smallest: user_key(&smallest).to_vec(),
-        largest: user_key(&largest).to_vec(),
-    })
+    Ok(Scanned::new(path, size, smallest, largest, (entries, deletions, num_range_deletions)))
+}
+
+impl Scanned {
+    /// An external file of `size` bytes whose internal keys range from
+    /// `smallest` to `largest` (range tombstones included), with its
+    /// (entries, deletions, range deletions), all at sequence 0.
+    fn new(path: &Path, size: u64, smallest: Vec<u8>, largest: Vec<u8>, counts: (u64, u64, u64)) -> Scanned {
+        let (user_smallest, user_largest) = (user_key(&smallest).to_vec(), user_key(&largest).to_vec());
+        let meta = FileMetaData {
+            number: 0,
+            file_size: size,
+            smallest,
+            largest,
+            smallest_seq: 0,
+            largest_seq: 0,
+            num_entries: counts.0,
+            num_deletions: counts.1,
+            oldest_blob_file: 0,
+            num_range_deletions: counts.2,
+            table: Default::default(),
+        };
+        Scanned { path: path.to_path_buf(), meta, smallest: user_smallest, largest: user_largest }
+    }
 }
 
 /// One family's files, checked.

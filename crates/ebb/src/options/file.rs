@@ -60,49 +60,35 @@ impl Options {
         // database and default family, Some(Some(i)) for families[i].
         let mut target: Option<Option<usize>> = Some(None);
         let mut section = String::new();
-        for (lineno, raw) in text.lines().enumerate() {
-            let line = raw.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            if line.starts_with('[') {
-                if !line.ends_with(']') {
-                    return Err(Error::invalid(format!(
-                        "options file line {}: unterminated section header",
-                        lineno + 1
-                    )));
+        for line in super::text::text_lines(text) {
+            let (lineno, name, value) = match line? {
+                super::text::TextLine::Section(header) => {
+                    section = header.to_string();
+                    target = match section_family(header) {
+                        _ if header == "[Version]" => None,
+                        None => Some(None),
+                        Some(name) if name == crate::version::DEFAULT_COLUMN_FAMILY => Some(None),
+                        Some(name) => Some(Some(match families.iter().position(|(n, _)| *n == name) {
+                            Some(i) => i,
+                            None => {
+                                families.push((name, Options::default()));
+                                families.len() - 1
+                            }
+                        })),
+                    };
+                    continue;
                 }
-                section = line.to_string();
-                target = match section_family(line) {
-                    _ if line == "[Version]" => None,
-                    None => Some(None),
-                    Some(name) if name == crate::version::DEFAULT_COLUMN_FAMILY => Some(None),
-                    Some(name) => Some(Some(match families.iter().position(|(n, _)| *n == name) {
-                        Some(i) => i,
-                        None => {
-                            families.push((name, Options::default()));
-                            families.len() - 1
-                        }
-                    })),
-                };
-                continue;
-            }
-            let Some((name, value)) = line.split_once('=') else {
-                return Err(Error::invalid(format!(
-                    "options file line {}: expected name=value, got {line:?}",
-                    lineno + 1
-                )));
+                super::text::TextLine::Option(lineno, name, value) => (lineno, name, value),
             };
             let Some(t) = target else { continue };
             let opts = match t {
                 None => &mut db,
                 Some(i) => &mut families[i].1,
             };
-            let (name, value) = (name.trim(), value.trim());
             if rocksdb {
                 set_rocksdb(opts, name, value, &section, &mut unsupported)?;
             } else {
-                opts.set(name, value).map_err(|e| Error::invalid(format!("options file line {}: {e}", lineno + 1)))?;
+                opts.set(name, value).map_err(|e| Error::invalid(format!("options file line {lineno}: {e}")))?;
             }
         }
         if !unsupported.is_empty() {

@@ -71,35 +71,49 @@ impl Options {
     /// Applies the options in `text` on top of `self`.
     pub fn apply_text(&mut self, text: &str) -> Result<()> {
         let mut in_version = false;
-        for (lineno, raw) in text.lines().enumerate() {
-            let line = raw.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            if line.starts_with('[') {
-                if !line.ends_with(']') {
-                    return Err(Error::invalid(format!(
-                        "options text line {}: unterminated section header",
-                        lineno + 1
-                    )));
+        for line in text_lines(text) {
+            match line? {
+                TextLine::Section(header) => {
+                    let other_family = header.split_once(' ').is_some_and(|(_, name)| name != "\"default\"]");
+                    in_version = header == "[Version]" || other_family;
                 }
-                let other_family = line.split_once(' ').is_some_and(|(_, name)| name != "\"default\"]");
-                in_version = line == "[Version]" || other_family;
-                continue;
+                TextLine::Option(..) if in_version => {}
+                TextLine::Option(_, name, value) => self.set(name, value)?,
             }
-            let Some((name, value)) = line.split_once('=') else {
-                return Err(Error::invalid(format!(
-                    "options text line {}: expected name=value, got {line:?}",
-                    lineno + 1
-                )));
-            };
-            if in_version {
-                continue;
-            }
-            self.set(name, value)?;
         }
         Ok(())
     }
+}
+
+/// One meaningful line of an options text.
+pub(super) enum TextLine<'a> {
+    /// A `[...]` section header.
+    Section(&'a str),
+    /// `name=value` (trimmed), with its 1-based line number.
+    Option(usize, &'a str, &'a str),
+}
+
+/// The section headers and `name=value` lines of `text`, comments (`#` on)
+/// and blank lines left out; a malformed line is an error naming it.
+pub(super) fn text_lines(text: &str) -> impl Iterator<Item = Result<TextLine<'_>>> {
+    text.lines().enumerate().filter_map(|(i, raw)| {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        let lineno = i + 1;
+        if line.is_empty() {
+            return None;
+        }
+        if line.starts_with('[') {
+            return Some(if line.ends_with(']') {
+                Ok(TextLine::Section(line))
+            } else {
+                Err(Error::invalid(format!("options text line {lineno}: unterminated section header")))
+            });
+        }
+        Some(match line.split_once('=') {
+            Some((name, value)) => Ok(TextLine::Option(lineno, name.trim(), value.trim())),
+            None => Err(Error::invalid(format!("options text line {lineno}: expected name=value, got {line:?}"))),
+        })
+    })
 }
 
 // ---- text form of each option type ----
