@@ -1,0 +1,874 @@
+//! `ebb._ebb`, the native part of the `ebb` Python package (docs/python.md):
+//! a dict-like face on [`ebb::Db`], as rocksdict's `Rdict`, with write
+//! batches, snapshots, iterators and column families.
+//!
+//! - Keys and values are `bytes`; a `str` given is UTF-8 encoded. Values
+//!   come back as `bytes`.
+//! - Engine errors become Python exceptions carrying the engine's message
+//!   (`EbbError` and its subclasses); nothing panics into the interpreter.
+//! - Calls that may block (writes, reads, flushes, compactions, iterator
+//!   steps, opening and closing) release the GIL, so other Python threads
+//!   run meanwhile.
+//! - Iterators and snapshots keep the database open (they hold it through an
+//!   `Arc`); `close` waits for none of them and later calls through them
+//!   fail with the engine's "closed" error.
+
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyError, PyStopIteration, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+create_exception!(_ebb, EbbError, PyException, "An error of the Ebb engine.");
+create_exception!(_ebb, CorruptionError, EbbError, "Stored data failed a check (a checksum, a length, ...).");
+create_exception!(_ebb, BusyError, EbbError, "The database is locked by another process or handle.");
+create_exception!(_ebb, InvalidArgumentError, EbbError, "An argument, option or input was refused.");
+create_exception!(_ebb, NotSupportedError, EbbError, "The operation or option is not supported here.");
+create_exception!(_ebb, IOError, EbbError, "An operating-system I/O call failed.");
+
+/// The Python exception for an engine error, with its message.
+fn to_py(e: ebb::Error) -> PyErr {
+    let message = e.to_string();
+    let inner = match &e {
+        ebb::Error::Background(inner) => inner.as_ref(),
+        other => other,
+    };
+    match inner {
+        ebb::Error::Corruption { .. } => CorruptionError::new_err(message),
+        ebb::Error::Busy(_) => BusyError::new_err(message),
+        ebb::Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
+        ebb::Error::NotSupported(_) => NotSupportedError::new_err(message),
+        ebb::Error::Io { .. } => IOError::new_err(message),
+        _ => EbbError::new_err(message),
+    }
+}
+
+/// `bytes` as they are, or a `str` as UTF-8.
+fn to_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if let Ok(b) = value.downcast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(s) = value.downcast::<PyString>() {
+        return Ok(s.to_cow()?.as_bytes().to_vec());
+    }
+    if let Ok(v) = value.extract::<Vec<u8>>() {
+        return Ok(v);
+    }
+    Err(PyTypeError::new_err(format!("{what} must be bytes or str, not {}", value.get_type().name()?)))
+}
+
+fn opt_bytes(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
+    value.filter(|v| !v.is_none()).map(|v| to_bytes(v, what)).transpose()
+}
+
+/// Options with RocksDB's names (`write_buffer_size`, `compression`, ...):
+/// `Options(create_if_missing=True, write_buffer_size=1 << 20)`, attributes
+/// read and set by name, `Options.from_text(text)` for an OPTIONS file.
+#[pyclass(module = "ebb")]
+#[derive(Clone)]
+struct Options {
+    inner: ebb::Options,
+}
+
+/// An option's value as the options text writes it.
+fn option_text(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = value.extract::<bool>() {
+        return Ok(if b { "true" } else { "false" }.to_string());
+    }
+    Ok(value.str()?.to_cow()?.into_owned())
+}
+
+#[pymethods]
+impl Options {
+    #[new]
+    #[pyo3(signature = (**kwargs))]
+    fn new(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut inner = ebb::Options::default();
+        inner.create_if_missing = true;
+        if let Some(kwargs) = kwargs {
+            for (name, value) in kwargs.iter() {
+                let name: String = name.extract()?;
+                inner.set(&name, &option_text(&value)?).map_err(to_py)?;
+            }
+        }
+        Ok(Options { inner })
+    }
+
+    /// Options read from an OPTIONS file's text (Ebb's or RocksDB's).
+    #[staticmethod]
+    fn from_text(text: &str) -> PyResult<Self> {
+        Ok(Options { inner: ebb::Options::from_text(text).map_err(to_py)? })
+    }
+
+    /// The OPTIONS-file text of these options.
+    fn to_text(&self) -> String {
+        self.inner.to_text()
+    }
+
+    /// Sets option `name` from its text form (`set("compression", "kLZ4Compression")`).
+    fn set(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.set(name, &option_text(value)?).map_err(to_py)
+    }
+
+    /// The text form of option `name`.
+    fn get(&self, name: &str) -> PyResult<String> {
+        self.inner.get(name).ok_or_else(|| InvalidArgumentError::new_err(format!("unknown option {name:?}")))
+    }
+
+    fn __getattr__(&self, name: &str) -> PyResult<String> {
+        self.get(name)
+    }
+
+    fn __setattr__(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set(name, value)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Options(<{} options>)", ebb::Options::names().count())
+    }
+}
+
+/// Writes applied together (`Db.write`): `put`, `delete`, `merge`,
+/// `delete_range`, each with an optional column family.
+#[pyclass(module = "ebb")]
+struct WriteBatch {
+    inner: ebb::WriteBatch,
+}
+
+#[pymethods]
+impl WriteBatch {
+    #[new]
+    fn new() -> Self {
+        WriteBatch { inner: ebb::WriteBatch::new() }
+    }
+
+    #[pyo3(signature = (key, value, cf = None))]
+    fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
+        let (k, v) = (to_bytes(key, "key")?, to_bytes(value, "value")?);
+        match cf {
+            Some(cf) => self.inner.put_cf(&cf.handle, &k, &v),
+            None => self.inner.put(&k, &v),
+        }
+        Ok(())
+    }
+
+    #[pyo3(signature = (key, cf = None))]
+    fn delete(&mut self, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
+        let k = to_bytes(key, "key")?;
+        match cf {
+            Some(cf) => self.inner.delete_cf(&cf.handle, &k),
+            None => self.inner.delete(&k),
+        }
+        Ok(())
+    }
+
+    #[pyo3(signature = (key, operand, cf = None))]
+    fn merge(&mut self, key: &Bound<'_, PyAny>, operand: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
+        let (k, v) = (to_bytes(key, "key")?, to_bytes(operand, "operand")?);
+        match cf {
+            Some(cf) => self.inner.merge_cf(&cf.handle, &k, &v),
+            None => self.inner.merge(&k, &v),
+        }
+        Ok(())
+    }
+
+    #[pyo3(signature = (begin, end, cf = None))]
+    fn delete_range(
+        &mut self,
+        begin: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<()> {
+        let (b, e) = (to_bytes(begin, "begin")?, to_bytes(end, "end")?);
+        match cf {
+            Some(cf) => self.inner.delete_range_cf(&cf.handle, &b, &e),
+            None => self.inner.delete_range(&b, &e),
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.inner.clear();
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+/// A column family of a database (`Db.create_column_family`,
+/// `Db.get_column_family`), passed as `cf=` to the methods that take one.
+#[pyclass(module = "ebb")]
+#[derive(Clone)]
+struct ColumnFamily {
+    handle: ebb::ColumnFamilyHandle,
+}
+
+#[pymethods]
+impl ColumnFamily {
+    #[getter]
+    fn name(&self) -> String {
+        self.handle.name().to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ColumnFamily({:?})", self.handle.name())
+    }
+}
+
+self_cell::self_cell!(
+    /// A snapshot owning the database it reads.
+    struct SnapshotCell {
+        owner: Arc<ebb::Db>,
+        #[covariant]
+        dependent: SnapshotOf,
+    }
+);
+type SnapshotOf<'a> = ebb::Snapshot<'a>;
+
+/// What an iterator reads from: the database, and the snapshot it reads at.
+struct IterOwner {
+    db: Arc<ebb::Db>,
+    snapshot: Option<Arc<SnapshotCell>>,
+}
+
+self_cell::self_cell!(
+    /// An iterator owning the database (and snapshot) it reads.
+    struct IterCell {
+        owner: IterOwner,
+        #[not_covariant]
+        dependent: IteratorOf,
+    }
+);
+type IteratorOf<'a> = ebb::DbIterator<'a>;
+
+/// A consistent view (`Db.snapshot()`): reads through it see the database
+/// as of its creation. A context manager; `release()` ends it early.
+#[pyclass(module = "ebb")]
+struct Snapshot {
+    cell: Option<Arc<SnapshotCell>>,
+}
+
+impl Snapshot {
+    fn cell(&self) -> PyResult<&Arc<SnapshotCell>> {
+        self.cell.as_ref().ok_or_else(|| InvalidArgumentError::new_err("the snapshot was released"))
+    }
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The sequence number the snapshot reads at.
+    #[getter]
+    fn sequence(&self) -> PyResult<u64> {
+        Ok(self.cell()?.borrow_dependent().sequence())
+    }
+
+    #[pyo3(signature = (key, default = None, cf = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<PyObject> {
+        let k = to_bytes(key, "key")?;
+        let cell = Arc::clone(self.cell()?);
+        let handle = cf.map(|c| c.handle.clone());
+        let got = py
+            .allow_threads(|| {
+                let snap = cell.borrow_dependent();
+                let ro = snap.read_options();
+                match &handle {
+                    Some(h) => cell.borrow_owner().get_cf_opt(h, &k, &ro),
+                    None => cell.borrow_owner().get_opt(&k, &ro),
+                }
+            })
+            .map_err(to_py)?;
+        Ok(match got {
+            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            None => default.unwrap_or_else(|| py.None()),
+        })
+    }
+
+    /// An iterator at this snapshot (as `Db.iter`).
+    #[pyo3(signature = (cf = None, lower_bound = None, upper_bound = None))]
+    fn iter(
+        &self,
+        py: Python<'_>,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        let cell = Arc::clone(self.cell()?);
+        let owner = IterOwner { db: Arc::clone(cell.borrow_owner()), snapshot: Some(cell) };
+        Iterator::open(py, owner, cf, opt_bytes(lower_bound, "lower_bound")?, opt_bytes(upper_bound, "upper_bound")?)
+    }
+
+    /// Ends the snapshot (also at the end of a `with` block).
+    fn release(&mut self) {
+        self.cell = None;
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&mut self, _t: PyObject, _v: PyObject, _tb: PyObject) -> bool {
+        self.release();
+        false
+    }
+}
+
+/// Which of key and value `__next__` yields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Yield {
+    Keys,
+    Values,
+    Items,
+}
+
+/// An iterator over a database or snapshot (RocksDB's `Iterator`):
+/// `seek_to_first`, `seek_to_last`, `seek`, `seek_for_prev`, `next`, `prev`,
+/// `valid`, `key`, `value`, `status`. `Db.keys()`, `values()` and `items()`
+/// return one positioned and set to yield as a Python iterator.
+#[pyclass(module = "ebb", unsendable)]
+struct Iterator {
+    cell: IterCell,
+    yields: Yield,
+    backwards: bool,
+    /// The next `__next__` moves first (the current entry was yielded).
+    started: bool,
+}
+
+impl Iterator {
+    fn open(
+        py: Python<'_>,
+        owner: IterOwner,
+        cf: Option<&ColumnFamily>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> PyResult<Iterator> {
+        let handle = cf.map(|c| c.handle.clone());
+        let cell = py.allow_threads(move || {
+            IterCell::new(owner, |o| {
+                let mut ro = match &o.snapshot {
+                    Some(s) => s.borrow_dependent().read_options(),
+                    None => ebb::ReadOptions::default(),
+                };
+                ro.iterate_lower_bound = lower;
+                ro.iterate_upper_bound = upper;
+                match &handle {
+                    Some(h) => o.db.iter_cf(h, ro),
+                    None => o.db.iter(ro),
+                }
+            })
+        });
+        Ok(Iterator { cell, yields: Yield::Items, backwards: false, started: false })
+    }
+
+    fn with<R>(&mut self, f: impl FnOnce(&mut ebb::DbIterator<'_>) -> R) -> R {
+        self.cell.with_dependent_mut(|_, it| f(it))
+    }
+
+    fn check(&mut self) -> PyResult<()> {
+        self.with(|it| it.status()).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl Iterator {
+    fn seek_to_first(&mut self) -> PyResult<()> {
+        self.with(|it| it.seek_to_first());
+        self.started = false;
+        self.check()
+    }
+
+    fn seek_to_last(&mut self) -> PyResult<()> {
+        self.with(|it| it.seek_to_last());
+        self.started = false;
+        self.check()
+    }
+
+    /// Positions at the first key at or after `key`.
+    fn seek(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = to_bytes(key, "key")?;
+        self.with(|it| it.seek(&k));
+        self.started = false;
+        self.check()
+    }
+
+    /// Positions at the last key at or before `key`.
+    fn seek_for_prev(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = to_bytes(key, "key")?;
+        self.with(|it| it.seek_for_prev(&k));
+        self.started = false;
+        self.check()
+    }
+
+    fn valid(&mut self) -> bool {
+        self.with(|it| it.valid())
+    }
+
+    fn next(&mut self) -> PyResult<()> {
+        if !self.valid() {
+            return Err(InvalidArgumentError::new_err("next on an iterator that is not valid"));
+        }
+        self.with(|it| it.next());
+        self.check()
+    }
+
+    fn prev(&mut self) -> PyResult<()> {
+        if !self.valid() {
+            return Err(InvalidArgumentError::new_err("prev on an iterator that is not valid"));
+        }
+        self.with(|it| it.prev());
+        self.check()
+    }
+
+    fn key<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if !self.valid() {
+            return Err(InvalidArgumentError::new_err("key of an iterator that is not valid"));
+        }
+        Ok(self.with(|it| PyBytes::new(py, it.key())))
+    }
+
+    fn value<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if !self.valid() {
+            return Err(InvalidArgumentError::new_err("value of an iterator that is not valid"));
+        }
+        Ok(self.with(|it| PyBytes::new(py, it.value())))
+    }
+
+    /// Raises the error that stopped the iterator, if any.
+    fn status(&mut self) -> PyResult<()> {
+        self.check()
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        if self.started {
+            let back = self.backwards;
+            self.with(|it| {
+                if it.valid() {
+                    if back {
+                        it.prev()
+                    } else {
+                        it.next()
+                    }
+                }
+            });
+        }
+        self.started = true;
+        self.check()?;
+        if !self.valid() {
+            return Err(PyStopIteration::new_err(()));
+        }
+        let yields = self.yields;
+        Ok(self.with(|it| match yields {
+            Yield::Keys => PyBytes::new(py, it.key()).into_any().unbind(),
+            Yield::Values => PyBytes::new(py, it.value()).into_any().unbind(),
+            Yield::Items => (PyBytes::new(py, it.key()), PyBytes::new(py, it.value()))
+                .into_pyobject(py)
+                .map_or_else(|_| py.None(), |t| t.into_any().unbind()),
+        }))
+    }
+}
+
+/// An open Ebb database with a dict-like face (rocksdict's `Rdict`):
+/// `db[key] = value`, `db[key]`, `del db[key]`, `key in db`, `get`,
+/// `keys()`, `values()`, `items()`, plus batches, snapshots, iterators,
+/// column families, `flush`, `compact_range`, `get_property`, `set_options`.
+/// A context manager that closes the database.
+#[pyclass(module = "ebb")]
+struct Db {
+    db: Option<Arc<ebb::Db>>,
+    path: String,
+}
+
+impl Db {
+    fn db(&self) -> PyResult<&Arc<ebb::Db>> {
+        self.db.as_ref().ok_or_else(|| EbbError::new_err(format!("the database at {} is closed", self.path)))
+    }
+}
+
+#[pymethods]
+impl Db {
+    /// Opens (by default creating) the database at `path`, with the column
+    /// families it has (each with `options`).
+    #[new]
+    #[pyo3(signature = (path, options = None))]
+    fn new(py: Python<'_>, path: &str, options: Option<&Options>) -> PyResult<Self> {
+        let options = options.map_or_else(|| Options::new(None).map(|o| o.inner), |o| Ok(o.inner.clone()))?;
+        let p = path.to_string();
+        let db = py
+            .allow_threads(|| {
+                let names = if std::path::Path::new(&p).join("CURRENT").exists() {
+                    ebb::Db::list_column_families(&p, &options)?
+                } else {
+                    Vec::new()
+                };
+                let families: Vec<(&str, ebb::Options)> = names
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|n| *n != ebb::DEFAULT_COLUMN_FAMILY)
+                    .map(|n| (n, options.clone()))
+                    .collect();
+                ebb::Db::open_cf(&p, options.clone(), &families)
+            })
+            .map_err(to_py)?;
+        Ok(Db { db: Some(Arc::new(db)), path: path.to_string() })
+    }
+
+    #[pyo3(signature = (key, value, cf = None, sync = false))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let (k, v) = (to_bytes(key, "key")?, to_bytes(value, "value")?);
+        let db = Arc::clone(self.db()?);
+        let wo = ebb::WriteOptions { sync, disable_wal: false };
+        py.allow_threads(|| match cf {
+            Some(cf) => db.put_cf_opt(&cf.handle, &k, &v, &wo),
+            None => db.put_opt(&k, &v, &wo),
+        })
+        .map_err(to_py)
+    }
+
+    /// The value of `key`, or `default` when it has none.
+    #[pyo3(signature = (key, default = None, cf = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<PyObject> {
+        let k = to_bytes(key, "key")?;
+        let db = Arc::clone(self.db()?);
+        let got = py
+            .allow_threads(|| match cf {
+                Some(cf) => db.get_cf(&cf.handle, &k),
+                None => db.get(&k),
+            })
+            .map_err(to_py)?;
+        Ok(match got {
+            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            None => default.unwrap_or_else(|| py.None()),
+        })
+    }
+
+    #[pyo3(signature = (key, cf = None, sync = false))]
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>, sync: bool) -> PyResult<()> {
+        let k = to_bytes(key, "key")?;
+        let db = Arc::clone(self.db()?);
+        let wo = ebb::WriteOptions { sync, disable_wal: false };
+        py.allow_threads(|| match cf {
+            Some(cf) => db.delete_cf_opt(&cf.handle, &k, &wo),
+            None => db.delete_opt(&k, &wo),
+        })
+        .map_err(to_py)
+    }
+
+    /// Merges `operand` into `key` with the family's merge operator
+    /// (`Options(merge_operator="uint64add")`).
+    #[pyo3(signature = (key, operand, cf = None))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<()> {
+        let (k, v) = (to_bytes(key, "key")?, to_bytes(operand, "operand")?);
+        let db = Arc::clone(self.db()?);
+        let wo = ebb::WriteOptions::default();
+        py.allow_threads(|| match cf {
+            Some(cf) => db.merge_cf_opt(&cf.handle, &k, &v, &wo),
+            None => db.merge_opt(&k, &v, &wo),
+        })
+        .map_err(to_py)
+    }
+
+    /// Deletes every key in `[begin, end)`.
+    #[pyo3(signature = (begin, end, cf = None))]
+    fn delete_range(
+        &self,
+        py: Python<'_>,
+        begin: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<()> {
+        let (b, e) = (to_bytes(begin, "begin")?, to_bytes(end, "end")?);
+        let db = Arc::clone(self.db()?);
+        let wo = ebb::WriteOptions::default();
+        py.allow_threads(|| match cf {
+            Some(cf) => db.delete_range_cf_opt(&cf.handle, &b, &e, &wo),
+            None => db.delete_range_opt(&b, &e, &wo),
+        })
+        .map_err(to_py)
+    }
+
+    /// Applies `batch` atomically.
+    #[pyo3(signature = (batch, sync = false))]
+    fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
+        let db = Arc::clone(self.db()?);
+        let wo = ebb::WriteOptions { sync, disable_wal: false };
+        let b = &batch.inner;
+        py.allow_threads(|| db.write_opt(b, &wo)).map_err(to_py)
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
+        let got = self.get(py, key, None, None)?;
+        if got.is_none(py) {
+            return Err(PyKeyError::new_err(key.clone().unbind()));
+        }
+        Ok(got)
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.put(py, key, value, None, false)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !self.__contains__(py, key)? {
+            return Err(PyKeyError::new_err(key.clone().unbind()));
+        }
+        self.delete(py, key, None, false)
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(!self.get(py, key, None, None)?.is_none(py))
+    }
+
+    /// An iterator, not positioned (call a `seek`), reading at the newest
+    /// state, within `[lower_bound, upper_bound)` when given.
+    #[pyo3(signature = (cf = None, lower_bound = None, upper_bound = None))]
+    fn iter(
+        &self,
+        py: Python<'_>,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        let owner = IterOwner { db: Arc::clone(self.db()?), snapshot: None };
+        Iterator::open(py, owner, cf, opt_bytes(lower_bound, "lower_bound")?, opt_bytes(upper_bound, "upper_bound")?)
+    }
+
+    /// The keys from `from_key` (inclusive; the first or, `backwards`, the
+    /// last when not given), in order or backwards.
+    #[pyo3(signature = (from_key = None, backwards = false, cf = None, lower_bound = None, upper_bound = None))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        from_key: Option<&Bound<'_, PyAny>>,
+        backwards: bool,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        self.walk(py, Yield::Keys, from_key, backwards, cf, lower_bound, upper_bound)
+    }
+
+    /// As `keys`, yielding values.
+    #[pyo3(signature = (from_key = None, backwards = false, cf = None, lower_bound = None, upper_bound = None))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        from_key: Option<&Bound<'_, PyAny>>,
+        backwards: bool,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        self.walk(py, Yield::Values, from_key, backwards, cf, lower_bound, upper_bound)
+    }
+
+    /// As `keys`, yielding `(key, value)` pairs.
+    #[pyo3(signature = (from_key = None, backwards = false, cf = None, lower_bound = None, upper_bound = None))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        from_key: Option<&Bound<'_, PyAny>>,
+        backwards: bool,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        self.walk(py, Yield::Items, from_key, backwards, cf, lower_bound, upper_bound)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Iterator> {
+        self.walk(py, Yield::Keys, None, false, None, None, None)
+    }
+
+    /// A snapshot of the newest state (a context manager).
+    fn snapshot(&self) -> PyResult<Snapshot> {
+        let db = Arc::clone(self.db()?);
+        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.snapshot()))) })
+    }
+
+    /// Flushes the memtables (of `cf`, or the default family) and waits.
+    #[pyo3(signature = (cf = None))]
+    fn flush(&self, py: Python<'_>, cf: Option<&ColumnFamily>) -> PyResult<()> {
+        let db = Arc::clone(self.db()?);
+        py.allow_threads(|| match cf {
+            Some(cf) => db.flush_cf(&cf.handle, true),
+            None => db.flush(true),
+        })
+        .map_err(to_py)
+    }
+
+    /// Compacts `[begin, end]` (everything when not given).
+    #[pyo3(signature = (begin = None, end = None, cf = None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        begin: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<()> {
+        let (b, e) = (opt_bytes(begin, "begin")?, opt_bytes(end, "end")?);
+        let db = Arc::clone(self.db()?);
+        py.allow_threads(|| match cf {
+            Some(cf) => db.compact_range_cf(&cf.handle, b.as_deref(), e.as_deref()),
+            None => db.compact_range(b.as_deref(), e.as_deref()),
+        })
+        .map_err(to_py)
+    }
+
+    /// A property (`ebb.stats`, `ebb.num-files-at-level0`, ...), or None.
+    #[pyo3(signature = (name, cf = None))]
+    fn get_property(&self, name: &str, cf: Option<&ColumnFamily>) -> PyResult<Option<String>> {
+        let db = self.db()?;
+        Ok(match cf {
+            Some(cf) => db.get_property_cf(&cf.handle, name),
+            None => db.get_property(name),
+        })
+    }
+
+    /// Changes dynamic options: `set_options({"write_buffer_size": 1 << 20})`.
+    fn set_options(&self, changes: &Bound<'_, PyDict>) -> PyResult<()> {
+        let mut pairs = Vec::new();
+        for (name, value) in changes.iter() {
+            pairs.push((name.extract::<String>()?, option_text(&value)?));
+        }
+        let refs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        self.db()?.set_options(&refs).map_err(to_py)
+    }
+
+    /// Creates column family `name` (with `options`, or the defaults).
+    #[pyo3(signature = (name, options = None))]
+    fn create_column_family(&self, name: &str, options: Option<&Options>) -> PyResult<ColumnFamily> {
+        let o = options.map_or_else(ebb::Options::default, |o| o.inner.clone());
+        let handle = self.db()?.create_column_family(name, &o).map_err(to_py)?;
+        Ok(ColumnFamily { handle })
+    }
+
+    /// The column family `name`.
+    fn get_column_family(&self, name: &str) -> PyResult<ColumnFamily> {
+        self.db()?
+            .cf_handle(name)
+            .map(|handle| ColumnFamily { handle })
+            .ok_or_else(|| InvalidArgumentError::new_err(format!("no column family {name:?}")))
+    }
+
+    fn drop_column_family(&self, cf: &ColumnFamily) -> PyResult<()> {
+        self.db()?.drop_column_family(&cf.handle).map_err(to_py)
+    }
+
+    /// The names of the column families.
+    fn column_families(&self) -> PyResult<Vec<String>> {
+        Ok(self.db()?.column_family_names())
+    }
+
+    /// The database directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    /// Closes the database; later calls fail. Iterators and snapshots still
+    /// open keep it open until they are gone.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Some(db) = self.db.take() {
+            if let Ok(db) = Arc::try_unwrap(db) {
+                py.allow_threads(|| db.close()).map_err(to_py)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(&mut self, py: Python<'_>, _t: PyObject, _v: PyObject, _tb: PyObject) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Db({:?})", self.path)
+    }
+}
+
+impl Db {
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        py: Python<'_>,
+        yields: Yield,
+        from_key: Option<&Bound<'_, PyAny>>,
+        backwards: bool,
+        cf: Option<&ColumnFamily>,
+        lower_bound: Option<&Bound<'_, PyAny>>,
+        upper_bound: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Iterator> {
+        let mut it = self.iter(py, cf, lower_bound, upper_bound)?;
+        match (opt_bytes(from_key, "from_key")?, backwards) {
+            (Some(k), false) => it.with(|i| i.seek(&k)),
+            (Some(k), true) => it.with(|i| i.seek_for_prev(&k)),
+            (None, false) => it.with(|i| i.seek_to_first()),
+            (None, true) => it.with(|i| i.seek_to_last()),
+        }
+        it.check()?;
+        it.yields = yields;
+        it.backwards = backwards;
+        Ok(it)
+    }
+}
+
+/// Destroys the database at `path` (its files; the directory if left empty).
+#[pyfunction]
+#[pyo3(signature = (path, options = None))]
+fn destroy(path: &str, options: Option<&Options>) -> PyResult<()> {
+    let o = options.map_or_else(ebb::Options::default, |o| o.inner.clone());
+    ebb::Db::destroy(path, &o).map_err(to_py)
+}
+
+#[pymodule]
+fn _ebb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Db>()?;
+    m.add_class::<Options>()?;
+    m.add_class::<WriteBatch>()?;
+    m.add_class::<Snapshot>()?;
+    m.add_class::<Iterator>()?;
+    m.add_class::<ColumnFamily>()?;
+    m.add_function(wrap_pyfunction!(destroy, m)?)?;
+    m.add("EbbError", py.get_type::<EbbError>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add("BusyError", py.get_type::<BusyError>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
+    m.add("IOError", py.get_type::<IOError>())?;
+    Ok(())
+}
