@@ -23,8 +23,19 @@ if [ $# -eq 0 ]; then
 fi
 cargo test "$@"
 if [ "$python_too" = 1 ]; then
-  # The Python package (crates/ebb-py, docs/python.md): built into .venv/
-  # with maturin (tools/requirements.txt), then its pytest suite.
-  maturin develop --quiet --manifest-path crates/ebb-py/Cargo.toml
+  # The Python package (crates/ebb-py, docs/python.md): a wheel built with
+  # maturin (tools/requirements.txt; an unoptimised build, quick), installed
+  # with pip into a fresh virtual environment, where `import ebb` must work,
+  # and into .venv/, where its pytest suite runs.
+  rm -rf target/wheels target/wheel-venv
+  maturin build --quiet --profile dev --manifest-path crates/ebb-py/Cargo.toml --out target/wheels
+  python3 -m venv target/wheel-venv
+  target/wheel-venv/bin/python3 -m pip install --quiet --no-index --disable-pip-version-check target/wheels/ebb-*.whl
+  target/wheel-venv/bin/python3 -c 'import ebb, tempfile
+with ebb.Db(tempfile.mkdtemp() + "/db") as db:
+    db[b"k"] = b"v"
+    assert db[b"k"] == b"v"
+print("wheel: import ebb works in a fresh virtual environment")'
+  python3 -m pip install --quiet --force-reinstall --no-deps --disable-pip-version-check target/wheels/ebb-*.whl
   python3 -m pytest -q crates/ebb-py/tests
 fi

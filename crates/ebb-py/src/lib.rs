@@ -58,8 +58,65 @@ fn to_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     Err(PyTypeError::new_err(format!("{what} must be bytes or str, not {}", value.get_type().name()?)))
 }
 
-fn opt_bytes(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
-    value.filter(|v| !v.is_none()).map(|v| to_bytes(v, what)).transpose()
+/// How keys and values cross into Python (rocksdict's raw and pickle
+/// modes): `"bytes"` (the default: `bytes`, or a `str` UTF-8 encoded, in;
+/// `bytes` out), `"str"` (`str` in and out, stored as UTF-8) or `"pickle"`
+/// (any picklable object, stored as its pickle; keys then sort by their
+/// pickles).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Bytes,
+    Str,
+    Pickle,
+}
+
+impl Mode {
+    fn parse(s: &str) -> PyResult<Mode> {
+        match s {
+            "bytes" => Ok(Mode::Bytes),
+            "str" => Ok(Mode::Str),
+            "pickle" => Ok(Mode::Pickle),
+            other => {
+                Err(InvalidArgumentError::new_err(format!("mode {other:?}: expected \"bytes\", \"str\" or \"pickle\"")))
+            }
+        }
+    }
+
+    /// `value` as stored.
+    fn enc(self, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+        match self {
+            Mode::Bytes => to_bytes(value, what),
+            Mode::Str => match value.downcast::<PyString>() {
+                Ok(s) => Ok(s.to_cow()?.as_bytes().to_vec()),
+                Err(_) => Err(PyTypeError::new_err(format!(
+                    "{what} must be str in mode \"str\", not {}",
+                    value.get_type().name()?
+                ))),
+            },
+            Mode::Pickle => {
+                let pickled = value.py().import("pickle")?.call_method1("dumps", (value,))?;
+                Ok(pickled.downcast::<PyBytes>()?.as_bytes().to_vec())
+            }
+        }
+    }
+
+    fn enc_opt(self, value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
+        value.filter(|v| !v.is_none()).map(|v| self.enc(v, what)).transpose()
+    }
+
+    /// Stored bytes as the Python object they stand for.
+    fn dec(self, py: Python<'_>, bytes: &[u8]) -> PyResult<PyObject> {
+        match self {
+            Mode::Bytes => Ok(PyBytes::new(py, bytes).into_any().unbind()),
+            Mode::Str => match std::str::from_utf8(bytes) {
+                Ok(s) => Ok(PyString::new(py, s).into_any().unbind()),
+                Err(e) => Err(InvalidArgumentError::new_err(format!(
+                    "a stored key or value is not UTF-8 ({e}): read it in mode \"bytes\""
+                ))),
+            },
+            Mode::Pickle => Ok(py.import("pickle")?.call_method1("loads", (PyBytes::new(py, bytes),))?.unbind()),
+        }
+    }
 }
 
 /// Options with RocksDB's names (`write_buffer_size`, `compression`, ...):
@@ -134,18 +191,22 @@ impl Options {
 #[pyclass(module = "ebb")]
 struct WriteBatch {
     inner: ebb::WriteBatch,
+    mode: Mode,
 }
 
 #[pymethods]
 impl WriteBatch {
+    /// An empty batch whose keys and values are given in `mode` (the
+    /// database's: see `Db`).
     #[new]
-    fn new() -> Self {
-        WriteBatch { inner: ebb::WriteBatch::new() }
+    #[pyo3(signature = (mode = "bytes"))]
+    fn new(mode: &str) -> PyResult<Self> {
+        Ok(WriteBatch { inner: ebb::WriteBatch::new(), mode: Mode::parse(mode)? })
     }
 
     #[pyo3(signature = (key, value, cf = None))]
     fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
-        let (k, v) = (to_bytes(key, "key")?, to_bytes(value, "value")?);
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
         match cf {
             Some(cf) => self.inner.put_cf(&cf.handle, &k, &v),
             None => self.inner.put(&k, &v),
@@ -155,7 +216,7 @@ impl WriteBatch {
 
     #[pyo3(signature = (key, cf = None))]
     fn delete(&mut self, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         match cf {
             Some(cf) => self.inner.delete_cf(&cf.handle, &k),
             None => self.inner.delete(&k),
@@ -165,7 +226,7 @@ impl WriteBatch {
 
     #[pyo3(signature = (key, operand, cf = None))]
     fn merge(&mut self, key: &Bound<'_, PyAny>, operand: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
-        let (k, v) = (to_bytes(key, "key")?, to_bytes(operand, "operand")?);
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(operand, "operand")?);
         match cf {
             Some(cf) => self.inner.merge_cf(&cf.handle, &k, &v),
             None => self.inner.merge(&k, &v),
@@ -180,7 +241,7 @@ impl WriteBatch {
         end: &Bound<'_, PyAny>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
-        let (b, e) = (to_bytes(begin, "begin")?, to_bytes(end, "end")?);
+        let (b, e) = (self.mode.enc(begin, "begin")?, self.mode.enc(end, "end")?);
         match cf {
             Some(cf) => self.inner.delete_range_cf(&cf.handle, &b, &e),
             None => self.inner.delete_range(&b, &e),
@@ -248,6 +309,7 @@ type IteratorOf<'a> = ebb::DbIterator<'a>;
 #[pyclass(module = "ebb")]
 struct Snapshot {
     cell: Option<Arc<SnapshotCell>>,
+    mode: Mode,
 }
 
 impl Snapshot {
@@ -272,7 +334,7 @@ impl Snapshot {
         default: Option<PyObject>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<PyObject> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         let cell = Arc::clone(self.cell()?);
         let handle = cf.map(|c| c.handle.clone());
         let got = py
@@ -286,7 +348,7 @@ impl Snapshot {
             })
             .map_err(to_py)?;
         Ok(match got {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            Some(v) => self.mode.dec(py, &v)?,
             None => default.unwrap_or_else(|| py.None()),
         })
     }
@@ -302,7 +364,8 @@ impl Snapshot {
     ) -> PyResult<Iterator> {
         let cell = Arc::clone(self.cell()?);
         let owner = IterOwner { db: Arc::clone(cell.borrow_owner()), snapshot: Some(cell) };
-        Iterator::open(py, owner, cf, opt_bytes(lower_bound, "lower_bound")?, opt_bytes(upper_bound, "upper_bound")?)
+        let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
+        Iterator::open(py, owner, cf, bounds, self.mode)
     }
 
     /// Ends the snapshot (also at the end of a `with` block).
@@ -335,6 +398,7 @@ enum Yield {
 #[pyclass(module = "ebb", unsendable)]
 struct Iterator {
     cell: IterCell,
+    mode: Mode,
     yields: Yield,
     backwards: bool,
     /// The next `__next__` moves first (the current entry was yielded).
@@ -346,8 +410,8 @@ impl Iterator {
         py: Python<'_>,
         owner: IterOwner,
         cf: Option<&ColumnFamily>,
-        lower: Option<Vec<u8>>,
-        upper: Option<Vec<u8>>,
+        (lower, upper): (Option<Vec<u8>>, Option<Vec<u8>>),
+        mode: Mode,
     ) -> PyResult<Iterator> {
         let handle = cf.map(|c| c.handle.clone());
         let cell = py.allow_threads(move || {
@@ -364,7 +428,7 @@ impl Iterator {
                 }
             })
         });
-        Ok(Iterator { cell, yields: Yield::Items, backwards: false, started: false })
+        Ok(Iterator { cell, mode, yields: Yield::Items, backwards: false, started: false })
     }
 
     fn with<R>(&mut self, f: impl FnOnce(&mut ebb::DbIterator<'_>) -> R) -> R {
@@ -392,7 +456,7 @@ impl Iterator {
 
     /// Positions at the first key at or after `key`.
     fn seek(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         self.with(|it| it.seek(&k));
         self.started = false;
         self.check()
@@ -400,7 +464,7 @@ impl Iterator {
 
     /// Positions at the last key at or before `key`.
     fn seek_for_prev(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         self.with(|it| it.seek_for_prev(&k));
         self.started = false;
         self.check()
@@ -426,18 +490,20 @@ impl Iterator {
         self.check()
     }
 
-    fn key<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    fn key(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         if !self.valid() {
             return Err(InvalidArgumentError::new_err("key of an iterator that is not valid"));
         }
-        Ok(self.with(|it| PyBytes::new(py, it.key())))
+        let mode = self.mode;
+        self.with(|it| mode.dec(py, it.key()))
     }
 
-    fn value<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    fn value(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         if !self.valid() {
             return Err(InvalidArgumentError::new_err("value of an iterator that is not valid"));
         }
-        Ok(self.with(|it| PyBytes::new(py, it.value())))
+        let mode = self.mode;
+        self.with(|it| mode.dec(py, it.value()))
     }
 
     /// Raises the error that stopped the iterator, if any.
@@ -467,14 +533,16 @@ impl Iterator {
         if !self.valid() {
             return Err(PyStopIteration::new_err(()));
         }
-        let yields = self.yields;
-        Ok(self.with(|it| match yields {
-            Yield::Keys => PyBytes::new(py, it.key()).into_any().unbind(),
-            Yield::Values => PyBytes::new(py, it.value()).into_any().unbind(),
-            Yield::Items => (PyBytes::new(py, it.key()), PyBytes::new(py, it.value()))
-                .into_pyobject(py)
-                .map_or_else(|_| py.None(), |t| t.into_any().unbind()),
-        }))
+        let (yields, mode) = (self.yields, self.mode);
+        self.with(|it| {
+            Ok(match yields {
+                Yield::Keys => mode.dec(py, it.key())?,
+                Yield::Values => mode.dec(py, it.value())?,
+                Yield::Items => {
+                    (mode.dec(py, it.key())?, mode.dec(py, it.value())?).into_pyobject(py)?.into_any().unbind()
+                }
+            })
+        })
     }
 }
 
@@ -487,6 +555,7 @@ impl Iterator {
 struct Db {
     db: Option<Arc<ebb::Db>>,
     path: String,
+    mode: Mode,
 }
 
 impl Db {
@@ -498,10 +567,12 @@ impl Db {
 #[pymethods]
 impl Db {
     /// Opens (by default creating) the database at `path`, with the column
-    /// families it has (each with `options`).
+    /// families it has (each with `options`); keys and values cross in
+    /// `mode`: `"bytes"`, `"str"` or `"pickle"` (see `Mode` in docs/python.md).
     #[new]
-    #[pyo3(signature = (path, options = None))]
-    fn new(py: Python<'_>, path: &str, options: Option<&Options>) -> PyResult<Self> {
+    #[pyo3(signature = (path, options = None, mode = "bytes"))]
+    fn new(py: Python<'_>, path: &str, options: Option<&Options>, mode: &str) -> PyResult<Self> {
+        let mode = Mode::parse(mode)?;
         let options = options.map_or_else(|| Options::new(None).map(|o| o.inner), |o| Ok(o.inner.clone()))?;
         let p = path.to_string();
         let db = py
@@ -520,7 +591,7 @@ impl Db {
                 ebb::Db::open_cf(&p, options.clone(), &families)
             })
             .map_err(to_py)?;
-        Ok(Db { db: Some(Arc::new(db)), path: path.to_string() })
+        Ok(Db { db: Some(Arc::new(db)), path: path.to_string(), mode })
     }
 
     #[pyo3(signature = (key, value, cf = None, sync = false))]
@@ -532,7 +603,7 @@ impl Db {
         cf: Option<&ColumnFamily>,
         sync: bool,
     ) -> PyResult<()> {
-        let (k, v) = (to_bytes(key, "key")?, to_bytes(value, "value")?);
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
         let db = Arc::clone(self.db()?);
         let wo = ebb::WriteOptions { sync, disable_wal: false };
         py.allow_threads(|| match cf {
@@ -551,7 +622,7 @@ impl Db {
         default: Option<PyObject>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<PyObject> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         let db = Arc::clone(self.db()?);
         let got = py
             .allow_threads(|| match cf {
@@ -560,14 +631,14 @@ impl Db {
             })
             .map_err(to_py)?;
         Ok(match got {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            Some(v) => self.mode.dec(py, &v)?,
             None => default.unwrap_or_else(|| py.None()),
         })
     }
 
     #[pyo3(signature = (key, cf = None, sync = false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>, sync: bool) -> PyResult<()> {
-        let k = to_bytes(key, "key")?;
+        let k = self.mode.enc(key, "key")?;
         let db = Arc::clone(self.db()?);
         let wo = ebb::WriteOptions { sync, disable_wal: false };
         py.allow_threads(|| match cf {
@@ -587,7 +658,7 @@ impl Db {
         operand: &Bound<'_, PyAny>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
-        let (k, v) = (to_bytes(key, "key")?, to_bytes(operand, "operand")?);
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(operand, "operand")?);
         let db = Arc::clone(self.db()?);
         let wo = ebb::WriteOptions::default();
         py.allow_threads(|| match cf {
@@ -606,7 +677,7 @@ impl Db {
         end: &Bound<'_, PyAny>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
-        let (b, e) = (to_bytes(begin, "begin")?, to_bytes(end, "end")?);
+        let (b, e) = (self.mode.enc(begin, "begin")?, self.mode.enc(end, "end")?);
         let db = Arc::clone(self.db()?);
         let wo = ebb::WriteOptions::default();
         py.allow_threads(|| match cf {
@@ -626,11 +697,10 @@ impl Db {
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
-        let got = self.get(py, key, None, None)?;
-        if got.is_none(py) {
-            return Err(PyKeyError::new_err(key.clone().unbind()));
+        match self.lookup(py, key)? {
+            Some(v) => self.mode.dec(py, &v),
+            None => Err(PyKeyError::new_err(key.clone().unbind())),
         }
-        Ok(got)
     }
 
     fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -645,7 +715,7 @@ impl Db {
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(!self.get(py, key, None, None)?.is_none(py))
+        Ok(self.lookup(py, key)?.is_some())
     }
 
     /// An iterator, not positioned (call a `seek`), reading at the newest
@@ -659,7 +729,8 @@ impl Db {
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
         let owner = IterOwner { db: Arc::clone(self.db()?), snapshot: None };
-        Iterator::open(py, owner, cf, opt_bytes(lower_bound, "lower_bound")?, opt_bytes(upper_bound, "upper_bound")?)
+        let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
+        Iterator::open(py, owner, cf, bounds, self.mode)
     }
 
     /// The keys from `from_key` (inclusive; the first or, `backwards`, the
@@ -712,7 +783,7 @@ impl Db {
     /// A snapshot of the newest state (a context manager).
     fn snapshot(&self) -> PyResult<Snapshot> {
         let db = Arc::clone(self.db()?);
-        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.snapshot()))) })
+        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.snapshot()))), mode: self.mode })
     }
 
     /// Flushes the memtables (of `cf`, or the default family) and waits.
@@ -735,7 +806,7 @@ impl Db {
         end: Option<&Bound<'_, PyAny>>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
-        let (b, e) = (opt_bytes(begin, "begin")?, opt_bytes(end, "end")?);
+        let (b, e) = (self.mode.enc_opt(begin, "begin")?, self.mode.enc_opt(end, "end")?);
         let db = Arc::clone(self.db()?);
         py.allow_threads(|| match cf {
             Some(cf) => db.compact_range_cf(&cf.handle, b.as_deref(), e.as_deref()),
@@ -789,6 +860,13 @@ impl Db {
         Ok(self.db()?.column_family_names())
     }
 
+    /// Makes an openable copy of the database in `dir`, which must not
+    /// exist, while it runs (docs/operations.md, "Checkpoints").
+    fn checkpoint(&self, py: Python<'_>, dir: &str) -> PyResult<()> {
+        let db = Arc::clone(self.db()?);
+        py.allow_threads(|| ebb::Checkpoint::create(&db, dir)).map(drop).map_err(to_py)
+    }
+
     /// The database directory.
     #[getter]
     fn path(&self) -> String {
@@ -821,6 +899,13 @@ impl Db {
 }
 
 impl Db {
+    /// The stored value of `key` in the default family.
+    fn lookup(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+        let k = self.mode.enc(key, "key")?;
+        let db = Arc::clone(self.db()?);
+        py.allow_threads(|| db.get(&k)).map_err(to_py)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
@@ -833,7 +918,7 @@ impl Db {
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
         let mut it = self.iter(py, cf, lower_bound, upper_bound)?;
-        match (opt_bytes(from_key, "from_key")?, backwards) {
+        match (self.mode.enc_opt(from_key, "from_key")?, backwards) {
             (Some(k), false) => it.with(|i| i.seek(&k)),
             (Some(k), true) => it.with(|i| i.seek_for_prev(&k)),
             (None, false) => it.with(|i| i.seek_to_first()),
@@ -843,6 +928,76 @@ impl Db {
         it.yields = yields;
         it.backwards = backwards;
         Ok(it)
+    }
+}
+
+/// Incremental backups of databases in one directory
+/// (docs/operations.md, "Backups"): `create_new_backup`, `backup_info`,
+/// `verify_backup`, `restore_db_from_backup`,
+/// `restore_db_from_latest_backup`, `delete_backup`, `purge_old_backups`.
+#[pyclass(module = "ebb")]
+struct BackupEngine {
+    inner: ebb::BackupEngine,
+}
+
+#[pymethods]
+impl BackupEngine {
+    #[new]
+    fn new(py: Python<'_>, backup_dir: &str) -> PyResult<Self> {
+        let dir = backup_dir.to_string();
+        let inner = py.allow_threads(|| ebb::BackupEngine::open_dir(dir)).map_err(to_py)?;
+        Ok(BackupEngine { inner })
+    }
+
+    /// Backs `db` up; returns the new backup's id.
+    #[pyo3(signature = (db, flush_before_backup = true))]
+    fn create_new_backup(&mut self, py: Python<'_>, db: &Db, flush_before_backup: bool) -> PyResult<u32> {
+        let handle = Arc::clone(db.db()?);
+        let inner = &mut self.inner;
+        py.allow_threads(|| inner.create_new_backup(&handle, flush_before_backup)).map_err(to_py)
+    }
+
+    /// One dict per backup, oldest first: `backup_id`, `timestamp`,
+    /// `sequence`, `size`, `number_files`.
+    fn backup_info<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .backup_info()
+            .into_iter()
+            .map(|b| {
+                let d = PyDict::new(py);
+                d.set_item("backup_id", b.backup_id)?;
+                d.set_item("timestamp", b.timestamp)?;
+                d.set_item("sequence", b.sequence)?;
+                d.set_item("size", b.size)?;
+                d.set_item("number_files", b.number_files)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    fn verify_backup(&self, py: Python<'_>, backup_id: u32) -> PyResult<()> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.verify_backup(backup_id)).map_err(to_py)
+    }
+
+    #[pyo3(signature = (backup_id, db_dir, overwrite = false))]
+    fn restore_db_from_backup(&self, py: Python<'_>, backup_id: u32, db_dir: &str, overwrite: bool) -> PyResult<()> {
+        let (inner, options) = (&self.inner, ebb::RestoreOptions { overwrite });
+        py.allow_threads(|| inner.restore_db_from_backup(backup_id, db_dir, &options)).map_err(to_py)
+    }
+
+    #[pyo3(signature = (db_dir, overwrite = false))]
+    fn restore_db_from_latest_backup(&self, py: Python<'_>, db_dir: &str, overwrite: bool) -> PyResult<()> {
+        let (inner, options) = (&self.inner, ebb::RestoreOptions { overwrite });
+        py.allow_threads(|| inner.restore_db_from_latest_backup(db_dir, &options)).map_err(to_py)
+    }
+
+    fn delete_backup(&mut self, backup_id: u32) -> PyResult<()> {
+        self.inner.delete_backup(backup_id).map_err(to_py)
+    }
+
+    fn purge_old_backups(&mut self, keep: usize) -> PyResult<()> {
+        self.inner.purge_old_backups(keep).map_err(to_py)
     }
 }
 
@@ -863,6 +1018,7 @@ fn _ebb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Snapshot>()?;
     m.add_class::<Iterator>()?;
     m.add_class::<ColumnFamily>()?;
+    m.add_class::<BackupEngine>()?;
     m.add_function(wrap_pyfunction!(destroy, m)?)?;
     m.add("EbbError", py.get_type::<EbbError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;

@@ -248,3 +248,61 @@ def test_the_readme_example_runs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "b'red' [(b'apple', b'red')]"
+
+
+def test_str_and_pickle_modes(path, tmp_path):
+    with ebb.Db(path, mode="str") as db:
+        db["ключ"] = "значение"
+        assert db["ключ"] == "значение"
+        assert list(db.items()) == [("ключ", "значение")]
+        with pytest.raises(TypeError):
+            db[b"bytes"] = "x"
+        batch = ebb.WriteBatch(mode="str")
+        batch.put("b", "2")
+        db.write(batch)
+        assert db.get("b") == "2"
+    # The same data read as bytes.
+    with ebb.Db(path) as db:
+        assert db["ключ".encode()] == "значение".encode()
+        db[b"bad"] = b"\xff"
+    with ebb.Db(path, mode="str") as db:
+        with pytest.raises(ebb.InvalidArgumentError, match="UTF-8"):
+            db["bad"]
+    with ebb.Db(str(tmp_path / "pickled"), mode="pickle") as db:
+        db[("tuple", 1)] = {"a": [1, 2, None]}
+        db[7] = None
+        assert db[("tuple", 1)] == {"a": [1, 2, None]}
+        assert db[7] is None and 7 in db and 8 not in db
+        with pytest.raises(KeyError):
+            db[8]
+        assert sorted(map(repr, db.keys())) == ["('tuple', 1)", "7"]
+        with db.snapshot() as s:
+            assert s.get(7, "default") is None
+            assert s.get(8, "default") == "default"
+    with pytest.raises(ebb.InvalidArgumentError, match="mode"):
+        ebb.Db(path, mode="json")
+
+
+def test_checkpoints_and_backups(path, tmp_path):
+    with ebb.Db(path) as db:
+        for i in range(100):
+            db[b"k%03d" % i] = b"v%d" % i
+        db.checkpoint(str(tmp_path / "ckpt"))
+        with pytest.raises(ebb.InvalidArgumentError, match="already exists"):
+            db.checkpoint(str(tmp_path / "ckpt"))
+        engine = ebb.BackupEngine(str(tmp_path / "backups"))
+        first = engine.create_new_backup(db)
+        db[b"k000"] = b"changed"
+        second = engine.create_new_backup(db, flush_before_backup=False)
+        assert [b["backup_id"] for b in engine.backup_info()] == [first, second]
+        engine.verify_backup(first)
+        engine.restore_db_from_backup(first, str(tmp_path / "restored"))
+        with pytest.raises(ebb.InvalidArgumentError, match="overwrite"):
+            engine.restore_db_from_latest_backup(str(tmp_path / "restored"))
+        engine.restore_db_from_latest_backup(str(tmp_path / "restored"), overwrite=True)
+        engine.purge_old_backups(1)
+        assert [b["backup_id"] for b in engine.backup_info()] == [second]
+    with ebb.Db(str(tmp_path / "ckpt")) as copy:
+        assert copy[b"k000"] == b"v0" and len(list(copy.keys())) == 100
+    with ebb.Db(str(tmp_path / "restored")) as restored:
+        assert restored[b"k000"] == b"changed"

@@ -14,6 +14,7 @@ errors are ``EbbError`` and its subclasses. See docs/python.md.
 """
 
 from ._ebb import (
+    BackupEngine,
     BusyError,
     ColumnFamily,
     CorruptionError,
@@ -30,6 +31,7 @@ from ._ebb import (
 )
 
 __all__ = [
+    "BackupEngine",
     "BusyError",
     "ColumnFamily",
     "CorruptionError",
