@@ -18,7 +18,7 @@ use std::sync::Arc;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyError, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 create_exception!(_ebb, EbbError, PyException, "An error of the Ebb engine.");
 create_exception!(_ebb, CorruptionError, EbbError, "Stored data failed a check (a checksum, a length, ...).");
@@ -516,30 +516,29 @@ impl Iterator {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        if self.started {
-            let back = self.backwards;
-            self.with(|it| {
-                if it.valid() {
-                    if back {
-                        it.prev()
-                    } else {
-                        it.next()
-                    }
-                }
-            });
-        }
+        // One pass through the iterator per item: step, check, decode.
+        let (step, back, yields, mode) = (self.started, self.backwards, self.yields, self.mode);
         self.started = true;
-        self.check()?;
-        if !self.valid() {
-            return Err(PyStopIteration::new_err(()));
-        }
-        let (yields, mode) = (self.yields, self.mode);
         self.with(|it| {
-            Ok(match yields {
-                Yield::Keys => mode.dec(py, it.key())?,
-                Yield::Values => mode.dec(py, it.value())?,
-                Yield::Items => {
-                    (mode.dec(py, it.key())?, mode.dec(py, it.value())?).into_pyobject(py)?.into_any().unbind()
+            if step && it.valid() {
+                if back {
+                    it.prev()
+                } else {
+                    it.next()
+                }
+            }
+            if !it.valid() {
+                it.status().map_err(to_py)?;
+                return Err(PyStopIteration::new_err(()));
+            }
+            Ok(match (yields, mode) {
+                (Yield::Items, Mode::Bytes) => {
+                    PyTuple::new(py, [PyBytes::new(py, it.key()), PyBytes::new(py, it.value())])?.into_any().unbind()
+                }
+                (Yield::Keys, _) => mode.dec(py, it.key())?,
+                (Yield::Values, _) => mode.dec(py, it.value())?,
+                (Yield::Items, _) => {
+                    PyTuple::new(py, [mode.dec(py, it.key())?, mode.dec(py, it.value())?])?.into_any().unbind()
                 }
             })
         })
@@ -603,14 +602,20 @@ impl Db {
         cf: Option<&ColumnFamily>,
         sync: bool,
     ) -> PyResult<()> {
-        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?;
         let wo = ebb::WriteOptions { sync, disable_wal: false };
-        py.allow_threads(|| match cf {
-            Some(cf) => db.put_cf_opt(&cf.handle, &k, &v, &wo),
-            None => db.put_opt(&k, &v, &wo),
-        })
-        .map_err(to_py)
+        let put = |k: &[u8], v: &[u8]| match cf {
+            Some(cf) => db.put_cf_opt(&cf.handle, k, v, &wo),
+            None => db.put_opt(k, v, &wo),
+        };
+        // `bytes` objects are immutable: their contents are read in place,
+        // without the GIL, while the arguments keep them alive.
+        if let (Mode::Bytes, Ok(k), Ok(v)) = (self.mode, key.downcast::<PyBytes>(), value.downcast::<PyBytes>()) {
+            let (k, v) = (k.as_bytes(), v.as_bytes());
+            return py.allow_threads(|| put(k, v)).map_err(to_py);
+        }
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
+        py.allow_threads(|| put(&k, &v)).map_err(to_py)
     }
 
     /// The value of `key`, or `default` when it has none.
@@ -622,15 +627,7 @@ impl Db {
         default: Option<PyObject>,
         cf: Option<&ColumnFamily>,
     ) -> PyResult<PyObject> {
-        let k = self.mode.enc(key, "key")?;
-        let db = Arc::clone(self.db()?);
-        let got = py
-            .allow_threads(|| match cf {
-                Some(cf) => db.get_cf(&cf.handle, &k),
-                None => db.get(&k),
-            })
-            .map_err(to_py)?;
-        Ok(match got {
+        Ok(match self.read(key, cf)? {
             Some(v) => self.mode.dec(py, &v)?,
             None => default.unwrap_or_else(|| py.None()),
         })
@@ -698,7 +695,7 @@ impl Db {
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         match self.lookup(py, key)? {
-            Some(v) => self.mode.dec(py, &v),
+            Some(v) => self.mode.dec(py, v.as_ref()),
             None => Err(PyKeyError::new_err(key.clone().unbind())),
         }
     }
@@ -900,10 +897,25 @@ impl Db {
 
 impl Db {
     /// The stored value of `key` in the default family.
-    fn lookup(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
-        let k = self.mode.enc(key, "key")?;
-        let db = Arc::clone(self.db()?);
-        py.allow_threads(|| db.get(&k)).map_err(to_py)
+    fn lookup(&self, _py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<ebb::PinnableSlice>> {
+        self.read(key, None)
+    }
+
+    /// A point read, pinned in its block (no copy). It keeps the GIL: a
+    /// point read is short, and handing the GIL over and back costs more
+    /// than it does (docs/python.md, "Threads").
+    fn read(&self, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<Option<ebb::PinnableSlice>> {
+        let db = self.db()?;
+        let ro = ebb::ReadOptions::default();
+        let get = |k: &[u8]| match cf {
+            Some(cf) => db.get_pinned_cf_opt(&cf.handle, k, &ro),
+            None => db.get_pinned(k),
+        };
+        let got = match (self.mode, key.downcast::<PyBytes>()) {
+            (Mode::Bytes, Ok(b)) => get(b.as_bytes()),
+            _ => get(&self.mode.enc(key, "key")?),
+        };
+        got.map_err(to_py)
     }
 
     #[allow(clippy::too_many_arguments)]
