@@ -206,11 +206,18 @@ impl WriteBatch {
 
     #[pyo3(signature = (key, value, cf = None))]
     fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
-        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
-        match cf {
-            Some(cf) => self.inner.put_cf(&cf.handle, &k, &v),
-            None => self.inner.put(&k, &v),
+        let batch = &mut self.inner;
+        let mut put = |k: &[u8], v: &[u8]| match cf {
+            Some(cf) => batch.put_cf(&cf.handle, k, v),
+            None => batch.put(k, v),
+        };
+        // `bytes` go into the batch straight from the objects (one copy).
+        if let (Mode::Bytes, Ok(k), Ok(v)) = (self.mode, key.downcast::<PyBytes>(), value.downcast::<PyBytes>()) {
+            put(k.as_bytes(), v.as_bytes());
+            return Ok(());
         }
+        let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(value, "value")?);
+        put(&k, &v);
         Ok(())
     }
 
