@@ -21,11 +21,10 @@ use ebb::key::ValueKind;
 use ebb::sst::format::{unwrap_block, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use ebb::sst::table_reader::TableCachePolicy;
 use ebb::sst::{Block, BlockHandle, BlockIterator, Footer, KeyOrder, ReadSettings, Table};
-use ebb::util::coding::Decoder;
 use ebb::version::edit::VersionEdit;
 use ebb::version::filename::{self, FileType};
 use ebb::wal::{LogReader, LogRecord};
-use ebb::Error;
+use ebb::{BatchOp, Error, WriteBatch};
 
 use crate::format::{kind_name, say, Encoding};
 use crate::Failure;
@@ -161,62 +160,8 @@ pub fn dump_wal(out: &mut dyn Write, wal: &Path, print_values: bool, enc: Encodi
     Ok(say!(out, "records: {records}")?)
 }
 
-/// One update of a batch: its kind, family, key, and value (a range
-/// deletion's end key).
-struct Update<'a> {
-    kind: ValueKind,
-    cf: u32,
-    key: &'a [u8],
-    value: &'a [u8],
-}
-
 /// Bytes of a write batch's header: fixed64 sequence, fixed32 count.
 const BATCH_HEADER_LEN: usize = 12;
-
-/// Decodes a WAL record as a write batch (docs/format.md, "Write batch"):
-/// sequence, count and updates. `WriteBatch::from_data`, which does this
-/// in the engine, is not public even with `internals`, so the tool reads
-/// the documented format itself.
-fn decode_batch(data: &[u8]) -> Result<(u64, u32, Vec<Update<'_>>), String> {
-    let mut d = Decoder::new(data);
-    let (Some(sequence), Some(count)) = (d.fixed64(), d.fixed32()) else {
-        return Err(format!("write batch of {} bytes is shorter than its header", data.len()));
-    };
-    let mut updates = Vec::new();
-    while !d.is_empty() {
-        let tag = d.u8().ok_or("write batch record truncated")?;
-        // DO NOT CHANGE: on-disk format (RocksDB's column-family tags; the
-        // default family's records use the plain kinds).
-        let (kind, in_family) = match tag {
-            0x05 => (ValueKind::Value, true),
-            0x04 => (ValueKind::Deletion, true),
-            0x08 => (ValueKind::SingleDeletion, true),
-            0x06 => (ValueKind::Merge, true),
-            0x0E => (ValueKind::RangeDeletion, true),
-            _ => match ValueKind::from_u8(tag).filter(|k| *k != ValueKind::BlobIndex) {
-                Some(kind) => (kind, false),
-                None => return Err(format!("write batch record {} has unknown tag {tag}", updates.len())),
-            },
-        };
-        let cf = if in_family {
-            d.varint32().ok_or_else(|| format!("write batch record {}: column family id truncated", updates.len()))?
-        } else {
-            0
-        };
-        let key = d.length_prefixed().ok_or_else(|| format!("write batch record {}: key truncated", updates.len()))?;
-        let value = match kind {
-            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => {
-                d.length_prefixed().ok_or_else(|| format!("write batch record {}: value truncated", updates.len()))?
-            }
-            _ => &[],
-        };
-        updates.push(Update { kind, cf, key, value });
-    }
-    if updates.len() != count as usize {
-        return Err(format!("write batch count {count} does not match its {} records", updates.len()));
-    }
-    Ok((sequence, count, updates))
-}
 
 /// `@OFFSET sequence S count C bytes B`, then one indented line per update:
 /// `cf N KEY @ SEQ : TYPE`, with ` ==> VALUE` for puts and merges when
@@ -234,15 +179,23 @@ fn print_batch(
         // (db/wal_seal.rs): sequence 0, no updates.
         return say!(out, "@{offset} end of log: the WAL was closed whole");
     }
-    let (sequence, count, updates) = decode_batch(data).map_err(|r| Error::corruption(file, offset, r))?;
-    say!(out, "@{offset} sequence {sequence} count {count} bytes {}", data.len())?;
-    for (u, seq) in updates.iter().zip(sequence..) {
-        let mut line = format!("  cf {} {} @ {seq} : {}", u.cf, enc.key(u.key), kind_name(u.kind));
-        match u.kind {
-            ValueKind::RangeDeletion => line.push_str(&format!(" ==> {}", enc.key(u.value))),
-            ValueKind::Value | ValueKind::Merge if print_values => {
-                line.push_str(&format!(" ==> {}", enc.value(u.value)))
-            }
+    // The engine's decoder checks every record and the count.
+    let batch = WriteBatch::from_data(data, file, offset)?;
+    let sequence = batch.sequence();
+    say!(out, "@{offset} sequence {sequence} count {} bytes {}", batch.len(), data.len())?;
+    for (update, seq) in batch.iter_cf().zip(sequence..) {
+        let (cf, op) = update.map_err(|r| Error::corruption(file, offset, r))?;
+        let (kind, key, value) = match op {
+            BatchOp::Put { key, value } => (ValueKind::Value, key, value),
+            BatchOp::Delete { key } => (ValueKind::Deletion, key, &[][..]),
+            BatchOp::SingleDelete { key } => (ValueKind::SingleDeletion, key, &[][..]),
+            BatchOp::Merge { key, value } => (ValueKind::Merge, key, value),
+            BatchOp::DeleteRange { begin, end } => (ValueKind::RangeDeletion, begin, end),
+        };
+        let mut line = format!("  cf {cf} {} @ {seq} : {}", enc.key(key), kind_name(kind));
+        match kind {
+            ValueKind::RangeDeletion => line.push_str(&format!(" ==> {}", enc.key(value))),
+            ValueKind::Value | ValueKind::Merge if print_values => line.push_str(&format!(" ==> {}", enc.value(value))),
             _ => {}
         }
         say!(out, "{line}")?;

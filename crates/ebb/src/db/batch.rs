@@ -272,7 +272,7 @@ impl WriteBatch {
 
     /// The updates in order, of every column family.
     pub fn iter(&self) -> BatchIter<'_> {
-        BatchIter { inner: self.iter_cf() }
+        BatchIter { inner: self.records() }
     }
 
     /// The updates in order, each with its column family id.
@@ -280,7 +280,13 @@ impl WriteBatch {
         self.other_families
     }
 
-    pub(crate) fn iter_cf(&self) -> CfBatchIter<'_> {
+    /// The updates in order, each with its column family id (0 for the
+    /// default family); an error string on a malformed record, then the end.
+    pub fn iter_cf(&self) -> impl Iterator<Item = std::result::Result<(u32, BatchOp<'_>), String>> + '_ {
+        self.records()
+    }
+
+    fn records(&self) -> CfBatchIter<'_> {
         CfBatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
     }
 
@@ -304,7 +310,9 @@ impl WriteBatch {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
-    pub(crate) fn sequence(&self) -> SequenceNumber {
+    /// The sequence number of the batch's first update (0 until written;
+    /// in a batch read from a WAL, the one it was written at).
+    pub fn sequence(&self) -> SequenceNumber {
         decode_fixed64(&self.rep).unwrap_or(0)
     }
 
@@ -321,8 +329,10 @@ impl WriteBatch {
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
-    /// Decodes a batch read from the WAL, checking every record.
-    pub(crate) fn from_data(data: &[u8], file: &str, offset: u64) -> Result<WriteBatch> {
+    /// Decodes a batch as the WAL stores it (docs/format.md, "Write
+    /// batch"; RocksDB's `WriteBatch(rep)`), checking every record: a
+    /// malformed one is `Corruption` naming `file` and `offset`.
+    pub fn from_data(data: &[u8], file: &str, offset: u64) -> Result<WriteBatch> {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }

@@ -209,7 +209,7 @@ pub(super) struct DeletionsHeld<'a> {
 
 impl<'a> DeletionsHeld<'a> {
     pub(super) fn new(inner: &'a DbInner) -> Self {
-        inner.state.lock().file_deletions_disabled += 1;
+        inner.disable_file_deletions();
         DeletionsHeld { inner }
     }
 }
@@ -358,6 +358,11 @@ pub(super) fn write_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Res
 }
 
 impl DbInner {
+    /// Takes one hold on file deletions ([`Db::disable_file_deletions`]).
+    pub(crate) fn disable_file_deletions(&self) {
+        self.state.lock().file_deletions_disabled += 1;
+    }
+
     /// Undoes one hold on file deletions; once none is left, deletes what
     /// became obsolete meanwhile.
     pub(crate) fn enable_file_deletions(&self) {
@@ -374,7 +379,7 @@ impl Db {
     /// as many [`Db::enable_file_deletions`] calls: their names stay valid
     /// for a copy (RocksDB's `DisableFileDeletions`). Calls nest.
     pub fn disable_file_deletions(&self) {
-        self.inner.state.lock().file_deletions_disabled += 1;
+        self.inner.disable_file_deletions();
     }
 
     /// Undoes one [`Db::disable_file_deletions`]; the last one deletes what

@@ -622,23 +622,6 @@ impl DbInner {
         Ok(())
     }
 
-    /// Waits until the families `ids` have no immutable memtable left.
-    fn wait_for_flushes(&self, st: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(Arc::clone(e)));
-            }
-            if ids.iter().all(|id| st.families.get(id).is_none_or(|f| f.imm.is_empty())) && st.flush_running == 0 {
-                return Ok(());
-            }
-            if st.shutting_down {
-                return Err(Error::Closed);
-            }
-            self.work_cv.notify_all();
-            self.bg_cv.wait(st);
-        }
-    }
-
     /// Writes the external table `s` anew at `to` with every entry (and
     /// range deletion) at `seqno`; returns its metadata.
     #[allow(clippy::too_many_arguments)]
@@ -681,21 +664,12 @@ impl DbInner {
         it.status()?;
         let mut seqs = (seqno, seqno);
         if let Some(t) = table.range_tombstones() {
-            for mut tombstone in t.tombstones() {
-                tombstone.seq = seqno;
+            let shifted: Vec<RangeTombstone> = t.tombstones().map(|x| RangeTombstone { seq: seqno, ..x }).collect();
+            let fragments = crate::range_del::FragmentedTombstones::with_comparator(&cmp, shifted.iter());
+            fragments.extend_file_bounds(&mut meta.smallest, &mut meta.largest, &mut seqs);
+            for tombstone in shifted {
                 builder.add_range_deletion(tombstone);
             }
-            let shifted = crate::range_del::FragmentedTombstones::with_comparator(
-                &cmp,
-                t.tombstones()
-                    .map(|mut x| {
-                        x.seq = seqno;
-                        x
-                    })
-                    .collect::<Vec<_>>()
-                    .iter(),
-            );
-            shifted.extend_file_bounds(&mut meta.smallest, &mut meta.largest, &mut seqs);
         }
         builder.finish()?;
         meta.file_size = self.fs.file_size(to)?;

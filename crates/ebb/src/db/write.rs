@@ -664,22 +664,27 @@ impl DbInner {
     pub(crate) fn flush_family(&self, cf: u32, wait: bool) -> Result<()> {
         self.write(None, &WriteOptions::default(), Some(cf))?;
         if wait {
-            let mut st = self.state.lock();
-            loop {
-                if let Some(e) = &st.bg_error {
-                    return Err(Error::Background(Arc::clone(e)));
-                }
-                if st.families.get(&cf).is_none_or(|f| f.imm.is_empty()) && st.flush_running == 0 {
-                    return Ok(());
-                }
-                if st.shutting_down {
-                    return Err(Error::Closed);
-                }
-                self.work_cv.notify_all();
-                self.bg_cv.wait(&mut st);
-            }
+            self.wait_for_flushes(&mut self.state.lock(), &[cf])?;
         }
         Ok(())
+    }
+
+    /// Waits until the families `ids` have no immutable memtable left and
+    /// no flush runs (a sticky error or a close ends the wait).
+    pub(crate) fn wait_for_flushes(&self, st: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(Arc::clone(e)));
+            }
+            if ids.iter().all(|id| st.families.get(id).is_none_or(|f| f.imm.is_empty())) && st.flush_running == 0 {
+                return Ok(());
+            }
+            if st.shutting_down {
+                return Err(Error::Closed);
+            }
+            self.work_cv.notify_all();
+            self.bg_cv.wait(st);
+        }
     }
 
     pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {

@@ -22,23 +22,8 @@ impl Options {
     pub fn to_text_with_families(&self, families: &[(&str, &ColumnFamilyOptions)]) -> String {
         let mut out = self.to_text();
         for (name, cf) in families.iter().filter(|(n, _)| *n != crate::version::DEFAULT_COLUMN_FAMILY) {
-            let text = Options::default().with_cf_options(ColumnFamilyOptions::clone(cf)).to_text();
-            // The family's sections of its own text, renamed.
-            let mut keep = false;
-            for line in text.lines() {
-                if line.starts_with('[') {
-                    keep = line.starts_with("[CFOptions") || line.starts_with("[TableOptions/");
-                    if keep {
-                        let kind = line.split(' ').next().unwrap_or(line);
-                        out.push_str(&format!("\n{kind} \"{}\"]\n", escape(name)));
-                    }
-                    continue;
-                }
-                if keep && !line.trim().is_empty() {
-                    out.push_str(line);
-                    out.push('\n');
-                }
-            }
+            let family = Options::default().with_cf_options(ColumnFamilyOptions::clone(cf));
+            family.write_family_sections(&mut out, &format!("\"{}\"", escape(name)));
         }
         out
     }

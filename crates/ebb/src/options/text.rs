@@ -38,16 +38,28 @@ impl Options {
     pub fn to_text(&self) -> String {
         let mut out = String::from("# Ebb options file: parsed by Options::from_text\n");
         let _ = writeln!(out, "[Version]\n  ebb_version={}\n  options_file_version=1", env!("CARGO_PKG_VERSION"));
-        for section in [Section::Db, Section::Cf, Section::Table] {
-            let _ = writeln!(out, "\n{}", section.header());
-            for (name, s, _) in OPTION_TABLE {
-                if *s == section {
-                    let value = self.get_by_name(name).unwrap_or_default();
-                    let _ = writeln!(out, "  {name}={value}");
-                }
+        self.write_section(&mut out, Section::Db, "[DBOptions]");
+        self.write_family_sections(&mut out, "\"default\"");
+        out
+    }
+
+    /// Appends the `[CFOptions <family>]` and
+    /// `[TableOptions/BlockBasedTable <family>]` sections of these options;
+    /// `family` is the quoted (and escaped) family name.
+    pub(super) fn write_family_sections(&self, out: &mut String, family: &str) {
+        self.write_section(out, Section::Cf, &format!("[CFOptions {family}]"));
+        self.write_section(out, Section::Table, &format!("[TableOptions/BlockBasedTable {family}]"));
+    }
+
+    /// Appends `header` and the options of `section`, one `name=value` each.
+    fn write_section(&self, out: &mut String, section: Section, header: &str) {
+        let _ = writeln!(out, "\n{header}");
+        for (name, s, _) in OPTION_TABLE {
+            if *s == section {
+                let value = self.get_by_name(name).unwrap_or_default();
+                let _ = writeln!(out, "  {name}={value}");
             }
         }
-        out
     }
 
     /// Parses the text written by [`Options::to_text`] (or by hand) on top of
@@ -392,16 +404,6 @@ pub(super) fn option_sections() -> impl Iterator<Item = (&'static str, &'static 
         };
         (*name, s)
     })
-}
-
-impl Section {
-    fn header(self) -> &'static str {
-        match self {
-            Section::Db => "[DBOptions]",
-            Section::Cf => "[CFOptions \"default\"]",
-            Section::Table => "[TableOptions/BlockBasedTable \"default\"]",
-        }
-    }
 }
 
 // A field of a nested settings struct is named `struct.field`, as RocksDB
