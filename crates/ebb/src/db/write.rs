@@ -24,7 +24,7 @@ use super::StallCondition;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueKind};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, WARM_LANES};
 use crate::options::ColumnFamilyOptions;
 
 use crate::stats::{bump, StallCause};
@@ -297,20 +297,75 @@ impl DbInner {
         // (`max_successive_merges`), looked up once for the group.
         let merging = if batch.needs_family_checks() { self.successive_merge_families(batch) } else { Vec::new() };
         let mut user_bytes = 0u64;
-        for (seq, op) in (first..).zip(batch.iter_cf()) {
-            let (cf, op) = op.map_err(Error::invalid)?;
-            let Some(mem) = mem_of(cf) else { continue };
-            let (kind, key, value) = op.entry();
+        let mut insert = |seq: SequenceNumber, cf: u32, kind: ValueKind, key: &[u8], value: &[u8]| -> Result<()> {
+            let Some(mem) = mem_of(cf) else { return Ok(()) };
             user_bytes += (key.len() + value.len()) as u64;
             if kind == ValueKind::Merge {
                 if let Some((_, data)) = merging.iter().find(|(id, _)| *id == cf) {
                     if let Some(merged) = self.merge_in_place(data, mem, key, value, seq)? {
                         mem.add(seq, ValueKind::Value, key, &merged);
-                        continue;
+                        return Ok(());
                     }
                 }
             }
             mem.add(seq, kind, key, value);
+            Ok(())
+        };
+        let mut ops = (first..).zip(batch.iter_cf());
+        if count <= 1 {
+            for (seq, op) in ops {
+                let (cf, op) = op.map_err(Error::invalid)?;
+                let (kind, key, value) = op.entry();
+                insert(seq, cf, kind, key, value)?;
+            }
+        } else {
+            // Entries go in by runs of up to `WARM_LANES`; a run's descents
+            // of each memtable are warmed together first (`MemTable::warm`),
+            // so a batch's inserts do not wait out their cache misses one by
+            // one.
+            let mut run = Vec::with_capacity(WARM_LANES);
+            let mut warm = Vec::with_capacity(WARM_LANES);
+            let mut families = Vec::new();
+            loop {
+                run.clear();
+                let mut failed = None;
+                for (seq, op) in ops.by_ref().take(WARM_LANES) {
+                    match op {
+                        Ok((cf, op)) => {
+                            let (kind, key, value) = op.entry();
+                            run.push((seq, cf, kind, key, value));
+                        }
+                        Err(e) => {
+                            failed = Some(Error::invalid(e));
+                            break;
+                        }
+                    }
+                }
+                // Each family's entries of the run together (most batches
+                // have one family).
+                families.clear();
+                for e in &run {
+                    if !families.contains(&e.1) {
+                        families.push(e.1);
+                    }
+                }
+                for &cf in &families {
+                    if let Some(mem) = mem_of(cf) {
+                        warm.clear();
+                        warm.extend(run.iter().filter(|e| e.1 == cf).map(|&(seq, _, kind, key, _)| (seq, kind, key)));
+                        mem.warm(&warm);
+                    }
+                }
+                for &(seq, cf, kind, key, value) in &run {
+                    insert(seq, cf, kind, key, value)?;
+                }
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                if run.len() < WARM_LANES {
+                    break;
+                }
+            }
         }
         self.last_sequence.store(first + count - 1, Ordering::Release);
         bump(&self.stats.user_keys, count);

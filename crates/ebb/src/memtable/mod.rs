@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind};
 use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
+pub(crate) use skiplist::WARM_LANES;
 use skiplist::{Cursor, SkipList};
 
 /// What a point lookup found in a memtable.
@@ -172,6 +173,38 @@ impl MemTable {
             b.add(user_key);
         }
         with_internal_key(user_key, seq, kind, |ikey| self.list.insert(ikey, value));
+    }
+
+    /// Readies the inserts of `entries` (sequence, kind, user key), which
+    /// [`MemTable::add`] is about to make: their descents of the skiplist
+    /// run together so that their cache misses overlap
+    /// ([`SkipList::warm`]). Changes nothing; at most [`WARM_LANES`] are
+    /// used. A write group's batch calls this before each run of inserts.
+    pub fn warm(&self, entries: &[(SequenceNumber, ValueKind, &[u8])]) {
+        let mut buf = [0u8; 64 * WARM_LANES];
+        let mut lens = [0usize; WARM_LANES];
+        let mut n = 0;
+        for &(seq, kind, user_key) in entries {
+            let len = user_key.len() + crate::key::TRAILER_LEN;
+            // Range tombstones are not in the list; long keys are inserted
+            // without warming (the gain is for the short keys of most
+            // workloads).
+            if n == WARM_LANES || len > 64 || kind == ValueKind::RangeDeletion {
+                continue;
+            }
+            let slot = &mut buf[n * 64..n * 64 + len];
+            slot[..user_key.len()].copy_from_slice(user_key);
+            slot[user_key.len()..].copy_from_slice(&crate::key::pack_trailer(seq, kind).to_le_bytes());
+            lens[n] = len;
+            n += 1;
+        }
+        let mut keys: [&[u8]; WARM_LANES] = [&[]; WARM_LANES];
+        for (i, k) in keys.iter_mut().enumerate().take(n) {
+            *k = &buf[i * 64..i * 64 + lens[i]];
+        }
+        if n > 1 {
+            self.list.warm(&keys[..n]);
+        }
     }
 
     /// Adds the range tombstone `[start, end)` at `seq` (kept apart from the
