@@ -101,9 +101,9 @@ impl DbInner {
         let Some(family) = st.families.get(&cf) else { return DbMetrics::default() };
         let opts = self.family_opts(&family.data);
         let version = st.versions.version(cf).unwrap_or_default();
-        let mut memtable_bytes = family.mem.approximate_memory_usage() as u64;
+        let mut memtable_bytes = family.mem.allocated_bytes() as u64;
         for m in &family.imm {
-            memtable_bytes += m.approximate_memory_usage() as u64;
+            memtable_bytes += m.allocated_bytes() as u64;
         }
         let s = &self.stats;
         let (hits, misses) = self.tables.block_cache().map_or((0, 0), |c| c.hits_and_misses());

@@ -142,8 +142,21 @@ impl MemTable {
         cmp: UserComparator,
         bloom: Option<(Arc<dyn SliceTransform>, usize)>,
     ) -> Self {
+        Self::with_filters(log_number, cmp, bloom, 0)
+    }
+
+    /// A new, empty memtable with a prefix bloom filter (as
+    /// [`MemTable::with_prefix_bloom`]) and, when `index_slots > 0` and
+    /// the order is a built-in one, a hash index of user keys for point
+    /// lookups with that many 8-byte slots (`skiplist` contract 5).
+    pub fn with_filters(
+        log_number: u64,
+        cmp: UserComparator,
+        bloom: Option<(Arc<dyn SliceTransform>, usize)>,
+        index_slots: usize,
+    ) -> Self {
         MemTable {
-            list: SkipList::new(cmp),
+            list: SkipList::with_key_index(cmp, index_slots),
             entries: AtomicU64::new(0),
             deletions: AtomicU64::new(0),
             log_number,
@@ -279,12 +292,10 @@ impl MemTable {
         if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(user_key(lookup))) {
             return None;
         }
-        let (key, value) = self.list.lower_bound(lookup)?;
-        let parsed = parse_internal_key(key)?;
-        if parsed.user_key != user_key(lookup) {
-            return None;
-        }
-        Some((parsed.seq, found(parsed.kind, value)?))
+        let mut c = self.list.cursor();
+        c.seek_versions(&self.list, lookup);
+        let parsed = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == user_key(lookup))?;
+        Some((parsed.seq, found(parsed.kind, c.value(&self.list))?))
     }
 
     /// [`MemTable::get_entry`] in one search with [`MemTable::versions`]:
@@ -301,7 +312,7 @@ impl MemTable {
             return None;
         }
         let mut c = self.list.cursor();
-        c.seek(&self.list, lookup);
+        c.seek_versions(&self.list, lookup);
         let first = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == want)?;
         let lookup = found(first.kind, c.value(&self.list))?;
         if lookup == MemLookup::Merge {
@@ -320,7 +331,7 @@ impl MemTable {
             return false;
         }
         let mut c = self.list.cursor();
-        c.seek(&self.list, lookup);
+        c.seek_versions(&self.list, lookup);
         self.collect_versions(&mut c, want, out)
     }
 
@@ -346,7 +357,9 @@ impl MemTable {
     /// memtable (RocksDB's `CountSuccessiveMergeEntries`).
     pub fn successive_merges(&self, key: &[u8]) -> usize {
         let mut c = self.list.cursor();
-        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| c.seek(&self.list, lookup));
+        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| {
+            c.seek_versions(&self.list, lookup)
+        });
         let mut n = 0;
         while c.valid() {
             match parse_internal_key(c.key(&self.list)) {
@@ -363,10 +376,18 @@ impl MemTable {
         self.list.comparator()
     }
 
-    /// Bytes charged against `write_buffer_size`.
+    /// Bytes charged against `write_buffer_size`: entries, range
+    /// tombstones and the prefix bloom filter (not the key index).
     pub fn approximate_memory_usage(&self) -> usize {
         let bloom = self.prefix_bloom.as_ref().map_or(0, |b| b.bits.len() * 8);
         self.list.memory_usage() + self.range_del_bytes.load(AtomicOrdering::Relaxed) + bloom
+    }
+
+    /// [`MemTable::approximate_memory_usage`] with the key index, whose
+    /// size is fixed when the memtable is made (`skiplist` contract 5): the
+    /// memory the memtable holds, as `ebb.cur-size-all-mem-tables` reports.
+    pub fn allocated_bytes(&self) -> usize {
+        self.approximate_memory_usage() + self.list.index_bytes()
     }
 
     /// Number of entries (every version counts).

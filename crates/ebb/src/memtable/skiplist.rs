@@ -25,6 +25,20 @@
 //! 4. Memory is charged as the bytes of the nodes (header, tower, key and
 //!    value, rounded to 8), not the arena's blocks, so tiny memtables in tests
 //!    flush at the same points whatever the block size.
+//! 5. A list made [`SkipList::with_key_index`] also keeps, for point
+//!    lookups, a hash index from each user key to its newest node
+//!    ([`Cursor::seek_versions`]): a lookup then reads a slot or two and
+//!    the key's versions instead of descending the list, and a key the
+//!    index does not hold is not in the list at all (until the index
+//!    saturates; then such a lookup descends). A slot is stored after its
+//!    node is linked, with `Release`, and before the writer publishes the
+//!    write's sequence number, so a reader at a snapshot that includes the
+//!    write finds the slot. Only byte-equal user keys are equal under the
+//!    built-in orders, which alone get an index. Its size is fixed when the
+//!    list is made; it is reported with the memtable's memory
+//!    ([`crate::memtable::MemTable::allocated_bytes`]) but not charged
+//!    against `write_buffer_size`, so a memtable holds as many entries as
+//!    without it.
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -32,7 +46,7 @@
 
 use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
@@ -203,6 +217,133 @@ impl Drop for Arena {
 struct Writer {
     arena: Arena,
     rng: u64,
+    /// Slots of the key index in use.
+    indexed: usize,
+}
+
+/// A hash index from user key to the key's newest node (contract 5): open
+/// addressing with linear probing over slots that each hold a node pointer
+/// (low 48 bits) and 16 bits of the key's hash (high bits), 0 when empty.
+/// Its capacity is fixed when the list is made; once three quarters of the
+/// slots are used it is *saturated*: keys new to it are no longer indexed,
+/// so a key it does not hold may still be in the list.
+struct KeyIndex {
+    slots: Box<[AtomicU64]>,
+    saturated: AtomicBool,
+}
+
+/// What the key index knows of a user key.
+enum Indexed {
+    /// The key's newest node.
+    Newest(*const Node),
+    /// The list holds no version of the key.
+    Absent,
+    /// The index cannot tell (saturated, or not indexed): search.
+    Unknown,
+}
+
+impl KeyIndex {
+    const PTR_BITS: u32 = 48;
+    const PTR_MASK: u64 = (1 << Self::PTR_BITS) - 1;
+
+    fn new(slots: usize) -> Self {
+        KeyIndex { slots: (0..slots.max(16)).map(|_| AtomicU64::new(0)).collect(), saturated: AtomicBool::new(false) }
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.len() * 8
+    }
+
+    /// The first slot to probe for `hash` (Lemire's multiply-shift range
+    /// reduction: any table size) and the tag stored beside the pointer.
+    fn start_and_tag(&self, hash: u64) -> (usize, u64) {
+        let start = ((u128::from(hash) * self.slots.len() as u128) >> 64) as usize;
+        (start, (hash & 0xFFFF) << Self::PTR_BITS)
+    }
+
+    /// The slot holding `user_key` (its node's user key equal), or the
+    /// empty slot ending its probe, or None when the probe found neither
+    /// within the table.
+    fn probe(&self, user_key: &[u8], hash: u64) -> Option<(usize, u64)> {
+        let (start, tag) = self.start_and_tag(hash);
+        let n = self.slots.len();
+        for i in 0..n {
+            let at = if start + i < n { start + i } else { start + i - n };
+            let v = self.slots[at].load(AtomicOrdering::Acquire);
+            if v == 0 {
+                return Some((at, 0));
+            }
+            if v & !Self::PTR_MASK == tag {
+                let node = (v & Self::PTR_MASK) as *const Node;
+                // SAFETY: a slot's pointer is to a node of this list,
+                // published before the slot was stored (contract 5).
+                if internal_user_key(unsafe { Node::key(node) }) == user_key {
+                    return Some((at, v));
+                }
+            }
+        }
+        None
+    }
+
+    fn lookup(&self, user_key: &[u8]) -> Indexed {
+        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+        match self.probe(user_key, hash) {
+            Some((_, 0)) if !self.saturated.load(AtomicOrdering::Acquire) => Indexed::Absent,
+            Some((_, v)) if v != 0 => Indexed::Newest((v & Self::PTR_MASK) as *const Node),
+            _ => Indexed::Unknown,
+        }
+    }
+
+    /// The hash of `user_key`, its first slot's load issued.
+    fn prefetch(&self, user_key: &[u8]) -> u64 {
+        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+        prefetch(self.slots[self.start_and_tag(hash).0].as_ptr().cast_const().cast());
+        hash
+    }
+
+    /// Records `node` (just linked, key `key`, whose user key hashes to
+    /// `hash`) as its user key's newest unless a newer version is
+    /// recorded. Writer only.
+    fn insert(&self, w: &mut Writer, node: *const Node, key: &[u8], hash: u64) {
+        let addr = node as u64;
+        if addr & !Self::PTR_MASK != 0 {
+            // A pointer this index cannot hold: stop answering for absent
+            // keys rather than miss this one.
+            self.saturated.store(true, AtomicOrdering::Release);
+            return;
+        }
+        let user_key = internal_user_key(key);
+        let (_, tag) = self.start_and_tag(hash);
+        match self.probe(user_key, hash) {
+            Some((at, 0)) => {
+                if w.indexed + 1 > self.slots.len() / 4 * 3 {
+                    self.saturated.store(true, AtomicOrdering::Release);
+                    return;
+                }
+                w.indexed += 1;
+                self.slots[at].store(tag | addr, AtomicOrdering::Release);
+            }
+            Some((at, v)) => {
+                // SAFETY: as in `probe`.
+                let old = unsafe { Node::key((v & Self::PTR_MASK) as *const Node) };
+                if internal_seq(key) >= internal_seq(old) {
+                    self.slots[at].store(tag | addr, AtomicOrdering::Release);
+                }
+            }
+            None => self.saturated.store(true, AtomicOrdering::Release),
+        }
+    }
+}
+
+/// The user key of an internal key (its last 8 bytes are the trailer).
+fn internal_user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len().saturating_sub(8)]
+}
+
+/// The sequence number in an internal key's trailer.
+fn internal_seq(ikey: &[u8]) -> u64 {
+    let t = ikey.len().saturating_sub(8);
+    ikey.get(t..).and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, |b| u64::from_le_bytes(b) >> 8)
 }
 
 /// A sorted set of (internal key, value) entries; see the module contract.
@@ -213,6 +354,8 @@ pub(crate) struct SkipList {
     /// "nothing there", as in LevelDB).
     max_height: AtomicUsize,
     writer: Mutex<Writer>,
+    /// Each user key's newest node, for point lookups (contract 5).
+    index: Option<KeyIndex>,
     /// Bytes of all nodes (contract 4).
     bytes: AtomicUsize,
     /// The order of the keys (contract 1).
@@ -239,10 +382,28 @@ impl SkipList {
         SkipList {
             head: NonNull::new(head).expect("arena blocks are never null"),
             max_height: AtomicUsize::new(1),
-            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15 }),
+            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15, indexed: 0 }),
+            index: None,
             bytes: AtomicUsize::new(0),
             cmp,
         }
+    }
+
+    /// A list with a key index of `slots` slots (contract 5) when its
+    /// order's key equality is byte equality (the built-in orders); a user
+    /// comparator may call different bytes equal, and gets none.
+    pub(crate) fn with_key_index(cmp: UserComparator, slots: usize) -> Self {
+        let indexed = slots > 0 && (cmp.is_bytewise() || cmp.is_reverse_bytewise());
+        let mut list = SkipList::new(cmp);
+        if indexed {
+            list.index = Some(KeyIndex::new(slots));
+        }
+        list
+    }
+
+    /// Bytes of the key index (fixed when the list is made).
+    pub(crate) fn index_bytes(&self) -> usize {
+        self.index.as_ref().map_or(0, KeyIndex::bytes)
     }
 
     /// The order of the keys.
@@ -267,6 +428,8 @@ impl SkipList {
     /// Inserts `(key, value)`, replacing an entry with an equal key.
     pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
         let mut w = self.writer.lock();
+        // The key's index slot loads while the list is descended.
+        let hash = self.index.as_ref().map(|index| index.prefetch(internal_user_key(key)));
         let mut prev = [self.head(); MAX_HEIGHT];
         let height = self.max_height.load(AtomicOrdering::Relaxed);
         // Only this writer changes the height, so the descent sees `height`.
@@ -304,6 +467,9 @@ impl SkipList {
                 let to = if level < new_height { node } else { Node::next(old, level) };
                 Node::set_next(p, level, to);
             }
+        }
+        if let (Some(index), Some(hash)) = (&self.index, hash) {
+            index.insert(&mut w, node, key, hash);
         }
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
@@ -358,6 +524,11 @@ impl SkipList {
     /// only: the list is unchanged, and a key's insert is correct whatever
     /// this did.
     pub(crate) fn warm(&self, keys: &[&[u8]]) {
+        if let Some(index) = &self.index {
+            for key in keys {
+                index.prefetch(internal_user_key(key));
+            }
+        }
         self.descend_together(keys);
     }
 
@@ -460,6 +631,7 @@ impl SkipList {
     }
 
     /// The first entry `>= key`.
+    #[cfg(test)]
     pub(crate) fn lower_bound(&self, key: &[u8]) -> Option<(&[u8], &[u8])> {
         let x = self.find_greater_or_equal(key);
         // SAFETY: a published node of this list, which `&self` keeps alive.
@@ -499,6 +671,33 @@ impl Cursor {
     /// At the first entry `>= target`.
     pub(crate) fn seek(&mut self, list: &SkipList, target: &[u8]) {
         self.node = list.find_greater_or_equal(target);
+    }
+
+    /// At the first entry `>= target` if it has `target`'s user key;
+    /// otherwise at some entry of another user key, or at nothing. For
+    /// point lookups, which read only that key's versions: with a key index
+    /// (contract 5) this needs no descent.
+    pub(crate) fn seek_versions(&mut self, list: &SkipList, target: &[u8]) {
+        let Some(index) = &list.index else { return self.seek(list, target) };
+        let user_key = internal_user_key(target);
+        match index.lookup(user_key) {
+            Indexed::Absent => self.node = ptr::null(),
+            Indexed::Unknown => self.seek(list, target),
+            Indexed::Newest(mut x) => {
+                // The key's versions follow its newest node, newest first:
+                // step to the first one at or below the target's sequence.
+                // SAFETY: `x` and the nodes after it are published nodes of
+                // this list (contract 3).
+                while !x.is_null() {
+                    let k = unsafe { Node::key(x) };
+                    if internal_user_key(k) != user_key || list.cmp.compare_internal(k, target) != Ordering::Less {
+                        break;
+                    }
+                    x = unsafe { Node::next(x, 0) };
+                }
+                self.node = x;
+            }
+        }
     }
 
     /// At the last entry `<= target`.
@@ -672,6 +871,68 @@ mod tests {
         }
     }
 
+    /// `seek_versions` through the index lands where a seek does whenever
+    /// that entry has the target's user key, and never on another entry of
+    /// that user key; with slots for every key, for a few (the index
+    /// saturates) and with none.
+    #[test]
+    fn point_lookups_through_the_key_index_match_seeks() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        for slots in [0usize, 16, 100, 4096] {
+            let list = SkipList::with_key_index(UserComparator::BYTEWISE, slots);
+            assert_eq!(list.index.is_some(), slots > 0);
+            for round in 0..6 {
+                for _ in 0..300 {
+                    // Versions in any order, some replacing an equal key.
+                    let (user, seq) = (rng.gen_range(0..400u32), rng.gen_range(1..60u64));
+                    list.insert(&ikey(user, seq), &[round]);
+                }
+                for _ in 0..2000 {
+                    let (user, seq) = (rng.gen_range(0..420u32), rng.gen_range(0..64u64));
+                    let target = ikey(user, seq);
+                    let mut want = list.cursor();
+                    want.seek(&list, &target);
+                    let mut got = list.cursor();
+                    got.seek_versions(&list, &target);
+                    let of_user = |c: &Cursor| c.valid() && c.key(&list)[..4] == user.to_be_bytes();
+                    if of_user(&want) {
+                        assert!(got.valid(), "slots {slots}: lost {user}@{seq}");
+                        assert_eq!(got.key(&list), want.key(&list), "slots {slots}: {user}@{seq}");
+                        assert_eq!(got.value(&list), want.value(&list));
+                    } else {
+                        assert!(!of_user(&got), "slots {slots}: {user}@{seq} found a version a seek does not");
+                    }
+                }
+            }
+            if slots == 16 || slots == 100 {
+                assert!(list.index.as_ref().unwrap().saturated.load(AtomicOrdering::Relaxed));
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_built_in_orders_get_a_key_index() {
+        struct Shortlex;
+        impl crate::comparator::Comparator for Shortlex {
+            fn name(&self) -> &str {
+                "test.Shortlex"
+            }
+            fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+                a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+            }
+        }
+        let user: Arc<dyn crate::comparator::Comparator> = Arc::new(Shortlex);
+        assert!(SkipList::with_key_index(UserComparator::new(&user), 64).index.is_none());
+        let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
+        let list = SkipList::with_key_index(reverse, 64);
+        assert_eq!(list.index_bytes(), 64 * 8);
+        list.insert(&ikey(3, 1), b"a");
+        list.insert(&ikey(3, 9), b"b");
+        let mut c = list.cursor();
+        c.seek_versions(&list, &ikey(3, 5));
+        assert_eq!(c.value(&list), b"a", "the newest version at or below the sequence");
+    }
+
     #[test]
     fn memory_usage_is_the_bytes_of_the_nodes() {
         let list = SkipList::new(UserComparator::BYTEWISE);
@@ -689,7 +950,20 @@ mod tests {
 
     #[test]
     fn readers_see_a_sorted_list_holding_everything_inserted_before_they_looked() {
-        let list = Arc::new(SkipList::new(UserComparator::BYTEWISE));
+        readers_see_everything_inserted_before_they_looked(SkipList::new(UserComparator::BYTEWISE));
+    }
+
+    #[test]
+    fn readers_find_through_the_key_index_everything_inserted_before_they_looked() {
+        // Room for every key: the index never saturates, so a key it does
+        // not hold is reported absent without a descent.
+        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 40_000);
+        assert!(list.index.is_some());
+        readers_see_everything_inserted_before_they_looked(list);
+    }
+
+    fn readers_see_everything_inserted_before_they_looked(list: SkipList) {
+        let list = Arc::new(list);
         let inserted = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicBool::new(false));
         let n: u32 = if cfg!(miri) { 300 } else { 20_000 };
@@ -711,6 +985,16 @@ mod tests {
                             let (key, value) = list.lower_bound(&ikey(k, 1)).expect("an inserted key is missing");
                             assert_eq!(key, &ikey(k, 1)[..], "reader {r}");
                             assert_eq!(value, &k.to_le_bytes()[..]);
+                            let mut c = list.cursor();
+                            c.seek_versions(&list, &ikey(k, 5));
+                            assert!(c.valid(), "reader {r}: point lookup lost {k}");
+                            assert_eq!(c.key(&list), &ikey(k, 1)[..], "reader {r}");
+                        }
+                        // Keys never inserted are not found.
+                        for k in [n, n + 7, u32::MAX] {
+                            let mut c = list.cursor();
+                            c.seek_versions(&list, &ikey(k, 5));
+                            assert!(!c.valid() || c.key(&list)[..4] != k.to_be_bytes(), "reader {r}: found {k}");
                         }
                         // A scan is sorted and holds at least those keys.
                         let mut c = list.cursor();
