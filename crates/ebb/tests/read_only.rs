@@ -186,3 +186,47 @@ fn a_torn_wal_tail_is_reported_and_nothing_is_moved() {
     assert_eq!(files(&fs, DB), before, "nothing is moved to lost/ or rewritten");
     assert!(!fs.exists(&Path::new(DB).join(ebb::LOST_DIR)));
 }
+
+/// Read-only opens beside a primary that keeps flushing and compacting:
+/// the primary deletes tables and WALs that a MANIFEST being read still
+/// names, and such an open reads the newer MANIFEST again instead of
+/// reporting the database damaged. Every open succeeds, and what it reads
+/// of the keys the primary no longer changes is theirs.
+#[test]
+fn read_only_opens_beside_a_compacting_primary_read_the_newer_manifest() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    let primary = std::sync::Arc::new(Db::open(DB, o.clone()).unwrap());
+    for i in 0..300 {
+        primary.put(&key(i), b"fixed").unwrap();
+    }
+    primary.flush(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (primary, stop) = (std::sync::Arc::clone(&primary), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                primary.put(&key(1000 + n % 2000), &[b'x'; 64]).unwrap();
+                n += 1;
+                if n.is_multiple_of(200) {
+                    primary.flush(true).unwrap();
+                }
+            }
+        })
+    };
+    for round in 0..200 {
+        let ro = Db::open_read_only(DB, o.clone()).unwrap_or_else(|e| panic!("open {round}: {e}"));
+        for i in (0..300).step_by(29) {
+            match ro.get(&key(i)) {
+                Ok(v) => assert_eq!(v.as_deref(), Some(&b"fixed"[..]), "open {round}, key {i}"),
+                // A table compacted away after this instance opened: named,
+                // never a wrong value.
+                Err(Error::Io { source, .. }) => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
+                Err(e) => panic!("open {round}, key {i}: {e}"),
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+}

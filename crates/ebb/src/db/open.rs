@@ -104,7 +104,47 @@ pub(super) fn open_read_only(dir: &Path, options: Options, families: &[(&str, Co
             dir.display()
         )));
     }
-    open_locked(dir, options, families, Box::new(NoLock), Arc::new(InfoLog::disabled()), true)
+    open_beside_primary(dir, &options, families, Arc::new(InfoLog::disabled()))
+}
+
+/// Attempts [`open_beside_primary`] makes while the primary moves on.
+const BESIDE_PRIMARY_ATTEMPTS: usize = 20;
+
+/// Opens `dir` read-only without its lock (a read-only or secondary
+/// instance), beside a primary that may be writing. The primary can delete
+/// a table or WAL that the MANIFEST being read still names (a compaction
+/// finished, a WAL flushed); an attempt that fails while the primary's
+/// MANIFEST moved on is made again from the new one, up to
+/// `BESIDE_PRIMARY_ATTEMPTS` times. An error with the MANIFEST unchanged is
+/// the database's own, and returned as it is.
+pub(super) fn open_beside_primary(
+    dir: &Path,
+    options: &Options,
+    families: &[(&str, ColumnFamilyOptions)],
+    info_log: Arc<InfoLog>,
+) -> Result<Db> {
+    let fs = Arc::clone(&options.fs);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let before = manifest_marker(fs.as_ref(), dir);
+        match open_locked(dir, options.clone(), families, Box::new(NoLock), Arc::clone(&info_log), true) {
+            Ok(db) => return Ok(db),
+            Err(e) if attempt >= BESIDE_PRIMARY_ATTEMPTS || manifest_marker(fs.as_ref(), dir) == before => {
+                return Err(e)
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// What names a database's MANIFEST state: CURRENT's text and the size of
+/// the MANIFEST it names. It changes with every edit a primary records.
+pub(super) fn manifest_marker(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
+    let current = fs.read_file(&filename::current_file(dir)).ok()?;
+    let name = String::from_utf8_lossy(&current).trim().to_string();
+    let size = fs.file_size(&dir.join(&name)).ok()?;
+    Some((current, size))
 }
 
 /// Refuses to create a database in `dir` unless asked to and `dir` holds

@@ -23,7 +23,6 @@ use super::info_log::InfoLog;
 use super::open::{open_locked, NoLock};
 use super::Db;
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::version::filename;
 
@@ -78,7 +77,7 @@ impl Db {
         fs.create_dir_all(secondary)?;
         let info_log = Arc::new(InfoLog::open(fs.as_ref(), secondary, options.keep_log_file_num)?);
         let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
-        let db = open_locked(primary, options.clone(), &families, Box::new(NoLock), info_log, true)?;
+        let db = super::open::open_beside_primary(primary, &options, &families, info_log)?;
         let _ = db.inner.secondary.set(SecondaryState { options, catching_up: Mutex::new(()) });
         Ok(db)
     }
@@ -125,7 +124,7 @@ impl Db {
                     dir.display()
                 )));
             }
-            let before = manifest_marker(fs, dir);
+            let before = super::open::manifest_marker(fs, dir);
             let fresh = open_locked(
                 dir,
                 secondary.options.clone(),
@@ -157,7 +156,7 @@ impl Db {
                 }
                 Ok(())
             })();
-            let unchanged = before.is_some() && manifest_marker(fs, dir) == before;
+            let unchanged = before.is_some() && super::open::manifest_marker(fs, dir) == before;
             if let Err(e) = pinned {
                 last_error = Some(e);
                 continue;
@@ -191,13 +190,4 @@ impl Db {
             dir.display()
         )))
     }
-}
-
-/// What names the primary's MANIFEST state: CURRENT's text and the size of
-/// the MANIFEST it names. It changes with every edit the primary records.
-fn manifest_marker(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
-    let current = fs.read_file(&filename::current_file(dir)).ok()?;
-    let name = String::from_utf8_lossy(&current).trim().to_string();
-    let size = fs.file_size(&dir.join(&name)).ok()?;
-    Some((current, size))
 }

@@ -246,8 +246,28 @@ impl KeyIndex {
     const PTR_BITS: u32 = 48;
     const PTR_MASK: u64 = (1 << Self::PTR_BITS) - 1;
 
+    /// Most slots an index gets (64 MiB, for write buffers to 768 MiB; a
+    /// larger memtable's index saturates before the memtable fills).
+    const MAX_SLOTS: usize = 8 << 20;
+
     fn new(slots: usize) -> Self {
-        KeyIndex { slots: (0..slots.max(16)).map(|_| AtomicU64::new(0)).collect(), saturated: AtomicBool::new(false) }
+        let n = slots.clamp(16, Self::MAX_SLOTS);
+        let layout = std::alloc::Layout::array::<AtomicU64>(n).expect("at most MAX_SLOTS slots");
+        // Zeroed memory straight from the allocator: large tables come as
+        // fresh pages the kernel zeroes when first touched, so making a
+        // memtable (under the database mutex) costs no pass over them, and
+        // slots never used take no memory.
+        // SAFETY: `layout` has a non-zero size; an all-zero `AtomicU64` is
+        // `AtomicU64::new(0)`; the box frees the memory with the same layout
+        // (`Box<[AtomicU64]>` of `n` elements), from the global allocator.
+        let slots = unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<AtomicU64>();
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
+        };
+        KeyIndex { slots, saturated: AtomicBool::new(false) }
     }
 
     fn bytes(&self) -> usize {
@@ -926,6 +946,9 @@ mod tests {
         let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
         let list = SkipList::with_key_index(reverse, 64);
         assert_eq!(list.index_bytes(), 64 * 8);
+        // Sizes are bounded both ways.
+        assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, 3).index_bytes(), 16 * 8);
+        assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, usize::MAX / 64).index_bytes(), 64 << 20);
         list.insert(&ikey(3, 1), b"a");
         list.insert(&ikey(3, 9), b"b");
         let mut c = list.cursor();
