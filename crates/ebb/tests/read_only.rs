@@ -127,6 +127,10 @@ fn read_only_instances_open_beside_a_live_database_and_see_it_as_it_was() {
     let fs = MemFs::new();
     let (o, contents) = made(&fs);
     let primary = Db::open_cf(DB, o.clone(), &[("other", o.clone())]).unwrap();
+    // What the open started (the flush of the replayed WAL and the
+    // compactions it calls for) ends before the readers open: until the
+    // flush below the primary deletes nothing they list.
+    primary.wait_for_compact().unwrap();
     // A second writer is refused; readers are not.
     let e = Db::open_cf(DB, o.clone(), &[("other", o.clone())]).err().expect("the LOCK is held");
     assert!(matches!(e, Error::Busy(_)), "{e}");
@@ -136,6 +140,9 @@ fn read_only_instances_open_beside_a_live_database_and_see_it_as_it_was() {
     assert_eq!(first.get(b"later").unwrap(), None);
     assert_eq!(family_contents(&second), contents);
     primary.flush(true).unwrap();
+    // The third reader opens after what the flush set off has ended, so the
+    // tables it lists stay while it reads.
+    primary.wait_for_compact().unwrap();
     let third = Db::open_read_only(DB, o).unwrap();
     assert_eq!(third.get(b"later").unwrap(), Some(b"x".to_vec()));
     // The primary's flush may have compacted away tables the first reader

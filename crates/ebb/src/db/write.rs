@@ -780,9 +780,10 @@ pub(crate) fn new_memtable(opts: &ColumnFamilyOptions, log: u64) -> MemTable {
 
 /// Write-buffer bytes per slot of a memtable's key index: 8 bytes of index
 /// per 96 of buffer (8.3 % beside `write_buffer_size`, reported in
-/// `ebb.cur-size-all-mem-tables`). The index holds keys up to three
-/// quarters of its slots, so it saturates only when entries average under
-/// 128 bytes (header, tower, key and value).
+/// `ebb.cur-size-all-mem-tables`), in a second tier made once the first
+/// (32 KiB) fills. The index holds keys up to three quarters of its slots,
+/// so it saturates only when entries average under 128 bytes (header,
+/// tower, key and value).
 const MEMTABLE_INDEX_BYTES_PER_SLOT: usize = 96;
 
 /// The stall condition one family's version and options call for.

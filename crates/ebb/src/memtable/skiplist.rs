@@ -34,8 +34,10 @@
 //!    node is linked, with `Release`, and before the writer publishes the
 //!    write's sequence number, so a reader at a snapshot that includes the
 //!    write finds the slot. Only byte-equal user keys are equal under the
-//!    built-in orders, which alone get an index. Its size is fixed when the
-//!    list is made; it is reported with the memtable's memory
+//!    built-in orders, which alone get an index. It has two tiers: a small
+//!    table made with the list, and a large one made when the small one
+//!    fills, for the keys after (a quiet list keeps a small index). It is
+//!    reported with the memtable's memory
 //!    ([`crate::memtable::MemTable::allocated_bytes`]) but not charged
 //!    against `write_buffer_size`, so a memtable holds as many entries as
 //!    without it.
@@ -217,19 +219,126 @@ impl Drop for Arena {
 struct Writer {
     arena: Arena,
     rng: u64,
-    /// Slots of the key index in use.
-    indexed: usize,
 }
 
 /// A hash index from user key to the key's newest node (contract 5): open
 /// addressing with linear probing over slots that each hold a node pointer
 /// (low 48 bits) and 16 bits of the key's hash (high bits), 0 when empty.
-/// Its capacity is fixed when the list is made; once three quarters of the
-/// slots are used it is *saturated*: keys new to it are no longer indexed,
-/// so a key it does not hold may still be in the list.
+/// Its capacity is fixed when it is made; once three quarters of the slots
+/// are used it is *saturated*: keys new to it are no longer indexed, so a
+/// key it does not hold may still be in the list.
 struct KeyIndex {
     slots: Box<[AtomicU64]>,
+    /// Slots in use (changed by the writer only).
+    used: AtomicUsize,
+    /// Most slots in use before the table saturates.
+    limit: usize,
     saturated: AtomicBool,
+}
+
+/// A list's key index in two tiers (contract 5): a small table first, and a
+/// large one, made when the small one fills, for the keys that come after.
+/// A memtable that holds few keys (a quiet column family) then holds a small
+/// index, and a full one costs one more probe on a miss.
+struct KeyIndexes {
+    small: KeyIndex,
+    large: std::sync::OnceLock<KeyIndex>,
+    /// Slots of the large table; 0: none (the small one is all).
+    large_slots: usize,
+}
+
+/// Slots of a key index's first tier (32 KiB).
+const SMALL_INDEX_SLOTS: usize = 4096;
+/// Percent of its slots the first tier fills: half, so that a lookup that
+/// misses in the second tier and must then probe it too meets short runs
+/// (about 2.5 slots where three quarters would give 8.5).
+const SMALL_INDEX_LOAD: usize = 50;
+/// Percent of its slots the second tier fills.
+const LARGE_INDEX_LOAD: usize = 75;
+
+/// How an insert into one table went.
+enum Inserted {
+    /// Indexed, replaced, or left out for good (the table saturated).
+    Done,
+    /// The key is new and the table is at its limit (now saturated).
+    Full,
+}
+
+impl KeyIndexes {
+    fn new(slots: usize) -> Self {
+        let small = slots.min(SMALL_INDEX_SLOTS);
+        KeyIndexes {
+            small: KeyIndex::new(small, SMALL_INDEX_LOAD),
+            large: std::sync::OnceLock::new(),
+            large_slots: if slots > SMALL_INDEX_SLOTS { slots } else { 0 },
+        }
+    }
+
+    /// Tiers of given sizes (tests: a small first tier that fills).
+    #[cfg(test)]
+    fn with_tiers(small: usize, large: usize) -> Self {
+        KeyIndexes { small: KeyIndex::new(small, SMALL_INDEX_LOAD), large: std::sync::OnceLock::new(), large_slots: large }
+    }
+
+    fn bytes(&self) -> usize {
+        self.small.bytes() + self.large.get().map_or(0, KeyIndex::bytes)
+    }
+
+    /// The table new keys go to.
+    fn current(&self) -> &KeyIndex {
+        self.large.get().unwrap_or(&self.small)
+    }
+
+    fn prefetch(&self, user_key: &[u8]) -> u64 {
+        self.current().prefetch(user_key)
+    }
+
+    /// Writer only.
+    fn insert(&self, node: *const Node, key: &[u8], hash: u64) {
+        if let Some(large) = self.large.get() {
+            // The large table's entry for a key must be its newest version:
+            // the small table may hold a newer one than `node` (inserts out
+            // of sequence order, as a WAL replayed over itself makes).
+            let user_key = internal_user_key(key);
+            if let Some((_, v)) = self.small.probe(user_key, hash).filter(|(_, v)| *v != 0) {
+                let newer = (v & KeyIndex::PTR_MASK) as *const Node;
+                // SAFETY: a slot's pointer is to a published node of this
+                // list (contract 5).
+                let newer_key = unsafe { Node::key(newer) };
+                if internal_seq(newer_key) > internal_seq(key) {
+                    large.insert(newer, newer_key, hash);
+                    return;
+                }
+            }
+            large.insert(node, key, hash);
+            return;
+        }
+        if let Inserted::Full = self.small.insert(node, key, hash) {
+            if self.large_slots > 0 {
+                // Every key indexed so far is in the small table; from now
+                // on new versions go to the large one, which a lookup reads
+                // first.
+                self.large.get_or_init(|| KeyIndex::new(self.large_slots, LARGE_INDEX_LOAD)).insert(node, key, hash);
+            }
+        }
+    }
+
+    fn lookup(&self, user_key: &[u8]) -> Indexed {
+        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+        let Some(large) = self.large.get() else { return self.small.lookup(user_key, hash) };
+        match large.lookup(user_key, hash) {
+            // Not in an unsaturated large table: every version written since
+            // it was made is in it, so the small table's entry, if any, is
+            // the newest (the small table's own saturation made the large
+            // one and does not matter here).
+            Indexed::Absent => match self.small.probe(user_key, hash) {
+                Some((_, 0)) => Indexed::Absent,
+                Some((_, v)) => Indexed::Newest((v & KeyIndex::PTR_MASK) as *const Node),
+                None => Indexed::Unknown,
+            },
+            found => found,
+        }
+    }
 }
 
 /// What the key index knows of a user key.
@@ -250,7 +359,9 @@ impl KeyIndex {
     /// larger memtable's index saturates before the memtable fills).
     const MAX_SLOTS: usize = 8 << 20;
 
-    fn new(slots: usize) -> Self {
+    /// A table of `slots` slots (bounded) that saturates once
+    /// `max_load_percent` of them are used.
+    fn new(slots: usize, max_load_percent: usize) -> Self {
         let n = slots.clamp(16, Self::MAX_SLOTS);
         let layout = std::alloc::Layout::array::<AtomicU64>(n).expect("at most MAX_SLOTS slots");
         // Zeroed memory straight from the allocator: large tables come as
@@ -267,7 +378,7 @@ impl KeyIndex {
             }
             Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
         };
-        KeyIndex { slots, saturated: AtomicBool::new(false) }
+        KeyIndex { limit: n * max_load_percent / 100, slots, used: AtomicUsize::new(0), saturated: AtomicBool::new(false) }
     }
 
     fn bytes(&self) -> usize {
@@ -305,8 +416,7 @@ impl KeyIndex {
         None
     }
 
-    fn lookup(&self, user_key: &[u8]) -> Indexed {
-        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+    fn lookup(&self, user_key: &[u8], hash: u64) -> Indexed {
         match self.probe(user_key, hash) {
             Some((_, 0)) if !self.saturated.load(AtomicOrdering::Acquire) => Indexed::Absent,
             Some((_, v)) if v != 0 => Indexed::Newest((v & Self::PTR_MASK) as *const Node),
@@ -324,23 +434,24 @@ impl KeyIndex {
     /// Records `node` (just linked, key `key`, whose user key hashes to
     /// `hash`) as its user key's newest unless a newer version is
     /// recorded. Writer only.
-    fn insert(&self, w: &mut Writer, node: *const Node, key: &[u8], hash: u64) {
+    fn insert(&self, node: *const Node, key: &[u8], hash: u64) -> Inserted {
         let addr = node as u64;
         if addr & !Self::PTR_MASK != 0 {
             // A pointer this index cannot hold: stop answering for absent
             // keys rather than miss this one.
             self.saturated.store(true, AtomicOrdering::Release);
-            return;
+            return Inserted::Done;
         }
         let user_key = internal_user_key(key);
         let (_, tag) = self.start_and_tag(hash);
         match self.probe(user_key, hash) {
             Some((at, 0)) => {
-                if w.indexed + 1 > self.slots.len() / 4 * 3 {
+                let used = self.used.load(AtomicOrdering::Relaxed);
+                if used + 1 > self.limit {
                     self.saturated.store(true, AtomicOrdering::Release);
-                    return;
+                    return Inserted::Full;
                 }
-                w.indexed += 1;
+                self.used.store(used + 1, AtomicOrdering::Relaxed);
                 self.slots[at].store(tag | addr, AtomicOrdering::Release);
             }
             Some((at, v)) => {
@@ -350,8 +461,12 @@ impl KeyIndex {
                     self.slots[at].store(tag | addr, AtomicOrdering::Release);
                 }
             }
-            None => self.saturated.store(true, AtomicOrdering::Release),
+            None => {
+                self.saturated.store(true, AtomicOrdering::Release);
+                return Inserted::Full;
+            }
         }
+        Inserted::Done
     }
 }
 
@@ -375,7 +490,7 @@ pub(crate) struct SkipList {
     max_height: AtomicUsize,
     writer: Mutex<Writer>,
     /// Each user key's newest node, for point lookups (contract 5).
-    index: Option<KeyIndex>,
+    index: Option<KeyIndexes>,
     /// Bytes of all nodes (contract 4).
     bytes: AtomicUsize,
     /// The order of the keys (contract 1).
@@ -402,7 +517,7 @@ impl SkipList {
         SkipList {
             head: NonNull::new(head).expect("arena blocks are never null"),
             max_height: AtomicUsize::new(1),
-            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15, indexed: 0 }),
+            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15 }),
             index: None,
             bytes: AtomicUsize::new(0),
             cmp,
@@ -416,14 +531,23 @@ impl SkipList {
         let indexed = slots > 0 && (cmp.is_bytewise() || cmp.is_reverse_bytewise());
         let mut list = SkipList::new(cmp);
         if indexed {
-            list.index = Some(KeyIndex::new(slots));
+            list.index = Some(KeyIndexes::new(slots));
         }
         list
     }
 
-    /// Bytes of the key index (fixed when the list is made).
+    /// A list with a key index in tiers of the given sizes (tests).
+    #[cfg(test)]
+    fn with_index_tiers(cmp: UserComparator, small: usize, large: usize) -> Self {
+        let mut list = SkipList::new(cmp);
+        list.index = Some(KeyIndexes::with_tiers(small, large));
+        list
+    }
+
+    /// Bytes of the key index: its first tier from the start, its second
+    /// once made.
     pub(crate) fn index_bytes(&self) -> usize {
-        self.index.as_ref().map_or(0, KeyIndex::bytes)
+        self.index.as_ref().map_or(0, KeyIndexes::bytes)
     }
 
     /// The order of the keys.
@@ -489,7 +613,7 @@ impl SkipList {
             }
         }
         if let (Some(index), Some(hash)) = (&self.index, hash) {
-            index.insert(&mut w, node, key, hash);
+            index.insert(node, key, hash);
         }
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
@@ -898,9 +1022,15 @@ mod tests {
     #[test]
     fn point_lookups_through_the_key_index_match_seeks() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(17);
-        for slots in [0usize, 16, 100, 4096] {
-            let list = SkipList::with_key_index(UserComparator::BYTEWISE, slots);
-            assert_eq!(list.index.is_some(), slots > 0);
+        // (first tier, second tier): none, one tier that saturates or not,
+        // and two tiers, the second saturating or not.
+        for tiers in [None, Some((16, 0)), Some((100, 0)), Some((4096, 0)), Some((16, 200)), Some((16, 4096))] {
+            let list = match tiers {
+                None => SkipList::with_key_index(UserComparator::BYTEWISE, 0),
+                Some((small, large)) => SkipList::with_index_tiers(UserComparator::BYTEWISE, small, large),
+            };
+            assert_eq!(list.index.is_some(), tiers.is_some());
+            let slots = format!("{tiers:?}");
             for round in 0..6 {
                 for _ in 0..300 {
                     // Versions in any order, some replacing an equal key.
@@ -924,8 +1054,16 @@ mod tests {
                     }
                 }
             }
-            if slots == 16 || slots == 100 {
-                assert!(list.index.as_ref().unwrap().saturated.load(AtomicOrdering::Relaxed));
+            if let Some(ix) = &list.index {
+                let small_full = ix.small.saturated.load(AtomicOrdering::Relaxed);
+                let large = ix.large.get().map(|l| l.saturated.load(AtomicOrdering::Relaxed));
+                let expected = match tiers {
+                    Some((4096, _)) => (false, None),
+                    Some((_, 0)) => (true, None),
+                    Some((_, 200)) => (true, Some(true)),
+                    _ => (true, Some(false)),
+                };
+                assert_eq!((small_full, large), expected, "{slots}: which tiers filled");
             }
         }
     }
@@ -946,9 +1084,15 @@ mod tests {
         let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
         let list = SkipList::with_key_index(reverse, 64);
         assert_eq!(list.index_bytes(), 64 * 8);
-        // Sizes are bounded both ways.
+        // Sizes are bounded both ways; a large index starts with its first
+        // tier and makes the second when that fills.
         assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, 3).index_bytes(), 16 * 8);
-        assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, usize::MAX / 64).index_bytes(), 64 << 20);
+        let big = SkipList::with_key_index(UserComparator::BYTEWISE, usize::MAX / 64);
+        assert_eq!(big.index_bytes(), SMALL_INDEX_SLOTS * 8);
+        for i in 0..SMALL_INDEX_SLOTS as u32 {
+            big.insert(&ikey(i, 1), b"");
+        }
+        assert_eq!(big.index_bytes(), SMALL_INDEX_SLOTS * 8 + (64 << 20));
         list.insert(&ikey(3, 1), b"a");
         list.insert(&ikey(3, 9), b"b");
         let mut c = list.cursor();
@@ -980,8 +1124,8 @@ mod tests {
     fn readers_find_through_the_key_index_everything_inserted_before_they_looked() {
         // Room for every key: the index never saturates, so a key it does
         // not hold is reported absent without a descent.
-        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 40_000);
-        assert!(list.index.is_some());
+        // Two tiers, the first filling early.
+        let list = SkipList::with_index_tiers(UserComparator::BYTEWISE, 64, 40_000);
         readers_see_everything_inserted_before_they_looked(list);
     }
 
