@@ -40,7 +40,11 @@
 //!    dropped or an OPTIONS file is written, and every
 //!    [`FULL_SCAN_EVERY`] looks; none is made while a MANIFEST write is in
 //!    flight, because the outputs that edit adds are then in no version yet
-//!    (the job that wrote it looks again once it is installed).
+//!    (the job that wrote it looks again once it is installed). After a
+//!    MANIFEST write fails, the MANIFEST CURRENT names may hold the failed
+//!    edit, so until a new MANIFEST with the whole state is installed a
+//!    scan deletes no table or blob file that no version lists
+//!    ([`VersionSet::manifest_uncertain`]).
 //! 3. A leader that unwinds (an injected panic) gives the MANIFEST writer up
 //!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST.
 //!    The other jobs of its batch go back to the front of the queue, in
@@ -408,7 +412,9 @@ impl DbInner {
         st.obsolete.looks_since_scan += 1;
         if st.obsolete.scan_due || st.obsolete.looks_since_scan >= FULL_SCAN_EVERY {
             if let Some(scanned) = self.scan_for_obsolete_files(st, log_number) {
-                st.obsolete.scan_due = false;
+                // A scan that had to spare unlisted tables (an uncertain
+                // MANIFEST) is made again later.
+                st.obsolete.scan_due = st.versions.manifest_uncertain();
                 st.obsolete.looks_since_scan = 0;
                 // Every file takes its number from one counter.
                 let chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
@@ -451,8 +457,10 @@ impl DbInner {
             let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
             let obsolete = match kind {
                 filename::FileType::Wal => number < log_number && number != st.wal_number,
+                // Not after a failed MANIFEST write: the MANIFEST a reopen
+                // reads may name them.
                 filename::FileType::Table | filename::FileType::Blob => {
-                    !live.contains(&number) && number < protected_from
+                    !live.contains(&number) && number < protected_from && !st.versions.manifest_uncertain()
                 }
                 filename::FileType::Manifest => number < manifest,
                 filename::FileType::Options => number < newest_options,

@@ -261,6 +261,11 @@ pub struct VersionSet {
     manifest: Option<LogWriter>,
     /// The MANIFEST's writer is out in a [`PreparedEdits`] being written.
     writer_out: bool,
+    /// A MANIFEST write failed since CURRENT last named a MANIFEST holding
+    /// the current state: the MANIFEST CURRENT names may hold an edit that
+    /// was never installed, and name tables and blob files no version
+    /// lists ([`VersionSet::manifest_uncertain`]).
+    uncertain: bool,
     max_manifest_size: u64,
 }
 
@@ -745,6 +750,7 @@ impl VersionSet {
             manifest_number,
             manifest: None,
             writer_out: false,
+            uncertain: false,
             max_manifest_size,
         };
         Ok((versions, report))
@@ -866,6 +872,16 @@ impl VersionSet {
         self.writer_out
     }
 
+    /// True after a MANIFEST write failed (an append or its sync, or a new
+    /// MANIFEST after CURRENT began to change), until a new MANIFEST with
+    /// the whole state is installed. Until then the MANIFEST a reopen reads
+    /// may hold the failed edit, so the files it adds must stay: a
+    /// directory scan deletes no table or blob file that no version lists
+    /// (RocksDB likewise keeps files after a MANIFEST write error).
+    pub fn manifest_uncertain(&self) -> bool {
+        self.uncertain
+    }
+
     /// The first of three steps that record `edits` (which add no column
     /// family) durably in the MANIFEST and install them (the db's
     /// `log_and_apply`), under the db mutex: checks `edits` against the
@@ -928,6 +944,8 @@ impl VersionSet {
             self.writer_out = false;
             if written.is_ok() {
                 self.manifest = Some(writer);
+            } else {
+                self.uncertain = true;
             }
         }
         written?;
@@ -960,6 +978,7 @@ impl VersionSet {
             Ok(w) => {
                 let old = std::mem::replace(&mut self.manifest_number, number);
                 self.manifest = Some(w);
+                self.uncertain = false;
                 if old != number {
                     let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, old));
                 }
@@ -973,6 +992,8 @@ impl VersionSet {
                 // points CURRENT at a MANIFEST with the whole state.
                 if !current_touched {
                     let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
+                } else {
+                    self.uncertain = true;
                 }
                 Err(e)
             }
