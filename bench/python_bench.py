@@ -25,66 +25,50 @@ def keys(n, seed):
     return [b"%016d" % i for i in order]
 
 
-class Ebb:
+class DictEngine:
+    """An engine with rocksdict's dict face (Ebb's package and rocksdict):
+    the same calls for both, so the rows measure the engines."""
+
+    def put(self, k, v):
+        self.db[k] = v
+
+    def get(self, k):
+        return self.db[k]
+
+    def batch(self, items):
+        b = self.new_batch()
+        for k, v in items:
+            b.put(k, v)
+        self.db.write(b)
+
+    def scan(self):
+        n = 0
+        for _ in self.db.items():
+            n += 1
+        return n
+
+    def close(self):
+        self.db.close()
+
+
+class Ebb(DictEngine):
     name = "ebb"
 
     def __init__(self, path):
         import ebb
 
         self.db = ebb.Db(path)
-        self.mod = ebb
-
-    def put(self, k, v):
-        self.db[k] = v
-
-    def get(self, k):
-        return self.db[k]
-
-    def batch(self, items):
-        b = self.mod.WriteBatch()
-        for k, v in items:
-            b.put(k, v)
-        self.db.write(b)
-
-    def scan(self):
-        n = 0
-        for _ in self.db.items():
-            n += 1
-        return n
-
-    def close(self):
-        self.db.close()
+        self.new_batch = ebb.WriteBatch
 
 
-class Rocksdict:
+class Rocksdict(DictEngine):
     name = "rocksdict"
 
     def __init__(self, path):
         import rocksdict
 
         self.db = rocksdict.Rdict(path, rocksdict.Options(raw_mode=True))
-        self.mod = rocksdict
-
-    def put(self, k, v):
-        self.db[k] = v
-
-    def get(self, k):
-        return self.db[k]
-
-    def batch(self, items):
-        b = self.mod.WriteBatch(raw_mode=True)
-        for k, v in items:
-            b.put(k, v)
-        self.db.write(b)
-
-    def scan(self):
-        n = 0
-        for _ in self.db.items():
-            n += 1
-        return n
-
-    def close(self):
-        self.db.close()
+        self.new_batch = lambda: rocksdict.WriteBatch(raw_mode=True)
 
 
 class Plyvel:

@@ -109,13 +109,21 @@ pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) 
 /// the heap.
 pub fn with_internal_key<R>(user_key: &[u8], seq: SequenceNumber, kind: ValueKind, f: impl FnOnce(&[u8]) -> R) -> R {
     let mut buf = [0u8; 64];
-    let len = user_key.len() + TRAILER_LEN;
-    if len > buf.len() {
-        return f(&make_internal_key(user_key, seq, kind));
+    match write_internal_key(&mut buf, user_key, seq, kind) {
+        Some(len) => f(&buf[..len]),
+        None => f(&make_internal_key(user_key, seq, kind)),
     }
-    buf[..user_key.len()].copy_from_slice(user_key);
-    buf[user_key.len()..len].copy_from_slice(&pack_trailer(seq, kind).to_le_bytes());
-    f(&buf[..len])
+}
+
+/// Writes the internal key for `(user_key, seq, kind)` at the start of
+/// `buf` and returns its length, or None (nothing written) when it does not
+/// fit.
+pub fn write_internal_key(buf: &mut [u8], user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Option<usize> {
+    let len = user_key.len() + TRAILER_LEN;
+    let out = buf.get_mut(..len)?;
+    out[..user_key.len()].copy_from_slice(user_key);
+    out[user_key.len()..].copy_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+    Some(len)
 }
 
 /// The user-key part of an internal key. Requires `ikey.len() >= 8`.

@@ -132,22 +132,12 @@ impl MemTable {
     /// A new, empty memtable whose writes go to WAL `log_number`, its keys
     /// in `cmp`'s order.
     pub fn new(log_number: u64, cmp: UserComparator) -> Self {
-        Self::with_prefix_bloom(log_number, cmp, None)
+        Self::with_filters(log_number, cmp, None, 0)
     }
 
     /// A new, empty memtable with a prefix bloom filter of about `bytes`
-    /// for `extractor`'s prefixes, when given.
-    pub fn with_prefix_bloom(
-        log_number: u64,
-        cmp: UserComparator,
-        bloom: Option<(Arc<dyn SliceTransform>, usize)>,
-    ) -> Self {
-        Self::with_filters(log_number, cmp, bloom, 0)
-    }
-
-    /// A new, empty memtable with a prefix bloom filter (as
-    /// [`MemTable::with_prefix_bloom`]) and, when `index_slots > 0` and
-    /// the order is a built-in one, a hash index of user keys for point
+    /// for `extractor`'s prefixes, when given, and, when `index_slots > 0`
+    /// and the order is a built-in one, a hash index of user keys for point
     /// lookups with that many 8-byte slots (`skiplist` contract 5).
     pub fn with_filters(
         log_number: u64,
@@ -198,18 +188,16 @@ impl MemTable {
         let mut lens = [0usize; WARM_LANES];
         let mut n = 0;
         for &(seq, kind, user_key) in entries {
-            let len = user_key.len() + crate::key::TRAILER_LEN;
-            // Range tombstones are not in the list; long keys are inserted
-            // without warming (the gain is for the short keys of most
-            // workloads).
-            if n == WARM_LANES || len > 64 || kind == ValueKind::RangeDeletion {
+            // Range tombstones are not in the list; long keys (over a
+            // 64-byte slot) are inserted without warming (the gain is for
+            // the short keys of most workloads).
+            if n == WARM_LANES || kind == ValueKind::RangeDeletion {
                 continue;
             }
-            let slot = &mut buf[n * 64..n * 64 + len];
-            slot[..user_key.len()].copy_from_slice(user_key);
-            slot[user_key.len()..].copy_from_slice(&crate::key::pack_trailer(seq, kind).to_le_bytes());
-            lens[n] = len;
-            n += 1;
+            if let Some(len) = crate::key::write_internal_key(&mut buf[n * 64..(n + 1) * 64], user_key, seq, kind) {
+                lens[n] = len;
+                n += 1;
+            }
         }
         let mut keys: [&[u8]; WARM_LANES] = [&[]; WARM_LANES];
         for (i, k) in keys.iter_mut().enumerate().take(n) {
@@ -383,9 +371,10 @@ impl MemTable {
         self.list.memory_usage() + self.range_del_bytes.load(AtomicOrdering::Relaxed) + bloom
     }
 
-    /// [`MemTable::approximate_memory_usage`] with the key index, whose
-    /// size is fixed when the memtable is made (`skiplist` contract 5): the
-    /// memory the memtable holds, as `ebb.cur-size-all-mem-tables` reports.
+    /// [`MemTable::approximate_memory_usage`] with the key index (its first
+    /// tier from the start, its second once made; `skiplist` contract 5):
+    /// the memory the memtable holds, as `ebb.cur-size-all-mem-tables`
+    /// reports.
     pub fn allocated_bytes(&self) -> usize {
         self.approximate_memory_usage() + self.list.index_bytes()
     }

@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering 
 use parking_lot::Mutex;
 
 use crate::comparator::UserComparator;
+use crate::key::trailer;
 
 /// Tallest tower (LevelDB's 12: with branching 4, enough for 4^12 = 16 M
 /// entries before searches degrade, and memtables hold far fewer).
@@ -299,13 +300,13 @@ impl KeyIndexes {
             // The large table's entry for a key must be its newest version:
             // the small table may hold a newer one than `node` (inserts out
             // of sequence order, as a WAL replayed over itself makes).
-            let user_key = internal_user_key(key);
+            let user_key = crate::key::user_key(key);
             if let Some((_, v)) = self.small.probe(user_key, hash).filter(|(_, v)| *v != 0) {
-                let newer = (v & KeyIndex::PTR_MASK) as *const Node;
+                let newer = KeyIndex::node(v);
                 // SAFETY: a slot's pointer is to a published node of this
                 // list (contract 5).
                 let newer_key = unsafe { Node::key(newer) };
-                if internal_seq(newer_key) > internal_seq(key) {
+                if trailer(newer_key) >> 8 > trailer(key) >> 8 {
                     large.insert(newer, newer_key, hash);
                     return;
                 }
@@ -333,7 +334,7 @@ impl KeyIndexes {
             // one and does not matter here).
             Indexed::Absent => match self.small.probe(user_key, hash) {
                 Some((_, 0)) => Indexed::Absent,
-                Some((_, v)) => Indexed::Newest((v & KeyIndex::PTR_MASK) as *const Node),
+                Some((_, v)) => Indexed::Newest(KeyIndex::node(v)),
                 None => Indexed::Unknown,
             },
             found => found,
@@ -385,6 +386,11 @@ impl KeyIndex {
         self.slots.len() * 8
     }
 
+    /// The node a used slot's value points to.
+    fn node(v: u64) -> *const Node {
+        (v & Self::PTR_MASK) as *const Node
+    }
+
     /// The first slot to probe for `hash` (Lemire's multiply-shift range
     /// reduction: any table size) and the tag stored beside the pointer.
     fn start_and_tag(&self, hash: u64) -> (usize, u64) {
@@ -405,10 +411,10 @@ impl KeyIndex {
                 return Some((at, 0));
             }
             if v & !Self::PTR_MASK == tag {
-                let node = (v & Self::PTR_MASK) as *const Node;
+                let node = Self::node(v);
                 // SAFETY: a slot's pointer is to a node of this list,
                 // published before the slot was stored (contract 5).
-                if internal_user_key(unsafe { Node::key(node) }) == user_key {
+                if crate::key::user_key(unsafe { Node::key(node) }) == user_key {
                     return Some((at, v));
                 }
             }
@@ -419,7 +425,7 @@ impl KeyIndex {
     fn lookup(&self, user_key: &[u8], hash: u64) -> Indexed {
         match self.probe(user_key, hash) {
             Some((_, 0)) if !self.saturated.load(AtomicOrdering::Acquire) => Indexed::Absent,
-            Some((_, v)) if v != 0 => Indexed::Newest((v & Self::PTR_MASK) as *const Node),
+            Some((_, v)) if v != 0 => Indexed::Newest(Self::node(v)),
             _ => Indexed::Unknown,
         }
     }
@@ -442,7 +448,7 @@ impl KeyIndex {
             self.saturated.store(true, AtomicOrdering::Release);
             return Inserted::Done;
         }
-        let user_key = internal_user_key(key);
+        let user_key = crate::key::user_key(key);
         let (_, tag) = self.start_and_tag(hash);
         match self.probe(user_key, hash) {
             Some((at, 0)) => {
@@ -456,8 +462,8 @@ impl KeyIndex {
             }
             Some((at, v)) => {
                 // SAFETY: as in `probe`.
-                let old = unsafe { Node::key((v & Self::PTR_MASK) as *const Node) };
-                if internal_seq(key) >= internal_seq(old) {
+                let old = unsafe { Node::key(Self::node(v)) };
+                if trailer(key) >> 8 >= trailer(old) >> 8 {
                     self.slots[at].store(tag | addr, AtomicOrdering::Release);
                 }
             }
@@ -468,17 +474,6 @@ impl KeyIndex {
         }
         Inserted::Done
     }
-}
-
-/// The user key of an internal key (its last 8 bytes are the trailer).
-fn internal_user_key(ikey: &[u8]) -> &[u8] {
-    &ikey[..ikey.len().saturating_sub(8)]
-}
-
-/// The sequence number in an internal key's trailer.
-fn internal_seq(ikey: &[u8]) -> u64 {
-    let t = ikey.len().saturating_sub(8);
-    ikey.get(t..).and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, |b| u64::from_le_bytes(b) >> 8)
 }
 
 /// A sorted set of (internal key, value) entries; see the module contract.
@@ -573,7 +568,7 @@ impl SkipList {
     pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
         let mut w = self.writer.lock();
         // The key's index slot loads while the list is descended.
-        let hash = self.index.as_ref().map(|index| index.prefetch(internal_user_key(key)));
+        let hash = self.index.as_ref().map(|index| index.prefetch(crate::key::user_key(key)));
         let mut prev = [self.head(); MAX_HEIGHT];
         let height = self.max_height.load(AtomicOrdering::Relaxed);
         // Only this writer changes the height, so the descent sees `height`.
@@ -670,7 +665,7 @@ impl SkipList {
     pub(crate) fn warm(&self, keys: &[&[u8]]) {
         if let Some(index) = &self.index {
             for key in keys {
-                index.prefetch(internal_user_key(key));
+                index.prefetch(crate::key::user_key(key));
             }
         }
         self.descend_together(keys);
@@ -823,7 +818,7 @@ impl Cursor {
     /// (contract 5) this needs no descent.
     pub(crate) fn seek_versions(&mut self, list: &SkipList, target: &[u8]) {
         let Some(index) = &list.index else { return self.seek(list, target) };
-        let user_key = internal_user_key(target);
+        let user_key = crate::key::user_key(target);
         match index.lookup(user_key) {
             Indexed::Absent => self.node = ptr::null(),
             Indexed::Unknown => self.seek(list, target),
@@ -834,7 +829,7 @@ impl Cursor {
                 // this list (contract 3).
                 while !x.is_null() {
                     let k = unsafe { Node::key(x) };
-                    if internal_user_key(k) != user_key || list.cmp.compare_internal(k, target) != Ordering::Less {
+                    if crate::key::user_key(k) != user_key || list.cmp.compare_internal(k, target) != Ordering::Less {
                         break;
                     }
                     x = unsafe { Node::next(x, 0) };
