@@ -74,8 +74,12 @@ const BLOCK_BYTES: usize = 64 << 10;
 struct Node {
     key_len: u32,
     value_len: u32,
-    height: u32,
-    _pad: u32,
+    /// The tower's height (low 16 bits, fixed before the node is published)
+    /// and, above them, the node's level-0 predecessor (48 bits, 0 when not
+    /// known), which only the writer reads and changes: an insert of a key's
+    /// new version splices it in before the key's newest node without a
+    /// descent ([`SkipList::insert_before_newest`]).
+    meta: AtomicU64,
     tower: [AtomicPtr<Node>; 0],
 }
 
@@ -85,6 +89,43 @@ const _: () = assert!(HEADER == 16 && std::mem::align_of::<Node>() == 8);
 impl Node {
     fn size(height: usize, key_len: usize, value_len: usize) -> usize {
         (HEADER + height * 8 + key_len + value_len).next_multiple_of(8)
+    }
+
+    /// Low bits of `meta` holding the height.
+    const HEIGHT_BITS: u32 = 16;
+
+    /// The tower's height.
+    ///
+    /// # Safety
+    /// `node` points to an initialised node of this list.
+    unsafe fn height(node: *const Node) -> usize {
+        // SAFETY: caller's contract. The height bits never change once the
+        // node is published; the writer's stores of the predecessor keep them.
+        unsafe { ((*node).meta.load(AtomicOrdering::Relaxed) & ((1 << Self::HEIGHT_BITS) - 1)) as usize }
+    }
+
+    /// The level-0 predecessor recorded for `node`, or null. Writer only.
+    ///
+    /// # Safety
+    /// As [`Node::height`].
+    unsafe fn prev(node: *const Node) -> *const Node {
+        // SAFETY: caller's contract.
+        unsafe { ((*node).meta.load(AtomicOrdering::Relaxed) >> Self::HEIGHT_BITS) as *const Node }
+    }
+
+    /// Records `prev` as `node`'s level-0 predecessor (none when `prev`'s
+    /// address does not fit in 48 bits). Writer only.
+    ///
+    /// # Safety
+    /// As [`Node::height`]; `prev` is null, the head or a node of this list.
+    unsafe fn set_prev(node: *const Node, prev: *const Node) {
+        let addr = prev as u64;
+        let addr = if addr >> (64 - Self::HEIGHT_BITS) == 0 { addr } else { 0 };
+        // SAFETY: caller's contract.
+        unsafe {
+            let height = Node::height(node) as u64;
+            (*node).meta.store(addr << Self::HEIGHT_BITS | height, AtomicOrdering::Relaxed);
+        }
     }
 
     /// Link `level` of `node`. Requires `level < height`.
@@ -122,7 +163,7 @@ impl Node {
         // publication and never changed.
         unsafe {
             let n = &*node;
-            let at = node.cast::<u8>().add(HEADER + n.height as usize * 8);
+            let at = node.cast::<u8>().add(HEADER + Node::height(node) * 8);
             std::slice::from_raw_parts(at, n.key_len as usize)
         }
     }
@@ -135,7 +176,7 @@ impl Node {
         // SAFETY: as `key`; the value follows the key.
         unsafe {
             let n = &*node;
-            let at = node.cast::<u8>().add(HEADER + n.height as usize * 8 + n.key_len as usize);
+            let at = node.cast::<u8>().add(HEADER + Node::height(node) * 8 + n.key_len as usize);
             std::slice::from_raw_parts(at, n.value_len as usize)
         }
     }
@@ -220,6 +261,9 @@ impl Drop for Arena {
 struct Writer {
     arena: Arena,
     rng: u64,
+    /// Inserts spliced in before their key's newest node (tests).
+    #[cfg(test)]
+    spliced: usize,
 }
 
 /// A hash index from user key to the key's newest node (contract 5): open
@@ -325,7 +369,11 @@ impl KeyIndexes {
     }
 
     fn lookup(&self, user_key: &[u8]) -> Indexed {
-        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+        self.lookup_hashed(user_key, xxhash_rust::xxh3::xxh3_64(user_key))
+    }
+
+    /// [`KeyIndexes::lookup`] with the key's hash known.
+    fn lookup_hashed(&self, user_key: &[u8], hash: u64) -> Indexed {
         let Some(large) = self.large.get() else { return self.small.lookup(user_key, hash) };
         match large.lookup(user_key, hash) {
             // Not in an unsaturated large table: every version written since
@@ -507,12 +555,17 @@ impl SkipList {
         // SAFETY: `head` is fresh, zeroed, aligned memory of the node's size:
         // zeroed links are null pointers.
         unsafe {
-            (*head).height = MAX_HEIGHT as u32;
+            (*head).meta = AtomicU64::new(MAX_HEIGHT as u64);
         }
         SkipList {
             head: NonNull::new(head).expect("arena blocks are never null"),
             max_height: AtomicUsize::new(1),
-            writer: Mutex::new(Writer { arena, rng: 0x9E37_79B9_7F4A_7C15 }),
+            writer: Mutex::new(Writer {
+                arena,
+                rng: 0x9E37_79B9_7F4A_7C15,
+                #[cfg(test)]
+                spliced: 0,
+            }),
             index: None,
             bytes: AtomicUsize::new(0),
             cmp,
@@ -569,11 +622,16 @@ impl SkipList {
         let mut w = self.writer.lock();
         // The key's index slot loads while the list is descended.
         let hash = self.index.as_ref().map(|index| index.prefetch(crate::key::user_key(key)));
+        let new_height = random_height(&mut w.rng);
+        if let (1, Some(index), Some(hash)) = (new_height, &self.index, hash) {
+            if self.insert_before_newest(&mut w, index, hash, key, value) {
+                return;
+            }
+        }
         let mut prev = [self.head(); MAX_HEIGHT];
         let height = self.max_height.load(AtomicOrdering::Relaxed);
         // Only this writer changes the height, so the descent sees `height`.
         let (_, old) = self.descend(key, |level, x| prev[level] = x);
-        let new_height = random_height(&mut w.rng);
         if new_height > height {
             // Readers that see the new height before the links find null
             // links on the head at those levels, and go down.
@@ -581,7 +639,7 @@ impl SkipList {
         }
         // SAFETY (`old`, here and below): null or a node of this list.
         let replaced = !old.is_null() && self.cmp.compare_internal(unsafe { Node::key(old) }, key) == Ordering::Equal;
-        let old_height = if replaced { unsafe { (*old).height as usize } } else { 0 };
+        let old_height = if replaced { unsafe { Node::height(old) } } else { 0 };
 
         let size = Node::size(new_height, key.len(), value.len());
         let node = w.arena.alloc(size).cast::<Node>();
@@ -591,7 +649,7 @@ impl SkipList {
         unsafe {
             (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
             (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
-            (*node).height = new_height as u32;
+            (*node).meta = AtomicU64::new(new_height as u64);
             let data = node.cast::<u8>().add(HEADER + new_height * 8);
             ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
@@ -606,11 +664,68 @@ impl SkipList {
                 let to = if level < new_height { node } else { Node::next(old, level) };
                 Node::set_next(p, level, to);
             }
+            // The level-0 back links: the node's predecessor, and the node as
+            // its successor's.
+            Node::set_prev(node, prev[0]);
+            let next = Node::next(node, 0);
+            if !next.is_null() {
+                Node::set_prev(next, node);
+            }
         }
         if let (Some(index), Some(hash)) = (&self.index, hash) {
             index.insert(node, key, hash);
         }
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
+    }
+
+    /// Inserts `(key, value)` as a tower of height 1 right before the newest
+    /// node of its user key, which the key index names, when that is where
+    /// it belongs: a new version of a key the list holds (merge operands,
+    /// overwrites) then needs no descent, only the newest node and its
+    /// recorded predecessor. The splice is checked, not trusted: the
+    /// predecessor must link to that node, and the key must fall strictly
+    /// between the two; otherwise nothing changes and false is returned (the
+    /// caller descends). Writer only, under `w`.
+    fn insert_before_newest(&self, w: &mut Writer, index: &KeyIndexes, hash: u64, key: &[u8], value: &[u8]) -> bool {
+        let Indexed::Newest(newest) = index.lookup_hashed(crate::key::user_key(key), hash) else { return false };
+        // SAFETY: a slot's pointer is to a published node of this list
+        // (contract 5); a recorded predecessor is the head or a node of this
+        // list (`set_prev`), and only this writer changes links.
+        let fits = unsafe {
+            let p = Node::prev(newest);
+            !p.is_null()
+                && ptr::eq(Node::next(p, 0), newest)
+                && self.cmp.compare_internal(key, Node::key(newest)) == Ordering::Less
+                && (ptr::eq(p, self.head()) || self.cmp.compare_internal(Node::key(p), key) == Ordering::Less)
+        };
+        if !fits {
+            return false;
+        }
+        let size = Node::size(1, key.len(), value.len());
+        let node = w.arena.alloc(size).cast::<Node>();
+        // SAFETY: as in `insert`: `node` is fresh, zeroed, aligned memory of
+        // `size` bytes; it is written whole before the predecessor's link
+        // publishes it with `Release`.
+        unsafe {
+            let p = Node::prev(newest);
+            (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
+            (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
+            (*node).meta = AtomicU64::new(1);
+            let data = node.cast::<u8>().add(HEADER + 8);
+            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+            Node::set_next(node, 0, newest.cast_mut());
+            Node::set_next(p, 0, node);
+            Node::set_prev(node, p);
+            Node::set_prev(newest, node);
+        }
+        index.insert(node, key, hash);
+        self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
+        #[cfg(test)]
+        {
+            w.spliced += 1;
+        }
+        true
     }
 
     /// The last node `< key` (the head if none) and the first node `>= key`
@@ -1059,6 +1174,75 @@ mod tests {
                     _ => (true, Some(false)),
                 };
                 assert_eq!((small_full, large), expected, "{slots}: which tiers filled");
+            }
+        }
+    }
+
+    /// Every level of `list`, each a chain of keys from the head, checked
+    /// sorted; and every node's recorded level-0 predecessor checked to be
+    /// the node before it.
+    fn check_levels(list: &SkipList, what: &str) {
+        // SAFETY: links from the head lead to published nodes of the list.
+        unsafe {
+            for level in 0..MAX_HEIGHT {
+                let mut x = Node::next(list.head(), level);
+                let mut before: *const Node = list.head();
+                while !x.is_null() {
+                    assert!(Node::height(x) > level, "{what}: a node of height {} on level {level}", Node::height(x));
+                    if !ptr::eq(before, list.head()) {
+                        let order = list.cmp.compare_internal(Node::key(before), Node::key(x));
+                        assert_eq!(order, Ordering::Less, "{what}: level {level} out of order");
+                    }
+                    if level == 0 {
+                        assert!(ptr::eq(Node::prev(x), before), "{what}: a node's recorded predecessor is not the one before it");
+                    }
+                    before = x;
+                    x = Node::next(x, level);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn new_versions_splice_in_before_the_newest_and_keep_every_level_sorted() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(23);
+        let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
+        // (name, list, fewest splices expected): about 90 % of the inserts
+        // are a key's next version and 3 in 4 get a tower of height 1; with
+        // saturated tiers only the keys indexed before they filled splice.
+        for (name, list, fewest) in [
+            ("bytewise", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12), 3000),
+            ("reverse", SkipList::with_key_index(reverse, 1 << 12), 3000),
+            ("saturating tiers", SkipList::with_index_tiers(UserComparator::BYTEWISE, 16, 64), 200),
+        ] {
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut next_seq = vec![1u64; 300];
+            for i in 0..6000u32 {
+                let user = rng.gen_range(0..300u32);
+                // Mostly the next version (a splice before the newest), some
+                // older versions out of order, some exact repeats (replace).
+                let seq = match rng.gen_range(0..10) {
+                    0 => rng.gen_range(1..=next_seq[user as usize]),
+                    _ => {
+                        next_seq[user as usize] += 1 + rng.gen_range(0..3);
+                        next_seq[user as usize]
+                    }
+                };
+                let key = ikey(user, seq);
+                let value = i.to_le_bytes().to_vec();
+                list.insert(&key, &value);
+                model.retain(|(k, _)| k != &key);
+                model.push((key, value));
+            }
+            model.sort_by(|a, b| list.cmp.compare_internal(&a.0, &b.0));
+            assert_eq!(all(&list), model, "{name}: contents or order");
+            check_levels(&list, name);
+            let spliced = list.writer.lock().spliced;
+            assert!(spliced > fewest, "{name}: only {spliced} inserts spliced in");
+            for (k, v) in model.iter().step_by(7) {
+                let mut c = list.cursor();
+                c.seek_versions(&list, k);
+                assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
             }
         }
     }

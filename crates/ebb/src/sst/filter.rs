@@ -61,7 +61,7 @@ fn line_index(hash: u64, num_lines: u32) -> usize {
 
 /// A prefetch of the cache line at `p` into all cache levels.
 #[cfg(target_arch = "x86_64")]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists;
     // a prefetch is a hint that reads nothing and never faults, whatever the
     // address.
@@ -72,7 +72,7 @@ fn prefetch(p: *const u8) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn prefetch(_p: *const u8) {}
+pub(crate) fn prefetch(_p: *const u8) {}
 
 /// Collects key hashes and builds the filter block.
 #[derive(Debug)]

@@ -983,6 +983,7 @@ impl Table {
         if let Some(cache) = &self.cache {
             if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
                 if let Some(block) = h.value().block_arc() {
+                    block.prefetch();
                     cache.stats().record_hit(BlockKind::Data);
                     return Ok((block, Some(h)));
                 }
