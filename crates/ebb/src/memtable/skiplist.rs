@@ -261,9 +261,37 @@ impl Drop for Arena {
 struct Writer {
     arena: Arena,
     rng: u64,
+    /// Recent inserts' luck at splicing in ([`SkipList::insert_before_newest`]).
+    splice_odds: SpliceOdds,
     /// Inserts spliced in before their key's newest node (tests).
     #[cfg(test)]
     spliced: usize,
+}
+
+/// Whether an insert tries to splice in before its key's newest node. The
+/// try reads the key's index slot at once, a cache miss that a descent would
+/// have overlapped with its own, and is lost when the key is new (a fill);
+/// a splice saves a whole descent. So a list tries while its recent tries
+/// succeed at least about one time in nine (each success counts 8, each
+/// failure -1), and otherwise tries one insert in 16, which keeps the
+/// score current.
+struct SpliceOdds {
+    score: i32,
+    inserts: u32,
+}
+
+impl SpliceOdds {
+    const LIMIT: i32 = 64;
+
+    fn worth_trying(&mut self) -> bool {
+        self.inserts = self.inserts.wrapping_add(1);
+        self.score > -Self::LIMIT / 2 || self.inserts.is_multiple_of(16)
+    }
+
+    fn record(&mut self, spliced: bool) {
+        let change = if spliced { 8 } else { -1 };
+        self.score = (self.score + change).clamp(-Self::LIMIT, Self::LIMIT);
+    }
 }
 
 /// A hash index from user key to the key's newest node (contract 5): open
@@ -563,6 +591,7 @@ impl SkipList {
             writer: Mutex::new(Writer {
                 arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
+                splice_odds: SpliceOdds { score: 0, inserts: 0 },
                 #[cfg(test)]
                 spliced: 0,
             }),
@@ -624,8 +653,12 @@ impl SkipList {
         let hash = self.index.as_ref().map(|index| index.prefetch(crate::key::user_key(key)));
         let new_height = random_height(&mut w.rng);
         if let (1, Some(index), Some(hash)) = (new_height, &self.index, hash) {
-            if self.insert_before_newest(&mut w, index, hash, key, value) {
-                return;
+            if w.splice_odds.worth_trying() {
+                let spliced = self.insert_before_newest(&mut w, index, hash, key, value);
+                w.splice_odds.record(spliced);
+                if spliced {
+                    return;
+                }
             }
         }
         let mut prev = [self.head(); MAX_HEIGHT];
@@ -1245,6 +1278,26 @@ mod tests {
                 assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
             }
         }
+    }
+
+    #[test]
+    fn inserts_stop_trying_to_splice_while_their_keys_are_new_and_resume_when_they_are_not() {
+        let mut odds = SpliceOdds { score: 0, inserts: 0 };
+        assert!(odds.worth_trying());
+        for _ in 0..40 {
+            odds.record(false);
+        }
+        let tries = (0..160).filter(|_| odds.worth_trying()).count();
+        assert_eq!(tries, 10, "one insert in 16 keeps trying");
+        for _ in 0..5 {
+            odds.record(true);
+        }
+        assert!((0..50).all(|_| odds.worth_trying()), "successes make every insert try again");
+        // One success in four tries keeps trying.
+        for i in 0..400 {
+            odds.record(i % 4 == 0);
+        }
+        assert!(odds.worth_trying());
     }
 
     #[test]
