@@ -41,6 +41,12 @@
 //!    ([`crate::memtable::MemTable::allocated_bytes`]) but not charged
 //!    against `write_buffer_size`, so a memtable holds as many entries as
 //!    without it.
+//! 6. Each node records its level-0 predecessor, which only the writer
+//!    reads and changes (readers never follow it). An insert of a key's new
+//!    version with a tower of height 1 links it between the key's newest node
+//!    (from the index) and that node's predecessor, without a descent, once
+//!    it has checked that the two are still adjacent and that the key falls
+//!    strictly between them ([`SkipList::insert_before_newest`]).
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
