@@ -877,6 +877,33 @@ mod tests {
     }
 
     #[test]
+    fn a_level_iterators_prepared_seeks_land_where_plain_seeks_do() {
+        use crate::iter::InternalIterator;
+        let keys = ["", "a", "b", "c", "cc", "d", "e", "f", "ff", "g", "h", "i", "j"];
+        let mut prepared = level(|_, _| {});
+        for (n, goal) in keys.iter().enumerate() {
+            let goal = ikey(goal, 9, ValueKind::Value);
+            let mut plain = level(|_, _| {});
+            plain.seek(&goal);
+            let want = walk(&mut plain, true);
+            // Prepared for this target, for every other one (another file,
+            // discarded), and prepared then moved (discarded).
+            for other in keys {
+                prepared.prepare_seek(&ikey(other, 9, ValueKind::Value));
+                prepared.seek(&goal);
+                assert_eq!(walk(&mut prepared, true), want, "prepared for {other:?}, sought {:?}", keys[n]);
+            }
+            prepared.prepare_seek(&goal);
+            prepared.seek_to_last();
+            prepared.seek(&goal);
+            assert_eq!(walk(&mut prepared, true), want, "prepared, moved, sought {:?}", keys[n]);
+            prepared.prepare_seek(&goal);
+            prepared.seek(&goal);
+            assert_eq!(walk(&mut prepared, true), want, "sought {:?}", keys[n]);
+        }
+    }
+
+    #[test]
     fn a_level_iterator_stops_at_a_file_in_error_in_both_directions() {
         let missing = |fs: &MemFs, path: &Path| fs.remove_file(path).unwrap();
         let damaged_block = |fs: &MemFs, path: &Path| {

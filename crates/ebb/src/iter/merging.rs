@@ -291,6 +291,9 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        for c in &mut self.children {
+            c.prepare_seek(target);
+        }
         self.seek_all(Direction::Forward, |c| c.seek(target));
     }
 

@@ -28,6 +28,16 @@ pub trait InternalIterator: Send {
     fn seek_to_last(&mut self);
     /// Positions at the first entry `>= target` (an internal key).
     fn seek(&mut self, target: &[u8]);
+    /// Prepares a [`InternalIterator::seek`] to `target` that comes next:
+    /// does the part of it that waits on memory or the file (a table's
+    /// index search and data block fetch), with the loads of what the seek
+    /// then reads issued but not waited for. A merging iterator prepares
+    /// every child before it seeks any, so one child's cache misses overlap
+    /// the work on the others. The next positioning call must be `seek`
+    /// with the same target for the preparation to count; any other call
+    /// discards it, and the results are the same either way. The default
+    /// does nothing.
+    fn prepare_seek(&mut self, _target: &[u8]) {}
     /// Positions at the last entry `<= target` (an internal key).
     fn seek_for_prev(&mut self, target: &[u8]);
     /// Moves to the next entry. Requires `valid()`.

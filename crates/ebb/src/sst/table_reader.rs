@@ -864,6 +864,9 @@ impl Table {
             data_pin: None,
             data_handle: BlockHandle::default(),
             error: None,
+            prepared: Vec::new(),
+            is_prepared: false,
+            prepared_block: false,
         }
     }
 
@@ -1276,6 +1279,9 @@ pub struct SeekPrefix {
     /// Tables asked, and ruled out, since [`SeekPrefix::take_counts`].
     checked: std::sync::atomic::AtomicU64,
     useful: std::sync::atomic::AtomicU64,
+    /// Bumped by every [`SeekPrefix::set`]: an answer of
+    /// [`SeekPrefix::excludes`] holds while it is unchanged.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl SeekPrefix {
@@ -1286,7 +1292,13 @@ impl SeekPrefix {
             current: parking_lot::Mutex::new(None),
             checked: Default::default(),
             useful: Default::default(),
+            generation: Default::default(),
         }
+    }
+
+    /// Changes with every [`SeekPrefix::set`].
+    fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Tables asked about a prefix and tables ruled out, since the last call.
@@ -1297,7 +1309,9 @@ impl SeekPrefix {
 
     /// Sets (or, with `None`, clears) the prefix of the seek under way.
     pub fn set(&self, prefix: Option<Vec<u8>>) {
-        *self.current.lock() = prefix;
+        let mut current = self.current.lock();
+        *current = prefix;
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// True when a seek is for a prefix `table`'s filter says it lacks.
@@ -1322,12 +1336,15 @@ pub struct PrefixCheckedIterator {
     inner: TableIterator,
     prefix: Arc<SeekPrefix>,
     skipped: bool,
+    /// Whether a prepared seek found the table excluded, and for which
+    /// prefix ([`SeekPrefix::generation`]).
+    prepared_skip: Option<(bool, u64)>,
 }
 
 impl PrefixCheckedIterator {
     /// Wraps `inner`, which iterates its table.
     pub fn new(inner: TableIterator, prefix: Arc<SeekPrefix>) -> Self {
-        PrefixCheckedIterator { inner, prefix, skipped: false }
+        PrefixCheckedIterator { inner, prefix, skipped: false, prepared_skip: None }
     }
 }
 
@@ -1337,28 +1354,45 @@ impl InternalIterator for PrefixCheckedIterator {
     }
     fn seek_to_first(&mut self) {
         self.skipped = false;
+        self.prepared_skip = None;
         self.inner.seek_to_first();
     }
     fn seek_to_last(&mut self) {
         self.skipped = false;
+        self.prepared_skip = None;
         self.inner.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        self.skipped = self.prefix.excludes(&self.inner.table);
+        // A prepared answer holds while the prefix is the one it was for.
+        self.skipped = match self.prepared_skip.take() {
+            Some((skipped, generation)) if generation == self.prefix.generation() => skipped,
+            _ => self.prefix.excludes(&self.inner.table),
+        };
         if !self.skipped {
             self.inner.seek(target);
         }
     }
+    fn prepare_seek(&mut self, target: &[u8]) {
+        let generation = self.prefix.generation();
+        let skipped = self.prefix.excludes(&self.inner.table);
+        self.prepared_skip = Some((skipped, generation));
+        if !skipped {
+            self.inner.prepare_seek(target);
+        }
+    }
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.prepared_skip = None;
         self.skipped = self.prefix.excludes(&self.inner.table);
         if !self.skipped {
             self.inner.seek_for_prev(target);
         }
     }
     fn next(&mut self) {
+        self.prepared_skip = None;
         self.inner.next();
     }
     fn prev(&mut self) {
+        self.prepared_skip = None;
         self.inner.prev();
     }
     fn key(&self) -> &[u8] {
@@ -1393,6 +1427,12 @@ pub struct TableIterator {
     /// Reads data blocks ahead; `None` when readahead is off.
     prefetch: Option<PrefetchBuffer>,
     error: Option<Error>,
+    /// The target of a prepared seek (`prepare_seek`): the index and the
+    /// data block are positioned for it, `prepared_block` says whether a
+    /// block was loaded.
+    prepared: Vec<u8>,
+    is_prepared: bool,
+    prepared_block: bool,
 }
 
 impl TableIterator {
@@ -1531,6 +1571,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
+        self.is_prepared = false;
         if self.error.is_some() {
             return;
         }
@@ -1548,6 +1589,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
+        self.is_prepared = false;
         if self.error.is_some() {
             return;
         }
@@ -1565,15 +1607,21 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        let prepared = std::mem::take(&mut self.is_prepared) && self.prepared == target;
         if !self.check_target(target) {
             return;
         }
-        if !self.ensure_index() {
-            return;
-        }
-        let Some(index) = self.index.as_mut() else { return };
-        index.seek(&self.table, target);
-        if self.load_data_block() {
+        let loaded = if prepared {
+            self.prepared_block
+        } else {
+            if !self.ensure_index() {
+                return;
+            }
+            let Some(index) = self.index.as_mut() else { return };
+            index.seek(&self.table, target);
+            self.load_data_block()
+        };
+        if loaded {
             if let Some(d) = &mut self.data {
                 d.seek(target);
             }
@@ -1581,7 +1629,24 @@ impl InternalIterator for TableIterator {
         self.skip_empty_blocks_forward();
     }
 
+    /// The index search and the data block's fetch of a seek to `target`
+    /// (a block found in the block cache has its bytes' loads issued,
+    /// [`Block::prefetch`]); the seek that follows seeks in the block.
+    fn prepare_seek(&mut self, target: &[u8]) {
+        self.is_prepared = false;
+        if !self.check_target(target) || !self.ensure_index() {
+            return;
+        }
+        let Some(index) = self.index.as_mut() else { return };
+        index.seek(&self.table, target);
+        self.prepared_block = self.load_data_block();
+        self.prepared.clear();
+        self.prepared.extend_from_slice(target);
+        self.is_prepared = true;
+    }
+
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.is_prepared = false;
         if !self.check_target(target) {
             return;
         }
@@ -1604,6 +1669,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn next(&mut self) {
+        self.is_prepared = false;
         if !self.valid() {
             return;
         }
@@ -1614,6 +1680,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn prev(&mut self) {
+        self.is_prepared = false;
         if !self.valid() {
             return;
         }
@@ -2032,6 +2099,71 @@ mod tests {
         assert_eq!(t.approximate_offset_of(&entries[0].0), 0);
         assert_eq!(t.approximate_offset_of(&ikey(b"zzz", 1, ValueKind::Value)), props.data_size);
         assert!(t.approximate_offset_of(&entries[entries.len() / 2].0) > props.data_size / 4);
+    }
+
+    /// Where `it` is: its entry and the two after it, or its error.
+    fn position_of(it: &mut dyn InternalIterator) -> std::result::Result<Entries, String> {
+        let mut out = Vec::new();
+        while it.valid() && out.len() < 3 {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+
+    #[test]
+    fn prepared_seeks_land_where_plain_seeks_do() {
+        let entries = sample_entries(3000);
+        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
+        let cache: Arc<dyn BlockCache> = Arc::new(LruCache::new(64 << 10));
+        let uncached = open(&bytes).unwrap();
+        let cached = Table::open(MemRandom::new(bytes.clone()), bytes.len() as u64, "p.sst".into(), Some(cache)).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+        let target = |rng: &mut rand::rngs::StdRng| match rng.gen_range(0..20) {
+            // Not an internal key: the seek's error.
+            0 => b"short".to_vec(),
+            _ => {
+                let mut uk = format!("key{:06}", rng.gen_range(0..3100)).into_bytes();
+                if rng.gen_bool(0.2) {
+                    uk.push(b'x');
+                }
+                ikey(&uk, rng.gen_range(0..25), KIND_FOR_SEEK)
+            }
+        };
+        for (name, t) in [("uncached", &uncached), ("cached", &cached)] {
+            // One iterator reused, as a merging iterator reuses its children.
+            let mut prepared = t.iter(ReadSettings::default());
+            for step in 0..1500 {
+                let goal = target(&mut rng);
+                let mut plain = t.iter(ReadSettings::default());
+                plain.seek(&goal);
+                let want = position_of(&mut plain);
+                let what = format!("{name}, step {step}");
+                match rng.gen_range(0..4) {
+                    // Prepared for this target.
+                    0 | 1 => prepared.prepare_seek(&goal),
+                    // Prepared for another target: discarded.
+                    2 => prepared.prepare_seek(&target(&mut rng)),
+                    // Prepared, then moved: discarded.
+                    _ => {
+                        prepared.prepare_seek(&goal);
+                        prepared.seek_to_first();
+                    }
+                }
+                if prepared.status().is_err() {
+                    // A failed seek's error stays with its iterator, as it
+                    // does without preparing.
+                    prepared = t.iter(ReadSettings::default());
+                    prepared.prepare_seek(&goal);
+                }
+                prepared.seek(&goal);
+                assert_eq!(position_of(&mut prepared), want, "{what}");
+                if want.is_err() {
+                    prepared = t.iter(ReadSettings::default());
+                }
+            }
+        }
     }
 
     #[test]

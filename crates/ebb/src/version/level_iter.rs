@@ -35,6 +35,8 @@ pub(crate) struct LevelIterator {
     error: Option<Error>,
     /// Skips files a bounded prefix seek's prefix is not in.
     seek_prefix: Option<Arc<SeekPrefix>>,
+    /// The file a prepared seek opened and prepared (`prepare_seek`).
+    prepared: Option<usize>,
 }
 
 /// The files a [`LevelIterator`] walks: a level of a version it holds (a
@@ -67,7 +69,18 @@ impl LevelIterator {
         settings: ReadSettings,
     ) -> Self {
         let index = files.len();
-        LevelIterator { files, cmp, level, tables, settings, index, current: None, error: None, seek_prefix: None }
+        LevelIterator {
+            files,
+            cmp,
+            level,
+            tables,
+            settings,
+            index,
+            current: None,
+            error: None,
+            seek_prefix: None,
+            prepared: None,
+        }
     }
 
     /// Lets bounded prefix seeks skip files whose filter lacks the prefix.
@@ -121,6 +134,12 @@ impl LevelIterator {
         }
     }
 
+    /// The first file whose largest key is `>= target` (the number of files
+    /// when none is).
+    fn file_for(&self, target: &[u8]) -> usize {
+        self.files.partition_point(|f| self.cmp.compare_internal(&f.largest, target) == Ordering::Less)
+    }
+
     /// Records the error of the current (invalid) file iterator, if it has one.
     fn fail_if_current_failed(&mut self) -> bool {
         match self.current.as_ref().map(|c| c.status()) {
@@ -139,6 +158,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek_to_first(&mut self) {
         self.error = None;
+        self.prepared = None;
         if self.files.is_empty() {
             self.current = None;
             return;
@@ -151,6 +171,7 @@ impl InternalIterator for LevelIterator {
     }
     fn seek_to_last(&mut self) {
         self.error = None;
+        self.prepared = None;
         if self.files.is_empty() {
             self.current = None;
             return;
@@ -163,19 +184,36 @@ impl InternalIterator for LevelIterator {
     }
     fn seek(&mut self, target: &[u8]) {
         self.error = None;
-        let i = self.files.partition_point(|f| self.cmp.compare_internal(&f.largest, target) == Ordering::Less);
+        let i = self.file_for(target);
         if i >= self.files.len() {
+            self.prepared = None;
             self.current = None;
             return;
         }
-        self.open(i);
+        // The file a prepared seek to this target opened is the same one;
+        // its iterator checks the target itself.
+        if self.prepared.take() != Some(i) || self.current.is_none() {
+            self.open(i);
+        }
         if let Some(c) = self.current.as_mut() {
             c.seek(target);
         }
         self.skip_forward();
     }
+    fn prepare_seek(&mut self, target: &[u8]) {
+        self.prepared = None;
+        let i = self.file_for(target);
+        if i < self.files.len() {
+            self.open(i);
+            if let Some(c) = self.current.as_mut() {
+                c.prepare_seek(target);
+            }
+            self.prepared = Some(i);
+        }
+    }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.error = None;
+        self.prepared = None;
         let i = self.files.partition_point(|f| self.cmp.compare_internal(&f.smallest, target) != Ordering::Greater);
         if i == 0 {
             self.current = None;
@@ -188,12 +226,14 @@ impl InternalIterator for LevelIterator {
         self.skip_backward();
     }
     fn next(&mut self) {
+        self.prepared = None;
         if let Some(c) = self.current.as_mut() {
             c.next();
         }
         self.skip_forward();
     }
     fn prev(&mut self) {
+        self.prepared = None;
         if let Some(c) = self.current.as_mut() {
             c.prev();
         }
