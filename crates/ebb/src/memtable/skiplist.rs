@@ -60,6 +60,7 @@ use parking_lot::Mutex;
 
 use crate::comparator::UserComparator;
 use crate::key::trailer;
+use crate::util::prefetch;
 
 /// Tallest tower (LevelDB's 12: with branching 4, enough for 4^12 = 16 M
 /// entries before searches degrade, and memtables hold far fewer).
@@ -197,18 +198,6 @@ fn prefetch_node(node: *const Node) {
         prefetch(node.cast());
         prefetch(node.cast::<u8>().wrapping_add(64));
     }
-}
-
-/// Hints the CPU to load the cache line at `p` (a hint: any address is safe).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Bump allocation in blocks that never move and are freed with the list.
@@ -680,18 +669,10 @@ impl SkipList {
         let replaced = !old.is_null() && self.cmp.compare_internal(unsafe { Node::key(old) }, key) == Ordering::Equal;
         let old_height = if replaced { unsafe { Node::height(old) } } else { 0 };
 
-        let size = Node::size(new_height, key.len(), value.len());
-        let node = w.arena.alloc(size).cast::<Node>();
-        // SAFETY: `node` is fresh, zeroed, 8-aligned memory of `size` bytes,
-        // which hold the header, a tower of `new_height` links, the key and
-        // the value. Nothing else can see it until it is linked below.
+        let (node, size) = Self::new_node(&mut w, new_height, key, value);
+        // SAFETY: `node` is whole, with a tower of `new_height` links, and
+        // nothing else can see it until it is linked below.
         unsafe {
-            (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
-            (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
-            (*node).meta = AtomicU64::new(new_height as u64);
-            let data = node.cast::<u8>().add(HEADER + new_height * 8);
-            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
-            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
             for (level, &p) in prev.iter().enumerate().take(new_height) {
                 let next = if level < old_height { Node::next(old, level) } else { Node::next(p, level) };
                 Node::set_next(node, level, next);
@@ -717,6 +698,25 @@ impl SkipList {
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
 
+    /// A node of `height` holding `key` and `value`, its links null, in
+    /// `w`'s arena, and its size; nothing else can see it until it is linked.
+    fn new_node(w: &mut Writer, height: usize, key: &[u8], value: &[u8]) -> (*mut Node, usize) {
+        let size = Node::size(height, key.len(), value.len());
+        let node = w.arena.alloc(size).cast::<Node>();
+        // SAFETY: `node` is fresh, zeroed, 8-aligned memory of `size` bytes,
+        // which hold the header, a tower of `height` links (zeroed: null),
+        // the key and the value.
+        unsafe {
+            (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
+            (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
+            (*node).meta = AtomicU64::new(height as u64);
+            let data = node.cast::<u8>().add(HEADER + height * 8);
+            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
+        }
+        (node, size)
+    }
+
     /// Inserts `(key, value)` as a tower of height 1 right before the newest
     /// node of its user key, which the key index names, when that is where
     /// it belongs: a new version of a key the list holds (merge operands,
@@ -730,8 +730,9 @@ impl SkipList {
         // SAFETY: a slot's pointer is to a published node of this list
         // (contract 5); a recorded predecessor is the head or a node of this
         // list (`set_prev`), and only this writer changes links.
+        let p = unsafe { Node::prev(newest) };
+        // SAFETY: as above; `p` is read only when not null.
         let fits = unsafe {
-            let p = Node::prev(newest);
             !p.is_null()
                 && ptr::eq(Node::next(p, 0), newest)
                 && self.cmp.compare_internal(key, Node::key(newest)) == Ordering::Less
@@ -740,19 +741,10 @@ impl SkipList {
         if !fits {
             return false;
         }
-        let size = Node::size(1, key.len(), value.len());
-        let node = w.arena.alloc(size).cast::<Node>();
-        // SAFETY: as in `insert`: `node` is fresh, zeroed, aligned memory of
-        // `size` bytes; it is written whole before the predecessor's link
-        // publishes it with `Release`.
+        let (node, size) = Self::new_node(w, 1, key, value);
+        // SAFETY: `node` is whole, with one link; it is published by the
+        // predecessor's `Release` store after its own link is set.
         unsafe {
-            let p = Node::prev(newest);
-            (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
-            (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
-            (*node).meta = AtomicU64::new(1);
-            let data = node.cast::<u8>().add(HEADER + 8);
-            ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
-            ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
             Node::set_next(node, 0, newest.cast_mut());
             Node::set_next(p, 0, node);
             Node::set_prev(node, p);

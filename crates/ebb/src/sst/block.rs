@@ -158,11 +158,11 @@ impl Block {
     pub fn prefetch(&self) {
         let data: &[u8] = &self.data;
         for line in data[self.restart_offset..].chunks(64) {
-            crate::sst::filter::prefetch(line.as_ptr());
+            crate::util::prefetch(line.as_ptr());
         }
         if data.len() <= 16 << 10 {
             for line in data[..self.restart_offset].chunks(64) {
-                crate::sst::filter::prefetch(line.as_ptr());
+                crate::util::prefetch(line.as_ptr());
             }
         }
     }

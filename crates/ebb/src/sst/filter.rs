@@ -59,21 +59,6 @@ fn line_index(hash: u64, num_lines: u32) -> usize {
     (((hash >> 32) * u64::from(num_lines)) >> 32) as usize
 }
 
-/// A prefetch of the cache line at `p` into all cache levels.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn prefetch(p: *const u8) {
-    // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists;
-    // a prefetch is a hint that reads nothing and never faults, whatever the
-    // address.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn prefetch(_p: *const u8) {}
-
 /// Collects key hashes and builds the filter block.
 #[derive(Debug)]
 pub struct BloomFilterBuilder {
@@ -188,7 +173,7 @@ impl BloomFilter {
     pub fn prefetch_hash(&self, hash: u64) {
         let start = line_index(hash, self.num_lines) * LINE_BYTES;
         if let Some(line) = self.data.get(start..start + LINE_BYTES) {
-            prefetch(line.as_ptr());
+            crate::util::prefetch(line.as_ptr());
         }
     }
 

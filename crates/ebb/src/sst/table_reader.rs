@@ -864,9 +864,8 @@ impl Table {
             data_pin: None,
             data_handle: BlockHandle::default(),
             error: None,
-            prepared: Vec::new(),
-            is_prepared: false,
-            prepared_block: false,
+            prepared: None,
+            prepared_target: Vec::new(),
         }
     }
 
@@ -1427,12 +1426,11 @@ pub struct TableIterator {
     /// Reads data blocks ahead; `None` when readahead is off.
     prefetch: Option<PrefetchBuffer>,
     error: Option<Error>,
-    /// The target of a prepared seek (`prepare_seek`): the index and the
-    /// data block are positioned for it, `prepared_block` says whether a
-    /// block was loaded.
-    prepared: Vec<u8>,
-    is_prepared: bool,
-    prepared_block: bool,
+    /// Set by `prepare_seek` to whether it loaded a data block: the index
+    /// and the block are positioned for `prepared_target`. Any other call
+    /// clears it.
+    prepared: Option<bool>,
+    prepared_target: Vec<u8>,
 }
 
 impl TableIterator {
@@ -1571,7 +1569,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) {
-        self.is_prepared = false;
+        self.prepared = None;
         if self.error.is_some() {
             return;
         }
@@ -1589,7 +1587,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) {
-        self.is_prepared = false;
+        self.prepared = None;
         if self.error.is_some() {
             return;
         }
@@ -1607,12 +1605,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        let prepared = std::mem::take(&mut self.is_prepared) && self.prepared == target;
+        let prepared = self.prepared.take().filter(|_| self.prepared_target == target);
         if !self.check_target(target) {
             return;
         }
-        let loaded = if prepared {
-            self.prepared_block
+        let loaded = if let Some(loaded) = prepared {
+            loaded
         } else {
             if !self.ensure_index() {
                 return;
@@ -1633,20 +1631,19 @@ impl InternalIterator for TableIterator {
     /// (a block found in the block cache has its bytes' loads issued,
     /// [`Block::prefetch`]); the seek that follows seeks in the block.
     fn prepare_seek(&mut self, target: &[u8]) {
-        self.is_prepared = false;
+        self.prepared = None;
         if !self.check_target(target) || !self.ensure_index() {
             return;
         }
         let Some(index) = self.index.as_mut() else { return };
         index.seek(&self.table, target);
-        self.prepared_block = self.load_data_block();
-        self.prepared.clear();
-        self.prepared.extend_from_slice(target);
-        self.is_prepared = true;
+        self.prepared = Some(self.load_data_block());
+        self.prepared_target.clear();
+        self.prepared_target.extend_from_slice(target);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.is_prepared = false;
+        self.prepared = None;
         if !self.check_target(target) {
             return;
         }
@@ -1669,7 +1666,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn next(&mut self) {
-        self.is_prepared = false;
+        self.prepared = None;
         if !self.valid() {
             return;
         }
@@ -1680,7 +1677,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn prev(&mut self) {
-        self.is_prepared = false;
+        self.prepared = None;
         if !self.valid() {
             return;
         }
