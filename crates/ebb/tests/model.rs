@@ -283,6 +283,12 @@ fn model_on_memfs_many_seeds() {
                 o.cache_index_and_filter_blocks = true;
                 o.pin_l0_filter_and_index_blocks_in_cache = seed % 4 == 1;
             }
+            // Every third seed with a prefix extractor: tables hold prefix
+            // blooms and memtable inserts land near their prefix's hint
+            // (groups of ten keys share a 7-byte prefix).
+            if seed % 3 == 2 {
+                o.prefix_extractor = Some(ebb::prefix::fixed(7));
+            }
             o
         };
         let a = run_seed(seed, &opts, 4, 1500);

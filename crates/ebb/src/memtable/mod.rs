@@ -85,6 +85,9 @@ pub struct MemTable {
     range_del_bytes: AtomicUsize,
     /// The prefixes of the keys added (`memtable_prefix_bloom_size_ratio`).
     prefix_bloom: Option<PrefixBloom>,
+    /// The column family's prefix extractor, when the list keeps prefix
+    /// hints (`skiplist` contract 7).
+    hint_extractor: Option<Arc<dyn SliceTransform>>,
 }
 
 /// A memtable's bloom filter of key prefixes (RocksDB's memtable prefix
@@ -128,25 +131,46 @@ impl PrefixBloom {
     }
 }
 
+/// The length of `user_key`'s prefix under `extractor`, when the key is in
+/// its domain and the prefix is the key's start (0 otherwise: no hint).
+fn hint_prefix_len(extractor: &dyn SliceTransform, user_key: &[u8]) -> usize {
+    if !extractor.in_domain(user_key) {
+        return 0;
+    }
+    let prefix = extractor.transform(user_key);
+    if std::ptr::eq(prefix.as_ptr(), user_key.as_ptr()) && prefix.len() <= user_key.len() {
+        prefix.len()
+    } else {
+        0
+    }
+}
+
 impl MemTable {
     /// A new, empty memtable whose writes go to WAL `log_number`, its keys
     /// in `cmp`'s order.
     pub fn new(log_number: u64, cmp: UserComparator) -> Self {
-        Self::with_filters(log_number, cmp, None, 0)
+        Self::with_filters(log_number, cmp, None, 0, None)
     }
 
     /// A new, empty memtable with a prefix bloom filter of about `bytes`
     /// for `extractor`'s prefixes, when given, and, when `index_slots > 0`
     /// and the order is a built-in one, a hash index of user keys for point
-    /// lookups with that many 8-byte slots (`skiplist` contract 5).
+    /// lookups with that many 8-byte slots (`skiplist` contract 5), and,
+    /// when `hints` gives an extractor and a number of slots, a table of
+    /// that many 8-byte hints from the prefixes of keys to the nodes last
+    /// inserted with them, through which inserts land near their prefix's
+    /// keys (`skiplist` contract 7).
     pub fn with_filters(
         log_number: u64,
         cmp: UserComparator,
         bloom: Option<(Arc<dyn SliceTransform>, usize)>,
         index_slots: usize,
+        hints: Option<(Arc<dyn SliceTransform>, usize)>,
     ) -> Self {
+        let hints = hints.filter(|&(_, slots)| slots > 0);
+        let hint_slots = hints.as_ref().map_or(0, |&(_, slots)| slots);
         MemTable {
-            list: SkipList::with_key_index(cmp, index_slots),
+            list: SkipList::with_key_index(cmp, index_slots).with_prefix_hints(hint_slots),
             entries: AtomicU64::new(0),
             deletions: AtomicU64::new(0),
             log_number,
@@ -158,6 +182,7 @@ impl MemTable {
             range_del_count: AtomicUsize::new(0),
             range_del_bytes: AtomicUsize::new(0),
             prefix_bloom: bloom.map(|(x, bytes)| PrefixBloom::new(x, bytes)),
+            hint_extractor: hints.map(|(x, _)| x),
         }
     }
 
@@ -175,7 +200,8 @@ impl MemTable {
         if let Some(b) = &self.prefix_bloom {
             b.add(user_key);
         }
-        with_internal_key(user_key, seq, kind, |ikey| self.list.insert(ikey, value));
+        let prefix_len = self.hint_extractor.as_ref().map_or(0, |x| hint_prefix_len(x.as_ref(), user_key));
+        with_internal_key(user_key, seq, kind, |ikey| self.list.insert_with_prefix(ikey, value, prefix_len));
     }
 
     /// Readies the inserts of `entries` (sequence, kind, user key), which

@@ -47,6 +47,17 @@
 //!    (from the index) and that node's predecessor, without a descent, once
 //!    it has checked that the two are still adjacent and that the key falls
 //!    strictly between them ([`SkipList::insert_before_newest`]).
+//! 7. A list made [`SkipList::with_prefix_hints`] keeps, for the writer
+//!    alone, a table from a hash of a key prefix (the column family's
+//!    prefix extractor, given with each insert) to the node last inserted
+//!    with that prefix. An insert with a tower of height 1 whose prefix has a
+//!    hint walks level 0 from that node, through successors or recorded
+//!    predecessors, at most [`HINT_WALK`] steps, to where the key belongs,
+//!    and links it there, once it has checked that the hint is still in the
+//!    list, that the two nodes it lands between are adjacent and that the
+//!    key falls strictly between them ([`SkipList::insert_near_hint`]).
+//!    Keys that share a prefix are neighbours in the list, so a key whose
+//!    prefix the memtable holds needs no descent. Anything else descends.
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -252,15 +263,28 @@ impl Drop for Arena {
     }
 }
 
+/// Most level-0 steps an insert takes from its prefix's hint (contract 7)
+/// before it gives up and descends: a descent of a full memtable meets
+/// about twenty nodes.
+const HINT_WALK: usize = 8;
+
 /// The writer's state, behind the mutex.
 struct Writer {
     arena: Arena,
     rng: u64,
     /// Recent inserts' luck at splicing in ([`SkipList::insert_before_newest`]).
     splice_odds: SpliceOdds,
+    /// Per slot (a hash of a key prefix), the node last inserted with a
+    /// prefix of that hash, or 0 (contract 7); empty: no hints.
+    hints: Box<[usize]>,
+    /// Recent inserts' luck at landing near their hint.
+    hint_odds: SpliceOdds,
     /// Inserts spliced in before their key's newest node (tests).
     #[cfg(test)]
     spliced: usize,
+    /// Inserts linked in near their prefix's hint (tests).
+    #[cfg(test)]
+    hinted: usize,
 }
 
 /// Whether an insert tries to splice in before its key's newest node. The
@@ -559,6 +583,8 @@ pub(crate) struct SkipList {
     index: Option<KeyIndexes>,
     /// Bytes of all nodes (contract 4).
     bytes: AtomicUsize,
+    /// Bytes of the prefix hints (contract 7).
+    hint_bytes: AtomicUsize,
     /// The order of the keys (contract 1).
     cmp: UserComparator,
 }
@@ -587,11 +613,16 @@ impl SkipList {
                 arena,
                 rng: 0x9E37_79B9_7F4A_7C15,
                 splice_odds: SpliceOdds { score: 0, inserts: 0 },
+                hints: Box::default(),
+                hint_odds: SpliceOdds { score: 0, inserts: 0 },
                 #[cfg(test)]
                 spliced: 0,
+                #[cfg(test)]
+                hinted: 0,
             }),
             index: None,
             bytes: AtomicUsize::new(0),
+            hint_bytes: AtomicUsize::new(0),
             cmp,
         }
     }
@@ -616,10 +647,18 @@ impl SkipList {
         list
     }
 
-    /// Bytes of the key index: its first tier from the start, its second
-    /// once made.
+    /// The list with a table of `slots` prefix hints (contract 7; none
+    /// when 0).
+    pub(crate) fn with_prefix_hints(self, slots: usize) -> Self {
+        self.writer.lock().hints = vec![0usize; slots].into_boxed_slice();
+        self.hint_bytes.store(slots * std::mem::size_of::<usize>(), AtomicOrdering::Relaxed);
+        self
+    }
+
+    /// Bytes of the key index (its first tier from the start, its second
+    /// once made) and of the prefix hints.
     pub(crate) fn index_bytes(&self) -> usize {
-        self.index.as_ref().map_or(0, KeyIndexes::bytes)
+        self.index.as_ref().map_or(0, KeyIndexes::bytes) + self.hint_bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// The order of the keys.
@@ -641,19 +680,47 @@ impl SkipList {
         unsafe { Node::next(self.head(), 0).is_null() }
     }
 
-    /// Inserts `(key, value)`, replacing an entry with an equal key.
+    /// Inserts `(key, value)`, replacing an entry with an equal key (tests:
+    /// the memtable gives every insert its prefix).
+    #[cfg(test)]
     pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
+        self.insert_with_prefix(key, value, 0);
+    }
+
+    /// [`SkipList::insert`] of a key whose user key starts with a prefix of
+    /// `prefix_len` bytes (0: none), the key of its hint (contract 7).
+    pub(crate) fn insert_with_prefix(&self, key: &[u8], value: &[u8], prefix_len: usize) {
         let mut w = self.writer.lock();
         // The key's index slot loads while the list is descended.
         let hash = self.index.as_ref().map(|index| index.prefetch(crate::key::user_key(key)));
+        let hint = match crate::key::user_key(key).get(..prefix_len) {
+            Some(prefix) if prefix_len > 0 && !w.hints.is_empty() => {
+                let slot = hint_slot(prefix, w.hints.len());
+                prefetch(ptr::addr_of!(w.hints[slot]).cast());
+                Some(slot)
+            }
+            _ => None,
+        };
         let new_height = random_height(&mut w.rng);
-        if let (1, Some(index), Some(hash)) = (new_height, &self.index, hash) {
-            if w.splice_odds.worth_trying() {
-                let spliced = self.insert_before_newest(&mut w, index, hash, key, value);
-                w.splice_odds.record(spliced);
-                if spliced {
-                    return;
+        if new_height == 1 {
+            let mut linked = None;
+            if let (Some(index), Some(hash)) = (&self.index, hash) {
+                if w.splice_odds.worth_trying() {
+                    linked = self.insert_before_newest(&mut w, index, hash, key, value);
+                    w.splice_odds.record(linked.is_some());
                 }
+            }
+            if let (None, Some(slot)) = (linked, hint) {
+                if w.hint_odds.worth_trying() {
+                    linked = self.insert_near_hint(&mut w, slot, prefix_len, hash, key, value);
+                    w.hint_odds.record(linked.is_some());
+                }
+            }
+            if let Some(node) = linked {
+                if let Some(slot) = hint {
+                    w.hints[slot] = node as usize;
+                }
+                return;
             }
         }
         let mut prev = [self.head(); MAX_HEIGHT];
@@ -695,6 +762,9 @@ impl SkipList {
         if let (Some(index), Some(hash)) = (&self.index, hash) {
             index.insert(node, key, hash);
         }
+        if let Some(slot) = hint {
+            w.hints[slot] = node as usize;
+        }
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
 
@@ -723,40 +793,153 @@ impl SkipList {
     /// overwrites) then needs no descent, only the newest node and its
     /// recorded predecessor. The splice is checked, not trusted: the
     /// predecessor must link to that node, and the key must fall strictly
-    /// between the two; otherwise nothing changes and false is returned (the
-    /// caller descends). Writer only, under `w`.
-    fn insert_before_newest(&self, w: &mut Writer, index: &KeyIndexes, hash: u64, key: &[u8], value: &[u8]) -> bool {
-        let Indexed::Newest(newest) = index.lookup_hashed(crate::key::user_key(key), hash) else { return false };
+    /// between the two; otherwise nothing changes and `None` is returned
+    /// (the caller descends). Writer only, under `w`.
+    fn insert_before_newest(
+        &self,
+        w: &mut Writer,
+        index: &KeyIndexes,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+    ) -> Option<*const Node> {
+        let Indexed::Newest(newest) = index.lookup_hashed(crate::key::user_key(key), hash) else { return None };
         // SAFETY: a slot's pointer is to a published node of this list
         // (contract 5); a recorded predecessor is the head or a node of this
-        // list (`set_prev`), and only this writer changes links.
+        // list (`set_prev`).
         let p = unsafe { Node::prev(newest) };
-        // SAFETY: as above; `p` is read only when not null.
+        let node = self.link_between(w, p, newest, key, value)?;
+        index.insert(node, key, hash);
+        #[cfg(test)]
+        {
+            w.spliced += 1;
+        }
+        Some(node)
+    }
+
+    /// Inserts `(key, value)` as a tower of height 1 near the node hinted
+    /// for its prefix in `slot` (contract 7), `prefix_len` bytes of its user
+    /// key: walks level 0 from the hint (forward through links, back through
+    /// recorded predecessors) at most [`HINT_WALK`] steps to the nodes the
+    /// key falls between, and links it there, checked as
+    /// [`SkipList::insert_before_newest`] does. `None` (nothing changed)
+    /// when the slot is empty or holds another prefix's node, the hint left
+    /// the list (a replace unlinked it), the walk is longer, or the list
+    /// holds an equal key. Writer only, under `w`.
+    fn insert_near_hint(
+        &self,
+        w: &mut Writer,
+        slot: usize,
+        prefix_len: usize,
+        hash: Option<u64>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Option<*const Node> {
+        let hint = w.hints[slot] as *const Node;
+        if hint.is_null() {
+            return None;
+        }
+        let head = self.head();
+        // SAFETY: a hint is a node this writer linked into this list (nodes
+        // live as long as the list); a recorded predecessor is null, the
+        // head or a node of this list, and only this writer changes links
+        // and predecessors, so the walk reads nodes of this list.
+        let (p, n) = unsafe {
+            let hint_key = Node::key(hint);
+            if crate::key::user_key(hint_key).get(..prefix_len) != crate::key::user_key(key).get(..prefix_len) {
+                return None;
+            }
+            // A replaced node keeps its predecessor, which links past it.
+            let hp = Node::prev(hint);
+            if hp.is_null() || !ptr::eq(Node::next(hp, 0), hint) {
+                return None;
+            }
+            match self.cmp.compare_internal(hint_key, key) {
+                Ordering::Equal => return None,
+                Ordering::Less => {
+                    let mut p = hint;
+                    let mut steps = 0;
+                    loop {
+                        let n = Node::next(p, 0);
+                        if n.is_null() || self.cmp.compare_internal(key, Node::key(n)) == Ordering::Less {
+                            break (p, n.cast_const());
+                        }
+                        steps += 1;
+                        if steps == HINT_WALK {
+                            return None;
+                        }
+                        p = n;
+                    }
+                }
+                Ordering::Greater => {
+                    let mut n = hint;
+                    let mut steps = 0;
+                    loop {
+                        let p = Node::prev(n);
+                        if p.is_null() {
+                            return None;
+                        }
+                        if ptr::eq(p, head) || self.cmp.compare_internal(Node::key(p), key) == Ordering::Less {
+                            break (p, n);
+                        }
+                        steps += 1;
+                        if steps == HINT_WALK {
+                            return None;
+                        }
+                        n = p;
+                    }
+                }
+            }
+        };
+        let node = self.link_between(w, p, n, key, value)?;
+        if let (Some(index), Some(hash)) = (&self.index, hash) {
+            index.insert(node, key, hash);
+        }
+        #[cfg(test)]
+        {
+            w.hinted += 1;
+        }
+        Some(node)
+    }
+
+    /// Links `(key, value)` as a tower of height 1 between `p` and `n` (null:
+    /// the end of the list) when `p` links to `n` at level 0 and the key
+    /// falls strictly between them (`p` the head, or below the key; `n`
+    /// null, or above it); `None`, changing nothing, otherwise. Counts the
+    /// node's bytes; the caller indexes it. Writer only, under `w`.
+    fn link_between(
+        &self,
+        w: &mut Writer,
+        p: *const Node,
+        n: *const Node,
+        key: &[u8],
+        value: &[u8],
+    ) -> Option<*const Node> {
+        // SAFETY: `p` is null, the head or a node of this list, `n` null or
+        // a node of this list (callers' contract); each is read only when
+        // not null, and only this writer changes links.
         let fits = unsafe {
             !p.is_null()
-                && ptr::eq(Node::next(p, 0), newest)
-                && self.cmp.compare_internal(key, Node::key(newest)) == Ordering::Less
+                && ptr::eq(Node::next(p, 0), n)
+                && (n.is_null() || self.cmp.compare_internal(key, Node::key(n)) == Ordering::Less)
                 && (ptr::eq(p, self.head()) || self.cmp.compare_internal(Node::key(p), key) == Ordering::Less)
         };
         if !fits {
-            return false;
+            return None;
         }
         let (node, size) = Self::new_node(w, 1, key, value);
         // SAFETY: `node` is whole, with one link; it is published by the
         // predecessor's `Release` store after its own link is set.
         unsafe {
-            Node::set_next(node, 0, newest.cast_mut());
+            Node::set_next(node, 0, n.cast_mut());
             Node::set_next(p, 0, node);
             Node::set_prev(node, p);
-            Node::set_prev(newest, node);
+            if !n.is_null() {
+                Node::set_prev(n, node);
+            }
         }
-        index.insert(node, key, hash);
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
-        #[cfg(test)]
-        {
-            w.spliced += 1;
-        }
-        true
+        Some(node)
     }
 
     /// The last node `< key` (the head if none) and the first node `>= key`
@@ -1030,6 +1213,12 @@ impl Cursor {
     }
 }
 
+/// The hint slot of `prefix` in a table of `slots` (not 0) slots
+/// (Lemire's multiply-shift range reduction of its hash).
+fn hint_slot(prefix: &[u8], slots: usize) -> usize {
+    ((u128::from(xxhash_rust::xxh3::xxh3_64(prefix)) * slots as u128) >> 64) as usize
+}
+
 /// A tower height: 1, then each further level with probability 1/BRANCHING.
 fn random_height(rng: &mut u64) -> usize {
     let mut height = 1;
@@ -1276,6 +1465,92 @@ mod tests {
                 assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
             }
         }
+    }
+
+    /// A user key of a 2-byte prefix and a 4-byte rest.
+    fn prefixed(prefix: u16, rest: u32) -> Vec<u8> {
+        let mut k = prefix.to_be_bytes().to_vec();
+        k.extend_from_slice(&rest.to_be_bytes());
+        k
+    }
+
+    #[test]
+    fn inserts_land_near_their_prefixs_hint_and_keep_every_level_sorted() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+        let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
+        // (name, list, prefixes, keys per prefix, fewest hinted inserts):
+        // about 3 in 4 inserts get a tower of height 1, and most find a key
+        // of their prefix already there. Four slots for 200 prefixes: most
+        // hints are another prefix's and are passed over; prefixes of
+        // thousands of keys walk further than a hint allows, mostly.
+        for (name, list, prefixes, per_prefix, fewest) in [
+            ("bytewise", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024), 200, 10, 2000),
+            ("reverse", SkipList::with_key_index(reverse, 1 << 12).with_prefix_hints(1024), 200, 10, 2000),
+            ("no key index", SkipList::new(UserComparator::BYTEWISE).with_prefix_hints(1024), 200, 10, 2000),
+            ("shared slots", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(4), 200, 10, 0),
+            ("long prefixes", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024), 2, 3000, 0),
+        ] {
+            let mut model: std::collections::HashMap<Vec<u8>, Vec<u8>> = std::collections::HashMap::new();
+            let mut inserted: Vec<Vec<u8>> = Vec::new();
+            for i in 0..6000u32 {
+                // Mostly new keys, some new versions of a key inserted
+                // before, some exact repeats (which replace).
+                let key = match rng.gen_range(0..20) {
+                    0 if !inserted.is_empty() => inserted[rng.gen_range(0..inserted.len())].clone(),
+                    1 if !inserted.is_empty() => {
+                        let k = &inserted[rng.gen_range(0..inserted.len())];
+                        make_internal_key(crate::key::user_key(k), rng.gen_range(1..1000), ValueKind::Value)
+                    }
+                    _ => {
+                        let user = prefixed(rng.gen_range(0..prefixes), rng.gen_range(0..per_prefix));
+                        make_internal_key(&user, rng.gen_range(1..1000), ValueKind::Value)
+                    }
+                };
+                let value = i.to_le_bytes().to_vec();
+                list.insert_with_prefix(&key, &value, 2);
+                model.insert(key.clone(), value);
+                inserted.push(key);
+            }
+            let mut model: Vec<_> = model.into_iter().collect();
+            model.sort_by(|a, b| list.cmp.compare_internal(&a.0, &b.0));
+            assert_eq!(all(&list), model, "{name}: contents or order");
+            check_levels(&list, name);
+            let hinted = list.writer.lock().hinted;
+            assert!(hinted > fewest, "{name}: only {hinted} inserts landed near their hint");
+            if list.index.is_some() {
+                for (k, v) in model.iter().step_by(7) {
+                    let mut c = list.cursor();
+                    c.seek_versions(&list, k);
+                    assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_hint_a_replace_unlinked_is_not_followed() {
+        let list = SkipList::new(UserComparator::BYTEWISE).with_prefix_hints(16);
+        // (Towers' heights come from the list's seeded generator: the
+        // inserts below are the same on every run.)
+        let a = make_internal_key(&prefixed(1, 10), 5, ValueKind::Value);
+        list.insert_with_prefix(&a, b"old", 2);
+        // The same key, inserted without a prefix: it replaces the hinted
+        // node, and the hint is left pointing at the unlinked one.
+        list.insert(&a, b"new");
+        let before = list.writer.lock().hinted;
+        for rest in [11, 9, 12, 8] {
+            list.insert_with_prefix(&make_internal_key(&prefixed(1, rest), 5, ValueKind::Value), b"v", 2);
+        }
+        let keys: Vec<_> = all(&list).into_iter().map(|(k, v)| (crate::key::user_key(&k).to_vec(), v)).collect();
+        let want: Vec<_> = [(8, &b"v"[..]), (9, b"v"), (10, b"new"), (11, b"v"), (12, b"v")]
+            .into_iter()
+            .map(|(r, v)| (prefixed(1, r), v.to_vec()))
+            .collect();
+        assert_eq!(keys, want);
+        check_levels(&list, "after a replace");
+        // The hint of the unlinked node was refused; the inserts after the
+        // first one of the prefix's new keys used the fresh hints.
+        assert!(list.writer.lock().hinted > before, "the fresh hints are used");
     }
 
     #[test]

@@ -61,6 +61,120 @@ impl KeyOrder {
     fn key_is_well_formed(&self, key: &[u8]) -> bool {
         !matches!(self, KeyOrder::Internal(_)) || key.len() >= TRAILER_LEN
     }
+
+    /// How this order's keys map to key heads, or `None` when they do not
+    /// (the plain bytewise order of small meta blocks, and user comparators,
+    /// whose order the first bytes need not follow).
+    fn head_form(&self) -> Option<HeadForm> {
+        let (cmp, internal) = match self {
+            KeyOrder::Bytewise => return None,
+            KeyOrder::Internal(cmp) => (cmp, true),
+            KeyOrder::UserKeys(cmp) => (cmp, false),
+        };
+        let reverse = if cmp.is_bytewise() {
+            false
+        } else if cmp.is_reverse_bytewise() {
+            true
+        } else {
+            return None;
+        };
+        Some(HeadForm { internal, reverse })
+    }
+}
+
+/// Which keys a block's key heads were taken from: entries that are
+/// internal keys (or user keys), in the bytewise order (or its reverse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeadForm {
+    internal: bool,
+    reverse: bool,
+}
+
+impl HeadForm {
+    /// The head of user key `user`: its first 8 bytes, zero-padded, as a
+    /// big-endian number, inverted in the reverse order. Never decreasing
+    /// in the order: where two keys differ within their first 8 bytes the
+    /// heads differ the same way, and otherwise they are equal (a key that
+    /// is a prefix of the other pads with zeros, the smallest byte).
+    fn of_user_key(self, user: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        let n = user.len().min(8);
+        b[..n].copy_from_slice(&user[..n]);
+        let h = u64::from_be_bytes(b);
+        if self.reverse {
+            !h
+        } else {
+            h
+        }
+    }
+
+    /// The head of an entry key (`None`: an internal key too short to hold
+    /// its trailer, which the iterator reports as corruption).
+    fn of_entry(self, key: &[u8]) -> Option<u64> {
+        if !self.internal {
+            return Some(self.of_user_key(key));
+        }
+        key.len().checked_sub(TRAILER_LEN).map(|n| self.of_user_key(&key[..n]))
+    }
+
+    /// The head of a seek target: an internal key, whose user key both
+    /// forms compare (one too short for a trailer is compared whole, as
+    /// [`KeyOrder::compare`] and `compare_internal` do).
+    fn of_target(self, target: &[u8]) -> u64 {
+        let user = target.len().checked_sub(TRAILER_LEN).map_or(target, |n| &target[..n]);
+        self.of_user_key(user)
+    }
+}
+
+/// A block's key heads: one per restart point, the head of its key
+/// ([`HeadForm::of_user_key`]), so a seek narrows its binary search over
+/// the restart points in arrays of numbers before comparing whole keys
+/// (two dependent misses a step: the restart offset, then the key) only
+/// among restarts whose heads equal the target's. Built for index blocks,
+/// whose restart array is long (one entry per data block). Every
+/// [`KeyHeads::STRIDE`]th head is also kept in `top`, small enough to stay
+/// in the CPU cache: a search reads `top`, then one stride of `heads`.
+#[derive(Debug)]
+struct KeyHeads {
+    form: HeadForm,
+    heads: Box<[u64]>,
+    top: Box<[u64]>,
+}
+
+impl KeyHeads {
+    /// Heads per sample in `top` (two cache lines of `heads`).
+    const STRIDE: usize = 16;
+
+    fn new(form: HeadForm, heads: Vec<u64>) -> Self {
+        let top = heads.iter().step_by(Self::STRIDE).copied().collect();
+        KeyHeads { form, heads: heads.into_boxed_slice(), top }
+    }
+
+    fn bytes(&self) -> usize {
+        8 * (self.heads.len() + self.top.len())
+    }
+
+    /// The restarts whose head is `t`: those before hold keys below any
+    /// with head `t`, those after keys above. As `(first, end)`.
+    fn equal_range(&self, t: u64) -> (usize, usize) {
+        let heads = &self.heads[..];
+        // `top[j]` is `heads[STRIDE * j]`: the first head `>= t` is after
+        // the last sample below `t` and at or before the next sample.
+        let j = self.top.partition_point(|&h| h < t);
+        let start = Self::STRIDE * j.saturating_sub(1);
+        let end = (Self::STRIDE * j).min(heads.len());
+        let first = start + heads[start..end].partition_point(|&h| h < t);
+        // Few restarts share a head: walk a stride, then search.
+        let mut through = first;
+        let walk_end = (first + Self::STRIDE).min(heads.len());
+        while through < walk_end && heads[through] <= t {
+            through += 1;
+        }
+        if through == walk_end && walk_end < heads.len() {
+            through += heads[walk_end..].partition_point(|&h| h <= t);
+        }
+        (first, through)
+    }
 }
 
 /// The uncompressed contents of one block, checked enough to iterate safely.
@@ -70,6 +184,8 @@ pub struct Block {
     /// Offset of the restart array: entries live in `data[..restart_offset]`.
     restart_offset: usize,
     num_restarts: usize,
+    /// The restart keys' heads, when built ([`Block::with_key_heads`]).
+    heads: Option<KeyHeads>,
 }
 
 /// A block's bytes: a buffer of its own, or a view of a memory-mapped file
@@ -126,7 +242,7 @@ impl Block {
             return Err(format!("block of {len} bytes claims {num_restarts} restart points"));
         }
         let restart_offset = len - 4 - 4 * num_restarts;
-        let block = Block { data, restart_offset, num_restarts };
+        let block = Block { data, restart_offset, num_restarts, heads: None };
         let mut previous = None;
         for i in 0..num_restarts {
             let r = block.restart_point(i);
@@ -139,9 +255,31 @@ impl Block {
         Ok(block)
     }
 
-    /// Bytes held, for cache charging.
+    /// The block with the heads of its restart keys in `order`, which
+    /// narrow its seeks ([`KeyHeads`]): for an index block. Without them
+    /// when the order has no heads, or when a restart key does not decode
+    /// (the iterator then finds and reports the damage as without heads).
+    pub fn with_key_heads(mut self, order: &KeyOrder) -> Block {
+        let Some(form) = order.head_form() else { return self };
+        let mut heads = Vec::with_capacity(self.num_restarts);
+        let mut it = BlockIterator::new(&self, order.clone());
+        for i in 0..self.num_restarts {
+            let Some((start, end)) = it.restart_key(i) else { return self };
+            let Some(h) = form.of_entry(&self.data[start..end]) else { return self };
+            heads.push(h);
+        }
+        self.heads = Some(KeyHeads::new(form, heads));
+        self
+    }
+
+    /// True when the block carries key heads (in any order).
+    pub fn has_key_heads(&self) -> bool {
+        self.heads.is_some()
+    }
+
+    /// Bytes held, for cache charging: the contents and the key heads.
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data.len() + self.heads.as_ref().map_or(0, KeyHeads::bytes)
     }
 
     /// The block's bytes as stored: entries, restart array and count.
@@ -220,6 +358,20 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
         }
     }
 
+    /// An unpositioned iterator over `block` that builds its keys in `buf`
+    /// (cleared): the buffer of an iterator over a block read before
+    /// ([`BlockIterator::into_key_buffer`]), so moving to the next block
+    /// allocates nothing.
+    pub fn with_key_buffer(block: B, order: KeyOrder, mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        BlockIterator { key: buf, ..BlockIterator::new(block, order) }
+    }
+
+    /// The buffer the iterator built its keys in, for the next block's.
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
     /// True when positioned at an entry.
     pub fn valid(&self) -> bool {
         self.valid
@@ -271,6 +423,15 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
         }
         // Binary search for the last restart point whose key is < target.
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        if let Some(kh) = self.block.heads.as_ref().filter(|kh| Some(kh.form) == self.order.head_form()) {
+            // Restarts whose head is below the target's hold smaller keys,
+            // those whose head is above it larger ones: only the restarts
+            // with the target's head need whole keys compared.
+            let t = kh.form.of_target(target);
+            let (below, through) = kh.equal_range(t);
+            left = below.saturating_sub(1);
+            right = through.saturating_sub(1);
+        }
         while left < right {
             let mid = left + (right - left).div_ceil(2);
             let Some((start, end)) = self.restart_key(mid) else {
@@ -546,6 +707,87 @@ mod tests {
             prop_assert!(it.corruption().is_none());
         }
 
+        /// Seeks narrowed by key heads land where the plain binary search
+        /// does and where a sorted vector says, in both built-in orders, for
+        /// internal-key and user-key entries; keys of 0 to 11 bytes over a
+        /// small alphabet make many restarts share a head and short keys pad.
+        #[test]
+        fn seeks_narrowed_by_key_heads_land_where_plain_seeks_do(
+            raw in prop::collection::vec(
+                (prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b']), 0..12), 0u64..3), 0..150),
+            targets in prop::collection::vec(
+                (prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b', b'c']), 0..12), 0u64..4), 1..30),
+            interval in prop_oneof![3 => Just(1usize), 1 => 2usize..5],
+            reverse in any::<bool>(),
+            internal in any::<bool>(),
+        ) {
+            let cmp = UserComparator::new(&if reverse {
+                crate::comparator::reverse_bytewise()
+            } else {
+                crate::comparator::bytewise()
+            });
+            let order = if internal { KeyOrder::Internal(cmp.clone()) } else { KeyOrder::UserKeys(cmp.clone()) };
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = raw
+                .into_iter()
+                .map(|(uk, seq)| {
+                    let k = if internal { make_internal_key(&uk, seq, ValueKind::Value) } else { uk };
+                    (k, seq.to_le_bytes().to_vec())
+                })
+                .collect();
+            let entry_order = |a: &[u8], b: &[u8]| if internal { cmp.compare_internal(a, b) } else { cmp.compare(a, b) };
+            entries.sort_by(|a, b| entry_order(&a.0, &b.0));
+            entries.dedup_by(|a, b| entry_order(&a.0, &b.0) == Ordering::Equal);
+            let mut b = BlockBuilder::new(interval);
+            for (k, v) in &entries {
+                b.add(k, v);
+            }
+            let raw_block = b.finish();
+            let plain = Arc::new(Block::new(raw_block.clone()).unwrap());
+            let headed = Arc::new(Block::new(raw_block).unwrap().with_key_heads(&order));
+            // (An empty block has one restart point and no key there.)
+            prop_assert_eq!(headed.has_key_heads(), !entries.is_empty());
+            let heads_size = if entries.is_empty() { 0 } else { 8 * (plain.num_restarts + plain.num_restarts.div_ceil(16)) };
+            prop_assert_eq!(headed.size(), plain.size() + heads_size);
+            let mut p = BlockIterator::new(plain, order.clone());
+            let mut h = BlockIterator::new(headed, order.clone());
+            for (uk, seq) in &targets {
+                let t = make_internal_key(uk, *seq, ValueKind::Value);
+                let ge = entries.partition_point(|(k, _)| order.compare(k, &t) == Ordering::Less);
+                p.seek(&t);
+                h.seek(&t);
+                prop_assert_eq!(h.valid(), ge < entries.len());
+                prop_assert_eq!(p.valid(), h.valid());
+                if h.valid() {
+                    prop_assert_eq!(h.key(), &entries[ge].0[..]);
+                    prop_assert_eq!(p.key(), h.key());
+                }
+                p.seek_for_prev(&t);
+                h.seek_for_prev(&t);
+                prop_assert_eq!(p.valid(), h.valid());
+                if h.valid() {
+                    prop_assert_eq!(p.key(), h.key());
+                }
+            }
+            prop_assert!(h.corruption().is_none());
+        }
+
+        /// The sampled search finds exactly the run of equal heads, for
+        /// runs shorter and longer than a stride and targets between, below
+        /// and above every head.
+        #[test]
+        fn key_heads_find_the_run_of_a_targets_head(
+            mut heads in prop::collection::vec(0u64..40, 0..200),
+            targets in prop::collection::vec(0u64..45, 1..20),
+        ) {
+            heads.sort_unstable();
+            let kh = KeyHeads::new(HeadForm { internal: true, reverse: false }, heads.clone());
+            for t in targets {
+                let first = heads.partition_point(|&h| h < t);
+                let through = heads.partition_point(|&h| h <= t);
+                prop_assert_eq!(kh.equal_range(t), (first, through), "target {}", t);
+            }
+        }
+
         #[test]
         fn random_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..200), target in target_strategy()) {
             if let Ok(block) = Block::new(data) {
@@ -559,6 +801,49 @@ mod tests {
                     it.seek_for_prev(&target);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn key_heads_are_built_only_for_orders_they_follow() {
+        let mut b = BlockBuilder::new(1);
+        for k in [&b"apple"[..], b"banana", b"cherry"] {
+            b.add(&make_internal_key(k, 1, ValueKind::Value), b"v");
+        }
+        let raw = b.finish();
+        let custom: Arc<dyn crate::comparator::Comparator> = Arc::new(Custom);
+        for (order, heads) in [
+            (KeyOrder::INTERNAL_BYTEWISE, true),
+            (KeyOrder::Internal(UserComparator::new(&crate::comparator::reverse_bytewise())), true),
+            (KeyOrder::Bytewise, false),
+            (KeyOrder::Internal(UserComparator::new(&custom)), false),
+        ] {
+            assert_eq!(Block::new(raw.clone()).unwrap().with_key_heads(&order).has_key_heads(), heads, "{order:?}");
+        }
+        // Heads built in one order are not used by an iterator in another.
+        let headed = Arc::new(Block::new(raw).unwrap().with_key_heads(&KeyOrder::INTERNAL_BYTEWISE));
+        let mut it = BlockIterator::new(headed, KeyOrder::Bytewise);
+        it.seek(&make_internal_key(b"banana", 1, ValueKind::Value));
+        assert_eq!(it.key(), &make_internal_key(b"banana", 1, ValueKind::Value)[..]);
+        // A restart key too short for an internal key: no heads, and the
+        // iterator reports the damage as it would without them.
+        let mut b = BlockBuilder::new(1);
+        b.add(b"abc", b"1");
+        let block = Block::new(b.finish()).unwrap().with_key_heads(&KeyOrder::INTERNAL_BYTEWISE);
+        assert!(!block.has_key_heads());
+        let mut it = BlockIterator::new(Arc::new(block), KeyOrder::INTERNAL_BYTEWISE);
+        it.seek(&make_internal_key(b"a", 1, ValueKind::Value));
+        assert!(it.corruption().unwrap().contains("too short"), "{:?}", it.corruption());
+    }
+
+    /// A user comparator (bytewise in fact, but not known to be).
+    struct Custom;
+    impl crate::comparator::Comparator for Custom {
+        fn name(&self) -> &str {
+            "test.Custom"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+            a.cmp(b)
         }
     }
 

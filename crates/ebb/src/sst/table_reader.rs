@@ -192,8 +192,9 @@ impl BlockReader {
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
-    /// The index or filter block at `handle`, always verified.
-    fn read_meta(&self, handle: BlockHandle, kind: BlockKind) -> Result<CacheValue> {
+    /// The index or filter block at `handle`, always verified; an index
+    /// block with its key heads in `index_order` ([`Block::with_key_heads`]).
+    fn read_meta(&self, handle: BlockHandle, kind: BlockKind, index_order: &KeyOrder) -> Result<CacheValue> {
         Ok(match kind {
             BlockKind::Filter => {
                 let contents = match self.read_contents(handle, true, None)? {
@@ -202,7 +203,8 @@ impl BlockReader {
                 };
                 CacheValue::new(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
             }
-            BlockKind::Data | BlockKind::Index => CacheValue::new(self.read(handle, true, None)?),
+            BlockKind::Index => CacheValue::new(self.read(handle, true, None)?.with_key_heads(index_order)),
+            BlockKind::Data => CacheValue::new(self.read(handle, true, None)?),
         })
     }
 }
@@ -412,15 +414,20 @@ impl Table {
             }
         };
 
+        let index_order = if footer.index_key_is_user_key() {
+            KeyOrder::UserKeys(cmp.clone())
+        } else {
+            KeyOrder::Internal(cmp.clone())
+        };
         let filter = match filter_handle {
-            Some(h) => Some((h, reader.read_meta(h, BlockKind::Filter)?)),
+            Some(h) => Some((h, reader.read_meta(h, BlockKind::Filter, &index_order)?)),
             None => None,
         };
-        let index = reader.read_meta(footer.index, BlockKind::Index)?;
+        let index = reader.read_meta(footer.index, BlockKind::Index, &index_order)?;
         // The top-level filter index of partitioned filters stays with the
         // table (one entry per partition); the partitions go through the cache.
         let filter_partitions = match partitioned_filter_handle {
-            Some(h) => Some(Arc::new(reader.read(h, true, None)?)),
+            Some(h) => Some(Arc::new(reader.read(h, true, None)?.with_key_heads(&index_order))),
             None => None,
         };
 
@@ -451,11 +458,7 @@ impl Table {
             file_size,
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
-            index_order: if footer.index_key_is_user_key() {
-                KeyOrder::UserKeys(cmp.clone())
-            } else {
-                KeyOrder::Internal(cmp.clone())
-            },
+            index_order,
             data_order: KeyOrder::Internal(cmp),
             index,
             filter_partitions,
@@ -901,7 +904,7 @@ impl Table {
             MetaBlock::Cached(handle) => *handle,
         };
         let Some(cache) = &self.cache else {
-            return Ok(MetaRef::Held(CacheHandle::uncached(self.reader.read_meta(handle, kind)?)));
+            return Ok(MetaRef::Held(CacheHandle::uncached(self.reader.read_meta(handle, kind, &self.index_order)?)));
         };
         if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
             cache.stats().record_hit(kind);
@@ -914,7 +917,7 @@ impl Table {
     /// (verified) and inserted with the index and filter blocks' priority.
     fn load_meta(&self, cache: &dyn BlockCache, handle: BlockHandle, kind: BlockKind) -> Result<CacheHandle> {
         cache.stats().record_miss(kind);
-        let value = self.reader.read_meta(handle, kind)?;
+        let value = self.reader.read_meta(handle, kind, &self.index_order)?;
         insert_counted(cache, CacheKey::new(self.cache_id, handle.offset), value, self.meta_priority, kind)
     }
 
@@ -1485,7 +1488,8 @@ impl TableIterator {
         }
         match self.table.data_block(handle, &self.rs, self.prefetch.as_mut()) {
             Ok((block, pin)) => {
-                self.data = Some(BlockIterator::new(block, self.table.data_order.clone()));
+                let buf = self.data.take().map(BlockIterator::into_key_buffer).unwrap_or_default();
+                self.data = Some(BlockIterator::with_key_buffer(block, self.table.data_order.clone(), buf));
                 self.data_pin = pin;
                 self.data_handle = handle;
                 true
