@@ -1010,11 +1010,12 @@ impl DbInner {
             )),
             _ => None,
         };
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let n = 1 + sv.imm.len() + sv.version.levels[0].len() + sv.version.levels.len();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(n);
         // Per child, a sequence none of its entries is above (a memtable's
         // is not fixed): range tombstones let the iterator skip the older
         // children over what they delete.
-        let mut newest = Vec::new();
+        let mut newest = Vec::with_capacity(n);
         for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
             children.push(Box::new(mem.iter()));
             newest.push(SequenceNumber::MAX);

@@ -20,6 +20,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use crate::comparator::UserComparator;
 use crate::key::TRAILER_LEN;
@@ -319,6 +320,11 @@ struct EntryHeader {
     value_end: usize,
 }
 
+/// A block iterator's current key: held inline up to 32 bytes (the internal
+/// keys of user keys up to 24 bytes), so an iterator made for one seek (a
+/// new `DbIterator` per seek makes one per table) allocates nothing for it.
+pub type KeyBuf = SmallVec<[u8; 32]>;
+
 /// A cursor over a [`Block`], in both directions.
 ///
 /// Follows the [`crate::iter::InternalIterator`] contract except for error
@@ -334,7 +340,7 @@ pub struct BlockIterator<B: Deref<Target = Block> = Arc<Block>> {
     next_offset: usize,
     /// Index of the restart region holding `current`.
     restart_index: usize,
-    key: Vec<u8>,
+    key: KeyBuf,
     value: (usize, usize),
     valid: bool,
     corruption: Option<String>,
@@ -351,7 +357,7 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
             current: 0,
             next_offset: 0,
             restart_index: 0,
-            key: Vec::new(),
+            key: KeyBuf::new(),
             value: (0, 0),
             valid: false,
             corruption: None,
@@ -362,13 +368,13 @@ impl<B: Deref<Target = Block>> BlockIterator<B> {
     /// (cleared): the buffer of an iterator over a block read before
     /// ([`BlockIterator::into_key_buffer`]), so moving to the next block
     /// allocates nothing.
-    pub fn with_key_buffer(block: B, order: KeyOrder, mut buf: Vec<u8>) -> Self {
+    pub fn with_key_buffer(block: B, order: KeyOrder, mut buf: KeyBuf) -> Self {
         buf.clear();
         BlockIterator { key: buf, ..BlockIterator::new(block, order) }
     }
 
     /// The buffer the iterator built its keys in, for the next block's.
-    pub fn into_key_buffer(self) -> Vec<u8> {
+    pub fn into_key_buffer(self) -> KeyBuf {
         self.key
     }
 

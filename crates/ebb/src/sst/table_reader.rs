@@ -868,7 +868,7 @@ impl Table {
             data_handle: BlockHandle::default(),
             error: None,
             prepared: None,
-            prepared_target: Vec::new(),
+            prepared_target: crate::sst::block::KeyBuf::new(),
         }
     }
 
@@ -1433,7 +1433,7 @@ pub struct TableIterator {
     /// and the block are positioned for `prepared_target`. Any other call
     /// clears it.
     prepared: Option<bool>,
-    prepared_target: Vec<u8>,
+    prepared_target: crate::sst::block::KeyBuf,
 }
 
 impl TableIterator {
@@ -1609,7 +1609,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        let prepared = self.prepared.take().filter(|_| self.prepared_target == target);
+        let prepared = self.prepared.take().filter(|_| self.prepared_target[..] == *target);
         if !self.check_target(target) {
             return;
         }
