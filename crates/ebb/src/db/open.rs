@@ -113,10 +113,11 @@ const BESIDE_PRIMARY_ATTEMPTS: usize = 20;
 /// Opens `dir` read-only without its lock (a read-only or secondary
 /// instance), beside a primary that may be writing. The primary can delete
 /// a table or WAL that the MANIFEST being read still names (a compaction
-/// finished, a WAL flushed); an attempt that fails while the primary's
-/// MANIFEST moved on is made again from the new one, up to
-/// `BESIDE_PRIMARY_ATTEMPTS` times. An error with the MANIFEST unchanged is
-/// the database's own, and returned as it is.
+/// finished, a WAL flushed), or rename a WAL the attempt listed (a pending
+/// WAL becomes `NNNNNN.log` once the one before it is sealed); an attempt
+/// that fails while the primary's MANIFEST or its WALs moved on is made
+/// again, up to `BESIDE_PRIMARY_ATTEMPTS` times. An error with both
+/// unchanged is the database's own, and returned as it is.
 pub(super) fn open_beside_primary(
     dir: &Path,
     options: &Options,
@@ -127,15 +128,32 @@ pub(super) fn open_beside_primary(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let before = manifest_marker(fs.as_ref(), dir);
+        let before = (manifest_marker(fs.as_ref(), dir), wal_names(fs.as_ref(), dir));
         match open_locked(dir, options.clone(), families, Box::new(NoLock), Arc::clone(&info_log), true) {
             Ok(db) => return Ok(db),
-            Err(e) if attempt >= BESIDE_PRIMARY_ATTEMPTS || manifest_marker(fs.as_ref(), dir) == before => {
+            Err(e)
+                if attempt >= BESIDE_PRIMARY_ATTEMPTS
+                    || (manifest_marker(fs.as_ref(), dir), wal_names(fs.as_ref(), dir)) == before =>
+            {
                 return Err(e)
             }
             Err(_) => {}
         }
     }
+}
+
+/// The names of the WAL files in `dir` (pending ones included), sorted;
+/// empty when it cannot be listed. A primary changes them as it starts,
+/// seals and deletes WALs.
+fn wal_names(fs: &dyn FileSystem, dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list_dir(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| matches!(filename::parse_file_name(n), Some((filename::FileType::Wal, _))))
+        .collect();
+    names.sort();
+    names
 }
 
 /// What names a database's MANIFEST state: CURRENT's text and the size of
