@@ -808,8 +808,7 @@ impl SkipList {
         // (contract 5); a recorded predecessor is the head or a node of this
         // list (`set_prev`).
         let p = unsafe { Node::prev(newest) };
-        let node = self.link_between(w, p, newest, key, value)?;
-        index.insert(node, key, hash);
+        let node = self.link_between(w, p, newest, key, value, Some(hash))?;
         #[cfg(test)]
         {
             w.spliced += 1;
@@ -891,10 +890,7 @@ impl SkipList {
                 }
             }
         };
-        let node = self.link_between(w, p, n, key, value)?;
-        if let (Some(index), Some(hash)) = (&self.index, hash) {
-            index.insert(node, key, hash);
-        }
+        let node = self.link_between(w, p, n, key, value, hash)?;
         #[cfg(test)]
         {
             w.hinted += 1;
@@ -906,7 +902,9 @@ impl SkipList {
     /// the end of the list) when `p` links to `n` at level 0 and the key
     /// falls strictly between them (`p` the head, or below the key; `n`
     /// null, or above it); `None`, changing nothing, otherwise. Counts the
-    /// node's bytes; the caller indexes it. Writer only, under `w`.
+    /// node's bytes, and indexes it under the key's `hash` (as
+    /// [`KeyIndexes::prefetch`] gave it) when the list has a key index.
+    /// Writer only, under `w`.
     fn link_between(
         &self,
         w: &mut Writer,
@@ -914,6 +912,7 @@ impl SkipList {
         n: *const Node,
         key: &[u8],
         value: &[u8],
+        hash: Option<u64>,
     ) -> Option<*const Node> {
         // SAFETY: `p` is null, the head or a node of this list, `n` null or
         // a node of this list (callers' contract); each is read only when
@@ -937,6 +936,9 @@ impl SkipList {
             if !n.is_null() {
                 Node::set_prev(n, node);
             }
+        }
+        if let (Some(index), Some(hash)) = (&self.index, hash) {
+            index.insert(node, key, hash);
         }
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
         Some(node)
