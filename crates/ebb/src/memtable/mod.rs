@@ -27,7 +27,7 @@ use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber
 use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 pub(crate) use skiplist::WARM_LANES;
-use skiplist::{Cursor, SkipList};
+use skiplist::{hint_prefix_len, Cursor, SkipList};
 
 /// What a point lookup found in a memtable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,20 +131,6 @@ impl PrefixBloom {
     }
 }
 
-/// The length of `user_key`'s prefix under `extractor`, when the key is in
-/// its domain and the prefix is the key's start (0 otherwise: no hint).
-fn hint_prefix_len(extractor: &dyn SliceTransform, user_key: &[u8]) -> usize {
-    if !extractor.in_domain(user_key) {
-        return 0;
-    }
-    let prefix = extractor.transform(user_key);
-    if std::ptr::eq(prefix.as_ptr(), user_key.as_ptr()) && prefix.len() <= user_key.len() {
-        prefix.len()
-    } else {
-        0
-    }
-}
-
 impl MemTable {
     /// A new, empty memtable whose writes go to WAL `log_number`, its keys
     /// in `cmp`'s order.
@@ -159,7 +145,8 @@ impl MemTable {
     /// when `hints` gives an extractor and a number of slots, a table of
     /// that many 8-byte hints from the prefixes of keys to the nodes last
     /// inserted with them, through which inserts land near their prefix's
-    /// keys (`skiplist` contract 7).
+    /// keys (`skiplist` contract 7), and as many entries naming each
+    /// prefix's first key, from which seeks start (contract 8).
     pub fn with_filters(
         log_number: u64,
         cmp: UserComparator,
@@ -170,7 +157,13 @@ impl MemTable {
         let hints = hints.filter(|&(_, slots)| slots > 0);
         let hint_slots = hints.as_ref().map_or(0, |&(_, slots)| slots);
         MemTable {
-            list: SkipList::with_key_index(cmp, index_slots).with_prefix_hints(hint_slots),
+            list: {
+                let list = SkipList::with_key_index(cmp, index_slots).with_prefix_hints(hint_slots);
+                match &hints {
+                    Some((x, slots)) => list.with_prefix_firsts(Arc::clone(x), *slots),
+                    None => list,
+                }
+            },
             entries: AtomicU64::new(0),
             deletions: AtomicU64::new(0),
             log_number,

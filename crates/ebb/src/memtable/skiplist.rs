@@ -58,6 +58,24 @@
 //!    key falls strictly between them ([`SkipList::insert_near_hint`]).
 //!    Keys that share a prefix are neighbours in the list, so a key whose
 //!    prefix the memtable holds needs no descent. Anything else descends.
+//! 8. A list made [`SkipList::with_prefix_firsts`] (a built-in order and
+//!    the column family's prefix extractor) also keeps, for readers, a
+//!    table from a hash of a prefix to the *first* node of the keys with
+//!    that prefix. Invariant: a slot holds null or a node that is the first
+//!    in the list whose user key's prefix is its own. An insert stores its
+//!    node in its prefix's slot, with `Release` after the node is linked,
+//!    when the node's level-0 predecessor is the head or has another prefix
+//!    (or none): that is when the node became its prefix's first, and the
+//!    only way a prefix's first changes (nodes leave the list only by a
+//!    replace, which turns the table off for good). A seek to a target
+//!    whose prefix the slot's node has then needs no descent from the
+//!    head: keys of one prefix are contiguous in the order (the extractor's
+//!    contract), so nothing lies between a target at or before that node
+//!    and the node, and a target after it is found by descending from that
+//!    node's own tower ([`SkipList::seek_from_first`], at most
+//!    [`FIRST_WALK`] steps, else from the head). A writer's insert is in the
+//!    table before its sequence number is published, so a reader at a
+//!    snapshot including it finds it (as contract 5).
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -71,6 +89,7 @@ use parking_lot::Mutex;
 
 use crate::comparator::UserComparator;
 use crate::key::trailer;
+use crate::prefix::SliceTransform;
 use crate::util::prefetch;
 
 /// Tallest tower (LevelDB's 12: with branching 4, enough for 4^12 = 16 M
@@ -267,6 +286,125 @@ impl Drop for Arena {
 /// before it gives up and descends: a descent of a full memtable meets
 /// about twenty nodes.
 const HINT_WALK: usize = 8;
+
+/// Most steps a seek takes from its prefix's first node (contract 8)
+/// before it gives up and descends from the head.
+const FIRST_WALK: usize = 16;
+
+/// The length of `user_key`'s prefix under `extractor`, when the key is in
+/// its domain and the prefix is the key's start (0 otherwise: no prefix).
+pub(crate) fn hint_prefix_len(extractor: &dyn SliceTransform, user_key: &[u8]) -> usize {
+    if !extractor.in_domain(user_key) {
+        return 0;
+    }
+    let prefix = extractor.transform(user_key);
+    if std::ptr::eq(prefix.as_ptr(), user_key.as_ptr()) && prefix.len() <= user_key.len() {
+        prefix.len()
+    } else {
+        0
+    }
+}
+
+/// Entries of one bucket of [`PrefixFirsts`]: one cache line.
+const FIRSTS_WAYS: usize = 8;
+
+/// A bucket of prefix firsts: each entry 0, or a node pointer (low 48
+/// bits) and 16 bits of its prefix's hash (high bits).
+#[repr(align(64))]
+struct FirstsBucket([AtomicU64; FIRSTS_WAYS]);
+
+/// The first node of each prefix, for readers (contract 8): a table of
+/// buckets of [`FIRSTS_WAYS`] entries, a prefix's entry in the bucket its
+/// hash picks, beside other prefixes' (a prefix whose bucket is full
+/// takes a random entry's place).
+struct PrefixFirsts {
+    extractor: std::sync::Arc<dyn SliceTransform>,
+    buckets: Box<[FirstsBucket]>,
+    /// Set before a replace unlinks a node: the table is read no more.
+    off: AtomicBool,
+}
+
+impl PrefixFirsts {
+    const PTR_BITS: u32 = 48;
+    const PTR_MASK: u64 = (1 << Self::PTR_BITS) - 1;
+
+    /// A table of about `slots` entries, zeroed straight from the allocator
+    /// (pages never used take no memory, as the key index's).
+    fn new(extractor: std::sync::Arc<dyn SliceTransform>, slots: usize) -> Self {
+        let n = slots.div_ceil(FIRSTS_WAYS).clamp(1, KeyIndex::MAX_SLOTS / FIRSTS_WAYS);
+        let layout = std::alloc::Layout::array::<FirstsBucket>(n).expect("a bounded table");
+        // SAFETY: `layout` has a non-zero size; an all-zero bucket is eight
+        // `AtomicU64::new(0)`; the box frees the memory with the same layout
+        // (`Box<[FirstsBucket]>` of `n` elements), from the global allocator.
+        let buckets = unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<FirstsBucket>();
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
+        };
+        PrefixFirsts { extractor, buckets, off: AtomicBool::new(false) }
+    }
+
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.buckets)
+    }
+
+    /// The prefix of `user_key`, when it has one that is its start.
+    fn prefix_of<'k>(&self, user_key: &'k [u8]) -> Option<&'k [u8]> {
+        let n = hint_prefix_len(self.extractor.as_ref(), user_key);
+        (n > 0).then(|| &user_key[..n])
+    }
+
+    /// The bucket of `prefix` and the tag its entries carry.
+    fn bucket_and_tag(&self, prefix: &[u8]) -> (&FirstsBucket, u64) {
+        let hash = xxhash_rust::xxh3::xxh3_64(prefix);
+        let at = ((u128::from(hash) * self.buckets.len() as u128) >> 64) as usize;
+        (&self.buckets[at], (hash & 0xFFFF) << Self::PTR_BITS)
+    }
+
+    /// Records `node` as the first of `prefix`. Writer only: every entry
+    /// with the prefix's tag is cleared first (one may hold the prefix's
+    /// previous first, which no longer is), then the node takes an empty
+    /// entry or, in a full bucket, one chosen by its address.
+    fn store(&self, prefix: &[u8], node: *const Node) {
+        let (bucket, tag) = self.bucket_and_tag(prefix);
+        let mut free = None;
+        for (i, e) in bucket.0.iter().enumerate() {
+            let v = e.load(AtomicOrdering::Relaxed);
+            if v != 0 && v & !Self::PTR_MASK == tag {
+                e.store(0, AtomicOrdering::Release);
+                free = free.or(Some(i));
+            } else if v == 0 {
+                free = free.or(Some(i));
+            }
+        }
+        let addr = node as u64;
+        if addr & !Self::PTR_MASK != 0 {
+            return;
+        }
+        let i = free.unwrap_or((addr >> 4) as usize % FIRSTS_WAYS);
+        bucket.0[i].store(tag | addr, AtomicOrdering::Release);
+    }
+
+    /// The node recorded as the first of `prefix`, if any.
+    fn load(&self, prefix: &[u8]) -> Option<*const Node> {
+        let (bucket, tag) = self.bucket_and_tag(prefix);
+        for e in &bucket.0 {
+            let v = e.load(AtomicOrdering::Acquire);
+            if v != 0 && v & !Self::PTR_MASK == tag {
+                let node = (v & Self::PTR_MASK) as *const Node;
+                // SAFETY: an entry holds a published node of this list,
+                // stored with `Release` after it was linked (contract 8).
+                let key = unsafe { Node::key(node) };
+                if self.prefix_of(crate::key::user_key(key)) == Some(prefix) {
+                    return Some(node);
+                }
+            }
+        }
+        None
+    }
+}
 
 /// The writer's state, behind the mutex.
 struct Writer {
@@ -583,8 +721,10 @@ pub(crate) struct SkipList {
     index: Option<KeyIndexes>,
     /// Bytes of all nodes (contract 4).
     bytes: AtomicUsize,
-    /// Bytes of the prefix hints (contract 7).
+    /// Bytes of the prefix hints and firsts (contracts 7 and 8).
     hint_bytes: AtomicUsize,
+    /// Each prefix's first node, for seeks (contract 8).
+    firsts: Option<PrefixFirsts>,
     /// The order of the keys (contract 1).
     cmp: UserComparator,
 }
@@ -623,6 +763,7 @@ impl SkipList {
             index: None,
             bytes: AtomicUsize::new(0),
             hint_bytes: AtomicUsize::new(0),
+            firsts: None,
             cmp,
         }
     }
@@ -653,6 +794,76 @@ impl SkipList {
         self.writer.lock().hints = vec![0usize; slots].into_boxed_slice();
         self.hint_bytes.store(slots * std::mem::size_of::<usize>(), AtomicOrdering::Relaxed);
         self
+    }
+
+    /// The list with a table of `slots` prefix firsts for `extractor`'s
+    /// prefixes (contract 8), when its order is a built-in one (a user
+    /// comparator need not keep a prefix's keys together) and `slots > 0`.
+    pub(crate) fn with_prefix_firsts(mut self, extractor: std::sync::Arc<dyn SliceTransform>, slots: usize) -> Self {
+        if slots == 0 || !(self.cmp.is_bytewise() || self.cmp.is_reverse_bytewise()) {
+            return self;
+        }
+        let firsts = PrefixFirsts::new(extractor, slots);
+        self.hint_bytes.fetch_add(firsts.bytes(), AtomicOrdering::Relaxed);
+        self.firsts = Some(firsts);
+        self
+    }
+
+    /// Records `node`, just linked after `pred` (the head or a node), as
+    /// its prefix's first when it is (contract 8). Writer only.
+    fn note_first(&self, node: *const Node, pred: *const Node) {
+        let Some(firsts) = &self.firsts else { return };
+        // SAFETY: `node` is a published node of this list, `pred` the head
+        // or one; the head's key is empty and never read here.
+        unsafe {
+            let Some(prefix) = firsts.prefix_of(crate::key::user_key(Node::key(node))) else { return };
+            let first = ptr::eq(pred, self.head())
+                || firsts.prefix_of(crate::key::user_key(Node::key(pred))) != Some(prefix);
+            if first {
+                firsts.store(prefix, node);
+            }
+        }
+    }
+
+    /// The first node `>= key` found from the first node of `key`'s prefix
+    /// (contract 8), or `None` when the table cannot tell: no table, no
+    /// prefix, a slot holding another prefix's node, or a walk longer than
+    /// [`FIRST_WALK`].
+    fn seek_from_first(&self, key: &[u8]) -> Option<*const Node> {
+        let firsts = self.firsts.as_ref()?;
+        if firsts.off.load(AtomicOrdering::Acquire) {
+            return None;
+        }
+        let prefix = firsts.prefix_of(crate::key::user_key(key))?;
+        let first = firsts.load(prefix)?;
+        // SAFETY: `first` is a published node of this list; nodes live as
+        // long as the list, and links from one lead to published nodes
+        // (contract 3).
+        unsafe {
+            let first_key = Node::key(first);
+            if self.cmp.compare_internal(key, first_key) != Ordering::Greater {
+                // Nothing lies between the target and its prefix's first.
+                return Some(first);
+            }
+            // Descend from `first`'s own tower: it is below the target.
+            let mut x = first;
+            let mut level = Node::height(first) - 1;
+            let mut steps = 0;
+            loop {
+                let next = Node::next(x, level);
+                if !next.is_null() && self.cmp.compare_internal(Node::key(next), key) == Ordering::Less {
+                    steps += 1;
+                    if steps > FIRST_WALK {
+                                        return None;
+                    }
+                    x = next;
+                } else if level == 0 {
+                    return Some(next);
+                } else {
+                    level -= 1;
+                }
+            }
+        }
     }
 
     /// Bytes of the key index (its first tier from the start, its second
@@ -735,6 +946,10 @@ impl SkipList {
         // SAFETY (`old`, here and below): null or a node of this list.
         let replaced = !old.is_null() && self.cmp.compare_internal(unsafe { Node::key(old) }, key) == Ordering::Equal;
         let old_height = if replaced { unsafe { Node::height(old) } } else { 0 };
+        if let (true, Some(firsts)) = (replaced, &self.firsts) {
+            // A slot may hold the node about to leave the list (contract 8).
+            firsts.off.store(true, AtomicOrdering::SeqCst);
+        }
 
         let (node, size) = Self::new_node(&mut w, new_height, key, value);
         // SAFETY: `node` is whole, with a tower of `new_height` links, and
@@ -759,6 +974,7 @@ impl SkipList {
                 Node::set_prev(next, node);
             }
         }
+        self.note_first(node, prev[0]);
         if let (Some(index), Some(hash)) = (&self.index, hash) {
             index.insert(node, key, hash);
         }
@@ -937,6 +1153,7 @@ impl SkipList {
                 Node::set_prev(n, node);
             }
         }
+        self.note_first(node, p);
         if let (Some(index), Some(hash)) = (&self.index, hash) {
             index.insert(node, key, hash);
         }
@@ -1055,9 +1272,10 @@ impl SkipList {
         self.descend(key, |_, _| {})
     }
 
-    /// The first node `>= key`, or null.
+    /// The first node `>= key`, or null: from its prefix's first node
+    /// when the list keeps them (contract 8), else by a descent.
     fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
-        self.search(key).1
+        self.seek_from_first(key).unwrap_or_else(|| self.search(key).1)
     }
 
     /// The last node `< key`, or the head.
@@ -1529,6 +1747,99 @@ mod tests {
         }
     }
 
+    /// For each node recorded in a list's prefix firsts, whether it is the
+    /// first node of its prefix (contract 8's invariant), and how many
+    /// entries hold a node.
+    fn check_firsts(list: &SkipList, what: &str) -> usize {
+        let firsts = list.firsts.as_ref().expect("a list with prefix firsts");
+        let mut recorded = 0;
+        for bucket in firsts.buckets.iter() {
+            for e in &bucket.0 {
+                let v = e.load(AtomicOrdering::Relaxed);
+                if v == 0 {
+                    continue;
+                }
+                recorded += 1;
+                let node = (v & PrefixFirsts::PTR_MASK) as *const Node;
+                // SAFETY: entries hold nodes of the list; links lead to them.
+                unsafe {
+                    let prefix = firsts.prefix_of(crate::key::user_key(Node::key(node))).expect("a recorded node has a prefix");
+                    let mut x = Node::next(list.head(), 0);
+                    while !x.is_null() && firsts.prefix_of(crate::key::user_key(Node::key(x))) != Some(prefix) {
+                        x = Node::next(x, 0);
+                    }
+                    assert!(ptr::eq(x, node), "{what}: the node recorded for prefix {prefix:?} is not its first");
+                }
+            }
+        }
+        recorded
+    }
+
+    #[test]
+    fn seeks_from_a_prefixs_first_node_land_where_descents_do() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(37);
+        let reverse = UserComparator::new(&crate::comparator::reverse_bytewise());
+        let fixed = crate::prefix::fixed(2);
+        let capped = crate::prefix::capped(3);
+        // (name, list, user-key lengths): capped prefixes of keys shorter
+        // than the cap are the whole key, so in the reverse order a key's
+        // predecessor may start with its prefix and have another one; a
+        // table of 8 entries holds few of the prefixes, the rest churn.
+        let lists = [
+            ("bytewise fixed", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_firsts(fixed.clone(), 4096), 1..6),
+            ("reverse fixed", SkipList::with_key_index(reverse.clone(), 1 << 12).with_prefix_firsts(fixed.clone(), 4096), 1..6),
+            ("bytewise capped", SkipList::new(UserComparator::BYTEWISE).with_prefix_firsts(capped.clone(), 4096), 0..6),
+            ("reverse capped", SkipList::with_key_index(reverse, 1 << 12).with_prefix_firsts(capped, 4096), 0..6),
+            ("eight entries", SkipList::new(UserComparator::BYTEWISE).with_prefix_firsts(fixed.clone(), 8), 1..6),
+            (
+                "with hints",
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(64).with_prefix_firsts(fixed, 64),
+                2..6,
+            ),
+        ];
+        for (name, list, lens) in lists {
+            let random_user_key = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
+                let len = rng.gen_range(lens.clone());
+                (0..len).map(|_| b"abc"[rng.gen_range(0..3)]).collect()
+            };
+            let (mut from_first, mut seeks) = (0, 0);
+            for round in 0..40 {
+                for _ in 0..50 {
+                    let key = make_internal_key(&random_user_key(&mut rng), rng.gen_range(1..1_000_000), ValueKind::Value);
+                    // The memtable gives its hint length; here the prefix
+                    // length is the extractor's business alone.
+                    list.insert_with_prefix(&key, b"v", 2.min(crate::key::user_key(&key).len()));
+                }
+                assert!(check_firsts(&list, name) > 0, "{name}: nothing recorded");
+                for _ in 0..100 {
+                    let target = make_internal_key(&random_user_key(&mut rng), rng.gen_range(0..1_000_001), ValueKind::Value);
+                    let want = list.search(&target).1;
+                    seeks += 1;
+                    if let Some(found) = list.seek_from_first(&target) {
+                        from_first += 1;
+                        assert!(ptr::eq(found, want), "{name}, round {round}: a seek from a prefix's first landed elsewhere");
+                    }
+                    assert!(ptr::eq(list.find_greater_or_equal(&target), want), "{name}: find_greater_or_equal");
+                }
+            }
+            check_levels(&list, name);
+            assert!(from_first * 5 > seeks, "{name}: only {from_first} of {seeks} seeks started from a prefix's first");
+        }
+    }
+
+    #[test]
+    fn a_replace_turns_prefix_firsts_off() {
+        let list = SkipList::new(UserComparator::BYTEWISE).with_prefix_firsts(crate::prefix::fixed(2), 64);
+        for u in 0..100u32 {
+            list.insert(&ikey(u, 1), b"v");
+        }
+        // ikey's user keys are 4 bytes; 100 of them share one 2-byte prefix.
+        assert!(list.seek_from_first(&ikey(0, 1)).is_some());
+        list.insert(&ikey(0, 1), b"again");
+        assert!(list.seek_from_first(&ikey(0, 1)).is_none(), "a list that replaced a node reads no firsts");
+        assert_eq!(list.lower_bound(&ikey(0, 1)).map(|(_, v)| v.to_vec()), Some(b"again".to_vec()));
+    }
+
     #[test]
     fn a_hint_a_replace_unlinked_is_not_followed() {
         let list = SkipList::new(UserComparator::BYTEWISE).with_prefix_hints(16);
@@ -1633,6 +1944,15 @@ mod tests {
         // not hold is reported absent without a descent.
         // Two tiers, the first filling early.
         let list = SkipList::with_index_tiers(UserComparator::BYTEWISE, 64, 40_000);
+        readers_see_everything_inserted_before_they_looked(list);
+    }
+
+    #[test]
+    fn readers_seek_through_prefix_firsts_to_everything_inserted_before_they_looked() {
+        // Prefixes of 256 keys (the first three bytes of four): a seek from
+        // its prefix's first walks a little or, past the walk's bound,
+        // descends from the head.
+        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 15).with_prefix_firsts(crate::prefix::fixed(3), 64);
         readers_see_everything_inserted_before_they_looked(list);
     }
 
