@@ -199,6 +199,54 @@ fn a_torn_wal_tail_is_reported_and_nothing_is_moved() {
 /// names, and such an open reads the newer MANIFEST again instead of
 /// reporting the database damaged. Every open succeeds, and what it reads
 /// of the keys the primary no longer changes is theirs.
+/// A primary starts a WAL under a pending name and gives it its final name
+/// once the WAL before it is sealed. A read-only open that listed the
+/// pending name and finds it gone when it opens the file (the rename came
+/// in between) tries again and reads the WAL under its final name: nothing
+/// is reported damaged and nothing in that WAL is missed. The hook renames
+/// at exactly that point, so this does not depend on timing (the test
+/// above found the race 1 run in 12).
+#[test]
+fn a_read_only_open_follows_a_pending_wal_renamed_as_it_opens_it() {
+    use common::hooked_fs::{FsHooks, HookedFs};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct SealAtOpen {
+        fs: MemFs,
+        renames: AtomicUsize,
+    }
+    impl FsHooks for SealAtOpen {
+        fn before_open_sequential(&self, path: &Path) {
+            let name = path.to_string_lossy();
+            if let Some(sealed) = name.strip_suffix(".pending") {
+                self.fs.rename(path, Path::new(sealed)).unwrap();
+                self.renames.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    let fs = MemFs::new();
+    let (o, contents) = made(&fs);
+    // The newest WAL (it holds writes no table has) under its pending name,
+    // as the primary leaves it while the WAL before it is being sealed.
+    let newest = files(&fs, DB)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|n| n.ends_with(".log"))
+        .max()
+        .expect("the database has a WAL");
+    let wal = Path::new(DB).join(&newest);
+    fs.rename(&wal, &wal.with_file_name(format!("{newest}.pending"))).unwrap();
+    let hooks = std::sync::Arc::new(SealAtOpen { fs: fs.clone(), renames: AtomicUsize::new(0) });
+    let mut ro = o.clone();
+    ro.fs =
+        std::sync::Arc::new(HookedFs::new(fs.clone(), std::sync::Arc::clone(&hooks) as std::sync::Arc<dyn FsHooks>));
+    let db = Db::open_read_only(DB, ro).unwrap_or_else(|e| panic!("the open failed on the renamed WAL: {e}"));
+    assert_eq!(hooks.renames.load(Ordering::SeqCst), 1, "the open listed the pending name and met the rename");
+    assert_eq!(family_contents(&db), contents, "the WAL's writes are read under its final name");
+    assert_eq!(db.get(&key(5000)).unwrap().as_deref(), Some(&b"only in the WAL"[..]));
+}
+
 #[test]
 fn read_only_opens_beside_a_compacting_primary_read_the_newer_manifest() {
     let fs = MemFs::new();

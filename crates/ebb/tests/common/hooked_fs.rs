@@ -1,5 +1,5 @@
 //! A [`MemFs`] that calls a test's hooks before file syncs, removals,
-//! directory listings and positional reads, so a test can hold a background job at a chosen call
+//! directory listings, sequential opens and positional reads, so a test can hold a background job at a chosen call
 //! (a gate) or count the calls, and check what goes on meanwhile.
 //! Everything else passes straight to the `MemFs`.
 
@@ -16,6 +16,8 @@ pub trait FsHooks: Send + Sync {
     fn before_remove(&self, _path: &Path) {}
     /// Before `list_dir(path)`.
     fn before_list_dir(&self, _path: &Path) {}
+    /// Before `open_sequential(path)` (WALs and the MANIFEST are read so).
+    fn before_open_sequential(&self, _path: &Path) {}
     /// Before a read of `len` bytes at `offset` of the file at `path`
     /// (every positional read goes through `read_at`).
     fn before_read_at(&self, _path: &Path, _offset: u64, _len: usize) {}
@@ -91,6 +93,7 @@ impl FileSystem for HookedFs {
         Ok(Arc::new(HookedRandom { inner, path: path.to_path_buf(), hooks: Arc::clone(&self.hooks) }))
     }
     fn open_sequential(&self, path: &Path) -> ebb::Result<Box<dyn SequentialFile>> {
+        self.hooks.before_open_sequential(path);
         self.inner.open_sequential(path)
     }
     fn exists(&self, path: &Path) -> bool {
