@@ -167,7 +167,10 @@ fn multi_get_reads_each_data_block_once() {
     }
     let one_by_one = counter.reads.load(Ordering::SeqCst);
     assert_eq!(one_by_one, keys.len(), "without a cache each get reads its block");
-    assert!(batched * 2 < one_by_one, "batched {batched} reads, one by one {one_by_one}");
+    // Blocks of 512 bytes hold four of these entries (closed within
+    // `block_size_deviation` of their size), so every other key is two keys
+    // a block.
+    assert!(batched * 2 <= one_by_one, "batched {batched} reads, one by one {one_by_one}");
 }
 
 fn pinned_usage(db: &Db) -> u64 {

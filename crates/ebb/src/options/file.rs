@@ -327,7 +327,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("read_amp_bytes_per_bit", "0"),
     ("decouple_partitioned_filters", "false"),
     ("index_block_restart_interval", "1"),
-    ("block_size_deviation", "10"),
     ("detect_filter_construct_corruption", "false"),
     ("no_block_cache", "false"),
     ("data_block_hash_table_util_ratio", "0.750000"),

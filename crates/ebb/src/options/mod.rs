@@ -362,6 +362,12 @@ define_options! {
         block_size: usize = 4096,
         /// Keys between restart points in a data block. RocksDB; default 16.
         block_restart_interval: usize = 16,
+        /// A data block holding more than `100 - block_size_deviation`
+        /// percent of `block_size` is closed before an entry that would take
+        /// it past `block_size`. RocksDB `block_size_deviation`; default 10;
+        /// 0 (or, as RocksDB takes it, over 100) closes blocks only once they
+        /// reach `block_size`.
+        block_size_deviation: u32 = 10,
         /// Bloom filter bits per key; 0 builds no filter. Default 10 (RocksDB has no
         /// filter by default; db_bench's `bloom_bits` sets it).
         bloom_bits_per_key: u32 = 10,
@@ -848,6 +854,7 @@ impl TableBuilderOptions {
         TableBuilderOptions {
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
+            block_size_deviation: o.block_size_deviation,
             bloom_bits_per_key: o.bloom_bits_per_key,
             checksum: o.checksum,
             compression,

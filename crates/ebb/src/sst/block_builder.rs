@@ -64,6 +64,16 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
+    /// [`BlockBuilder::estimated_size`] once `(key, value)` is added, an
+    /// upper bound as RocksDB's `EstimateSizeAfterKV` makes it: the whole
+    /// key (as if nothing were shared), the value, a restart when one is
+    /// due, and the entry's three lengths.
+    pub fn estimated_size_after(&self, key: &[u8], value: &[u8]) -> usize {
+        let restart = if self.since_restart >= self.restart_interval { 4 } else { 0 };
+        let varint_len = |n: usize| (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize;
+        self.estimated_size() + key.len() + value.len() + restart + 4 + varint_len(key.len()) + varint_len(value.len())
+    }
+
     /// Entries added since the last reset.
     pub fn num_entries(&self) -> usize {
         self.num_entries

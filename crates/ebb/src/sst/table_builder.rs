@@ -44,6 +44,12 @@ pub struct TableBuilderOptions {
     pub block_size: usize,
     /// Keys between restart points in data blocks (RocksDB `block_restart_interval`).
     pub block_restart_interval: usize,
+    /// A data block holding more than `100 - block_size_deviation` percent
+    /// of `block_size` is closed before an entry that would take it past
+    /// `block_size` (RocksDB `block_size_deviation` and its
+    /// `FlushBlockBySizePolicy`); 0, or over 100, closes blocks only once
+    /// they reach `block_size`.
+    pub block_size_deviation: u32,
     /// Bloom filter bits per distinct user key; 0 writes no filter.
     pub bloom_bits_per_key: u32,
     /// Checksum of every block.
@@ -86,6 +92,7 @@ impl Default for TableBuilderOptions {
         TableBuilderOptions {
             block_size: 4096,
             block_restart_interval: 16,
+            block_size_deviation: 10,
             bloom_bits_per_key: 10,
             checksum: ChecksumType::Crc32c,
             compression: CompressionType::None,
@@ -277,6 +284,9 @@ impl TableBuilder {
         if !self.collectors.is_empty() {
             self.collect(internal_key, value);
         }
+        if self.block_full_before(internal_key, value) {
+            self.flush_data_block()?;
+        }
         if let Some(handle) = self.pending_index.take() {
             if user_key(&self.last_key) == user_key(internal_key) {
                 self.index_needs_seq = true;
@@ -307,6 +317,22 @@ impl TableBuilder {
             self.flush_data_block()?;
         }
         Ok(())
+    }
+
+    /// Whether the data block is closed before `(key, value)` joins it
+    /// (RocksDB's `FlushBlockBySizePolicy::BlockAlmostFull`): it is not
+    /// empty, holds more than `100 - block_size_deviation` percent of
+    /// `block_size`, and the entry would take it past `block_size`. A block
+    /// that reaches `block_size` is closed after the entry that makes it
+    /// (in `add`), as with no deviation.
+    fn block_full_before(&self, key: &[u8], value: &[u8]) -> bool {
+        let deviation = self.opts.block_size_deviation as usize;
+        if self.data_block.is_empty() || deviation == 0 || deviation > 100 {
+            return false;
+        }
+        let block_size = self.opts.block_size;
+        let limit = (block_size * (100 - deviation)).div_ceil(100);
+        self.data_block.estimated_size() > limit && self.data_block.estimated_size_after(key, value) > block_size
     }
 
     /// Adds a data block's index entry; with a partitioned index, cuts the

@@ -1812,6 +1812,7 @@ mod tests {
         TableBuilderOptions {
             block_size,
             block_restart_interval: 4,
+            block_size_deviation: 10,
             bloom_bits_per_key: 10,
             checksum,
             compression,
@@ -1841,6 +1842,73 @@ mod tests {
         let bytes = data.lock().clone();
         assert_eq!(props.file_size, bytes.len() as u64);
         (bytes, props)
+    }
+
+    /// The sizes of a table's data blocks as stored, in order (the table
+    /// uncompressed, its index in one block).
+    fn data_block_sizes(t: &Table) -> Vec<u64> {
+        let (index, _) = t.index_block().unwrap();
+        let mut it = BlockIterator::new(index, KeyOrder::Bytewise);
+        it.seek_to_first();
+        let mut sizes = Vec::new();
+        while it.valid() {
+            sizes.push(BlockHandle::decode_exact(it.value()).unwrap().size);
+            it.next();
+        }
+        sizes
+    }
+
+    #[test]
+    fn data_blocks_are_cut_within_block_size_deviation_as_rocksdb_cuts_them() {
+        // Entries of 127 bytes (no key sharing at restart interval 1) and a
+        // 4-byte restart each: 31 make 4,065 bytes, 32 make 4,196.
+        let fixed: Entries =
+            (0..3000u32).map(|i| (ikey(format!("key{i:013}").as_bytes(), 1, ValueKind::Value), vec![b'v'; 100])).collect();
+        let with = |deviation: u32, block_size: usize| TableBuilderOptions {
+            block_size,
+            block_restart_interval: 1,
+            block_size_deviation: deviation,
+            ..opts(CompressionType::None, ChecksumType::Crc32c, block_size)
+        };
+        for (deviation, want) in [(10, 4065), (0, 4196), (101, 4196)] {
+            let (bytes, _) = build(&fixed, with(deviation, 4096));
+            let t = open(&bytes).unwrap();
+            let sizes = data_block_sizes(&t);
+            assert!(sizes[..sizes.len() - 1].iter().all(|&s| s == want), "deviation {deviation}: blocks of {sizes:?}");
+            assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), fixed);
+        }
+        // Entries of random sizes: a block other than the last is closed
+        // only once it holds more than (100 - deviation) % of block_size,
+        // and it goes past block_size only by an entry added while it held
+        // no more than that.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+        let random: Entries = (0..4000u32)
+            .map(|i| {
+                let value = vec![b'r'; rng.gen_range(0..700)];
+                (ikey(format!("k{i:08}").as_bytes(), 1, ValueKind::Value), value)
+            })
+            .collect();
+        let block_size = 2048;
+        let over = |deviation: u32| {
+            let (bytes, _) = build(&random, with(deviation, block_size as usize));
+            data_block_sizes(&open(&bytes).unwrap()).iter().filter(|&&s| s > block_size).count()
+        };
+        let over_without = over(0);
+        for deviation in [5, 10, 30] {
+            let limit = (block_size * (100 - deviation as u64)).div_ceil(100);
+            let (bytes, _) = build(&random, with(deviation, block_size as usize));
+            let t = open(&bytes).unwrap();
+            let sizes = data_block_sizes(&t);
+            for &s in &sizes[..sizes.len() - 1] {
+                assert!(s > limit, "deviation {deviation}: a block of {s} bytes closed at or under {limit}");
+                // Past block_size by at most one entry (12 bytes of lengths
+                // and restart, a 17-byte key, a value under 700 bytes).
+                assert!(s <= limit + 12 + 17 + 700, "deviation {deviation}: a block of {s} bytes");
+            }
+            let over_with = sizes.iter().filter(|&&s| s > block_size).count();
+            assert!(over_with < over_without, "deviation {deviation}: {over_with} blocks past block_size, {over_without} without");
+            assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), random);
+        }
     }
 
     fn open(bytes: &[u8]) -> Result<Arc<Table>> {
