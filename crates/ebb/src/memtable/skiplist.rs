@@ -305,6 +305,29 @@ pub(crate) fn hint_prefix_len(extractor: &dyn SliceTransform, user_key: &[u8]) -
     }
 }
 
+/// `n` (at least 1) zeroed `T`s straight from the allocator: large tables
+/// come as fresh pages the kernel zeroes when first touched, so making a
+/// memtable (under the database mutex) costs no pass over them, and slots
+/// never used take no memory. Bounded by the callers (at most
+/// [`KeyIndex::MAX_SLOTS`] words).
+///
+/// # Safety
+/// All-zero bytes must be a valid `T`.
+unsafe fn zeroed_slice<T>(n: usize) -> Box<[T]> {
+    let layout = std::alloc::Layout::array::<T>(n).expect("a bounded table");
+    // SAFETY: `layout` has a non-zero size (`n >= 1`, and the callers' `T`
+    // are not zero-sized); zeroed memory is a valid `[T; n]` (caller's
+    // contract); the box frees it with the same layout (`Box<[T]>` of `n`
+    // elements), from the global allocator.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
+    }
+}
+
 /// Entries of one bucket of [`PrefixFirsts`]: one cache line.
 const FIRSTS_WAYS: usize = 8;
 
@@ -325,24 +348,12 @@ struct PrefixFirsts {
 }
 
 impl PrefixFirsts {
-    const PTR_BITS: u32 = 48;
-    const PTR_MASK: u64 = (1 << Self::PTR_BITS) - 1;
-
     /// A table of about `slots` entries, zeroed straight from the allocator
     /// (pages never used take no memory, as the key index's).
     fn new(extractor: std::sync::Arc<dyn SliceTransform>, slots: usize) -> Self {
         let n = slots.div_ceil(FIRSTS_WAYS).clamp(1, KeyIndex::MAX_SLOTS / FIRSTS_WAYS);
-        let layout = std::alloc::Layout::array::<FirstsBucket>(n).expect("a bounded table");
-        // SAFETY: `layout` has a non-zero size; an all-zero bucket is eight
-        // `AtomicU64::new(0)`; the box frees the memory with the same layout
-        // (`Box<[FirstsBucket]>` of `n` elements), from the global allocator.
-        let buckets = unsafe {
-            let p = std::alloc::alloc_zeroed(layout).cast::<FirstsBucket>();
-            if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
-        };
+        // SAFETY: an all-zero bucket is eight `AtomicU64::new(0)`.
+        let buckets = unsafe { zeroed_slice::<FirstsBucket>(n) };
         PrefixFirsts { extractor, buckets, off: AtomicBool::new(false) }
     }
 
@@ -360,7 +371,7 @@ impl PrefixFirsts {
     fn bucket_and_tag(&self, prefix: &[u8]) -> (&FirstsBucket, u64) {
         let hash = xxhash_rust::xxh3::xxh3_64(prefix);
         let at = ((u128::from(hash) * self.buckets.len() as u128) >> 64) as usize;
-        (&self.buckets[at], (hash & 0xFFFF) << Self::PTR_BITS)
+        (&self.buckets[at], (hash & 0xFFFF) << KeyIndex::PTR_BITS)
     }
 
     /// Records `node` as the first of `prefix`. Writer only: every entry
@@ -372,15 +383,15 @@ impl PrefixFirsts {
         let mut free = None;
         for (i, e) in bucket.0.iter().enumerate() {
             let v = e.load(AtomicOrdering::Relaxed);
-            if v != 0 && v & !Self::PTR_MASK == tag {
-                e.store(0, AtomicOrdering::Release);
-                free = free.or(Some(i));
-            } else if v == 0 {
+            if v == 0 || v & !KeyIndex::PTR_MASK == tag {
+                if v != 0 {
+                    e.store(0, AtomicOrdering::Release);
+                }
                 free = free.or(Some(i));
             }
         }
         let addr = node as u64;
-        if addr & !Self::PTR_MASK != 0 {
+        if addr & !KeyIndex::PTR_MASK != 0 {
             return;
         }
         let i = free.unwrap_or((addr >> 4) as usize % FIRSTS_WAYS);
@@ -392,8 +403,8 @@ impl PrefixFirsts {
         let (bucket, tag) = self.bucket_and_tag(prefix);
         for e in &bucket.0 {
             let v = e.load(AtomicOrdering::Acquire);
-            if v != 0 && v & !Self::PTR_MASK == tag {
-                let node = (v & Self::PTR_MASK) as *const Node;
+            if v != 0 && v & !KeyIndex::PTR_MASK == tag {
+                let node = KeyIndex::node(v);
                 // SAFETY: an entry holds a published node of this list,
                 // stored with `Release` after it was linked (contract 8).
                 let key = unsafe { Node::key(node) };
@@ -597,21 +608,8 @@ impl KeyIndex {
     /// `max_load_percent` of them are used.
     fn new(slots: usize, max_load_percent: usize) -> Self {
         let n = slots.clamp(16, Self::MAX_SLOTS);
-        let layout = std::alloc::Layout::array::<AtomicU64>(n).expect("at most MAX_SLOTS slots");
-        // Zeroed memory straight from the allocator: large tables come as
-        // fresh pages the kernel zeroes when first touched, so making a
-        // memtable (under the database mutex) costs no pass over them, and
-        // slots never used take no memory.
-        // SAFETY: `layout` has a non-zero size; an all-zero `AtomicU64` is
-        // `AtomicU64::new(0)`; the box frees the memory with the same layout
-        // (`Box<[AtomicU64]>` of `n` elements), from the global allocator.
-        let slots = unsafe {
-            let p = std::alloc::alloc_zeroed(layout).cast::<AtomicU64>();
-            if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            Box::from_raw(ptr::slice_from_raw_parts_mut(p, n))
-        };
+        // SAFETY: an all-zero `AtomicU64` is `AtomicU64::new(0)`.
+        let slots = unsafe { zeroed_slice::<AtomicU64>(n) };
         KeyIndex { limit: n * max_load_percent / 100, slots, used: AtomicUsize::new(0), saturated: AtomicBool::new(false) }
     }
 
@@ -854,7 +852,7 @@ impl SkipList {
                 if !next.is_null() && self.cmp.compare_internal(Node::key(next), key) == Ordering::Less {
                     steps += 1;
                     if steps > FIRST_WALK {
-                                        return None;
+                        return None;
                     }
                     x = next;
                 } else if level == 0 {
@@ -1760,7 +1758,7 @@ mod tests {
                     continue;
                 }
                 recorded += 1;
-                let node = (v & PrefixFirsts::PTR_MASK) as *const Node;
+                let node = KeyIndex::node(v);
                 // SAFETY: entries hold nodes of the list; links lead to them.
                 unsafe {
                     let prefix = firsts.prefix_of(crate::key::user_key(Node::key(node))).expect("a recorded node has a prefix");
