@@ -60,10 +60,12 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "tuning_interval_us",
     "tuning_io_budget",
     "tuning_max_l0_files",
+    "tuning_max_l0_debt_ratio",
     "idle_policy",
     "idle_probe_interval_ms",
     "idle_quiet_ms",
     "idle_throughput_threshold",
+    "malloc_trim_period_ms",
     "readers",
 ];
 

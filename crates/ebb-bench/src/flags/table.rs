@@ -450,6 +450,13 @@ pub const FLAGS: &[FlagSpec] = &[
     f("bytes_per_sync", UInt, "0", Engine("bytes_per_sync"), "Write back SSTs every this many bytes"),
     f("manual_wal_flush", Bool, "false", Engine("manual_wal_flush"), "WAL reaches the file only on FlushWAL"),
     f("stats_dump_period_sec", UInt, "600", Engine("stats_dump_period_sec"), "Dump stats to the info log this often"),
+    f(
+        "malloc_trim_period_ms",
+        UInt,
+        "1000",
+        Engine("malloc_trim_period_ms"),
+        "Return glibc's free pages this often (0 = never; Ebb only)",
+    ),
     f("max_manifest_file_size", UInt, "1073741824", Engine("max_manifest_file_size"), "MANIFEST size before rollover"),
     f("paranoid_checks", Bool, "true", Engine("paranoid_checks"), "Verify checksums during open and compaction"),
     f(
@@ -486,6 +493,13 @@ pub const FLAGS: &[FlagSpec] = &[
     f("tuning_interval_us", UInt, "10000000", Engine("tuning_interval_us"), "Thesis tuner decision interval"),
     f("tuning_io_budget", UInt, "0", Engine("tuning_io_budget"), "Adaptive I/O budget, bytes/s (0 = learned)"),
     f("tuning_max_l0_files", UInt, "1024", Engine("tuning_max_l0_files"), "Adaptive bound on deferred L0 files"),
+    f(
+        "tuning_max_l0_debt_ratio",
+        Double,
+        "2",
+        Engine("tuning_max_l0_debt_ratio"),
+        "Adaptive bound on L0 bytes over the bytes below (0 = none)",
+    ),
     f("idle_policy", Str, "throughput", Engine("idle_policy"), "Idle detection: throughput or since_last_write"),
     f("idle_probe_interval_ms", UInt, "500", Engine("idle_probe_interval_ms"), "Idle detection probe interval"),
     f("idle_throughput_threshold", UInt, "524288", Engine("idle_throughput_threshold"), "Idle below this many bytes/s"),

@@ -60,7 +60,35 @@ pub struct Compaction {
     pub reason: CompactionReason,
 }
 
+/// The most a compaction reads ahead in all, as a multiple of
+/// `compaction_readahead_size`: RocksDB gives every input its full readahead,
+/// and its L0 stops at 36 files; Ebb's deferrals and L0 run merges make
+/// compactions of hundreds of L0 files, whose buffers alone would hold
+/// hundreds of megabytes (docs/io.md, "`compaction_readahead_size`").
+pub const READAHEAD_INPUTS: usize = 16;
+
+/// The least readahead an input of a wide compaction gets (when
+/// `compaction_readahead_size` is not smaller): a read of 256 KiB costs the
+/// disk about what a read of 2 MiB does per byte.
+pub const MIN_INPUT_READAHEAD: usize = 256 << 10;
+
+/// Each input's readahead when `open` input files are read at once:
+/// `size` while `open` is at most [`READAHEAD_INPUTS`], then the share of
+/// `READAHEAD_INPUTS x size` that falls to each, but not under
+/// [`MIN_INPUT_READAHEAD`] (or `size`, if smaller). 0 stays 0 (no readahead).
+pub fn readahead_per_input(size: usize, open: usize) -> usize {
+    let share = size.saturating_mul(READAHEAD_INPUTS) / open.max(1);
+    share.clamp(MIN_INPUT_READAHEAD.min(size), size)
+}
+
 impl Compaction {
+    /// Input files one merge of this compaction reads at once: each L0 input
+    /// (tables of L0 overlap), and one file of each other input level.
+    pub fn files_read_at_once(&self) -> usize {
+        let first = if self.level == 0 { self.inputs.len() } else { usize::from(!self.inputs.is_empty()) };
+        first + self.middle_inputs.len() + usize::from(!self.output_inputs.is_empty())
+    }
+
     /// Every input file.
     pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
         self.inputs
@@ -107,5 +135,51 @@ pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) ->
         oldest_blob_file: 0,
         num_range_deletions: 0,
         table: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod readahead_tests {
+    use super::*;
+
+    #[test]
+    fn a_wide_compaction_shares_sixteen_inputs_worth_of_readahead() {
+        const MB: usize = 1 << 20;
+        // Up to sixteen inputs read at once: each the full readahead.
+        assert_eq!(readahead_per_input(2 * MB, 1), 2 * MB);
+        assert_eq!(readahead_per_input(2 * MB, 16), 2 * MB);
+        // More: 32 MiB in all, shared.
+        assert_eq!(readahead_per_input(2 * MB, 32), MB);
+        assert_eq!(readahead_per_input(2 * MB, 64), MB / 2);
+        // Never under 256 KiB, unless the option is smaller; 0 stays none.
+        assert_eq!(readahead_per_input(2 * MB, 1000), MIN_INPUT_READAHEAD);
+        assert_eq!(readahead_per_input(64 << 10, 1000), 64 << 10);
+        assert_eq!(readahead_per_input(0, 100), 0);
+        assert_eq!(readahead_per_input(2 * MB, 0), 2 * MB);
+    }
+
+    #[test]
+    fn files_read_at_once_count_each_l0_input_and_one_file_a_level() {
+        let files = |n: u64| (0..n).map(|i| Arc::new(test_file(i + 1, "a", "z", 10, i + 1))).collect::<Vec<_>>();
+        let mut c = Compaction {
+            level: 0,
+            output_level: 1,
+            inputs: files(40),
+            output_inputs: files(7),
+            middle_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            trivial_move: false,
+            bottommost: false,
+            target_file_size: 1 << 20,
+            compression: CompressionType::None,
+            reason: CompactionReason::L0FileCount,
+        };
+        assert_eq!(c.files_read_at_once(), 41);
+        c.output_level = 0;
+        c.output_inputs.clear();
+        assert_eq!(c.files_read_at_once(), 40);
+        (c.level, c.output_level, c.middle_inputs) = (3, 5, vec![(4, files(3))]);
+        c.output_inputs = files(9);
+        assert_eq!(c.files_read_at_once(), 3);
     }
 }

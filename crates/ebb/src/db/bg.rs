@@ -96,10 +96,15 @@ impl DbInner {
     fn worker(self: Arc<Self>, pool: Pool, index: usize) {
         let mut st = self.state.lock();
         loop {
+            let opts = self.opts();
+            // Between jobs, and on each idle wake: pages freed inside glibc's
+            // arenas go back to the OS (util/heap.rs), without the mutex.
+            if opts.malloc_trim_period_ms > 0 && !st.shutting_down {
+                MutexGuard::unlocked(&mut st, || crate::util::heap::trim_if_due(opts.malloc_trim_period_ms));
+            }
             if st.shutting_down {
                 return;
             }
-            let opts = self.opts();
             let limit = match pool {
                 Pool::Flush => opts.flush_threads(),
                 Pool::Compaction => opts.compaction_threads(),
@@ -405,7 +410,10 @@ impl DbInner {
             tables: &self.tables,
             dir: &self.dir,
             fs: &self.fs,
-            rs: ReadSettings::for_compaction(&db_opts),
+            rs: ReadSettings::for_compaction(&db_opts).with_readahead(crate::compaction::readahead_per_input(
+                db_opts.compaction_readahead_size,
+                c.files_read_at_once() * ranges.len(),
+            )),
             table_options,
             blob: BlobSettings {
                 min_blob_size: opts.enable_blob_files.then_some(opts.min_blob_size),

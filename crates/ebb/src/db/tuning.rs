@@ -216,6 +216,8 @@ pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
         if o.tuning_mode() == BackgroundTuning::Idle { AdaptiveConfig::idle() } else { AdaptiveConfig::adaptive() };
     c.io_budget_bytes_per_sec = o.tuning_io_budget;
     c.max_l0_files = o.tuning_max_l0_files;
+    c.max_l0_debt_ratio = o.tuning_max_l0_debt_ratio;
+    c.l0_debt_min_tree_bytes = o.max_bytes_for_level_base;
     c.base_subcompactions = o.max_subcompactions;
     c.catch_up_subcompactions = o.max_subcompactions.max(2);
     c.idle = IdleConfig {
@@ -368,6 +370,8 @@ impl DbInner {
                 pending_compaction_bytes: m.pending_compaction_bytes,
                 max_level_score: max_score,
                 space_amplification: adaptive::space_amplification(&m.bytes_per_level),
+                l0_bytes: m.bytes_per_level.first().copied().unwrap_or(0),
+                lower_levels_bytes: m.bytes_per_level.iter().skip(1).sum(),
             };
             let decision = tuner.observe(&obs);
             self.tuning.metrics.lock().phase = decision.phase.name();

@@ -160,6 +160,14 @@ define_options! {
         statistics: bool = false,
         /// Print `ebb.stats` to the info log every this many seconds; 0 disables. Dynamic.
         stats_dump_period_sec: u32 = 600,
+        /// Hand the allocator's free pages back to the OS (glibc's
+        /// `malloc_trim`) at most this often, from the background threads; 0
+        /// never. Without it glibc keeps pages freed inside its per-thread
+        /// arenas resident, and the process holds far more than the block
+        /// cache and memtables (docs/cache.md, "Resident memory and the
+        /// allocator"). Process-wide; nothing on other allocators. Ebb only;
+        /// default 1000. Dynamic.
+        malloc_trim_period_ms: u64 = 1000,
         /// Old info logs (`LOG.old.*`) kept beside `LOG`; older ones are deleted
         /// at open. RocksDB `keep_log_file_num`; default 1000.
         keep_log_file_num: usize = 1000,
@@ -205,6 +213,15 @@ define_options! {
         /// busy the client is (a bound on deferral). Default 1024 (256 before
         /// stop 30: docs/benchmarks.md, "Adaptive's L0 bound"); 0 disables the bound.
         tuning_max_l0_files: usize = 1024,
+        /// Adaptive and idle modes: L0 bytes, as a multiple of the bytes below
+        /// L0, past which compaction runs however busy the client is, once the
+        /// levels below hold a full base level (`max_bytes_for_level_base`).
+        /// L0 run merges keep the file count under `tuning_max_l0_files`
+        /// while a load that never eases piles bytes into L0; this bounds the
+        /// debt itself (docs/tuning.md, "The L0 debt bound"). Default 2
+        /// (RocksDB universal's `max_size_amplification_percent` of 200); 0
+        /// disables the bound.
+        tuning_max_l0_debt_ratio: f64 = 2.0,
         /// Idle detection (seed 002): how the client is judged idle, `throughput`
         /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
         /// `idle_quiet_ms`). Default throughput.
@@ -889,9 +906,15 @@ impl TableCacheOptions {
 }
 
 impl ReadSettings {
+    /// These settings with a fixed readahead of `bytes` (0: none).
+    pub fn with_readahead(self, bytes: usize) -> Self {
+        ReadSettings { readahead: Readahead::Fixed(bytes), ..self }
+    }
+
     /// The settings of a compaction's input iterators: checksums as
     /// `paranoid_checks` says, no cache fill, `compaction_readahead_size`
-    /// readahead, files hinted sequential.
+    /// readahead (less for each input of a wide compaction, compaction/mod.rs
+    /// `readahead_per_input`), files hinted sequential.
     pub fn for_compaction(o: &Options) -> Self {
         ReadSettings {
             verify_checksums: o.paranoid_checks,

@@ -459,6 +459,7 @@ option_table! {
     delayed_write_rate: Db, true;
     statistics: Db, false;
     stats_dump_period_sec: Db, true;
+    malloc_trim_period_ms: Db, true;
     keep_log_file_num: Db, false;
     best_efforts_recovery: Db, false;
     rate_limiter_bytes_per_sec: Db, true;
@@ -472,6 +473,7 @@ option_table! {
     tuning_interval_us: Db, false;
     tuning_io_budget: Db, false;
     tuning_max_l0_files: Db, false;
+    tuning_max_l0_debt_ratio: Db, false;
     idle_policy: Db, false;
     idle_probe_interval_ms: Db, false;
     idle_throughput_threshold: Db, false;

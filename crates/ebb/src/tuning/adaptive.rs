@@ -24,9 +24,11 @@
 //!    floor = `compaction_floor_pct` of the budget. Re-emitted when it moves by
 //!    `rate_change_pct` or more.
 //! 4. Idle (UW paper §5, §6.3.2): the [`IdleDetector`] with its policy.
-//! 5. Bounds: L0 files >= `max_l0_files`, or space amplification >=
-//!    `max_space_amplification`, or pending compaction bytes >=
-//!    `max_pending_compaction_bytes` (each off at 0) puts the tuner in
+//! 5. Bounds: L0 files >= `max_l0_files`, or L0 bytes >= `max_l0_debt_ratio`
+//!    times the bytes below L0 (once those reach `l0_debt_min_tree_bytes`),
+//!    or space amplification >= `max_space_amplification`, or pending
+//!    compaction bytes >= `max_pending_compaction_bytes` (each off at 0) puts
+//!    the tuner in
 //!    [`Phase::Forced`]: compaction runs at the full budget with
 //!    `catch_up_subcompactions`, whatever the load, until every bounded figure
 //!    is back under `bound_release_pct` of its bound (space amplification:
@@ -40,7 +42,10 @@
 //!      `peak_resume_pct` of the peak (and memtables drain), or the client
 //!      goes idle. Load pressure starts a deferral only while some level's
 //!      score is at least `defer_min_score` (compaction has fallen behind);
-//!      waiting memtables start one whatever the score.
+//!      waiting memtables start one whatever the score. Nor does load
+//!      pressure defer while point reads and seeks are at least
+//!      `defer_max_read_share_pct` of client operations: deferral trades
+//!      reads for ingest, and a load that reads pays at once.
 //!      A bound that forces compaction during such a deferral shows the
 //!      load is sustained, not a burst a trough will pay for: deferral is
 //!      then held off (compaction paced, as with no deferral) until
@@ -149,8 +154,23 @@ pub struct AdaptiveConfig {
     pub catch_up_subcompactions: u32,
     /// `max_subcompactions` otherwise. Default 1, RocksDB's default.
     pub base_subcompactions: u32,
-    /// L0 files at which compaction is forced; 0 disables. Default 256.
+    /// L0 files at which compaction is forced; 0 disables. Default 1024.
     pub max_l0_files: usize,
+    /// L0 bytes, as a multiple of the bytes in the levels below L0, at which
+    /// compaction is forced; 0 disables. The file bound alone does not cap
+    /// a deferral's debt: L0 run merges keep the file count down while L0's
+    /// bytes grow, and under a load that never eases (no trough to catch up
+    /// in) L0 grew to four times the tree below it, every read checking it
+    /// and the run merges rewriting gigabytes (docs/tuning.md, "The L0 debt
+    /// bound"). Default 2, RocksDB universal compaction's
+    /// `max_size_amplification_percent` of 200: the runs above the last may
+    /// hold twice its bytes.
+    pub max_l0_debt_ratio: f64,
+    /// The bytes below L0 from which `max_l0_debt_ratio` applies: a young
+    /// tree, whose L0 is nearly all its data (the thesis's first wave), is
+    /// bounded by `max_l0_files` alone. Set from the default family's
+    /// `max_bytes_for_level_base` (a full base level); default 256 MiB.
+    pub l0_debt_min_tree_bytes: u64,
     /// Space amplification at which compaction is forced; 0 disables, the
     /// default, because the usual estimate (all bytes / last level's bytes,
     /// see [`space_amplification`]) is meaningless while the tree is young.
@@ -171,6 +191,13 @@ pub struct AdaptiveConfig {
     /// `base_subcompactions` instead of `catch_up_subcompactions`, leaving
     /// readers the cores. 0 disables. Default 10.
     pub catch_up_read_share_pct: u64,
+    /// While point reads and seeks are at least this share of client
+    /// operations, percent, load pressure does not defer compaction (and
+    /// ends a deferral it started): a deferral buys ingest with reads, each
+    /// L0 run one more place a lookup checks, and a load that reads pays
+    /// for it at once. Waiting memtables still defer. 0 disables. Default
+    /// 10, `catch_up_read_share_pct`'s share.
+    pub defer_max_read_share_pct: u64,
 }
 
 /// What the load leaves for L0 run merges during a deferral, bytes/s: the
@@ -227,11 +254,14 @@ impl AdaptiveConfig {
             catch_up_subcompactions: 2,
             base_subcompactions: 1,
             max_l0_files: 1024,
+            max_l0_debt_ratio: 2.0,
+            l0_debt_min_tree_bytes: 256 << 20,
             max_space_amplification: 0.0,
             max_pending_compaction_bytes: 0,
             bound_release_pct: 75,
             merge_l0_runs_when_deferred: true,
             catch_up_read_share_pct: 10,
+            defer_max_read_share_pct: 10,
         }
     }
 
@@ -304,6 +334,10 @@ pub struct Observation {
     pub max_level_score: f64,
     /// Space amplification estimate, see [`space_amplification`].
     pub space_amplification: f64,
+    /// Bytes in L0.
+    pub l0_bytes: u64,
+    /// Bytes in the levels below L0.
+    pub lower_levels_bytes: u64,
 }
 
 /// RocksDB's space-amplification estimate for leveled trees: bytes in all
@@ -346,6 +380,8 @@ impl Phase {
 pub enum Bound {
     /// L0 reached `max_l0_files`.
     L0Files,
+    /// L0's bytes reached `max_l0_debt_ratio` times the bytes below it.
+    L0Debt,
     /// Space amplification reached `max_space_amplification`.
     SpaceAmplification,
     /// Pending compaction bytes reached `max_pending_compaction_bytes`.
@@ -662,6 +698,8 @@ impl AdaptiveTuner {
         let c = &self.config;
         if c.max_l0_files > 0 && obs.l0_files >= c.max_l0_files {
             Some(Bound::L0Files)
+        } else if self.l0_debt_bounded(obs) && obs.l0_bytes as f64 >= c.max_l0_debt_ratio * obs.lower_levels_bytes as f64 {
+            Some(Bound::L0Debt)
         } else if c.max_space_amplification > 0.0 && obs.space_amplification >= c.max_space_amplification {
             Some(Bound::SpaceAmplification)
         } else if c.max_pending_compaction_bytes > 0 && obs.pending_compaction_bytes >= c.max_pending_compaction_bytes {
@@ -671,15 +709,24 @@ impl AdaptiveTuner {
         }
     }
 
+    /// Whether the L0 debt bound applies: on, and the tree below L0 past
+    /// its young size.
+    fn l0_debt_bounded(&self, obs: &Observation) -> bool {
+        let c = &self.config;
+        c.max_l0_debt_ratio > 0.0 && obs.lower_levels_bytes >= c.l0_debt_min_tree_bytes.max(1)
+    }
+
     fn bounds_released(&self, obs: &Observation) -> bool {
         let c = &self.config;
         let pct = c.bound_release_pct as f64 / 100.0;
         let l0_ok = c.max_l0_files == 0 || obs.l0_files as f64 <= c.max_l0_files as f64 * pct;
+        let debt_ok = !self.l0_debt_bounded(obs)
+            || obs.l0_bytes as f64 <= c.max_l0_debt_ratio * pct * obs.lower_levels_bytes as f64;
         let sa_ok = c.max_space_amplification <= 0.0
             || obs.space_amplification <= 1.0 + (c.max_space_amplification - 1.0).max(0.0) * pct;
         let pending_ok = c.max_pending_compaction_bytes == 0
             || obs.pending_compaction_bytes as f64 <= c.max_pending_compaction_bytes as f64 * pct;
-        l0_ok && sa_ok && pending_ok
+        l0_ok && debt_ok && sa_ok && pending_ok
     }
 
     /// Whether the load is under both defer shares of `FlushPressure` (what
@@ -704,7 +751,8 @@ impl AdaptiveTuner {
                 let (pct, peak_pct) =
                     if deferring { (resume_pct, peak_resume_pct) } else { (defer_pct, peak_defer_pct) };
                 let behind = deferring || obs.max_level_score >= self.config.defer_min_score;
-                let pressed = behind && load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
+                let reads = reads_weigh(rates, self.config.defer_max_read_share_pct);
+                let pressed = behind && !reads && load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
                 !idle && !self.sustained && (memtables_wait || pressed)
             }
         }
@@ -1391,6 +1439,46 @@ mod tests {
             .collect()
     }
 
+    /// A load that reads is not deferred: with W5's readwhilewriting (a
+    /// writer at full speed beside readers) adaptive deferred for as long as
+    /// the writer ran, and every read checked the L0 runs it piled up.
+    /// Writes alone, or with reads under 10 % of operations, are deferred;
+    /// reads at a third of operations are not, and reads that begin end a
+    /// deferral under way.
+    #[test]
+    fn load_pressure_does_not_defer_while_clients_read() {
+        let config =
+            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        let phases = |reads: u64| {
+            let mut tuner = AdaptiveTuner::new(config.clone());
+            let mut o = Observation::default();
+            tuner.observe(&o);
+            (0..10).map(|_| write_and_read(&mut tuner, &mut o, 40, reads).phase).collect::<Vec<_>>()
+        };
+        assert!(phases(0).iter().all(|p| *p == Phase::Deferred), "{:?}", phases(0));
+        assert!(phases(10_000).iter().all(|p| *p == Phase::Deferred), "{:?}", phases(10_000));
+        assert!(phases(50_000).iter().all(|p| *p != Phase::Deferred), "{:?}", phases(50_000));
+
+        let mut tuner = AdaptiveTuner::new(config.clone());
+        let mut o = Observation::default();
+        tuner.observe(&o);
+        assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
+        assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::CatchUp);
+
+        // The rule off: reads or not, the load is deferred.
+        let off = AdaptiveConfig { defer_max_read_share_pct: 0, ..config.clone() };
+        let mut tuner = AdaptiveTuner::new(off);
+        let mut o = Observation::default();
+        tuner.observe(&o);
+        assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::Deferred);
+
+        // Waiting memtables defer whatever the reads.
+        let mut tuner = AdaptiveTuner::new(AdaptiveConfig { defer_min_score: 0.0, ..config.clone() });
+        let mut o = Observation { immutable_memtables: 2, ..Observation::default() };
+        tuner.observe(&o);
+        assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::Deferred);
+    }
+
     #[test]
     fn a_catch_up_beside_reads_keeps_one_subcompaction() {
         let config =
@@ -1440,6 +1528,74 @@ mod tests {
         // The trough re-arms deferral; the next rise is deferred.
         let after = &steps[steps.iter().position(|s| s.t_us >= 70_000_000).unwrap()..];
         assert!(after.iter().take(10).any(|s| s.decision.phase == Phase::Deferred), "{:?}", phase_sequence(after));
+    }
+
+    /// L0 run merges keep the file count far under `max_l0_files` while a
+    /// load that never eases piles bytes into L0 (W5's readwhilewriting left
+    /// 19 GB in 36 L0 files over a 4.8 GB tree): the debt bound, L0's bytes
+    /// against the tree below, forces compaction, and the load, shown to be
+    /// sustained, is not deferred again. A young tree is left to the file
+    /// bound.
+    #[test]
+    fn l0_bytes_past_twice_the_tree_below_force_compaction_whatever_the_file_count() {
+        let config =
+            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        // 40 s of 80 MB/s flushed (and as much WAL), half-second intervals;
+        // compaction, when not deferred, moves 120 MB of L0 below an interval.
+        let run = |lower_at_start: u64| {
+            let mut tuner = AdaptiveTuner::new(config.clone());
+            let mut o = observation(0, 0, 0, 0);
+            (o.max_level_score, o.l0_files, o.lower_levels_bytes) = (5.0, 20, lower_at_start);
+            let mut steps = Vec::new();
+            for _ in 0..80 {
+                o.now_micros += 500_000;
+                o.flush_bytes += 40 * MB;
+                o.wal_bytes += 40 * MB;
+                o.client_bytes += 40 * MB;
+                o.l0_bytes += 40 * MB;
+                let d = tuner.observe(&o);
+                if d.phase != Phase::Deferred && o.l0_bytes >= 120 * MB {
+                    o.l0_bytes -= 120 * MB;
+                    o.lower_levels_bytes += 120 * MB;
+                }
+                steps.push((o.l0_bytes, o.lower_levels_bytes, d.phase, d.bound));
+            }
+            steps
+        };
+
+        let steps = run(1000 * MB);
+        let first = steps.iter().position(|s| s.2 == Phase::Forced).unwrap();
+        // (The first interval paces: the budget's rates are not known yet.)
+        assert!(steps[1..first].iter().all(|s| s.2 == Phase::Deferred), "{steps:?}");
+        // Forced in the interval L0 reached twice the 1,000 MB below it.
+        assert_eq!(steps[first].3, Some(Bound::L0Debt));
+        assert_eq!(steps[first].0 + 120 * MB, 2000 * MB);
+        // Released once L0 is back to 75 % of the bound (1.5 x the tree).
+        let released = first + steps[first..].iter().position(|s| s.2 != Phase::Forced).unwrap();
+        let (l0, lower, ..) = steps[released - 1];
+        assert!(l0 as f64 <= 1.5 * lower as f64 + (120 * MB) as f64, "{l0} over {lower}");
+        // The load never eased: no deferral after the bound, whatever the file count.
+        assert!(steps[released..].iter().all(|s| s.2 != Phase::Deferred), "{:?}", &steps[released..]);
+        assert!(steps.iter().all(|s| s.2 != Phase::Forced || s.3 != Some(Bound::L0Files)));
+
+        // A young tree (under a full base level below L0): deferred throughout.
+        let young = run(100 * MB);
+        assert!(young[1..].iter().all(|s| s.2 == Phase::Deferred), "{young:?}");
+        assert_eq!(young.last().unwrap().0, 3200 * MB);
+        // The bound off: deferred throughout as well.
+        let off = AdaptiveConfig { max_l0_debt_ratio: 0.0, ..config.clone() };
+        let mut tuner = AdaptiveTuner::new(off);
+        let mut o = observation(0, 0, 0, 0);
+        (o.max_level_score, o.l0_files, o.lower_levels_bytes) = (5.0, 20, 1000 * MB);
+        for i in 0..80 {
+            o.now_micros += 500_000;
+            o.flush_bytes += 40 * MB;
+            o.wal_bytes += 40 * MB;
+            o.client_bytes += 40 * MB;
+            o.l0_bytes += 40 * MB;
+            let phase = tuner.observe(&o).phase;
+            assert!(i == 0 || phase == Phase::Deferred, "{i}: {phase:?}");
+        }
     }
 
     #[test]
