@@ -1429,6 +1429,13 @@ mod tests {
         tuner.observe(o)
     }
 
+    /// A tuner of `config` that has seen `first`, and the observation to go on from.
+    fn started(config: AdaptiveConfig, first: Observation) -> (AdaptiveTuner, Observation) {
+        let mut tuner = AdaptiveTuner::new(config);
+        tuner.observe(&first);
+        (tuner, first)
+    }
+
     fn subcompaction_changes(actions: &[Action]) -> Vec<u32> {
         actions
             .iter()
@@ -1450,32 +1457,25 @@ mod tests {
         let config =
             AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
         let phases = |reads: u64| {
-            let mut tuner = AdaptiveTuner::new(config.clone());
-            let mut o = Observation::default();
-            tuner.observe(&o);
+            let (mut tuner, mut o) = started(config.clone(), Observation::default());
             (0..10).map(|_| write_and_read(&mut tuner, &mut o, 40, reads).phase).collect::<Vec<_>>()
         };
         assert!(phases(0).iter().all(|p| *p == Phase::Deferred), "{:?}", phases(0));
         assert!(phases(10_000).iter().all(|p| *p == Phase::Deferred), "{:?}", phases(10_000));
         assert!(phases(50_000).iter().all(|p| *p != Phase::Deferred), "{:?}", phases(50_000));
 
-        let mut tuner = AdaptiveTuner::new(config.clone());
-        let mut o = Observation::default();
-        tuner.observe(&o);
+        let (mut tuner, mut o) = started(config.clone(), Observation::default());
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::CatchUp);
 
         // The rule off: reads or not, the load is deferred.
         let off = AdaptiveConfig { defer_max_read_share_pct: 0, ..config.clone() };
-        let mut tuner = AdaptiveTuner::new(off);
-        let mut o = Observation::default();
-        tuner.observe(&o);
+        let (mut tuner, mut o) = started(off, Observation::default());
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::Deferred);
 
         // Waiting memtables defer whatever the reads.
-        let mut tuner = AdaptiveTuner::new(AdaptiveConfig { defer_min_score: 0.0, ..config.clone() });
-        let mut o = Observation { immutable_memtables: 2, ..Observation::default() };
-        tuner.observe(&o);
+        let waiting = Observation { immutable_memtables: 2, ..Observation::default() };
+        let (mut tuner, mut o) = started(AdaptiveConfig { defer_min_score: 0.0, ..config.clone() }, waiting);
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::Deferred);
     }
 
@@ -1483,9 +1483,7 @@ mod tests {
     fn a_catch_up_beside_reads_keeps_one_subcompaction() {
         let config =
             AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
-        let mut tuner = AdaptiveTuner::new(config);
-        let mut o = Observation::default();
-        tuner.observe(&o);
+        let (mut tuner, mut o) = started(config, Observation::default());
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
         // Writes stop and reads begin: the deferral ends (foreground under
         // its resume shares); the catch-up runs with one subcompaction,
