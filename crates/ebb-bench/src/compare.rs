@@ -61,6 +61,7 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "tuning_io_budget",
     "tuning_max_l0_files",
     "tuning_max_l0_debt_ratio",
+    "tuning_read_share_pct",
     "idle_policy",
     "idle_probe_interval_ms",
     "idle_quiet_ms",

@@ -69,6 +69,49 @@ fn adaptive_mode_puts_a_stall_backstop_above_its_l0_bound() {
     assert_eq!(db.metrics().tuning.mode, "off");
 }
 
+/// While clients read, adaptive holds writes by the configured L0 triggers
+/// (RocksDB's controller), and by its backstop again once writes run alone.
+#[test]
+fn adaptive_holds_writes_as_configured_while_clients_read() {
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Adaptive;
+    o.tuning_max_l0_files = 40;
+    o.level0_slowdown_writes_trigger = 20;
+    o.level0_stop_writes_trigger = 36;
+    o.idle_probe_interval_ms = 20;
+    let events = Arc::new(Events::default());
+    o.listeners.push(events.clone());
+    let db = Db::open("/db", o).unwrap();
+    let triggers = |db: &Db| (db.options().level0_slowdown_writes_trigger, db.options().level0_stop_writes_trigger);
+    assert_eq!(triggers(&db), (60, 80));
+    // Runs `op` until the triggers are `want` (or 10 s pass).
+    let until = |want: (i32, i32), op: &mut dyn FnMut(u64)| {
+        let start = Instant::now();
+        let mut i = 0u64;
+        while triggers(&db) != want && start.elapsed() < Duration::from_secs(10) {
+            op(i);
+            i += 1;
+        }
+        triggers(&db)
+    };
+    // A writer beside readers (two reads a write): the configured triggers.
+    let got = until((20, 36), &mut |i| {
+        db.put(format!("k{:06}", i % 5000).as_bytes(), &[7u8; 64]).unwrap();
+        for j in 0..2 {
+            let _ = db.get(format!("k{:06}", (i * 7 + j) % 5000).as_bytes()).unwrap();
+        }
+    });
+    assert_eq!(got, (20, 36));
+    // The writer alone: the backstop again.
+    let got = until((60, 80), &mut |i| db.put(format!("w{:06}", i % 5000).as_bytes(), &[7u8; 64]).unwrap());
+    assert_eq!(got, (60, 80));
+    let seen = events.0.lock().unwrap().clone();
+    assert!(seen.iter().any(|e| e.starts_with("write stalls as configured")), "{seen:?}");
+    assert!(seen.iter().any(|e| e.starts_with("write stalls at the backstop")), "{seen:?}");
+    // The reads never changed what was written.
+    assert_eq!(db.get(b"w000001").unwrap(), Some(vec![7u8; 64]));
+}
+
 /// db_bench's `auto_tuned_compactions=true` selects the thesis tuner over
 /// the adaptive default (and over off), and is refused beside idle.
 #[test]

@@ -500,6 +500,13 @@ pub const FLAGS: &[FlagSpec] = &[
         Engine("tuning_max_l0_debt_ratio"),
         "Adaptive bound on L0 bytes over the bytes below (0 = none)",
     ),
+    f(
+        "tuning_read_share_pct",
+        UInt,
+        "10",
+        Engine("tuning_read_share_pct"),
+        "Adaptive: reads' share of operations that holds writes as configured",
+    ),
     f("idle_policy", Str, "throughput", Engine("idle_policy"), "Idle detection: throughput or since_last_write"),
     f("idle_probe_interval_ms", UInt, "500", Engine("idle_probe_interval_ms"), "Idle detection probe interval"),
     f("idle_throughput_threshold", UInt, "524288", Engine("idle_throughput_threshold"), "Idle below this many bytes/s"),

@@ -261,10 +261,13 @@ pub(super) fn open_locked(
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
     let mut options = options;
-    for (name, value) in super::tuning::changes_at_open(&options) {
-        options.set(name, &value)?;
+    let changes = super::tuning::changes_at_open(&options);
+    let write_stalls = super::tuning::WriteStallOptions::new(&options, &changes);
+    for (name, value) in &changes {
+        options.set(name, value)?;
     }
-    let tuning = super::tuning::TuningHooks::new(&options)?;
+    let mut tuning = super::tuning::TuningHooks::new(&options)?;
+    tuning.write_stalls = write_stalls;
     let options = Arc::new(options);
     let mut family_states = BTreeMap::new();
     for (id, f) in versions.families() {

@@ -79,6 +79,36 @@ pub(crate) struct TuningHooks {
     closed: AtomicBool,
     pub(crate) last_write_micros: AtomicU64,
     pub(crate) metrics: Mutex<TuningMetrics>,
+    /// The stall options the adaptive tuner switches between
+    /// (`Action::ConfiguredWriteStalls`); empty in other modes.
+    pub(crate) write_stalls: WriteStallOptions,
+}
+
+/// The write controller's options as configured and as the adaptive
+/// tuner's backstop sets them at open: the same option names, the user's
+/// values and the backstop's. Empty outside adaptive and idle modes, or
+/// when the backstop changed nothing.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct WriteStallOptions {
+    pub(crate) configured: Vec<(&'static str, String)>,
+    pub(crate) backstop: Vec<(&'static str, String)>,
+}
+
+impl WriteStallOptions {
+    /// From the options as given and the changes the mode makes at open
+    /// ([`changes_at_open`]).
+    pub(crate) fn new(o: &Options, changes: &[(&'static str, String)]) -> WriteStallOptions {
+        if !matches!(o.tuning_mode(), BackgroundTuning::Adaptive | BackgroundTuning::Idle) {
+            return WriteStallOptions::default();
+        }
+        let configured = changes.iter().filter_map(|(name, _)| o.get(name).map(|v| (*name, v))).collect::<Vec<_>>();
+        if configured.len() != changes.len() {
+            // Every backstop option has a value; if one had none there
+            // would be nothing to go back to.
+            return WriteStallOptions::default();
+        }
+        WriteStallOptions { configured, backstop: changes.to_vec() }
+    }
 }
 
 impl TuningHooks {
@@ -115,6 +145,7 @@ impl TuningHooks {
                 BackgroundTuning::Off | BackgroundTuning::Thesis => 0,
             },
             last_write_micros: AtomicU64::new(0),
+            write_stalls: WriteStallOptions::default(),
             metrics: Mutex::new(TuningMetrics {
                 mode: mode.name(),
                 phase: if mode == BackgroundTuning::Off { "off" } else { "enabled" },
@@ -217,6 +248,8 @@ pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
     c.io_budget_bytes_per_sec = o.tuning_io_budget;
     c.max_l0_files = o.tuning_max_l0_files;
     c.max_l0_debt_ratio = o.tuning_max_l0_debt_ratio;
+    c.defer_max_read_share_pct = o.tuning_read_share_pct;
+    c.stall_read_share_pct = o.tuning_read_share_pct;
     c.l0_debt_min_tree_bytes = o.max_bytes_for_level_base;
     c.base_subcompactions = o.max_subcompactions;
     c.catch_up_subcompactions = o.max_subcompactions.max(2);
@@ -426,6 +459,19 @@ impl DbInner {
                 hooks.merge_l0_runs.store(on, Ordering::Relaxed);
                 self.work_cv.notify_all();
                 format!("merge L0 runs while deferred: {on}")
+            }
+            Action::ConfiguredWriteStalls(configured) => {
+                let stalls = &hooks.write_stalls;
+                let options = if configured { &stalls.configured } else { &stalls.backstop };
+                let pairs: Vec<(&str, &str)> = options.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                let which = if configured { "as configured (clients read)" } else { "at the backstop" };
+                match self.apply_tuning_options(&pairs) {
+                    Ok(()) => format!("write stalls {which}"),
+                    // Both sets were in force once (the configured ones at
+                    // open); failing now leaves the current ones, which
+                    // still stall writes.
+                    Err(e) => format!("write stalls {which} failed: {e}"),
+                }
             }
             Action::ForceCompaction(bound) => {
                 hooks.deferred.store(false, Ordering::Relaxed);

@@ -222,6 +222,14 @@ define_options! {
         /// (RocksDB universal's `max_size_amplification_percent` of 200); 0
         /// disables the bound.
         tuning_max_l0_debt_ratio: f64 = 2.0,
+        /// Adaptive and idle modes: the share of client operations, percent,
+        /// at which point reads and seeks make the load a reading one. Load
+        /// pressure then defers no compaction, and writes are held by the
+        /// configured L0 triggers and pending-bytes limits instead of the
+        /// tuner's backstop above `tuning_max_l0_files` (docs/tuning.md,
+        /// "Not while clients read" and "Readers get the configured write
+        /// controller"). Default 10; 0: reads change neither.
+        tuning_read_share_pct: u64 = 10,
         /// Idle detection (seed 002): how the client is judged idle, `throughput`
         /// (under `idle_throughput_threshold`) or `since_last_write` (no write for
         /// `idle_quiet_ms`). Default throughput.

@@ -474,6 +474,7 @@ option_table! {
     tuning_io_budget: Db, false;
     tuning_max_l0_files: Db, false;
     tuning_max_l0_debt_ratio: Db, false;
+    tuning_read_share_pct: Db, false;
     idle_policy: Db, false;
     idle_probe_interval_ms: Db, false;
     idle_throughput_threshold: Db, false;

@@ -64,6 +64,14 @@
 //!    seeks at least `catch_up_read_share_pct` of their operations) the
 //!    catch-up keeps `base_subcompactions`: readers need the cores more than
 //!    the debt needs paying at once.
+//! 9. Write stalls: the engine runs with [`AdaptiveConfig::stall_backstop`]
+//!    (slowdown and stop far above the configured L0 triggers) so that a
+//!    write burst can run ahead of compaction. While point reads and seeks
+//!    are at least `stall_read_share_pct` of client operations, the tuner
+//!    asks for the configured triggers and limits instead
+//!    ([`Action::ConfiguredWriteStalls`]), and for the backstop again once
+//!    reads fall under half that share: a writer beside readers is held as
+//!    RocksDB holds it, and the runs a read checks stay few.
 //!
 //! The trade-off of the bounds: deferring buys ingest throughput with reads
 //! (each L0 file is one more place a lookup must check) and with a debt that
@@ -198,6 +206,19 @@ pub struct AdaptiveConfig {
     /// for it at once. Waiting memtables still defer. 0 disables. Default
     /// 10, `catch_up_read_share_pct`'s share.
     pub defer_max_read_share_pct: u64,
+    /// While point reads and seeks are at least this share of client
+    /// operations, percent, writes are held by the engine's write
+    /// controller as configured (the options' L0 slowdown and stop triggers
+    /// and pending-bytes limits, RocksDB's 20 and 36 files by default)
+    /// instead of the backstop above `max_l0_files`
+    /// ([`AdaptiveConfig::stall_backstop`]); the backstop returns once reads
+    /// fall under half this share. The backstop is what lets a write burst
+    /// run ahead of compaction; beside readers it let a writer at full speed
+    /// grow L0 to tens of runs every read checked, where RocksDB's
+    /// controller slows it at 20 (docs/tuning.md, "Readers get the
+    /// configured write controller"). 0 keeps the backstop always. Default
+    /// 10, `defer_max_read_share_pct`'s share.
+    pub stall_read_share_pct: u64,
 }
 
 /// What the load leaves for L0 run merges during a deferral, bytes/s: the
@@ -262,6 +283,7 @@ impl AdaptiveConfig {
             merge_l0_runs_when_deferred: true,
             catch_up_read_share_pct: 10,
             defer_max_read_share_pct: 10,
+            stall_read_share_pct: 10,
         }
     }
 
@@ -413,6 +435,11 @@ pub enum Action {
     /// While automatic compaction is deferred, merge L0 runs (true) or
     /// nothing (false); see [`AdaptiveConfig::merge_l0_runs_when_deferred`].
     MergeL0Runs(bool),
+    /// Hold writes by the write controller's configured triggers and limits
+    /// (true, while clients read) or by the backstop above the L0 bound
+    /// (false); see [`AdaptiveConfig::stall_read_share_pct`]. The tuner
+    /// assumes the engine starts with the backstop.
+    ConfiguredWriteStalls(bool),
 }
 
 /// The figures a decision was based on, bytes per second (smoothed).
@@ -501,6 +528,9 @@ struct EngineSettings {
     merging_l0_runs: bool,
     subcompactions: u32,
     rate_limit: Option<u64>,
+    /// The write controller holds writes at the configured triggers, not
+    /// the backstop ([`Action::ConfiguredWriteStalls`]).
+    configured_stalls: bool,
 }
 
 /// The adaptive policy. See the module contract.
@@ -560,6 +590,7 @@ impl AdaptiveTuner {
                 merging_l0_runs: false,
                 subcompactions: config.base_subcompactions,
                 rate_limit: None,
+                configured_stalls: false,
             },
             stats: AdaptiveStats::default(),
             sustained: false,
@@ -758,6 +789,18 @@ impl AdaptiveTuner {
         }
     }
 
+    /// Whether writes should be held by the configured write controller:
+    /// clients read at least `stall_read_share_pct` of their operations
+    /// (until they fall under half of it), and there is a backstop to lift.
+    fn wants_configured_stalls(&self, rates: &Rates) -> bool {
+        let c = &self.config;
+        if c.stall_read_share_pct == 0 || c.stall_backstop().is_empty() {
+            return false;
+        }
+        let share = if self.engine.configured_stalls { c.stall_read_share_pct.div_ceil(2) } else { c.stall_read_share_pct };
+        reads_weigh(rates, share)
+    }
+
     fn next_phase(&self, obs: &Observation, idle: bool, rates: &Rates, bound: Option<Bound>) -> Phase {
         if bound.is_some() || (self.phase == Phase::Forced && !self.bounds_released(obs)) {
             return Phase::Forced;
@@ -828,6 +871,11 @@ impl AdaptiveTuner {
             actions.push(Action::MergeL0Runs(merging));
             self.engine.merging_l0_runs = merging;
         }
+        let configured_stalls = self.wants_configured_stalls(rates);
+        if configured_stalls != self.engine.configured_stalls {
+            actions.push(Action::ConfiguredWriteStalls(configured_stalls));
+            self.engine.configured_stalls = configured_stalls;
+        }
         self.engine.auto_compactions = auto_compactions;
         self.engine.paused = paused;
         if entered {
@@ -871,14 +919,13 @@ mod tests {
         }
     }
 
+    /// What `pick` takes from each action that has it, in order.
+    fn picked<T>(actions: &[Action], pick: impl Fn(&Action) -> Option<T>) -> Vec<T> {
+        actions.iter().filter_map(pick).collect()
+    }
+
     fn rate_limits(actions: &[Action]) -> Vec<u64> {
-        actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::SetCompactionRateLimit(r) => Some(*r),
-                _ => None,
-            })
-            .collect()
+        picked(actions, |a| if let Action::SetCompactionRateLimit(r) = a { Some(*r) } else { None })
     }
 
     #[test]
@@ -1112,7 +1159,9 @@ mod tests {
                     Action::SetCompactionRateLimit(r) => self.limit = r as f64,
                     Action::SetSubcompactions(n) => self.subcompactions = n,
                     Action::MergeL0Runs(on) => self.merging = on,
-                    Action::CatchUp | Action::ForceCompaction(_) => {}
+                    // The toy's writes are not held by a controller, and
+                    // it has no reads.
+                    Action::CatchUp | Action::ForceCompaction(_) | Action::ConfiguredWriteStalls(_) => {}
                 }
             }
         }
@@ -1436,14 +1485,14 @@ mod tests {
         (tuner, first)
     }
 
+    /// Adaptive with a 100 MB/s budget and unsmoothed rates: each
+    /// observation's figures are the interval's own.
+    fn unsmoothed_100mb() -> AdaptiveConfig {
+        AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() }
+    }
+
     fn subcompaction_changes(actions: &[Action]) -> Vec<u32> {
-        actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::SetSubcompactions(n) => Some(*n),
-                _ => None,
-            })
-            .collect()
+        picked(actions, |a| if let Action::SetSubcompactions(n) = a { Some(*n) } else { None })
     }
 
     /// A load that reads is not deferred: with W5's readwhilewriting (a
@@ -1454,8 +1503,7 @@ mod tests {
     /// deferral under way.
     #[test]
     fn load_pressure_does_not_defer_while_clients_read() {
-        let config =
-            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        let config = unsmoothed_100mb();
         let phases = |reads: u64| {
             let (mut tuner, mut o) = started(config.clone(), Observation::default());
             (0..10).map(|_| write_and_read(&mut tuner, &mut o, 40, reads).phase).collect::<Vec<_>>()
@@ -1479,10 +1527,47 @@ mod tests {
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 50_000).phase, Phase::Deferred);
     }
 
+    fn stall_switches(actions: &[Action]) -> Vec<bool> {
+        picked(actions, |a| if let Action::ConfiguredWriteStalls(on) = a { Some(*on) } else { None })
+    }
+
+    /// Readers get the write controller as configured, writers alone the
+    /// backstop: W5's readwhilewriting at a tenth ran its writer at full
+    /// speed beside the readers, L0 at tens of runs every read checked,
+    /// where RocksDB's controller slows the writer at 20 L0 files.
+    #[test]
+    fn readers_get_the_configured_write_stalls_and_writers_alone_the_backstop() {
+        let config = unsmoothed_100mb();
+        let (mut tuner, mut o) = started(config.clone(), Observation::default());
+        // Writes alone (100,000 keys/s): the backstop stays.
+        for _ in 0..3 {
+            assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, 0).actions), Vec::<bool>::new());
+        }
+        // Readers at a third of operations: the configured controller, once.
+        assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, 50_000).actions), vec![true]);
+        assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, 50_000).actions), Vec::<bool>::new());
+        // At 7 % (between half the share and the share) nothing changes.
+        assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, 8_000).actions), Vec::<bool>::new());
+        // Under half the share: the backstop again.
+        assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, 2_000).actions), vec![false]);
+        // Reads alone, no writes at all, are a reading load too.
+        assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 0, 50_000).actions), vec![true]);
+
+        // The rule off, or no backstop to lift (no L0 bound): never.
+        for quiet in [
+            AdaptiveConfig { stall_read_share_pct: 0, ..config.clone() },
+            AdaptiveConfig { max_l0_files: 0, ..config.clone() },
+        ] {
+            let (mut tuner, mut o) = started(quiet, Observation::default());
+            for reads in [0, 50_000, 2_000, 50_000] {
+                assert_eq!(stall_switches(&write_and_read(&mut tuner, &mut o, 40, reads).actions), Vec::<bool>::new());
+            }
+        }
+    }
+
     #[test]
     fn a_catch_up_beside_reads_keeps_one_subcompaction() {
-        let config =
-            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        let config = unsmoothed_100mb();
         let (mut tuner, mut o) = started(config, Observation::default());
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
         // Writes stop and reads begin: the deferral ends (foreground under
@@ -1536,8 +1621,7 @@ mod tests {
     /// bound.
     #[test]
     fn l0_bytes_past_twice_the_tree_below_force_compaction_whatever_the_file_count() {
-        let config =
-            AdaptiveConfig { io_budget_bytes_per_sec: 100 * MB, rate_smoothing_pct: 100, ..AdaptiveConfig::adaptive() };
+        let config = unsmoothed_100mb();
         // 40 s of 80 MB/s flushed (and as much WAL), half-second intervals;
         // compaction, when not deferred, moves 120 MB of L0 below an interval.
         let run = |config: &AdaptiveConfig, lower_at_start: u64| {
