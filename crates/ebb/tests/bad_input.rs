@@ -166,3 +166,14 @@ fn destroy_removes_the_database() {
     Db::destroy(&path, &o).unwrap();
     assert!(!path.exists());
 }
+
+#[test]
+fn restart_intervals_of_zero_are_refused_by_name() {
+    for name in ["block_restart_interval", "index_block_restart_interval"] {
+        let mut o = tiny_options(Some(MemFs::new()));
+        o.apply_text(&format!("{name}=0")).unwrap();
+        let e = Db::open("/db", o).err().expect("must fail");
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        assert!(e.to_string().contains(name), "{e}");
+    }
+}

@@ -168,6 +168,7 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             table.set_block_size(setup.block_size);
         }
         "block_restart_interval" => table.set_block_restart_interval(i32_of(flag, v)?),
+        "index_block_restart_interval" => table.set_index_block_restart_interval(i32_of(flag, v)?),
         "whole_key_filtering" => table.set_whole_key_filtering(bool_of(flag, v)?),
         // db_bench's `NewFixedPrefixTransform(prefix_size)`; 0 is none.
         "prefix_size" => {

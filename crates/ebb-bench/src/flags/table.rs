@@ -411,6 +411,13 @@ pub const FLAGS: &[FlagSpec] = &[
         "SST data block size; also the block size of the crc32c and xxh3 benchmarks",
     ),
     f("block_restart_interval", Int, "16", Engine("block_restart_interval"), "Keys between restart points"),
+    f(
+        "index_block_restart_interval",
+        Int,
+        "16",
+        Engine("index_block_restart_interval"),
+        "Index entries between restart points",
+    ),
     f("bloom_bits", Int, "-1", Engine("bloom_bits_per_key"), "Bloom filter bits per key (negative = engine default)"),
     f(
         "whole_key_filtering",

@@ -326,7 +326,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("pin_top_level_index_and_filter", "true"),
     ("read_amp_bytes_per_bit", "0"),
     ("decouple_partitioned_filters", "false"),
-    ("index_block_restart_interval", "1"),
     ("detect_filter_construct_corruption", "false"),
     ("no_block_cache", "false"),
     ("data_block_hash_table_util_ratio", "0.750000"),

@@ -524,6 +524,7 @@ option_table! {
     blob_garbage_collection_force_threshold: Cf, true;
     block_size: Table, false;
     block_restart_interval: Table, false;
+    index_block_restart_interval: Table, false;
     block_size_deviation: Table, false;
     bloom_bits_per_key: Table, false;
     whole_key_filtering: Table, false;

@@ -44,6 +44,9 @@ pub struct TableBuilderOptions {
     pub block_size: usize,
     /// Keys between restart points in data blocks (RocksDB `block_restart_interval`).
     pub block_restart_interval: usize,
+    /// Entries between restart points in index blocks and index partitions
+    /// (RocksDB `index_block_restart_interval`).
+    pub index_block_restart_interval: usize,
     /// A data block holding more than `100 - block_size_deviation` percent
     /// of `block_size` is closed before an entry that would take it past
     /// `block_size` (RocksDB `block_size_deviation` and its
@@ -92,6 +95,7 @@ impl Default for TableBuilderOptions {
         TableBuilderOptions {
             block_size: 4096,
             block_restart_interval: 16,
+            index_block_restart_interval: 16,
             block_size_deviation: 10,
             bloom_bits_per_key: 10,
             checksum: ChecksumType::Crc32c,
@@ -194,8 +198,8 @@ impl TableBuilder {
             collectors,
             file,
             data_block: BlockBuilder::new(opts.block_restart_interval),
-            index_block: BlockBuilder::new(1),
-            user_index_block: BlockBuilder::new(1),
+            index_block: BlockBuilder::new(opts.index_block_restart_interval),
+            user_index_block: BlockBuilder::new(opts.index_block_restart_interval),
             index_needs_seq: false,
             index_partitions: Vec::new(),
             last_index_key: Vec::new(),

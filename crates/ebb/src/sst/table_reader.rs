@@ -1812,6 +1812,7 @@ mod tests {
         TableBuilderOptions {
             block_size,
             block_restart_interval: 4,
+            index_block_restart_interval: 16,
             block_size_deviation: 10,
             bloom_bits_per_key: 10,
             checksum,
@@ -2076,6 +2077,42 @@ mod tests {
             assert_eq!(t.index_key_is_user_key(), expect_user_keys);
             many_blocks_agree(&entries, &bytes, &props);
         }
+    }
+
+    #[test]
+    fn index_blocks_of_every_restart_interval_read_alike() {
+        // Flat and partitioned indexes, with internal and user index keys:
+        // every interval reads as the sorted entries do (seeks both ways,
+        // steps, point lookups one at a time and batched); tables written
+        // with different intervals differ only in the index's size.
+        let mut flat_index_size = std::collections::BTreeMap::new();
+        for (entries, user_key_index) in
+            [(sample_entries(6000), true), (unique_entries(6000), true), (unique_entries(6000), false)]
+        {
+            for partition in [None, Some(512)] {
+                for interval in [1, 2, 7, 16, 64, 1000] {
+                    let o = TableBuilderOptions {
+                        user_key_index,
+                        index_block_restart_interval: interval,
+                        index_partition_size: partition,
+                        compression: CompressionType::None,
+                        ..opts(CompressionType::Lz4, ChecksumType::Crc32c, 256)
+                    };
+                    let (bytes, props) = build(&entries, o);
+                    many_blocks_agree(&entries, &bytes, &props);
+                    if partition.is_some() {
+                        assert!(props.index_partitions > 1, "interval {interval}: one partition");
+                    } else if user_key_index && entries.len() == 6000 {
+                        flat_index_size.insert(interval, props.index_size);
+                    }
+                }
+            }
+        }
+        // Between restarts an entry stores only what its key adds: the
+        // index of interval 16 is under half the size of interval 1's.
+        let size = |i: usize| flat_index_size[&i];
+        assert!(size(16) * 2 < size(1), "index sizes by interval: {flat_index_size:?}");
+        assert!(size(2) < size(1) && size(16) < size(2), "index sizes by interval: {flat_index_size:?}");
     }
 
     fn many_blocks_agree(entries: &Entries, bytes: &[u8], props: &TableProperties) {
