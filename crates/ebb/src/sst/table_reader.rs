@@ -915,10 +915,22 @@ impl Table {
 
     /// The index or filter block at `handle`, missing from `cache`: read
     /// (verified) and inserted with the index and filter blocks' priority.
+    ///
+    /// Readers that missed together read together; the first to finish
+    /// inserts, and the others take its entry instead of replacing it
+    /// (RocksDB replaces). A second copy of a block of hundreds of kilobytes
+    /// would be charged beside the first while both are referenced, evict
+    /// data blocks to make room, and take the first's place in the shard's
+    /// LRU order: with index blocks large beside their shard, replacing fed
+    /// the thrash docs/cache.md describes ("Shards and large blocks").
     fn load_meta(&self, cache: &dyn BlockCache, handle: BlockHandle, kind: BlockKind) -> Result<CacheHandle> {
         cache.stats().record_miss(kind);
         let value = self.reader.read_meta(handle, kind, &self.index_order)?;
-        insert_counted(cache, CacheKey::new(self.cache_id, handle.offset), value, self.meta_priority, kind)
+        let key = CacheKey::new(self.cache_id, handle.offset);
+        if let Some(loaded) = cache.lookup(&key) {
+            return Ok(loaded);
+        }
+        insert_counted(cache, key, value, self.meta_priority, kind)
     }
 
     /// Runs `f` on the index or filter block `which`, as [`Table::meta_block`]
@@ -2361,6 +2373,73 @@ mod tests {
         let id = cache.new_id();
         for i in 0..(4 * cache.capacity() / 512) as u64 {
             drop(cache.insert(CacheKey::new(id, i), empty_block(), 512, Priority::High).unwrap());
+        }
+    }
+
+    /// A cache whose next `misses` lookups answer "not there" whatever it
+    /// holds, as a reader sees it when another reader loads the same block
+    /// between its lookup and its insert.
+    struct RacedCache {
+        inner: Arc<dyn BlockCache>,
+        misses: AtomicUsize,
+    }
+
+    impl BlockCache for RacedCache {
+        fn lookup(&self, key: &CacheKey) -> Option<CacheHandle> {
+            let raced = self.misses.fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |n| n.checked_sub(1));
+            if raced.is_ok() {
+                return None;
+            }
+            self.inner.lookup(key)
+        }
+        fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
+            self.inner.insert(key, value, charge, priority)
+        }
+        fn erase(&self, key: &CacheKey) {
+            self.inner.erase(key)
+        }
+        fn usage(&self) -> usize {
+            self.inner.usage()
+        }
+        fn pinned_usage(&self) -> usize {
+            self.inner.pinned_usage()
+        }
+        fn capacity(&self) -> usize {
+            self.inner.capacity()
+        }
+        fn new_id(&self) -> u64 {
+            self.inner.new_id()
+        }
+        fn stats(&self) -> &crate::cache::CacheStats {
+            self.inner.stats()
+        }
+        fn name(&self) -> &'static str {
+            self.inner.name()
+        }
+    }
+
+    #[test]
+    fn a_reader_that_loses_the_race_to_load_a_meta_block_takes_the_cached_one() {
+        for cache_type in [CacheType::Lru, CacheType::Clock] {
+            let (file, len, entries) = cached_table_file();
+            let raced = Arc::new(RacedCache { inner: cache_of(cache_type, 1 << 20), misses: AtomicUsize::new(0) });
+            let cache: Arc<dyn BlockCache> = raced.clone();
+            let t = Table::open_with_policy(file, len, "c.sst".into(), policy(&cache, true, false)).unwrap();
+            let meta_inserts = || {
+                let s = cache.stats().snapshot();
+                (s.index.inserts, s.filter.inserts)
+            };
+            let at_open = meta_inserts();
+            assert_eq!(at_open, (1, 1), "{cache_type:?}");
+            let rs = ReadSettings::default();
+            // The filter's lookup misses though the block is cached: the
+            // reader reads it, finds it loaded meanwhile, and inserts nothing.
+            for (k, v) in entries.iter().step_by(101) {
+                raced.misses.store(1, AtomicOrdering::SeqCst);
+                assert_eq!(t.get(&rs, k).unwrap(), Some((k.clone(), v.clone())), "{cache_type:?}");
+            }
+            assert_eq!(meta_inserts(), at_open, "{cache_type:?}: a copy replaced the cached block");
+            assert!(cache.stats().snapshot().filter.misses >= 30, "{cache_type:?}: the misses are counted");
         }
     }
 
