@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::hooked_fs::{FsHooks, HookedFs};
-use common::{files_of, fs_holding, manual_options, tiny_options};
+use common::{files_of, fs_holding, manual_options, scan, tiny_options};
 use ebb::fs::{FileSystem, MemFs};
 use ebb::{ColumnFamilyHandle, Db, ReadOptions};
 use rand::rngs::StdRng;
@@ -318,15 +318,7 @@ fn tables_of_every_index_restart_interval_read_alike() {
         for (k, got) in keys.iter().zip(batched) {
             assert_eq!(got.unwrap().as_ref(), model.get(k), "interval {interval}: multi_get {k:?}");
         }
-        let mut it = db.iter(ReadOptions::default());
-        it.seek_to_first();
-        let mut scanned = Model::new();
-        while it.valid() {
-            scanned.insert(it.key().to_vec(), it.value().to_vec());
-            it.next();
-        }
-        it.status().unwrap();
-        assert_eq!(scanned, model, "interval {interval}: scan");
+        assert_eq!(scan(&db, ReadOptions::default()), model, "interval {interval}: scan");
         db.close().unwrap();
     }
 }
