@@ -409,3 +409,79 @@ fn a_database_with_partitioned_indexes_and_filters_matches_the_model() {
 fn a_database_switching_index_layouts_across_reopens_matches_the_model() {
     model_run(3, true);
 }
+
+/// Every live table of the default family, as (index partitions, entries).
+fn tables(db: &Db) -> Vec<(u64, u64)> {
+    let all = db.get_properties_of_all_tables(&db.cf_handle("default").unwrap()).unwrap();
+    all.values().map(|p| (p.index_partitions, p.num_entries)).collect()
+}
+
+#[test]
+fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
+    // Universal: similar L0 runs above an older, larger run in L1 merge into
+    // one L0 file, whatever its size (as the adaptive tuner's L0 run merges
+    // do). Past four target files of input that file gets a partitioned
+    // index and filters; the flushes (one of them past the threshold too),
+    // the L1 files (cut at the target size) and a merge of less keep one
+    // index block.
+    for (value_len, partitioned) in [(40usize, true), (1, false)] {
+        let fs = MemFs::new();
+        let options = || {
+            let mut o = tiny_options(Some(fs.clone()));
+            o.compaction_style = ebb::CompactionStyle::Universal;
+            o.num_levels = 2;
+            o.write_buffer_size = 1 << 20;
+            o.level0_file_num_compaction_trigger = 4;
+            o.level0_slowdown_writes_trigger = 20;
+            o.level0_stop_writes_trigger = 30;
+            o.metadata_block_size = 256;
+            o.bloom_bits_per_key = 10;
+            o
+        };
+        let threshold = options().target_file_size_base * ebb::compaction::PARTITION_ONE_FILE_PAST_TARGETS;
+        let db = Db::open("/db", options()).unwrap();
+        let mut model = BTreeMap::new();
+        let keys = if partitioned { 4000 } else { 1200 };
+        for i in 0..keys {
+            let (k, v) = (user_key(i), vec![b'o'; 100]);
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.compact_range(None, None).unwrap();
+        for round in 0..3 {
+            for i in (round..keys).step_by(4) {
+                let (k, v) = (user_key(i), format!("{round}").repeat(value_len).into_bytes());
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            db.flush(true).unwrap();
+        }
+        db.wait_for_compact().unwrap();
+        let m = db.metrics();
+        let all = tables(&db);
+        let per_round = keys as u64 / 4;
+        let merged: Vec<_> = all.iter().filter(|t| t.1 > per_round).collect();
+        assert_eq!((m.files_per_level[0], merged.len()), (1, 1), "the three runs merged into one L0 file: {all:?}");
+        assert_eq!(merged[0].1, 3 * per_round);
+        let l0_bytes = m.bytes_per_level[0];
+        assert_eq!(l0_bytes > threshold, partitioned, "an L0 file of {l0_bytes} bytes against {threshold}");
+        assert_eq!(merged[0].0 > 1, partitioned, "the merge's index partitions: {all:?}");
+        assert!(
+            all.iter().filter(|t| t.1 <= per_round).all(|t| t.0 == 0),
+            "the L1 files keep one index block: {all:?}"
+        );
+        let check = |db: &Db, ctx: &str| {
+            for i in 0..keys + 10 {
+                let k = user_key(i);
+                assert_eq!(db.get(&k).unwrap().as_ref(), model.get(&k), "{ctx}: get {i}");
+            }
+            assert_eq!(scan(db, ReadOptions::default()), model, "{ctx}: scan");
+            assert_eq!(scan_reverse(db, ReadOptions::default()), model, "{ctx}: reverse scan");
+        };
+        check(&db, "merged");
+        db.close().unwrap();
+        let db = Db::open("/db", options()).unwrap();
+        check(&db, "reopened");
+        db.close().unwrap();
+    }
+}

@@ -81,7 +81,26 @@ pub fn readahead_per_input(size: usize, open: usize) -> usize {
     share.clamp(MIN_INPUT_READAHEAD.min(size), size)
 }
 
+/// A compaction whose output is one file (outputs not cut by size: L0 run
+/// merges, universal's merges into L0) writes it with a partitioned index and
+/// filters once its inputs hold more than this many times
+/// `target_file_size_base`. One index or filter block of a table that size is
+/// megabytes: the builder holds every key's filter hash (8 bytes a key) until
+/// the end, and a reader that caches it evicts a cache shard's worth of
+/// blocks each time it loads it (docs/cache.md, "Shards and large blocks").
+pub const PARTITION_ONE_FILE_PAST_TARGETS: u64 = 4;
+
 impl Compaction {
+    /// True when the output is one file that may pass
+    /// [`PARTITION_ONE_FILE_PAST_TARGETS`] times `target_file_size_base`: it
+    /// is then written with a partitioned index and filters.
+    pub fn writes_one_large_file(&self, target_file_size_base: u64) -> bool {
+        self.target_file_size == u64::MAX
+            && !self.trivial_move
+            && !self.is_deletion()
+            && self.input_bytes() > target_file_size_base.saturating_mul(PARTITION_ONE_FILE_PAST_TARGETS)
+    }
+
     /// Input files one merge of this compaction reads at once: each L0 input
     /// (tables of L0 overlap), and one file of each other input level.
     pub fn files_read_at_once(&self) -> usize {

@@ -395,6 +395,10 @@ impl DbInner {
         if c.level == 0 && c.output_level == 0 {
             table_options.bloom_bits_per_key = self.l0_filter_bits(st, cf, &opts);
         }
+        if table_options.index_partition_size.is_none() && c.writes_one_large_file(opts.target_file_size_base) {
+            table_options.index_partition_size = Some(opts.metadata_block_size.max(1));
+            table_options.partition_filters = true;
+        }
         table_options.column_family = cf;
         table_options.column_family_name = Some(Arc::from(data.name.as_str()));
         let from_l0 = c.level == 0 && c.output_level > 0;
