@@ -455,6 +455,13 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
                 model.insert(k, v);
             }
             db.flush(true).unwrap();
+            if round == 0 {
+                // One flush, not yet merged: one index block whatever its
+                // size (past the threshold in the first case).
+                let flushed = db.metrics().bytes_per_level[0];
+                assert_eq!(flushed > threshold, partitioned, "a flush of {flushed} bytes against {threshold}");
+                assert!(tables(&db).iter().all(|t| t.0 == 0), "a flush keeps one index block: {:?}", tables(&db));
+            }
         }
         db.wait_for_compact().unwrap();
         let m = db.metrics();
