@@ -16,6 +16,24 @@ use rand::{Rng, SeedableRng};
 #[derive(Default)]
 struct Events(Mutex<Vec<String>>);
 
+impl Events {
+    /// Waits (up to 10 s) until an event starting with each of `prefixes`
+    /// was seen, and panics naming the events seen otherwise. A tuner acts
+    /// (options, flags) before it tells the listeners, so an event may
+    /// trail the state a test waited for by a moment.
+    fn wait_for(&self, prefixes: &[&str]) {
+        let start = Instant::now();
+        loop {
+            let seen = self.0.lock().unwrap().clone();
+            if prefixes.iter().all(|p| seen.iter().any(|e| e.starts_with(p))) {
+                return;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "wanted {prefixes:?}, saw {seen:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 impl EventListener for Events {
     fn on_background_tuning(&self, event: &TuningEvent) {
         self.0.lock().unwrap().push(event.action.clone());
@@ -105,9 +123,7 @@ fn adaptive_holds_writes_as_configured_while_clients_read() {
     // The writer alone: the backstop again.
     let got = until((60, 80), &mut |i| db.put(format!("w{:06}", i % 5000).as_bytes(), &[7u8; 64]).unwrap());
     assert_eq!(got, (60, 80));
-    let seen = events.0.lock().unwrap().clone();
-    assert!(seen.iter().any(|e| e.starts_with("write stalls as configured")), "{seen:?}");
-    assert!(seen.iter().any(|e| e.starts_with("write stalls at the backstop")), "{seen:?}");
+    events.wait_for(&["write stalls as configured", "write stalls at the backstop"]);
     // The reads never changed what was written.
     assert_eq!(db.get(b"w000001").unwrap(), Some(vec![7u8; 64]));
 }
@@ -173,9 +189,7 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
         assert!(quiet.elapsed() < Duration::from_secs(30), "no catch-up: {:?}", db.metrics().tuning);
         std::thread::sleep(Duration::from_millis(20));
     }
-    let ev = events.0.lock().unwrap().clone();
-    assert!(ev.iter().any(|e| e == "defer compaction"), "{ev:?}");
-    assert!(ev.iter().any(|e| e == "enable compaction"), "{ev:?}");
+    events.wait_for(&["defer compaction", "enable compaction"]);
     assert_eq!(scan(&db, ReadOptions::default()), model);
 }
 
