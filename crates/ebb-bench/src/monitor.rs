@@ -104,6 +104,11 @@ impl Monitor<'_> {
         self.live.iter().map(|l| l.ops.load(Ordering::Relaxed)).sum()
     }
 
+    /// Whether the `--readers` threads read since the last sample.
+    fn reads_pending(&self) -> bool {
+        self.readers.iter().any(|l| l.interval.lock().hist.count() > 0)
+    }
+
     /// The `--readers` threads' reads since the last call; `None` without readers.
     fn take_reads(&self, dt: f64) -> Option<IntervalReads> {
         if self.readers.is_empty() {
@@ -215,8 +220,11 @@ impl Monitor<'_> {
                 }
             }
             if let Some(at) = next_sample {
-                // A short benchmark still gets one sample.
-                let final_partial = stopped && (t - prev.t > 0.05 || series.is_empty());
+                // A short benchmark still gets one sample, and the series
+                // ends with every operation: the tail after the last sample
+                // is a sample of its own when it is long or holds any.
+                let final_partial =
+                    stopped && (t - prev.t > 0.05 || series.is_empty() || ops != prev.ops || self.reads_pending());
                 if t >= at || final_partial {
                     let metrics = self.engine.metrics();
                     let s = self.sample(&prev, t, &metrics, ops);

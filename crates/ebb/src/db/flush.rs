@@ -124,10 +124,9 @@ impl DbInner {
             let last = self.last_sequence.load(Ordering::Acquire);
             st.versions.set_last_sequence(last);
             new_tables.installing();
-            self.log_and_apply(&mut st, edits)?;
-            if let Some(family) = st.families.get_mut(&cf) {
-                family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
-            }
+            // Installed, the memtables have left the family's list: in the
+            // same hold of the mutex, by whichever job led the batch.
+            self.log_and_apply_flush(&mut st, edits, cf, mems)?;
             self.install_super_version(&mut st);
             // A newer flush of the family may be waiting for this one.
             self.bg_cv.notify_all();

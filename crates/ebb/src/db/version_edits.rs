@@ -55,6 +55,13 @@
 //!    a job whose edit changes a dropped family's files is `Cancelled`
 //!    (RocksDB's `ColumnFamilyDropped`), which is no background error: its
 //!    outputs are deleted, and the database goes on.
+//! 5. A flush's memtables leave their family's immutable memtables in the
+//!    hold of the db mutex that installs its edit, by whichever job leads
+//!    the batch ([`DbInner::log_and_apply_flush`]; RocksDB's manifest write
+//!    callback, `RemoveMemTablesOrRestoreFlags`). The leader installs the
+//!    super versions of every family next, and a super version listing the
+//!    flush's table beside the memtable it came from would read each of
+//!    the memtable's entries twice: a merge operand twice is a wrong value.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Weak};
@@ -64,6 +71,7 @@ use parking_lot::MutexGuard;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::key::user_key;
+use crate::memtable::MemTable;
 use crate::version::{filename, FileMetaData, Version, VersionEdit};
 
 /// Looks for obsolete files between two listings of the directory, as a
@@ -156,6 +164,10 @@ fn removed_by(
 struct QueuedEdits {
     ticket: u64,
     edits: Vec<VersionEdit>,
+    /// A flush's family and the memtables its table holds: they leave the
+    /// family's immutable memtables when the edits are installed, in the
+    /// same hold of the db mutex (contract 5).
+    flushed: Option<(u32, Vec<Arc<MemTable>>)>,
 }
 
 /// Jobs waiting to have their edits written to the MANIFEST, and the
@@ -169,10 +181,10 @@ pub(crate) struct ManifestQueue {
 }
 
 impl ManifestQueue {
-    fn enqueue(&mut self, edits: Vec<VersionEdit>) -> u64 {
+    fn enqueue(&mut self, edits: Vec<VersionEdit>, flushed: Option<(u32, Vec<Arc<MemTable>>)>) -> u64 {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        self.waiting.push_back(QueuedEdits { ticket, edits });
+        self.waiting.push_back(QueuedEdits { ticket, edits, flushed });
         ticket
     }
 
@@ -263,7 +275,29 @@ impl DbInner {
     /// mutex; releases it while waiting and while the MANIFEST is written.
     /// The caller installs a super version afterwards as before.
     pub(crate) fn log_and_apply(&self, st: &mut MutexGuard<'_, DbState>, edits: Vec<VersionEdit>) -> Result<()> {
-        let ticket = st.manifest_queue.enqueue(edits);
+        self.log_and_apply_queued(st, edits, None)
+    }
+
+    /// [`log_and_apply`](Self::log_and_apply) for a flush of family `cf`:
+    /// once the edits are installed, `mems` (the memtables its table holds)
+    /// are no longer among the family's immutable memtables (contract 5).
+    pub(crate) fn log_and_apply_flush(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        edits: Vec<VersionEdit>,
+        cf: u32,
+        mems: &[Arc<MemTable>],
+    ) -> Result<()> {
+        self.log_and_apply_queued(st, edits, Some((cf, mems.to_vec())))
+    }
+
+    fn log_and_apply_queued(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        edits: Vec<VersionEdit>,
+        flushed: Option<(u32, Vec<Arc<MemTable>>)>,
+    ) -> Result<()> {
+        let ticket = st.manifest_queue.enqueue(edits, flushed);
         loop {
             if let Some(result) = st.manifest_queue.done.remove(&ticket) {
                 return result;
@@ -277,7 +311,7 @@ impl DbInner {
         let mut batch = st.manifest_queue.take_batch();
         let followers = batch.split_off(1);
         let mut leading = Leading { inner: self, st, followers, writing: false };
-        let own = batch.pop().map(|q| q.edits).unwrap_or_default();
+        let (own, own_flushed) = batch.pop().map(|q| (q.edits, q.flushed)).unwrap_or_default();
         // The waits released the mutex: a family may have been dropped since
         // a job built its edits (contract 4). Each job is decided alone.
         let families = leading.st.versions.families();
@@ -321,6 +355,17 @@ impl DbInner {
                 st.obsolete.blob_files.extend(left);
             }
             st.obsolete.tables.extend(removed_tables);
+            // Every flush of the batch leaves its memtables now, before any
+            // super version is made from the new versions (contract 5).
+            let flushes = std::iter::once((&own_flushed, own_cancelled))
+                .chain(leading.followers.iter().map(|q| &q.flushed).zip(followers_cancelled.iter().copied()));
+            for (flushed, cancelled) in flushes {
+                if let (Some((cf, mems)), false) = (flushed, cancelled) {
+                    if let Some(family) = st.families.get_mut(cf) {
+                        family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+                    }
+                }
+            }
         }
         let followers = std::mem::take(&mut leading.followers);
         for (q, cancelled) in followers.into_iter().zip(followers_cancelled) {
