@@ -164,9 +164,13 @@ fn l0_stalls_engage_and_release() {
     o.background_tuning = ebb::BackgroundTuning::Off;
     let db = Arc::new(Db::open("/db", o).unwrap());
     let (writer, done) = spawn_writer(&db, 1);
-    // ...so writes stop once L0 holds 5 files.
-    wait_until("the stop condition", || {
-        matches!(db.metrics().stall_condition, Some(StallCondition::Stopped(StallCause::L0Stop)))
+    // ...so writes stop once L0 holds 5 files. The condition is in force as
+    // soon as it is worked out, but the writer waits at it only when its
+    // memtable fills (a write into a memtable with room goes on): wait
+    // until it has waited there, not only until the condition is set.
+    wait_until("the writer waiting at the stop", || {
+        let m = db.metrics();
+        matches!(m.stall_condition, Some(StallCondition::Stopped(StallCause::L0Stop))) && m.stall_micros_by_cause[1] > 0
     });
     assert_eq!(db.get_property("ebb.is-write-stopped").as_deref(), Some("1"));
     assert!(!done.load(Ordering::SeqCst));
