@@ -17,18 +17,18 @@ use rand::{Rng, SeedableRng};
 struct Events(Mutex<Vec<String>>);
 
 impl Events {
-    /// Waits (up to 10 s) until an event starting with each of `prefixes`
-    /// was seen, and panics naming the events seen otherwise. A tuner acts
-    /// (options, flags) before it tells the listeners, so an event may
+    /// Waits (up to 10 s) until an event matching each of `wanted` was
+    /// seen, and panics naming `what` and the events seen otherwise. A tuner
+    /// acts (options, flags) before it tells the listeners, so an event may
     /// trail the state a test waited for by a moment.
-    fn wait_for(&self, prefixes: &[&str]) {
+    fn wait_for(&self, what: &str, wanted: &[&dyn Fn(&str) -> bool]) {
         let start = Instant::now();
         loop {
             let seen = self.0.lock().unwrap().clone();
-            if prefixes.iter().all(|p| seen.iter().any(|e| e.starts_with(p))) {
+            if wanted.iter().all(|w| seen.iter().any(|e| w(e))) {
                 return;
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "wanted {prefixes:?}, saw {seen:?}");
+            assert!(start.elapsed() < Duration::from_secs(10), "wanted {what}, saw {seen:?}");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -123,7 +123,10 @@ fn adaptive_holds_writes_as_configured_while_clients_read() {
     // The writer alone: the backstop again.
     let got = until((60, 80), &mut |i| db.put(format!("w{:06}", i % 5000).as_bytes(), &[7u8; 64]).unwrap());
     assert_eq!(got, (60, 80));
-    events.wait_for(&["write stalls as configured", "write stalls at the backstop"]);
+    events.wait_for(
+        "both write stall events",
+        &[&|e| e.starts_with("write stalls as configured"), &|e| e.starts_with("write stalls at the backstop")],
+    );
     // The reads never changed what was written.
     assert_eq!(db.get(b"w000001").unwrap(), Some(vec![7u8; 64]));
 }
@@ -189,7 +192,7 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
         assert!(quiet.elapsed() < Duration::from_secs(30), "no catch-up: {:?}", db.metrics().tuning);
         std::thread::sleep(Duration::from_millis(20));
     }
-    events.wait_for(&["defer compaction", "enable compaction"]);
+    events.wait_for("a deferral and its end", &[&|e| e == "defer compaction", &|e| e == "enable compaction"]);
     assert_eq!(scan(&db, ReadOptions::default()), model);
 }
 
