@@ -206,6 +206,84 @@ fn a_prefix_seek_skips_tables_whose_filter_lacks_the_prefix() {
     assert_eq!(count(ReadOptions::default(), false).len(), 60, "without the option, total order");
 }
 
+/// The keys a bounded prefix iterator with `lower` and `upper` yields after
+/// `op`, stepping forward or back.
+fn keys(
+    db: &Db,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    op: &dyn Fn(&mut ebb::DbIterator<'_>),
+    forward: bool,
+) -> Vec<String> {
+    let ro = ReadOptions {
+        prefix_same_as_start: true,
+        iterate_lower_bound: lower.map(<[u8]>::to_vec),
+        iterate_upper_bound: upper.map(<[u8]>::to_vec),
+        ..ReadOptions::default()
+    };
+    let mut it = db.iter(ro);
+    op(&mut it);
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push(String::from_utf8(it.key().to_vec()).unwrap());
+        if forward {
+            it.next();
+        } else {
+            it.prev();
+        }
+    }
+    it.status().unwrap();
+    out
+}
+
+/// With bounds, a bounded prefix iterator takes its prefix as RocksDB's
+/// `DBIter` does: `seek_to_first` is a seek to the lower bound and
+/// `seek_to_last` a seek for the last key before the upper bound, each
+/// bounded to that bound's prefix; a seek is bounded to its target's prefix
+/// even where the lower bound moves it, and so is a `seek_for_prev` past the
+/// upper bound. (The iterator once took the prefix of the key it landed on.)
+#[test]
+fn bounds_give_a_prefix_seek_their_prefix_or_the_targets() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    o.prefix_extractor = Some(prefix::fixed(1));
+    let db = Db::open("/db", o).unwrap();
+    for k in ["b1", "b2", "c1"] {
+        db.put(k.as_bytes(), b"v").unwrap();
+    }
+    let none: Vec<String> = Vec::new();
+    assert_eq!(
+        keys(&db, Some(&b"a"[..]), None, &|it| it.seek_to_first(), true),
+        none,
+        "seek_to_first, lower a: prefix a"
+    );
+    assert_eq!(
+        keys(&db, Some(&b"b"[..]), None, &|it| it.seek_to_first(), true),
+        ["b1", "b2"],
+        "seek_to_first, lower b"
+    );
+    assert_eq!(
+        keys(&db, None, None, &|it| it.seek_to_first(), true),
+        ["b1", "b2"],
+        "seek_to_first: the first key's prefix"
+    );
+    assert_eq!(
+        keys(&db, None, Some(&b"c"[..]), &|it| it.seek_to_last(), false),
+        none,
+        "seek_to_last, upper c: prefix c"
+    );
+    assert_eq!(keys(&db, None, Some(&b"c2"[..]), &|it| it.seek_to_last(), false), ["c1"], "seek_to_last, upper c2");
+    assert_eq!(keys(&db, None, None, &|it| it.seek_to_last(), false), ["c1"], "seek_to_last: the last key's prefix");
+    assert_eq!(keys(&db, Some(&b"b"[..]), None, &|it| it.seek(b"a"), true), none, "seek a, lower b: prefix a");
+    assert_eq!(keys(&db, Some(&b"b"[..]), None, &|it| it.seek(b"b0"), true), ["b1", "b2"], "seek b0, lower b");
+    assert_eq!(keys(&db, None, Some(&b"c"[..]), &|it| it.seek_for_prev(b"d"), false), none, "seek_for_prev d, upper c");
+    assert_eq!(
+        keys(&db, None, Some(&b"c"[..]), &|it| it.seek_for_prev(b"b9"), false),
+        ["b2", "b1"],
+        "seek_for_prev b9, upper c"
+    );
+}
+
 #[test]
 fn a_prefix_seek_without_an_extractor_is_refused() {
     let fs = MemFs::new();

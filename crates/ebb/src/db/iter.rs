@@ -166,23 +166,27 @@ impl<'a> DbIterator<'a> {
         }
     }
 
-    /// Positions at the first key (at or after the lower bound).
+    /// Positions at the first key (at or after the lower bound). With a
+    /// lower bound this is a seek to it (RocksDB's `DBIter::SeekToFirst`):
+    /// in a bounded prefix mode the prefix is the bound's.
     pub fn seek_to_first(&mut self) {
+        if let Some(lower) = self.lower.clone() {
+            self.seek(&lower);
+            return;
+        }
         self.count_seek();
         self.error = None;
         self.bound_prefix = None;
         self.direction = Direction::Forward;
-        match self.lower.clone() {
-            Some(lower) => self.iter.seek(&make_internal_key(&lower, self.sequence, KIND_FOR_SEEK)),
-            None => self.iter.seek_to_first(),
-        }
+        self.iter.seek_to_first();
         self.find_next_user_entry(false);
         self.bound_to_current_prefix();
     }
 
-    /// In a bounded prefix mode, after `seek_to_first` or `seek_to_last`:
-    /// bounds the iterator to the prefix of the key it landed on (RocksDB's
-    /// `DBIter` with `prefix_same_as_start` does the same).
+    /// In a bounded prefix mode, after `seek_to_first` or `seek_to_last`
+    /// without a bound: bounds the iterator to the prefix of the key it
+    /// landed on (RocksDB's `DBIter` with `prefix_same_as_start` does the
+    /// same).
     fn bound_to_current_prefix(&mut self) {
         if let (true, Some((x, _))) = (self.valid, &self.prefix_mode) {
             let key = self.key();
@@ -192,30 +196,51 @@ impl<'a> DbIterator<'a> {
         }
     }
 
-    /// Positions at the last key (before the upper bound).
+    /// Positions at the last key (before the upper bound). With an upper
+    /// bound this is a seek for the last key before it (RocksDB's
+    /// `DBIter::SeekToLast`, a `SeekForPrev` to the bound): in a bounded
+    /// prefix mode the prefix is the bound's.
     pub fn seek_to_last(&mut self) {
+        let upper = self.upper.clone();
+        self.seek_before_upper(upper.as_deref());
+    }
+
+    /// [`Self::seek_to_last`], bounded (in a bounded prefix mode) to the
+    /// prefix of `prefix_of` when given, else to the upper bound's, else to
+    /// the landing key's.
+    fn seek_before_upper(&mut self, prefix_of: Option<&[u8]>) {
         self.count_seek();
         self.error = None;
         self.bound_prefix = None;
         self.direction = Direction::Reverse;
         match self.upper.clone() {
-            Some(upper) => self.iter.seek_for_prev(&make_internal_key(&upper, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK)),
-            None => self.iter.seek_to_last(),
+            Some(upper) => {
+                self.begin_prefix_seek(prefix_of.unwrap_or(&upper));
+                self.iter.seek_for_prev(&make_internal_key(&upper, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK));
+                self.end_prefix_seek();
+                self.find_prev_user_entry();
+            }
+            None => {
+                self.iter.seek_to_last();
+                self.find_prev_user_entry();
+                self.bound_to_current_prefix();
+            }
         }
-        self.find_prev_user_entry();
-        self.bound_to_current_prefix();
     }
 
-    /// Positions at the first key `>= target`.
+    /// Positions at the first key `>= target` (and at or after the lower
+    /// bound). In a bounded prefix mode the prefix is `target`'s, the lower
+    /// bound's only when `target` is the bound (RocksDB's `DBIter::Seek`).
     pub fn seek(&mut self, target: &[u8]) {
         self.count_seek();
+        let prefix_of = target.to_vec();
         let target = match &self.lower {
             Some(l) if self.cmp.lt(target, l) => l.clone(),
             _ => target.to_vec(),
         };
         self.error = None;
         self.direction = Direction::Forward;
-        self.begin_prefix_seek(&target);
+        self.begin_prefix_seek(&prefix_of);
         self.iter.seek(&make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
         self.end_prefix_seek();
         self.find_next_user_entry(false);
@@ -254,11 +279,13 @@ impl<'a> DbIterator<'a> {
         }
     }
 
-    /// Positions at the last key `<= target`.
+    /// Positions at the last key `<= target` (and before the upper bound).
+    /// In a bounded prefix mode the prefix is `target`'s (RocksDB's
+    /// `DBIter::SeekForPrev`).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         if let Some(u) = &self.upper {
             if !self.cmp.lt(target, u) {
-                self.seek_to_last();
+                self.seek_before_upper(Some(target));
                 return;
             }
         }

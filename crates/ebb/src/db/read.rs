@@ -1,11 +1,19 @@
 //! The point-read path: `get` (one allocation: the value), `get_pinned`
 //! (none: the value stays in its block) and the batched `multi_get`.
 //!
-//! Every read takes its sequence first and its super versions after, so a
-//! write at or below the sequence is in a memtable, an immutable memtable or
-//! a table of the super version it reads (a write published before the
-//! sequence was taken went into the memtable current then, which a later
-//! super version still lists or has flushed).
+//! Every read takes its super versions first and its sequence after
+//! (RocksDB's `GetImpl`), as iterators do. The super version holds its
+//! memtables and tables as they were, and a flush or compaction drops a
+//! version only under a newer one at or below the sequence published
+//! then, which a read taking its sequence later also sees. The other order
+//! lost keys: a read took sequence 40, a put at 41 and a flush that dropped
+//! the key's version 40 under it came before the read took the super
+//! version, and the key read as missing. A write the super version does not
+//! hold (it went into a memtable started after it) has a sequence above
+//! every write it holds, so the read is the state at some moment while it
+//! ran.
+
+use std::sync::Arc;
 
 use super::column_family::ColumnFamilyData;
 use super::{DbInner, SuperVersion};
@@ -102,10 +110,11 @@ impl DbInner {
         ro: &ReadOptions<'_>,
     ) -> Result<Option<V>> {
         self.check_open()?;
-        cf.check_live()?;
+        self.check_family(cf)?;
+        let sv = cf.super_version_guard();
+        kill_point!("read_between_its_two_steps");
         let seq = self.read_sequence(ro)?;
         let start = self.stats.start_timer();
-        let sv = cf.super_version_guard();
         // The lookup key on the stack (for keys up to 56 bytes): a copied
         // value is then the read's one allocation.
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
@@ -349,26 +358,33 @@ impl DbInner {
         reads: &[(&ColumnFamilyData, &[u8])],
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let seq = match self.check_open().and_then(|()| self.read_sequence(ro)) {
+        if let Err(e) = self.check_open() {
+            return reads.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let start = self.stats.start_timer();
+        let mut results: Vec<Option<Result<Option<Vec<u8>>>>> = (0..reads.len()).map(|_| None).collect();
+        // Families in the order they first appear; the reads of each, and
+        // its super version, taken before the sequence (module doc).
+        let mut families: Vec<(&ColumnFamilyData, Vec<usize>, Arc<SuperVersion>)> = Vec::new();
+        for (i, (cf, _)) in reads.iter().enumerate() {
+            match families.iter_mut().find(|(f, _, _)| std::ptr::eq(*f, *cf)) {
+                Some((_, idx, _)) => idx.push(i),
+                None => families.push((cf, vec![i], cf.super_version())),
+            }
+        }
+        kill_point!("read_between_its_two_steps" => reads
+            .iter()
+            .map(|_| Err(crate::kill_points::injected("read_between_its_two_steps")))
+            .collect());
+        let seq = match self.read_sequence(ro) {
             Ok(seq) => seq,
             Err(e) => return reads.iter().map(|_| Err(e.duplicate())).collect(),
         };
-        let start = self.stats.start_timer();
-        let mut results: Vec<Option<Result<Option<Vec<u8>>>>> = (0..reads.len()).map(|_| None).collect();
-        // Families in the order they first appear; the reads of each.
-        let mut families: Vec<(&ColumnFamilyData, Vec<usize>)> = Vec::new();
-        for (i, (cf, _)) in reads.iter().enumerate() {
-            match families.iter_mut().find(|(f, _)| std::ptr::eq(*f, *cf)) {
-                Some((_, idx)) => idx.push(i),
-                None => families.push((cf, vec![i])),
-            }
-        }
-        for (cf, idx) in families {
-            if let Err(e) = cf.check_live() {
+        for (cf, idx, sv) in families {
+            if let Err(e) = self.check_family(cf) {
                 idx.iter().for_each(|&i| results[i] = Some(Err(e.duplicate())));
                 continue;
             }
-            let sv = cf.super_version();
             let keys: Vec<&[u8]> = idx.iter().map(|&i| reads[i].1).collect();
             for (k, r) in self.multi_get_family(cf, &sv, &keys, seq, ro).into_iter().enumerate() {
                 results[idx[k]] = Some(r);

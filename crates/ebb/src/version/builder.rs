@@ -46,11 +46,16 @@ pub struct VersionBuilder<'a> {
 }
 
 /// Version invariant 2's order of a level: L0 newest first (largest
-/// sequence number, then file number, descending); deeper levels by
-/// smallest key.
+/// sequence number, then smallest, then file number, descending: RocksDB's
+/// `NewestFirstBySeqNo`); deeper levels by smallest key. The smallest
+/// sequence matters when files tie on the largest: files ingested together
+/// share one sequence number, and a merge of one of them with older files
+/// has the same largest sequence and a higher file number, yet holds older
+/// data than its siblings; ordered by number alone it went before them, and
+/// a read found its older version of a key first.
 fn level_order(cmp: &UserComparator, level: usize, a: &FileMetaData, b: &FileMetaData) -> std::cmp::Ordering {
     if level == 0 {
-        b.largest_seq.cmp(&a.largest_seq).then(b.number.cmp(&a.number))
+        b.largest_seq.cmp(&a.largest_seq).then(b.smallest_seq.cmp(&a.smallest_seq)).then(b.number.cmp(&a.number))
     } else {
         cmp.compare_internal(&a.smallest, &b.smallest)
     }
@@ -269,6 +274,29 @@ mod tests {
         // Replaced at the same level by a file of the same number.
         b.apply(&e).unwrap();
         assert_eq!(numbers(&b.build()), vec![vec![], vec![5], vec![]]);
+    }
+
+    /// L0 files that tie on their largest sequence number go newest first
+    /// by their smallest: two files ingested together share sequence 9,
+    /// and a merge of one of them (file 7) with older data (file 3, at 2)
+    /// writes file 12, with sequences 2 to 9, which must come after its
+    /// sibling (file 8), whatever their numbers. Equal in both, the higher
+    /// number goes first.
+    #[test]
+    fn l0_files_tied_on_their_largest_sequence_go_by_their_smallest() {
+        let ranged = |number: u64, smallest_seq: u64, largest_seq: u64| {
+            let mut f = crate::version::tests::file(number, b"a", b"z", largest_seq);
+            f.smallest_seq = smallest_seq;
+            Arc::new(f)
+        };
+        let mut e = VersionEdit::default();
+        for f in [ranged(12, 2, 9), ranged(8, 9, 9), ranged(5, 1, 1), ranged(13, 9, 9)] {
+            e.new_files.push((0, f));
+        }
+        let base = Version::new(2);
+        let mut b = VersionBuilder::new(&base);
+        b.apply(&e).unwrap();
+        assert_eq!(numbers(&b.build())[0], vec![13, 8, 12, 5]);
     }
 
     #[test]
