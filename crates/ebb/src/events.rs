@@ -72,6 +72,15 @@ pub enum StallCondition {
 }
 
 /// Receives background events. Every method has an empty default.
+///
+/// As RocksDB asks of its listeners, a method returns soon and does not
+/// wait on the database: it is called from the job or writer it tells of.
+/// Reads are fine from any of them. A flush or compaction callback that
+/// waits for flushes or compactions (`flush(true)`, `compact_range`,
+/// `wait_for_compact`, a checkpoint) waits for its own job, which counts as
+/// running until the callback returns; `on_stall_conditions_changed` runs
+/// in the write group's leader, so a write or flush from it waits for
+/// itself. Both never return.
 pub trait EventListener: Send + Sync {
     /// A flush is about to start.
     fn on_flush_begin(&self) {}
@@ -81,7 +90,8 @@ pub trait EventListener: Send + Sync {
     fn on_compaction_begin(&self, _info: &CompactionJobInfo) {}
     /// A compaction finished (installed, failed or cancelled).
     fn on_compaction_completed(&self, _info: &CompactionJobInfo) {}
-    /// The write-stall condition changed.
+    /// The write-stall condition changed. Called by the writer that found
+    /// it, in its write group: it must not write to or flush the database.
     fn on_stall_conditions_changed(&self, _previous: StallCondition, _current: StallCondition) {}
     /// A background error became sticky; writes fail until reopen. Called
     /// with the database's mutex held: it must not call the database.

@@ -189,6 +189,97 @@ fn l0_stalls_engage_and_release() {
     assert!(!line.contains(" 0.0 percent") || m.stall_micros > 0, "{line}");
 }
 
+/// A write delayed by the controller waits no longer than its condition
+/// lasts: here the delay worked out is 100 s (a 100 KB value at 1,000
+/// bytes a second), and raising the slowdown trigger 300 ms in ends it. The
+/// leader once slept its whole delay at once, every writer queued behind
+/// it, whatever happened meanwhile.
+#[test]
+fn a_delayed_write_ends_when_its_condition_does() {
+    let fs = MemFs::new();
+    let hold = Arc::new(HoldCompactions { held: AtomicBool::new(true) });
+    let mut o = tiny_options(None);
+    o.fs = Arc::new(common::hooked_fs::HookedFs::new(fs, hold.clone()));
+    o.level0_file_num_compaction_trigger = 2;
+    o.max_subcompactions = 1;
+    o.level0_slowdown_writes_trigger = 2;
+    o.level0_stop_writes_trigger = 100;
+    o.delayed_write_rate = 1000;
+    o.background_tuning = ebb::BackgroundTuning::Off;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    for i in 0..2 {
+        db.put(format!("k{i}").as_bytes(), b"v").unwrap();
+        db.flush(true).unwrap();
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        std::thread::spawn(move || {
+            db.put(b"big", &vec![b'x'; 100_000]).unwrap();
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!done.load(Ordering::SeqCst), "the write was not delayed");
+    assert!(matches!(db.metrics().stall_condition, Some(StallCondition::Delayed(_))));
+    db.set_options(&[("level0_slowdown_writes_trigger", "50")]).unwrap();
+    wait_until("the delayed write to end with its condition", || done.load(Ordering::SeqCst));
+    writer.join().unwrap();
+    hold.held.store(false, Ordering::SeqCst);
+    db.wait_for_compact().unwrap();
+    assert_eq!(db.get(b"big").unwrap().map(|v| v.len()), Some(100_000));
+}
+
+/// Slows each flush's syncs, so that a writer fills memtables faster than
+/// they are flushed.
+struct SlowFlushes;
+
+impl common::hooked_fs::FsHooks for SlowFlushes {
+    fn before_sync(&self, _path: &std::path::Path) {
+        if std::thread::current().name().is_some_and(|n| n.starts_with("ebb-flush")) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `flush(true)` returns once the memtables that held data at the call are
+/// flushed, while a writer goes on filling new ones faster than flushes
+/// empty them. It once waited until no immutable memtable was left and no
+/// flush ran, which under such a writer is when the writer stops.
+#[test]
+fn a_waiting_flush_returns_while_writes_go_on() {
+    let mut o = tiny_options(None);
+    o.fs = Arc::new(common::hooked_fs::HookedFs::new(MemFs::new(), Arc::new(SlowFlushes)));
+    o.max_write_buffer_number = 64;
+    o.background_tuning = ebb::BackgroundTuning::Off;
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut i = 0u64;
+            // Bounded, so the test ends whatever the flush does.
+            while !stop.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(30) {
+                db.put(format!("k{:06}", i % 5000).as_bytes(), &[b'v'; 200]).unwrap();
+                i += 1;
+            }
+            stop.swap(true, Ordering::SeqCst)
+        })
+    };
+    // Memtables pile up behind the slowed flushes first.
+    wait_until("immutable memtables to wait", || {
+        db.get_property("ebb.num-immutable-mem-table").and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n >= 3)
+    });
+    db.put(b"marker", b"1").unwrap();
+    db.flush(true).unwrap();
+    let writer_was_running = !stop.swap(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    assert!(writer_was_running, "flush(true) returned only once the writer had stopped");
+    // The marker was in a memtable at the call: it is in a table now.
+    assert_eq!(db.get(b"marker").unwrap(), Some(b"1".to_vec()));
+}
+
 /// As RocksDB sanitizes them: a stop trigger below the compaction trigger
 /// would stop writes before L0 holds enough files for a compaction to start,
 /// forever. The triggers are raised to the compaction trigger instead.

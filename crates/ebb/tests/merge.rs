@@ -212,6 +212,75 @@ fn max_successive_merges_writes_the_merged_value_instead() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"0,1,2".to_vec()));
 }
 
+/// Appends operands with commas, and fails on an operand `bad`.
+struct Picky;
+
+impl MergeOperator for Picky {
+    fn name(&self) -> &str {
+        "Picky"
+    }
+
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut out = existing.map(<[u8]>::to_vec);
+        for op in operands {
+            if *op == b"bad" {
+                return None;
+            }
+            out = Some(match out {
+                Some(mut v) => {
+                    v.push(b',');
+                    v.extend_from_slice(op);
+                    v
+                }
+                None => op.to_vec(),
+            });
+        }
+        out
+    }
+}
+
+/// A merge that `max_successive_merges` would write as its merged value,
+/// but that the operator refuses, is written as its operand (RocksDB stores
+/// the delta): the write succeeds, and the read that merges it reports the
+/// failure. It once failed the write after the WAL held it, and the next
+/// write took the same sequence numbers: the database read differently
+/// after a reopen (the refused operand over the newer put), and a batch
+/// left the entries before the merge in the memtable.
+#[test]
+fn a_merge_the_operator_refuses_in_place_is_stored_as_its_operand() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    o.merge_operator = Some(Arc::new(Picky));
+    o.max_successive_merges = 2;
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.merge(b"k", b"a").unwrap();
+    db.merge(b"k", b"b").unwrap();
+    db.merge(b"k", b"bad").unwrap();
+    let e = db.get(b"k").unwrap_err();
+    assert!(matches!(e, Error::Corruption { .. }), "{e}");
+    let mut b = WriteBatch::new();
+    b.put(b"p", b"1");
+    b.merge(b"k", b"bad");
+    b.put(b"q", b"2");
+    db.write(&b).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.put(b"x", b"y").unwrap();
+    let expected = |db: &Db, when: &str| {
+        for (k, v) in [(&b"k"[..], &b"v"[..]), (b"p", b"1"), (b"q", b"2"), (b"x", b"y")] {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(v), "{when}: {}", String::from_utf8_lossy(k));
+        }
+        db.merge(b"k", b"c").unwrap();
+        assert_eq!(db.get(b"k").unwrap(), Some(b"v,c".to_vec()), "{when}");
+    };
+    expected(&db, "before the reopen");
+    drop(db);
+    // Replayed from the WAL: the same entries at the same sequence numbers.
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v,c".to_vec()), "after the reopen");
+    db.put(b"k", b"v").unwrap();
+    expected(&db, "after the reopen");
+}
+
 /// Merges in a TTL database (RocksDB's `TtlMergeOperator`): operands are
 /// stamped, the operator sees values and operands without their write
 /// times, and a merged value carries the time of the merge, through reads,

@@ -5,10 +5,11 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use common::{scan, tiny_options};
-use ebb::fs::{CrashMode, FileSystem, MemFs};
-use ebb::{Db, Options, ReadOptions, WriteOptions};
+use ebb::fs::{CrashMode, FaultRule, FileSystem, MemFs};
+use ebb::{Db, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -189,6 +190,90 @@ fn power_loss_in_every_crash_mode(options: fn(Option<MemFs>) -> Options, value: 
             );
         }
     }
+}
+
+/// A crash inside recovery itself, at any filesystem operation of it, leaves
+/// a database the next recovery opens, holding what the first recovery
+/// would have recovered. Recovery writes tables, a new MANIFEST and a new WAL
+/// before it deletes the WALs it replayed; here the newest of those ends in a
+/// tail a power loss tore, in every WAL recovery mode that accepts one (the
+/// new WAL once took its final name first, and a crash then left a torn WAL
+/// followed by a final-named one, which the next recovery read as damage to
+/// acknowledged writes).
+#[test]
+fn a_crash_inside_recovery_leaves_a_database_the_next_recovery_opens() {
+    let modes = [
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+        WalRecoveryMode::PointInTime,
+        WalRecoveryMode::SkipAnyCorruptedRecords,
+    ];
+    for seed in 0..4u64 {
+        let fs = MemFs::new();
+        let o = tiny_options(Some(fs.clone()));
+        let mut rng = StdRng::seed_from_u64(seed);
+        {
+            let db = Db::open("/db", o.clone()).unwrap();
+            for i in 0..600 {
+                let k = format!("k{:03}", rng.gen_range(0..150));
+                let sync = i % 97 == 0;
+                db.put_opt(k.as_bytes(), format!("v{i}").as_bytes(), &WriteOptions { sync, disable_wal: false })
+                    .unwrap();
+            }
+            fs.crash(CrashMode::KeepRandomPrefix { seed });
+            drop(db);
+        }
+        for mode in modes {
+            // A copy of the crashed disk, and options that open it.
+            let disk = || {
+                let d = fs.crash_clone(CrashMode::DropUnsynced);
+                let mut o = o.clone();
+                o.wal_recovery_mode = mode;
+                o.fs = Arc::new(d.clone());
+                (d, o)
+            };
+            let (clean, co) = disk();
+            let ops_before = clean.op_count();
+            let db = Db::open("/db", co).unwrap_or_else(|e| panic!("seed {seed} {mode:?}: first recovery: {e}"));
+            let ops = clean.op_count() - ops_before;
+            let expected = scan(&db, ReadOptions::default());
+            drop(db);
+            assert!(ops > 5, "seed {seed} {mode:?}: recovery took {ops} operations");
+            for k in 1..=ops {
+                let (d, o) = disk();
+                d.inject(FaultRule::any_op().nth(k).persistent());
+                drop(Db::open("/db", o.clone()));
+                d.crash(CrashMode::DropUnsynced);
+                d.clear_faults();
+                let ctx = format!("seed {seed} {mode:?}: crash at operation {k} of the recovery's {ops}");
+                let db = Db::open("/db", o).unwrap_or_else(|e| panic!("{ctx}: the next recovery fails: {e}"));
+                assert_eq!(scan(&db, ReadOptions::default()), expected, "{ctx}");
+            }
+        }
+    }
+}
+
+/// A flush that writes no table (its put and single deletion cancel out)
+/// still moves the log number onto the WAL the switch started under a name
+/// no directory sync had made durable; a power loss right after must not
+/// leave the MANIFEST naming a WAL that is gone.
+#[test]
+fn a_flush_that_writes_no_table_leaves_a_log_number_a_power_loss_keeps() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    {
+        let db = Db::open("/db", o.clone()).unwrap();
+        db.put_opt(b"a", b"1", &WriteOptions { sync: true, disable_wal: false }).unwrap();
+        db.flush(true).unwrap();
+        db.put(b"k", b"v").unwrap();
+        db.single_delete(b"k").unwrap();
+        db.flush(true).unwrap();
+        assert_eq!(db.get_property("ebb.num-files-at-level0").as_deref(), Some("1"), "the second flush wrote a table");
+        fs.crash(CrashMode::DropUnsynced);
+        drop(db);
+    }
+    let db = Db::open("/db", o).unwrap_or_else(|e| panic!("reopen after the power loss: {e}"));
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"k").unwrap(), None);
 }
 
 #[test]

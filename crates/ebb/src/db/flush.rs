@@ -87,6 +87,14 @@ impl DbInner {
                 if several_families {
                     self.seal_closed_wals()?;
                 }
+                // A flush that wrote a file synced the directory; one that
+                // wrote none (every entry dropped) did not, yet its edit may
+                // move the family's log number onto a WAL a switch started
+                // without a directory sync: that name must be durable
+                // before the MANIFEST refers to it.
+                if output.files.is_empty() && output.blob_files.is_empty() {
+                    self.fs.sync_dir(&self.dir)?;
+                }
                 Ok(output)
             });
             let output = output?;
@@ -157,6 +165,11 @@ impl DbInner {
             };
             MutexGuard::unlocked(st, || self.notify_event("on_flush_completed", |l| l.on_flush_completed(&info)));
         }
+        // What `flush(true)` waits for (`wait_for_memtables_flushed`).
+        for m in mems {
+            m.set_flush_done();
+        }
+        self.bg_cv.notify_all();
         Ok(())
     }
 

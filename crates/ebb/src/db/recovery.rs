@@ -288,10 +288,17 @@ pub(super) fn recover(
         return Ok(report);
     }
 
-    // The new WAL, durable by name before anything refers to it.
+    // The new WAL, durable by name before anything refers to it. It starts
+    // under its pending name: the WALs just replayed may end in a torn tail,
+    // and a WAL with a final name follows only a WAL synced whole
+    // (db/wal_seal.rs). A crash before the new MANIFEST would otherwise
+    // leave a final-named (empty) WAL after a torn one, which the next
+    // recovery takes for damage to acknowledged writes. It takes its final
+    // name once the new MANIFEST has made every older WAL obsolete.
     let wal_number = st.versions.new_file_number();
+    let pending_path = filename::pending_wal_file(&inner.dir, wal_number);
     let path = filename::wal_file(&inner.dir, wal_number);
-    let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&path)?, options.wal_bytes_per_sync);
+    let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&pending_path)?, options.wal_bytes_per_sync);
     let mut writer = LogWriter::new(file, path.display().to_string());
     writer.sync()?;
     inner.fs.sync_dir(&inner.dir)?;
@@ -327,6 +334,8 @@ pub(super) fn recover(
         edits.push(edit);
     }
     st.versions.log_and_apply_in_new_manifest(edits)?;
+    inner.fs.rename(&pending_path, &path)?;
+    inner.fs.sync_dir(&inner.dir)?;
     bump(&inner.stats.flush_bytes, written);
     inner.install_super_version(&mut st);
     clean_directory(inner, &mut st, &mut report)?;

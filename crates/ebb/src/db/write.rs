@@ -302,7 +302,7 @@ impl DbInner {
             user_bytes += (key.len() + value.len()) as u64;
             if kind == ValueKind::Merge {
                 if let Some((_, data)) = merging.iter().find(|(id, _)| *id == cf) {
-                    if let Some(merged) = self.merge_in_place(data, mem, key, value, seq)? {
+                    if let Some(merged) = self.merge_in_place(data, mem, key, value, seq) {
                         mem.add(seq, ValueKind::Value, key, &merged);
                         return Ok(());
                     }
@@ -311,62 +311,74 @@ impl DbInner {
             mem.add(seq, kind, key, value);
             Ok(())
         };
-        let mut ops = (first..).zip(batch.iter_cf());
-        if count <= 1 {
-            for (seq, op) in ops {
-                let (cf, op) = op.map_err(Error::invalid)?;
-                let (kind, key, value) = op.entry();
-                insert(seq, cf, kind, key, value)?;
-            }
-        } else {
-            // Entries go in by runs of up to `WARM_LANES`; a run's descents
-            // of each memtable are warmed together first (`MemTable::warm`),
-            // so a batch's inserts do not wait out their cache misses one by
-            // one.
-            let mut run = Vec::with_capacity(WARM_LANES);
-            let mut warm = Vec::with_capacity(WARM_LANES);
-            let mut families = Vec::new();
-            loop {
-                run.clear();
-                let mut failed = None;
-                for (seq, op) in ops.by_ref().take(WARM_LANES) {
-                    match op {
-                        Ok((cf, op)) => {
-                            let (kind, key, value) = op.entry();
-                            run.push((seq, cf, kind, key, value));
-                        }
-                        Err(e) => {
-                            failed = Some(Error::invalid(e));
-                            break;
-                        }
-                    }
-                }
-                // Each family's entries of the run together (most batches
-                // have one family).
-                families.clear();
-                for e in &run {
-                    if !families.contains(&e.1) {
-                        families.push(e.1);
-                    }
-                }
-                for &cf in &families {
-                    if let Some(mem) = mem_of(cf) {
-                        warm.clear();
-                        warm.extend(run.iter().filter(|e| e.1 == cf).map(|&(seq, _, kind, key, _)| (seq, kind, key)));
-                        mem.warm(&warm);
-                    }
-                }
-                for &(seq, cf, kind, key, value) in &run {
+        // Past the WAL append, a failed insert would leave the memtable
+        // holding part of a logged group whose sequence numbers the next
+        // group would reuse: writes stop instead, with the error (RocksDB's
+        // `MemTableInsertStatusCheck`). Batches are validated before they
+        // are logged, and a merge that cannot be made in place is stored as
+        // its operand, so this takes a broken invariant.
+        let inserted = (|| -> Result<()> {
+            let mut ops = (first..).zip(batch.iter_cf());
+            if count <= 1 {
+                for (seq, op) in ops {
+                    let (cf, op) = op.map_err(Error::invalid)?;
+                    let (kind, key, value) = op.entry();
                     insert(seq, cf, kind, key, value)?;
                 }
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                if run.len() < WARM_LANES {
-                    break;
+            } else {
+                // Entries go in by runs of up to `WARM_LANES`; a run's descents
+                // of each memtable are warmed together first (`MemTable::warm`),
+                // so a batch's inserts do not wait out their cache misses one by
+                // one.
+                let mut run = Vec::with_capacity(WARM_LANES);
+                let mut warm = Vec::with_capacity(WARM_LANES);
+                let mut families = Vec::new();
+                loop {
+                    run.clear();
+                    let mut failed = None;
+                    for (seq, op) in ops.by_ref().take(WARM_LANES) {
+                        match op {
+                            Ok((cf, op)) => {
+                                let (kind, key, value) = op.entry();
+                                run.push((seq, cf, kind, key, value));
+                            }
+                            Err(e) => {
+                                failed = Some(Error::invalid(e));
+                                break;
+                            }
+                        }
+                    }
+                    // Each family's entries of the run together (most batches
+                    // have one family).
+                    families.clear();
+                    for e in &run {
+                        if !families.contains(&e.1) {
+                            families.push(e.1);
+                        }
+                    }
+                    for &cf in &families {
+                        if let Some(mem) = mem_of(cf) {
+                            warm.clear();
+                            warm.extend(
+                                run.iter().filter(|e| e.1 == cf).map(|&(seq, _, kind, key, _)| (seq, kind, key)),
+                            );
+                            mem.warm(&warm);
+                        }
+                    }
+                    for &(seq, cf, kind, key, value) in &run {
+                        insert(seq, cf, kind, key, value)?;
+                    }
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    if run.len() < WARM_LANES {
+                        break;
+                    }
                 }
             }
-        }
+            Ok(())
+        })();
+        inserted.map_err(|e| self.set_bg_error(e))?;
         self.last_sequence.store(first + count - 1, Ordering::Release);
         bump(&self.stats.user_keys, count);
         bump(&self.stats.user_bytes, user_bytes);
@@ -378,7 +390,10 @@ impl DbInner {
     /// memtable `mem`, the value the merge at `seq` makes (everything
     /// before it read, the operand applied), to be written instead of the
     /// operand (RocksDB's `MemTableInserter::MergeCF`); `None` otherwise.
-    /// The WAL keeps the operand: replaying it gives the same value.
+    /// The WAL keeps the operand: replaying it gives the same value. A read
+    /// that fails, or a merge the operator refuses, is `None` too: the
+    /// operand is stored as it came, and reads merge it (or report the
+    /// failure) as for any operand (RocksDB stores the delta then).
     fn merge_in_place(
         &self,
         data: &ColumnFamilyData,
@@ -386,21 +401,22 @@ impl DbInner {
         key: &[u8],
         operand: &[u8],
         seq: SequenceNumber,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Option<Vec<u8>> {
         let opts = data.options.load();
-        let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return Ok(None) };
+        let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return None };
         if limit == 0 || mem.successive_merges(key) < limit {
-            return Ok(None);
+            return None;
         }
         let sv = data.super_version_guard();
         if !Arc::ptr_eq(&sv.mem, mem) {
-            return Ok(None);
+            return None;
         }
         let ro = ReadOptions::default();
         let before = crate::key::with_internal_key(key, seq - 1, crate::key::KIND_FOR_SEEK, |lookup| {
             self.get_with_lookup::<Vec<u8>>(data, &sv, key, lookup, &ro)
-        })?;
-        crate::merge_operator::full_merge(op.as_ref(), key, before.as_deref(), &[operand], "write").map(Some)
+        })
+        .ok()?;
+        crate::merge_operator::full_merge(op.as_ref(), key, before.as_deref(), &[operand], "write").ok()
     }
 
     /// The families `batch` merges into that set `max_successive_merges`
@@ -498,7 +514,25 @@ impl DbInner {
                 delayed_once = true;
                 if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
                     let start = Instant::now();
-                    MutexGuard::unlocked(&mut st, || std::thread::sleep(wait));
+                    let deadline = start + wait;
+                    // Waited out on the background condition variable, not
+                    // slept at once: the delay ends early when the condition
+                    // that set it is gone (a flush or compaction installed,
+                    // options changed), or an error or a close comes, as
+                    // RocksDB's `DelayWrite` checks every millisecond. At
+                    // the controller's lowest rate one large batch was a
+                    // sleep of minutes, every writer queued behind it.
+                    while Instant::now() < deadline && st.bg_error.is_none() && !st.shutting_down {
+                        self.bg_cv.wait_until(&mut st, deadline);
+                        if st.stall_cache.is_none() {
+                            let c = self.stall_condition(&st);
+                            self.set_stall_condition(&mut st, c);
+                            st.stall_cache = Some(c);
+                            if !matches!(c, StallCondition::Delayed(_)) {
+                                break;
+                            }
+                        }
+                    }
                     self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
                     continue;
                 }
@@ -717,21 +751,39 @@ impl DbInner {
     /// Switches column family `cf`'s memtable and flushes it; with `wait`,
     /// returns once every memtable of the family that held data is in an SST.
     pub(crate) fn flush_family(&self, cf: u32, wait: bool) -> Result<()> {
+        // The memtables that hold data now: the immutable ones, and the
+        // mutable one the write below switches.
+        let held = if wait { memtables_holding_data(&self.state.lock(), &[cf], true) } else { Vec::new() };
         self.write(None, &WriteOptions::default(), Some(cf))?;
         if wait {
-            self.wait_for_flushes(&mut self.state.lock(), &[cf])?;
+            self.wait_for_memtables_flushed(&mut self.state.lock(), &held)?;
         }
         Ok(())
     }
 
-    /// Waits until the families `ids` have no immutable memtable left and
-    /// no flush runs (a sticky error or a close ends the wait).
+    /// Waits until every immutable memtable the families `ids` hold now is
+    /// flushed (a sticky error or a close ends the wait).
     pub(crate) fn wait_for_flushes(&self, st: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
+        let held = memtables_holding_data(st, ids, false);
+        self.wait_for_memtables_flushed(st, &held)
+    }
+
+    /// Waits until each of `held` (a family id and one of its memtables) is
+    /// flushed, its listeners told, or its family dropped; a sticky error
+    /// or a close ends the wait. Only these: writes that go on meanwhile
+    /// fill new memtables, and a wait for none left would last as long as
+    /// they do (RocksDB's `FlushMemTable` waits for the memtables up to the
+    /// one it switched, likewise).
+    fn wait_for_memtables_flushed(
+        &self,
+        st: &mut MutexGuard<'_, DbState>,
+        held: &[(u32, Arc<MemTable>)],
+    ) -> Result<()> {
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            if ids.iter().all(|id| st.families.get(id).is_none_or(|f| f.imm.is_empty())) && st.flush_running == 0 {
+            if held.iter().all(|(id, m)| m.flush_done() || !st.families.contains_key(id)) {
                 return Ok(());
             }
             if st.shutting_down {
@@ -764,6 +816,21 @@ impl DbInner {
         }
         r.map_err(|e| self.set_bg_error(e))
     }
+}
+
+/// The memtables of the families `ids` that hold data: the immutable ones,
+/// and with `mutable` the mutable one when it is not empty.
+fn memtables_holding_data(st: &DbState, ids: &[u32], mutable: bool) -> Vec<(u32, Arc<MemTable>)> {
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(f) = st.families.get(id) {
+            out.extend(f.imm.iter().map(|m| (*id, Arc::clone(m))));
+            if mutable && !f.mem.is_empty() {
+                out.push((*id, Arc::clone(&f.mem)));
+            }
+        }
+    }
+    out
 }
 
 /// A new memtable for a family with options `opts`, writing to WAL `log`:

@@ -74,6 +74,10 @@ pub struct MemTable {
     /// second flush running beside it takes only the ones after it. Changed
     /// with the db mutex held.
     flush_claimed: AtomicBool,
+    /// Set once a flush has installed this memtable's table and told its
+    /// listeners (`flush(true)` waits for it). Changed with the db mutex
+    /// held.
+    flush_done: AtomicBool,
     /// Range tombstones as written.
     range_dels: Mutex<Vec<RangeTombstone>>,
     /// Their fragments, built by the first reader after an insert, with the
@@ -170,6 +174,7 @@ impl MemTable {
             has_unlogged: AtomicBool::new(false),
             first_seq: AtomicU64::new(0),
             flush_claimed: AtomicBool::new(false),
+            flush_done: AtomicBool::new(false),
             range_dels: Mutex::new(Vec::new()),
             range_del_fragments: arc_swap::ArcSwapOption::empty(),
             range_del_count: AtomicUsize::new(0),
@@ -427,6 +432,17 @@ impl MemTable {
     /// ends without installing it. Called with the db mutex held.
     pub(crate) fn set_flush_claimed(&self, claimed: bool) {
         self.flush_claimed.store(claimed, AtomicOrdering::Relaxed);
+    }
+
+    /// Whether a flush has installed this memtable and told its listeners.
+    pub(crate) fn flush_done(&self) -> bool {
+        self.flush_done.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Marks this memtable flushed, listeners told. Called with the db
+    /// mutex held.
+    pub(crate) fn set_flush_done(&self) {
+        self.flush_done.store(true, AtomicOrdering::Relaxed);
     }
 
     /// Sequence number of the first insert, 0 when empty.
