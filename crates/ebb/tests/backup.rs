@@ -219,6 +219,41 @@ fn a_directory_that_is_not_a_backup_directory_is_refused() {
     drop(db);
 }
 
+/// A backup that fails after its meta file took its name (the meta
+/// directory's sync fails) is not listed in this session; deleting another
+/// backup (which collects what no listed backup names), or taking the next
+/// one, must still not delete files a later open lists it by. Every backup
+/// a reopened engine lists verifies.
+#[test]
+fn a_backup_failing_after_its_meta_rename_leaves_no_listed_backup_without_its_files() {
+    for then_delete in [true, false] {
+        let fs = MemFs::new();
+        let (db, _) = loaded(&fs);
+        let mut backups = engine(&fs).unwrap();
+        let first = backups.create_new_backup(&db, false).unwrap();
+        for i in 0..200 {
+            db.put(&key(i), b"second").unwrap();
+        }
+        db.flush(true).unwrap();
+        fs.inject(FaultRule::new(ebb::fs::FaultOp::SyncDir).path_contains("/meta"));
+        backups.create_new_backup(&db, false).unwrap_err();
+        fs.clear_faults();
+        if then_delete {
+            backups.delete_backup(first).unwrap();
+        } else {
+            backups.create_new_backup(&db, false).unwrap();
+        }
+        drop(backups);
+        let backups = engine(&fs).unwrap();
+        assert!(backups.corrupted_backups().is_empty());
+        for info in backups.backup_info() {
+            backups.verify_backup(info.backup_id).unwrap_or_else(|e| {
+                panic!("delete {then_delete}: backup {} is listed but broken: {e}", info.backup_id)
+            });
+        }
+    }
+}
+
 #[test]
 fn a_crash_at_any_step_of_a_backup_leaves_every_listed_backup_whole() {
     // Operation `cut` after the call and every later one fail, so nothing

@@ -122,6 +122,43 @@ fn writes_without_the_wal_are_flushed_into_the_copy() {
     assert_eq!(copy.get(&key(49)).unwrap(), Some(b"no wal".to_vec()));
 }
 
+/// With background work paused no flush can run, and writes made without
+/// the WAL are in no file: a checkpoint and a backup are refused then, not
+/// made without them (they were, silently).
+#[test]
+fn writes_without_the_wal_while_background_work_is_paused_refuse_the_copy() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    o.write_buffer_size = 1 << 20;
+    let db = Db::open(DB, o.clone()).unwrap();
+    db.put(&key(1), b"logged").unwrap();
+    db.pause_background_work();
+    // Logged writes alone: the copied WALs carry them.
+    let info = Checkpoint::create(&db, "/ckpt-logged").unwrap();
+    assert!(!info.flushed);
+    let copy = Db::open("/ckpt-logged", o.clone()).unwrap();
+    assert_eq!(copy.get(&key(1)).unwrap(), Some(b"logged".to_vec()));
+    drop(copy);
+    db.put_opt(&key(2), b"no wal", &WriteOptions { sync: false, disable_wal: true }).unwrap();
+    let e = Checkpoint::create(&db, CKPT).unwrap_err();
+    assert!(matches!(e, Error::Busy(_)), "{e}");
+    assert!(e.to_string().contains("without the WAL"), "{e}");
+    assert!(!fs.exists(Path::new(CKPT)) && !fs.exists(Path::new("/backups/ckpt.tmp")));
+    let mut backups =
+        ebb::BackupEngine::open(ebb::BackupEngineOptions { backup_dir: "/backup".into(), fs: Arc::new(fs.clone()) })
+            .unwrap();
+    let e = backups.create_new_backup(&db, false).unwrap_err();
+    assert!(matches!(e, Error::Busy(_)), "{e}");
+    assert!(backups.backup_info().is_empty());
+    db.continue_background_work();
+    let info = Checkpoint::create(&db, CKPT).unwrap();
+    assert!(info.flushed);
+    let copy = Db::open(CKPT, o).unwrap();
+    assert_eq!(copy.get(&key(2)).unwrap(), Some(b"no wal".to_vec()));
+    backups.create_new_backup(&db, false).unwrap();
+    assert_eq!(backups.backup_info().len(), 1);
+}
+
 #[test]
 fn checkpoints_under_concurrent_writes_flushes_and_compactions_hold_one_point_in_time() {
     let fs = MemFs::new();

@@ -156,3 +156,20 @@ fn a_secondary_whose_primary_vanished_says_so_and_keeps_its_view() {
     let e = Db::open_as_secondary(DB, "/secondary2", o).err().expect("no primary");
     assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("CURRENT")), "{e}");
 }
+
+/// A secondary's own directory (its info log's) given as the primary's is
+/// refused: its log would rotate and prune the primary's `LOG` files, and a
+/// secondary writes nothing in the primary's directory.
+#[test]
+fn a_secondary_whose_own_directory_is_the_primarys_is_refused() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    let primary = create(&o);
+    primary.put(&key(1), b"v").unwrap();
+    let before = fs.list_dir(Path::new(DB)).unwrap();
+    for own in [DB, "/db/", "/db/."] {
+        let e = Db::open_as_secondary(DB, own, o.clone()).err().expect("refused");
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("must not be the primary's")), "{own}: {e}");
+    }
+    assert_eq!(fs.list_dir(Path::new(DB)).unwrap(), before);
+}

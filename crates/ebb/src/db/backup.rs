@@ -230,6 +230,10 @@ impl BackupEngine {
         let mut files = Vec::new();
         let copied = (|| -> Result<()> {
             self.fs.create_dir_all(&private)?;
+            // The new directory's entry, durable before a meta file names
+            // what is in it (MemFs takes a directory's creation as durable,
+            // a disk need not).
+            self.fs.sync_dir(&self.dir.join(PRIVATE))?;
             let shared = self.dir.join(SHARED);
             for (src, name) in captured.data_files(&inner.dir) {
                 let (size, crc) = checksum(inner.fs.as_ref(), &src)?;
@@ -278,8 +282,18 @@ impl BackupEngine {
         })();
         if let Err(e) = written {
             // Renamed or not, the backup is not promised: it is listed only
-            // by a later open that finds its meta file whole.
+            // by a later open that finds its meta file whole. A meta file
+            // renamed before the failure is taken back; one that cannot be
+            // counts as a corrupt backup for the rest of this session, so
+            // that its files are not collected (nor its id reused) while a
+            // later open may still list it.
             let _ = self.fs.remove_file(&tmp);
+            let renamed = meta_dir.join(id.to_string());
+            let taken_back = !self.fs.exists(&renamed)
+                || (self.fs.remove_file(&renamed).is_ok() && self.fs.sync_dir(&meta_dir).is_ok());
+            if !taken_back {
+                self.corrupt.insert(id, format!("backup {id} failed after its meta file was written: {e}"));
+            }
             return Err(e);
         }
         self.backups.insert(id, meta);

@@ -175,14 +175,25 @@ pub(super) fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()
 
 /// Flushes every column family when the options or unlogged data call for
 /// it; returns whether it did. Not while background work is paused: the
-/// flush could not run, and the WALs carry what is logged.
+/// flush could not run, and the WALs carry what is logged. Writes made
+/// without the WAL are in no file a copy could take until a flush: with
+/// background work paused (by the user, or by an ingestion under way) and
+/// such writes in the memtables, the copy is refused (`Busy`) instead of
+/// made without them.
 pub(super) fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> Result<bool> {
     let (ids, wanted) = {
         let st = inner.state.lock();
+        let unlogged = st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()));
         if st.paused > 0 {
+            if unlogged {
+                return Err(Error::Busy(
+                    "background work is paused and the memtables hold writes made without the WAL, which only a \
+                     flush can copy: continue background work, then copy"
+                        .into(),
+                ));
+            }
             return Ok(false);
         }
-        let unlogged = st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()));
         let current = inner.wal.lock().as_ref().map_or(0, |w| w.file_size());
         let wal_bytes: u64 = st.old_wals.iter().map(|(_, b)| b).sum::<u64>() + current;
         let holds_data = st.families.values().any(|f| !f.mem.is_empty() || !f.imm.is_empty());

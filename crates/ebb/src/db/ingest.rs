@@ -404,7 +404,7 @@ impl DbInner {
         self.check_writable("an ingestion")?;
         let mut work = Vec::new();
         for (cf, paths) in families {
-            cf.data.check_live()?;
+            self.check_family(&cf.data)?;
             if paths.is_empty() {
                 continue;
             }
@@ -585,7 +585,17 @@ impl DbInner {
             }
             self.fs.sync_dir(&self.dir)
         });
-        let recorded = wrote.and_then(|()| {
+        if let Err(e) = wrote {
+            // Nothing refers to the files yet.
+            if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
+                st.pending_outputs.swap_remove(i);
+            }
+            for path in placed {
+                let _ = self.fs.remove_file(&path);
+            }
+            return Err(e);
+        }
+        let recorded = {
             // Step 4.
             let edits: Vec<VersionEdit> = work
                 .iter()
@@ -603,18 +613,33 @@ impl DbInner {
                 st.versions.set_last_sequence(seqno);
             }
             let r = if edits.len() > 1 {
-                st.versions.log_and_apply_in_new_manifest(edits)
+                // Not through the writer queue: a write another job (a
+                // family drop) began while the files were placed must end
+                // first, and a family it dropped cancels the ingestion.
+                self.wait_for_manifest_writes(st);
+                if work.iter().any(|w| !st.families.contains_key(&w.data.id)) {
+                    Err(Error::Cancelled)
+                } else {
+                    st.versions.log_and_apply_in_new_manifest(edits)
+                }
             } else {
                 self.log_and_apply(st, edits)
             };
             r.map_err(|e| self.set_bg_error_locked(st, e))
-        });
+        };
         if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
             st.pending_outputs.swap_remove(i);
         }
         if let Err(e) = recorded {
-            for path in placed {
-                let _ = self.fs.remove_file(&path);
+            // A cancelled edit was never written. Any other failure may
+            // have left the edit in the MANIFEST (a failed sync after the
+            // append, a new MANIFEST that CURRENT already names): its files
+            // stay, as a job's outputs do (db/bg.rs `NewTables`), and the
+            // reopen's full scan removes them if the edit did not last.
+            if matches!(e, Error::Cancelled) {
+                for path in placed {
+                    let _ = self.fs.remove_file(&path);
+                }
             }
             return Err(e);
         }

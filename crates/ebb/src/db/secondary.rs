@@ -74,6 +74,13 @@ impl Db {
             )));
         }
         let secondary = secondary.as_ref();
+        // Its info log would rotate and prune the primary's.
+        if secondary.components().eq(primary.components()) {
+            return Err(Error::invalid(format!(
+                "a secondary's own directory must not be the primary's ({})",
+                primary.display()
+            )));
+        }
         fs.create_dir_all(secondary)?;
         let info_log = Arc::new(InfoLog::open(fs.as_ref(), secondary, options.keep_log_file_num)?);
         let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();

@@ -509,7 +509,15 @@ impl DbInner {
                 }
                 filename::FileType::Manifest => number < manifest,
                 filename::FileType::Options => number < newest_options,
-                filename::FileType::Temp => number < protected_from,
+                // An OPTIONS file being written (without the db mutex) has
+                // a number above every OPTIONS file; a crash's leftover is
+                // older than the one the open wrote.
+                filename::FileType::Temp => {
+                    match name.strip_prefix("OPTIONS-").and_then(|r| r.strip_suffix(".dbtmp")) {
+                        Some(n) => n.parse::<u64>().is_ok_and(|n| n < newest_options),
+                        None => number < protected_from,
+                    }
+                }
                 _ => false,
             };
             if obsolete {

@@ -1,9 +1,10 @@
-//! [`FileSystem`] over the operating system's files (std plus `flock`).
+//! [`FileSystem`] over the operating system's files (std plus `fcntl` record locks).
 //!
 //! Writable files buffer appends in user space (64 KiB) and write them out on
 //! `flush`/`sync`; `sync` is `fdatasync`. Directory sync opens the directory and
-//! fsyncs it. Locks are `flock(LOCK_EX | LOCK_NB)`, which also conflicts between
-//! two handles in one process.
+//! fsyncs it. Locks are POSIX record locks (`fcntl(F_SETLK)`) with a
+//! process-wide set of the files held, so that two handles in one process
+//! conflict too (`PosixLock`).
 //!
 //! Random-access files read with `pread`, or, opened by `open_random_mmap`,
 //! from a read-only shared memory map (RocksDB `PosixMmapReadableFile`). A
@@ -339,7 +340,8 @@ impl SequentialFile for PosixSequential {
 /// them: the process-wide [`LOCKED`] set, checked before the file is
 /// opened, does both jobs.
 struct PosixLock {
-    _file: File,
+    /// `None` only inside `drop`.
+    file: Option<File>,
     id: (u64, u64),
 }
 
@@ -347,7 +349,14 @@ impl FileLock for PosixLock {}
 
 impl Drop for PosixLock {
     fn drop(&mut self) {
-        LOCKED.lock().remove(&self.id);
+        // The descriptor is closed (which drops the process's record lock)
+        // before the id leaves the set, both under the set's mutex: a
+        // thread locking the same file meanwhile would otherwise pass the
+        // check, take the lock the process already held, and lose it to
+        // this close.
+        let mut locked = LOCKED.lock();
+        drop(self.file.take());
+        locked.remove(&self.id);
     }
 }
 
@@ -482,7 +491,7 @@ impl FileSystem for PosixFs {
             return Err(Error::io("fcntl lock", path, err));
         }
         locked.insert(id);
-        Ok(Box::new(PosixLock { _file: file, id }))
+        Ok(Box::new(PosixLock { file: Some(file), id }))
     }
 }
 

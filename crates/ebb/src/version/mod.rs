@@ -990,10 +990,15 @@ impl VersionSet {
                 // failed), so the file must stay. Either way the next edit
                 // rolls again, since what started this roll still holds, and
                 // points CURRENT at a MANIFEST with the whole state.
+                // A roll forced while the old MANIFEST was not full (a new
+                // MANIFEST asked for) keeps nothing to force the next one:
+                // the old writer goes too, since CURRENT may no longer name
+                // its file, and an edit appended there would be lost.
                 if !current_touched {
                     let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
                 } else {
                     self.uncertain = true;
+                    self.manifest = None;
                 }
                 Err(e)
             }
