@@ -487,12 +487,17 @@ fn load(dir: &std::path::Path, file: &std::path::Path, delimiter: &str, hex: boo
         if !s.len().is_multiple_of(2) {
             return Err(ebb::Error::invalid(format!("line {line}: '{s}' is not hex (an odd number of digits)")));
         }
+        // `get`, not slicing: two bytes of a non-ASCII character are no
+        // char boundary, and are no hex digits either.
         (0..s.len())
             .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16))
-            .collect::<Result<_, _>>()
-            .map_err(|_| ebb::Error::invalid(format!("line {line}: '{s}' is not hex")))
+            .map(|i| s.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| ebb::Error::invalid(format!("line {line}: '{s}' is not hex")))
     };
+    if delimiter.is_empty() {
+        return Err(ebb::Error::invalid("the delimiter is empty: it must separate each key from its value"));
+    }
     let mut pairs = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let Some((k, v)) = line.split_once(delimiter) else {
@@ -515,12 +520,28 @@ fn load(dir: &std::path::Path, file: &std::path::Path, delimiter: &str, hex: boo
     let mut options = Options::default();
     options.create_if_missing = true;
     let sst = dir.with_extension("load.sst");
+    if sst.exists() {
+        return Err(ebb::Error::invalid(format!(
+            "{} exists: ebb load writes its table there first and removes it after; move it away",
+            sst.display()
+        )));
+    }
     let mut w = SstFileWriter::create(&options);
     w.open(&sst)?;
     let written = last.iter().try_for_each(|(k, v)| w.put(k, v)).and_then(|()| w.finish());
     let result = written.and_then(|info| {
-        with_every_family(dir, options, |db| {
-            db.ingest_external_file(&[&sst], &IngestExternalFileOptions::default())?;
+        data::with_writable(dir, options, |w| {
+            if let data::Writable::Ttl(_) = w {
+                // An ingested table's values go in as they are, without the
+                // write time a TTL database keeps after each value; its
+                // compactions would read four bytes of the value as that
+                // time, and drop most values as expired.
+                return Err(ebb::Error::NotSupported(format!(
+                    "{} is a TTL database, whose values carry their write time: load its entries with `ebb put`",
+                    dir.display()
+                )));
+            }
+            w.base().ingest_external_file(&[&sst], &IngestExternalFileOptions::default())?;
             println!("loaded {} entries from {} into {}", info.num_entries, file.display(), dir.display());
             Ok(())
         })

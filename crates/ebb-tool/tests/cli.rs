@@ -727,3 +727,37 @@ fn ttl_databases_are_written_through_the_ttl_layer() {
     assert_eq!(ttl.get(b"k").unwrap(), Some(b"value".to_vec()));
     assert_eq!(ttl.base_db().get(b"k").unwrap().map(|v| v.len()), Some(b"value".len() + 4), "stamped");
 }
+
+/// `ebb load` refuses what it cannot load right, naming why, and leaves
+/// the database and the files beside it alone: a key of non-ASCII text with
+/// `--hex` (it once panicked, slicing inside a character), an empty
+/// delimiter (every line was one empty key), a TTL database (the values went
+/// in without their write time, and compactions dropped them as expired),
+/// and a file already where it writes its table first.
+#[test]
+fn load_refuses_bad_hex_an_empty_delimiter_ttl_databases_and_a_file_in_its_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, input) = (tmp.path().join("db"), tmp.path().join("data.csv"));
+    let o = create(&dir);
+    let db = dir.to_str().unwrap();
+    let file = input.to_str().unwrap();
+    std::fs::write(&input, "a\u{e9}b,00\n").unwrap();
+    let out = expect(1, &["load", "--db", db, "--file", file, "--hex"]);
+    assert!(text(&out).contains("is not hex") && !text(&out).contains("panicked"), "{}", text(&out));
+    std::fs::write(&input, "a,1\nb,2\n").unwrap();
+    let out = expect(1, &["load", "--db", db, "--file", file, "--delimiter", ""]);
+    assert!(text(&out).contains("delimiter is empty"), "{}", text(&out));
+    std::fs::write(dir.with_extension("load.sst"), b"mine").unwrap();
+    let out = expect(1, &["load", "--db", db, "--file", file]);
+    assert!(text(&out).contains("exists"), "{}", text(&out));
+    assert_eq!(std::fs::read(dir.with_extension("load.sst")).unwrap(), b"mine");
+    std::fs::remove_file(dir.with_extension("load.sst")).unwrap();
+    assert_eq!(Db::open(&dir, o.clone()).unwrap().get(b"a").unwrap(), None);
+    let ttl_dir = tmp.path().join("ttl");
+    Db::open_with_ttl(&ttl_dir, o.clone(), 3600).unwrap().close().unwrap();
+    let out = expect(1, &["load", "--db", ttl_dir.to_str().unwrap(), "--file", file]);
+    assert!(text(&out).contains("TTL database"), "{}", text(&out));
+    assert!(!ttl_dir.with_extension("load.sst").exists());
+    let ttl = Db::open_with_ttl(&ttl_dir, o, 3600).unwrap();
+    assert_eq!(ttl.get(b"a").unwrap(), None);
+}

@@ -177,3 +177,53 @@ fn restart_intervals_of_zero_are_refused_by_name() {
         assert!(e.to_string().contains(name), "{e}");
     }
 }
+
+/// Column family names the OPTIONS file cannot hold are refused by name:
+/// `#` starts a comment there, and a line break would read as more options.
+#[test]
+fn column_family_names_with_comment_marks_or_control_characters_are_refused() {
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs));
+    let db = Db::open("/db", o.clone()).unwrap();
+    for name in ["a#b", "a\nmax_background_jobs=64", "tab\there"] {
+        let e = db.create_column_family(name, &o).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("column family name"), "{e}");
+    }
+    assert_eq!(db.column_family_names(), ["default"]);
+    db.create_column_family("fine name-1.2", &o).unwrap();
+}
+
+/// Huge values of options the engine multiplies (debug builds panicked on
+/// the overflow, release builds wrapped) or waits out (a close waits for the
+/// threads that sleep them) are refused by name; the largest accepted
+/// ones open, write, flush and close.
+#[test]
+fn huge_intervals_and_memtable_limits_are_refused_by_name() {
+    let day_ms = 86_400_000u64;
+    let refused = [
+        ("max_write_buffer_number", usize::MAX.to_string()),
+        ("write_buffer_size", (1u64 << 40).to_string()),
+        ("idle_probe_interval_ms", (u64::MAX / 999).to_string()),
+        ("idle_quiet_ms", (day_ms + 1).to_string()),
+        ("tuning_interval_us", u64::MAX.to_string()),
+        ("rate_limiter_refill_period_us", (u64::MAX / 99).to_string()),
+    ];
+    for (name, value) in refused {
+        let mut o = tiny_options(Some(MemFs::new()));
+        o.set(name, &value).unwrap();
+        let e = Db::open("/db", o).err().expect("refused");
+        assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains(name), "{name}: {e}");
+    }
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.set("idle_quiet_ms", &day_ms.to_string()).unwrap();
+    o.set("max_write_buffer_number", "1024").unwrap();
+    o.set("rate_limiter_bytes_per_sec", "100000000").unwrap();
+    o.set("rate_limiter_auto_tuned", "true").unwrap();
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("k{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+    }
+    db.flush(true).unwrap();
+    assert_eq!(db.get(b"k01999").unwrap(), Some(vec![b'v'; 100]));
+    db.close().unwrap();
+}

@@ -737,3 +737,41 @@ fn large_batches_across_families_read_back_as_written() {
     let (a, b) = (db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap());
     check(&db, &a, &b, &models, "after a reopen");
 }
+
+/// A handle of another database is refused by every call that takes one:
+/// its family id means another family here (both databases' second family
+/// has id 1). Writes once went into this database's family of that id, and
+/// reads read the other database's memtables and tables.
+#[test]
+fn a_handle_of_another_database_is_refused_everywhere() {
+    let fs = MemFs::new();
+    let one = Db::open("/one", big_buffers(&fs)).unwrap();
+    let two = Db::open("/two", big_buffers(&fs)).unwrap();
+    let users = one.create_column_family("users", big_buffers(&fs)).unwrap();
+    let logs = two.create_column_family("logs", big_buffers(&fs)).unwrap();
+    assert_eq!(users.id(), logs.id());
+    one.put_cf(&users, b"k", b"in one").unwrap();
+    let refused = |r: ebb::Result<()>, what: &str| {
+        let e = r.expect_err(what);
+        assert!(e.to_string().contains("another database"), "{what}: {e}");
+    };
+    refused(two.put_cf(&users, b"k", b"wrong"), "put_cf");
+    refused(two.delete_cf(&users, b"k"), "delete_cf");
+    refused(two.single_delete_cf(&users, b"k"), "single_delete_cf");
+    refused(two.delete_range_cf(&users, b"a", b"z"), "delete_range_cf");
+    refused(two.get_cf(&users, b"k").map(|_| ()), "get_cf");
+    refused(two.flush_cf(&users, true), "flush_cf");
+    refused(two.compact_range_cf(&users, None, None), "compact_range_cf");
+    refused(two.drop_column_family(&users), "drop_column_family");
+    let mut it = two.iter_cf(&users, ReadOptions::default());
+    it.seek_to_first();
+    assert!(!it.valid());
+    refused(it.status(), "iter_cf");
+    for r in two.multi_get_cf(&[(&users, &b"k"[..])], &ReadOptions::default()) {
+        refused(r.map(|_| ()), "multi_get_cf");
+    }
+    assert_eq!(two.get_property_cf(&users, "ebb.num-entries-active-mem-table"), None);
+    // Nothing reached either database's family.
+    assert_eq!(two.get_cf(&logs, b"k").unwrap(), None);
+    assert_eq!(one.get_cf(&users, b"k").unwrap(), Some(b"in one".to_vec()));
+}

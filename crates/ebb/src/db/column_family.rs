@@ -48,10 +48,14 @@ pub(crate) struct ColumnFamilyData {
     /// The order of the family's keys (its `comparator` option, which
     /// cannot change while it is open).
     pub(crate) cmp: UserComparator,
+    /// The database instance it belongs to (`DbInner::instance`): a handle
+    /// of another database names a family by an id that means another
+    /// family here.
+    pub(crate) owner: u64,
 }
 
 impl ColumnFamilyData {
-    pub(crate) fn new(id: u32, name: &str, options: Arc<ColumnFamilyOptions>) -> Arc<Self> {
+    pub(crate) fn new(id: u32, name: &str, options: Arc<ColumnFamilyOptions>, owner: u64) -> Arc<Self> {
         let cmp = options.user_comparator();
         let sv = SuperVersion::new(
             Arc::new(MemTable::new(0, cmp.clone())),
@@ -65,6 +69,7 @@ impl ColumnFamilyData {
             super_version: ArcSwap::from_pointee(sv),
             dropped: AtomicBool::new(false),
             cmp,
+            owner,
         })
     }
 
@@ -145,6 +150,15 @@ impl super::DbInner {
         if name.is_empty() {
             return Err(Error::invalid("a column family name must not be empty"));
         }
+        // The OPTIONS file names each family in a section header on one
+        // line, where `#` starts a comment: such a name would make a file
+        // that cannot be read back, and a line break one that reads as
+        // other options.
+        if let Some(c) = name.chars().find(|c| c.is_control() || *c == '#') {
+            return Err(Error::invalid(format!(
+                "column family name {name:?} holds {c:?}: names may not hold '#' or control characters"
+            )));
+        }
         let mut st = self.state.lock();
         self.wait_for_manifest_writes(&mut st);
         if let Some(e) = &st.bg_error {
@@ -171,7 +185,7 @@ impl super::DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         let mem = Arc::new(super::write::new_memtable(&options, st.wal_number));
-        let data = ColumnFamilyData::new(id, name, Arc::new(options));
+        let data = ColumnFamilyData::new(id, name, Arc::new(options), self.instance);
         st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
         self.install_super_version(&mut st);
         drop(st);
@@ -188,7 +202,7 @@ impl super::DbInner {
                 crate::version::DEFAULT_COLUMN_FAMILY
             )));
         }
-        cf.check_live()?;
+        self.check_family(cf)?;
         let mut st = self.state.lock();
         // Checked with no MANIFEST write in flight, so nothing changes the
         // families before this edit is prepared.
@@ -246,14 +260,10 @@ impl super::DbInner {
         if limit > 0 {
             return limit;
         }
-        let budget: u64 = st
-            .families
-            .values()
-            .map(|f| {
-                let o = self.family_opts(&f.data);
-                o.write_buffer_size as u64 * o.max_write_buffer_number as u64
-            })
-            .sum();
-        4 * budget
+        let budget = st.families.values().fold(0u64, |sum, f| {
+            let o = self.family_opts(&f.data);
+            sum.saturating_add((o.write_buffer_size as u64).saturating_mul(o.max_write_buffer_number as u64))
+        });
+        budget.saturating_mul(4)
     }
 }

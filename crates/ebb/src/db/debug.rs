@@ -41,7 +41,7 @@ impl Db {
     ) -> Result<Vec<KeyVersion>> {
         let inner = &self.inner;
         inner.check_open()?;
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let data = &cf.data;
         let sv = data.super_version();
         let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
@@ -98,7 +98,7 @@ impl Db {
     ) -> Result<std::collections::BTreeMap<String, crate::sst::TableProperties>> {
         let inner = &self.inner;
         inner.check_open()?;
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let sv = cf.data.super_version();
         let mut out = std::collections::BTreeMap::new();
         for (level, files) in sv.version.levels.iter().enumerate() {

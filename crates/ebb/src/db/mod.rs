@@ -146,7 +146,17 @@ pub(crate) struct DbState {
     pub(crate) stall_cache: Option<StallCondition>,
 }
 
+/// A number no other database opened by this process has
+/// ([`DbInner::instance`]).
+pub(crate) fn next_instance() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 pub(crate) struct DbInner {
+    /// This open database among all the process opened: its families'
+    /// `owner`, so that a handle of another database is refused.
+    pub(crate) instance: u64,
     pub(crate) dir: PathBuf,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) options: Mutex<Arc<Options>>,
@@ -396,7 +406,7 @@ impl Db {
 
     /// Sets `key` to `value` in column family `cf` with write options.
     pub fn put_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let mut b = WriteBatch::one_record(cf.id(), key, value);
         b.put_cf(cf, key, value);
         b.validate()?;
@@ -410,7 +420,7 @@ impl Db {
 
     /// Deletes `key` in column family `cf` with write options.
     pub fn delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let mut b = WriteBatch::one_record(cf.id(), key, &[]);
         b.delete_cf(cf, key);
         b.validate()?;
@@ -441,21 +451,22 @@ impl Db {
 
     /// As [`Db::flush`], for column family `cf`.
     pub fn flush_cf(&self, cf: &ColumnFamilyHandle, wait: bool) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         self.inner.flush_family(cf.data.id, wait)
     }
 
     /// As [`Db::compact_range`], for column family `cf`.
     pub fn compact_range_cf(&self, cf: &ColumnFamilyHandle, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         self.inner.compact_range(cf.data.id, begin, end)
     }
 
     /// As [`Db::get_property`], for column family `cf`: the per-family
     /// properties (files, levels, memtables, keys) describe that family; the
-    /// others are the database's. `None` for an unknown name or a dropped family.
+    /// others are the database's. `None` for an unknown name, a dropped
+    /// family or a family of another database.
     pub fn get_property_cf(&self, cf: &ColumnFamilyHandle, name: &str) -> Option<String> {
-        if cf.is_dropped() {
+        if self.inner.check_family(&cf.data).is_err() {
             return None;
         }
         self.inner.property(cf.data.id, name)
@@ -525,7 +536,7 @@ impl Db {
 
     /// [`Db::single_delete`] in column family `cf` with write options.
     pub fn single_delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let mut b = WriteBatch::one_record(cf.id(), key, &[]);
         b.single_delete_cf(cf, key);
         b.validate()?;
@@ -561,7 +572,7 @@ impl Db {
         end: &[u8],
         wo: &WriteOptions,
     ) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let mut b = WriteBatch::one_record(cf.id(), begin, end);
         b.delete_range_cf(cf, begin, end);
         b.validate()?;
@@ -592,7 +603,7 @@ impl Db {
 
     /// [`Db::merge`] in column family `cf` with write options.
     pub fn merge_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
-        cf.data.check_live()?;
+        self.inner.check_family(&cf.data)?;
         let mut b = WriteBatch::one_record(cf.id(), key, value);
         b.merge_cf(cf, key, value);
         b.validate()?;
@@ -982,6 +993,21 @@ impl DbInner {
         Ok(t)
     }
 
+    /// `cf` is a live family of this database: dropped, or a handle of
+    /// another database (whose family ids mean other families here), is
+    /// `InvalidArgument`.
+    pub(crate) fn check_family(&self, cf: &ColumnFamilyData) -> Result<()> {
+        cf.check_live()?;
+        if cf.owner != self.instance {
+            return Err(Error::invalid(format!(
+                "column family '{}' is a family of another database, not of {}",
+                cf.name,
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// The sequence number a read with `ro` reads at: its snapshot's, which
     /// must be of this database, or the latest.
     fn read_sequence(&self, ro: &ReadOptions<'_>) -> Result<SequenceNumber> {
@@ -1075,7 +1101,7 @@ impl DbInner {
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         it.merge_operator = opts.merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));
-        if let Err(e) = self.check_open().and_then(|()| cf.check_live()).and(sequence.map(|_| ())) {
+        if let Err(e) = self.check_open().and_then(|()| self.check_family(cf)).and(sequence.map(|_| ())) {
             it.iter = MergingIterator::new(cf.cmp.clone(), vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
         it

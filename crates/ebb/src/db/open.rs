@@ -269,13 +269,14 @@ pub(super) fn open_locked(
     let mut tuning = super::tuning::TuningHooks::new(&options)?;
     tuning.write_stalls = write_stalls;
     let options = Arc::new(options);
+    let instance = super::next_instance();
     let mut family_states = BTreeMap::new();
     for (id, f) in versions.families() {
         let o = match listed(&f.name) {
             Some((_, o)) if *id != 0 => Arc::new(o.clone()),
             _ => Arc::new(options.cf_options()),
         };
-        let data = ColumnFamilyData::new(*id, &f.name, o);
+        let data = ColumnFamilyData::new(*id, &f.name, o, instance);
         let mem = Arc::new(MemTable::new(0, data.cmp.clone()));
         family_states.insert(*id, FamilyState { data, mem, imm: Vec::new() });
     }
@@ -284,6 +285,7 @@ pub(super) fn open_locked(
         .map(|f| Arc::clone(&f.data))
         .ok_or_else(|| Error::corruption("MANIFEST", 0, "no default column family"))?;
     let inner = Arc::new(DbInner {
+        instance,
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
         options: Mutex::new(Arc::clone(&options)),

@@ -258,11 +258,13 @@ pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
             IdlePolicyKind::Throughput => {
                 IdlePolicy::Throughput { threshold_bytes_per_sec: o.idle_throughput_threshold }
             }
-            IdlePolicyKind::SinceLastWrite => IdlePolicy::SinceLastWrite { quiet_us: o.idle_quiet_ms * 1000 },
+            IdlePolicyKind::SinceLastWrite => {
+                IdlePolicy::SinceLastWrite { quiet_us: o.idle_quiet_ms.saturating_mul(1000) }
+            }
         },
-        probe_interval_us: o.idle_probe_interval_ms * 1000,
+        probe_interval_us: o.idle_probe_interval_ms.saturating_mul(1000),
     };
-    c.interval_us = o.idle_probe_interval_ms * 1000;
+    c.interval_us = o.idle_probe_interval_ms.saturating_mul(1000);
     c
 }
 

@@ -575,6 +575,13 @@ impl std::fmt::Debug for ColumnFamilyOptions {
     }
 }
 
+/// Largest `write_buffer_size` accepted: a memtable's key index and prefix
+/// tables are sized from it when it is made.
+pub const MAX_WRITE_BUFFER_SIZE: usize = 64 << 30;
+
+/// Largest `max_write_buffer_number` accepted.
+pub const MAX_WRITE_BUFFER_NUMBER: usize = 1024;
+
 /// Largest readahead accepted, in bytes: each is a buffer in memory.
 pub const MAX_READAHEAD_SIZE: usize = 1 << 30;
 
@@ -682,7 +689,7 @@ impl Options {
     /// `max_total_wal_size` with 0 resolved (RocksDB's rule).
     pub fn effective_max_total_wal_size(&self) -> u64 {
         if self.max_total_wal_size == 0 {
-            4 * self.write_buffer_size as u64 * self.max_write_buffer_number as u64
+            (self.write_buffer_size as u64).saturating_mul(self.max_write_buffer_number as u64).saturating_mul(4)
         } else {
             self.max_total_wal_size
         }
@@ -735,8 +742,11 @@ impl Options {
                 "must be set for the thesis tuner (it decides from rate-limiter drains; the thesis used 380 MB/s)",
             );
         }
-        if self.rate_limiter_refill_period_us == 0 {
-            return bad("rate_limiter_refill_period_us", "must be positive");
+        // A day at most: the intervals below are waited out by background
+        // threads (a close waits for them) and multiplied into deadlines.
+        const DAY_US: u64 = 86_400_000_000;
+        if self.rate_limiter_refill_period_us == 0 || self.rate_limiter_refill_period_us > DAY_US {
+            return bad("rate_limiter_refill_period_us", "must be between 1 microsecond and a day");
         }
         if self.rate_limiter_fairness == 0 {
             return bad("rate_limiter_fairness", "must be at least 1");
@@ -744,14 +754,20 @@ impl Options {
         if self.tuning_flush_watermark_pct > 100 || self.tuning_total_watermark_pct > 200 {
             return bad("tuning_flush_watermark_pct", "watermarks are percentages of refill periods");
         }
-        if self.tuning_interval_us == 0 || self.idle_probe_interval_ms == 0 {
-            return bad("tuning_interval_us", "tuning intervals must be positive");
+        if self.tuning_interval_us == 0 || self.tuning_interval_us > DAY_US {
+            return bad("tuning_interval_us", "must be between 1 microsecond and a day");
         }
-        if self.write_buffer_size < 4096 {
-            return bad("write_buffer_size", "must be at least 4096 bytes");
+        if self.idle_probe_interval_ms == 0 || self.idle_probe_interval_ms > DAY_US / 1000 {
+            return bad("idle_probe_interval_ms", "must be between 1 millisecond and a day");
         }
-        if self.max_write_buffer_number < 2 {
-            return bad("max_write_buffer_number", "must be at least 2");
+        if self.idle_quiet_ms > DAY_US / 1000 {
+            return bad("idle_quiet_ms", "must be at most a day");
+        }
+        if self.write_buffer_size < 4096 || self.write_buffer_size > MAX_WRITE_BUFFER_SIZE {
+            return bad("write_buffer_size", "must be between 4096 bytes and 64 GiB");
+        }
+        if self.max_write_buffer_number < 2 || self.max_write_buffer_number > MAX_WRITE_BUFFER_NUMBER {
+            return bad("max_write_buffer_number", "must be between 2 and 1024");
         }
         if self.min_write_buffer_number_to_merge == 0 {
             return bad("min_write_buffer_number_to_merge", "must be at least 1");

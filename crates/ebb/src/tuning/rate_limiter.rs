@@ -366,7 +366,7 @@ impl State {
     }
 
     fn tune_if_due(&mut self, now: u64) {
-        if self.auto_tuned && now.saturating_sub(self.tuned_time_us) >= REFILLS_PER_TUNE * self.refill_period_us {
+        if self.auto_tuned && now.saturating_sub(self.tuned_time_us) >= REFILLS_PER_TUNE.saturating_mul(self.refill_period_us) {
             self.tune(now);
         }
     }
