@@ -324,27 +324,30 @@ fn a_model_of_writes_and_ingestions_matches_through_flushes_compactions_and_reop
     }
 }
 
+/// A database with families `default` and `other` holding 100 synced keys,
+/// and two external files for them: `a.sst` (keys 10 and 500, over the
+/// database's key 10) and `b.sst` (key 20).
+fn two_families_and_their_files(fs: &MemFs) -> (Db, Options, PathBuf, PathBuf) {
+    let o = tiny_options(Some(fs.clone()));
+    fs.create_dir_all(Path::new("/in")).unwrap();
+    let db = Db::open(DB, o.clone()).unwrap();
+    db.create_column_family("other", &o).unwrap();
+    for i in 0..100 {
+        db.put_opt(&key(i), b"db", &common::SYNCED).unwrap();
+    }
+    let a = write_file(&o, "/in/a.sst", &[FileOp::Put(key(10), b"a".to_vec()), FileOp::Put(key(500), b"a".to_vec())])
+        .unwrap();
+    let b = write_file(&o, "/in/b.sst", &[FileOp::Put(key(20), b"b".to_vec())]).unwrap();
+    (db, o, a, b)
+}
+
 #[test]
 fn a_multi_family_ingestion_is_all_or_nothing_across_a_crash() {
-    let build = |fs: &MemFs| {
-        let o = tiny_options(Some(fs.clone()));
-        fs.create_dir_all(Path::new("/in")).unwrap();
-        let db = Db::open(DB, o.clone()).unwrap();
-        db.create_column_family("other", &o).unwrap();
-        for i in 0..100 {
-            db.put_opt(&key(i), b"db", &common::SYNCED).unwrap();
-        }
-        let a =
-            write_file(&o, "/in/a.sst", &[FileOp::Put(key(10), b"a".to_vec()), FileOp::Put(key(500), b"a".to_vec())])
-                .unwrap();
-        let b = write_file(&o, "/in/b.sst", &[FileOp::Put(key(20), b"b".to_vec())]).unwrap();
-        (db, o, a, b)
-    };
     let open = |o: &Options| Db::open_cf(DB, o.clone(), &[("other", o.clone())]).unwrap();
     for cut in 1.. {
         assert!(cut < 500, "the ingestion never finished");
         let fs = MemFs::new();
-        let (db, o, a, b) = build(&fs);
+        let (db, o, a, b) = two_families_and_their_files(&fs);
         let before = family_contents(&db);
         let other = db.cf_handle("other").unwrap();
         let default = db.cf_handle("default").unwrap();
@@ -382,30 +385,13 @@ fn a_multi_family_ingestion_is_all_or_nothing_across_a_crash() {
 #[test]
 fn a_failed_ingestion_never_leaves_the_manifest_naming_a_missing_table() {
     for families in [1, 2] {
-        let build = |fs: &MemFs| {
-            let o = tiny_options(Some(fs.clone()));
-            fs.create_dir_all(Path::new("/in")).unwrap();
-            let db = Db::open(DB, o.clone()).unwrap();
-            db.create_column_family("other", &o).unwrap();
-            for i in 0..100 {
-                db.put_opt(&key(i), b"db", &common::SYNCED).unwrap();
-            }
-            let a = write_file(
-                &o,
-                "/in/a.sst",
-                &[FileOp::Put(key(10), b"a".to_vec()), FileOp::Put(key(500), b"a".to_vec())],
-            )
-            .unwrap();
-            let b = write_file(&o, "/in/b.sst", &[FileOp::Put(key(20), b"b".to_vec())]).unwrap();
-            (db, o, a, b)
-        };
         let open = |o: &Options| {
             Db::open_cf(DB, o.clone(), &[("other", o.clone())]).unwrap_or_else(|e| panic!("{families} families: {e}"))
         };
         for cut in 1.. {
             assert!(cut < 500, "the ingestion never finished");
             let fs = MemFs::new();
-            let (db, o, a, b) = build(&fs);
+            let (db, o, a, b) = two_families_and_their_files(&fs);
             let before = family_contents(&db);
             let other = db.cf_handle("other").unwrap();
             let default = db.cf_handle("default").unwrap();
