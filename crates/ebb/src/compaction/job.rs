@@ -536,7 +536,7 @@ impl<'a> SingleDeletePairs<'a> {
             let key = self.inner.key().to_vec();
             let value = self.inner.value().to_vec();
             self.inner.next();
-            if let Some(garbage) = self.put_below(user_key(&key)) {
+            if let Some(garbage) = self.version_below(user_key(&key), false) {
                 if let Some((number, bytes)) = garbage {
                     add_flow(&mut self.dropped_blobs, number, bytes);
                 }
@@ -550,7 +550,7 @@ impl<'a> SingleDeletePairs<'a> {
                 // RocksDB drops them as hidden in the single deletion's
                 // snapshot stripe. A deletion below stays, as the next
                 // entry, and still hides what it hid.
-                while let Some(garbage) = self.overwritten_below(user_key(&key)) {
+                while let Some(garbage) = self.version_below(user_key(&key), true) {
                     if let Some((number, bytes)) = garbage {
                         add_flow(&mut self.dropped_blobs, number, bytes);
                     }
@@ -564,43 +564,27 @@ impl<'a> SingleDeletePairs<'a> {
         }
     }
 
-    /// Whether `inner` is on a value or merge operand of `user_key` (with
-    /// the blob record it refers to, if any); not on a deletion. A blob
-    /// index that does not decode is left to the merge, which reports it.
-    fn overwritten_below(&self, key: &[u8]) -> Option<Option<(u64, u64)>> {
+    /// Whether `inner` is on a put of `user_key`, or with `operands` also
+    /// on a merge operand of it (with the blob record a put refers to, if
+    /// any); never on a deletion. A blob index that does not decode is left
+    /// to the merge, which reports it.
+    fn version_below(&self, key: &[u8], operands: bool) -> Option<Option<(u64, u64)>> {
         if !self.inner.valid() {
             return None;
         }
         let p = parse_internal_key(self.inner.key())?;
-        if p.user_key != key || p.kind.is_deletion() {
+        if p.user_key != key {
             return None;
         }
         match p.kind {
-            ValueKind::Merge | ValueKind::Value => Some(None),
+            ValueKind::Value => Some(None),
+            ValueKind::Merge if operands => Some(None),
             ValueKind::BlobIndex => {
                 let index = BlobIndex::decode(self.inner.value()).ok()?;
                 Some(Some((index.file_number, index.record_len(p.user_key))))
             }
             _ => None,
         }
-    }
-
-    /// Whether `inner` is on a put of `user_key` (with the blob record it
-    /// refers to, if any). A blob index that does not decode is left to the
-    /// merge, which reports it.
-    fn put_below(&self, key: &[u8]) -> Option<Option<(u64, u64)>> {
-        if !self.inner.valid() {
-            return None;
-        }
-        let p = parse_internal_key(self.inner.key())?;
-        if p.user_key != key || !p.kind.is_value() {
-            return None;
-        }
-        if p.kind == ValueKind::BlobIndex {
-            let index = BlobIndex::decode(self.inner.value()).ok()?;
-            return Some(Some((index.file_number, index.record_len(p.user_key))));
-        }
-        Some(None)
     }
 }
 

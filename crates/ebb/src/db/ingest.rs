@@ -585,17 +585,14 @@ impl DbInner {
             }
             self.fs.sync_dir(&self.dir)
         });
-        if let Err(e) = wrote {
-            // Nothing refers to the files yet.
-            if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
-                st.pending_outputs.swap_remove(i);
-            }
-            for path in placed {
-                let _ = self.fs.remove_file(&path);
-            }
-            return Err(e);
-        }
-        let recorded = {
+        // An error says whether the placed files go with it: yes when no
+        // edit can name them (placing failed, or the edit was cancelled
+        // before it was written). Any other failure may have left the edit
+        // in the MANIFEST (a failed sync after the append, a new MANIFEST
+        // that CURRENT already names): the files stay, as a job's outputs
+        // do (db/bg.rs `NewTables`), and the reopen's full scan removes
+        // them if the edit did not last.
+        let recorded = wrote.map_err(|e| (e, true)).and_then(|()| {
             // Step 4.
             let edits: Vec<VersionEdit> = work
                 .iter()
@@ -625,18 +622,16 @@ impl DbInner {
             } else {
                 self.log_and_apply(st, edits)
             };
-            r.map_err(|e| self.set_bg_error_locked(st, e))
-        };
+            r.map_err(|e| {
+                let unwritten = matches!(e, Error::Cancelled);
+                (self.set_bg_error_locked(st, e), unwritten)
+            })
+        });
         if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
             st.pending_outputs.swap_remove(i);
         }
-        if let Err(e) = recorded {
-            // A cancelled edit was never written. Any other failure may
-            // have left the edit in the MANIFEST (a failed sync after the
-            // append, a new MANIFEST that CURRENT already names): its files
-            // stay, as a job's outputs do (db/bg.rs `NewTables`), and the
-            // reopen's full scan removes them if the edit did not last.
-            if matches!(e, Error::Cancelled) {
+        if let Err((e, remove_files)) = recorded {
+            if remove_files {
                 for path in placed {
                     let _ = self.fs.remove_file(&path);
                 }

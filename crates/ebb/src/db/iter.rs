@@ -233,15 +233,14 @@ impl<'a> DbIterator<'a> {
     /// bound's only when `target` is the bound (RocksDB's `DBIter::Seek`).
     pub fn seek(&mut self, target: &[u8]) {
         self.count_seek();
-        let prefix_of = target.to_vec();
-        let target = match &self.lower {
-            Some(l) if self.cmp.lt(target, l) => l.clone(),
-            _ => target.to_vec(),
-        };
         self.error = None;
         self.direction = Direction::Forward;
-        self.begin_prefix_seek(&prefix_of);
-        self.iter.seek(&make_internal_key(&target, self.sequence, KIND_FOR_SEEK));
+        self.begin_prefix_seek(target);
+        let from = match &self.lower {
+            Some(l) if self.cmp.lt(target, l) => l.as_slice(),
+            _ => target,
+        };
+        self.iter.seek(&make_internal_key(from, self.sequence, KIND_FOR_SEEK));
         self.end_prefix_seek();
         self.find_next_user_entry(false);
     }

@@ -498,18 +498,7 @@ impl DbInner {
             if st.shutting_down {
                 return Err(Error::Closed);
             }
-            // The condition depends only on the versions, the immutable
-            // memtables and the options; it is recomputed after any of them
-            // changes (`stall_cache` is cleared then), not on every write.
-            let condition = match st.stall_cache {
-                Some(c) => c,
-                None => {
-                    let c = self.stall_condition(&st);
-                    self.set_stall_condition(&mut st, c);
-                    st.stall_cache = Some(c);
-                    c
-                }
-            };
+            let condition = self.cached_stall_condition(&mut st);
             if let (None, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
                 delayed_once = true;
                 if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
@@ -524,13 +513,8 @@ impl DbInner {
                     // sleep of minutes, every writer queued behind it.
                     while Instant::now() < deadline && st.bg_error.is_none() && !st.shutting_down {
                         self.bg_cv.wait_until(&mut st, deadline);
-                        if st.stall_cache.is_none() {
-                            let c = self.stall_condition(&st);
-                            self.set_stall_condition(&mut st, c);
-                            st.stall_cache = Some(c);
-                            if !matches!(c, StallCondition::Delayed(_)) {
-                                break;
-                            }
+                        if !matches!(self.cached_stall_condition(&mut st), StallCondition::Delayed(_)) {
+                            break;
                         }
                     }
                     self.stats.record_stall(cause, start.elapsed().as_micros() as u64);
@@ -629,6 +613,20 @@ impl DbInner {
             }
         }
         worst
+    }
+
+    /// The stall condition in force. It depends only on the versions, the
+    /// immutable memtables and the options, so it is recomputed (and
+    /// recorded) after any of them changes (`stall_cache` is cleared then),
+    /// not on every write.
+    fn cached_stall_condition(&self, st: &mut MutexGuard<'_, DbState>) -> StallCondition {
+        if let Some(c) = st.stall_cache {
+            return c;
+        }
+        let c = self.stall_condition(st);
+        self.set_stall_condition(st, c);
+        st.stall_cache = Some(c);
+        c
     }
 
     /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
