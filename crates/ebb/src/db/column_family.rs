@@ -168,14 +168,18 @@ impl super::DbInner {
             return Err(Error::invalid(format!("column family '{name}' already exists")));
         }
         let id = st.versions.next_column_family_id();
-        // The family's data starts in the WAL being written.
+        // The family's data starts in the WAL being written, but its log
+        // number stops at the oldest closed WAL not yet sealed (db/wal_seal.rs,
+        // contract 5): an ingestion may give it tables before any flush
+        // seals. Older WALs hold none of its writes (ids are never reused).
+        let log_number = self.wal_sealer.oldest_unsealed().map_or(st.wal_number, |n| n.min(st.wal_number));
         let cmp = options.user_comparator();
         let edit = VersionEdit {
             column_family: id,
             column_family_add: Some(name.to_string()),
             comparator: (!cmp.is_bytewise()).then(|| cmp.name().to_string()),
             max_column_family: Some(id),
-            log_number: Some(st.wal_number),
+            log_number: Some(log_number),
             ..Default::default()
         };
         let last = self.last_sequence.load(Ordering::Acquire);

@@ -87,6 +87,7 @@ impl DbInner {
                 if several_families {
                     self.seal_closed_wals()?;
                 }
+                kill_point!("flush_after_sealing_wals");
                 // A flush that wrote a file synced the directory; one that
                 // wrote none (every entry dropped) did not, yet its edit may
                 // move the family's log number onto a WAL a switch started
@@ -118,13 +119,19 @@ impl DbInner {
                 .chain(std::iter::once(family.mem.log_number()))
                 .min()
                 .unwrap_or(st.wal_number);
-            edit.log_number = Some(remaining_log);
+            // Never past a closed WAL still unsealed (db/wal_seal.rs,
+            // contract 5). The flushed memtables' writes are all in WALs
+            // the seal above synced, so none of them is replayed twice.
+            // With one family nothing was sealed, and nothing needs the
+            // cap: replay starts at that family's own log number.
+            let unsealed = if several_families { self.wal_sealer.oldest_unsealed() } else { None }.unwrap_or(u64::MAX);
+            edit.log_number = Some(remaining_log.min(unsealed));
             let mut edits = vec![edit];
             // Other families whose memtables moved past old WALs (idle ones,
             // renumbered at WAL switches) record it now, so they do not keep
             // those WALs alive (RocksDB advances their log numbers likewise).
             for (id, f) in &st.families {
-                let keep = f.oldest_log_to_keep();
+                let keep = f.oldest_log_to_keep().min(unsealed);
                 if *id != cf && keep > st.versions.family_log_number(*id) {
                     edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
                 }

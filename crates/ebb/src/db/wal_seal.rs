@@ -25,6 +25,15 @@
 //!    edit (RocksDB `SyncClosedLogs`): otherwise one family's tables could
 //!    hold writes logged after another family's torn WAL. With one family,
 //!    flushes go in WAL order, so nothing in a table follows a hole.
+//! 5. No flush edit moves a family's log number past a closed WAL not yet
+//!    sealed ([`WalSealer::oldest_unsealed`]). A switch between a flush's
+//!    seal and its edit renumbers the idle families' empty memtables (and
+//!    the flushed family's new one) onto the WAL it starts; recorded as
+//!    they were, those log numbers passed the WAL the switch closed, and a
+//!    power loss tearing it made point-in-time recovery refuse to open
+//!    ("holds tables with data logged after this WAL"), although no table
+//!    held any write of it. Capped, the families replay from that WAL,
+//!    which holds none of their writes.
 //!
 //! A closed WAL that becomes obsolete unsealed is forgotten, and the WAL
 //! after it is renamed at the next seal without a sync: no WAL before it is
@@ -59,6 +68,8 @@ struct Queue {
     /// Pending WALs whose predecessor became obsolete unsealed: renamed
     /// without a sync.
     orphans: Vec<u64>,
+    /// The closed WAL a sealer has taken from `closed` and is syncing.
+    in_flight: Option<u64>,
 }
 
 #[derive(Default)]
@@ -85,7 +96,7 @@ impl WalSealer {
     /// is in tables.
     pub(crate) fn forget_below(&self, log_number: u64) {
         let mut queue = self.queue.lock();
-        let Queue { closed, orphans } = &mut *queue;
+        let Queue { closed, orphans, .. } = &mut *queue;
         orphans.retain(|n| *n >= log_number);
         let before = closed.len();
         closed.retain(|c| {
@@ -104,6 +115,17 @@ impl WalSealer {
     /// sees a pending WAL vanish between its checks and its rename.
     pub(crate) fn hold_deletions(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.sealing.lock()
+    }
+
+    /// The number of the oldest closed WAL not yet sealed (queued, or being
+    /// synced), if any. A family's log number must not pass it: a power
+    /// loss may tear that WAL, point-in-time recovery then stops in it, and
+    /// a family whose log number is past the stop and that holds tables
+    /// reads as holding data logged after the damage (db/recovery.rs, and
+    /// module contract 5).
+    pub(crate) fn oldest_unsealed(&self) -> Option<u64> {
+        let queue = self.queue.lock();
+        queue.closed.iter().map(|c| c.number).chain(queue.in_flight).min()
     }
 
     /// Whether every closed WAL is sealed (none queued, none being sealed).
@@ -129,12 +151,22 @@ impl DbInner {
             self.wal_sealer.dir_dirty.store(true, Ordering::Release);
         }
         loop {
-            let Some(mut closed) = self.wal_sealer.queue.lock().closed.pop_front() else { break };
+            let Some(mut closed) = ({
+                let mut queue = self.wal_sealer.queue.lock();
+                let closed = queue.closed.pop_front();
+                queue.in_flight = closed.as_ref().map(|c| c.number);
+                closed
+            }) else {
+                break;
+            };
             if let Err(e) = closed.writer.sync().and_then(|()| self.finalize_wal_name(closed.next)) {
                 // Still unsealed: the next sealer tries again.
-                self.wal_sealer.queue.lock().closed.push_front(closed);
+                let mut queue = self.wal_sealer.queue.lock();
+                queue.in_flight = None;
+                queue.closed.push_front(closed);
                 return Err(e);
             }
+            self.wal_sealer.queue.lock().in_flight = None;
             self.wal_sealer.dir_dirty.store(true, Ordering::Release);
             self.wal_sealer.owed.fetch_sub(1, Ordering::AcqRel);
         }
