@@ -242,9 +242,34 @@ pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize, cmp: &UserCompara
     if !splittable || wanted <= 1 {
         return vec![(None, None)];
     }
-    // Candidate cut points: each input file's smallest key, weighted by bytes.
-    let mut points: Vec<(Vec<u8>, u64)> =
-        c.all_inputs().map(|f| (f.smallest_user_key().to_vec(), f.file_size)).collect();
+    // Candidate cut points: each input file's smallest key, weighted by
+    // bytes. An L0 file usually spans most of the key space (random writes),
+    // and its bytes at its smallest key alone put nearly all of L0 in the
+    // first range: its bytes are spread instead over the output level's
+    // files starting inside its range, in proportion to theirs (RocksDB
+    // takes anchors inside each file for the same reason).
+    let mut points: Vec<(Vec<u8>, u64)> = Vec::new();
+    let anchors: Vec<(&[u8], u64)> =
+        if c.level == 0 { c.output_inputs.iter().map(|f| (f.smallest_user_key(), f.file_size)).collect() } else { Vec::new() };
+    for f in &c.inputs {
+        let inside: Vec<&(&[u8], u64)> = anchors
+            .iter()
+            .filter(|(k, _)| {
+                cmp.compare(k, f.smallest_user_key()).is_ge() && cmp.compare(k, f.largest_user_key()).is_le()
+            })
+            .collect();
+        let inside_bytes: u64 = inside.iter().map(|(_, size)| size).sum();
+        if inside_bytes == 0 {
+            points.push((f.smallest_user_key().to_vec(), f.file_size));
+            continue;
+        }
+        for (k, size) in inside {
+            let share = u128::from(f.file_size) * u128::from(*size) / u128::from(inside_bytes);
+            points.push((k.to_vec(), u64::try_from(share).unwrap_or(u64::MAX)));
+        }
+    }
+    let rest = c.middle_inputs.iter().flat_map(|(_, files)| files.iter()).chain(c.output_inputs.iter());
+    points.extend(rest.map(|f| (f.smallest_user_key().to_vec(), f.file_size)));
     points.sort_by(|a, b| cmp.compare(&a.0, &b.0).then(a.1.cmp(&b.1)));
     let total: u64 = points.iter().map(|p| p.1).sum();
     let step = total / wanted as u64;
@@ -332,6 +357,20 @@ mod tests {
             compression: crate::CompressionType::None,
             reason: CompactionReason::L0FileCount,
         }
+    }
+
+    /// L0 files spanning the key space weigh where the output level's
+    /// bytes are, not at their smallest key: two ranges split the work in
+    /// half. (Before, the cut fell at "g": a fifth of the output level and
+    /// most of L0 in the second range.)
+    #[test]
+    fn l0_inputs_spread_their_bytes_over_the_output_levels_files() {
+        let c = compaction(
+            vec![file(1, "a", "z", 400), file(2, "c", "q", 400)],
+            vec![file(3, "a", "f", 300), file(4, "g", "m", 300), file(5, "n", "t", 300), file(6, "u", "z", 300)],
+        );
+        let ranges = subcompaction_ranges(&c, 2, &UserComparator::BYTEWISE);
+        assert_eq!(ranges, vec![(None, Some(b"n".to_vec())), (Some(b"n".to_vec()), None)]);
     }
 
     #[test]

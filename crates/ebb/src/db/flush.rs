@@ -100,6 +100,15 @@ impl DbInner {
             });
             let output = output?;
             self.wait_for_older_flushes(&mut st, cf, &mems[0])?;
+            // A family created while the table was written (or while this
+            // flush waited): the seal the edit needs (contract 4) was not
+            // made, and the cap below relies on it. The mutex is held from
+            // here to the edit, so no family appears after this check.
+            let mut sealed = several_families;
+            if !sealed && st.families.len() > 1 {
+                MutexGuard::unlocked(&mut st, || self.seal_closed_wals())?;
+                sealed = true;
+            }
             let mut edit = VersionEdit { column_family: cf, ..Default::default() };
             let written = output.bytes_written;
             let mut file_number = 0;
@@ -124,7 +133,8 @@ impl DbInner {
             // the seal above synced, so none of them is replayed twice.
             // With one family nothing was sealed, and nothing needs the
             // cap: replay starts at that family's own log number.
-            let unsealed = if several_families { self.wal_sealer.oldest_unsealed() } else { None }.unwrap_or(u64::MAX);
+            let floor = st.versions.log_number();
+            let unsealed = if sealed { self.wal_sealer.oldest_unsealed(floor) } else { None }.unwrap_or(u64::MAX);
             edit.log_number = Some(remaining_log.min(unsealed));
             let mut edits = vec![edit];
             // Other families whose memtables moved past old WALs (idle ones,

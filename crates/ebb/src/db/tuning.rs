@@ -407,6 +407,7 @@ impl DbInner {
                 space_amplification: adaptive::space_amplification(&m.bytes_per_level),
                 l0_bytes: m.bytes_per_level.first().copied().unwrap_or(0),
                 lower_levels_bytes: m.bytes_per_level.iter().skip(1).sum(),
+                l0_trigger: usize::try_from(default_family.level0_file_num_compaction_trigger).unwrap_or(1),
             };
             let decision = tuner.observe(&obs);
             self.tuning.metrics.lock().phase = decision.phase.name();

@@ -33,7 +33,12 @@
 //!    power loss tearing it made point-in-time recovery refuse to open
 //!    ("holds tables with data logged after this WAL"), although no table
 //!    held any write of it. Capped, the families replay from that WAL,
-//!    which holds none of their writes.
+//!    which holds none of their writes. The cap needs the seal of contract
+//!    4 (the flushed memtables' WALs synced, so none of them is replayed
+//!    again): a flush that began with one family and finds several when it
+//!    takes the mutex back for its edit seals then. A new family's log
+//!    number stops at the same WAL. WALs below every family's log number
+//!    are obsolete and do not count, even while still queued or syncing.
 //!
 //! A closed WAL that becomes obsolete unsealed is forgotten, and the WAL
 //! after it is renamed at the next seal without a sync: no WAL before it is
@@ -117,15 +122,18 @@ impl WalSealer {
         self.sealing.lock()
     }
 
-    /// The number of the oldest closed WAL not yet sealed (queued, or being
-    /// synced), if any. A family's log number must not pass it: a power
-    /// loss may tear that WAL, point-in-time recovery then stops in it, and
-    /// a family whose log number is past the stop and that holds tables
-    /// reads as holding data logged after the damage (db/recovery.rs, and
-    /// module contract 5).
-    pub(crate) fn oldest_unsealed(&self) -> Option<u64> {
+    /// The number of the oldest closed WAL numbered `floor` or above not yet
+    /// sealed (queued, or being synced), if any. A family's log number must
+    /// not pass it: a power loss may tear that WAL, point-in-time recovery
+    /// then stops in it, and a family whose log number is past the stop and
+    /// that holds tables reads as holding data logged after the damage
+    /// (db/recovery.rs, and module contract 5). `floor` is the lowest log
+    /// number of any family: WALs below it are obsolete (recovery never
+    /// reads them, and they may be deleted at any time), even while they
+    /// are still queued here (file deletions disabled) or being synced.
+    pub(crate) fn oldest_unsealed(&self, floor: u64) -> Option<u64> {
         let queue = self.queue.lock();
-        queue.closed.iter().map(|c| c.number).chain(queue.in_flight).min()
+        queue.closed.iter().map(|c| c.number).chain(queue.in_flight).filter(|n| *n >= floor).min()
     }
 
     /// Whether every closed WAL is sealed (none queued, none being sealed).

@@ -62,8 +62,10 @@
 //!    with `catch_up_subcompactions` until every score is < 1, then pacing
 //!    resumes with `base_subcompactions`. While clients read (point reads and
 //!    seeks at least `catch_up_read_share_pct` of their operations) the
-//!    catch-up keeps `base_subcompactions`: readers need the cores more than
-//!    the debt needs paying at once.
+//!    catch-up keeps `base_subcompactions` while L0 is under its
+//!    compaction trigger: readers need the cores more than the debt below
+//!    L0 needs paying at once. L0 at its trigger keeps
+//!    `catch_up_subcompactions`: every read checks each of its runs.
 //! 9. Write stalls: the engine runs with [`AdaptiveConfig::stall_backstop`]
 //!    (slowdown and stop far above the configured L0 triggers) so that a
 //!    write burst can run ahead of compaction. While point reads and seeks
@@ -195,9 +197,10 @@ pub struct AdaptiveConfig {
     /// idle time).
     pub merge_l0_runs_when_deferred: bool,
     /// While point reads and seeks are at least this share of client
-    /// operations (reads + keys written), percent, a catch-up runs with
-    /// `base_subcompactions` instead of `catch_up_subcompactions`, leaving
-    /// readers the cores. 0 disables. Default 10.
+    /// operations (reads + keys written), percent, a catch-up with L0
+    /// under its compaction trigger runs with `base_subcompactions` instead
+    /// of `catch_up_subcompactions`, leaving readers the cores. 0 disables.
+    /// Default 10.
     pub catch_up_read_share_pct: u64,
     /// While point reads and seeks are at least this share of client
     /// operations, percent, load pressure does not defer compaction (and
@@ -360,6 +363,9 @@ pub struct Observation {
     pub l0_bytes: u64,
     /// Bytes in the levels below L0.
     pub lower_levels_bytes: u64,
+    /// L0 files at which L0 is compacted (`level0_file_num_compaction_trigger`);
+    /// 0 counts as 1.
+    pub l0_trigger: usize,
 }
 
 /// RocksDB's space-amplification estimate for leveled trees: bytes in all
@@ -820,6 +826,7 @@ impl AdaptiveTuner {
         let c = &self.config;
         let memtables_wait = c.pause_immutable_memtables > 0 && obs.immutable_memtables >= c.pause_immutable_memtables;
         let merging = next == Phase::Deferred && c.merge_l0_runs_when_deferred;
+        let l0_over_trigger = obs.l0_files >= obs.l0_trigger.max(1);
         let (auto_compactions, paused, subcompactions, rate) = match next {
             Phase::Paced => (true, false, c.base_subcompactions, Some(rates.paced_limit)),
             Phase::Deferred => {
@@ -827,9 +834,12 @@ impl AdaptiveTuner {
                 (false, c.pause_when_deferred || memtables_wait, c.base_subcompactions, rate)
             }
             // A catch-up while clients read leaves them the cores: the
-            // debt is paid with one thread (RocksDB's default), as `off`
-            // would have paid it while it was written.
-            Phase::CatchUp if reads_weigh(rates, c.catch_up_read_share_pct) => {
+            // debt below L0 is paid with one thread (RocksDB's default), as
+            // `off` would have paid it while it was written. L0 at its
+            // trigger is paid with `catch_up_subcompactions`: each run is
+            // one more place every read checks, so the sooner it is gone
+            // the better for the readers too.
+            Phase::CatchUp if reads_weigh(rates, c.catch_up_read_share_pct) && !l0_over_trigger => {
                 (true, false, c.base_subcompactions, Some(rates.full_limit))
             }
             Phase::CatchUp | Phase::Forced => (true, false, c.catch_up_subcompactions, Some(rates.full_limit)),
@@ -1566,7 +1576,7 @@ mod tests {
     }
 
     #[test]
-    fn a_catch_up_beside_reads_keeps_one_subcompaction() {
+    fn a_catch_up_beside_reads_keeps_one_subcompaction_unless_l0_is_at_its_trigger() {
         let config = unsmoothed_100mb();
         let (mut tuner, mut o) = started(config, Observation::default());
         assert_eq!(write_and_read(&mut tuner, &mut o, 40, 0).phase, Phase::Deferred);
@@ -1581,6 +1591,15 @@ mod tests {
         let d = write_and_read(&mut tuner, &mut o, 0, 0);
         assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![2]));
         // They come back: one again.
+        let d = write_and_read(&mut tuner, &mut o, 0, 150_000);
+        assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![1]));
+        // L0 reaches its compaction trigger: every read checks each of its
+        // runs, so its debt is paid with two, readers or not.
+        o.l0_trigger = 4;
+        o.l0_files = 4;
+        let d = write_and_read(&mut tuner, &mut o, 0, 150_000);
+        assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![2]));
+        o.l0_files = 3;
         let d = write_and_read(&mut tuner, &mut o, 0, 150_000);
         assert_eq!((d.phase, subcompaction_changes(&d.actions)), (Phase::CatchUp, vec![1]));
     }
