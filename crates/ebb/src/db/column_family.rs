@@ -172,8 +172,7 @@ impl super::DbInner {
         // number stops at the oldest closed WAL not yet sealed (db/wal_seal.rs,
         // contract 5): an ingestion may give it tables before any flush
         // seals. Older WALs hold none of its writes (ids are never reused).
-        let log_number =
-            self.wal_sealer.oldest_unsealed(st.versions.log_number()).map_or(st.wal_number, |n| n.min(st.wal_number));
+        let log_number = self.unsealed_log_cap(&st).map_or(st.wal_number, |n| n.min(st.wal_number));
         let cmp = options.user_comparator();
         let edit = VersionEdit {
             column_family: id,

@@ -133,8 +133,7 @@ impl DbInner {
             // the seal above synced, so none of them is replayed twice.
             // With one family nothing was sealed, and nothing needs the
             // cap: replay starts at that family's own log number.
-            let floor = st.versions.log_number();
-            let unsealed = if sealed { self.wal_sealer.oldest_unsealed(floor) } else { None }.unwrap_or(u64::MAX);
+            let unsealed = if sealed { self.unsealed_log_cap(&st) } else { None }.unwrap_or(u64::MAX);
             edit.log_number = Some(remaining_log.min(unsealed));
             let mut edits = vec![edit];
             // Other families whose memtables moved past old WALs (idle ones,

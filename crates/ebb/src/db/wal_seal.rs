@@ -55,7 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use super::DbInner;
+use super::{DbInner, DbState};
 use crate::error::Result;
 use crate::version::filename;
 use crate::wal::LogWriter;
@@ -143,6 +143,13 @@ impl WalSealer {
 }
 
 impl DbInner {
+    /// The highest log number an edit may give a family now (contract 5):
+    /// the oldest closed WAL not yet sealed, among those no family has
+    /// made obsolete; `None` when every live closed WAL is sealed.
+    pub(crate) fn unsealed_log_cap(&self, st: &DbState) -> Option<u64> {
+        self.wal_sealer.oldest_unsealed(st.versions.log_number())
+    }
+
     /// Seals every closed WAL (module contract 2), then syncs the directory
     /// if a WAL was created or renamed since it was last synced. On return,
     /// every WAL closed before the call is synced and the current WAL's name
