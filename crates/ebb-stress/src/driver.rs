@@ -33,6 +33,8 @@ pub struct DriverConfig {
     pub threads: u64,
     /// Size of the key space.
     pub keys: u64,
+    /// Column families the keys are spread over.
+    pub column_families: u64,
     /// Seeds the options, the kill times and the workers' seeds.
     pub seed: u64,
     /// A worker is killed between these times after its start (one in five
@@ -126,6 +128,7 @@ fn spawn_worker(
         .arg(format!("--expected={}", expected.display()))
         .arg(format!("--threads={}", cfg.threads))
         .arg(format!("--keys={}", cfg.keys))
+        .arg(format!("--column-families={}", cfg.column_families))
         .arg(format!("--seed={seed}"))
         .arg(format!("--sync-ratio={sync_ratio}"))
         .arg(format!("--options={options}"))
@@ -186,11 +189,12 @@ pub fn run(cfg: &DriverConfig) -> i32 {
     let mut totals = Totals::default();
     let start = Instant::now();
     println!(
-        "ebb-stress: crash test for {:?} in {}: {} threads, {} keys, seed {}, kills {:?}..{:?} after each start",
+        "ebb-stress: crash test for {:?} in {}: {} threads, {} keys in {} column families, seed {}, kills {:?}..{:?} after each start",
         cfg.duration,
         dir.display(),
         cfg.threads,
         cfg.keys,
+        cfg.column_families,
         cfg.seed,
         cfg.kill_after.0,
         cfg.kill_after.1

@@ -10,8 +10,9 @@
 //! (an operating-system crash could, and is not what this tests).
 //!
 //! File layout (little endian): magic `EBBEXP01`, the number of keys (u64),
-//! the operations of all earlier runs (u64), 40 reserved bytes; then the
-//! slots, 16 bytes each.
+//! the operations of all earlier runs (u64), the number of column families
+//! the keys are spread over (u64; 0, in files made before it was recorded,
+//! means 1), 32 reserved bytes; then the slots, 16 bytes each.
 //!
 //! Thread safety: every key has one writer at a time (the worker partitions
 //! keys by thread); readers of other threads' keys read the in-memory
@@ -26,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const MAGIC: &[u8; 8] = b"EBBEXP01";
 const HEADER_LEN: u64 = 64;
 const OPS_AT: u64 = 16;
+const FAMILIES_AT: usize = 24;
 const SLOT_LEN: u64 = 16;
 
 /// One state of a key: a value id, and whether the key holds that value
@@ -69,14 +71,16 @@ pub struct ExpectedState {
 
 impl ExpectedState {
     /// Opens the file at `path`, or creates it with every key absent.
-    /// Refuses a file made for another number of keys.
-    pub fn open(path: &Path, keys: u64) -> io::Result<ExpectedState> {
+    /// Refuses a file made for another number of keys or of column families
+    /// (a key's family follows from both, so its state would not).
+    pub fn open(path: &Path, keys: u64, families: u64) -> io::Result<ExpectedState> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let len = HEADER_LEN + keys * SLOT_LEN;
         if file.metadata()?.len() == 0 {
             let mut header = vec![0u8; HEADER_LEN as usize];
             header[..8].copy_from_slice(MAGIC);
             header[8..16].copy_from_slice(&keys.to_le_bytes());
+            header[FAMILIES_AT..FAMILIES_AT + 8].copy_from_slice(&families.to_le_bytes());
             file.write_all_at(&header, 0)?;
             file.set_len(len)?;
         }
@@ -89,6 +93,13 @@ impl ExpectedState {
         let stored_keys = word(&bytes, 8);
         if stored_keys != keys {
             return Err(io::Error::other(format!("{} was made for {stored_keys} keys, not {keys}", path.display())));
+        }
+        let stored_families = word(&bytes, FAMILIES_AT).max(1);
+        if stored_families != families {
+            return Err(io::Error::other(format!(
+                "{} was made for {stored_families} column families, not {families}",
+                path.display()
+            )));
         }
         let slot = |i: u64, half: u64| AtomicU64::new(word(&bytes, (HEADER_LEN + i * SLOT_LEN + half * 8) as usize));
         Ok(ExpectedState {
@@ -166,7 +177,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("expected");
         {
-            let e = ExpectedState::open(&path, 10).unwrap();
+            let e = ExpectedState::open(&path, 10, 3).unwrap();
             assert_eq!(e.committed(3), Slot::new(0, false));
             let s = e.next(3, true);
             e.mark_pending(3, s).unwrap();
@@ -174,11 +185,13 @@ mod tests {
             e.mark_pending(4, e.next(4, false)).unwrap();
             e.record_ops(99).unwrap();
         }
-        let e = ExpectedState::open(&path, 10).unwrap();
+        let e = ExpectedState::open(&path, 10, 3).unwrap();
         assert_eq!(e.committed(3), Slot::new(1, true));
         assert_eq!(e.pending(4), Slot::new(1, false));
         assert_eq!(e.committed(4), Slot::new(0, false));
         assert_eq!(e.recorded_ops().unwrap(), 99);
-        assert!(ExpectedState::open(&path, 11).is_err());
+        assert!(ExpectedState::open(&path, 11, 3).is_err());
+        let e = ExpectedState::open(&path, 10, 1).err().expect("a file of 3 families opened for 1");
+        assert!(e.to_string().contains("3 column families"), "{e}");
     }
 }

@@ -19,6 +19,9 @@ until killed (or for --duration).
   --expected=PATH       expected-state file (default: PATH.expected)
   --threads=N           threads of operations (default 4)
   --keys=N              size of the key space (default 10000)
+  --column-families=N   column families the keys are spread over, eight
+                        consecutive keys to each in turn (default 3; 1 is
+                        the default family alone)
   --seed=N              seed (default: from the clock)
   --sync-ratio=F        fraction of writes with sync=true (default 0.1)
   --options=TEXT        options as name=value;name=value (Options::from_text names)
@@ -83,6 +86,7 @@ impl Args {
             "expected",
             "threads",
             "keys",
+            "column-families",
             "seed",
             "sync-ratio",
             "options",
@@ -117,12 +121,17 @@ fn run() -> Result<i32, String> {
     // Every thread owns at least one key, and every key one thread.
     let threads = args.num("threads", 4u64)?.clamp(1, keys);
     let seed = args.num("seed", clock_seed())?;
+    let column_families = args.num("column-families", 3u64)?;
+    if column_families == 0 {
+        return Err("--column-families must be at least 1 (the default family)".to_string());
+    }
     if args.flag("driver") {
         let cfg = driver::DriverConfig {
             duration: Duration::from_secs_f64(args.num("duration", 60.0f64)?.max(0.0)),
             dir: args.text("dir").map(PathBuf::from),
             threads,
             keys,
+            column_families,
             seed,
             kill_after: (
                 Duration::from_millis(args.num("kill-min-ms", 1000u64)?),
@@ -140,6 +149,7 @@ fn run() -> Result<i32, String> {
         expected,
         threads,
         keys,
+        column_families,
         seed,
         sync_ratio: args.num("sync-ratio", 0.1f64)?.clamp(0.0, 1.0),
         options: args.text("options").unwrap_or_default().to_string(),

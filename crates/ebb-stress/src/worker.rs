@@ -8,6 +8,13 @@
 //! may be in while their owner writes (committed before the read, pending
 //! after it).
 //!
+//! The keys are spread over `--column-families` families (RocksDB db_stress's
+//! `column_families`), eight consecutive keys to a family in turn
+//! ([`family_of`]), so batches, multi-gets and snapshots span families that
+//! share one WAL, and each family flushes and compacts on its own. Families
+//! missing at a start (the first, or one killed while creating them) are
+//! created before any write.
+//!
 //! Output, one line each on stdout, read by the driver:
 //! `verified keys=.. committed=.. pending_applied=.. pending_lost=.. lost=.. wrong=..`,
 //! then `progress ops=..` every 200 ms, then `done ops=..` on a clean exit.
@@ -19,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -50,6 +57,8 @@ pub struct WorkerConfig {
     pub threads: u64,
     /// Size of the key space.
     pub keys: u64,
+    /// Column families the keys are spread over (at least 1, the default).
+    pub column_families: u64,
     /// Seeds every thread's choices.
     pub seed: u64,
     /// Fraction of writes made with `sync=true`.
@@ -84,9 +93,53 @@ pub fn options_from(text: &str) -> Result<Options, String> {
     Ok(o)
 }
 
+/// The family of key `i` among `families`: eight consecutive keys to a
+/// family in turn, so that every thread's keys fall in every family.
+pub fn family_of(i: u64, families: u64) -> usize {
+    ((i / 8) % families.max(1)) as usize
+}
+
+/// The name of family `f` (0 is the default family).
+fn family_name(f: usize) -> String {
+    if f == 0 {
+        "default".to_string()
+    } else {
+        format!("cf{f}")
+    }
+}
+
+/// Opens the database with every family it has, and creates those of the
+/// first `count` it lacks. Returns the handles of the first `count`, in
+/// order. A family the database has beyond them is an error: the keys'
+/// families would not match the expected state.
+fn open_families(cfg: &WorkerConfig, options: &Options) -> Result<(Db, Vec<ColumnFamilyHandle>), String> {
+    let count = cfg.column_families.max(1) as usize;
+    let wanted: Vec<String> = (0..count).map(family_name).collect();
+    let existing = if cfg.db.join("CURRENT").exists() {
+        Db::list_column_families(&cfg.db, options).map_err(|e| format!("list column families: {e}"))?
+    } else {
+        vec!["default".to_string()]
+    };
+    if let Some(extra) = existing.iter().find(|n| !wanted.contains(n)) {
+        return Err(format!("the database has column family {extra:?}, not one of the {count} this run uses"));
+    }
+    let listed: Vec<(&str, Options)> =
+        existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), options.clone())).collect();
+    let db = Db::open_cf(&cfg.db, options.clone(), &listed).map_err(|e| format!("open {}: {e}", cfg.db.display()))?;
+    let mut handles = Vec::with_capacity(count);
+    for name in &wanted {
+        let h = match db.cf_handle(name) {
+            Some(h) => h,
+            None => db.create_column_family(name, options).map_err(|e| format!("create column family {name}: {e}"))?,
+        };
+        handles.push(h);
+    }
+    Ok((db, handles))
+}
+
 /// Runs a worker; returns its exit code.
 pub fn run(cfg: &WorkerConfig) -> Exit {
-    let expected = match ExpectedState::open(&cfg.expected, cfg.keys) {
+    let expected = match ExpectedState::open(&cfg.expected, cfg.keys, cfg.column_families.max(1)) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("ebb-stress: expected state: {e}");
@@ -100,14 +153,14 @@ pub fn run(cfg: &WorkerConfig) -> Exit {
             return Exit::Usage;
         }
     };
-    let db = match Db::open(&cfg.db, options) {
-        Ok(db) => db,
+    let (db, cfs) = match open_families(cfg, &options) {
+        Ok(opened) => opened,
         Err(e) => {
-            eprintln!("ebb-stress: open {}: {e}", cfg.db.display());
+            eprintln!("ebb-stress: {e}");
             return Exit::Engine;
         }
     };
-    let report = match verify(&db, &expected) {
+    let report = match verify(&db, &cfs, &expected) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("ebb-stress: verification could not finish: {e}");
@@ -130,10 +183,12 @@ pub fn run(cfg: &WorkerConfig) -> Exit {
         return Exit::Verification;
     }
     if cfg.verify_only {
+        drop(cfs);
         return close(db);
     }
     let shared = Shared {
         db: &db,
+        cfs: &cfs,
         expected: &expected,
         threads: cfg.threads.max(1),
         sync_ratio: cfg.sync_ratio,
@@ -166,6 +221,7 @@ pub fn run(cfg: &WorkerConfig) -> Exit {
         eprintln!("ebb-stress: {message}");
         return exit;
     }
+    drop(cfs);
     let exit = close(db);
     if exit == Exit::Ok {
         say(&format!("done ops={ops}"));
@@ -223,9 +279,10 @@ fn show(found: Option<u64>) -> String {
     found.map_or_else(|| "absent".to_string(), |id| format!("value {id}"))
 }
 
-/// Checks every key, by a full scan and by point reads, against its
-/// committed and pending states, and settles each key on what was found.
-fn verify(db: &Db, expected: &ExpectedState) -> ebb::Result<Report> {
+/// Checks every key, by a full scan of every family and by point reads,
+/// against its committed and pending states, and settles each key on what
+/// was found.
+fn verify(db: &Db, cfs: &[ColumnFamilyHandle], expected: &ExpectedState) -> ebb::Result<Report> {
     let mut report = Report::default();
     fn fail(report: &mut Report, wrong: bool, msg: String) {
         if wrong {
@@ -237,26 +294,35 @@ fn verify(db: &Db, expected: &ExpectedState) -> ebb::Result<Report> {
             report.failures.push(msg);
         }
     }
+    let families = cfs.len() as u64;
     let mut scanned: Vec<Option<u64>> = vec![None; expected.keys() as usize];
-    let mut it = db.iter(ReadOptions::default());
-    it.seek_to_first();
-    while it.valid() {
-        let k = it.key();
-        match key_index(k).filter(|i| *i < expected.keys()) {
-            None => {
-                fail(&mut report, true, format!("scan found a key never written: {:?}", String::from_utf8_lossy(k)))
+    for (f, cf) in cfs.iter().enumerate() {
+        let mut it = db.iter_cf(cf, ReadOptions::default());
+        it.seek_to_first();
+        while it.valid() {
+            let k = it.key();
+            match key_index(k).filter(|i| *i < expected.keys()) {
+                None => fail(
+                    &mut report,
+                    true,
+                    format!("scan of {} found a key never written: {:?}", family_name(f), String::from_utf8_lossy(k)),
+                ),
+                Some(i) if family_of(i, families) != f => fail(
+                    &mut report,
+                    true,
+                    format!("scan of {} found key {i}, written to another family", family_name(f)),
+                ),
+                Some(i) => match value_id(i, it.value()) {
+                    Ok(id) => scanned[i as usize] = Some(id),
+                    Err(e) => fail(&mut report, true, format!("scan: key {i}: {e}")),
+                },
             }
-            Some(i) => match value_id(i, it.value()) {
-                Ok(id) => scanned[i as usize] = Some(id),
-                Err(e) => fail(&mut report, true, format!("scan: key {i}: {e}")),
-            },
+            it.next();
         }
-        it.next();
+        it.status()?;
     }
-    it.status()?;
-    drop(it);
     for i in 0..expected.keys() {
-        let got = db.get(&key(i))?;
+        let got = db.get_cf(&cfs[family_of(i, families)], &key(i))?;
         let found = match found_state(i, got.as_deref()) {
             Ok(f) => f,
             Err(e) => {
@@ -296,6 +362,8 @@ fn verify(db: &Db, expected: &ExpectedState) -> ebb::Result<Report> {
 /// What the threads share.
 struct Shared<'a> {
     db: &'a Db,
+    /// The families, by number; key `i` lives in `cfs[family_of(i, ..)]`.
+    cfs: &'a [ColumnFamilyHandle],
     expected: &'a ExpectedState,
     threads: u64,
     sync_ratio: f64,
@@ -327,7 +395,7 @@ impl Shared<'_> {
                 700..=849 => self.walk(t, &mut rng),
                 850..=939 => self.snapshot(t, &mut rng),
                 940..=997 => self.multi_get(t, &mut rng),
-                998 => self.db.flush(false).map_err(|e| engine("flush", e)),
+                998 => self.db.flush_cf(self.random_cf(&mut rng), false).map_err(|e| engine("flush", e)),
                 _ => self.compact(&mut rng),
             };
             self.ops.fetch_add(1, Ordering::Relaxed);
@@ -337,6 +405,15 @@ impl Shared<'_> {
                 self.stop.store(true, Ordering::Release);
             }
         }
+    }
+
+    /// The family key `i` lives in.
+    fn cf(&self, i: u64) -> &ColumnFamilyHandle {
+        &self.cfs[family_of(i, self.cfs.len() as u64)]
+    }
+
+    fn random_cf(&self, rng: &mut StdRng) -> &ColumnFamilyHandle {
+        &self.cfs[rng.gen_range(0..self.cfs.len())]
     }
 
     /// A random key owned by thread `t`.
@@ -356,9 +433,9 @@ impl Shared<'_> {
         for (i, s) in updates {
             self.expected.mark_pending(*i, *s).map_err(|e| (Exit::Usage, format!("expected state: {e}")))?;
             if s.present() {
-                b.put(&key(*i), &value(*i, s.id()));
+                b.put_cf(self.cf(*i), &key(*i), &value(*i, s.id()));
             } else {
-                b.delete(&key(*i));
+                b.delete_cf(self.cf(*i), &key(*i));
             }
         }
         let wo = WriteOptions { sync: rng.gen_bool(self.sync_ratio), disable_wal: false };
@@ -422,20 +499,21 @@ impl Shared<'_> {
     fn get(&self, t: u64, rng: &mut StdRng) -> OpResult {
         if rng.gen_bool(0.5) {
             let i = self.own_key(t, rng);
-            let got = self.db.get(&key(i)).map_err(|e| engine("get", e))?;
+            let got = self.db.get_cf(self.cf(i), &key(i)).map_err(|e| engine("get", e))?;
             return self.check_own(i, got.as_deref(), self.expected.committed(i), "get");
         }
         let i = rng.gen_range(0..self.expected.keys());
         let before = self.expected.committed(i);
-        let got = self.db.get(&key(i)).map_err(|e| engine("get", e))?;
+        let got = self.db.get_cf(self.cf(i), &key(i)).map_err(|e| engine("get", e))?;
         self.check_between(i, got.as_deref(), before, self.expected.pending(i), "get")
     }
 
     fn multi_get(&self, t: u64, rng: &mut StdRng) -> OpResult {
         let keys: Vec<u64> = (0..rng.gen_range(1..6)).map(|_| self.own_key(t, rng)).collect();
         let encoded: Vec<Vec<u8>> = keys.iter().map(|&i| key(i)).collect();
-        let refs: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
-        for (i, got) in keys.iter().zip(self.db.multi_get(&refs, &ReadOptions::default())) {
+        let reads: Vec<(&ColumnFamilyHandle, &[u8])> =
+            keys.iter().zip(&encoded).map(|(&i, k)| (self.cf(i), k.as_slice())).collect();
+        for (i, got) in keys.iter().zip(self.db.multi_get_cf(&reads, &ReadOptions::default())) {
             let got = got.map_err(|e| engine("multi_get", e))?;
             self.check_own(*i, got.as_deref(), self.expected.committed(*i), "multi_get")?;
         }
@@ -448,18 +526,19 @@ impl Shared<'_> {
         (lo, (lo + rng.gen_range(1..=max)).min(self.expected.keys()))
     }
 
-    /// Walks a random range with an iterator, forwards or backwards, and
-    /// checks every key in it: present ones by value, missing ones as
-    /// allowed to be absent.
+    /// Walks a random range of a random family with an iterator, forwards
+    /// or backwards, and checks every key of that family in it: present ones
+    /// by value, missing ones as allowed to be absent.
     fn walk(&self, t: u64, rng: &mut StdRng) -> OpResult {
         let (lo, hi) = self.range(rng, 64);
+        let f = rng.gen_range(0..self.cfs.len());
         let before: Vec<Slot> = (lo..hi).map(|i| self.expected.committed(i)).collect();
         let ro = ReadOptions {
             iterate_lower_bound: Some(key(lo)),
             iterate_upper_bound: Some(key(hi)),
             ..ReadOptions::default()
         };
-        let mut it = self.db.iter(ro);
+        let mut it = self.db.iter_cf(&self.cfs[f], ro);
         let reverse = rng.gen_bool(0.5);
         if reverse {
             it.seek_to_last();
@@ -470,8 +549,10 @@ impl Shared<'_> {
         let mut last: Option<u64> = None;
         while it.valid() {
             let i = key_index(it.key())
-                .filter(|i| (lo..hi).contains(i))
-                .ok_or_else(|| wrong(format!("iterator over [{lo}, {hi}) returned {:?}", it.key())))?;
+                .filter(|i| (lo..hi).contains(i) && family_of(*i, self.cfs.len() as u64) == f)
+                .ok_or_else(|| {
+                wrong(format!("iterator over [{lo}, {hi}) of {} returned {:?}", family_name(f), it.key()))
+            })?;
             if last.is_some_and(|l| if reverse { i >= l } else { i <= l }) {
                 return Err(wrong(format!("iterator returned key {i} after key {last:?} (reverse: {reverse})")));
             }
@@ -487,6 +568,9 @@ impl Shared<'_> {
         drop(it);
         for (n, got) in seen.iter().enumerate() {
             let i = lo + n as u64;
+            if family_of(i, self.cfs.len() as u64) != f {
+                continue;
+            }
             if self.owns(t, i) {
                 self.check_own(i, got.as_deref(), before[n], "iterate")?;
             } else {
@@ -496,10 +580,13 @@ impl Shared<'_> {
         Ok(())
     }
 
-    /// Takes a snapshot, writes some of this thread's keys in a range, and
-    /// checks that reads through the snapshot still see the range as it was.
+    /// Takes a snapshot, writes some of this thread's keys in a range (in
+    /// one batch across their families), and checks that reads through the
+    /// snapshot still see the range as it was: point reads of those keys,
+    /// and an iterator over one family.
     fn snapshot(&self, t: u64, rng: &mut StdRng) -> OpResult {
         let (lo, hi) = self.range(rng, 32);
+        let f = rng.gen_range(0..self.cfs.len());
         let before: Vec<Slot> = (lo..hi).map(|i| self.expected.committed(i)).collect();
         let snap = self.db.snapshot();
         let own: Vec<u64> = (lo..hi).filter(|i| self.owns(t, *i)).collect();
@@ -513,7 +600,8 @@ impl Shared<'_> {
             self.write(&changed, rng)?;
         }
         for &i in &own {
-            let got = snap.get(&key(i)).map_err(|e| engine("snapshot get", e))?;
+            let got =
+                self.db.get_cf_opt(self.cf(i), &key(i), &snap.read_options()).map_err(|e| engine("snapshot get", e))?;
             self.check_own(i, got.as_deref(), before[(i - lo) as usize], "snapshot get")?;
         }
         let ro = ReadOptions {
@@ -521,14 +609,17 @@ impl Shared<'_> {
             iterate_upper_bound: Some(key(hi)),
             ..snap.read_options()
         };
-        let mut it = self.db.iter(ro);
+        let mut it = self.db.iter_cf(&self.cfs[f], ro);
         it.seek_to_first();
         let mut seen: Vec<Option<Vec<u8>>> = vec![None; (hi - lo) as usize];
         while it.valid() {
-            if let Some(i) = key_index(it.key()).filter(|i| (lo..hi).contains(i)) {
+            if let Some(i) =
+                key_index(it.key()).filter(|i| (lo..hi).contains(i) && family_of(*i, self.cfs.len() as u64) == f)
+            {
                 seen[(i - lo) as usize] = Some(it.value().to_vec());
             } else {
-                return Err(wrong(format!("snapshot iterator over [{lo}, {hi}) returned {:?}", it.key())));
+                let name = family_name(f);
+                return Err(wrong(format!("snapshot iterator over [{lo}, {hi}) of {name} returned {:?}", it.key())));
             }
             it.next();
         }
@@ -536,6 +627,9 @@ impl Shared<'_> {
         drop(it);
         for (n, got) in seen.iter().enumerate() {
             let i = lo + n as u64;
+            if family_of(i, self.cfs.len() as u64) != f {
+                continue;
+            }
             if self.owns(t, i) {
                 self.check_own(i, got.as_deref(), before[n], "snapshot iterate")?;
             } else {
@@ -547,6 +641,7 @@ impl Shared<'_> {
 
     fn compact(&self, rng: &mut StdRng) -> OpResult {
         let (lo, hi) = self.range(rng, 500);
-        self.db.compact_range(Some(&key(lo)), Some(&key(hi))).map_err(|e| engine("compact_range", e))
+        let cf = self.random_cf(rng);
+        self.db.compact_range_cf(cf, Some(&key(lo)), Some(&key(hi))).map_err(|e| engine("compact_range", e))
     }
 }

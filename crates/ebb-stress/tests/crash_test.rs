@@ -73,3 +73,41 @@ fn verification_catches_a_lost_write() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("lost write: key 7"), "{}", text(&out));
 }
+
+/// The keys live in three column families by default. A key found in a
+/// family other than its own is a wrong value, and an expected state made
+/// for another number of families is refused rather than misread.
+#[test]
+fn verification_checks_each_key_in_its_own_column_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let expected = dir.path().join("expected");
+    let worker = |extra: &[&str]| {
+        Command::new(EXE)
+            .arg(format!("--db={}", db.display()))
+            .arg(format!("--expected={}", expected.display()))
+            .args(["--keys=100", "--threads=2", "--seed=7"])
+            .args(extra)
+            .output()
+            .expect("run ebb-stress")
+    };
+    let out = worker(&["--duration=1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let options = ebb::Options::default();
+    assert_eq!(ebb::Db::list_column_families(&db, &options).unwrap(), ["default", "cf1", "cf2"]);
+
+    let out = worker(&["--verify-only", "--column-families=2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("made for 3 column families, not 2"), "{}", text(&out));
+
+    // Key 0 belongs to the default family (keys 0-7); write it to cf1 too.
+    {
+        let d = ebb::Db::open_cf(&db, options.clone(), &[("cf1", options.clone()), ("cf2", options.clone())]).unwrap();
+        let cf1 = d.cf_handle("cf1").unwrap();
+        d.put_cf(&cf1, b"key00000000", b"anything").unwrap();
+        d.close().unwrap();
+    }
+    let out = worker(&["--verify-only"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("scan of cf1 found key 0, written to another family"), "{}", text(&out));
+}
