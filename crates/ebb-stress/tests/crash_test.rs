@@ -13,6 +13,18 @@ fn text(out: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
+/// A worker on `db` with 100 keys and two threads.
+fn run_worker(db: &std::path::Path, expected: &std::path::Path, seed: u64, extra: &[&str]) -> Output {
+    Command::new(EXE)
+        .arg(format!("--db={}", db.display()))
+        .arg(format!("--expected={}", expected.display()))
+        .args(["--keys=100", "--threads=2"])
+        .arg(format!("--seed={seed}"))
+        .args(extra)
+        .output()
+        .expect("run ebb-stress")
+}
+
 /// The number after `name` on the summary line that starts with it.
 fn figure(stdout: &str, name: &str) -> u64 {
     stdout
@@ -50,15 +62,7 @@ fn verification_catches_a_lost_write() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let expected = dir.path().join("expected");
-    let worker = |extra: &[&str]| {
-        Command::new(EXE)
-            .arg(format!("--db={}", db.display()))
-            .arg(format!("--expected={}", expected.display()))
-            .args(["--keys=100", "--threads=2", "--seed=5"])
-            .args(extra)
-            .output()
-            .expect("run ebb-stress")
-    };
+    let worker = |extra: &[&str]| run_worker(&db, &expected, 5, extra);
     let out = worker(&["--duration=1"]);
     assert!(out.status.success(), "{}", text(&out));
     let out = worker(&["--verify-only"]);
@@ -82,15 +86,7 @@ fn verification_checks_each_key_in_its_own_column_family() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let expected = dir.path().join("expected");
-    let worker = |extra: &[&str]| {
-        Command::new(EXE)
-            .arg(format!("--db={}", db.display()))
-            .arg(format!("--expected={}", expected.display()))
-            .args(["--keys=100", "--threads=2", "--seed=7"])
-            .args(extra)
-            .output()
-            .expect("run ebb-stress")
-    };
+    let worker = |extra: &[&str]| run_worker(&db, &expected, 7, extra);
     let out = worker(&["--duration=1"]);
     assert!(out.status.success(), "{}", text(&out));
     let options = ebb::Options::default();
