@@ -12,7 +12,8 @@
 //! File layout (little endian): magic `EBBEXP01`, the number of keys (u64),
 //! the operations of all earlier runs (u64), the number of column families
 //! the keys are spread over (u64; 0, in files made before it was recorded,
-//! means 1), 32 reserved bytes; then the slots, 16 bytes each.
+//! means 1), the number of threads of the last run that wrote (u64; 0:
+//! unknown), 24 reserved bytes; then the slots, 16 bytes each.
 //!
 //! Thread safety: every key has one writer at a time (the worker partitions
 //! keys by thread); readers of other threads' keys read the in-memory
@@ -28,6 +29,7 @@ const MAGIC: &[u8; 8] = b"EBBEXP01";
 const HEADER_LEN: u64 = 64;
 const OPS_AT: u64 = 16;
 const FAMILIES_AT: usize = 24;
+const THREADS_AT: u64 = 32;
 const SLOT_LEN: u64 = 16;
 
 /// One state of a key: a value id, and whether the key holds that value
@@ -156,6 +158,20 @@ impl ExpectedState {
         Ok(u64::from_le_bytes(w))
     }
 
+    /// The number of threads of the last run that wrote, 0 if unknown.
+    /// Each thread has at most one write in flight, so the keys a thread
+    /// owns that are in flight after a kill are all of one write.
+    pub fn recorded_threads(&self) -> io::Result<u64> {
+        let mut w = [0u8; 8];
+        self.file.read_exact_at(&mut w, THREADS_AT)?;
+        Ok(u64::from_le_bytes(w))
+    }
+
+    /// Records the number of threads of the run about to write.
+    pub fn record_threads(&self, threads: u64) -> io::Result<()> {
+        self.file.write_all_at(&threads.to_le_bytes(), THREADS_AT)
+    }
+
     /// Records the operations of all runs so far.
     pub fn record_ops(&self, ops: u64) -> io::Result<()> {
         self.file.write_all_at(&ops.to_le_bytes(), OPS_AT)
@@ -184,12 +200,15 @@ mod tests {
             e.commit(3, s).unwrap();
             e.mark_pending(4, e.next(4, false)).unwrap();
             e.record_ops(99).unwrap();
+            assert_eq!(e.recorded_threads().unwrap(), 0);
+            e.record_threads(4).unwrap();
         }
         let e = ExpectedState::open(&path, 10, 3).unwrap();
         assert_eq!(e.committed(3), Slot::new(1, true));
         assert_eq!(e.pending(4), Slot::new(1, false));
         assert_eq!(e.committed(4), Slot::new(0, false));
         assert_eq!(e.recorded_ops().unwrap(), 99);
+        assert_eq!(e.recorded_threads().unwrap(), 4);
         assert!(ExpectedState::open(&path, 11, 3).is_err());
         let e = ExpectedState::open(&path, 10, 1).err().expect("a file of 3 families opened for 1");
         assert!(e.to_string().contains("3 column families"), "{e}");

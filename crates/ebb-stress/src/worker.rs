@@ -108,25 +108,37 @@ fn family_name(f: usize) -> String {
     }
 }
 
-/// Opens the database with every family it has, and creates those of the
-/// first `count` it lacks. Returns the handles of the first `count`, in
-/// order. A family the database has beyond them is an error: the keys'
-/// families would not match the expected state.
-fn open_families(cfg: &WorkerConfig, options: &Options) -> Result<(Db, Vec<ColumnFamilyHandle>), String> {
+/// The families the database at `cfg.db` has (the default alone when there
+/// is none yet). A family beyond the first `column_families` is a usage
+/// error: the keys' families would not match the expected state. Checked
+/// before the expected-state file is made and before anything is created.
+fn existing_families(cfg: &WorkerConfig, options: &Options) -> Result<Vec<String>, (Exit, String)> {
     let count = cfg.column_families.max(1) as usize;
-    let wanted: Vec<String> = (0..count).map(family_name).collect();
     let existing = if cfg.db.join("CURRENT").exists() {
-        Db::list_column_families(&cfg.db, options).map_err(|e| format!("list column families: {e}"))?
+        Db::list_column_families(&cfg.db, options).map_err(|e| (Exit::Engine, format!("list column families: {e}")))?
     } else {
         vec!["default".to_string()]
     };
-    if let Some(extra) = existing.iter().find(|n| !wanted.contains(n)) {
-        return Err(format!("the database has column family {extra:?}, not one of the {count} this run uses"));
+    if let Some(extra) = existing.iter().find(|n| !(0..count).any(|f| family_name(f) == **n)) {
+        let msg = format!("the database has column family {extra:?}, not one of the {count} this run uses");
+        return Err((Exit::Usage, msg));
     }
+    Ok(existing)
+}
+
+/// Opens the database with the families it has (`existing`), and creates
+/// those of the first `column_families` it lacks. Returns the handles of
+/// the first `column_families`, in order.
+fn open_families(
+    cfg: &WorkerConfig,
+    options: &Options,
+    existing: &[String],
+) -> Result<(Db, Vec<ColumnFamilyHandle>), String> {
+    let wanted: Vec<String> = (0..cfg.column_families.max(1) as usize).map(family_name).collect();
     let listed: Vec<(&str, Options)> =
         existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), options.clone())).collect();
     let db = Db::open_cf(&cfg.db, options.clone(), &listed).map_err(|e| format!("open {}: {e}", cfg.db.display()))?;
-    let mut handles = Vec::with_capacity(count);
+    let mut handles = Vec::with_capacity(wanted.len());
     for name in &wanted {
         let h = match db.cf_handle(name) {
             Some(h) => h,
@@ -139,13 +151,6 @@ fn open_families(cfg: &WorkerConfig, options: &Options) -> Result<(Db, Vec<Colum
 
 /// Runs a worker; returns its exit code.
 pub fn run(cfg: &WorkerConfig) -> Exit {
-    let expected = match ExpectedState::open(&cfg.expected, cfg.keys, cfg.column_families.max(1)) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("ebb-stress: expected state: {e}");
-            return Exit::Usage;
-        }
-    };
     let options = match options_from(&cfg.options) {
         Ok(o) => o,
         Err(e) => {
@@ -153,7 +158,21 @@ pub fn run(cfg: &WorkerConfig) -> Exit {
             return Exit::Usage;
         }
     };
-    let (db, cfs) = match open_families(cfg, &options) {
+    let existing = match existing_families(cfg, &options) {
+        Ok(names) => names,
+        Err((exit, e)) => {
+            eprintln!("ebb-stress: {e}");
+            return exit;
+        }
+    };
+    let expected = match ExpectedState::open(&cfg.expected, cfg.keys, cfg.column_families.max(1)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("ebb-stress: expected state: {e}");
+            return Exit::Usage;
+        }
+    };
+    let (db, cfs) = match open_families(cfg, &options, &existing) {
         Ok(opened) => opened,
         Err(e) => {
             eprintln!("ebb-stress: {e}");
@@ -196,6 +215,10 @@ pub fn run(cfg: &WorkerConfig) -> Exit {
         ops: AtomicU64::new(0),
         failure: Mutex::new(None),
     };
+    if let Err(e) = expected.record_threads(shared.threads) {
+        eprintln!("ebb-stress: expected state: {e}");
+        return Exit::Usage;
+    }
     let earlier_ops = expected.recorded_ops().unwrap_or(0);
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -295,6 +318,14 @@ fn verify(db: &Db, cfs: &[ColumnFamilyHandle], expected: &ExpectedState) -> ebb:
         }
     }
     let families = cfs.len() as u64;
+    // The keys in flight, by owning thread of the run that wrote them: as
+    // each thread has one write in flight at a time, each thread's are all
+    // of one write (a batch, maybe across families), and a write is atomic:
+    // all of them applied or none (keys whose old and new states read
+    // alike, a delete of an absent key, say nothing and are left out).
+    let writers = expected.recorded_threads().map_err(|e| ebb::Error::io("read expected state", "expected", e))?;
+    let mut in_flight: std::collections::BTreeMap<u64, (Vec<u64>, Vec<u64>)> = Default::default();
+    let mut to_settle: Vec<(u64, Slot)> = Vec::new();
     let mut scanned: Vec<Option<u64>> = vec![None; expected.keys() as usize];
     for (f, cf) in cfs.iter().enumerate() {
         let mut it = db.iter_cf(cf, ReadOptions::default());
@@ -336,6 +367,14 @@ fn verify(db: &Db, cfs: &[ColumnFamilyHandle], expected: &ExpectedState) -> ebb:
             continue;
         }
         let (c, p) = (expected.committed(i), expected.pending(i));
+        if writers > 0 && c != p && holds(c, found) != holds(p, found) {
+            let (applied, not) = in_flight.entry(i % writers).or_default();
+            if holds(p, found) {
+                applied.push(i);
+            } else {
+                not.push(i);
+            }
+        }
         let settled = if holds(c, found) {
             if c == p {
                 report.committed += 1;
@@ -353,6 +392,23 @@ fn verify(db: &Db, cfs: &[ColumnFamilyHandle], expected: &ExpectedState) -> ebb:
             continue;
         };
         if c != settled || p != settled {
+            to_settle.push((i, settled));
+        }
+    }
+    for (t, (applied, not)) in in_flight {
+        if !applied.is_empty() && !not.is_empty() {
+            let msg = format!(
+                "a write was applied in part: thread {t}'s write in flight left keys {applied:?} at their new \
+                 states and keys {not:?} at their old ones"
+            );
+            fail(&mut report, true, msg);
+        }
+    }
+    // Settled only when all is well: a failed verification leaves the
+    // expected state as it found it, for the next look (the driver keeps
+    // the directory) to find the same.
+    if report.failures.is_empty() {
+        for (i, settled) in to_settle {
             expected.resolve(i, settled).map_err(|e| ebb::Error::io("write expected state", "expected", e))?;
         }
     }

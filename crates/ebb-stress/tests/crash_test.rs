@@ -79,8 +79,8 @@ fn verification_catches_a_lost_write() {
 }
 
 /// The keys live in three column families by default. A key found in a
-/// family other than its own is a wrong value, and an expected state made
-/// for another number of families is refused rather than misread.
+/// family other than its own is a wrong value, and a run for another number
+/// of families is refused rather than misread, without changing anything.
 #[test]
 fn verification_checks_each_key_in_its_own_column_family() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,9 +92,15 @@ fn verification_checks_each_key_in_its_own_column_family() {
     let options = ebb::Options::default();
     assert_eq!(ebb::Db::list_column_families(&db, &options).unwrap(), ["default", "cf1", "cf2"]);
 
+    // Fewer families than the database has: refused by the database's.
     let out = worker(&["--verify-only", "--column-families=2"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("made for 3 column families, not 2"), "{}", text(&out));
+    assert!(text(&out).contains("the database has column family \"cf2\", not one of the 2"), "{}", text(&out));
+    // More: refused by the expected state, before a family is created.
+    let out = worker(&["--verify-only", "--column-families=4"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("made for 3 column families, not 4"), "{}", text(&out));
+    assert_eq!(ebb::Db::list_column_families(&db, &options).unwrap(), ["default", "cf1", "cf2"]);
 
     // Key 0 belongs to the default family (keys 0-7); write it to cf1 too.
     {
@@ -106,4 +112,51 @@ fn verification_checks_each_key_in_its_own_column_family() {
     let out = worker(&["--verify-only"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("scan of cf1 found key 0, written to another family"), "{}", text(&out));
+}
+
+/// A write is atomic, across families too: after a kill, the keys of the
+/// one write a thread had in flight all hold their new states or all their
+/// old ones. Here the expected state says thread 0 (of the two the run had)
+/// had keys 0 (default family) and 8 (cf1) in flight, and the database
+/// holds key 8's new state but key 0's old one: each key alone is a state
+/// it may hold, the pair is a torn write. The verification groups keys by
+/// the threads of the run that wrote, not by its own `--threads` (with 3,
+/// keys 0 and 8 would belong to different threads), and leaves the expected
+/// state as it found it, so a second look finds the same.
+#[test]
+fn verification_catches_a_write_applied_in_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let expected = dir.path().join("expected");
+    let worker = |extra: &[&str]| run_worker(&db, &expected, 9, extra);
+    let out = worker(&["--duration=1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = worker(&["--verify-only"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&expected).unwrap();
+    let slot = |i: u64, half: u64| 64 + i * 16 + half * 8;
+    let word = |at: u64| {
+        let mut w = [0u8; 8];
+        f.read_exact_at(&mut w, at).unwrap();
+        u64::from_le_bytes(w)
+    };
+    // A state word is the value id shifted left by one, the low bit "present".
+    // Key 0 (thread 0 of 2): in flight to a new state, not applied.
+    let w0 = word(slot(0, 0));
+    f.write_all_at(&(((w0 >> 1) + 1) << 1 | (1 - (w0 & 1))).to_le_bytes(), slot(0, 1)).unwrap();
+    // Key 8 (thread 0, cf1): in flight from an older state, applied.
+    let w8 = word(slot(8, 0));
+    f.write_all_at(&((w8 >> 1).saturating_sub(1) << 1 | (1 - (w8 & 1))).to_le_bytes(), slot(8, 0)).unwrap();
+    for _ in 0..2 {
+        let out = worker(&["--verify-only", "--threads=3"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            text(&out).contains(
+                "thread 0's write in flight left keys [8] at their new states and keys [0] at their old ones"
+            ),
+            "{}",
+            text(&out)
+        );
+    }
 }
