@@ -463,9 +463,14 @@ impl Shared<'_> {
         }
     }
 
+    /// The number of the family key `i` lives in.
+    fn family(&self, i: u64) -> usize {
+        family_of(i, self.cfs.len() as u64)
+    }
+
     /// The family key `i` lives in.
     fn cf(&self, i: u64) -> &ColumnFamilyHandle {
-        &self.cfs[family_of(i, self.cfs.len() as u64)]
+        &self.cfs[self.family(i)]
     }
 
     fn random_cf(&self, rng: &mut StdRng) -> &ColumnFamilyHandle {
@@ -604,9 +609,7 @@ impl Shared<'_> {
         let mut seen: Vec<Option<Vec<u8>>> = vec![None; (hi - lo) as usize];
         let mut last: Option<u64> = None;
         while it.valid() {
-            let i = key_index(it.key())
-                .filter(|i| (lo..hi).contains(i) && family_of(*i, self.cfs.len() as u64) == f)
-                .ok_or_else(|| {
+            let i = key_index(it.key()).filter(|i| (lo..hi).contains(i) && self.family(*i) == f).ok_or_else(|| {
                 wrong(format!("iterator over [{lo}, {hi}) of {} returned {:?}", family_name(f), it.key()))
             })?;
             if last.is_some_and(|l| if reverse { i >= l } else { i <= l }) {
@@ -624,7 +627,7 @@ impl Shared<'_> {
         drop(it);
         for (n, got) in seen.iter().enumerate() {
             let i = lo + n as u64;
-            if family_of(i, self.cfs.len() as u64) != f {
+            if self.family(i) != f {
                 continue;
             }
             if self.owns(t, i) {
@@ -669,9 +672,7 @@ impl Shared<'_> {
         it.seek_to_first();
         let mut seen: Vec<Option<Vec<u8>>> = vec![None; (hi - lo) as usize];
         while it.valid() {
-            if let Some(i) =
-                key_index(it.key()).filter(|i| (lo..hi).contains(i) && family_of(*i, self.cfs.len() as u64) == f)
-            {
+            if let Some(i) = key_index(it.key()).filter(|i| (lo..hi).contains(i) && self.family(*i) == f) {
                 seen[(i - lo) as usize] = Some(it.value().to_vec());
             } else {
                 let name = family_name(f);
@@ -683,7 +684,7 @@ impl Shared<'_> {
         drop(it);
         for (n, got) in seen.iter().enumerate() {
             let i = lo + n as u64;
-            if family_of(i, self.cfs.len() as u64) != f {
+            if self.family(i) != f {
                 continue;
             }
             if self.owns(t, i) {

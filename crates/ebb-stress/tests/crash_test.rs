@@ -5,6 +5,7 @@
 //! state. Also: the checker catches a database that lost a write.
 
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const EXE: &str = env!("CARGO_BIN_EXE_ebb-stress");
@@ -13,16 +14,49 @@ fn text(out: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-/// A worker on `db` with 100 keys and two threads.
-fn run_worker(db: &std::path::Path, expected: &std::path::Path, seed: u64, extra: &[&str]) -> Output {
-    Command::new(EXE)
-        .arg(format!("--db={}", db.display()))
-        .arg(format!("--expected={}", expected.display()))
-        .args(["--keys=100", "--threads=2"])
-        .arg(format!("--seed={seed}"))
-        .args(extra)
-        .output()
-        .expect("run ebb-stress")
+/// A database and its expected state in a temporary directory, with
+/// workers of 100 keys and two threads run on them.
+struct Worker {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    expected: PathBuf,
+    seed: u64,
+}
+
+impl Worker {
+    /// A worker that has run for a second and closed cleanly.
+    fn after_a_run(seed: u64) -> Worker {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, expected) = (dir.path().join("db"), dir.path().join("expected"));
+        let w = Worker { _dir: dir, db, expected, seed };
+        let out = w.run(&["--duration=1"]);
+        assert!(out.status.success(), "{}", text(&out));
+        w
+    }
+
+    /// Runs a worker with `extra` flags (later flags override earlier ones).
+    fn run(&self, extra: &[&str]) -> Output {
+        Command::new(EXE)
+            .arg(format!("--db={}", self.db.display()))
+            .arg(format!("--expected={}", self.expected.display()))
+            .args(["--keys=100", "--threads=2"])
+            .arg(format!("--seed={}", self.seed))
+            .args(extra)
+            .output()
+            .expect("run ebb-stress")
+    }
+
+    /// Runs a verify-only worker, which must pass.
+    fn verifies(&self) {
+        let out = self.run(&["--verify-only"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+}
+
+/// The offset of key `i`'s committed (`half` 0) or pending (1) state word
+/// in the expected-state file: a 64-byte header, then 16 bytes a key.
+fn slot_at(i: u64, half: u64) -> u64 {
+    64 + i * 16 + half * 8
 }
 
 /// The number after `name` on the summary line that starts with it.
@@ -59,21 +93,15 @@ fn killed_workers_lose_no_acknowledged_write() {
 /// saw: the verification must call it a lost write and fail.
 #[test]
 fn verification_catches_a_lost_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let expected = dir.path().join("expected");
-    let worker = |extra: &[&str]| run_worker(&db, &expected, 5, extra);
-    let out = worker(&["--duration=1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let out = worker(&["--verify-only"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let w = Worker::after_a_run(5);
+    w.verifies();
 
     // Key 7's committed and pending states: value id 1000000, never written.
-    let f = std::fs::OpenOptions::new().write(true).open(&expected).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&w.expected).unwrap();
     let claimed = (1_000_000u64 << 1 | 1).to_le_bytes();
-    f.write_all_at(&claimed, 64 + 7 * 16).unwrap();
-    f.write_all_at(&claimed, 64 + 7 * 16 + 8).unwrap();
-    let out = worker(&["--verify-only"]);
+    f.write_all_at(&claimed, slot_at(7, 0)).unwrap();
+    f.write_all_at(&claimed, slot_at(7, 1)).unwrap();
+    let out = w.run(&["--verify-only"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("lost write: key 7"), "{}", text(&out));
 }
@@ -83,33 +111,29 @@ fn verification_catches_a_lost_write() {
 /// of families is refused rather than misread, without changing anything.
 #[test]
 fn verification_checks_each_key_in_its_own_column_family() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let expected = dir.path().join("expected");
-    let worker = |extra: &[&str]| run_worker(&db, &expected, 7, extra);
-    let out = worker(&["--duration=1"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let w = Worker::after_a_run(7);
+    let db = &w.db;
     let options = ebb::Options::default();
-    assert_eq!(ebb::Db::list_column_families(&db, &options).unwrap(), ["default", "cf1", "cf2"]);
+    assert_eq!(ebb::Db::list_column_families(db, &options).unwrap(), ["default", "cf1", "cf2"]);
 
     // Fewer families than the database has: refused by the database's.
-    let out = worker(&["--verify-only", "--column-families=2"]);
+    let out = w.run(&["--verify-only", "--column-families=2"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("the database has column family \"cf2\", not one of the 2"), "{}", text(&out));
     // More: refused by the expected state, before a family is created.
-    let out = worker(&["--verify-only", "--column-families=4"]);
+    let out = w.run(&["--verify-only", "--column-families=4"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("made for 3 column families, not 4"), "{}", text(&out));
-    assert_eq!(ebb::Db::list_column_families(&db, &options).unwrap(), ["default", "cf1", "cf2"]);
+    assert_eq!(ebb::Db::list_column_families(db, &options).unwrap(), ["default", "cf1", "cf2"]);
 
     // Key 0 belongs to the default family (keys 0-7); write it to cf1 too.
     {
-        let d = ebb::Db::open_cf(&db, options.clone(), &[("cf1", options.clone()), ("cf2", options.clone())]).unwrap();
+        let d = ebb::Db::open_cf(db, options.clone(), &[("cf1", options.clone()), ("cf2", options.clone())]).unwrap();
         let cf1 = d.cf_handle("cf1").unwrap();
         d.put_cf(&cf1, b"key00000000", b"anything").unwrap();
         d.close().unwrap();
     }
-    let out = worker(&["--verify-only"]);
+    let out = w.run(&["--verify-only"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("scan of cf1 found key 0, written to another family"), "{}", text(&out));
 }
@@ -125,17 +149,10 @@ fn verification_checks_each_key_in_its_own_column_family() {
 /// state as it found it, so a second look finds the same.
 #[test]
 fn verification_catches_a_write_applied_in_part() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let expected = dir.path().join("expected");
-    let worker = |extra: &[&str]| run_worker(&db, &expected, 9, extra);
-    let out = worker(&["--duration=1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let out = worker(&["--verify-only"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let w = Worker::after_a_run(9);
+    w.verifies();
 
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(&expected).unwrap();
-    let slot = |i: u64, half: u64| 64 + i * 16 + half * 8;
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&w.expected).unwrap();
     let word = |at: u64| {
         let mut w = [0u8; 8];
         f.read_exact_at(&mut w, at).unwrap();
@@ -143,13 +160,13 @@ fn verification_catches_a_write_applied_in_part() {
     };
     // A state word is the value id shifted left by one, the low bit "present".
     // Key 0 (thread 0 of 2): in flight to a new state, not applied.
-    let w0 = word(slot(0, 0));
-    f.write_all_at(&(((w0 >> 1) + 1) << 1 | (1 - (w0 & 1))).to_le_bytes(), slot(0, 1)).unwrap();
+    let w0 = word(slot_at(0, 0));
+    f.write_all_at(&(((w0 >> 1) + 1) << 1 | (1 - (w0 & 1))).to_le_bytes(), slot_at(0, 1)).unwrap();
     // Key 8 (thread 0, cf1): in flight from an older state, applied.
-    let w8 = word(slot(8, 0));
-    f.write_all_at(&((w8 >> 1).saturating_sub(1) << 1 | (1 - (w8 & 1))).to_le_bytes(), slot(8, 0)).unwrap();
+    let w8 = word(slot_at(8, 0));
+    f.write_all_at(&((w8 >> 1).saturating_sub(1) << 1 | (1 - (w8 & 1))).to_le_bytes(), slot_at(8, 0)).unwrap();
     for _ in 0..2 {
-        let out = worker(&["--verify-only", "--threads=3"]);
+        let out = w.run(&["--verify-only", "--threads=3"]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(
             text(&out).contains(
