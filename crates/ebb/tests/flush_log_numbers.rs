@@ -84,7 +84,7 @@ fn a_switch_between_a_flushs_seal_and_its_edit_leaves_the_database_openable_afte
         // a's own flush cannot seal it before the power loss either).
         let fired = Arc::new(AtomicBool::new(false));
         let (d, f, fs2, a2) = (Arc::downgrade(&db), Arc::clone(&fired), fs.clone(), a.clone());
-        let _point = PointGuard;
+        let point = PointGuard;
         fail::cfg_callback(POINT, move || {
             let Some(d) = Weak::upgrade(&d) else { return };
             if f.swap(true, Ordering::SeqCst) {
@@ -104,7 +104,7 @@ fn a_switch_between_a_flushs_seal_and_its_edit_leaves_the_database_openable_afte
         if let Err(e) = db.flush(true) {
             assert!(e.to_string().contains("fdatasync"), "seed {seed}: {e}");
         }
-        fail::remove(POINT);
+        drop(point);
         assert!(fired.load(Ordering::SeqCst), "the flush never reached {POINT}");
 
         let crashed = fs.crash_clone(CrashMode::GarbageTail { seed });
@@ -143,7 +143,7 @@ fn a_family_created_during_a_single_family_flush_gets_the_seal_the_edit_needs() 
 
         let fired = Arc::new(AtomicBool::new(false));
         let (d, f, fs2, o2) = (Arc::downgrade(&db), Arc::clone(&fired), fs.clone(), o.clone());
-        let _point = PointGuard;
+        let point = PointGuard;
         fail::cfg_callback(POINT, move || {
             let Some(d) = Weak::upgrade(&d) else { return };
             if f.swap(true, Ordering::SeqCst) {
@@ -163,7 +163,7 @@ fn a_family_created_during_a_single_family_flush_gets_the_seal_the_edit_needs() 
         if let Err(e) = db.flush(true) {
             assert!(e.to_string().contains(".sst"), "{e}");
         }
-        fail::remove(POINT);
+        drop(point);
         assert!(fired.load(Ordering::SeqCst), "the flush never reached {POINT}");
 
         let crashed = fs.crash_clone(CrashMode::GarbageTail { seed });
