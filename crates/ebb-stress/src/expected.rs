@@ -22,7 +22,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: &[u8; 8] = b"EBBEXP01";
@@ -64,6 +64,23 @@ impl std::fmt::Display for Slot {
     }
 }
 
+/// Makes the expected-state file at `path` for `keys` keys, every key
+/// absent: written under `path` with `.tmp` appended, then renamed.
+fn create(path: &Path, keys: u64, families: u64, len: u64) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+    let mut header = vec![0u8; HEADER_LEN as usize];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..16].copy_from_slice(&keys.to_le_bytes());
+    header[FAMILIES_AT..FAMILIES_AT + 8].copy_from_slice(&families.to_le_bytes());
+    file.write_all_at(&header, 0)?;
+    file.set_len(len)?;
+    drop(file);
+    std::fs::rename(&tmp, path)
+}
+
 /// The expected state of every key, mirrored in memory and in a file.
 pub struct ExpectedState {
     file: File,
@@ -75,17 +92,16 @@ impl ExpectedState {
     /// Opens the file at `path`, or creates it with every key absent.
     /// Refuses a file made for another number of keys or of column families
     /// (a key's family follows from both, so its state would not).
+    ///
+    /// A new file is made whole under a temporary name and then renamed, so
+    /// a worker killed while creating it leaves no file, or a whole one: a
+    /// file found too short is damage, not an interrupted start.
     pub fn open(path: &Path, keys: u64, families: u64) -> io::Result<ExpectedState> {
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         let len = HEADER_LEN + keys * SLOT_LEN;
-        if file.metadata()?.len() == 0 {
-            let mut header = vec![0u8; HEADER_LEN as usize];
-            header[..8].copy_from_slice(MAGIC);
-            header[8..16].copy_from_slice(&keys.to_le_bytes());
-            header[FAMILIES_AT..FAMILIES_AT + 8].copy_from_slice(&families.to_le_bytes());
-            file.write_all_at(&header, 0)?;
-            file.set_len(len)?;
+        if !path.exists() {
+            create(path, keys, families, len)?;
         }
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
         let mut bytes = vec![0u8; len as usize];
         file.read_exact_at(&mut bytes, 0)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: shorter than {len} bytes: {e}", path.display())))?;
@@ -212,5 +228,26 @@ mod tests {
         assert!(ExpectedState::open(&path, 11, 3).is_err());
         let e = ExpectedState::open(&path, 10, 1).err().expect("a file of 3 families opened for 1");
         assert!(e.to_string().contains("3 column families"), "{e}");
+    }
+
+    /// A worker killed while making the file leaves its temporary copy
+    /// (here: the header written, the slots not yet): the next start makes
+    /// the file whole and takes the temporary copy's place. A short file
+    /// under the real name is damage, and refused.
+    #[test]
+    fn a_creation_cut_short_leaves_no_file_the_next_start_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("expected");
+        let tmp = dir.path().join("expected.tmp");
+        std::fs::write(&tmp, &MAGIC[..]).unwrap();
+        let e = ExpectedState::open(&path, 10, 3).unwrap();
+        assert_eq!(e.committed(9), Slot::new(0, false));
+        assert!(!tmp.exists(), "the temporary copy was not renamed into place");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), HEADER_LEN + 10 * SLOT_LEN);
+        drop(e);
+
+        std::fs::write(&path, &MAGIC[..]).unwrap();
+        let e = ExpectedState::open(&path, 10, 3).err().expect("a short file opened");
+        assert!(e.to_string().contains("shorter than"), "{e}");
     }
 }
