@@ -58,9 +58,14 @@ use super::{
 };
 use crate::error::Result;
 
-/// Shards hold at least this much when the shard count is automatic
-/// (RocksDB `GetDefaultCacheShardBits`), so large blocks still fit a shard.
-const MIN_SHARD_SIZE: usize = 512 << 10;
+/// Shards hold at least this much when the shard count is automatic (RocksDB
+/// `GetDefaultCacheShardBits`'s rule, with 4 MiB where RocksDB has 512
+/// KiB), so large blocks still fit a shard together. A 64 MB table's index
+/// and filter blocks are about 0.8 MB in memory; in the 1 MB shards
+/// RocksDB's rule gives a 64 MB cache, two or three of them hashing to one
+/// shard evicted each other every few reads, in some processes and not
+/// others (docs/cache.md, "Shards and large blocks").
+const MIN_SHARD_SIZE: usize = 4 << 20;
 // A slot is one cache line: the lock's critical section reads and writes one.
 const _: () = assert!(std::mem::size_of::<Slot>() <= 64);
 /// The list sentinel's slot.
@@ -688,6 +693,40 @@ mod tests {
         c.erase(&key(1));
         assert_eq!(c.usage(), 0);
         c.check_consistency().unwrap();
+    }
+
+    /// With `cache_index_and_filter_blocks`, a 64 MB table brings an index
+    /// block of about 0.45 MB (in memory) and a filter of 0.35 MB. Twenty
+    /// such tables' metadata, a quarter of a 64 MB cache, stays cached
+    /// under the default shard count while reads stream data blocks through
+    /// it, each read checking every table's filter. With shards of 1 MB
+    /// (RocksDB's 512 KiB rule), a shard that two or three of these blocks
+    /// hash to cannot keep them in its high-priority half, and every few
+    /// reads reload one (docs/cache.md, "Shards and large blocks").
+    #[test]
+    fn the_default_shards_keep_large_index_and_filter_blocks_under_a_stream_of_data_blocks() {
+        let c = LruCache::with_options(&CacheOptions::new(64 << 20)).unwrap();
+        let tables: Vec<u64> = (0..20).map(|_| c.new_id()).collect();
+        let meta = |t: u64| [(CacheKey::new(t, 66_700_000), 350 << 10), (CacheKey::new(t, 67_050_000), 450 << 10)];
+        let load = |k: CacheKey, charge: usize| drop(c.insert(k, tagged(k.cache_id), charge, Priority::High).unwrap());
+        for &t in &tables {
+            meta(t).into_iter().for_each(|(k, charge)| load(k, charge));
+        }
+        let data = c.new_id();
+        let mut reloads = 0;
+        for i in 0..50_000u64 {
+            // A read: every table's filter, one table's index, a data block.
+            for (n, &t) in tables.iter().enumerate() {
+                for (k, charge) in meta(t).into_iter().take(if n as u64 == i % 20 { 2 } else { 1 }) {
+                    if c.lookup(&k).is_none() {
+                        reloads += 1;
+                        load(k, charge);
+                    }
+                }
+            }
+            drop(c.insert(CacheKey::new(data, i * 4096), tagged(i), 4096, Priority::Low).unwrap());
+        }
+        assert_eq!(reloads, 0, "index and filter blocks were evicted and read again");
     }
 
     #[test]

@@ -276,8 +276,10 @@ pub struct CacheOptions {
     /// Bytes the cache holds; 0 disables caching.
     pub capacity: usize,
     /// The cache is split into `2^num_shard_bits` shards, each with its own
-    /// lock and its share of the capacity. -1 picks RocksDB's default: shards
-    /// of at least 512 KiB (LRU) or 32 MiB (clock), at most 64 of them.
+    /// lock and its share of the capacity. -1 picks RocksDB's rule: shards
+    /// of at least a minimum size, at most 64 of them; the minimum is 4 MiB
+    /// for the LRU (RocksDB's is 512 KiB: docs/cache.md, "Shards and large
+    /// blocks") and 32 MiB for the clock cache (RocksDB's).
     pub num_shard_bits: i32,
     /// Refuse inserts that do not fit once every evictable entry is gone,
     /// instead of going over capacity. RocksDB default false.
@@ -440,7 +442,7 @@ mod tests {
     }
 
     #[test]
-    fn default_shard_bits_follow_rocksdb() {
+    fn default_shard_bits_follow_rocksdbs_rule() {
         let bits = |capacity: usize, min: usize| CacheOptions::new(capacity).shard_bits(min);
         assert_eq!(bits(0, 512 << 10), 0);
         assert_eq!(bits(1 << 20, 512 << 10), 1);
@@ -449,7 +451,11 @@ mod tests {
         assert_eq!(bits(32 << 20, 512 << 10), 6);
         assert_eq!(bits(1 << 40, 512 << 10), 6);
         assert_eq!(bits(64 << 20, 32 << 20), 1);
-        assert_eq!(LruCache::new(8 << 20).num_shards(), 16);
+        // The LRU's shards: at least 4 MiB each (RocksDB's are 512 KiB).
+        assert_eq!(LruCache::new(8 << 20).num_shards(), 2);
+        assert_eq!(LruCache::new(64 << 20).num_shards(), 16);
+        assert_eq!(LruCache::new(256 << 20).num_shards(), 64);
+        assert_eq!(LruCache::new(1 << 30).num_shards(), 64);
         assert_eq!(ClockCache::with_options(&CacheOptions::new(256 << 20)).unwrap().num_shards(), 8);
     }
 
