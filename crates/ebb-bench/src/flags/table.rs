@@ -503,7 +503,7 @@ pub const FLAGS: &[FlagSpec] = &[
     f(
         "tuning_max_l0_debt_ratio",
         Double,
-        "1",
+        "2",
         Engine("tuning_max_l0_debt_ratio"),
         "Adaptive bound on L0 bytes over the bytes below (0 = none)",
     ),

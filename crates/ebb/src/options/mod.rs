@@ -218,11 +218,11 @@ define_options! {
         /// levels below hold a full base level (`max_bytes_for_level_base`).
         /// L0 run merges keep the file count under `tuning_max_l0_files`
         /// while a load that never eases piles bytes into L0; this bounds the
-        /// debt itself (docs/tuning.md, "The L0 debt bound"). Default 1
-        /// (RocksDB universal's default `max_size_amplification_percent` of
-        /// 200 allows 2; W5 at 1 left a quarter of the L0 files with no
-        /// loss of ingest on W5 or W2); 0 disables the bound.
-        tuning_max_l0_debt_ratio: f64 = 1.0,
+        /// debt itself (docs/tuning.md, "The L0 debt bound"). Default 2
+        /// (RocksDB universal's `max_size_amplification_percent` of 200; 1
+        /// helps W5's reads and costs W3's bursts, docs/tuning.md); 0
+        /// disables the bound.
+        tuning_max_l0_debt_ratio: f64 = 2.0,
         /// Adaptive and idle modes: the share of client operations, percent,
         /// at which point reads and seeks make the load a reading one. Load
         /// pressure then defers no compaction, and writes are held by the
