@@ -234,6 +234,13 @@ pub struct TableCachePolicy {
     /// The order of the keys: the column family's comparator. A table whose
     /// properties name another is refused at open.
     pub comparator: UserComparator,
+    /// The id the table's blocks are cached under: `None` takes a new one
+    /// from the cache. A table cache that closes and reopens a file passes
+    /// the id the file had, so the blocks cached before are found again
+    /// (RocksDB derives its cache keys from the file, not the reader). The
+    /// id must come from the same cache's [`BlockCache::new_id`] and name
+    /// this file only.
+    pub cache_id: Option<u64>,
 }
 
 impl Default for TableCachePolicy {
@@ -246,6 +253,7 @@ impl Default for TableCachePolicy {
             initial_auto_readahead_size: 8 << 10,
             max_auto_readahead_size: 256 << 10,
             comparator: UserComparator::BYTEWISE,
+            cache_id: None,
         }
     }
 }
@@ -419,11 +427,6 @@ impl Table {
         } else {
             KeyOrder::Internal(cmp.clone())
         };
-        let filter = match filter_handle {
-            Some(h) => Some((h, reader.read_meta(h, BlockKind::Filter, &index_order)?)),
-            None => None,
-        };
-        let index = reader.read_meta(footer.index, BlockKind::Index, &index_order)?;
         // The top-level filter index of partitioned filters stays with the
         // table (one entry per partition); the partitions go through the cache.
         let filter_partitions = match partitioned_filter_handle {
@@ -433,14 +436,29 @@ impl Table {
 
         // A cache of capacity 0 caches nothing: read as without one.
         let cache = policy.block_cache.filter(|c| c.capacity() > 0);
-        let cache_id = cache.as_ref().map_or(0, |c| c.new_id());
+        let cache_id = cache.as_ref().map_or(0, |c| policy.cache_id.unwrap_or_else(|| c.new_id()));
         let meta_priority =
             if policy.cache_index_and_filter_blocks_with_high_priority { Priority::High } else { Priority::Low };
-        let place = |handle: BlockHandle, value: CacheValue, kind: BlockKind| -> Result<MetaBlock> {
+        // The index or filter block at `handle`: owned by the table, or in
+        // the cache. A table opened again under the id it had (a bounded
+        // table cache) takes the block it cached then, verified when it was
+        // read, instead of reading it again.
+        let meta = |handle: BlockHandle, kind: BlockKind| -> Result<MetaBlock> {
             let Some(cache) = cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
-                return Ok(MetaBlock::Owned(value));
+                return Ok(MetaBlock::Owned(reader.read_meta(handle, kind, &index_order)?));
             };
-            match insert_counted(cache.as_ref(), CacheKey::new(cache_id, handle.offset), value, meta_priority, kind) {
+            let key = CacheKey::new(cache_id, handle.offset);
+            if policy.cache_id.is_some() {
+                if let Some(h) = cache.lookup(&key) {
+                    cache.stats().record_hit(kind);
+                    return Ok(if policy.pin_index_and_filter_blocks { MetaBlock::Pinned(h) } else { MetaBlock::Cached(handle) });
+                }
+            }
+            // Counted as a miss, as RocksDB's prefetch through the cache at
+            // open counts one.
+            cache.stats().record_miss(kind);
+            let value = reader.read_meta(handle, kind, &index_order)?;
+            match insert_counted(cache.as_ref(), key, value, meta_priority, kind) {
                 Ok(h) if policy.pin_index_and_filter_blocks => Ok(MetaBlock::Pinned(h)),
                 Ok(_) => Ok(MetaBlock::Cached(handle)),
                 Err(e) if policy.pin_index_and_filter_blocks => Err(e),
@@ -448,11 +466,11 @@ impl Table {
                 Err(_) => Ok(MetaBlock::Cached(handle)),
             }
         };
-        let filter = match filter {
-            Some((h, value)) => Some(place(h, value, BlockKind::Filter)?),
+        let filter = match filter_handle {
+            Some(h) => Some(meta(h, BlockKind::Filter)?),
             None => None,
         };
-        let index = place(footer.index, index, BlockKind::Index)?;
+        let index = meta(footer.index, BlockKind::Index)?;
         Ok(Arc::new(Table {
             reader,
             file_size,
@@ -2456,6 +2474,8 @@ mod tests {
             let p = t.properties();
             let s = cache.stats().snapshot();
             assert_eq!((s.index.inserts, s.filter.inserts, s.data.inserts), (1, 1, 0), "{cache_type:?}");
+            // Read at open through the cache: one miss each, as RocksDB counts.
+            assert_eq!((s.index.misses, s.filter.misses), (1, 1));
             assert!(s.index.bytes_inserted > 0 && s.filter.bytes_inserted + 6 >= p.filter_size);
             assert!(cache.usage() as u64 >= s.index.bytes_inserted + s.filter.bytes_inserted);
             assert_eq!(cache.pinned_usage(), 0, "unpinned blocks are referenced");
@@ -2473,7 +2493,7 @@ mod tests {
             assert_eq!(t.get(&rs, &entries[20].0).unwrap(), Some(entries[20].clone()));
             assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 3, "filter, index and data re-read");
             let s = cache.stats().snapshot();
-            assert_eq!((s.index.misses, s.filter.misses, s.index.inserts, s.filter.inserts), (1, 1, 2, 2));
+            assert_eq!((s.index.misses, s.filter.misses, s.index.inserts, s.filter.inserts), (2, 2, 2, 2));
             assert_eq!(scan_forward(&t, rs).unwrap(), entries);
         }
     }
@@ -2485,6 +2505,7 @@ mod tests {
             let cache = cache_of(cache_type, 64 << 10);
             let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, true)).unwrap();
             let s = cache.stats().snapshot();
+            assert_eq!((s.index.misses, s.filter.misses), (1, 1), "read at open through the cache");
             let pinned = cache.pinned_usage() as u64;
             assert!(pinned >= s.index.bytes_inserted + s.filter.bytes_inserted, "{cache_type:?}: pinned {pinned}");
             flood(&cache);
@@ -2493,7 +2514,7 @@ mod tests {
             assert_eq!(t.get(&ReadSettings::default(), &entries[5].0).unwrap(), Some(entries[5].clone()));
             assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1, "only the data block is read");
             let s = cache.stats().snapshot();
-            assert_eq!((s.index.misses, s.filter.misses), (0, 0), "pinned blocks are not even looked up");
+            assert_eq!((s.index.misses, s.filter.misses), (1, 1), "pinned blocks are not even looked up");
             drop(t);
             assert_eq!(cache.pinned_usage(), 0, "closing the table releases its pins");
         }
@@ -2506,11 +2527,12 @@ mod tests {
             let (file, len, entries) = cached_table_file();
             let cache = cache_of(CacheType::Lru, 48 << 10);
             let t = Table::open_with_policy(file, len, "c.sst".into(), policy(&cache, high_priority, false)).unwrap();
+            let at_open = cache.stats().snapshot().filter.misses;
             assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
             let s = cache.stats().snapshot();
             assert!(s.data.bytes_inserted as usize > 4 * cache.capacity(), "{s:?}");
             assert!(!t.key_may_match(b"absent-key-1"));
-            cache.stats().snapshot().filter.misses
+            cache.stats().snapshot().filter.misses - at_open
         };
         assert_eq!(filter_misses_after_scan(true), 0, "the scan flushed a high-priority filter");
         // Control: at low priority the same scan flushes it.

@@ -56,6 +56,10 @@ struct OpenTables {
     by_number: HashMap<u64, (Arc<Table>, u64)>,
     by_use: BTreeMap<u64, u64>,
     tick: u64,
+    /// Bounded mode: the block-cache id of every file opened once, kept
+    /// while the file lives, so a table closed and opened again finds the
+    /// blocks it cached (a new id would orphan them until evicted).
+    cache_ids: HashMap<u64, u64>,
 }
 
 impl OpenTables {
@@ -92,6 +96,7 @@ impl OpenTables {
         if let Some((_, used)) = self.by_number.remove(&number) {
             self.by_use.remove(&used);
         }
+        self.cache_ids.remove(&number);
     }
 }
 
@@ -195,9 +200,19 @@ impl TableCache {
     /// The reader for file `f` from the map (metadata not from a version, or
     /// a file opened before its metadata reached one), opening it if needed.
     fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<Arc<Table>> {
-        if let Some(t) = self.tables.lock().touch(f.number) {
-            return Ok(t);
-        }
+        let cache_id = {
+            let mut tables = self.tables.lock();
+            if let Some(t) = tables.touch(f.number) {
+                return Ok(t);
+            }
+            // Bounded, a file may be closed and opened again: it keeps its id.
+            match (&self.block_cache, self.capacity) {
+                (Some(cache), Some(_)) if cache.capacity() > 0 => {
+                    Some(*tables.cache_ids.entry(f.number).or_insert_with(|| cache.new_id()))
+                }
+                _ => None,
+            }
+        };
         let path = filename::table_file(&self.dir, f.number);
         let file = if self.allow_mmap_reads { self.fs.open_random_mmap(&path)? } else { self.fs.open_random(&path)? };
         // RocksDB `TableCache::GetTableReader`: tables are opened for point
@@ -213,12 +228,13 @@ impl TableCache {
             initial_auto_readahead_size: self.initial_auto_readahead_size,
             max_auto_readahead_size: self.max_auto_readahead_size,
             comparator: cmp.clone(),
+            cache_id,
         };
         let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
         Ok(self.tables.lock().keep(f.number, table, self.capacity))
     }
 
-    /// Forgets the reader of a deleted file.
+    /// Forgets the reader of a deleted file (and, bounded, its cache id).
     pub fn evict(&self, number: u64) {
         self.tables.lock().remove(number);
     }
@@ -294,6 +310,83 @@ mod tests {
         // metadata keep theirs.
         cache.evict(7);
         assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap()));
+    }
+
+    /// A table `NNNNNN.sst` of `n` keys (one value each) written to `fs`.
+    fn write_table(fs: &Arc<MemFs>, dir: &std::path::Path, number: u64, n: usize) -> FileMetaData {
+        let file = fs.new_writable(&filename::table_file(dir, number)).unwrap();
+        let key = |i: usize| make_internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Value);
+        let options = TableBuilderOptions { bloom_bits_per_key: 10, ..TableBuilderOptions::default() };
+        let mut b = TableBuilder::new(file, options, format!("{number:06}.sst"));
+        for i in 0..n {
+            b.add(&key(i), &[b'v'; 100]).unwrap();
+        }
+        let props = b.finish().unwrap();
+        FileMetaData {
+            number,
+            file_size: props.file_size,
+            smallest: key(0),
+            largest: key(n - 1),
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: n as u64,
+            num_deletions: 0,
+            oldest_blob_file: 0,
+            num_range_deletions: 0,
+            table: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_table_closed_by_the_bound_and_opened_again_finds_the_blocks_it_cached() {
+        use crate::cache::{new_cache, CacheOptions, CacheType};
+        use crate::sst::ReadSettings;
+        for (cache_index_and_filter_blocks, pin_l0) in [(false, false), (true, false), (true, true)] {
+            let what = format!("cache_index_and_filter_blocks={cache_index_and_filter_blocks}, pinned={pin_l0}");
+            let fs = Arc::new(MemFs::new());
+            let dir = PathBuf::from("/db");
+            fs.create_dir_all(&dir).unwrap();
+            let files: Vec<FileMetaData> = (1..=3).map(|n| write_table(&fs, &dir, n, 2000)).collect();
+            let block_cache = new_cache(CacheType::Lru, &CacheOptions::new(64 << 20)).unwrap();
+            let options = TableCacheOptions {
+                capacity: Some(1),
+                cache_index_and_filter_blocks,
+                pin_l0_filter_and_index_blocks_in_cache: pin_l0,
+                ..TableCacheOptions::default()
+            };
+            let cache = TableCache::new(dir, fs, Some(Arc::clone(&block_cache)), options);
+            let cmp = UserComparator::BYTEWISE;
+            let rs = ReadSettings::default();
+            let read_all = |f: &FileMetaData| {
+                let table = cache.get(f, 0, &cmp).unwrap();
+                for i in 0..2000 {
+                    let lookup = make_internal_key(format!("k{i:05}").as_bytes(), 2, ValueKind::Value);
+                    assert!(table.get(&rs, &lookup).unwrap().is_some(), "{what}: k{i:05} not found in {}", f.number);
+                    // Keys the filter answers for.
+                    let absent = make_internal_key(format!("k{i:05}x").as_bytes(), 2, ValueKind::Value);
+                    assert!(table.get(&rs, &absent).unwrap().is_none(), "{what}: an absent key found");
+                }
+            };
+            // Each file's blocks go into the cache once; the bound of one open
+            // table closes each file as the next opens.
+            for f in &files {
+                read_all(f);
+            }
+            assert_eq!(cache.open_tables(), 1);
+            let before = block_cache.stats().snapshot().total();
+            assert!(before.misses > 0 && before.inserts > 0, "{what}: the first reads were not cached");
+            // Opened again, the closed files find every block they cached,
+            // the index and filter blocks too: nothing is read or inserted.
+            for f in &files {
+                read_all(f);
+            }
+            let after = block_cache.stats().snapshot().total();
+            assert_eq!(after.misses, before.misses, "{what}: a reopened table missed blocks it had cached");
+            assert_eq!(after.inserts, before.inserts, "{what}: a reopened table inserted blocks again");
+            // A deleted file forgets its id.
+            cache.evict(1);
+            assert!(!cache.tables.lock().cache_ids.contains_key(&1));
+        }
     }
 
     #[test]
