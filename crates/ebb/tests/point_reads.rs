@@ -322,3 +322,105 @@ fn tables_of_every_index_restart_interval_read_alike() {
         db.close().unwrap();
     }
 }
+
+/// A database of `runs` L0 files (no compaction), each run putting and
+/// deleting random keys of 400, with the model after each run.
+fn deep_l0(o: &ebb::Options, runs: u32, seed: u64) -> (Db, Vec<Model>) {
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = Model::new();
+    let mut after_each = Vec::new();
+    for run in 0..runs {
+        for _ in 0..60 {
+            let k = key(rng.gen_range(0..400));
+            if rng.gen_bool(0.2) {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = format!("v{run}-{}", rng.gen::<u32>()).into_bytes();
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        db.flush(true).unwrap();
+        after_each.push(model.clone());
+    }
+    let l0: u32 = db.get_property("ebb.num-files-at-level0").unwrap().parse().unwrap();
+    assert_eq!(l0, runs, "every run is its own L0 file");
+    (db, after_each)
+}
+
+fn deep_l0_options(fs: &MemFs) -> ebb::Options {
+    let mut o = manual_options(fs);
+    o.write_buffer_size = 1 << 20;
+    o.level0_slowdown_writes_trigger = 1000;
+    o.level0_stop_writes_trigger = 1000;
+    o
+}
+
+/// Point reads over an L0 of more files than one batch of filter probes
+/// (`L0_PROBE_BATCH`, 8): the newest version wins across batch boundaries,
+/// deletions hide older values, and a snapshot reads the runs it saw.
+#[test]
+fn point_reads_over_a_deep_l0_find_the_newest_version() {
+    for (seed, cache_index_and_filter_blocks) in [(1u64, false), (2, true), (3, true)] {
+        let fs = MemFs::new();
+        let mut o = deep_l0_options(&fs);
+        o.cache_index_and_filter_blocks = cache_index_and_filter_blocks;
+        o.block_cache_size = 1 << 20;
+        let (db, models) = deep_l0(&o, 21, seed);
+        let snapshot = db.snapshot();
+        let ctx = format!("seed {seed}, cache_index_and_filter_blocks={cache_index_and_filter_blocks}");
+        let last = models.last().unwrap();
+        for i in 0..420 {
+            let k = key(i);
+            assert_eq!(db.get(&k).unwrap().as_ref(), last.get(&k), "{ctx}: get of key{i:05}");
+            let pinned = db.get_pinned(&k).unwrap();
+            assert_eq!(pinned.as_deref(), last.get(&k).map(Vec::as_slice), "{ctx}: get_pinned of key{i:05}");
+        }
+        // Later writes go to new L0 files; the snapshot still reads the old.
+        for i in 0..400 {
+            db.put(&key(i), b"later").unwrap();
+        }
+        db.flush(true).unwrap();
+        let ro = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+        for i in 0..420 {
+            let k = key(i);
+            assert_eq!(db.get_opt(&k, &ro).unwrap().as_ref(), last.get(&k), "{ctx}: snapshot read of key{i:05}");
+            let want = (i < 400).then(|| b"later".to_vec());
+            assert_eq!(db.get(&k).unwrap(), want, "{ctx}: get of key{i:05} after the later run");
+        }
+    }
+}
+
+/// A table that cannot be opened fails only the reads that reach it: a
+/// key whose newest version is in a newer file than the missing one (and
+/// newer than everything it holds) reads without it.
+#[test]
+fn a_missing_l0_file_fails_only_the_reads_that_reach_it() {
+    let fs = MemFs::new();
+    let o = deep_l0_options(&fs);
+    let db = Db::open("/db", o.clone()).unwrap();
+    // Ten runs: run r puts key r (and key 100 + r, left for later).
+    for r in 0..10u32 {
+        db.put(&key(r), format!("run{r}").as_bytes()).unwrap();
+        db.put(&key(100 + r), format!("run{r}").as_bytes()).unwrap();
+        db.flush(true).unwrap();
+    }
+    drop(db);
+    // The oldest run's table goes away behind the engine's back.
+    let mut tables: Vec<String> =
+        files_of(&fs, "/db").into_iter().map(|(n, _)| n).filter(|n| n.ends_with(".sst")).collect();
+    tables.sort();
+    assert_eq!(tables.len(), 10);
+    let db = Db::open("/db", o).unwrap();
+    fs.remove_file(&Path::new("/db").join(&tables[0])).unwrap();
+    // Keys of runs 1-9 are found in newer files than the missing one.
+    for r in 1..10u32 {
+        assert_eq!(db.get(&key(r)).unwrap(), Some(format!("run{r}").into_bytes()), "key of run {r}");
+    }
+    // A key held only by the missing file, or absent (every file is asked):
+    // an error, not a silent miss.
+    assert!(db.get(&key(0)).is_err(), "the missing file's key read as absent");
+    assert!(db.get(&key(99)).is_err(), "an absent key read past a missing file");
+}

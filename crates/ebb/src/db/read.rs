@@ -26,8 +26,9 @@ use crate::key::{
 };
 use crate::memtable::MemLookup;
 use crate::sst::filter::filter_hash;
-use crate::sst::{PinnableSlice, ReadSettings, Readahead, Table};
-use crate::version::FileMetaData;
+use crate::sst::{FilterProbe, PinnableSlice, ReadSettings, Readahead, Table};
+
+use crate::version::{FileMetaData, TableRef};
 
 /// How a point read hands out the value it finds: copied into a vector, or
 /// pinned in its block.
@@ -84,6 +85,14 @@ impl ReadValue for PinnableSlice {
 /// The newest entry a read has found for a key so far: its sequence, kind,
 /// value and the table it came from (for errors).
 type Found<V> = (SequenceNumber, ValueKind, V, u64);
+
+/// L0 tables whose filter probes a point read starts together (see
+/// `get_with_lookup`): enough to overlap the memory waits of a deep L0,
+/// few enough to keep on the stack.
+const L0_PROBE_BATCH: usize = 8;
+/// The fewest L0 files a point read batches; below, the few probes cost
+/// less than setting up a batch.
+const L0_BATCH_FROM: usize = 4;
 
 /// An entry found in a table as a read keeps it: sequence, kind, and the
 /// value copied out of the block only for a value or blob index (the key is
@@ -164,27 +173,90 @@ impl DbInner {
         // newest hit, stopping once no remaining file can be newer.
         let mut best: Option<Found<V>> = None;
         let mut best_level = 0;
-        for (level, f) in sv.version.files_for_key(key) {
+        // Reads `table` (file `f` of `level`) if its filters may hold the
+        // key, keeping its entry if it is the newest so far; true once
+        // nothing deeper can be newer (a hit below L0).
+        let read_table = |best: &mut Option<Found<V>>,
+                          best_level: &mut usize,
+                          level: usize,
+                          f: &FileMetaData,
+                          table: &Table,
+                          may_match: bool|
+         -> Result<bool> {
+            if !may_match || !self.prefix_may_match(cf, table, key) {
+                self.stats.reads.record_bloom_useful();
+                return Ok(false);
+            }
+            let Some(hit) = V::from_table(table, &rs, lookup)? else { return Ok(false) };
+            let (seq, kind, value) = hit.ok_or_else(|| unparsable(f.number))?;
+            if best.as_ref().is_none_or(|(s, ..)| seq > *s) {
+                *best = Some((seq, kind, value, f.number));
+                *best_level = level;
+            }
+            Ok(level > 0)
+        };
+        let newer_found =
+            |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|(s, ..)| f.largest_seq < *s);
+        let mut files = sv.version.files_for_key(key).peekable();
+        // L0's files, when there are several, a batch at a time: every
+        // filter probe of a batch is started (its filter line prefetched)
+        // before the first is answered, so a read over many L0 runs waits
+        // for memory once per batch instead of once per file (docs/cache.md,
+        // "Point reads over many L0 files"). A shallow L0 is read as the
+        // levels below it, one file after the other.
+        if sv.version.num_files(0) >= L0_BATCH_FROM {
+            let mut hash = None;
+            loop {
+                let mut batch: [Option<(&FileMetaData, TableRef<'_>)>; L0_PROBE_BATCH] = Default::default();
+                let mut opened = 0;
+                // A table that fails to open fails the read only if the read
+                // reaches it, as when the files are read one by one.
+                let mut failed: Option<(&FileMetaData, Error)> = None;
+                while opened < L0_PROBE_BATCH {
+                    let Some((_, f)) = files.next_if(|(level, _)| *level == 0) else { break };
+                    if newer_found(&best, f) {
+                        continue;
+                    }
+                    match self.tables.get(f, 0, &sv.version.cmp) {
+                        Ok(table) => {
+                            batch[opened] = Some((f, table));
+                            opened += 1;
+                        }
+                        Err(e) => {
+                            failed = Some((f, e));
+                            break;
+                        }
+                    }
+                }
+                if opened == 0 && failed.is_none() {
+                    break;
+                }
+                let hash = *hash.get_or_insert_with(|| filter_hash(key));
+                let probes: [Option<FilterProbe<'_>>; L0_PROBE_BATCH] =
+                    std::array::from_fn(|i| batch[i].as_ref().map(|(_, table)| table.start_filter_probe(key, hash)));
+                for (slot, probe) in batch.iter().zip(&probes) {
+                    let (Some((f, table)), Some(probe)) = (slot, probe) else { break };
+                    if !newer_found(&best, f) {
+                        read_table(&mut best, &mut best_level, 0, f, table, probe.may_match())?;
+                    }
+                }
+                if let Some((f, e)) = failed {
+                    if !newer_found(&best, f) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        for (level, f) in files {
             if level > 0 && best.is_some() {
                 break;
             }
-            if level == 0 && best.as_ref().is_some_and(|(s, ..)| f.largest_seq < *s) {
+            if level == 0 && newer_found(&best, f) {
                 continue;
             }
             let table = self.tables.get(f, level, &sv.version.cmp)?;
-            if !table.key_may_match(key) || !self.prefix_may_match(cf, &table, key) {
-                self.stats.reads.record_bloom_useful();
-                continue;
-            }
-            if let Some(hit) = V::from_table(&table, &rs, lookup)? {
-                let (seq, kind, value) = hit.ok_or_else(|| unparsable(f.number))?;
-                if best.as_ref().is_none_or(|(s, ..)| seq > *s) {
-                    best = Some((seq, kind, value, f.number));
-                    best_level = level;
-                }
-                if level > 0 {
-                    break;
-                }
+            if read_table(&mut best, &mut best_level, level, f, &table, table.key_may_match(key))? {
+                break;
             }
         }
         // The tables' tombstones matter only to a version found: those of

@@ -44,7 +44,7 @@ pub use pinned::PinnableSlice;
 pub use prefetch::PrefetchBuffer;
 pub use properties::TableProperties;
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use table_reader::{ReadSettings, Readahead, Table, TableIterator};
+pub use table_reader::{FilterProbe, ReadSettings, Readahead, Table, TableIterator};
 
 /// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

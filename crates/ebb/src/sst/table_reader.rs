@@ -277,6 +277,25 @@ enum MetaBlock {
 
 /// An index or filter block in use: borrowed from the table, or held through
 /// a cache handle until dropped.
+/// A filter probe started by [`Table::start_filter_probe`]: the answer,
+/// or the filter block (held, if it came from the cache) and the key's hash.
+pub struct FilterProbe<'a>(Probe<'a>);
+
+enum Probe<'a> {
+    Known(bool),
+    Pending(MetaRef<'a>, u64),
+}
+
+impl FilterProbe<'_> {
+    /// False only when the table certainly does not hold the key.
+    pub fn may_match(&self) -> bool {
+        match &self.0 {
+            Probe::Known(answer) => *answer,
+            Probe::Pending(meta, hash) => meta.value().filter().is_none_or(|f| f.may_match_hash(*hash)),
+        }
+    }
+}
+
 enum MetaRef<'a> {
     Borrowed(&'a CacheValue),
     Held(CacheHandle),
@@ -568,6 +587,46 @@ impl Table {
         let Some(filter) = &self.filter else { return true };
         self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match(user_key)))
             .unwrap_or(true)
+    }
+
+    /// Starts [`Table::key_may_match`] for `user_key`, whose
+    /// [`filter_hash`](super::filter::filter_hash) is `hash`: for a filter
+    /// the table holds (its own, or pinned in the cache), asks the CPU for
+    /// the line the probe will read, without waiting for it; a filter found
+    /// through the cache (or partitioned) is probed at once, as
+    /// `key_may_match` does.
+    /// A point read over many L0 tables starts every table's probe before
+    /// it reads the first answer, so their memory latencies overlap instead
+    /// of following each other. [`FilterProbe::may_match`] gives the answer
+    /// `key_may_match` would: false only when the table certainly lacks the
+    /// key (a filter that cannot be read answers true).
+    pub fn start_filter_probe(&self, user_key: &[u8], hash: u64) -> FilterProbe<'_> {
+        if !self.properties.whole_key_filtering {
+            return FilterProbe(Probe::Known(true));
+        }
+        if self.filter_partitions.is_some() {
+            return FilterProbe(Probe::Known(self.key_may_match(user_key)));
+        }
+        let Some(filter) = &self.filter else { return FilterProbe(Probe::Known(true)) };
+        if let MetaBlock::Cached(_) = filter {
+            // Found through the cache: the lookup (a lock and a hash table)
+            // costs more than the line, and a handle held across the batch
+            // would cost more than `key_may_match`'s borrow. Answered now.
+            let answer = self.with_meta_block(filter, BlockKind::Filter, |v| {
+                v.filter().is_none_or(|f| f.may_match_hash(hash))
+            });
+            return FilterProbe(Probe::Known(answer.unwrap_or(true)));
+        }
+        match self.meta_block(filter, BlockKind::Filter) {
+            Ok(meta) => match meta.value().filter() {
+                Some(f) => {
+                    f.prefetch_hash(hash);
+                    FilterProbe(Probe::Pending(meta, hash))
+                }
+                None => FilterProbe(Probe::Known(true)),
+            },
+            Err(_) => FilterProbe(Probe::Known(true)),
+        }
     }
 
     /// [`Table::key_may_match`] for `n` keys (`key(k)`, ascending) given
@@ -2495,6 +2554,46 @@ mod tests {
             let s = cache.stats().snapshot();
             assert_eq!((s.index.misses, s.filter.misses, s.index.inserts, s.filter.inserts), (2, 2, 2, 2));
             assert_eq!(scan_forward(&t, rs).unwrap(), entries);
+        }
+    }
+
+    #[test]
+    fn a_started_filter_probe_answers_as_key_may_match() {
+        use crate::sst::filter::filter_hash;
+        let entries = sample_entries(3000);
+        let plain = opts(CompressionType::None, ChecksumType::Crc32c, 512);
+        let partitioned = TableBuilderOptions { index_partition_size: Some(1024), partition_filters: true, ..plain.clone() };
+        let unfiltered = TableBuilderOptions { bloom_bits_per_key: 0, ..plain.clone() };
+        for (name, o) in [("plain", plain), ("partitioned", partitioned), ("no filter", unfiltered)] {
+            let (bytes, _) = build(&entries, o);
+            let len = bytes.len() as u64;
+            for (how, cache, meta_in_cache, pin) in
+                [("owned", false, false, false), ("cached", true, true, false), ("pinned", true, true, true), ("data only", true, false, false)]
+            {
+                let cache = cache.then(|| cache_of(CacheType::Lru, 1 << 20));
+                let policy = TableCachePolicy {
+                    block_cache: cache.clone(),
+                    cache_index_and_filter_blocks: meta_in_cache,
+                    pin_index_and_filter_blocks: pin,
+                    ..TableCachePolicy::default()
+                };
+                let t = Table::open_with_policy(MemRandom::new(bytes.clone()), len, "f.sst".into(), policy).unwrap();
+                let mut ruled_out = 0;
+                for i in 0..6000 {
+                    // Keys of the table (i < 3000) and keys it lacks.
+                    let k = format!("key{i:06}").into_bytes();
+                    let probe = t.start_filter_probe(&k, filter_hash(&k));
+                    let want = t.key_may_match(&k);
+                    assert_eq!(probe.may_match(), want, "{name}, {how}: key{i:06}");
+                    assert!(i >= 3000 || want, "{name}, {how}: a key of the table ruled out");
+                    ruled_out += usize::from(!want);
+                }
+                if name == "no filter" {
+                    assert_eq!(ruled_out, 0);
+                } else {
+                    assert!(ruled_out > 2800, "{name}, {how}: the filter ruled out only {ruled_out} of 3000 absent keys");
+                }
+            }
         }
     }
 
