@@ -106,6 +106,11 @@ fn draw_options(rng: &mut StdRng) -> (String, f64) {
         ("max_subcompactions", rng.gen_range(1..=4).to_string()),
         ("max_background_jobs", rng.gen_range(2..=6).to_string()),
         ("background_tuning", pick(rng, &["off", "adaptive", "idle"])),
+        // Tables closed and reopened by a bounded table cache (20: ten
+        // open), index and filter blocks in the block cache, pinned or not.
+        ("max_open_files", pick(rng, &["-1", "-1", "20", "40"])),
+        ("cache_index_and_filter_blocks", pick(rng, &["false", "true"])),
+        ("pin_l0_filter_and_index_blocks_in_cache", pick(rng, &["false", "true"])),
     ];
     let text = settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let sync_ratio = *[0.0, 0.01, 0.1, 0.5].choose(rng).unwrap_or(&0.1);
