@@ -293,17 +293,7 @@ fn tables_of_every_index_restart_interval_read_alike() {
         let mut o = tiny_options(Some(fs.clone()));
         o.index_block_restart_interval = interval;
         let db = Db::open("/db", o).unwrap();
-        for _ in 0..3000 {
-            let k = key(rng.gen_range(0..4000));
-            if rng.gen_bool(0.1) {
-                db.delete(&k).unwrap();
-                model.remove(&k);
-            } else {
-                let v = format!("v{round}-{}", rng.gen::<u32>()).into_bytes();
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-        }
+        write_random(&db, &mut model, &mut rng, 3000, 4000, 0.1, round);
         db.flush(true).unwrap();
         if round == 2 {
             db.compact_range(None, None).unwrap();
@@ -323,6 +313,30 @@ fn tables_of_every_index_restart_interval_read_alike() {
     }
 }
 
+/// `n` random writes to keys below `keys`, mirrored in `model`: a deletion
+/// with probability `delete`, else a put of a value tagged `tag`.
+fn write_random(
+    db: &Db,
+    model: &mut Model,
+    rng: &mut StdRng,
+    n: usize,
+    keys: u32,
+    delete: f64,
+    tag: impl std::fmt::Display,
+) {
+    for _ in 0..n {
+        let k = key(rng.gen_range(0..keys));
+        if rng.gen_bool(delete) {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("v{tag}-{}", rng.gen::<u32>()).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+    }
+}
+
 /// A database of `runs` L0 files (no compaction), each run putting and
 /// deleting random keys of 400, with the model after each run.
 fn deep_l0(o: &ebb::Options, runs: u32, seed: u64) -> (Db, Vec<Model>) {
@@ -331,17 +345,7 @@ fn deep_l0(o: &ebb::Options, runs: u32, seed: u64) -> (Db, Vec<Model>) {
     let mut model = Model::new();
     let mut after_each = Vec::new();
     for run in 0..runs {
-        for _ in 0..60 {
-            let k = key(rng.gen_range(0..400));
-            if rng.gen_bool(0.2) {
-                db.delete(&k).unwrap();
-                model.remove(&k);
-            } else {
-                let v = format!("v{run}-{}", rng.gen::<u32>()).into_bytes();
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-        }
+        write_random(&db, &mut model, &mut rng, 60, 400, 0.2, run);
         db.flush(true).unwrap();
         after_each.push(model.clone());
     }

@@ -27,7 +27,6 @@ use crate::key::{
 use crate::memtable::MemLookup;
 use crate::sst::filter::filter_hash;
 use crate::sst::{FilterProbe, PinnableSlice, ReadSettings, Readahead, Table};
-
 use crate::version::{FileMetaData, TableRef};
 
 /// How a point read hands out the value it finds: copied into a vector, or

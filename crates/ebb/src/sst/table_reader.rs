@@ -33,7 +33,7 @@
 use std::sync::Arc;
 
 use super::block::{Block, BlockContents, BlockIterator, KeyOrder};
-use super::filter::BloomFilter;
+use super::filter::{filter_hash, BloomFilter};
 use super::format::{unwrap_block, unwrap_mapped_block, BlockHandle, Footer, FOOTER_LEN};
 use super::pinned::PinnableSlice;
 use super::prefetch::PrefetchBuffer;
@@ -585,7 +585,14 @@ impl Table {
             };
         }
         let Some(filter) = &self.filter else { return true };
-        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match(user_key)))
+        self.filter_may_match(filter, filter_hash(user_key))
+    }
+
+    /// Whether the whole-key filter `filter` (the table's own, unpartitioned)
+    /// may hold the key whose filter hash is `hash`; a filter that cannot be
+    /// read answers true.
+    fn filter_may_match(&self, filter: &MetaBlock, hash: u64) -> bool {
+        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match_hash(hash)))
             .unwrap_or(true)
     }
 
@@ -601,21 +608,16 @@ impl Table {
     /// `key_may_match` would: false only when the table certainly lacks the
     /// key (a filter that cannot be read answers true).
     pub fn start_filter_probe(&self, user_key: &[u8], hash: u64) -> FilterProbe<'_> {
-        if !self.properties.whole_key_filtering {
-            return FilterProbe(Probe::Known(true));
-        }
-        if self.filter_partitions.is_some() {
-            return FilterProbe(Probe::Known(self.key_may_match(user_key)));
-        }
-        let Some(filter) = &self.filter else { return FilterProbe(Probe::Known(true)) };
+        let filter = match &self.filter {
+            Some(filter) if self.properties.whole_key_filtering && self.filter_partitions.is_none() => filter,
+            // No filter, none of whole keys, or partitions: as `key_may_match`.
+            _ => return FilterProbe(Probe::Known(self.key_may_match(user_key))),
+        };
         if let MetaBlock::Cached(_) = filter {
             // Found through the cache: the lookup (a lock and a hash table)
             // costs more than the line, and a handle held across the batch
             // would cost more than `key_may_match`'s borrow. Answered now.
-            let answer = self.with_meta_block(filter, BlockKind::Filter, |v| {
-                v.filter().is_none_or(|f| f.may_match_hash(hash))
-            });
-            return FilterProbe(Probe::Known(answer.unwrap_or(true)));
+            return FilterProbe(Probe::Known(self.filter_may_match(filter, hash)));
         }
         match self.meta_block(filter, BlockKind::Filter) {
             Ok(meta) => match meta.value().filter() {
@@ -2559,7 +2561,6 @@ mod tests {
 
     #[test]
     fn a_started_filter_probe_answers_as_key_may_match() {
-        use crate::sst::filter::filter_hash;
         let entries = sample_entries(3000);
         let plain = opts(CompressionType::None, ChecksumType::Crc32c, 512);
         let partitioned = TableBuilderOptions { index_partition_size: Some(1024), partition_filters: true, ..plain.clone() };

@@ -268,24 +268,7 @@ mod tests {
         let fs = Arc::new(MemFs::new());
         let dir = PathBuf::from("/db");
         fs.create_dir_all(&dir).unwrap();
-        let file = fs.new_writable(&filename::table_file(&dir, 7)).unwrap();
-        let key = make_internal_key(b"k", 1, ValueKind::Value);
-        let mut b = TableBuilder::new(file, TableBuilderOptions::default(), "000007.sst".into());
-        b.add(&key, b"v").unwrap();
-        let props = b.finish().unwrap();
-        let f = FileMetaData {
-            number: 7,
-            file_size: props.file_size,
-            smallest: key.clone(),
-            largest: key,
-            smallest_seq: 1,
-            largest_seq: 1,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            num_range_deletions: 0,
-            table: Default::default(),
-        };
+        let f = write_table(&fs, &dir, 7, 1);
         (TableCache::new(dir, fs, None, TableCacheOptions::default()), f)
     }
 
