@@ -149,3 +149,33 @@ fn a_table_a_reader_holds_stays_until_the_reader_lets_go() {
     db.flush(true).unwrap();
     assert_eq!(on_disk(&fs, "sst"), db.metrics().files_per_level.iter().sum::<usize>(), "held tables left behind");
 }
+
+/// Tables a reader held while the compaction that took them out ended
+/// are gone once `wait_for_compact` returns after the reader let go, with
+/// no job in between: it looks once more before returning.
+#[test]
+fn wait_for_compact_deletes_what_a_reader_let_go_of_after_the_last_job() {
+    let fs = MemFs::new();
+    let (mut o, _) = counted(&fs);
+    o.disable_auto_compactions = true;
+    let db = Db::open(DB, o).unwrap();
+    for round in 0..3u32 {
+        for i in 0..300 {
+            db.put(&key(i), format!("round {round} {i}").as_bytes()).unwrap();
+        }
+        db.flush(true).unwrap();
+    }
+    let before = on_disk(&fs, "sst");
+    let mut it = db.iter(ReadOptions::default());
+    it.seek_to_first();
+    db.compact_range(None, None).unwrap();
+    let m = db.metrics();
+    let live: usize = m.files_per_level.iter().sum();
+    assert_eq!(on_disk(&fs, "sst"), before + live, "the held tables were deleted under the reader");
+    drop(it);
+    db.wait_for_compact().unwrap();
+    assert_eq!(on_disk(&fs, "sst"), live, "held tables left behind");
+    let after = db.metrics();
+    let jobs = |m: &ebb::DbMetrics| (m.flushes, m.compactions_by_reason.iter().map(|(_, n)| n).sum::<u64>());
+    assert_eq!(jobs(&after), jobs(&m), "a job ran");
+}

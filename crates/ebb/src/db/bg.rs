@@ -628,6 +628,7 @@ impl DbInner {
             return Ok(());
         }
         let mut st = self.state.lock();
+        let mut purged = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
@@ -643,6 +644,16 @@ impl DbInner {
                 });
             let flushing = st.flush_running > 0 || st.families.values().any(|f| !f.imm.is_empty());
             if !flushing && st.compactions_running == 0 && st.purges_running == 0 && !needs {
+                // A file a job made obsolete while something else held it
+                // for a moment (a reader, another job's grandparents) waits
+                // for the next job's look (db/version_edits.rs, contract 2);
+                // the work done, look once more here, so the files the jobs
+                // made obsolete are gone unless still held.
+                if !purged && st.obsolete.pending() {
+                    purged = true;
+                    self.delete_obsolete_files(&mut st);
+                    continue;
+                }
                 return Ok(());
             }
             if st.paused > 0 {

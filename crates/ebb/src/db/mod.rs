@@ -808,6 +808,8 @@ impl Db {
     /// end it within about a probe interval of the writes stopping) and the
     /// catch-up is done, so what it leaves is the compacted tree, as with
     /// `off`. Writes that keep pressing from other threads keep it waiting.
+    /// Before it returns it deletes the files the jobs made obsolete that
+    /// nothing holds any longer (docs/versions.md, "Obsolete files").
     pub fn wait_for_compact(&self) -> Result<()> {
         self.inner.wait_for_compact()
     }

@@ -121,6 +121,12 @@ impl ObsoleteCandidates {
     pub(crate) fn scan_next_time(&mut self) {
         self.scan_due = true;
     }
+
+    /// Whether tables or blob files wait for a look to delete them (held
+    /// by something when the last look ran).
+    pub(crate) fn pending(&self) -> bool {
+        !self.tables.is_empty() || !self.blob_files.is_empty()
+    }
 }
 
 /// The tables `edits` take out of the versions of `families` (not those

@@ -76,6 +76,19 @@
 //!    [`FIRST_WALK`] steps, else from the head). A writer's insert is in the
 //!    table before its sequence number is published, so a reader at a
 //!    snapshot including it finds it (as contract 5).
+//! 9. Beside each link above level 0, a node keeps the [`key_prefix`] (the
+//!    user key's first eight bytes) of the node the link leads to, stored
+//!    by the writer before the link (0 with a null link). Under the
+//!    bytewise order a descent compares the target's prefix with it first:
+//!    when the target's is lower, the linked node is above the target and
+//!    the descent goes down without loading that node (on a large list,
+//!    most of those loads miss the cache). A reader may pair a link with
+//!    the prefix of the node it led to before an insert (a larger key) or
+//!    after it; either way going down early on a level above 0 is only a
+//!    longer search, never a wrong one (the node it goes down from is below
+//!    the target, and each lower level holds every node of the level
+//!    above), and level 0 always loads. The writer's view is exact: it
+//!    stores every prefix itself.
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -107,6 +120,10 @@ const BLOCK_BYTES: usize = 64 << 10;
 
 /// A node's fixed part; its tower of `height` links follows, then the key and
 /// the value. `repr(C)` so the tower starts right after these 16 bytes.
+///
+/// The tower holds level 0's link alone, then for each upper level the link
+/// and the [`key_prefix`] of the node it links to (contract 9): 8 bytes for
+/// level 0, 16 for each level above ([`tower_bytes`]).
 #[repr(C)]
 struct Node {
     key_len: u32,
@@ -123,9 +140,38 @@ struct Node {
 const HEADER: usize = std::mem::size_of::<Node>();
 const _: () = assert!(HEADER == 16 && std::mem::align_of::<Node>() == 8);
 
+/// Bytes of a tower of `height` (at least 1) levels: level 0's link, then a
+/// link and a key prefix for each level above.
+const fn tower_bytes(height: usize) -> usize {
+    16 * height - 8
+}
+
+/// Offset of link `level` from the tower's start.
+const fn link_offset(level: usize) -> usize {
+    if level == 0 {
+        0
+    } else {
+        16 * level - 8
+    }
+}
+
+/// The first eight bytes of an internal key's user key, zero-padded, read
+/// big-endian (contract 9). Under the bytewise order, `key_prefix(a) <
+/// key_prefix(b)` implies `a < b`: the first byte where the padded forms
+/// differ is a byte of both keys (so `a`'s is lower), or the end of `a`
+/// (so `a` is a proper prefix of `b`); it cannot be the end of `b`, whose
+/// padding is zero.
+fn key_prefix(internal_key: &[u8]) -> u64 {
+    let user_key = &internal_key[..internal_key.len().saturating_sub(crate::key::TRAILER_LEN)];
+    let mut bytes = [0u8; 8];
+    let n = user_key.len().min(8);
+    bytes[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 impl Node {
     fn size(height: usize, key_len: usize, value_len: usize) -> usize {
-        (HEADER + height * 8 + key_len + value_len).next_multiple_of(8)
+        (HEADER + tower_bytes(height) + key_len + value_len).next_multiple_of(8)
     }
 
     /// Low bits of `meta` holding the height.
@@ -169,11 +215,22 @@ impl Node {
     ///
     /// # Safety
     /// `node` points to an initialised node of this list with `level < height`.
-    unsafe fn link(node: *const Node) -> *const AtomicPtr<Node> {
+    unsafe fn link(node: *const Node, level: usize) -> *const AtomicPtr<Node> {
         // SAFETY (caller): the tower follows the header inside the node's
-        // allocation; `addr_of!` does not create a reference to the
+        // allocation, and link `level` lies within a tower of more than
+        // `level` levels; `addr_of!` does not create a reference to the
         // zero-length array, so the pointer keeps the allocation's provenance.
-        unsafe { ptr::addr_of!((*node).tower).cast::<AtomicPtr<Node>>() }
+        unsafe { ptr::addr_of!((*node).tower).cast::<u8>().add(link_offset(level)).cast::<AtomicPtr<Node>>() }
+    }
+
+    /// The key prefix stored beside link `level` (`level >= 1`).
+    ///
+    /// # Safety
+    /// As [`Node::link`], and `level >= 1`.
+    unsafe fn prefix_slot(node: *const Node, level: usize) -> *const AtomicU64 {
+        debug_assert!(level >= 1);
+        // SAFETY: caller's contract: the 8 bytes after an upper link are its prefix.
+        unsafe { Node::link(node, level).cast::<u8>().add(8).cast::<AtomicU64>() }
     }
 
     /// # Safety
@@ -181,14 +238,36 @@ impl Node {
     unsafe fn next(node: *const Node, level: usize) -> *mut Node {
         // SAFETY: caller's contract; the link is initialised before the node
         // is published (contract 3).
-        unsafe { (*Node::link(node).add(level)).load(AtomicOrdering::Acquire) }
+        unsafe { (*Node::link(node, level)).load(AtomicOrdering::Acquire) }
     }
 
+    /// The key prefix of the node link `level` leads to, as the writer
+    /// last stored it (contract 9); 0 for level 0, which keeps none.
+    ///
+    /// # Safety
+    /// As [`Node::link`].
+    unsafe fn next_prefix(node: *const Node, level: usize) -> u64 {
+        if level == 0 {
+            return 0;
+        }
+        // SAFETY: caller's contract.
+        unsafe { (*Node::prefix_slot(node, level)).load(AtomicOrdering::Relaxed) }
+    }
+
+    /// Links `node` at `level` to `to`, whose key prefix is `prefix` (0
+    /// when `to` is null; ignored on level 0). The prefix is stored before
+    /// the link (contract 9).
+    ///
     /// # Safety
     /// As [`Node::link`]; only the writer stores.
-    unsafe fn set_next(node: *const Node, level: usize, to: *mut Node) {
+    unsafe fn set_next(node: *const Node, level: usize, to: *mut Node, prefix: u64) {
         // SAFETY: caller's contract.
-        unsafe { (*Node::link(node).add(level)).store(to, AtomicOrdering::Release) }
+        unsafe {
+            if level > 0 {
+                (*Node::prefix_slot(node, level)).store(prefix, AtomicOrdering::Relaxed);
+            }
+            (*Node::link(node, level)).store(to, AtomicOrdering::Release)
+        }
     }
 
     /// The node's key.
@@ -200,7 +279,7 @@ impl Node {
         // publication and never changed.
         unsafe {
             let n = &*node;
-            let at = node.cast::<u8>().add(HEADER + Node::height(node) * 8);
+            let at = node.cast::<u8>().add(HEADER + tower_bytes(Node::height(node)));
             std::slice::from_raw_parts(at, n.key_len as usize)
         }
     }
@@ -213,7 +292,7 @@ impl Node {
         // SAFETY: as `key`; the value follows the key.
         unsafe {
             let n = &*node;
-            let at = node.cast::<u8>().add(HEADER + Node::height(node) * 8 + n.key_len as usize);
+            let at = node.cast::<u8>().add(HEADER + tower_bytes(Node::height(node)) + n.key_len as usize);
             std::slice::from_raw_parts(at, n.value_len as usize)
         }
     }
@@ -725,6 +804,9 @@ pub(crate) struct SkipList {
     firsts: Option<PrefixFirsts>,
     /// The order of the keys (contract 1).
     cmp: UserComparator,
+    /// Whether searches may go down on a link's key prefix (contract 9):
+    /// the bytewise order only.
+    prefixed: bool,
 }
 
 // SAFETY: the raw pointers are into the arena the list owns. Nodes are written
@@ -762,6 +844,7 @@ impl SkipList {
             bytes: AtomicUsize::new(0),
             hint_bytes: AtomicUsize::new(0),
             firsts: None,
+            prefixed: cmp.is_bytewise(),
             cmp,
         }
     }
@@ -954,15 +1037,19 @@ impl SkipList {
         // nothing else can see it until it is linked below.
         unsafe {
             for (level, &p) in prev.iter().enumerate().take(new_height) {
-                let next = if level < old_height { Node::next(old, level) } else { Node::next(p, level) };
-                Node::set_next(node, level, next);
+                let from = if level < old_height { old } else { p };
+                Node::set_next(node, level, Node::next(from, level), Node::next_prefix(from, level));
             }
             // Publish bottom-up (a reader may find the node at level 0 before
             // the upper levels, which only makes its search longer); where the
             // replaced node stood above the new one's height, unlink it.
+            let prefix = key_prefix(key);
             for (level, &p) in prev.iter().enumerate().take(new_height.max(old_height)) {
-                let to = if level < new_height { node } else { Node::next(old, level) };
-                Node::set_next(p, level, to);
+                if level < new_height {
+                    Node::set_next(p, level, node, prefix);
+                } else {
+                    Node::set_next(p, level, Node::next(old, level), Node::next_prefix(old, level));
+                }
             }
             // The level-0 back links: the node's predecessor, and the node as
             // its successor's.
@@ -994,7 +1081,7 @@ impl SkipList {
             (*node).key_len = u32::try_from(key.len()).expect("memtable keys are under 4 GiB");
             (*node).value_len = u32::try_from(value.len()).expect("memtable values are under 4 GiB");
             (*node).meta = AtomicU64::new(height as u64);
-            let data = node.cast::<u8>().add(HEADER + height * 8);
+            let data = node.cast::<u8>().add(HEADER + tower_bytes(height));
             ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
         }
@@ -1144,8 +1231,8 @@ impl SkipList {
         // SAFETY: `node` is whole, with one link; it is published by the
         // predecessor's `Release` store after its own link is set.
         unsafe {
-            Node::set_next(node, 0, n.cast_mut());
-            Node::set_next(p, 0, node);
+            Node::set_next(node, 0, n.cast_mut(), 0);
+            Node::set_next(p, 0, node, 0);
             Node::set_prev(node, p);
             if !n.is_null() {
                 Node::set_prev(n, node);
@@ -1170,17 +1257,28 @@ impl SkipList {
         // link the same node at every level), it is not compared again
         // (RocksDB's `last_bigger`).
         let mut last_bigger: *const Node = ptr::null();
+        let prefix = self.prefixed.then(|| key_prefix(key));
         loop {
-            // SAFETY: `x` is the head or a node reached through links below
-            // its height; every level <= `level` exists on `x` because the
-            // descent starts at the top and only moves right on one level.
+            // SAFETY (here and below): `x` is the head or a node reached
+            // through links below its height; every level <= `level` exists
+            // on `x` because the descent starts at the top and only moves
+            // right on one level.
+            if let Some(prefix) = prefix {
+                if level > 0 && prefix < unsafe { Node::next_prefix(x, level) } {
+                    // The next node is above the key (contract 9): down,
+                    // without loading it.
+                    at_level(level, x);
+                    level -= 1;
+                    continue;
+                }
+            }
             let next = unsafe { Node::next(x, level) };
             if !next.is_null() {
                 // The link the next step reads if `next` is passed (RocksDB's
                 // `FindGreaterOrEqual` prefetches it too): its cache miss
                 // overlaps the comparison with `next`'s key.
                 // SAFETY: `next` is a published node of height > `level`.
-                prefetch(unsafe { Node::link(next).add(level) }.cast());
+                prefetch(unsafe { Node::link(next, level) }.cast());
             }
             let before = !next.is_null()
                 && !ptr::eq(next, last_bigger)
@@ -1539,6 +1637,46 @@ mod tests {
     }
 
     #[test]
+    fn searches_that_go_down_on_key_prefixes_land_where_comparisons_do() {
+        // User keys of 0 to 12 bytes over {0x00, 0x01, 0xff}: many share
+        // their first eight bytes, many are prefixes of others (padding
+        // meets real zero bytes), so the prefix decides only some steps
+        // (contract 9) and the rest must compare.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+        let user = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
+            let len = rng.gen_range(0..=12);
+            (0..len).map(|_| [0x00, 0x01, 0xff][rng.gen_range(0..3)]).collect()
+        };
+        for &reverse in &[false, true] {
+            let cmp = if reverse {
+                UserComparator::new(&crate::comparator::reverse_bytewise())
+            } else {
+                UserComparator::BYTEWISE
+            };
+            let list = SkipList::new(cmp.clone());
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for seq in 1..=if cfg!(miri) { 300 } else { 6000 } {
+                let key = make_internal_key(&user(&mut rng), seq, ValueKind::Value);
+                list.insert(&key, b"v");
+                model.push(key);
+            }
+            model.sort_by(|a, b| cmp.compare_internal(a, b));
+            check_levels(&list, "prefixes");
+            for _ in 0..if cfg!(miri) { 100 } else { 3000 } {
+                let target = make_internal_key(&user(&mut rng), rng.gen_range(0..7000), ValueKind::Value);
+                let at = model.partition_point(|k| cmp.compare_internal(k, &target) == Ordering::Less);
+                let found = list.lower_bound(&target).map(|(k, _)| k.to_vec());
+                assert_eq!(found.as_ref(), model.get(at), "reverse {reverse}: the first key at or after the target");
+                let mut c = list.cursor();
+                c.seek_for_prev(&list, &target);
+                let le = model.partition_point(|k| cmp.compare_internal(k, &target) != Ordering::Greater);
+                let expected = le.checked_sub(1).map(|i| &model[i]);
+                assert_eq!(c.valid().then(|| c.key(&list).to_vec()).as_ref(), expected, "reverse {reverse}: the last key at or before it");
+            }
+        }
+    }
+
+    #[test]
     fn descents_run_together_end_where_single_descents_do() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         for n in [0usize, 1, 40, 5000] {
@@ -1633,6 +1771,9 @@ mod tests {
                     }
                     if level == 0 {
                         assert!(ptr::eq(Node::prev(x), before), "{what}: a node's recorded predecessor is not the one before it");
+                    } else {
+                        let stored = Node::next_prefix(before, level);
+                        assert_eq!(stored, key_prefix(Node::key(x)), "{what}: level {level} keeps another node's prefix");
                     }
                     before = x;
                     x = Node::next(x, level);
@@ -1923,7 +2064,7 @@ mod tests {
         list.insert(&ikey(1, 1), &[7; 100]);
         let one = list.memory_usage();
         // Header, one or more links, 12-byte key, 100-byte value, rounded to 8.
-        assert!((16 + 8 + 112..=16 + 8 * MAX_HEIGHT + 112).contains(&one) && one.is_multiple_of(8), "{one}");
+        assert!((16 + 8 + 112..=16 + tower_bytes(MAX_HEIGHT) + 112).contains(&one) && one.is_multiple_of(8), "{one}");
         // A value bigger than a quarter block gets a block of its own and is
         // still charged by its size.
         list.insert(&ikey(2, 1), &vec![9; BLOCK_BYTES]);
