@@ -26,11 +26,12 @@
 //!    value, rounded to 8), not the arena's blocks, so tiny memtables in tests
 //!    flush at the same points whatever the block size.
 //! 5. A list made [`SkipList::with_key_index`] also keeps, for point
-//!    lookups, a hash index from each user key to its newest node
-//!    ([`Cursor::seek_versions`]): a lookup then reads a slot or two and
-//!    the key's versions instead of descending the list, and a key the
-//!    index does not hold is not in the list at all (until the index
-//!    saturates; then such a lookup descends). A slot is stored after its
+//!    lookups and seeks, a hash index from each user key to its newest
+//!    node ([`Cursor::seek_versions`], [`Cursor::seek`]): a lookup then
+//!    reads a slot or two and the key's versions instead of descending the
+//!    list, and a key the index does not hold is not in the list at all
+//!    (until the index saturates; then such a lookup descends; a seek to
+//!    such a key always descends). A slot is stored after its
 //!    node is linked, with `Release`, and before the writer publishes the
 //!    write's sequence number, so a reader at a snapshot that includes the
 //!    write finds the slot. Only byte-equal user keys are equal under the
@@ -298,6 +299,34 @@ impl Node {
     }
 }
 
+/// The first node `>= target` from `newest`, the newest node of
+/// `target`'s user key `user_key` as the key index names it (contract 5):
+/// the key's versions follow it, newest first, so this steps to the first
+/// one at or below the target's sequence, or past the last to the next
+/// user key's first node (or null).
+fn first_at_or_after(list: &SkipList, newest: *const Node, user_key: &[u8], target: &[u8]) -> *const Node {
+    let mut x = newest;
+    // SAFETY: `x` and the nodes after it are published nodes of this list
+    // (contract 3).
+    while !x.is_null() {
+        let k = unsafe { Node::key(x) };
+        if crate::key::user_key(k) != user_key || list.cmp.compare_internal(k, target) != Ordering::Less {
+            break;
+        }
+        x = unsafe { Node::next(x, 0) };
+    }
+    x
+}
+
+thread_local! {
+    /// How this thread's recent seeks fared through the memtables' key
+    /// indexes ([`Cursor::seek`]), by [`SpliceOdds`]'s rule: a seek to a
+    /// key the memtable holds needs no descent, and one to a key it does
+    /// not pays an index probe (a likely cache miss) before its descent.
+    /// Per thread, so readers never write a shared line.
+    static SEEK_ODDS: std::cell::Cell<SpliceOdds> = const { std::cell::Cell::new(SpliceOdds { score: 0, inserts: 0 }) };
+}
+
 /// Hints the CPU to load what a comparison with `node` reads: its header,
 /// links and key start within its first two cache lines (a hint: any address
 /// is safe, null included).
@@ -522,6 +551,7 @@ struct Writer {
 /// succeed at least about one time in nine (each success counts 8, each
 /// failure -1), and otherwise tries one insert in 16, which keeps the
 /// score current.
+#[derive(Clone, Copy)]
 struct SpliceOdds {
     score: i32,
     inserts: u32,
@@ -1453,8 +1483,44 @@ impl Cursor {
         self.set_unless_head(list, list.find_last());
     }
 
-    /// At the first entry `>= target`.
+    /// At the first entry `>= target`. When the list's key index names
+    /// the newest entry of the target's user key (contract 5), from that
+    /// entry without a descent: nothing before it can be `>= target`, since
+    /// it is the first of its user key, and the key's versions follow it.
+    /// A thread whose recent seeks mostly met keys the index does not hold
+    /// asks it for one seek in 16 ([`SEEK_ODDS`]).
     pub(crate) fn seek(&mut self, list: &SkipList, target: &[u8]) {
+        if let Some(index) = &list.index {
+            let worth = SEEK_ODDS.with(|odds| {
+                let mut o = odds.get();
+                let worth = o.worth_trying();
+                odds.set(o);
+                worth
+            });
+            if worth {
+                let user_key = crate::key::user_key(target);
+                let newest = match index.lookup(user_key) {
+                    Indexed::Newest(x) => Some(x),
+                    Indexed::Absent | Indexed::Unknown => None,
+                };
+                SEEK_ODDS.with(|odds| {
+                    let mut o = odds.get();
+                    o.record(newest.is_some());
+                    odds.set(o);
+                });
+                if let Some(x) = newest {
+                    self.node = first_at_or_after(list, x, user_key, target);
+                    self.prefetch_next();
+                    return;
+                }
+            }
+        }
+        self.seek_by_descent(list, target);
+    }
+
+    /// At the first entry `>= target`, found by a descent (from the
+    /// target's prefix's first entry when the list keeps them, contract 8).
+    pub(crate) fn seek_by_descent(&mut self, list: &SkipList, target: &[u8]) {
         self.node = list.find_greater_or_equal(target);
         self.prefetch_next();
     }
@@ -1464,25 +1530,12 @@ impl Cursor {
     /// point lookups, which read only that key's versions: with a key index
     /// (contract 5) this needs no descent.
     pub(crate) fn seek_versions(&mut self, list: &SkipList, target: &[u8]) {
-        let Some(index) = &list.index else { return self.seek(list, target) };
+        let Some(index) = &list.index else { return self.seek_by_descent(list, target) };
         let user_key = crate::key::user_key(target);
         match index.lookup(user_key) {
             Indexed::Absent => self.node = ptr::null(),
-            Indexed::Unknown => self.seek(list, target),
-            Indexed::Newest(mut x) => {
-                // The key's versions follow its newest node, newest first:
-                // step to the first one at or below the target's sequence.
-                // SAFETY: `x` and the nodes after it are published nodes of
-                // this list (contract 3).
-                while !x.is_null() {
-                    let k = unsafe { Node::key(x) };
-                    if crate::key::user_key(k) != user_key || list.cmp.compare_internal(k, target) != Ordering::Less {
-                        break;
-                    }
-                    x = unsafe { Node::next(x, 0) };
-                }
-                self.node = x;
-            }
+            Indexed::Unknown => self.seek_by_descent(list, target),
+            Indexed::Newest(x) => self.node = first_at_or_after(list, x, user_key, target),
         }
     }
 
@@ -1743,7 +1796,12 @@ mod tests {
                     let (user, seq) = (rng.gen_range(0..420u32), rng.gen_range(0..64u64));
                     let target = ikey(user, seq);
                     let mut want = list.cursor();
-                    want.seek(&list, &target);
+                    want.seek_by_descent(&list, &target);
+                    // A seek through the index lands exactly where a descent does.
+                    let mut seek = list.cursor();
+                    seek.seek(&list, &target);
+                    let at = |c: &Cursor| c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec()));
+                    assert_eq!(at(&seek), at(&want), "slots {slots}: a seek to {user}@{seq}");
                     let mut got = list.cursor();
                     got.seek_versions(&list, &target);
                     let of_user = |c: &Cursor| c.valid() && c.key(&list)[..4] == user.to_be_bytes();
