@@ -111,17 +111,14 @@ fn obsolete_blob_files_go_without_listing_the_directory() {
     assert!(scan(&db, ReadOptions::default()) == model);
 }
 
-/// A reader holding an old version keeps the tables compactions took out
-/// of it on disk, and reads them whole; once it lets go, the next job
-/// deletes them.
-#[test]
-fn a_table_a_reader_holds_stays_until_the_reader_lets_go() {
-    let fs = MemFs::new();
-    let (mut o, _) = counted(&fs);
+/// A database without automatic compactions holding `rounds` flushed
+/// tables of the same 300 keys, and what it holds.
+fn flushed_rounds(fs: &MemFs, rounds: u32) -> (Db, Model) {
+    let (mut o, _) = counted(fs);
     o.disable_auto_compactions = true;
     let db = Db::open(DB, o).unwrap();
     let mut model = Model::new();
-    for round in 0..4u32 {
+    for round in 0..rounds {
         for i in 0..300 {
             let v = format!("round {round} {i}").into_bytes();
             db.put(&key(i), &v).unwrap();
@@ -129,6 +126,16 @@ fn a_table_a_reader_holds_stays_until_the_reader_lets_go() {
         }
         db.flush(true).unwrap();
     }
+    (db, model)
+}
+
+/// A reader holding an old version keeps the tables compactions took out
+/// of it on disk, and reads them whole; once it lets go, the next job
+/// deletes them.
+#[test]
+fn a_table_a_reader_holds_stays_until_the_reader_lets_go() {
+    let fs = MemFs::new();
+    let (db, model) = flushed_rounds(&fs, 4);
     let before = on_disk(&fs, "sst");
     let mut it = db.iter(ReadOptions::default());
     it.seek_to_first();
@@ -156,15 +163,7 @@ fn a_table_a_reader_holds_stays_until_the_reader_lets_go() {
 #[test]
 fn wait_for_compact_deletes_what_a_reader_let_go_of_after_the_last_job() {
     let fs = MemFs::new();
-    let (mut o, _) = counted(&fs);
-    o.disable_auto_compactions = true;
-    let db = Db::open(DB, o).unwrap();
-    for round in 0..3u32 {
-        for i in 0..300 {
-            db.put(&key(i), format!("round {round} {i}").as_bytes()).unwrap();
-        }
-        db.flush(true).unwrap();
-    }
+    let (db, _) = flushed_rounds(&fs, 3);
     let before = on_disk(&fs, "sst");
     let mut it = db.iter(ReadOptions::default());
     it.seek_to_first();

@@ -834,9 +834,6 @@ pub(crate) struct SkipList {
     firsts: Option<PrefixFirsts>,
     /// The order of the keys (contract 1).
     cmp: UserComparator,
-    /// Whether searches may go down on a link's key prefix (contract 9):
-    /// the bytewise order only.
-    prefixed: bool,
 }
 
 // SAFETY: the raw pointers are into the arena the list owns. Nodes are written
@@ -874,7 +871,6 @@ impl SkipList {
             bytes: AtomicUsize::new(0),
             hint_bytes: AtomicUsize::new(0),
             firsts: None,
-            prefixed: cmp.is_bytewise(),
             cmp,
         }
     }
@@ -1287,7 +1283,8 @@ impl SkipList {
         // link the same node at every level), it is not compared again
         // (RocksDB's `last_bigger`).
         let mut last_bigger: *const Node = ptr::null();
-        let prefix = self.prefixed.then(|| key_prefix(key));
+        // Only the bytewise order goes down on key prefixes (contract 9).
+        let prefix = self.cmp.is_bytewise().then(|| key_prefix(key));
         loop {
             // SAFETY (here and below): `x` is the head or a node reached
             // through links below its height; every level <= `level` exists
@@ -1491,28 +1488,23 @@ impl Cursor {
     /// asks it for one seek in 16 ([`SEEK_ODDS`]).
     pub(crate) fn seek(&mut self, list: &SkipList, target: &[u8]) {
         if let Some(index) = &list.index {
-            let worth = SEEK_ODDS.with(|odds| {
-                let mut o = odds.get();
-                let worth = o.worth_trying();
-                odds.set(o);
-                worth
-            });
-            if worth {
-                let user_key = crate::key::user_key(target);
-                let newest = match index.lookup(user_key) {
+            let user_key = crate::key::user_key(target);
+            let newest = SEEK_ODDS.with(|cell| {
+                let mut odds = cell.get();
+                let tried = odds.worth_trying().then(|| match index.lookup(user_key) {
                     Indexed::Newest(x) => Some(x),
                     Indexed::Absent | Indexed::Unknown => None,
-                };
-                SEEK_ODDS.with(|odds| {
-                    let mut o = odds.get();
-                    o.record(newest.is_some());
-                    odds.set(o);
                 });
-                if let Some(x) = newest {
-                    self.node = first_at_or_after(list, x, user_key, target);
-                    self.prefetch_next();
-                    return;
+                if let Some(found) = tried {
+                    odds.record(found.is_some());
                 }
+                cell.set(odds);
+                tried.flatten()
+            });
+            if let Some(x) = newest {
+                self.node = first_at_or_after(list, x, user_key, target);
+                self.prefetch_next();
+                return;
             }
         }
         self.seek_by_descent(list, target);

@@ -275,8 +275,6 @@ enum MetaBlock {
     Cached(BlockHandle),
 }
 
-/// An index or filter block in use: borrowed from the table, or held through
-/// a cache handle until dropped.
 /// A filter probe started by [`Table::start_filter_probe`]: the answer,
 /// or the filter block (held, if it came from the cache) and the key's hash.
 pub struct FilterProbe<'a>(Probe<'a>);
@@ -296,6 +294,8 @@ impl FilterProbe<'_> {
     }
 }
 
+/// An index or filter block in use: borrowed from the table, or held through
+/// a cache handle until dropped.
 enum MetaRef<'a> {
     Borrowed(&'a CacheValue),
     Held(CacheHandle),
