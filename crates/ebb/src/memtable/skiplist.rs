@@ -338,36 +338,74 @@ fn prefetch_node(node: *const Node) {
     }
 }
 
+/// Bytes an arena takes in [`BLOCK_BYTES`] heap blocks before it maps
+/// [`HUGE_BLOCK_BYTES`] ones: a memtable of a quiet column family stays small.
+const HEAP_ARENA_BYTES: usize = 1 << 20;
+/// A mapped arena block: one transparent huge page on Linux.
+const HUGE_BLOCK_BYTES: usize = 2 << 20;
+
+/// One arena block and how it is given back.
+enum ArenaBlock {
+    /// A zeroed heap block, as the raw pointer its `Box` was turned into.
+    Heap(*mut [u64]),
+    /// An anonymous private mapping of [`HUGE_BLOCK_BYTES`], unmapped when
+    /// the list goes.
+    Mapped(*mut u8),
+}
+
 /// Bump allocation in blocks that never move and are freed with the list.
+///
+/// The first [`HEAP_ARENA_BYTES`] come from the heap in [`BLOCK_BYTES`]
+/// blocks; past them, on Linux, blocks are anonymous mappings of
+/// [`HUGE_BLOCK_BYTES`], aligned to it and advised as huge pages
+/// (`MADV_HUGEPAGE`, a hint the kernel may ignore). Two reasons: a
+/// memtable's memory goes back to the system when the memtable is freed
+/// (heap blocks of a flushed memtable stayed resident, between the block
+/// cache's allocations, as free heap the next memtable did not always
+/// reuse); and a descent through a large memtable meets a new page at
+/// almost every node, which huge pages cover with fewer TLB entries. A
+/// mapping that fails falls back to a heap block.
 struct Arena {
-    /// Every block, as the raw pointer its `Box` was turned into.
-    blocks: Vec<*mut [u64]>,
+    blocks: Vec<ArenaBlock>,
     /// Free space of the current block.
     next: *mut u8,
     left: usize,
+    /// Bytes of heap blocks so far (not counting nodes with blocks of their own).
+    heap_bytes: usize,
 }
 
 impl Arena {
     fn new() -> Self {
-        Arena { blocks: Vec::new(), next: ptr::null_mut(), left: 0 }
+        Arena { blocks: Vec::new(), next: ptr::null_mut(), left: 0, heap_bytes: 0 }
     }
 
-    fn new_block(&mut self, bytes: usize) -> *mut u8 {
+    fn heap_block(&mut self, bytes: usize) -> *mut u8 {
         let words = bytes.div_ceil(8);
         let block: *mut [u64] = Box::into_raw(vec![0u64; words].into_boxed_slice());
-        self.blocks.push(block);
+        self.blocks.push(ArenaBlock::Heap(block));
         block.cast::<u8>()
+    }
+
+    /// A fresh block for small nodes: `(start, bytes)`.
+    fn shared_block(&mut self) -> (*mut u8, usize) {
+        if self.heap_bytes >= HEAP_ARENA_BYTES {
+            if let Some(at) = map_huge_block() {
+                self.blocks.push(ArenaBlock::Mapped(at));
+                return (at, HUGE_BLOCK_BYTES);
+            }
+        }
+        self.heap_bytes += BLOCK_BYTES;
+        (self.heap_block(BLOCK_BYTES), BLOCK_BYTES)
     }
 
     /// `bytes` (a multiple of 8) of zeroed, 8-aligned memory.
     fn alloc(&mut self, bytes: usize) -> *mut u8 {
         debug_assert_eq!(bytes % 8, 0);
         if bytes > BLOCK_BYTES / 4 {
-            return self.new_block(bytes);
+            return self.heap_block(bytes);
         }
         if bytes > self.left {
-            self.next = self.new_block(BLOCK_BYTES);
-            self.left = BLOCK_BYTES;
+            (self.next, self.left) = self.shared_block();
         }
         let at = self.next;
         // SAFETY: `bytes <= left`, so the result stays inside the current block.
@@ -381,13 +419,69 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
-        for &block in &self.blocks {
-            // SAFETY: each pointer came from `Box::into_raw` in `new_block`
-            // and is freed once, here; no node outlives the list (contract 3:
-            // iterators keep their memtable, and so the list, alive).
-            drop(unsafe { Box::from_raw(block) });
+        for block in &self.blocks {
+            match *block {
+                // SAFETY: each pointer came from `Box::into_raw` in
+                // `heap_block` and is freed once, here; no node outlives the
+                // list (contract 3: iterators keep their memtable, and so the
+                // list, alive).
+                ArenaBlock::Heap(b) => drop(unsafe { Box::from_raw(b) }),
+                ArenaBlock::Mapped(at) => unmap_huge_block(at),
+            }
         }
     }
+}
+
+/// A zeroed, [`HUGE_BLOCK_BYTES`]-aligned anonymous mapping of that size,
+/// advised as a huge page; `None` when the system refuses the mapping.
+#[cfg(target_os = "linux")]
+fn map_huge_block() -> Option<*mut u8> {
+    let len = 2 * HUGE_BLOCK_BYTES;
+    // SAFETY: a fresh private anonymous mapping aliases nothing; the parts
+    // unmapped below are within it and never handed out.
+    unsafe {
+        let p = libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        let start = p as usize;
+        let aligned = (start + HUGE_BLOCK_BYTES - 1) & !(HUGE_BLOCK_BYTES - 1);
+        let head = aligned - start;
+        let tail = len - head - HUGE_BLOCK_BYTES;
+        if head > 0 {
+            libc::munmap(p, head);
+        }
+        if tail > 0 {
+            libc::munmap((aligned + HUGE_BLOCK_BYTES) as *mut libc::c_void, tail);
+        }
+        // A hint: without transparent huge pages the block is ordinary pages.
+        libc::madvise(aligned as *mut libc::c_void, HUGE_BLOCK_BYTES, libc::MADV_HUGEPAGE);
+        Some(aligned as *mut u8)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn map_huge_block() -> Option<*mut u8> {
+    None
+}
+
+/// Gives back a block of [`map_huge_block`].
+fn unmap_huge_block(at: *mut u8) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `at` is a mapping of `HUGE_BLOCK_BYTES` from `map_huge_block`,
+    // unmapped once, when its arena (and so every node in it) goes.
+    unsafe {
+        libc::munmap(at.cast(), HUGE_BLOCK_BYTES);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = at;
 }
 
 /// Most level-0 steps an insert takes from its prefix's hint (contract 7)
@@ -2136,6 +2230,62 @@ mod tests {
         list.insert(&ikey(2, 1), &vec![9; BLOCK_BYTES]);
         assert!(list.memory_usage() - one >= BLOCK_BYTES + 16 + 8 + 12);
         assert_eq!(list.lower_bound(&ikey(2, 1)).unwrap().1, &vec![9; BLOCK_BYTES][..]);
+    }
+
+    #[test]
+    fn an_arena_past_its_heap_blocks_hands_out_zeroed_disjoint_memory_from_mappings() {
+        let mut arena = Arena::new();
+        // Sizes of every kind of small node, past the heap blocks and
+        // through several mapped ones.
+        let sizes = [8usize, 24, 120, 1000, 4096, BLOCK_BYTES / 4];
+        let mut got: Vec<(*mut u8, usize)> = Vec::new();
+        let mut total = 0;
+        let mut i = 0;
+        while total < HEAP_ARENA_BYTES + 3 * HUGE_BLOCK_BYTES {
+            let n = sizes[i % sizes.len()];
+            let at = arena.alloc(n);
+            assert_eq!(at as usize % 8, 0, "allocation {i} not 8-aligned");
+            // SAFETY: `alloc` returned `n` bytes this test owns.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(at, n) };
+            assert!(bytes.iter().all(|&b| b == 0), "allocation {i} of {n} bytes not zeroed");
+            bytes.fill((i % 251) as u8 + 1);
+            got.push((at, n));
+            total += n;
+            i += 1;
+        }
+        let mapped = arena.blocks.iter().filter(|b| matches!(b, ArenaBlock::Mapped(_))).count();
+        if cfg!(target_os = "linux") {
+            assert!(mapped >= 3, "{mapped} mapped blocks after {total} bytes");
+            for b in &arena.blocks {
+                if let ArenaBlock::Mapped(at) = b {
+                    assert_eq!(*at as usize % HUGE_BLOCK_BYTES, 0, "a mapped block is not aligned to its size");
+                }
+            }
+        }
+        let heap: usize = arena.blocks.iter().filter(|b| matches!(b, ArenaBlock::Heap(_))).count() * BLOCK_BYTES;
+        assert!(heap <= HEAP_ARENA_BYTES + BLOCK_BYTES, "{heap} bytes of heap blocks");
+        // Nothing written later overwrote anything written before.
+        for (i, &(at, n)) in got.iter().enumerate() {
+            // SAFETY: as above; the arena is still alive.
+            let bytes = unsafe { std::slice::from_raw_parts(at, n) };
+            assert!(bytes.iter().all(|&b| b == (i % 251) as u8 + 1), "allocation {i} of {n} bytes was overwritten");
+        }
+    }
+
+    #[test]
+    fn a_list_larger_than_its_heap_blocks_keeps_every_entry() {
+        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 14);
+        let value = |i: u32| vec![(i % 256) as u8; 100 + (i % 300) as usize];
+        let n = 40_000u32;
+        for i in 0..n {
+            list.insert(&ikey(i.wrapping_mul(2_654_435_761), 1), &value(i));
+        }
+        assert!(list.memory_usage() > HEAP_ARENA_BYTES + 2 * HUGE_BLOCK_BYTES, "{}", list.memory_usage());
+        for i in 0..n {
+            let k = ikey(i.wrapping_mul(2_654_435_761), 1);
+            let (key, v) = list.lower_bound(&k).expect("present");
+            assert_eq!((key, v), (&k[..], &value(i)[..]), "entry {i}");
+        }
     }
 
     #[test]
