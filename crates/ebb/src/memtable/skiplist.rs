@@ -339,17 +339,17 @@ fn prefetch_node(node: *const Node) {
 }
 
 /// Bytes an arena takes in [`BLOCK_BYTES`] heap blocks before it maps
-/// [`HUGE_BLOCK_BYTES`] ones: a memtable of a quiet column family stays small.
+/// [`MAPPED_BLOCK_BYTES`] ones: a memtable of a quiet column family stays small.
 const HEAP_ARENA_BYTES: usize = 1 << 20;
-/// A mapped arena block: one transparent huge page on Linux.
-const HUGE_BLOCK_BYTES: usize = 2 << 20;
+/// A mapped arena block.
+const MAPPED_BLOCK_BYTES: usize = 2 << 20;
 
 /// One arena block and how it is given back.
 enum ArenaBlock {
     /// A zeroed heap block, as the raw pointer its `Box` was turned into.
     Heap(*mut [u64]),
-    /// An anonymous private mapping of [`HUGE_BLOCK_BYTES`], unmapped when
-    /// the list goes.
+    /// An anonymous private mapping of [`MAPPED_BLOCK_BYTES`], given back
+    /// ([`give_back_mapped_block`]) when the list goes.
     Mapped(*mut u8),
 }
 
@@ -357,14 +357,13 @@ enum ArenaBlock {
 ///
 /// The first [`HEAP_ARENA_BYTES`] come from the heap in [`BLOCK_BYTES`]
 /// blocks; past them, on Linux, blocks are anonymous mappings of
-/// [`HUGE_BLOCK_BYTES`], aligned to it and advised as huge pages
-/// (`MADV_HUGEPAGE`, a hint the kernel may ignore). Two reasons: a
-/// memtable's memory goes back to the system when the memtable is freed
-/// (heap blocks of a flushed memtable stayed resident, between the block
-/// cache's allocations, as free heap the next memtable did not always
-/// reuse); and a descent through a large memtable meets a new page at
-/// almost every node, which huge pages cover with fewer TLB entries. A
-/// mapping that fails falls back to a heap block.
+/// [`MAPPED_BLOCK_BYTES`] of their own. A memtable's memory then never lies
+/// in the heap between the block cache's and the compactions' allocations:
+/// W5's overwrite, whose flushed memtables' heap blocks stayed resident
+/// among them, peaked 70-120 MB higher (docs/benchmarks.md). A freed
+/// memtable's mapped blocks are kept for the next memtables up to
+/// [`KEPT_BLOCKS`] and unmapped past that. A mapping that fails falls back
+/// to a heap block.
 struct Arena {
     blocks: Vec<ArenaBlock>,
     /// Free space of the current block.
@@ -389,9 +388,9 @@ impl Arena {
     /// A fresh block for small nodes: `(start, bytes)`.
     fn shared_block(&mut self) -> (*mut u8, usize) {
         if self.heap_bytes >= HEAP_ARENA_BYTES {
-            if let Some(at) = map_huge_block() {
+            if let Some(at) = take_mapped_block() {
                 self.blocks.push(ArenaBlock::Mapped(at));
-                return (at, HUGE_BLOCK_BYTES);
+                return (at, MAPPED_BLOCK_BYTES);
             }
         }
         self.heap_bytes += BLOCK_BYTES;
@@ -426,59 +425,81 @@ impl Drop for Arena {
                 // list (contract 3: iterators keep their memtable, and so the
                 // list, alive).
                 ArenaBlock::Heap(b) => drop(unsafe { Box::from_raw(b) }),
-                ArenaBlock::Mapped(at) => unmap_huge_block(at),
+                // No node outlives the list (as above): the block is free.
+                ArenaBlock::Mapped(at) => give_back_mapped_block(at),
             }
         }
     }
 }
 
-/// A zeroed, [`HUGE_BLOCK_BYTES`]-aligned anonymous mapping of that size,
-/// advised as a huge page; `None` when the system refuses the mapping.
+/// Mapped blocks of freed memtables, kept (by address) for the next
+/// memtables of the process: a block mapped afresh costs a page fault per
+/// page on first touch, which on W1's fills cost more than the heap's reuse
+/// of a freed memtable's memory did (3 to 10 % of a fill's time); a kept
+/// block costs one pass zeroing it. At most [`KEPT_BLOCKS`]; the rest are
+/// unmapped.
+static KEPT: parking_lot::Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
+/// Most blocks [`KEPT`] holds: one default memtable's worth (64 MiB).
+const KEPT_BLOCKS: usize = 32;
+
+/// A zeroed mapped block: a kept one, or a new mapping.
+fn take_mapped_block() -> Option<*mut u8> {
+    let kept = KEPT.lock().pop();
+    match kept {
+        Some(at) => {
+            let at = at as *mut u8;
+            // SAFETY: a kept block is a whole mapping of `MAPPED_BLOCK_BYTES`
+            // that no arena holds any more (`give_back_mapped_block`), taken
+            // out of `KEPT` under its lock by this call only.
+            unsafe { ptr::write_bytes(at, 0, MAPPED_BLOCK_BYTES) };
+            Some(at)
+        }
+        None => map_block(),
+    }
+}
+
+/// A block whose arena is gone: kept for the next memtable, or unmapped when
+/// [`KEPT`] is full.
+fn give_back_mapped_block(at: *mut u8) {
+    let mut kept = KEPT.lock();
+    if kept.len() < KEPT_BLOCKS {
+        kept.push(at as usize);
+        return;
+    }
+    drop(kept);
+    unmap_block(at);
+}
+
+/// A zeroed anonymous mapping of [`MAPPED_BLOCK_BYTES`]; `None` when the
+/// system refuses it.
 #[cfg(target_os = "linux")]
-fn map_huge_block() -> Option<*mut u8> {
-    let len = 2 * HUGE_BLOCK_BYTES;
-    // SAFETY: a fresh private anonymous mapping aliases nothing; the parts
-    // unmapped below are within it and never handed out.
-    unsafe {
-        let p = libc::mmap(
+fn map_block() -> Option<*mut u8> {
+    // SAFETY: a fresh private anonymous mapping aliases nothing.
+    let p = unsafe {
+        libc::mmap(
             ptr::null_mut(),
-            len,
+            MAPPED_BLOCK_BYTES,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
-        );
-        if p == libc::MAP_FAILED {
-            return None;
-        }
-        let start = p as usize;
-        let aligned = (start + HUGE_BLOCK_BYTES - 1) & !(HUGE_BLOCK_BYTES - 1);
-        let head = aligned - start;
-        let tail = len - head - HUGE_BLOCK_BYTES;
-        if head > 0 {
-            libc::munmap(p, head);
-        }
-        if tail > 0 {
-            libc::munmap((aligned + HUGE_BLOCK_BYTES) as *mut libc::c_void, tail);
-        }
-        // A hint: without transparent huge pages the block is ordinary pages.
-        libc::madvise(aligned as *mut libc::c_void, HUGE_BLOCK_BYTES, libc::MADV_HUGEPAGE);
-        Some(aligned as *mut u8)
-    }
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p.cast::<u8>())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn map_huge_block() -> Option<*mut u8> {
+fn map_block() -> Option<*mut u8> {
     None
 }
 
-/// Gives back a block of [`map_huge_block`].
-fn unmap_huge_block(at: *mut u8) {
+/// Unmaps a block of [`map_block`].
+fn unmap_block(at: *mut u8) {
     #[cfg(target_os = "linux")]
-    // SAFETY: `at` is a mapping of `HUGE_BLOCK_BYTES` from `map_huge_block`,
-    // unmapped once, when its arena (and so every node in it) goes.
+    // SAFETY: `at` is a mapping of `MAPPED_BLOCK_BYTES` from `map_block`,
+    // unmapped once, when no arena holds it and `KEPT` had no room for it.
     unsafe {
-        libc::munmap(at.cast(), HUGE_BLOCK_BYTES);
+        libc::munmap(at.cast(), MAPPED_BLOCK_BYTES);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = at;
@@ -2232,43 +2253,63 @@ mod tests {
         assert_eq!(list.lower_bound(&ikey(2, 1)).unwrap().1, &vec![9; BLOCK_BYTES][..]);
     }
 
-    #[test]
-    fn an_arena_past_its_heap_blocks_hands_out_zeroed_disjoint_memory_from_mappings() {
-        let mut arena = Arena::new();
-        // Sizes of every kind of small node, past the heap blocks and
-        // through several mapped ones.
+    /// Allocates past an arena's heap blocks and through several mapped
+    /// ones, checking each allocation is aligned and zeroed and writing
+    /// `tag`-derived bytes into it; then checks nothing was overwritten.
+    fn fill_arena(arena: &mut Arena, tag: usize) {
+        // Sizes of every kind of small node.
         let sizes = [8usize, 24, 120, 1000, 4096, BLOCK_BYTES / 4];
         let mut got: Vec<(*mut u8, usize)> = Vec::new();
         let mut total = 0;
-        let mut i = 0;
-        while total < HEAP_ARENA_BYTES + 3 * HUGE_BLOCK_BYTES {
+        let byte = |i: usize| ((i + tag) % 251) as u8 + 1;
+        while total < HEAP_ARENA_BYTES + 3 * MAPPED_BLOCK_BYTES {
+            let i = got.len();
             let n = sizes[i % sizes.len()];
             let at = arena.alloc(n);
             assert_eq!(at as usize % 8, 0, "allocation {i} not 8-aligned");
             // SAFETY: `alloc` returned `n` bytes this test owns.
             let bytes = unsafe { std::slice::from_raw_parts_mut(at, n) };
             assert!(bytes.iter().all(|&b| b == 0), "allocation {i} of {n} bytes not zeroed");
-            bytes.fill((i % 251) as u8 + 1);
+            bytes.fill(byte(i));
             got.push((at, n));
             total += n;
-            i += 1;
         }
         let mapped = arena.blocks.iter().filter(|b| matches!(b, ArenaBlock::Mapped(_))).count();
         if cfg!(target_os = "linux") {
             assert!(mapped >= 3, "{mapped} mapped blocks after {total} bytes");
-            for b in &arena.blocks {
-                if let ArenaBlock::Mapped(at) = b {
-                    assert_eq!(*at as usize % HUGE_BLOCK_BYTES, 0, "a mapped block is not aligned to its size");
-                }
-            }
         }
-        let heap: usize = arena.blocks.iter().filter(|b| matches!(b, ArenaBlock::Heap(_))).count() * BLOCK_BYTES;
+        let heap = arena.blocks.iter().filter(|b| matches!(b, ArenaBlock::Heap(_))).count() * BLOCK_BYTES;
         assert!(heap <= HEAP_ARENA_BYTES + BLOCK_BYTES, "{heap} bytes of heap blocks");
-        // Nothing written later overwrote anything written before.
         for (i, &(at, n)) in got.iter().enumerate() {
             // SAFETY: as above; the arena is still alive.
             let bytes = unsafe { std::slice::from_raw_parts(at, n) };
-            assert!(bytes.iter().all(|&b| b == (i % 251) as u8 + 1), "allocation {i} of {n} bytes was overwritten");
+            assert!(bytes.iter().all(|&b| b == byte(i)), "allocation {i} of {n} bytes was overwritten");
+        }
+    }
+
+    #[test]
+    fn an_arena_past_its_heap_blocks_hands_out_zeroed_disjoint_memory_from_mappings() {
+        // Each arena's blocks are given back when it goes, and the next
+        // ones take them again (unless another test's arena took them
+        // first): what they hand out is zeroed all the same.
+        for tag in 0..4 {
+            let mut arena = Arena::new();
+            fill_arena(&mut arena, tag);
+        }
+    }
+
+    #[test]
+    fn kept_blocks_come_back_zeroed() {
+        if cfg!(not(target_os = "linux")) {
+            return;
+        }
+        for round in 0..8u8 {
+            let at = take_mapped_block().expect("a block");
+            // SAFETY: a whole block this test holds.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(at, MAPPED_BLOCK_BYTES) };
+            assert!(bytes.iter().all(|&b| b == 0), "round {round}: a block came back dirty");
+            bytes.fill(round + 1);
+            give_back_mapped_block(at);
         }
     }
 
@@ -2280,7 +2321,7 @@ mod tests {
         for i in 0..n {
             list.insert(&ikey(i.wrapping_mul(2_654_435_761), 1), &value(i));
         }
-        assert!(list.memory_usage() > HEAP_ARENA_BYTES + 2 * HUGE_BLOCK_BYTES, "{}", list.memory_usage());
+        assert!(list.memory_usage() > HEAP_ARENA_BYTES + 2 * MAPPED_BLOCK_BYTES, "{}", list.memory_usage());
         for i in 0..n {
             let k = ikey(i.wrapping_mul(2_654_435_761), 1);
             let (key, v) = list.lower_bound(&k).expect("present");
