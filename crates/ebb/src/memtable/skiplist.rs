@@ -360,7 +360,8 @@ enum ArenaBlock {
 /// [`MAPPED_BLOCK_BYTES`] of their own. A memtable's memory then never lies
 /// in the heap between the block cache's and the compactions' allocations:
 /// W5's overwrite, whose flushed memtables' heap blocks stayed resident
-/// among them, peaked 70-120 MB higher (docs/benchmarks.md). A freed
+/// among them, peaked at 520-590 MB before and 463-493 MB after
+/// (docs/benchmarks.md, "Memtables outside the heap"). A freed
 /// memtable's mapped blocks are kept for the next memtables up to
 /// [`KEPT_BLOCKS`] and unmapped past that. A mapping that fails falls back
 /// to a heap block.
@@ -435,7 +436,7 @@ impl Drop for Arena {
 /// Mapped blocks of freed memtables, kept (by address) for the next
 /// memtables of the process: a block mapped afresh costs a page fault per
 /// page on first touch, which on W1's fills cost more than the heap's reuse
-/// of a freed memtable's memory did (3 to 10 % of a fill's time); a kept
+/// of a freed memtable's memory did (1 to 12 % of a fill's time); a kept
 /// block costs one pass zeroing it. At most [`KEPT_BLOCKS`]; the rest are
 /// unmapped.
 static KEPT: parking_lot::Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
