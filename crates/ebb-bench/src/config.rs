@@ -316,6 +316,9 @@ impl Config {
             if let Some(f) = ["options_preset", "options_file"].into_iter().find(|f| !flags.str(f).is_empty()) {
                 bail!("flag --{f} applies to the ebb engine only (it reads Ebb's presets and OPTIONS format)");
             }
+            if flags.u64("manifest_sync_delay_ms")? > 0 {
+                bail!("flag --manifest_sync_delay_ms applies to the ebb engine only (it wraps Ebb's filesystem)");
+            }
         }
         let db = Some(flags.str("db")).filter(|s| !s.is_empty()).map(PathBuf::from);
         let duration = match flags.i64("duration") {

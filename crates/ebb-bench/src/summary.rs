@@ -30,6 +30,9 @@ pub struct Work {
     pub jobs: Option<JobCounts>,
     /// The tuner's decisions (its mode and phase are those at the end).
     pub tuner: Option<TunerActivity>,
+    /// MANIFEST syncs `--manifest_sync_delay_ms` slowed, and the
+    /// microseconds they slept.
+    pub slowed_manifest_syncs: (u64, u64),
 }
 
 impl Work {
@@ -63,6 +66,10 @@ impl Work {
             stall_micros: after.stall_micros.saturating_sub(before.stall_micros),
             jobs,
             tuner,
+            slowed_manifest_syncs: (
+                after.slowed_manifest_syncs.0.saturating_sub(before.slowed_manifest_syncs.0),
+                after.slowed_manifest_syncs.1.saturating_sub(before.slowed_manifest_syncs.1),
+            ),
         }
     }
 
@@ -72,6 +79,8 @@ impl Work {
         self.flush_bytes += other.flush_bytes;
         self.compaction_bytes += other.compaction_bytes;
         self.stall_micros += other.stall_micros;
+        self.slowed_manifest_syncs.0 += other.slowed_manifest_syncs.0;
+        self.slowed_manifest_syncs.1 += other.slowed_manifest_syncs.1;
         if let Some(o) = &other.jobs {
             let j = self.jobs.get_or_insert_with(JobCounts::default);
             j.flushes += o.flushes;
@@ -216,6 +225,15 @@ pub fn render(rows: &[Row], end: &EngineMetrics) -> String {
             out,
             "  Writers were stalled {:.2} s in all (the engine slowed them while background work fell behind).",
             total.stall_micros as f64 / 1e6
+        );
+    }
+    let (slowed, slept) = total.slowed_manifest_syncs;
+    if slowed > 0 {
+        let _ = writeln!(
+            out,
+            "  MANIFEST syncs slowed by --manifest_sync_delay_ms: {slowed}, {:.2} s of delay in all (--histogram shows \
+             whether writes waited on them).",
+            slept as f64 / 1e6
         );
     }
     levels(&mut out, end);
@@ -370,6 +388,22 @@ mod tests {
         assert!(line("fillrandom").contains(" 25000     812.5"), "{text}");
         assert!(line("readrandom").contains(" 0.0          -         -"), "{text}");
         assert!(text.contains("--readers threads' point reads"), "{text}");
+    }
+
+    #[test]
+    fn slowed_manifest_syncs_are_counted_per_run_only_when_slowed() {
+        let zero = metrics(0, 0, 0, 0, 0);
+        let plain = render(&[row("fillrandom", &zero, &zero)], &zero);
+        assert!(!plain.contains("MANIFEST"), "nothing slowed, nothing said:\n{plain}");
+        let mid = EngineMetrics { slowed_manifest_syncs: (5, 100_000), ..zero.clone() };
+        let end = EngineMetrics { slowed_manifest_syncs: (12, 240_000), ..zero.clone() };
+        let text = render(&[row("fillrandom", &zero, &mid), row("overwrite", &mid, &end)], &end);
+        assert!(
+            text.contains("MANIFEST syncs slowed by --manifest_sync_delay_ms: 12, 0.24 s of delay in all"),
+            "{text}"
+        );
+        let later = render(&[row("overwrite", &mid, &end)], &end);
+        assert!(later.contains("slowed by --manifest_sync_delay_ms: 7, 0.14 s"), "the run's own syncs:\n{later}");
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn bad_combinations_exit_1() {
         (vec!["--trace_file=/nonexistent/trace.csv"], "trace file"),
         (vec!["--engine=leveldb"], "leveldb"),
         (vec!["--engine=rocksdb", "--options_preset=write"], "ebb engine only"),
+        (vec!["--engine=rocksdb", "--manifest_sync_delay_ms=20"], "ebb engine only"),
         (vec!["--options_preset=fastest", "--benchmarks=fillseq", "--num=10"], "fastest"),
         (vec!["--use_existing_db=true", "--benchmarks=readrandom"], "--db"),
     ] {

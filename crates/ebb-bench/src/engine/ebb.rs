@@ -8,6 +8,7 @@ use std::path::Path;
 use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::options_map;
+use super::slow_fs::{SlowManifestFs, SlowedSyncs};
 use super::{BatchOp, Direction, Engine, EngineMetrics, JobCounts, ScanStart, TunerActivity, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
@@ -26,6 +27,8 @@ pub struct EbbEngine {
     /// of every iterator (db_bench's `read_options_`).
     prefix_same_as_start: bool,
     total_order_seek: bool,
+    /// `--manifest_sync_delay_ms`: the MANIFEST syncs it slowed.
+    slowed_syncs: Option<std::sync::Arc<SlowedSyncs>>,
 }
 
 /// db_bench's `ColumnFamilyName(i)`.
@@ -222,6 +225,12 @@ impl EbbEngine {
         if !event_log.is_empty() {
             opts.listeners.push(std::sync::Arc::new(EventLog::create(Path::new(event_log))?));
         }
+        let delay_ms = flags.u64("manifest_sync_delay_ms")?;
+        let slowed_syncs = (delay_ms > 0).then(|| std::sync::Arc::new(SlowedSyncs::default()));
+        if let Some(slowed) = &slowed_syncs {
+            let delay = std::time::Duration::from_millis(delay_ms);
+            opts.fs = std::sync::Arc::new(SlowManifestFs::new(opts.fs.clone(), delay, std::sync::Arc::clone(slowed)));
+        }
         if fresh && path.exists() {
             Db::destroy(path, &opts).map_err(|e| BenchError::new(format!("cannot destroy {}: {e}", path.display())))?;
         }
@@ -245,6 +254,7 @@ impl EbbEngine {
             options: opts,
             prefix_same_as_start: flags.bool("prefix_same_as_start"),
             total_order_seek: flags.bool("total_order_seek"),
+            slowed_syncs,
         })
     }
 
@@ -421,6 +431,7 @@ impl Engine for EbbEngine {
                 catch_ups: m.tuning.catch_ups,
                 forced: m.tuning.forced,
             }),
+            slowed_manifest_syncs: self.slowed_syncs.as_ref().map_or((0, 0), |s| (s.count(), s.micros())),
         }
     }
 

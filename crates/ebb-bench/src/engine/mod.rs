@@ -10,6 +10,7 @@ pub mod ebb;
 pub mod options_map;
 #[cfg(feature = "rocksdb-peer")]
 pub mod rocksdb;
+pub mod slow_fs;
 
 use std::path::Path;
 
@@ -98,6 +99,9 @@ pub struct EngineMetrics {
     pub jobs: Option<JobCounts>,
     /// What the background tuner has done, for an engine that has one.
     pub tuner: Option<TunerActivity>,
+    /// MANIFEST syncs `--manifest_sync_delay_ms` slowed, and the
+    /// microseconds they slept (Ebb only; zeros without the flag).
+    pub slowed_manifest_syncs: (u64, u64),
 }
 
 /// Background jobs finished since open.

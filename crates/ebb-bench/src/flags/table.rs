@@ -201,6 +201,14 @@ pub const FLAGS: &[FlagSpec] = &[
     f("report_file", Str, "report.csv", Client, "CSV file for --report_interval_seconds"),
     f("json", Str, "", Client, "Write a JSON report (flags, results, interval series) to this file"),
     f("event_log", Str, "", Client, "Ebb: append tuning, flush, compaction and stall events to this file"),
+    f(
+        "manifest_sync_delay_ms",
+        UInt,
+        "0",
+        Client,
+        "Ebb: sleep this many ms in every sync of a MANIFEST file, as on a disk with slow fsyncs (fault \
+         injection for the version layer; the summary counts the syncs slowed)",
+    ),
     f("progress", Bool, "true", Client, "Show a progress bar when stderr is a terminal"),
     f(
         "summary",
