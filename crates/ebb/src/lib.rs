@@ -4,8 +4,8 @@
 //! # Layers
 //!
 //! Bottom up; a module imports only modules listed before it (`crate::` paths,
-//! root re-exports counted as the module that defines them). The test
-//! `tests/layers.rs` reads this list and fails on an upward import.
+//! a root re-export counted as the module this file re-exports it from). The
+//! test `tests/layers.rs` reads this list and fails on an upward import.
 //!
 //! 1. `error`: the error type.
 //! 2. `util`: coding, checksums, compression, small helpers.
@@ -65,7 +65,8 @@ macro_rules! internal_modules {
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the filesystem boundary
 // users may implement, what listeners are told, compaction filters,
-// comparators, merge operators and prefix extractors.
+// comparators, merge operators, prefix extractors and table property
+// collectors.
 pub mod cache;
 pub mod compaction_filter;
 pub mod comparator;

@@ -73,21 +73,25 @@ fn ident_at(s: &str) -> &str {
     &s[..end]
 }
 
-/// The first path segment of every `crate::` path in `line`, grouped
-/// imports (`crate::{a::B, C}`) included.
-fn crate_paths(line: &str) -> Vec<String> {
+/// The first path segment of every `crate::` path in `text`, grouped
+/// imports (`crate::{a::B, C}`, over several lines as rustfmt wraps them)
+/// included, with the byte offset where each segment starts.
+fn crate_paths_at(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(i) = rest.find("crate::") {
+    let mut at = 0;
+    while let Some(i) = text[at..].find("crate::") {
+        let found = at + i;
         let preceded_by_ident =
-            rest[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-        rest = &rest[i + "crate::".len()..];
+            text[..found].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        at = found + "crate::".len();
         if preceded_by_ident {
             continue;
         }
+        let rest = &text[at..];
         if let Some(group) = rest.strip_prefix('{') {
             // Top-level items of the group: the first segment after `{` and
             // after each comma at depth 0.
+            let base = at + 1;
             let mut depth = 0;
             let mut start = true;
             for (j, c) in group.char_indices() {
@@ -100,7 +104,7 @@ fn crate_paths(line: &str) -> Vec<String> {
                         start = false;
                         let id = ident_at(&group[j..]);
                         if !id.is_empty() {
-                            out.push(id.to_string());
+                            out.push((base + j, id.to_string()));
                         }
                     }
                     _ => {}
@@ -109,11 +113,16 @@ fn crate_paths(line: &str) -> Vec<String> {
         } else {
             let id = ident_at(rest);
             if !id.is_empty() {
-                out.push(id.to_string());
+                out.push((at, id.to_string()));
             }
         }
     }
     out
+}
+
+/// The first segments of [`crate_paths_at`], without their offsets.
+fn crate_paths(text: &str) -> Vec<String> {
+    crate_paths_at(text).into_iter().map(|(_, name)| name).collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -149,35 +158,33 @@ fn violations(src: &Path) -> Vec<String> {
             found.push(format!("{}: module `{module}` is not in lib.rs's layer list", rel.display()));
             continue;
         };
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (n, line) in strip_comments(&text).lines().enumerate() {
-            for name in crate_paths(line) {
-                let target = if rank.contains_key(name.as_str()) {
-                    name.clone()
-                } else if let Some(m) = reexports.get(&name) {
-                    m.clone()
-                } else {
-                    found.push(format!(
-                        "{}:{}: `crate::{name}` is neither a module nor a root re-export",
-                        rel.display(),
-                        n + 1
-                    ));
-                    continue;
-                };
-                if target == module {
-                    continue;
-                }
-                match rank.get(target.as_str()) {
-                    Some(&r) if r < own => {}
-                    Some(_) => found.push(format!(
-                        "{}:{}: `{module}` imports `{target}` (via `crate::{name}`), which is not below it",
-                        rel.display(),
-                        n + 1
-                    )),
-                    None => {
-                        found.push(format!("{}:{}: `{target}` is not in lib.rs's layer list", rel.display(), n + 1))
-                    }
-                }
+        let text = strip_comments(&std::fs::read_to_string(&file).unwrap());
+        let line_of = |offset: usize| text[..offset].matches('\n').count();
+        for (offset, name) in crate_paths_at(&text) {
+            let n = line_of(offset);
+            let target = if rank.contains_key(name.as_str()) {
+                name.clone()
+            } else if let Some(m) = reexports.get(&name) {
+                m.clone()
+            } else {
+                found.push(format!(
+                    "{}:{}: `crate::{name}` is neither a module nor a root re-export",
+                    rel.display(),
+                    n + 1
+                ));
+                continue;
+            };
+            if target == module {
+                continue;
+            }
+            match rank.get(target.as_str()) {
+                Some(&r) if r < own => {}
+                Some(_) => found.push(format!(
+                    "{}:{}: `{module}` imports `{target}` (via `crate::{name}`), which is not below it",
+                    rel.display(),
+                    n + 1
+                )),
+                None => found.push(format!("{}:{}: `{target}` is not in lib.rs's layer list", rel.display(), n + 1)),
             }
         }
     }
@@ -200,6 +207,7 @@ fn the_check_finds_an_upward_import_and_an_unlisted_module() {
     let reader = copy.join("sst/table_reader.rs");
     let mut text = std::fs::read_to_string(&reader).unwrap();
     text.push_str("\n#[allow(dead_code)]\nfn upward(_: &crate::Db) {}\n");
+    text.push_str("#[allow(unused_imports)]\nuse crate::{\n    key,\n    compaction::CompactionJob,\n};\n");
     std::fs::write(&reader, text).unwrap();
     std::fs::write(copy.join("stray.rs"), "use crate::key::InternalKey;\n").unwrap();
     let found = violations(&copy);
@@ -207,8 +215,12 @@ fn the_check_finds_an_upward_import_and_an_unlisted_module() {
         found.iter().any(|v| v.starts_with("sst/table_reader.rs:") && v.contains("`sst` imports `db`")),
         "{found:?}"
     );
+    assert!(
+        found.iter().any(|v| v.starts_with("sst/table_reader.rs:") && v.contains("`sst` imports `compaction`")),
+        "a group wrapped over lines is read: {found:?}"
+    );
     assert!(found.iter().any(|v| v.contains("module `stray` is not in lib.rs's layer list")), "{found:?}");
-    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found.len(), 3, "{found:?}");
 }
 
 #[test]
@@ -217,6 +229,13 @@ fn paths_are_read_from_plain_and_grouped_imports_and_comments_are_not() {
     assert_eq!(crate_paths("use crate::{Error, key::{A, B}, wal::LogWriter};"), ["Error", "key", "wal"]);
     assert_eq!(crate_paths("let x = crate::Options::default(); f(crate::db::Db)"), ["Options", "db"]);
     assert_eq!(crate_paths("$crate::kill_points::hit()"), Vec::<String>::new());
+    // A group rustfmt wraps over lines: every item, at its own line.
+    let wrapped = "use crate::{\n    error::Result,\n    sst::{Block, Table},\n};\nuse crate::key::A;\n";
+    let at: Vec<(usize, String)> = crate_paths_at(wrapped)
+        .into_iter()
+        .map(|(offset, name)| (wrapped[..offset].matches('\n').count() + 1, name))
+        .collect();
+    assert_eq!(at, [(2, "error".to_string()), (3, "sst".to_string()), (5, "key".to_string())]);
     assert!(strip_comments("/// see [`crate::db::Db`]\nlet a = 1; // crate::db").find("crate::").is_none());
 }
 

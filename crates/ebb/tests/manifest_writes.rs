@@ -176,6 +176,40 @@ fn writes_go_on_while_a_flush_syncs_the_manifest() {
     assert_eq!(db.metrics().files_per_level.first(), Some(&1), "the flush installed its table");
 }
 
+/// A flush whose edit rolls a new MANIFEST (the open one is over
+/// `max_manifest_file_size`) writes the whole state into it, syncs it and
+/// points CURRENT at it with the mutex released, as an append is written:
+/// RocksDB writes its new descriptor without the mutex too.
+#[test]
+fn writes_go_on_while_a_flush_rolls_a_new_manifest() {
+    let fs = MemFs::new();
+    let (mut o, gate) = gated(&fs);
+    o.write_buffer_size = 1 << 20;
+    // Every MANIFEST is over its size once anything is in it.
+    o.max_manifest_file_size = 1;
+    let db = Arc::new(Db::open(DB, o).unwrap());
+    let current = || fs.read_file(Path::new("/db/CURRENT")).unwrap();
+    let before = current();
+    for i in 0..50 {
+        db.put(&key(i), &value(i, 0)).unwrap();
+    }
+    write_while_held(&db, &gate, Held::ManifestSync, |db| db.flush(true), "the sync of a new MANIFEST");
+    assert_ne!(current(), before, "the flush's edit went into a new MANIFEST");
+    for i in 0..50 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
+    }
+    let manifests =
+        |fs: &MemFs| fs.list_dir(Path::new(DB)).unwrap().into_iter().filter(|n| n.starts_with("MANIFEST-")).count();
+    db.flush(true).unwrap();
+    db.wait_for_compact().unwrap();
+    assert_eq!(manifests(&fs), 1, "the MANIFESTs the rolls replaced were deleted");
+    drop(db);
+    let db = Db::open(DB, tiny_options(None).with_fs(Arc::new(fs.clone()))).unwrap();
+    for i in 0..50 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)), "after a reopen");
+    }
+}
+
 #[test]
 fn writes_go_on_while_a_compaction_deletes_its_inputs() {
     let fs = MemFs::new();

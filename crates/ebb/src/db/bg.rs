@@ -649,7 +649,7 @@ impl DbInner {
                 // for the next job's look (db/version_edits.rs, contract 2);
                 // the work done, look once more here, so the files the jobs
                 // made obsolete are gone unless still held.
-                if !purged && st.obsolete.pending() {
+                if !purged && (st.obsolete.pending() || st.versions.has_retired_manifests()) {
                     purged = true;
                     self.delete_obsolete_files(&mut st);
                     continue;

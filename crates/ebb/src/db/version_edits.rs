@@ -12,13 +12,15 @@
 //!
 //! Contract:
 //! 1. [`DbInner::log_and_apply`] checks and encodes the edits under the
-//!    mutex, appends and syncs them with the mutex released, and installs
-//!    the new state under it again. One MANIFEST write is in flight at a
+//!    mutex, writes them with the mutex released (appended to the open
+//!    MANIFEST and synced, or, when a new MANIFEST is due, a new one with
+//!    the whole state and CURRENT switched to it), and installs the new
+//!    state under it again. One MANIFEST write is in flight at a
 //!    time. Jobs queue their edits (`DbState::manifest_queue`, oldest
 //!    first); the job at the front, once no write is in flight, leads: it
 //!    takes the edits of every job queued behind it, prepares them against
-//!    the current state as one batch, writes them in one append and one
-//!    sync, installs them, and hands each job its result (RocksDB's
+//!    the current state as one batch, writes them with one sync, installs
+//!    them, and hands each job its result (RocksDB's
 //!    `LogAndApply` with its manifest writer queue). A column family drop
 //!    goes alone. Readers see the old version until the new one is
 //!    installed, so nothing is visible before its edit is durable (version
@@ -46,7 +48,10 @@
 //!    scan deletes no table or blob file that no version lists
 //!    ([`VersionSet::manifest_uncertain`]).
 //! 3. A leader that unwinds (an injected panic) gives the MANIFEST writer up
-//!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST.
+//!    ([`VersionSet::abandon_write`]): the next edit starts a new MANIFEST,
+//!    and until it is installed the MANIFEST CURRENT names may hold the
+//!    given-up edit, so no table or blob file that no version lists is
+//!    deleted ([`VersionSet::manifest_uncertain`]).
 //!    The other jobs of its batch go back to the front of the queue, in
 //!    order, and waiters are woken, so the next leader writes their edits
 //!    and no job waits forever.
@@ -340,7 +345,6 @@ impl DbInner {
         } else {
             match leading.st.versions.prepare(all) {
                 Err(e) => Err(e),
-                Ok(prepared) if !prepared.needs_write() => leading.st.versions.install(prepared, Ok(())),
                 Ok(mut prepared) => {
                     leading.writing = true;
                     let written = MutexGuard::unlocked(leading.st, || prepared.write());
@@ -432,6 +436,11 @@ impl DbInner {
             files.push(ObsoleteFile { kind: filename::FileType::Wal, number, name: None });
         }
         self.wal_sealer.forget_below(log_number);
+        // A MANIFEST a roll replaced: CURRENT names the new one.
+        for number in st.versions.take_retired_manifests() {
+            let name = filename::manifest_file(&self.dir, number).file_name().map(|n| n.to_string_lossy().into_owned());
+            files.push(ObsoleteFile { kind: filename::FileType::Manifest, number, name });
+        }
         let versions = &st.versions;
         st.obsolete.tables.retain(|t| {
             let held = t.meta.strong_count() > 0;

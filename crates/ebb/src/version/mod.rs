@@ -267,33 +267,59 @@ pub struct VersionSet {
     /// lists ([`VersionSet::manifest_uncertain`]).
     uncertain: bool,
     max_manifest_size: u64,
+    /// MANIFESTs a roll replaced, to be deleted without the db mutex
+    /// ([`VersionSet::take_retired_manifests`]).
+    retired_manifests: Vec<u64>,
 }
 
-/// Edits checked and encoded under the db mutex, to be appended to the
+/// Edits checked and encoded under the db mutex, to be written to the
 /// MANIFEST without it ([`VersionSet::prepare`]).
 pub struct PreparedEdits {
     next: BTreeMap<u32, FamilyVersions>,
     max_column_family: u32,
-    /// The MANIFEST's writer and the records to append to it; `None` when
-    /// the edits are already durable in a new MANIFEST.
-    append: Option<(LogWriter, Vec<Vec<u8>>)>,
+    write: PendingWrite,
+}
+
+/// What [`PreparedEdits::write`] writes.
+enum PendingWrite {
+    /// The edits' records, appended to the open MANIFEST with its writer.
+    Append(LogWriter, Vec<Vec<u8>>),
+    /// A new MANIFEST holding the whole state, edits included.
+    Roll(Box<PendingRoll>),
+}
+
+/// A new MANIFEST to write: its number, its snapshot's records, and once
+/// written, its writer or how far a failure got.
+struct PendingRoll {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    number: u64,
+    records: Vec<Vec<u8>>,
+    writer: Option<LogWriter>,
+    /// CURRENT began to change: it may name the new MANIFEST.
+    current_touched: bool,
 }
 
 impl PreparedEdits {
-    /// Whether [`PreparedEdits::write`] has anything to write.
-    pub fn needs_write(&self) -> bool {
-        self.append.is_some()
-    }
-
-    /// Appends the records to the MANIFEST and syncs it. Needs no lock: the
-    /// writer is this value's alone until [`VersionSet::install`].
+    /// Appends the records to the MANIFEST and syncs it, or writes the new
+    /// MANIFEST a roll needs and points CURRENT at it. Needs no lock: the
+    /// writer, or the new file, is this value's alone until
+    /// [`VersionSet::install`].
     pub fn write(&mut self) -> Result<()> {
-        let Some((writer, records)) = self.append.as_mut() else { return Ok(()) };
-        kill_point!("manifest_append");
-        for record in records.iter() {
-            writer.add_record(record)?;
+        match &mut self.write {
+            PendingWrite::Append(writer, records) => {
+                kill_point!("manifest_append");
+                for record in records.iter() {
+                    writer.add_record(record)?;
+                }
+                writer.sync()
+            }
+            PendingWrite::Roll(roll) => {
+                let PendingRoll { fs, dir, number, records, writer, current_touched } = &mut **roll;
+                *writer = Some(write_manifest_records(fs.as_ref(), dir, *number, records, current_touched)?);
+                Ok(())
+            }
         }
-        writer.sync()
     }
 }
 
@@ -752,6 +778,7 @@ impl VersionSet {
             writer_out: false,
             uncertain: false,
             max_manifest_size,
+            retired_manifests: Vec::new(),
         };
         Ok((versions, report))
     }
@@ -863,10 +890,16 @@ impl VersionSet {
     ) -> Result<()> {
         let mut prepared = self.prepare_with(edits, shape_for, new_manifest)?;
         let written = prepared.write();
-        self.install(prepared, written)
+        self.install(prepared, written)?;
+        // Written with the caller's lock held anyway: the MANIFEST it
+        // replaced goes now.
+        for number in self.take_retired_manifests() {
+            let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
+        }
+        Ok(())
     }
 
-    /// Whether a MANIFEST append prepared by [`VersionSet::prepare`] is
+    /// Whether a MANIFEST write prepared by [`VersionSet::prepare`] is
     /// being written: no other edit may be prepared until it is installed.
     pub fn manifest_busy(&self) -> bool {
         self.writer_out
@@ -882,16 +915,31 @@ impl VersionSet {
         self.uncertain
     }
 
+    /// The numbers of the MANIFESTs that installed rolls replaced, for the
+    /// caller to delete without the db mutex (CURRENT names another, and
+    /// nothing reads them).
+    pub fn take_retired_manifests(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.retired_manifests)
+    }
+
+    /// Whether a roll has replaced a MANIFEST not yet taken for deletion.
+    pub fn has_retired_manifests(&self) -> bool {
+        !self.retired_manifests.is_empty()
+    }
+
     /// The first of three steps that record `edits` (which add no column
     /// family) durably in the MANIFEST and install them (the db's
     /// `log_and_apply`), under the db mutex: checks `edits` against the
-    /// current state and builds the next one. Each edit must be correct on
-    /// its own: a crash may keep a prefix of them. When the edits are to be appended to the open MANIFEST, the
-    /// records and the MANIFEST's writer go into the result, to be written
-    /// by [`PreparedEdits::write`] without the mutex; until
-    /// [`VersionSet::install`] takes them back, [`VersionSet::manifest_busy`]
-    /// holds and this refuses. When a new MANIFEST is due (none open, or the
-    /// open one over `max_manifest_size`), it is written here, whole.
+    /// current state and builds the next one, one version per family the
+    /// edits change (all of a family's edits go into one builder). Each
+    /// edit must be correct on its own: a crash may keep a prefix of them.
+    /// The result holds what [`PreparedEdits::write`] writes without the
+    /// mutex: the records and the MANIFEST's writer, or, when a new
+    /// MANIFEST is due (none open, or the open one over
+    /// `max_manifest_size`), the encoded snapshot of the whole state for a
+    /// new one (RocksDB writes its new descriptor with the mutex released
+    /// too). Until [`VersionSet::install`] takes it back,
+    /// [`VersionSet::manifest_busy`] holds and this refuses.
     pub fn prepare(&mut self, edits: Vec<VersionEdit>) -> Result<PreparedEdits> {
         refuse_family_adds(&edits)?;
         self.prepare_with(edits, &|_| FamilyShape::default(), false)
@@ -906,46 +954,94 @@ impl VersionSet {
         if self.writer_out {
             return Err(Error::invalid("a MANIFEST write is already in flight"));
         }
-        let mut next = self.families.clone();
+        let mut changing: BTreeMap<u32, ChangingFamily> =
+            self.families.iter().map(|(id, f)| (*id, ChangingFamily::of(f))).collect();
         let mut max_column_family = self.max_column_family;
         for edit in &mut edits {
-            if let (Some(n), Some(f)) = (edit.log_number, next.get(&edit.column_family)) {
+            if let (Some(n), Some(f)) = (edit.log_number, changing.get(&edit.column_family)) {
                 edit.log_number = Some(n.max(f.log_number));
             }
-            apply_edit(&mut next, &mut max_column_family, edit, shape_for)?;
+            apply_edit(&mut changing, &mut max_column_family, edit, shape_for)?;
             edit.next_file_number = Some(self.next_file_number());
             edit.last_sequence = Some(self.last_sequence);
         }
+        let mut next = BTreeMap::new();
+        for (id, family) in changing {
+            next.insert(id, family.finish()?);
+        }
         let too_big = self.manifest.as_ref().is_some_and(|m| m.file_size() >= self.max_manifest_size);
-        let append = match self.manifest.take() {
+        let write = match self.manifest.take() {
             Some(writer) if !too_big && !new_manifest => {
-                self.writer_out = true;
-                Some((writer, edits.iter().map(VersionEdit::encode).collect()))
+                PendingWrite::Append(writer, edits.iter().map(VersionEdit::encode).collect())
             }
             writer => {
+                // The open writer stays until the roll is installed: a roll
+                // that fails before CURRENT changes leaves it in use.
                 self.manifest = writer;
-                self.roll_manifest(&next, max_column_family)?;
-                None
+                let number = self.new_file_number();
+                let counters = SnapshotCounters {
+                    next_file_number: self.next_file_number(),
+                    last_sequence: self.last_sequence,
+                    max_column_family,
+                };
+                PendingWrite::Roll(Box::new(PendingRoll {
+                    fs: Arc::clone(&self.fs),
+                    dir: self.dir.clone(),
+                    number,
+                    records: snapshot_records(&next, counters),
+                    writer: None,
+                    current_touched: false,
+                }))
             }
         };
-        Ok(PreparedEdits { next, max_column_family, append })
+        self.writer_out = true;
+        Ok(PreparedEdits { next, max_column_family, write })
     }
 
     /// The last step after [`VersionSet::prepare`] and
     /// [`PreparedEdits::write`], under the db mutex: with `written` Ok, the
-    /// prepared state becomes current and the MANIFEST's writer is back for
-    /// the next edit. With an error nothing
-    /// changes, and the writer, which may end in a partial record, is
-    /// dropped: the next edit starts a new MANIFEST holding the whole state
-    /// (RocksDB likewise rolls after a failed MANIFEST write).
+    /// prepared state becomes current and the MANIFEST's writer (the new
+    /// one, after a roll) is back for the next edit; a MANIFEST a roll
+    /// replaced waits in [`VersionSet::take_retired_manifests`]. With an
+    /// error nothing changes. A failed append drops the writer, which may
+    /// end in a partial record: the next edit starts a new MANIFEST holding
+    /// the whole state (RocksDB likewise rolls after a failed MANIFEST
+    /// write). A failed roll removes its file unless CURRENT began to
+    /// change; if it did, CURRENT may name either file, so both writers
+    /// are given up and the next edit rolls again.
     pub fn install(&mut self, prepared: PreparedEdits, written: Result<()>) -> Result<()> {
-        let PreparedEdits { next, max_column_family, append } = prepared;
-        if let Some((writer, _)) = append {
-            self.writer_out = false;
-            if written.is_ok() {
-                self.manifest = Some(writer);
-            } else {
-                self.uncertain = true;
+        let PreparedEdits { next, max_column_family, write } = prepared;
+        self.writer_out = false;
+        match write {
+            PendingWrite::Append(writer, _) => {
+                if written.is_ok() {
+                    self.manifest = Some(writer);
+                } else {
+                    self.uncertain = true;
+                }
+            }
+            PendingWrite::Roll(roll) => {
+                let PendingRoll { number, writer, current_touched, .. } = *roll;
+                match (&written, writer) {
+                    (Ok(()), Some(w)) => {
+                        let old = std::mem::replace(&mut self.manifest_number, number);
+                        self.manifest = Some(w);
+                        self.uncertain = false;
+                        if old != number {
+                            self.retired_manifests.push(old);
+                        }
+                    }
+                    _ if !current_touched => {
+                        let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
+                    }
+                    _ => {
+                        // The old writer goes too, since CURRENT may no
+                        // longer name its file, and an edit appended there
+                        // would be lost.
+                        self.uncertain = true;
+                        self.manifest = None;
+                    }
+                }
             }
         }
         written?;
@@ -956,53 +1052,63 @@ impl VersionSet {
 
     /// Gives up a write prepared by [`VersionSet::prepare`] that will never
     /// be installed (its writer unwound): nothing changes, and the next edit
-    /// starts a new MANIFEST.
+    /// starts a new MANIFEST. The MANIFEST CURRENT names may hold the
+    /// given-up edit (an append, or a roll that got as far as CURRENT), so
+    /// the state is uncertain until that new MANIFEST is installed.
     pub fn abandon_write(&mut self) {
         self.writer_out = false;
+        self.uncertain = true;
+        self.manifest = None;
+    }
+}
+
+/// A column family's files as a batch of edits changes them: its live
+/// version, and the edits that change its files, applied to one builder
+/// when the batch ends (a family they do not change keeps its version).
+struct ChangingFamily {
+    name: String,
+    current: Arc<Version>,
+    file_edits: Vec<VersionEdit>,
+    log_number: u64,
+}
+
+impl ChangingFamily {
+    fn of(family: &FamilyVersions) -> Self {
+        ChangingFamily {
+            name: family.name.clone(),
+            current: Arc::clone(&family.current),
+            file_edits: Vec::new(),
+            log_number: family.log_number,
+        }
     }
 
-    /// Writes a new MANIFEST holding `families` as one edit per family, then
-    /// points CURRENT at it. The default family's edit, which carries the
-    /// counters every MANIFEST must have, comes last: a MANIFEST cut short
-    /// inside this snapshot lacks them and is refused, instead of opening
-    /// without the families whose edits were cut off.
-    fn roll_manifest(&mut self, families: &BTreeMap<u32, FamilyVersions>, max_column_family: u32) -> Result<()> {
-        let number = self.new_file_number();
-        let counters = SnapshotCounters {
-            next_file_number: self.next_file_number(),
-            last_sequence: self.last_sequence,
-            max_column_family,
+    fn finish(self) -> Result<FamilyVersions> {
+        let ChangingFamily { name, current, file_edits, log_number } = self;
+        let current = if file_edits.is_empty() {
+            current
+        } else {
+            Arc::new(current.apply(&file_edits.iter().collect::<Vec<_>>())?)
         };
-        let mut current_touched = false;
-        match write_manifest(self.fs.as_ref(), &self.dir, number, families, counters, &mut current_touched) {
-            Ok(w) => {
-                let old = std::mem::replace(&mut self.manifest_number, number);
-                self.manifest = Some(w);
-                self.uncertain = false;
-                if old != number {
-                    let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, old));
-                }
-                Ok(())
-            }
-            Err(e) => {
-                // Once CURRENT is being replaced it may name the new MANIFEST
-                // (the rename may have happened before the directory sync
-                // failed), so the file must stay. Either way the next edit
-                // rolls again, since what started this roll still holds, and
-                // points CURRENT at a MANIFEST with the whole state.
-                // A roll forced while the old MANIFEST was not full (a new
-                // MANIFEST asked for) keeps nothing to force the next one:
-                // the old writer goes too, since CURRENT may no longer name
-                // its file, and an edit appended there would be lost.
-                if !current_touched {
-                    let _ = self.fs.remove_file(&filename::manifest_file(&self.dir, number));
-                } else {
-                    self.uncertain = true;
-                    self.manifest = None;
-                }
-                Err(e)
-            }
-        }
+        Ok(FamilyVersions { name, current, log_number })
+    }
+}
+
+impl FamilyState for ChangingFamily {
+    fn new_family(name: &str, shape: FamilyShape) -> Self {
+        ChangingFamily::of(&FamilyVersions::new_family(name, shape))
+    }
+    fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
+        self.file_edits.push(VersionEdit {
+            new_files: edit.new_files.clone(),
+            deleted_files: edit.deleted_files.clone(),
+            blob_file_additions: edit.blob_file_additions.clone(),
+            blob_file_garbage: edit.blob_file_garbage.clone(),
+            ..VersionEdit::default()
+        });
+        Ok(())
+    }
+    fn log_number_mut(&mut self) -> &mut u64 {
+        &mut self.log_number
     }
 }
 
@@ -1035,6 +1141,12 @@ pub fn write_manifest(
     counters: SnapshotCounters,
     current_touched: &mut bool,
 ) -> Result<LogWriter> {
+    write_manifest_records(fs, dir, number, &snapshot_records(families, counters), current_touched)
+}
+
+/// The records of a MANIFEST snapshot of `families` ([`write_manifest`]),
+/// encoded: one edit per family, the default family's, with `counters`, last.
+fn snapshot_records(families: &BTreeMap<u32, FamilyVersions>, counters: SnapshotCounters) -> Vec<Vec<u8>> {
     let mut snapshot = Vec::new();
     for (id, family) in families {
         let cmp = &family.current.cmp;
@@ -1064,14 +1176,27 @@ pub fn write_manifest(
                 edit.blob_file_garbage.push(BlobFileGarbage { number, count, bytes });
             }
         }
-        snapshot.push(edit);
+        snapshot.push(edit.encode());
     }
     snapshot.rotate_left(1);
+    snapshot
+}
+
+/// Writes `MANIFEST-<number>` in `dir` holding `records` (a snapshot from
+/// [`snapshot_records`]), syncs it and its directory entry, then points
+/// CURRENT at it, as [`write_manifest`] says.
+fn write_manifest_records(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    records: &[Vec<u8>],
+    current_touched: &mut bool,
+) -> Result<LogWriter> {
     let path = filename::manifest_file(dir, number);
     let mut w = LogWriter::new(fs.new_writable(&path)?, path.display().to_string());
     kill_point!("manifest_append");
-    for edit in &snapshot {
-        w.add_record(&edit.encode())?;
+    for record in records {
+        w.add_record(record)?;
     }
     w.sync()?;
     kill_point!("dir_sync");
@@ -1192,6 +1317,88 @@ mod tests {
                 (*id, f.name.clone(), f.log_number, levels, f.current.blob_files.values().copied().collect())
             })
             .collect()
+    }
+
+    /// A batch of edits (the MANIFEST writer queue's) goes into one builder
+    /// per family it changes: the state it installs is the one its edits
+    /// make one by one, a family it does not change keeps its version, and
+    /// rolls to a new MANIFEST (a small `max_manifest_size`) in between
+    /// recover to the same state.
+    #[test]
+    fn a_batch_of_edits_installs_the_state_its_edits_make_one_by_one() {
+        use crate::fs::MemFs;
+        use rand::{Rng, SeedableRng};
+        const LEVELS: usize = 3;
+        let open = |max_manifest_size: u64| {
+            let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+            let dir = Path::new("/db");
+            fs.create_dir_all(dir).unwrap();
+            VersionSet::create_new(dir, fs.as_ref(), &UserComparator::BYTEWISE).unwrap();
+            let shape = |_: &str| FamilyShape::levels(LEVELS);
+            let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &shape, max_manifest_size, false).unwrap();
+            let add = VersionEdit {
+                column_family: 1,
+                column_family_add: Some("cf1".into()),
+                log_number: Some(1),
+                ..Default::default()
+            };
+            versions.add_column_family(add, FamilyShape::levels(LEVELS)).unwrap();
+            (versions, fs)
+        };
+        // One by one, and in batches with a MANIFEST rolled every 2 KB.
+        let (mut single, _) = open(u64::MAX);
+        let (mut batched, batched_fs) = open(2_000);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        let key = |k: u16| k.to_be_bytes();
+        let mut rolls = 0;
+        for step in 0..400u64 {
+            let mut batch = Vec::new();
+            for _ in 0..rng.gen_range(1..=5) {
+                let cf = rng.gen_range(0..2u32);
+                let v = single.version(cf).unwrap();
+                let mut edit = VersionEdit { column_family: cf, ..Default::default() };
+                if rng.gen_bool(0.7) || v.levels[0].is_empty() {
+                    // A flush.
+                    let number = single.new_file_number();
+                    batched.set_next_file_at_least(number + 1);
+                    let lo = rng.gen_range(0..60_000u16);
+                    edit.add_file(0, file(number, &key(lo), &key(lo + 100), step + 1));
+                    edit.log_number = Some(step + 2);
+                } else {
+                    // L0 and L1 into one L1 file: it takes the files the
+                    // batch's earlier edits added.
+                    let inputs: Vec<(usize, u64)> =
+                        (0..2).flat_map(|l| v.levels[l].iter().map(move |f| (l, f.number))).collect();
+                    inputs.iter().for_each(|&(l, n)| edit.delete_file(l, n));
+                    let number = single.new_file_number();
+                    batched.set_next_file_at_least(number + 1);
+                    edit.add_file(1, file(number, &key(0), &key(u16::MAX), 0));
+                }
+                let mut prepared = single.prepare(vec![edit.clone()]).unwrap();
+                let written = prepared.write();
+                single.install(prepared, written).unwrap();
+                batch.push(edit);
+            }
+            let before: BTreeMap<u32, Arc<Version>> =
+                batched.families().iter().map(|(id, f)| (*id, Arc::clone(&f.current))).collect();
+            let changed: Vec<u32> = batch.iter().map(|e| e.column_family).collect();
+            let manifest = batched.manifest_number();
+            let mut prepared = batched.prepare(batch).unwrap();
+            let written = prepared.write();
+            batched.install(prepared, written).unwrap();
+            rolls += usize::from(batched.manifest_number() != manifest);
+            assert_eq!(state(&batched), state(&single), "after batch {step}");
+            for (id, version) in &before {
+                let kept = Arc::ptr_eq(version, &batched.families()[id].current);
+                assert_eq!(kept, !changed.contains(id), "family {id}'s version after batch {step}");
+            }
+        }
+        assert!(rolls > 3, "only {rolls} rolls");
+        let expected = state(&batched);
+        drop(batched);
+        let shape = |_: &str| FamilyShape::levels(LEVELS);
+        let (recovered, _) = VersionSet::recover(Path::new("/db"), batched_fs, &shape, u64::MAX, false).unwrap();
+        assert_eq!(state(&recovered), expected, "recovered from the rolled MANIFESTs");
     }
 
     /// A long history as a running database writes it (flushes with blob
