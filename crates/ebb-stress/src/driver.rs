@@ -111,6 +111,9 @@ fn draw_options(rng: &mut StdRng) -> (String, f64) {
         ("max_open_files", pick(rng, &["-1", "-1", "20", "40"])),
         ("cache_index_and_filter_blocks", pick(rng, &["false", "true"])),
         ("pin_l0_filter_and_index_blocks_in_cache", pick(rng, &["false", "true"])),
+        // New MANIFESTs written while jobs run (written without the db
+        // mutex, then named by CURRENT): every few edits at 4 KiB.
+        ("max_manifest_file_size", pick(rng, &["1073741824", "1073741824", "65536", "4096"])),
     ];
     let text = settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let sync_ratio = *[0.0, 0.01, 0.1, 0.5].choose(rng).unwrap_or(&0.1);
