@@ -114,6 +114,13 @@ fn draw_options(rng: &mut StdRng) -> (String, f64) {
         // New MANIFESTs written while jobs run (written without the db
         // mutex, then named by CURRENT): every few edits at 4 KiB.
         ("max_manifest_file_size", pick(rng, &["1073741824", "1073741824", "65536", "4096"])),
+        // Values of 64 bytes or more in blob files in one run of three (the
+        // values are 24 to 143 bytes), small blob files, garbage collected
+        // or not; a blob file cache under the same bound as the tables.
+        ("enable_blob_files", pick(rng, &["false", "false", "true"])),
+        ("min_blob_size", "64".to_string()),
+        ("blob_file_size", pick(rng, &["262144", "4194304"])),
+        ("enable_blob_garbage_collection", pick(rng, &["false", "true"])),
     ];
     let text = settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let sync_ratio = *[0.0, 0.01, 0.1, 0.5].choose(rng).unwrap_or(&0.1);

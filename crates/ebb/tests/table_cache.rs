@@ -176,6 +176,54 @@ fn on_disk_the_bound_is_what_the_process_holds_open() {
     db.close().unwrap();
 }
 
+/// Blob files are bounded as tables are (RocksDB's blob file cache shares
+/// the table cache's bound): with `max_open_files = 30` the process holds at
+/// most 20 blob files open after reading every value of a database of 60,
+/// every value reads back, and with `-1` every blob file read stays open.
+#[test]
+fn on_disk_blob_files_are_bounded_as_tables_are() {
+    if !Path::new("/proc/self/fd").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut o = options(tiny_options(None));
+    o.max_open_files = 30;
+    o.disable_auto_compactions = true;
+    o.level0_slowdown_writes_trigger = 1000;
+    o.level0_stop_writes_trigger = 1000;
+    o.enable_blob_files = true;
+    o.min_blob_size = 64;
+    let db = Db::open(&path, o.clone()).unwrap();
+    let value = |i: u32| format!("blob value {i} ").repeat(8).into_bytes();
+    for round in 0..60 {
+        for i in 0..20 {
+            db.put(&key(round * 20 + i), &value(round * 20 + i)).unwrap();
+        }
+        // One blob file per flush.
+        db.flush(true).unwrap();
+    }
+    let blob_files = std::fs::read_dir(&path)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "blob"));
+    assert!(blob_files.count() >= 60, "fewer than 60 blob files");
+    for round in [0u32, 1] {
+        for i in 0..1200 {
+            assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "round {round}: key {i}");
+        }
+    }
+    let held = open_files_in(&path, "blob");
+    assert!(held <= 20, "{held} blob files open with max_open_files = 30");
+    db.close().unwrap();
+    o.max_open_files = -1;
+    let db = Db::open(&path, o).unwrap();
+    for i in 0..1200 {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)), "unbounded: key {i}");
+    }
+    assert!(open_files_in(&path, "blob") >= 60, "unbounded, every blob file read stays open");
+    db.close().unwrap();
+}
+
 #[test]
 fn max_open_files_below_minus_one_is_refused() {
     let mut o = tiny_options(Some(MemFs::new()));

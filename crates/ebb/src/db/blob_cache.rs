@@ -1,13 +1,17 @@
 //! Open blob file readers, keyed by file number, shared by reads and
 //! compactions (RocksDB's `BlobFileCache`, on the pattern of
 //! `table_cache.rs`): a blob file is opened, its header and footer checked,
-//! once, not at every read.
+//! once, not at every read. With a bound (`max_open_files` other than -1,
+//! sanitized as for tables: `Options::table_cache_capacity`), at most that
+//! many readers are kept, the least recently used closed first; a reader
+//! in use stays open until its users drop it (RocksDB's blob file cache
+//! shares the table cache's bound too).
 //!
 //! Thread safety: internally locked; `reader` may open a file outside the
 //! lock (two threads racing to open the same file both succeed, one copy is
 //! kept).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -24,19 +28,49 @@ pub(crate) struct BlobFileCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     stats: Arc<Stats>,
-    readers: Mutex<HashMap<u64, Arc<BlobFileReader>>>,
+    /// Most readers kept; `None` keeps every file open until it is deleted.
+    capacity: Option<usize>,
+    open: Mutex<OpenBlobFiles>,
+}
+
+/// The readers kept, and their order of last use.
+#[derive(Default)]
+struct OpenBlobFiles {
+    /// File number → (reader, tick of its last use).
+    readers: HashMap<u64, (Arc<BlobFileReader>, u64)>,
+    /// Tick of last use → file number: the oldest first.
+    by_use: BTreeMap<u64, u64>,
+    tick: u64,
+}
+
+impl OpenBlobFiles {
+    fn touch(&mut self, number: u64) -> Option<Arc<BlobFileReader>> {
+        self.tick += 1;
+        let tick = self.tick;
+        let (reader, used) = self.readers.get_mut(&number)?;
+        self.by_use.remove(used);
+        *used = tick;
+        self.by_use.insert(tick, number);
+        Some(Arc::clone(reader))
+    }
+
+    fn remove(&mut self, number: u64) {
+        if let Some((_, used)) = self.readers.remove(&number) {
+            self.by_use.remove(&used);
+        }
+    }
 }
 
 impl BlobFileCache {
-    pub(crate) fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, stats: Arc<Stats>) -> Self {
-        BlobFileCache { dir, fs, stats, readers: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, stats: Arc<Stats>, capacity: Option<usize>) -> Self {
+        BlobFileCache { dir, fs, stats, capacity, open: Mutex::new(OpenBlobFiles::default()) }
     }
 
     /// The reader of blob file `number`, opening it on first use. A file
     /// that is not there is corruption naming it: a table refers to it.
     pub(crate) fn reader(&self, number: u64) -> Result<Arc<BlobFileReader>> {
-        if let Some(r) = self.readers.lock().get(&number) {
-            return Ok(Arc::clone(r));
+        if let Some(r) = self.open.lock().touch(number) {
+            return Ok(r);
         }
         let path = filename::blob_file(&self.dir, number);
         let name = path.display().to_string();
@@ -50,12 +84,27 @@ impl BlobFileCache {
         let file = self.fs.open_random(&path).map_err(missing)?;
         file.advise(Access::Random);
         let reader = Arc::new(BlobFileReader::open(file, size, name, number)?);
-        Ok(Arc::clone(self.readers.lock().entry(number).or_insert(reader)))
+        let mut open = self.open.lock();
+        if let Some(r) = open.touch(number) {
+            // Another thread opened it meanwhile: one copy is kept.
+            return Ok(r);
+        }
+        open.tick += 1;
+        let tick = open.tick;
+        open.readers.insert(number, (Arc::clone(&reader), tick));
+        open.by_use.insert(tick, number);
+        if let Some(capacity) = self.capacity {
+            while open.readers.len() > capacity.max(1) {
+                let Some((_, oldest)) = open.by_use.pop_first() else { break };
+                open.readers.remove(&oldest);
+            }
+        }
+        Ok(reader)
     }
 
     /// Forgets the reader of a deleted file.
     pub(crate) fn evict(&self, number: u64) {
-        self.readers.lock().remove(&number);
+        self.open.lock().remove(number);
     }
 }
 

@@ -257,7 +257,12 @@ pub(super) fn open_locked(
     ));
     let num_levels = options.num_levels;
     let stats = Arc::new(Stats::with_histograms(num_levels, options.statistics));
-    let blobs = Arc::new(BlobFileCache::new(dir.to_path_buf(), Arc::clone(&fs), Arc::clone(&stats)));
+    let blobs = Arc::new(BlobFileCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&fs),
+        Arc::clone(&stats),
+        options.table_cache_capacity(),
+    ));
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
     let mut options = options;
