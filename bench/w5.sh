@@ -17,7 +17,9 @@
 #   to every run, after the defaults, so they override them (e.g.
 #   --index_type=2 --partition_filters=true). WARM_READS (default 0): when
 #   set, a third process reads that many keys per thread with four threads,
-#   page cache warm, on the database the second left.
+#   page cache warm, on the database the second left. FIRST_REP (default 1):
+#   the first repetition to run (its seeds follow its number), to finish a
+#   series whose later repetitions were cut off.
 set -euo pipefail
 out=${1:?usage: bench/w5.sh OUT_DIR [REPS] [VARIANT...]}
 reps=${2:-2}
@@ -35,7 +37,7 @@ trap 'rm -rf "$tmp"' EXIT
 common=(--num="$num" --reads="$reads" --key_size=16 --value_size=400 --compression_type=lz4
   --cache_size=268435456 --bloom_bits=10 --progress=false --report_memory=true)
 
-for rep in $(seq 1 "$reps"); do
+for rep in $(seq "${FIRST_REP:-1}" "$reps"); do
   for v in "${variants[@]}"; do
     name=${v%%=*}
     spec=${v#*=}
