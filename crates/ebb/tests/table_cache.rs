@@ -128,6 +128,18 @@ fn open_files_in(dir: &Path, ext: &str) -> usize {
         .count()
 }
 
+/// On-disk options for the descriptor tests: `max_open_files = 30` (20
+/// files kept), no compaction and no write stalls, so every flush stays a
+/// file of its own.
+fn bounded_on_disk_options() -> Options {
+    let mut o = options(tiny_options(None));
+    o.max_open_files = 30;
+    o.disable_auto_compactions = true;
+    o.level0_slowdown_writes_trigger = 1000;
+    o.level0_stop_writes_trigger = 1000;
+    o
+}
+
 /// On disk: with `max_open_files = 30` (20 tables) the process holds at
 /// most 20 table files open after reading every table of a database of
 /// hundreds, and closes a table evicted while read once the read is done;
@@ -139,11 +151,7 @@ fn on_disk_the_bound_is_what_the_process_holds_open() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut o = options(tiny_options(None));
-    o.max_open_files = 30;
-    o.disable_auto_compactions = true;
-    o.level0_slowdown_writes_trigger = 1000;
-    o.level0_stop_writes_trigger = 1000;
+    let mut o = bounded_on_disk_options();
     let db = Db::open(&path, o.clone()).unwrap();
     let mut model = Model::new();
     for round in 0..60 {
@@ -187,11 +195,7 @@ fn on_disk_blob_files_are_bounded_as_tables_are() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut o = options(tiny_options(None));
-    o.max_open_files = 30;
-    o.disable_auto_compactions = true;
-    o.level0_slowdown_writes_trigger = 1000;
-    o.level0_stop_writes_trigger = 1000;
+    let mut o = bounded_on_disk_options();
     o.enable_blob_files = true;
     o.min_blob_size = 64;
     let db = Db::open(&path, o.clone()).unwrap();

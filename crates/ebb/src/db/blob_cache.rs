@@ -11,7 +11,6 @@
 //! lock (two threads racing to open the same file both succeed, one copy is
 //! kept).
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -21,6 +20,7 @@ use crate::blob::{BlobFetcher, BlobFileReader, BlobIndex};
 use crate::error::{Error, Result};
 use crate::fs::{Access, FileSystem};
 use crate::stats::{bump, Stats};
+use crate::util::open_files::OpenFiles;
 use crate::version::filename;
 
 /// Cache of open blob files.
@@ -30,40 +30,12 @@ pub(crate) struct BlobFileCache {
     stats: Arc<Stats>,
     /// Most readers kept; `None` keeps every file open until it is deleted.
     capacity: Option<usize>,
-    open: Mutex<OpenBlobFiles>,
-}
-
-/// The readers kept, and their order of last use.
-#[derive(Default)]
-struct OpenBlobFiles {
-    /// File number → (reader, tick of its last use).
-    readers: HashMap<u64, (Arc<BlobFileReader>, u64)>,
-    /// Tick of last use → file number: the oldest first.
-    by_use: BTreeMap<u64, u64>,
-    tick: u64,
-}
-
-impl OpenBlobFiles {
-    fn touch(&mut self, number: u64) -> Option<Arc<BlobFileReader>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let (reader, used) = self.readers.get_mut(&number)?;
-        self.by_use.remove(used);
-        *used = tick;
-        self.by_use.insert(tick, number);
-        Some(Arc::clone(reader))
-    }
-
-    fn remove(&mut self, number: u64) {
-        if let Some((_, used)) = self.readers.remove(&number) {
-            self.by_use.remove(&used);
-        }
-    }
+    open: Mutex<OpenFiles<BlobFileReader>>,
 }
 
 impl BlobFileCache {
     pub(crate) fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, stats: Arc<Stats>, capacity: Option<usize>) -> Self {
-        BlobFileCache { dir, fs, stats, capacity, open: Mutex::new(OpenBlobFiles::default()) }
+        BlobFileCache { dir, fs, stats, capacity, open: Mutex::new(OpenFiles::default()) }
     }
 
     /// The reader of blob file `number`, opening it on first use. A file
@@ -84,22 +56,8 @@ impl BlobFileCache {
         let file = self.fs.open_random(&path).map_err(missing)?;
         file.advise(Access::Random);
         let reader = Arc::new(BlobFileReader::open(file, size, name, number)?);
-        let mut open = self.open.lock();
-        if let Some(r) = open.touch(number) {
-            // Another thread opened it meanwhile: one copy is kept.
-            return Ok(r);
-        }
-        open.tick += 1;
-        let tick = open.tick;
-        open.readers.insert(number, (Arc::clone(&reader), tick));
-        open.by_use.insert(tick, number);
-        if let Some(capacity) = self.capacity {
-            while open.readers.len() > capacity.max(1) {
-                let Some((_, oldest)) = open.by_use.pop_first() else { break };
-                open.readers.remove(&oldest);
-            }
-        }
-        Ok(reader)
+        // Another thread may have opened it meanwhile: one copy is kept.
+        Ok(self.open.lock().keep(number, reader, self.capacity))
     }
 
     /// Forgets the reader of a deleted file.

@@ -1,12 +1,13 @@
 //! Leaf helpers shared by every layer: integer coding, checksums,
-//! compression, calendar dates, the allocator's free pages and the CPU's
-//! cache-line prefetch.
+//! compression, calendar dates, the allocator's free pages, the open-file
+//! readers' order of use and the CPU's cache-line prefetch.
 
 pub mod calendar;
 pub mod checksum;
 pub mod coding;
 pub mod compression;
 pub(crate) mod heap;
+pub(crate) mod open_files;
 
 /// Hints the CPU to load the cache line at `p` into every cache level (a
 /// hint: any address is safe, null included; nothing on other targets).

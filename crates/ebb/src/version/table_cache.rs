@@ -15,7 +15,7 @@
 //! Thread safety: internally locked; a table is opened outside the lock
 //! (two threads racing to open the same file both succeed, one copy is kept).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -28,6 +28,7 @@ use crate::fs::Access;
 use crate::fs::FileSystem;
 use crate::sst::table_reader::TableCachePolicy;
 use crate::sst::Table;
+use crate::util::open_files::OpenFiles;
 use crate::version::{filename, FileMetaData};
 
 /// A table's reader as [`TableCache::get`] hands it out: borrowed from the
@@ -49,13 +50,10 @@ impl std::ops::Deref for TableRef<'_> {
     }
 }
 
-/// The open readers: each with the tick of its last use (bounded mode),
-/// and the readers by last use, oldest first.
+/// The open readers (bounded mode), and the cache ids of the files opened.
 #[derive(Default)]
 struct OpenTables {
-    by_number: HashMap<u64, (Arc<Table>, u64)>,
-    by_use: BTreeMap<u64, u64>,
-    tick: u64,
+    files: OpenFiles<Table>,
     /// Bounded mode: the block-cache id of every file opened once, kept
     /// while the file lives, so a table closed and opened again finds the
     /// blocks it cached (a new id would orphan them until evicted).
@@ -63,39 +61,8 @@ struct OpenTables {
 }
 
 impl OpenTables {
-    /// The reader of `number`, marked used now.
-    fn touch(&mut self, number: u64) -> Option<Arc<Table>> {
-        let (table, used) = self.by_number.get_mut(&number)?;
-        self.by_use.remove(used);
-        self.tick += 1;
-        *used = self.tick;
-        self.by_use.insert(self.tick, number);
-        Some(Arc::clone(table))
-    }
-
-    /// Keeps `table` as the reader of `number` (or the one another thread
-    /// kept first), marked used now; then closes the least recently used
-    /// beyond `capacity`.
-    fn keep(&mut self, number: u64, table: Arc<Table>, capacity: Option<usize>) -> Arc<Table> {
-        if let Some(kept) = self.touch(number) {
-            return kept;
-        }
-        self.tick += 1;
-        self.by_number.insert(number, (Arc::clone(&table), self.tick));
-        self.by_use.insert(self.tick, number);
-        if let Some(capacity) = capacity {
-            while self.by_number.len() > capacity.max(1) {
-                let Some((_, oldest)) = self.by_use.pop_first() else { break };
-                self.by_number.remove(&oldest);
-            }
-        }
-        table
-    }
-
     fn remove(&mut self, number: u64) {
-        if let Some((_, used)) = self.by_number.remove(&number) {
-            self.by_use.remove(&used);
-        }
+        self.files.remove(number);
         self.cache_ids.remove(&number);
     }
 }
@@ -202,7 +169,7 @@ impl TableCache {
     fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<Arc<Table>> {
         let cache_id = {
             let mut tables = self.tables.lock();
-            if let Some(t) = tables.touch(f.number) {
+            if let Some(t) = tables.files.touch(f.number) {
                 return Ok(t);
             }
             // Bounded, a file may be closed and opened again: it keeps its id.
@@ -231,7 +198,7 @@ impl TableCache {
             cache_id,
         };
         let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
-        Ok(self.tables.lock().keep(f.number, table, self.capacity))
+        Ok(self.tables.lock().files.keep(f.number, table, self.capacity))
     }
 
     /// Forgets the reader of a deleted file (and, bounded, its cache id).
@@ -241,13 +208,13 @@ impl TableCache {
 
     /// How many readers the cache holds open.
     pub fn open_tables(&self) -> usize {
-        self.tables.lock().by_number.len()
+        self.tables.lock().files.len()
     }
 
     /// Bytes the open readers hold outside the block cache
     /// ([`Table::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.tables.lock().by_number.values().map(|(t, _)| t.memory_usage()).sum()
+        self.tables.lock().files.readers().map(|t| t.memory_usage()).sum()
     }
 
     /// The block cache, if any.
