@@ -5,7 +5,9 @@
 //! A seeded generator writes a history: puts, deletes and batches (some
 //! synced), point reads and multi-reads, bounded scans both ways, iterator
 //! walks (seeks and steps, some with writes made while the iterator is open,
-//! which it must not see), snapshots and reads through them, flushes,
+//! which it must not see; with a prefix extractor, some walks are bounded
+//! prefix iterators, `prefix_same_as_start`, with or without
+//! `total_order_seek`), snapshots and reads through them, flushes,
 //! compactions, and restarts (a clean close, or a drop). Every read result is
 //! printed as a line of text. The history runs against a `BTreeMap` model and
 //! then under each configuration in `CONFIGS` (block size, memtable size,
@@ -19,8 +21,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use common::prefix_cursor::{bytewise, PrefixCursor};
 use common::tiny_options;
 use ebb::fs::MemFs;
+use ebb::prefix::SliceTransform;
 use ebb::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -42,7 +46,7 @@ const CONFIGS: &[(&str, &str)] = &[
     (
         "zstd, xxh3, dense filter, three subcompactions",
         "block_size=256; write_buffer_size=16384; compression=zstd; checksum=kXXH3; bloom_bits_per_key=20; \
-         max_subcompactions=3; max_background_jobs=4",
+         max_subcompactions=3; max_background_jobs=4; memtable_prefix_bloom_size_ratio=0.1",
     ),
     (
         "restart every key, merged memtables, small files",
@@ -51,7 +55,8 @@ const CONFIGS: &[(&str, &str)] = &[
     ),
     (
         "no automatic compaction",
-        "disable_auto_compactions=true; level0_slowdown_writes_trigger=1000; level0_stop_writes_trigger=1000",
+        "disable_auto_compactions=true; level0_slowdown_writes_trigger=1000; level0_stop_writes_trigger=1000; \
+         whole_key_filtering=false",
     ),
     (
         "two levels, adaptive tuning, one thread",
@@ -130,6 +135,9 @@ enum Op {
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
         snapshot: Option<usize>,
+        /// A bounded prefix iterator (`prefix_same_as_start`), and whether
+        /// with `total_order_seek`.
+        prefix: Option<bool>,
         moves: Vec<Move>,
         midway: Vec<Update>,
     },
@@ -148,7 +156,9 @@ enum Op {
     },
 }
 
-fn generate(seed: u64, len: usize) -> Vec<Op> {
+/// A history of `len` operations; with `prefix_walks`, some walks are
+/// bounded prefix iterators.
+fn generate(seed: u64, len: usize, prefix_walks: bool) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(seed);
     let snapshot = |rng: &mut StdRng| rng.gen_bool(0.3).then(|| rng.gen_range(0..8));
     (0..len)
@@ -185,7 +195,9 @@ fn generate(seed: u64, len: usize) -> Vec<Op> {
                 } else {
                     Vec::new()
                 };
-                Op::Walk { lower, upper, snapshot: snapshot(&mut rng), moves, midway }
+                let snapshot = snapshot(&mut rng);
+                let prefix = if prefix_walks { rng.gen_bool(0.5).then(|| rng.gen_bool(0.2)) } else { None };
+                Op::Walk { lower, upper, snapshot, prefix, moves, midway }
             }
             82..=85 => Op::NewSnapshot,
             86..=87 => Op::ReleaseSnapshot(rng.gen_range(0..8)),
@@ -267,7 +279,9 @@ fn model_move(
     }
 }
 
-fn run_model(history: &[Op]) -> Vec<String> {
+/// What the model reads through `history`; `x` is the family's prefix
+/// extractor (for prefix walks).
+fn run_model(history: &[Op], x: Option<&dyn SliceTransform>) -> Vec<String> {
     let mut out = Vec::new();
     let mut m = Model::new();
     let mut snaps: Vec<Model> = Vec::new();
@@ -295,7 +309,31 @@ fn run_model(history: &[Op]) -> Vec<String> {
                 }
                 out.push(format!("{i} scan{} -> {}", if *reverse { " reverse" } else { "" }, got.join(" ")));
             }
-            Op::Walk { lower, upper, snapshot, moves, midway } => {
+            Op::Walk { lower, upper, snapshot, prefix: Some(_), moves, midway } => {
+                let v = view(*snapshot, &snaps, &m);
+                let x = x.expect("prefix walks need a prefix extractor");
+                let mut cursor = PrefixCursor::new(&v, bytewise, x, lower.clone(), upper.clone());
+                for (j, mv) in moves.iter().enumerate() {
+                    if j == moves.len() / 2 {
+                        model_apply(&mut m, midway);
+                    }
+                    if matches!(mv, Move::Next | Move::Prev) && cursor.current().is_none() {
+                        out.push(format!("{i}.{j} {mv:?} skipped: not positioned"));
+                        continue;
+                    }
+                    match mv {
+                        Move::First => cursor.seek_to_first(),
+                        Move::Last => cursor.seek_to_last(),
+                        Move::Seek(t) => cursor.seek(t),
+                        Move::SeekForPrev(t) => cursor.seek_for_prev(t),
+                        Move::Next => cursor.next(),
+                        Move::Prev => cursor.prev(),
+                    }
+                    let shown = cursor.current().map_or("invalid".to_string(), |(k, v)| show_entry(&k, &v));
+                    out.push(format!("{i}.{j} {} -> {shown}", move_name(mv)));
+                }
+            }
+            Op::Walk { lower, upper, snapshot, prefix: None, moves, midway } => {
                 let v = view(*snapshot, &snaps, &m);
                 let mut at: Option<Vec<u8>> = None;
                 for (j, mv) in moves.iter().enumerate() {
@@ -435,8 +473,13 @@ fn run_ebb(history: &[Op], options: &Options, ctx: &str) -> Vec<String> {
                     it.status().unwrap_or_else(|e| die(ctx, i, "scan", e));
                     out.push(format!("{i} scan{} -> {}", if *reverse { " reverse" } else { "" }, got.join(" ")));
                 }
-                Op::Walk { lower, upper, snapshot, moves, midway } => {
-                    let mut it = db.iter(read_options(&snaps, *snapshot, lower, upper));
+                Op::Walk { lower, upper, snapshot, prefix, moves, midway } => {
+                    let mut ro = read_options(&snaps, *snapshot, lower, upper);
+                    if let Some(total_order_seek) = prefix {
+                        ro.prefix_same_as_start = true;
+                        ro.total_order_seek = *total_order_seek;
+                    }
+                    let mut it = db.iter(ro);
                     let mut positioned = false;
                     for (j, mv) in moves.iter().enumerate() {
                         if j == moves.len() / 2 && !midway.is_empty() {
@@ -519,12 +562,21 @@ fn first_difference(want: &[String], got: &[String]) -> Option<String> {
 }
 
 fn run_seed(seed: u64, len: usize) {
-    let history = generate(seed, len);
-    let want = run_model(&history);
+    run_seed_with(seed, len, None);
+}
+
+/// A seed's history under every configuration, each with the prefix
+/// extractor named `extractor` when given (and then prefix walks).
+fn run_seed_with(seed: u64, len: usize, extractor: Option<&str>) {
+    let history = generate(seed, len, extractor.is_some());
+    let x = extractor.map(|name| ebb::prefix::from_name(name).unwrap());
+    let want = run_model(&history, x.as_deref());
     for (name, config) in CONFIGS {
         let fs = MemFs::new();
-        let ctx = format!("seed {seed}, config {name:?}");
-        let got = run_ebb(&history, &options_for(config, &fs), &ctx);
+        let ctx = format!("seed {seed}, config {name:?}, prefix extractor {extractor:?}");
+        let mut options = options_for(config, &fs);
+        options.prefix_extractor = x.clone();
+        let got = run_ebb(&history, &options, &ctx);
         if let Some(diff) = first_difference(&want, &got) {
             panic!("{ctx} differs from the model at {diff}");
         }
@@ -547,14 +599,29 @@ fn metamorphic_seed_3() {
     run_seed(3, 2500);
 }
 
-/// The long form: more seeds, from `EBB_METAMORPHIC_SEEDS` (default 20).
+/// Histories with bounded prefix walks, under a fixed extractor (two
+/// prefixes, of a hundred keys and of fifty) and a capped one (a prefix for
+/// each short key and its longer forms).
+#[test]
+fn metamorphic_prefix_walks_fixed() {
+    run_seed_with(4, 2500, Some("rocksdb.FixedPrefix.3"));
+}
+
+#[test]
+fn metamorphic_prefix_walks_capped() {
+    run_seed_with(5, 2500, Some("rocksdb.CappedPrefix.5"));
+}
+
+/// The long form: more seeds, from `EBB_METAMORPHIC_SEEDS` (default 20),
+/// every other one with prefix walks.
 /// `EBB_METAMORPHIC_SEEDS=200 cargo test --release -p ebb --test metamorphic -- --ignored`
 #[test]
 #[ignore = "the long form; run by hand"]
 fn metamorphic_many_seeds() {
     let n: u64 = std::env::var("EBB_METAMORPHIC_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
-    for seed in 4..4 + n {
-        run_seed(seed, 2500);
+    for seed in 6..6 + n {
+        // Every other seed with a prefix extractor and prefix walks.
+        run_seed_with(seed, 2500, (seed % 2 == 0).then_some("rocksdb.FixedPrefix.4"));
     }
 }
 

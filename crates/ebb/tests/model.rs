@@ -1,11 +1,15 @@
 //! The model test: random operations against Ebb and a `BTreeMap`, with
-//! snapshots, iteration both ways, flushes, compactions and reopens. Any
-//! difference fails with the seed and step.
+//! snapshots, iteration both ways (and, with a prefix extractor, bounded
+//! prefix iterators through random moves and changes of direction),
+//! flushes, compactions and reopens. Any difference fails with the seed and
+//! step.
 
 mod common;
 
+use common::prefix_cursor::{bytewise, check_random_moves, PrefixCursor};
 use common::{check_bounded_scans, scan, scan_reverse, tiny_options, Model};
 use ebb::fs::MemFs;
+use ebb::prefix::SliceTransform;
 use ebb::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -25,8 +29,13 @@ fn value(rng: &mut StdRng) -> Vec<u8> {
     (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
 }
 
-/// Checks point reads, a forward and reverse scan and a few seeks.
-fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &str) {
+/// Checks point reads, a forward and reverse scan and a few seeks; with
+/// the family's prefix extractor `x`, also bounded prefix iterators
+/// (`prefix_same_as_start`) through random moves in both directions.
+fn check_view(db: &Db, model: &Model, ro: &ReadOptions, x: Option<&dyn SliceTransform>, rng: &mut StdRng, ctx: &str) {
+    if let Some(x) = x {
+        check_prefix_moves(db, model, ro, x, rng, ctx);
+    }
     for _ in 0..20 {
         let k = key(rng, 600);
         assert_eq!(
@@ -79,6 +88,35 @@ fn check_view(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &
     }
 }
 
+/// Bounded prefix iterators over the view `model` (at `ro`'s snapshot),
+/// with and without bounds, through random seeks and steps, every change
+/// of direction included.
+fn check_prefix_moves(db: &Db, model: &Model, ro: &ReadOptions, x: &dyn SliceTransform, rng: &mut StdRng, ctx: &str) {
+    for _ in 0..2 {
+        let lower = rng.gen_bool(0.25).then(|| key(rng, 600));
+        let upper = rng.gen_bool(0.25).then(|| key(rng, 600));
+        let ro = ReadOptions {
+            prefix_same_as_start: true,
+            total_order_seek: rng.gen_bool(0.2),
+            iterate_lower_bound: lower.clone(),
+            iterate_upper_bound: upper.clone(),
+            ..ro.clone()
+        };
+        let mut it = db.iter(ro);
+        let mut want = PrefixCursor::new(model, bytewise, x, lower, upper);
+        // Targets mostly keys; some cut short, outside a fixed extractor's domain.
+        let mut target = |rng: &mut StdRng| {
+            let k = key(rng, 600);
+            if rng.gen_bool(0.1) {
+                k[..rng.gen_range(0..k.len())].to_vec()
+            } else {
+                k
+            }
+        };
+        check_random_moves(&mut it, &mut want, rng, 30, &mut target, ctx);
+    }
+}
+
 /// Totals of background events over a run, to show the test exercised them.
 #[derive(Default, Debug)]
 struct Activity {
@@ -116,6 +154,9 @@ fn run_seed_with(
     // With a merge operator, some puts are merges; the model applies the
     // operator to its value (the operators themselves are unit-tested).
     let merge = opts_for().merge_operator.clone();
+    // With a prefix extractor, views are also read through bounded prefix
+    // iterators.
+    let x = opts_for().prefix_extractor.clone();
     let uint64 = merge.as_ref().is_some_and(|op| op.name() == "UInt64AddOperator");
     let operand = |rng: &mut StdRng| if uint64 { rng.gen_range(0..1000u64).to_le_bytes().to_vec() } else { value(rng) };
     let merged = |model: &Model, k: &[u8], operand: &[u8]| {
@@ -227,10 +268,10 @@ fn run_seed_with(
                     if !snaps.is_empty() {
                         let i = rng.gen_range(0..snaps.len());
                         let ro = snaps[i].0.read_options();
-                        check_view(&db, &snaps[i].1, &ro, &mut rng, &format!("{ctx} snapshot"));
+                        check_view(&db, &snaps[i].1, &ro, x.as_deref(), &mut rng, &format!("{ctx} snapshot"));
                     }
                 }
-                87..=89 => check_view(&db, &model, &ReadOptions::default(), &mut rng, &ctx),
+                87..=89 => check_view(&db, &model, &ReadOptions::default(), x.as_deref(), &mut rng, &ctx),
                 90..=93 => db.flush(rng.gen_bool(0.5)).unwrap(),
                 94..=95 => {
                     let a = key(&mut rng, 600);
@@ -246,7 +287,8 @@ fn run_seed_with(
                 }
             }
         }
-        check_view(&db, &model, &ReadOptions::default(), &mut rng, &format!("seed {seed} epoch {epoch} end"));
+        let ctx = format!("seed {seed} epoch {epoch} end");
+        check_view(&db, &model, &ReadOptions::default(), x.as_deref(), &mut rng, &ctx);
         for (s, m) in &snaps {
             assert_eq!(&scan(&db, s.read_options()), m, "seed {seed} epoch {epoch}: snapshot at end");
         }
@@ -365,6 +407,15 @@ fn model_with_merges() {
             if seed % 5 == 3 {
                 o.max_successive_merges = 3;
             }
+            // Even seeds with a prefix extractor (groups of ten keys), half
+            // of them with a memtable prefix bloom: merges read through
+            // bounded prefix iterators.
+            if seed % 2 == 0 {
+                o.prefix_extractor = Some(ebb::prefix::fixed(7));
+                if seed % 4 == 0 {
+                    o.memtable_prefix_bloom_size_ratio = 0.1;
+                }
+            }
             o
         };
         let a = run_seed(seed, &opts, 3, 1500);
@@ -396,6 +447,14 @@ fn model_with_range_deletions() {
                 o.enable_blob_files = true;
                 o.min_blob_size = 40;
                 o.blob_file_size = 4096;
+            }
+            // Even seeds with a prefix extractor (groups of a hundred keys,
+            // so ranges fall inside prefixes and across them), half of them
+            // with only prefixes in the filters: range deletions read
+            // through bounded prefix iterators.
+            if seed % 2 == 0 {
+                o.prefix_extractor = Some(ebb::prefix::fixed(6));
+                o.whole_key_filtering = seed % 4 != 0;
             }
             o
         };
@@ -442,7 +501,7 @@ fn run_seed_at(seed: u64, path: &std::path::Path, opts: &dyn Fn() -> Options) {
                 model.remove(&k);
             }
         }
-        check_view(&db, &model, &ReadOptions::default(), &mut rng, &format!("disk seed {seed} epoch {epoch}"));
+        check_view(&db, &model, &ReadOptions::default(), None, &mut rng, &format!("disk seed {seed} epoch {epoch}"));
         db.close().unwrap();
     }
 }

@@ -304,12 +304,16 @@ impl<'a> DbIterator<'a> {
         }
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
-            // The inner iterator is just before the entries of key(); step into
-            // them and skip them with the usual code below.
-            if self.iter.valid() {
+            // The inner iterator is before the entries of key() (in
+            // `saved_key`); step into them and skip them with the usual
+            // code below. Where it may not be just before them (it ran out,
+            // or a bounded prefix seek left it outside the prefix, with
+            // tables skipped), it seeks to them instead (RocksDB's
+            // `DBIter::ReverseToForward`).
+            if self.iter.valid() && self.bound_prefix.is_none() {
                 self.iter.next();
             } else {
-                self.iter.seek_to_first();
+                self.reseek_to_saved_key(Direction::Forward);
             }
             if !self.iter.valid() {
                 self.valid = false;
@@ -339,8 +343,12 @@ impl<'a> DbIterator<'a> {
             if !self.merged {
                 self.saved_key.clear();
                 self.saved_key.extend_from_slice(user_key(self.iter.key()));
-            } else if !self.iter.valid() {
-                self.iter.seek_to_last();
+            } else if !self.iter.valid() || self.bound_prefix.is_some() {
+                // Past the merged versions the inner iterator may have run
+                // out, or stand past the prefix with tables skipped: seek
+                // back to just before the key (RocksDB's
+                // `DBIter::ReverseToBackward`).
+                self.reseek_to_saved_key(Direction::Reverse);
             }
             while self.iter.valid() && !self.cmp.lt(user_key(self.iter.key()), &self.saved_key) {
                 self.iter.prev();
@@ -354,6 +362,23 @@ impl<'a> DbIterator<'a> {
             self.direction = Direction::Reverse;
         }
         self.find_prev_user_entry();
+    }
+
+    /// For a change of direction at the current key (in `saved_key`):
+    /// positions the inner iterator at the key's first entry (forwards) or
+    /// at the last entry before the key (backwards). In a bounded prefix
+    /// mode the tables lacking the prefix are skipped again (the key is of
+    /// the prefix, and the iterator stops where the prefix ends).
+    fn reseek_to_saved_key(&mut self, direction: Direction) {
+        let target = make_internal_key(&self.saved_key, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK);
+        if let (Some(prefix), Some((_, Some(shared)))) = (&self.bound_prefix, &self.prefix_mode) {
+            shared.set(Some(prefix.clone()));
+        }
+        match direction {
+            Direction::Forward => self.iter.seek(&target),
+            Direction::Reverse => self.iter.seek_for_prev(&target),
+        }
+        self.end_prefix_seek();
     }
 
     /// Forward scan from the inner position to the next visible user entry.

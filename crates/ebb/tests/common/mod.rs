@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod hooked_fs;
+pub mod prefix_cursor;
 pub mod workload;
 
 use std::collections::BTreeMap;
