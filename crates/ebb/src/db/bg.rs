@@ -19,24 +19,23 @@
 //! thread lives on.
 
 use std::any::Any;
-use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 
+use super::jobs::{Hold, JobGuard, NewTables};
 use super::{CompactionJobInfo, DbInner, DbState};
 use crate::compaction::job::BlobSettings;
 use crate::compaction::{picker, run, Compaction, CompactionReason};
 use crate::compaction_filter::CompactionFilterContext;
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
-use crate::version::{filename, FileMetaData};
+use crate::version::FileMetaData;
 
 /// Write-behind step of an L0 run merge's outputs when `bytes_per_sync` is
 /// 0. A run merge (the tuner's merge of L0 sorted runs while it defers
@@ -99,17 +98,17 @@ impl DbInner {
             let opts = self.opts();
             // Between jobs, and on each idle wake: pages freed inside glibc's
             // arenas go back to the OS (util/heap.rs), without the mutex.
-            if opts.malloc_trim_period_ms > 0 && !st.shutting_down {
+            if opts.malloc_trim_period_ms > 0 && !st.jobs.is_shutting_down() {
                 MutexGuard::unlocked(&mut st, || crate::util::heap::trim_if_due(opts.malloc_trim_period_ms));
             }
-            if st.shutting_down {
+            if st.jobs.is_shutting_down() {
                 return;
             }
             let limit = match pool {
                 Pool::Flush => opts.flush_threads(),
                 Pool::Compaction => opts.compaction_threads(),
             };
-            if index < limit && st.paused == 0 && st.bg_error.is_none() {
+            if index < limit && !st.jobs.is_paused() && st.bg_error.is_none() {
                 let did = match pool {
                     Pool::Flush => self.catch_job(&mut st, "flush", |st| self.maybe_flush(st)),
                     Pool::Compaction => self.catch_job(&mut st, "compaction", |st| self.maybe_compact(st, &opts)),
@@ -130,7 +129,7 @@ impl DbInner {
     /// in RocksDB; flushes of one family install in the order of their
     /// memtables (`flush_memtables`). Returns whether it did work.
     fn maybe_flush(&self, st: &mut MutexGuard<'_, DbState>) -> bool {
-        let Some((cf, mems)) = Self::pick_flush(st) else {
+        let Some((cf, mems)) = st.families.pick_flush() else {
             return false;
         };
         let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
@@ -153,24 +152,25 @@ impl DbInner {
         // written) and, while the tuner asks for them, L0 run merges.
         let deferred = self.tuning.deferred.load(Ordering::Relaxed);
         let run_merges = self.tuning.merge_l0_runs.load(Ordering::Relaxed);
-        if st.manual_compactions > 0 {
+        if st.jobs.manual_compactions() > 0 {
             return false;
         }
         // The limit is at least one, so it is only worked out (a debt
         // estimate per family) when a compaction already runs.
-        if st.compactions_running > 0 && st.compactions_running >= self.compaction_limit(st, opts) {
+        let running = st.jobs.compactions_running();
+        if running > 0 && running >= self.compaction_limit(st, opts) {
             return false;
         }
         // Each family is compacted by its own options (and its own
         // compaction style); the families take turns, starting after the one
         // compacted last.
-        let last = st.last_compacted_family;
-        let ids: Vec<u32> = st.families.keys().copied().collect();
+        let last = st.jobs.last_compacted_family();
+        let ids: Vec<u32> = st.families.ids();
         let order = ids.iter().filter(|id| **id > last).chain(ids.iter().filter(|id| **id <= last));
         let mut pick = None;
         for id in order {
-            let Some(family) = st.families.get(id) else { continue };
-            let family_opts = self.family_opts(&family.data);
+            let Some(family) = st.families.get(*id) else { continue };
+            let family_opts = self.family_opts(family.data());
             if family_opts.disable_auto_compactions {
                 continue;
             }
@@ -185,7 +185,7 @@ impl DbInner {
                 let moved = self.pick_compaction(st, *id, &family_opts).filter(|c| c.trivial_move);
                 moved.or_else(|| {
                     let v = st.versions.version(*id).filter(|_| run_merges)?;
-                    picker::pick_l0_run_merge(&v, &family_opts, &st.being_compacted)
+                    picker::pick_l0_run_merge(&v, &family_opts, st.jobs.being_compacted())
                 })
             } else {
                 self.pick_compaction(st, *id, &family_opts)
@@ -198,7 +198,7 @@ impl DbInner {
         let Some((cf, c)) = pick else {
             return false;
         };
-        st.last_compacted_family = cf;
+        st.jobs.set_last_compacted_family(cf);
         let r = self.run_compaction(st, cf, c);
         if let Err(e) = r {
             if !matches!(e, Error::Cancelled) {
@@ -233,8 +233,8 @@ impl DbInner {
             return threads;
         }
         let pressed = st.families.iter().any(|(id, family)| {
-            let family_opts = self.family_opts(&family.data);
-            st.versions.version(*id).is_some_and(|v| picker::needs_compaction_speedup(&v, &family_opts))
+            let family_opts = self.family_opts(family.data());
+            st.versions.version(id).is_some_and(|v| picker::needs_compaction_speedup(&v, &family_opts))
         });
         if pressed {
             threads
@@ -247,7 +247,7 @@ impl DbInner {
     /// (the family's options), if any. Requires the db mutex.
     pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> Option<Compaction> {
         let version = st.versions.version(cf)?;
-        picker::pick_compaction(&version, opts, &st.being_compacted, &|f| self.creation_time(f, &version.cmp))
+        picker::pick_compaction(&version, opts, st.jobs.being_compacted(), &|f| self.creation_time(f, &version.cmp))
     }
 
     /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
@@ -326,11 +326,11 @@ impl DbInner {
         cancel: &AtomicBool,
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
-        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
+        let data = st.families.data(cf).ok_or(Error::Cancelled)?;
         let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
         let bytes_level: u64 = c.input_bytes() - bytes_next;
         if c.is_deletion() {
-            if !st.families.contains_key(&cf) {
+            if !st.families.contains(cf) {
                 return Err(Error::Cancelled);
             }
             self.log_and_apply(st, vec![run::edit(c, cf, &[], None)])?;
@@ -342,7 +342,7 @@ impl DbInner {
             // Leveled moves have no output-level inputs; universal ones leave
             // them where they are (deleted, and added back by the edit).
             let moved: Vec<Arc<FileMetaData>> = c.all_inputs().cloned().collect();
-            if !st.families.contains_key(&cf) {
+            if !st.families.contains(cf) {
                 return Err(Error::Cancelled);
             }
             self.log_and_apply(st, vec![run::edit(c, cf, &moved, None)])?;
@@ -471,7 +471,7 @@ impl DbInner {
         self.count_blob_output(&out);
         let installed: Vec<Arc<FileMetaData>> = std::mem::take(&mut out.files).into_iter().map(Arc::new).collect();
         let edit = run::edit(c, cf, &installed, Some(&out));
-        let r = if job.families.contains_key(&cf) {
+        let r = if job.families.contains(cf) {
             new_tables.installing();
             self.log_and_apply(&mut job, vec![edit])
         } else {
@@ -518,11 +518,11 @@ impl DbInner {
             let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
             {
                 let mut st = self.state.lock();
-                if st.shutting_down {
+                if st.jobs.is_shutting_down() {
                     return;
                 }
                 self.work_cv.wait_for(&mut st, Duration::from_millis(500));
-                if st.shutting_down {
+                if st.jobs.is_shutting_down() {
                     return;
                 }
             }
@@ -557,19 +557,19 @@ impl DbInner {
         end: Option<&[u8]>,
     ) -> Result<()> {
         // Wait for automatic compactions to finish, so inputs are free.
-        while st.compactions_running > 0 {
+        while st.jobs.compactions_running() > 0 {
             self.bg_cv.wait(st);
         }
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(Arc::clone(e)));
         }
         let dropped = || Error::invalid(format!("column family {cf} was dropped"));
-        let data = Arc::clone(&st.families.get(&cf).ok_or_else(dropped)?.data);
+        let data = st.families.data(cf).ok_or_else(dropped)?;
         let opts = self.family_opts(&data);
         let version = st.versions.version(cf).ok_or_else(dropped)?;
         if opts.compaction_style != crate::CompactionStyle::Level {
             let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
-            let c = picker::manual_compaction_for_style(&version, &opts, &st.being_compacted, &created);
+            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), &created);
             return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
         }
         let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
@@ -601,7 +601,7 @@ impl DbInner {
             let picked = picker::range_compaction(
                 &v,
                 &opts,
-                &st.being_compacted,
+                st.jobs.being_compacted(),
                 (level, output_level),
                 (begin, end),
                 CompactionReason::Manual,
@@ -636,14 +636,14 @@ impl DbInner {
             // A deferral is compaction put off, not compaction done: wait
             // for the tuner to end it (it ends when writes stop) and for
             // the catch-up that follows.
-            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.shutting_down;
+            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.jobs.is_shutting_down();
             let needs = deferred
                 || st.families.iter().any(|(id, f)| {
-                    let opts = self.family_opts(&f.data);
-                    !opts.disable_auto_compactions && self.pick_compaction(&st, *id, &opts).is_some()
+                    let opts = self.family_opts(f.data());
+                    !opts.disable_auto_compactions && self.pick_compaction(&st, id, &opts).is_some()
                 });
-            let flushing = st.flush_running > 0 || st.families.values().any(|f| !f.imm.is_empty());
-            if !flushing && st.compactions_running == 0 && st.purges_running == 0 && !needs {
+            let flushing = st.jobs.flushes_running() > 0 || st.families.immutable_count() > 0;
+            if !flushing && st.jobs.compactions_running() == 0 && st.jobs.purges_running() == 0 && !needs {
                 // A file a job made obsolete while something else held it
                 // for a moment (a reader, another job's grandparents) waits
                 // for the next job's look (db/version_edits.rs, contract 2);
@@ -656,7 +656,7 @@ impl DbInner {
                 }
                 return Ok(());
             }
-            if st.paused > 0 {
+            if st.jobs.is_paused() {
                 return Err(Error::invalid("background work is paused; wait_for_compact would never return"));
             }
             self.work_cv.notify_all();
@@ -685,7 +685,7 @@ impl DbInner {
         // writes were acknowledged before the error).
         let needs_flush = {
             let st = self.state.lock();
-            let unlogged = st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()));
+            let unlogged = st.families.any_unlogged();
             if let (true, Some(e)) = (unlogged, &st.bg_error) {
                 if result.is_ok() {
                     result = Err(Error::Background(Arc::clone(e)));
@@ -703,10 +703,7 @@ impl DbInner {
         self.tuning.close();
         {
             let mut st = self.state.lock();
-            for flag in &st.running_jobs {
-                flag.store(true, Ordering::Release);
-            }
-            st.shutting_down = true;
+            st.jobs.shut_down();
             self.work_cv.notify_all();
             self.bg_cv.notify_all();
         }
@@ -766,142 +763,6 @@ impl DbInner {
         let e = Error::panicked(job, payload.as_ref());
         self.info_log.log(super::info_log::Level::Error, &format!("background error: {e}"));
         e
-    }
-}
-
-/// What a running job holds in the db state.
-pub(super) enum Hold {
-    /// A flush, counted in `flush_running`, its memtables marked taken
-    /// (`MemTable::flush_claimed`) so no other flush writes them too.
-    Flush(Vec<Arc<MemTable>>),
-    /// A manual compaction, counted in `manual_compactions` (automatic ones
-    /// are not picked meanwhile).
-    ManualCompaction,
-    /// A compaction: counted in `compactions_running`, its inputs marked in
-    /// `being_compacted`, its cancellation flag in `running_jobs`.
-    Compaction { inputs: Vec<u64>, cancel: Arc<AtomicBool> },
-    /// Table numbers from this floor up, protected from deletion as
-    /// obsolete (`pending_outputs`) while the job writes them.
-    PendingOutputs(u64),
-}
-
-/// A job's hold on the db state (`Hold`), taken when the guard is made and
-/// given back when it drops: when the job returns, fails, or unwinds from a
-/// panic. Waiters are woken then (`bg_cv`, `work_cv`).
-///
-/// The guard owns the job's use of the db lock: it derefs to the job's
-/// `MutexGuard`, so the lock is held whenever the guard drops, also during
-/// an unwind (`MutexGuard::unlocked` takes the lock back on the way out).
-/// So its `Drop` never takes the lock, and cannot deadlock.
-pub(crate) struct JobGuard<'g, 'a> {
-    inner: &'g DbInner,
-    st: &'g mut MutexGuard<'a, DbState>,
-    hold: Hold,
-}
-
-impl<'g, 'a> JobGuard<'g, 'a> {
-    pub(super) fn new(inner: &'g DbInner, st: &'g mut MutexGuard<'a, DbState>, hold: Hold) -> Self {
-        match &hold {
-            Hold::Flush(mems) => {
-                st.flush_running += 1;
-                for m in mems {
-                    m.set_flush_claimed(true);
-                }
-            }
-            Hold::ManualCompaction => st.manual_compactions += 1,
-            Hold::Compaction { inputs, cancel } => {
-                st.being_compacted.extend(inputs.iter().copied());
-                st.compactions_running += 1;
-                st.running_jobs.push(Arc::clone(cancel));
-            }
-            Hold::PendingOutputs(floor) => st.pending_outputs.push(*floor),
-        }
-        JobGuard { inner, st, hold }
-    }
-}
-
-impl<'a> Deref for JobGuard<'_, 'a> {
-    type Target = MutexGuard<'a, DbState>;
-    fn deref(&self) -> &Self::Target {
-        self.st
-    }
-}
-
-impl DerefMut for JobGuard<'_, '_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        self.st
-    }
-}
-
-impl Drop for JobGuard<'_, '_> {
-    fn drop(&mut self) {
-        let st: &mut DbState = self.st;
-        match &self.hold {
-            Hold::Flush(mems) => {
-                // Installed memtables have left the family's list; ones a
-                // failed flush did not install are free for the next.
-                for m in mems {
-                    m.set_flush_claimed(false);
-                }
-                st.flush_running -= 1;
-            }
-            Hold::ManualCompaction => st.manual_compactions -= 1,
-            Hold::Compaction { inputs, cancel } => {
-                for n in inputs {
-                    st.being_compacted.remove(n);
-                }
-                st.running_jobs.retain(|j| !Arc::ptr_eq(j, cancel));
-                st.compactions_running -= 1;
-            }
-            Hold::PendingOutputs(floor) => {
-                if let Some(i) = st.pending_outputs.iter().position(|n| n == floor) {
-                    st.pending_outputs.swap_remove(i);
-                }
-            }
-        }
-        self.inner.bg_cv.notify_all();
-        self.inner.work_cv.notify_all();
-    }
-}
-
-/// The tables and blob files a job creates (their numbers, recorded as they
-/// are handed out), deleted when the guard drops unless the job handed them
-/// to the MANIFEST first (`installing`): a job that fails or panics before
-/// that leaves none behind. Once an edit listing them may have reached the
-/// MANIFEST they are never deleted here, even if installing fails: whether
-/// it reached the disk is unknown, and the reopen decides.
-pub(crate) struct NewTables<'g> {
-    inner: &'g DbInner,
-    numbers: Mutex<Vec<u64>>,
-}
-
-impl<'g> NewTables<'g> {
-    pub(super) fn new(inner: &'g DbInner) -> Self {
-        NewTables { inner, numbers: Mutex::new(Vec::new()) }
-    }
-
-    /// Records table or blob file `number` as created by the job; returns it.
-    pub(super) fn record(&self, number: u64) -> u64 {
-        self.numbers.lock().push(number);
-        number
-    }
-
-    /// The tables are about to be handed to the MANIFEST.
-    pub(super) fn installing(&self) {
-        self.numbers.lock().clear();
-    }
-}
-
-impl Drop for NewTables<'_> {
-    fn drop(&mut self) {
-        for number in self.numbers.get_mut().drain(..) {
-            self.inner.tables.evict(number);
-            self.inner.blobs.evict(number);
-            // A number names one file, a table or a blob file; a number
-            // handed out for a file never started has none.
-            let _ = self.inner.fs.remove_file(&filename::table_file(&self.inner.dir, number));
-            let _ = self.inner.fs.remove_file(&filename::blob_file(&self.inner.dir, number));
-        }
     }
 }
 

@@ -183,8 +183,8 @@ pub(super) fn remove_dir_and_files(fs: &dyn FileSystem, dir: &Path) -> Result<()
 pub(super) fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> Result<bool> {
     let (ids, wanted) = {
         let st = inner.state.lock();
-        let unlogged = st.families.values().any(|f| f.mem.has_unlogged() || f.imm.iter().any(|m| m.has_unlogged()));
-        if st.paused > 0 {
+        let unlogged = st.families.any_unlogged();
+        if st.jobs.is_paused() {
             if unlogged {
                 return Err(Error::Busy(
                     "background work is paused and the memtables hold writes made without the WAL, which only a \
@@ -195,11 +195,11 @@ pub(super) fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> R
             return Ok(false);
         }
         let current = inner.wal.lock().as_ref().map_or(0, |w| w.file_size());
-        let wal_bytes: u64 = st.old_wals.iter().map(|(_, b)| b).sum::<u64>() + current;
-        let holds_data = st.families.values().any(|f| !f.mem.is_empty() || !f.imm.is_empty());
+        let wal_bytes: u64 = st.families.old_wal_bytes() + current;
+        let holds_data = st.families.any_data();
         let wanted =
             holds_data && (options.log_size_for_flush == 0 || wal_bytes >= options.log_size_for_flush || unlogged);
-        (st.families.keys().copied().collect::<Vec<_>>(), wanted)
+        (st.families.ids(), wanted)
     };
     if wanted {
         for id in ids {
@@ -244,7 +244,7 @@ pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
     let families = st.versions.families().clone();
     let min_log = families.values().map(|f| f.log_number).min().unwrap_or(0);
     let mut wals: Vec<(u64, Option<u64>)> =
-        st.old_wals.iter().filter(|(n, _)| *n >= min_log).map(|(n, _)| (*n, None)).collect();
+        st.families.old_wals().filter(|(n, _)| *n >= min_log).map(|(n, _)| (n, None)).collect();
     let current_len = {
         let mut wal = inner.wal.lock();
         let w = wal.as_mut().ok_or(Error::Closed)?;
@@ -256,7 +256,7 @@ pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
         }
         w.file_size()
     };
-    wals.push((st.wal_number, Some(current_len)));
+    wals.push((st.families.current_wal(), Some(current_len)));
     let counters = SnapshotCounters {
         next_file_number: st.versions.next_file_number(),
         last_sequence: inner.last_sequence.load(Ordering::Acquire).max(st.versions.last_sequence()),

@@ -14,11 +14,11 @@
 //! 2. A family's memtable that is empty carries the number of the WAL being
 //!    written (it is renumbered at every WAL switch), so an idle family never
 //!    pins an old WAL.
-//! 3. Once dropped, a family is out of `DbState::families`; its handle
+//! 3. Once dropped, a family is out of the memtables (db/memtables.rs); its handle
 //!    reports `InvalidArgument` and its files go once no reader holds them.
 //!
 //! Thread safety: `ColumnFamilyData` is shared by handles and the db; its
-//! fields are atomics or leaf locks. `FamilyState` requires the db mutex.
+//! fields are atomics or leaf locks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -93,21 +93,6 @@ impl ColumnFamilyData {
     }
 }
 
-/// A family's memtables. Requires the db mutex.
-pub(crate) struct FamilyState {
-    pub(crate) data: Arc<ColumnFamilyData>,
-    pub(crate) mem: Arc<MemTable>,
-    /// Immutable memtables waiting for flush, oldest first.
-    pub(crate) imm: Vec<Arc<MemTable>>,
-}
-
-impl FamilyState {
-    /// The oldest WAL this family's unflushed data may be in.
-    pub(crate) fn oldest_log_to_keep(&self) -> u64 {
-        self.imm.iter().map(|m| m.log_number()).chain(std::iter::once(self.mem.log_number())).min().unwrap_or(0)
-    }
-}
-
 /// A handle on one column family (RocksDB `ColumnFamilyHandle`), from
 /// [`Db::create_column_family`](super::Db::create_column_family) or
 /// [`Db::cf_handle`](super::Db::cf_handle). Cheap to clone; it does not keep
@@ -164,7 +149,7 @@ impl super::DbInner {
         if let Some(e) = &st.bg_error {
             return Err(Error::Background(Arc::clone(e)));
         }
-        if st.families.values().any(|f| f.data.name == name) {
+        if st.families.find(name).is_some() {
             return Err(Error::invalid(format!("column family '{name}' already exists")));
         }
         let id = st.versions.next_column_family_id();
@@ -172,7 +157,8 @@ impl super::DbInner {
         // number stops at the oldest closed WAL not yet sealed (db/wal_seal.rs,
         // contract 5): an ingestion may give it tables before any flush
         // seals. Older WALs hold none of its writes (ids are never reused).
-        let log_number = self.unsealed_log_cap(&st).map_or(st.wal_number, |n| n.min(st.wal_number));
+        let current_wal = st.families.current_wal();
+        let log_number = self.unsealed_log_cap(&st).map_or(current_wal, |n| n.min(current_wal));
         let cmp = options.user_comparator();
         let edit = VersionEdit {
             column_family: id,
@@ -188,9 +174,9 @@ impl super::DbInner {
         if let Err(e) = st.versions.add_column_family(edit, shape) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
-        let mem = Arc::new(super::write::new_memtable(&options, st.wal_number));
+        let mem = Arc::new(super::write::new_memtable(&options, current_wal));
         let data = ColumnFamilyData::new(id, name, Arc::new(options), self.instance);
-        st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
+        st.families.add_family(Arc::clone(&data), mem);
         self.install_super_version(&mut st);
         drop(st);
         self.record_options_after("creating column family");
@@ -211,7 +197,7 @@ impl super::DbInner {
         // Checked with no MANIFEST write in flight, so nothing changes the
         // families before this edit is prepared.
         self.wait_for_manifest_writes(&mut st);
-        if !st.families.get(&cf.id).is_some_and(|f| Arc::ptr_eq(&f.data, cf)) {
+        if !st.families.get(cf.id).is_some_and(|f| Arc::ptr_eq(f.data(), cf)) {
             return Err(Error::invalid(format!("column family '{}' is not a family of this database", cf.name)));
         }
         if let Some(e) = &st.bg_error {
@@ -221,7 +207,7 @@ impl super::DbInner {
         if let Err(e) = self.log_and_apply(&mut st, vec![edit]) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
-        st.families.remove(&cf.id);
+        st.families.remove_family(cf.id);
         cf.dropped.store(true, Ordering::Release);
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.
@@ -252,20 +238,20 @@ impl super::DbInner {
     }
 
     /// Bytes in live WAL files, the one being written included.
-    pub(crate) fn total_wal_size(&self, st: &super::DbState) -> u64 {
+    pub(crate) fn total_wal_size(&self, families: &super::memtables::Memtables) -> u64 {
         let current = self.wal.lock().as_ref().map_or(0, |w| w.file_size());
-        st.old_wals.iter().map(|(_, size)| size).sum::<u64>() + current
+        families.old_wal_bytes() + current
     }
 
     /// The `max_total_wal_size` in force: when 0, four times the memtable
     /// budget of all families (RocksDB `DBImpl::GetMaxTotalWalSize`).
-    pub(crate) fn max_total_wal_size(&self, st: &super::DbState) -> u64 {
+    pub(crate) fn max_total_wal_size(&self, families: &super::memtables::Memtables) -> u64 {
         let limit = self.opts().max_total_wal_size;
         if limit > 0 {
             return limit;
         }
-        let budget = st.families.values().fold(0u64, |sum, f| {
-            let o = self.family_opts(&f.data);
+        let budget = families.iter().fold(0u64, |sum, (_, f)| {
+            let o = self.family_opts(f.data());
             sum.saturating_add((o.write_buffer_size as u64).saturating_mul(o.max_write_buffer_number as u64))
         });
         budget.saturating_mul(4)

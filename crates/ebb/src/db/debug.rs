@@ -119,7 +119,7 @@ impl Db {
         inner.check_open()?;
         let versions: Vec<_> = {
             let st = inner.state.lock();
-            st.families.values().map(|f| (f.data.super_version(), f.data.cmp.clone())).collect()
+            st.families.iter().map(|(_, f)| (f.data().super_version(), f.data().cmp.clone())).collect()
         };
         let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
         let mut tables = 0;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::bg::{Hold, JobGuard, NewTables};
+use super::jobs::{Hold, JobGuard, NewTables};
 use super::{DbInner, DbState, FlushJobInfo};
 use crate::compaction::job::{self, BlobSettings};
 use crate::compaction::run;
@@ -25,20 +25,6 @@ use crate::stats::{bump, LevelCompactionStats};
 use crate::version::VersionEdit;
 
 impl DbInner {
-    /// The memtables a new flush takes: in each family, the first run of
-    /// immutable memtables no running flush has taken (oldest first); of
-    /// the families, the one whose run starts in the oldest WAL.
-    pub(super) fn pick_flush(st: &DbState) -> Option<(u32, Vec<Arc<MemTable>>)> {
-        st.families
-            .iter()
-            .filter_map(|(id, f)| {
-                let start = f.imm.iter().position(|m| !m.flush_claimed())?;
-                let run: Vec<_> = f.imm[start..].iter().take_while(|m| !m.flush_claimed()).cloned().collect();
-                Some((*id, run))
-            })
-            .min_by_key(|(_, run)| run[0].log_number())
-    }
-
     /// Writes `mems` (oldest first) of column family `cf` into one L0 table
     /// and installs it. Requires the db mutex; releases it during I/O. A
     /// family dropped meanwhile is `Cancelled`; its table is deleted.
@@ -49,7 +35,7 @@ impl DbInner {
         mems: &[Arc<MemTable>],
     ) -> Result<()> {
         let start = Instant::now();
-        let data = Arc::clone(&st.families.get(&cf).ok_or(Error::Cancelled)?.data);
+        let data = st.families.data(cf).ok_or(Error::Cancelled)?;
         let mut opts = self.family_opts(&data);
         let bits = self.l0_filter_bits(st, cf, &opts);
         if bits != opts.bloom_bits_per_key {
@@ -119,15 +105,7 @@ impl DbInner {
             }
             // The family's data in WALs older than its oldest memtable still
             // unflushed is all in tables.
-            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
-            let remaining_log = family
-                .imm
-                .iter()
-                .filter(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)))
-                .map(|m| m.log_number())
-                .chain(std::iter::once(family.mem.log_number()))
-                .min()
-                .unwrap_or(st.wal_number);
+            let remaining_log = st.families.oldest_log_after_flush(cf, mems).ok_or(Error::Cancelled)?;
             // Never past a closed WAL still unsealed (db/wal_seal.rs,
             // contract 5). The flushed memtables' writes are all in WALs
             // the seal above synced, so none of them is replayed twice.
@@ -139,10 +117,10 @@ impl DbInner {
             // Other families whose memtables moved past old WALs (idle ones,
             // renumbered at WAL switches) record it now, so they do not keep
             // those WALs alive (RocksDB advances their log numbers likewise).
-            for (id, f) in &st.families {
+            for (id, f) in st.families.iter() {
                 let keep = f.oldest_log_to_keep().min(unsealed);
-                if *id != cf && keep > st.versions.family_log_number(*id) {
-                    edits.push(VersionEdit { column_family: *id, log_number: Some(keep), ..Default::default() });
+                if id != cf && keep > st.versions.family_log_number(id) {
+                    edits.push(VersionEdit { column_family: id, log_number: Some(keep), ..Default::default() });
                 }
             }
             let last = self.last_sequence.load(Ordering::Acquire);
@@ -201,12 +179,12 @@ impl DbInner {
     /// holds the older memtables any more. Requires the db mutex.
     fn wait_for_older_flushes(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, first: &Arc<MemTable>) -> Result<()> {
         loop {
-            let family = st.families.get(&cf).ok_or(Error::Cancelled)?;
-            let Some(oldest) = family.imm.first() else { return Err(Error::Cancelled) };
+            let family = st.families.get(cf).ok_or(Error::Cancelled)?;
+            let Some(oldest) = family.imm().first() else { return Err(Error::Cancelled) };
             if Arc::ptr_eq(oldest, first) {
                 return Ok(());
             }
-            if st.bg_error.is_some() || (st.shutting_down && !oldest.flush_claimed()) {
+            if st.bg_error.is_some() || (st.jobs.is_shutting_down() && !oldest.flush_claimed()) {
                 return Err(Error::Cancelled);
             }
             self.bg_cv.wait_for(st, Duration::from_millis(50));
@@ -265,16 +243,16 @@ impl DbInner {
     /// Flushes, at close, every memtable holding writes made without the
     /// WAL (running background flushes finish first). Requires the db mutex.
     pub(super) fn flush_unlogged(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
-        let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem.is_empty()).map(|(id, _)| *id).collect();
+        let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem().is_empty()).map(|(id, _)| id).collect();
         if !switch.is_empty() {
             self.switch_memtables(st, &switch)?;
         }
         loop {
             // With no flush running, no memtable is taken: the pick is all
             // of a family's immutable memtables, the oldest WAL's first.
-            match Self::pick_flush(st) {
-                None if st.flush_running == 0 => return Ok(()),
-                Some((cf, mems)) if st.flush_running == 0 => {
+            match st.families.pick_flush() {
+                None if st.jobs.flushes_running() == 0 => return Ok(()),
+                Some((cf, mems)) if st.jobs.flushes_running() == 0 => {
                     let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
                     if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
                         return Err(self.set_bg_error_locked(&mut st, e));

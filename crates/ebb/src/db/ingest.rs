@@ -31,6 +31,7 @@ use std::sync::Arc;
 use parking_lot::MutexGuard;
 
 use super::column_family::ColumnFamilyData;
+use super::jobs::{Hold, JobGuard};
 use super::{ColumnFamilyHandle, Db, DbInner, DbState};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
@@ -457,9 +458,9 @@ impl DbInner {
         let overlapping: Vec<u32> = work
             .iter()
             .filter(|w| {
-                st.families.get(&w.data.id).is_some_and(|f| {
-                    std::iter::once(&f.mem)
-                        .chain(f.imm.iter())
+                st.families.get(w.data.id).is_some_and(|f| {
+                    std::iter::once(f.mem())
+                        .chain(f.imm().iter())
                         .any(|m| w.files.iter().any(|s| mem_overlaps(m, s, &w.data.cmp)))
                 })
             })
@@ -471,7 +472,7 @@ impl DbInner {
                     "the files overlap data not yet flushed, and allow_blocking_flush is off".to_string(),
                 ));
             }
-            if st.paused > 0 {
+            if st.jobs.is_paused() {
                 return Err(Error::invalid(
                     "the files overlap data not yet flushed, and background work is paused, so it cannot be",
                 ));
@@ -479,7 +480,7 @@ impl DbInner {
             let full: Vec<u32> = overlapping
                 .iter()
                 .copied()
-                .filter(|id| st.families.get(id).is_some_and(|f| !f.mem.is_empty()))
+                .filter(|id| st.families.get(*id).is_some_and(|f| !f.mem().is_empty()))
                 .collect();
             if !full.is_empty() {
                 self.switch_memtables(&mut st, &full)?;
@@ -487,10 +488,10 @@ impl DbInner {
             self.wait_for_flushes(&mut st, &overlapping)?;
         }
         // Held off from here: running jobs end, none starts.
-        st.paused += 1;
+        st.jobs.pause();
         let mut resume = Resume { inner: self, st };
         let st = &mut resume.st;
-        while st.flush_running > 0 || st.compactions_running > 0 || st.manual_compactions > 0 {
+        while st.jobs.flushing_or_compacting() || st.jobs.manual_compactions() > 0 {
             self.bg_cv.wait(st);
         }
         if let Some(e) = &st.bg_error {
@@ -551,7 +552,8 @@ impl DbInner {
         let numbers: Vec<Vec<u64>> =
             work.iter().map(|w| w.files.iter().map(|_| st.versions.new_file_number()).collect()).collect();
         let floor = numbers.iter().flatten().min().copied().unwrap_or(0);
-        st.pending_outputs.push(floor);
+        let mut job = JobGuard::new(self, st, Hold::PendingOutputs(floor));
+        let st = &mut *job;
 
         // Place the files (without the mutex).
         let mut placed: Vec<PathBuf> = Vec::new();
@@ -590,7 +592,7 @@ impl DbInner {
         // before it was written). Any other failure may have left the edit
         // in the MANIFEST (a failed sync after the append, a new MANIFEST
         // that CURRENT already names): the files stay, as a job's outputs
-        // do (db/bg.rs `NewTables`), and the reopen's full scan removes
+        // do (db/jobs.rs `NewTables`), and the reopen's full scan removes
         // them if the edit did not last.
         let recorded = wrote.map_err(|e| (e, true)).and_then(|()| {
             // Step 4.
@@ -614,7 +616,7 @@ impl DbInner {
                 // family drop) began while the files were placed must end
                 // first, and a family it dropped cancels the ingestion.
                 self.wait_for_manifest_writes(st);
-                if work.iter().any(|w| !st.families.contains_key(&w.data.id)) {
+                if work.iter().any(|w| !st.families.contains(w.data.id)) {
                     Err(Error::Cancelled)
                 } else {
                     st.versions.log_and_apply_in_new_manifest(edits)
@@ -627,9 +629,6 @@ impl DbInner {
                 (self.set_bg_error_locked(st, e), unwritten)
             })
         });
-        if let Some(i) = st.pending_outputs.iter().position(|n| *n == floor) {
-            st.pending_outputs.swap_remove(i);
-        }
         if let Err((e, remove_files)) = recorded {
             if remove_files {
                 for path in placed {
@@ -716,7 +715,7 @@ struct Resume<'a> {
 
 impl Drop for Resume<'_> {
     fn drop(&mut self) {
-        self.st.paused = self.st.paused.saturating_sub(1);
+        self.st.jobs.resume();
         self.inner.work_cv.notify_all();
         self.inner.bg_cv.notify_all();
     }

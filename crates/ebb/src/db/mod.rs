@@ -28,6 +28,8 @@ mod flush;
 mod info_log;
 mod ingest;
 mod iter;
+mod jobs;
+mod memtables;
 mod open;
 mod properties;
 mod read;
@@ -57,7 +59,7 @@ pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -77,7 +79,7 @@ use crate::stats::Stats;
 use crate::version::{LevelFiles, LevelIterator, TableCache, Version, VersionSet};
 use crate::wal::LogWriter;
 use blob_cache::BlobFileCache;
-use column_family::{ColumnFamilyData, FamilyState};
+use column_family::ColumnFamilyData;
 pub use read::ReadOptions;
 pub use write::WriteOptions;
 
@@ -101,29 +103,16 @@ impl SuperVersion {
 /// State guarded by the db mutex.
 pub(crate) struct DbState {
     pub(crate) versions: VersionSet,
-    /// The memtables of every live column family, by id.
-    pub(crate) families: BTreeMap<u32, FamilyState>,
-    /// WALs before the one being written that are not deleted yet, oldest
-    /// first: (number, bytes).
-    pub(crate) old_wals: VecDeque<(u64, u64)>,
-    /// The oldest WAL for which `max_total_wal_size` already forced a flush.
-    pub(crate) wal_full_flushed: u64,
-    /// The column family the last automatic compaction was picked from.
-    pub(crate) last_compacted_family: u32,
+    /// The memtables of every live column family and the WALs
+    /// (db/memtables.rs).
+    pub(crate) families: memtables::Memtables,
     pub(crate) bg_error: Option<Arc<Error>>,
+    /// Running background jobs and what they hold (db/jobs.rs).
+    pub(crate) jobs: jobs::Jobs,
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
-    /// Running jobs' output-number floors: SSTs numbered at or above the
-    /// smallest are never deleted as obsolete.
-    pub(crate) pending_outputs: Vec<u64>,
-    /// Files that are inputs of running compactions.
-    pub(crate) being_compacted: HashSet<u64>,
     /// Every version handed to a reader (or held by a compaction), with its
     /// column family; files they list must stay.
     pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
-    pub(crate) flush_running: usize,
-    pub(crate) compactions_running: usize,
-    /// Obsolete-file deletions running without the db mutex.
-    pub(crate) purges_running: usize,
     /// Holds on file deletions (`Db::disable_file_deletions`, checkpoints):
     /// while any is held, obsolete files stay.
     pub(crate) file_deletions_disabled: usize,
@@ -132,15 +121,8 @@ pub(crate) struct DbState {
     /// Files that left a version, obsolete once nothing holds them
     /// (db/version_edits.rs, contract 2).
     pub(crate) obsolete: version_edits::ObsoleteCandidates,
-    pub(crate) manual_compactions: usize,
-    pub(crate) paused: usize,
-    pub(crate) shutting_down: bool,
-    /// The number of the WAL being written.
-    pub(crate) wal_number: u64,
     /// The write controller's state.
     pub(crate) controller: write::WriteController,
-    /// Cancellation flags of running compactions.
-    pub(crate) running_jobs: Vec<Arc<AtomicBool>>,
     /// The write-stall condition of the current version, memtables and
     /// options; `None` once any of them changed.
     pub(crate) stall_cache: Option<StallCondition>,
@@ -391,12 +373,12 @@ impl Db {
     /// A handle on the live column family `name`, `None` if there is none.
     pub fn cf_handle(&self, name: &str) -> Option<ColumnFamilyHandle> {
         let st = self.inner.state.lock();
-        st.families.values().find(|f| f.data.name == name).map(|f| ColumnFamilyHandle { data: Arc::clone(&f.data) })
+        st.families.find(name).map(|f| ColumnFamilyHandle { data: Arc::clone(f.data()) })
     }
 
     /// The names of the live column families, by id (the default first).
     pub fn column_family_names(&self) -> Vec<String> {
-        self.inner.state.lock().families.values().map(|f| f.data.name.clone()).collect()
+        self.inner.state.lock().families.iter().map(|(_, f)| f.data().name.clone()).collect()
     }
 
     /// Sets `key` to `value` in column family `cf`.
@@ -818,8 +800,8 @@ impl Db {
     /// [`Db::continue_background_work`]. Calls nest.
     pub fn pause_background_work(&self) {
         let mut st = self.inner.state.lock();
-        st.paused += 1;
-        while st.flush_running > 0 || st.compactions_running > 0 {
+        st.jobs.pause();
+        while st.jobs.flushing_or_compacting() {
             self.inner.bg_cv.wait(&mut st);
         }
     }
@@ -829,16 +811,13 @@ impl Db {
     /// Automatic compaction may pick the same work again later (set
     /// `disable_auto_compactions` first to prevent that).
     pub fn cancel_compactions(&self) {
-        let st = self.inner.state.lock();
-        for flag in &st.running_jobs {
-            flag.store(true, Ordering::Release);
-        }
+        self.inner.state.lock().jobs.cancel_compactions();
     }
 
     /// Undoes one [`Db::pause_background_work`].
     pub fn continue_background_work(&self) {
         let mut st = self.inner.state.lock();
-        st.paused = st.paused.saturating_sub(1);
+        st.jobs.resume();
         self.inner.work_cv.notify_all();
     }
 
@@ -949,27 +928,28 @@ impl DbInner {
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.stall_cache = None;
-        let waiting = st.families.values().map(|f| f.imm.len()).sum();
+        let waiting = st.families.immutable_count();
         self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);
-        for (id, family) in &st.families {
-            let Some(version) = st.versions.version(*id) else { continue };
-            let old = family.data.super_version();
+        for (id, family) in st.families.iter() {
+            let Some(version) = st.versions.version(id) else { continue };
+            let data = family.data();
+            let old = data.super_version();
             let same = Arc::ptr_eq(&old.version, &version)
-                && Arc::ptr_eq(&old.mem, &family.mem)
-                && old.imm.len() == family.imm.len()
-                && old.imm.iter().zip(family.imm.iter().rev()).all(|(a, b)| Arc::ptr_eq(a, b));
+                && Arc::ptr_eq(&old.mem, family.mem())
+                && old.imm.len() == family.imm().len()
+                && old.imm.iter().zip(family.imm().iter().rev()).all(|(a, b)| Arc::ptr_eq(a, b));
             if same {
                 continue;
             }
-            st.live_versions.push((*id, Arc::downgrade(&version)));
+            st.live_versions.push((id, Arc::downgrade(&version)));
             let same_version = Arc::ptr_eq(&old.version, &version);
-            let sv = SuperVersion::new(Arc::clone(&family.mem), family.imm.iter().rev().cloned().collect(), version);
+            let sv = SuperVersion::new(Arc::clone(family.mem()), family.imm().iter().rev().cloned().collect(), version);
             // A memtable switch keeps the tables: and their tombstones.
             if let Some(t) = old.table_tombstones.get().filter(|_| same_version) {
                 let _ = sv.table_tombstones.set(t.clone());
             }
-            family.data.super_version.store(Arc::new(sv));
+            data.super_version.store(Arc::new(sv));
         }
     }
 

@@ -12,7 +12,7 @@
 //! in a new MANIFEST, and cleans the directory without deleting evidence.
 //! The recovered data is durable before the old WALs go.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, OnceLock};
@@ -21,12 +21,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::bg::PoolSizes;
 use super::blob_cache::BlobFileCache;
-use super::column_family::{ColumnFamilyData, FamilyState};
+use super::column_family::ColumnFamilyData;
 use super::info_log::{InfoLog, Level};
 use super::{Db, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
 use crate::version::{filename, FamilyShape, VersionSet, DEFAULT_COLUMN_FAMILY};
@@ -275,20 +274,16 @@ pub(super) fn open_locked(
     tuning.write_stalls = write_stalls;
     let options = Arc::new(options);
     let instance = super::next_instance();
-    let mut family_states = BTreeMap::new();
+    let mut opened = Vec::new();
     for (id, f) in versions.families() {
         let o = match listed(&f.name) {
             Some((_, o)) if *id != 0 => Arc::new(o.clone()),
             _ => Arc::new(options.cf_options()),
         };
-        let data = ColumnFamilyData::new(*id, &f.name, o, instance);
-        let mem = Arc::new(MemTable::new(0, data.cmp.clone()));
-        family_states.insert(*id, FamilyState { data, mem, imm: Vec::new() });
+        opened.push(ColumnFamilyData::new(*id, &f.name, o, instance));
     }
-    let default_cf = family_states
-        .get(&0)
-        .map(|f| Arc::clone(&f.data))
-        .ok_or_else(|| Error::corruption("MANIFEST", 0, "no default column family"))?;
+    let families = super::memtables::Memtables::new(opened);
+    let default_cf = families.data(0).ok_or_else(|| Error::corruption("MANIFEST", 0, "no default column family"))?;
     let inner = Arc::new(DbInner {
         instance,
         dir: dir.to_path_buf(),
@@ -296,27 +291,15 @@ pub(super) fn open_locked(
         options: Mutex::new(Arc::clone(&options)),
         state: Mutex::new(DbState {
             versions,
-            families: family_states,
-            old_wals: VecDeque::new(),
-            wal_full_flushed: 0,
-            last_compacted_family: 0,
+            families,
             bg_error: None,
+            jobs: Default::default(),
             snapshots: BTreeMap::new(),
-            pending_outputs: Vec::new(),
             file_deletions_disabled: 0,
-            being_compacted: HashSet::new(),
             live_versions: Vec::new(),
-            flush_running: 0,
-            compactions_running: 0,
-            purges_running: 0,
             manifest_queue: Default::default(),
             obsolete: Default::default(),
-            manual_compactions: 0,
-            paused: 0,
-            shutting_down: false,
-            wal_number: 0,
             controller: super::write::WriteController::default(),
-            running_jobs: Vec::new(),
             stall_cache: None,
         }),
         bg_cv: Condvar::new(),
@@ -390,9 +373,9 @@ impl DbInner {
         let families: Vec<(String, Arc<ColumnFamilyOptions>)> = {
             let st = self.state.lock();
             st.families
-                .values()
-                .filter(|f| f.data.id != 0)
-                .map(|f| (f.data.name.clone(), f.data.options.load_full()))
+                .iter()
+                .filter(|(id, _)| *id != 0)
+                .map(|(_, f)| (f.data().name.clone(), f.data().options.load_full()))
                 .collect()
         };
         let refs: Vec<(&str, &ColumnFamilyOptions)> = families.iter().map(|(n, o)| (n.as_str(), o.as_ref())).collect();

@@ -3,7 +3,6 @@
 //! `ebb.stats` text), read from the database's state and statistics.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::{DbInner, StallCondition, TuningMetrics};
 use crate::stats;
@@ -98,11 +97,11 @@ impl DbInner {
     /// from column family `cf`.
     fn family_metrics(&self, cf: u32) -> DbMetrics {
         let st = self.state.lock();
-        let Some(family) = st.families.get(&cf) else { return DbMetrics::default() };
-        let opts = self.family_opts(&family.data);
+        let Some(family) = st.families.get(cf) else { return DbMetrics::default() };
+        let opts = self.family_opts(family.data());
         let version = st.versions.version(cf).unwrap_or_default();
-        let mut memtable_bytes = family.mem.allocated_bytes() as u64;
-        for m in &family.imm {
+        let mut memtable_bytes = family.mem().allocated_bytes() as u64;
+        for m in family.imm() {
             memtable_bytes += m.allocated_bytes() as u64;
         }
         let s = &self.stats;
@@ -122,10 +121,10 @@ impl DbInner {
             files_per_level: (0..version.num_levels()).map(|l| version.num_files(l)).collect(),
             bytes_per_level: (0..version.num_levels()).map(|l| version.level_bytes(l)).collect(),
             pending_compaction_bytes: crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts),
-            running_compactions: st.compactions_running,
-            running_flushes: st.flush_running,
+            running_compactions: st.jobs.compactions_running(),
+            running_flushes: st.jobs.flushes_running(),
             compaction_enabled: !opts.disable_auto_compactions
-                && st.paused == 0
+                && !st.jobs.is_paused()
                 && !self.tuning.deferred.load(Ordering::Relaxed),
             block_cache_hits: hits,
             block_cache_misses: misses,
@@ -157,7 +156,7 @@ impl DbInner {
     /// Property `name`; the per-family ones are about column family `cf`.
     pub(crate) fn property(&self, cf: u32, name: &str) -> Option<String> {
         let m = self.family_metrics(cf);
-        let family = self.state.lock().families.get(&cf).map(|f| Arc::clone(&f.data))?;
+        let family = self.state.lock().families.data(cf)?;
         let name = name.strip_prefix("rocksdb.").map(|n| format!("ebb.{n}")).unwrap_or_else(|| name.to_string());
         if let Some(level) = name.strip_prefix("ebb.num-files-at-level") {
             let l: usize = level.parse().ok()?;
@@ -184,12 +183,9 @@ impl DbInner {
             "ebb.is-write-stopped" => {
                 Some(u8::from(matches!(m.stall_condition, Some(StallCondition::Stopped(_)))).to_string())
             }
-            "ebb.num-immutable-mem-table" => Some(self.state.lock().families.get(&cf)?.imm.len().to_string()),
-            "ebb.num-live-wal-files" => {
-                let st = self.state.lock();
-                Some((st.old_wals.len() + 1).to_string())
-            }
-            "ebb.total-wal-size" => Some(self.total_wal_size(&self.state.lock()).to_string()),
+            "ebb.num-immutable-mem-table" => Some(self.state.lock().families.get(cf)?.imm().len().to_string()),
+            "ebb.num-live-wal-files" => Some(self.state.lock().families.live_wal_count().to_string()),
+            "ebb.total-wal-size" => Some(self.total_wal_size(&self.state.lock().families).to_string()),
             "ebb.num-column-families" => Some(self.state.lock().families.len().to_string()),
             "ebb.estimate-num-keys" => {
                 let sv = family.super_version();
@@ -247,14 +243,14 @@ impl DbInner {
 
     fn stats_text(&self, cf: u32, m: &DbMetrics) -> String {
         let st = self.state.lock();
-        let Some(family) = st.families.get(&cf) else { return String::new() };
-        let opts = self.family_opts(&family.data);
+        let Some(family) = st.families.get(cf) else { return String::new() };
+        let opts = self.family_opts(family.data());
         let version = st.versions.version(cf).unwrap_or_default();
-        let scores = crate::compaction::picker::level_scores(&version, &opts, &st.being_compacted);
+        let scores = crate::compaction::picker::level_scores(&version, &opts, st.jobs.being_compacted());
         let compacting = version
             .levels
             .iter()
-            .map(|files| files.iter().filter(|f| st.being_compacted.contains(&f.number)).count())
+            .map(|files| files.iter().filter(|f| st.jobs.being_compacted().contains(&f.number)).count())
             .collect();
         drop(st);
         let shape = crate::stats::LevelShape {

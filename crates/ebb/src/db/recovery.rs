@@ -101,11 +101,11 @@ pub(super) fn recover(
             let r = Recovering {
                 mems: Vec::new(),
                 mem: None,
-                write_buffer_size: inner.family_opts(&f.data).write_buffer_size,
-                log_number: st.versions.family_log_number(*id),
-                cmp: f.data.cmp.clone(),
+                write_buffer_size: inner.family_opts(f.data()).write_buffer_size,
+                log_number: st.versions.family_log_number(id),
+                cmp: f.data().cmp.clone(),
             };
-            (*id, r)
+            (id, r)
         })
         .collect();
     let mode = options.wal_recovery_mode;
@@ -279,9 +279,9 @@ pub(super) fn recover(
         // WAL, table or MANIFEST is written and nothing is moved.
         for (id, r) in recovering.iter_mut() {
             r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
-            if let Some(family) = st.families.get_mut(id) {
-                family.imm = std::mem::take(&mut r.mems);
-                family.mem = Arc::new(super::write::new_memtable(&family.data.options.load(), 0));
+            if let Some(data) = st.families.data(*id) {
+                let empty = super::write::new_memtable(&data.options.load(), 0);
+                st.families.keep_replayed(*id, std::mem::take(&mut r.mems), empty);
             }
         }
         inner.install_super_version(&mut st);
@@ -303,11 +303,7 @@ pub(super) fn recover(
     writer.sync()?;
     inner.fs.sync_dir(&inner.dir)?;
     *inner.wal.lock() = Some(writer);
-    st.wal_number = wal_number;
-    for family in st.families.values_mut() {
-        family.mem = Arc::new(super::write::new_memtable(&family.data.options.load(), wal_number));
-        family.imm.clear();
-    }
+    st.families.start_wal(wal_number, super::write::new_memtable);
 
     // Promise 4: every recovered memtable into a table, then one new MANIFEST.
     let smallest_snapshot = last_seq;
@@ -315,7 +311,7 @@ pub(super) fn recover(
     let mut written = 0;
     for (id, r) in recovering.iter_mut() {
         r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
-        let Some(data) = st.families.get(id).map(|f| Arc::clone(&f.data)) else { continue };
+        let Some(data) = st.families.data(*id) else { continue };
         let opts = inner.family_opts(&data);
         let mut edit = VersionEdit { column_family: *id, log_number: Some(wal_number), ..Default::default() };
         let numbers = st.versions.file_number_allocator();
@@ -464,7 +460,7 @@ fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &m
         let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
         // `None`: obsolete, and deleted; `Some(why)`: obsolete, and set aside.
         let why = match kind {
-            filename::FileType::Wal if number < log_number && number != st.wal_number => {
+            filename::FileType::Wal if number < log_number && number != st.families.current_wal() => {
                 if damaged_wals.contains(&number) {
                     Some("its replay met damage (see the info log)".to_string())
                 } else if stop.is_some_and(|w| number > w) {

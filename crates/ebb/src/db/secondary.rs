@@ -117,9 +117,9 @@ impl Db {
         let families: Vec<(String, ColumnFamilyOptions)> = {
             let st = inner.state.lock();
             st.families
-                .values()
-                .filter(|f| f.data.id != 0)
-                .map(|f| (f.data.name.clone(), ColumnFamilyOptions::clone(&f.data.options.load())))
+                .iter()
+                .filter(|(id, _)| *id != 0)
+                .map(|(_, f)| (f.data().name.clone(), ColumnFamilyOptions::clone(&f.data().options.load())))
                 .collect()
         };
         let listed: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (n.as_str(), o.clone())).collect();
@@ -153,11 +153,11 @@ impl Db {
             // Open every table of the view through this instance's cache.
             let pinned = (|| -> Result<()> {
                 let st = fresh.inner.state.lock();
-                for (id, f) in &st.families {
-                    let Some(version) = st.versions.version(*id) else { continue };
+                for (id, f) in st.families.iter() {
+                    let Some(version) = st.versions.version(id) else { continue };
                     for (level, files) in version.levels.iter().enumerate() {
                         for file in files {
-                            inner.tables.get(file, level, &f.data.cmp)?;
+                            inner.tables.get(file, level, &f.data().cmp)?;
                         }
                     }
                 }
@@ -175,15 +175,8 @@ impl Db {
             let mut st = inner.state.lock();
             std::mem::swap(&mut st.versions, &mut fresh_st.versions);
             let st = &mut *st;
-            for (id, f) in st.families.iter_mut() {
-                match fresh_st.families.get(id).filter(|_| st.versions.version(*id).is_some()) {
-                    Some(new) => {
-                        f.mem = Arc::clone(&new.mem);
-                        f.imm = new.imm.clone();
-                    }
-                    None => f.data.dropped.store(true, std::sync::atomic::Ordering::Release),
-                }
-            }
+            let versions = &st.versions;
+            st.families.take_memtables_of(&fresh_st.families, |id| versions.version(id).is_some());
             let seq = fresh.inner.last_sequence.load(std::sync::atomic::Ordering::Acquire);
             inner.last_sequence.fetch_max(seq, std::sync::atomic::Ordering::AcqRel);
             inner.install_super_version(st);

@@ -329,7 +329,7 @@ impl DbInner {
     }
 
     fn shutting_down(&self) -> bool {
-        self.state.lock().shutting_down
+        self.state.lock().jobs.is_shutting_down()
     }
 
     /// Sleeps `d` (the whole of it: `work_cv` is notified by every flush and
@@ -338,12 +338,12 @@ impl DbInner {
     fn tuner_sleep(&self, d: Duration) -> bool {
         let deadline = std::time::Instant::now() + d;
         let mut st = self.state.lock();
-        while !st.shutting_down {
+        while !st.jobs.is_shutting_down() {
             if self.work_cv.wait_until(&mut st, deadline).timed_out() {
                 break;
             }
         }
-        !st.shutting_down
+        !st.jobs.is_shutting_down()
     }
 
     fn thesis_loop(&self, mut tuner: CompactionAutoTuner) {
@@ -385,7 +385,7 @@ impl DbInner {
                 let scores = crate::compaction::picker::level_scores(
                     &st.versions.current(),
                     &default_family,
-                    &st.being_compacted,
+                    st.jobs.being_compacted(),
                 );
                 scores.into_iter().fold(0.0f64, f64::max)
             };

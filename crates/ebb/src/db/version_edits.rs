@@ -73,6 +73,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::MutexGuard;
 
+use super::jobs::{Hold, JobGuard};
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::key::user_key;
@@ -266,20 +267,6 @@ impl Drop for Leading<'_, '_> {
     }
 }
 
-/// Counts a purge in `DbState::purges_running` until it ends, also by an
-/// unwind. Dropped with the db mutex held.
-struct Purging<'g, 'a> {
-    inner: &'g DbInner,
-    st: &'g mut MutexGuard<'a, DbState>,
-}
-
-impl Drop for Purging<'_, '_> {
-    fn drop(&mut self) {
-        self.st.purges_running -= 1;
-        self.inner.bg_cv.notify_all();
-    }
-}
-
 impl DbInner {
     /// Records `edits` durably in the MANIFEST and installs them (contract
     /// 1), on its own or in a batch with other jobs' edits. Requires the db
@@ -371,9 +358,7 @@ impl DbInner {
                 .chain(leading.followers.iter().map(|q| &q.flushed).zip(followers_cancelled.iter().copied()));
             for (flushed, cancelled) in flushes {
                 if let (Some((cf, mems)), false) = (flushed, cancelled) {
-                    if let Some(family) = st.families.get_mut(cf) {
-                        family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
-                    }
+                    st.families.remove_flushed(*cf, mems);
                 }
             }
         }
@@ -406,11 +391,10 @@ impl DbInner {
         if !files.is_empty() {
             // Counted, so `wait_for_compact` does not return before the
             // files a job made obsolete are gone.
-            st.purges_running += 1;
-            let purging = Purging { inner: self, st };
-            if !MutexGuard::unlocked(purging.st, || self.purge(files)) {
+            let mut purging = JobGuard::new(self, st, Hold::Purge);
+            if !MutexGuard::unlocked(&mut purging, || self.purge(files)) {
                 // A file left is found by the next listing.
-                purging.st.obsolete.scan_next_time();
+                purging.obsolete.scan_next_time();
             }
         }
     }
@@ -426,11 +410,7 @@ impl DbInner {
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);
         let log_number = st.versions.log_number();
         let mut files = Vec::new();
-        while let Some(&(number, _)) = st.old_wals.front() {
-            if number >= log_number {
-                break;
-            }
-            st.old_wals.pop_front();
+        for number in st.families.take_wals_below(log_number) {
             // Pending or sealed: the sealer renames it only with deletions
             // held out, and purge removes whichever name it has.
             files.push(ObsoleteFile { kind: filename::FileType::Wal, number, name: None });
@@ -496,14 +476,14 @@ impl DbInner {
             .flat_map(|f| f.current.live_files().chain(f.current.live_blob_files()))
             .collect();
         // A running compaction of a family dropped meanwhile still reads its inputs.
-        live.extend(st.being_compacted.iter().copied());
+        live.extend(st.jobs.being_compacted().iter().copied());
         for v in st.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
             live.extend(v.live_files().chain(v.live_blob_files()));
         }
         // Tables a reader or job still holds, of families dropped since.
         live.extend(st.obsolete.tables.iter().map(|t| t.number));
         // Jobs number their outputs from a floor recorded when they started.
-        let protected_from = st.pending_outputs.iter().copied().min().unwrap_or(u64::MAX);
+        let protected_from = st.jobs.output_floor();
         let manifest = st.versions.manifest_number();
         let newest_options = names
             .iter()
@@ -516,7 +496,7 @@ impl DbInner {
         for name in names {
             let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
             let obsolete = match kind {
-                filename::FileType::Wal => number < log_number && number != st.wal_number,
+                filename::FileType::Wal => number < log_number && number != st.families.current_wal(),
                 // Not after a failed MANIFEST write: the MANIFEST a reopen
                 // reads may name them.
                 filename::FileType::Table | filename::FileType::Blob => {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::column_family::ColumnFamilyData;
+use super::memtables::Writable;
 use super::StallCondition;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
@@ -121,13 +122,13 @@ impl DbInner {
             if b.has_other_families() {
                 let st = self.state.lock();
                 let ids = b.column_families();
-                if let Some(id) = ids.iter().find(|id| !st.families.contains_key(id)) {
+                if let Some(id) = ids.iter().find(|id| !st.families.contains(**id)) {
                     return Err(Error::invalid(format!(
                         "the write batch writes to column family {id}, which does not exist (dropped?)"
                     )));
                 }
                 if b.needs_family_checks() {
-                    self.check_family_rules(b, |cf| st.families.get(&cf).map(|f| Arc::clone(&f.data)))?;
+                    self.check_family_rules(b, |cf| st.families.data(cf))?;
                 }
             } else if b.needs_family_checks() {
                 // The default family's: no db mutex on the write path.
@@ -237,28 +238,16 @@ impl DbInner {
     /// family's, by id, when the leader made room). Runs without the queue
     /// lock. Entries of a family dropped since the batch was checked are not
     /// inserted anywhere (recovery skips them too).
-    fn commit_group(
-        &self,
-        batch: &mut WriteBatch,
-        mems: &[(u32, Arc<MemTable>)],
-        sync: bool,
-        disable_wal: bool,
-    ) -> Result<()> {
+    fn commit_group(&self, batch: &mut WriteBatch, mems: &Writable, sync: bool, disable_wal: bool) -> Result<()> {
         self.tuning.on_client_write();
         let first = self.last_sequence.load(Ordering::Acquire) + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
         // A family created after the leader made room is looked up now; its
         // memtable cannot have been switched since (only a leader switches).
-        let mut mems = mems.to_vec();
-        if batch.has_other_families() {
-            for cf in batch.column_families() {
-                if !mems.iter().any(|(id, _)| *id == cf) {
-                    if let Some(f) = self.state.lock().families.get(&cf) {
-                        mems.push((cf, Arc::clone(&f.mem)));
-                    }
-                }
-            }
+        let mut mems = Arc::clone(mems);
+        if batch.has_other_families() && batch.column_families().iter().any(|cf| !mems.iter().any(|(id, _)| id == cf)) {
+            mems = self.state.lock().families.writable();
         }
         let mem_of = |cf: u32| mems.iter().find(|(id, _)| *id == cf).map(|(_, m)| m);
         if disable_wal {
@@ -434,7 +423,7 @@ impl DbInner {
         batch
             .column_families()
             .into_iter()
-            .filter_map(|cf| st.families.get(&cf).map(|f| (cf, Arc::clone(&f.data))))
+            .filter_map(|cf| st.families.data(cf).map(|data| (cf, data)))
             .filter(|(_, data)| wanted(data))
             .collect()
     }
@@ -488,14 +477,14 @@ impl DbInner {
     /// Returns every family's memtable to write into, after switching full
     /// ones (and `force`'s) and waiting out stalls (RocksDB's
     /// `WriteController` conditions, see docs/compaction.md "Write stalls").
-    fn make_room_for_write(&self, force: Option<u32>, batch_bytes: usize) -> Result<Vec<(u32, Arc<MemTable>)>> {
+    fn make_room_for_write(&self, force: Option<u32>, batch_bytes: usize) -> Result<Writable> {
         let mut st = self.state.lock();
         let mut delayed_once = false;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            if st.shutting_down {
+            if st.jobs.is_shutting_down() {
                 return Err(Error::Closed);
             }
             let condition = self.cached_stall_condition(&mut st);
@@ -511,7 +500,7 @@ impl DbInner {
                     // RocksDB's `DelayWrite` checks every millisecond. At
                     // the controller's lowest rate one large batch was a
                     // sleep of minutes, every writer queued behind it.
-                    while Instant::now() < deadline && st.bg_error.is_none() && !st.shutting_down {
+                    while Instant::now() < deadline && st.bg_error.is_none() && !st.jobs.is_shutting_down() {
                         self.bg_cv.wait_until(&mut st, deadline);
                         if !matches!(self.cached_stall_condition(&mut st), StallCondition::Delayed(_)) {
                             break;
@@ -522,19 +511,23 @@ impl DbInner {
                 }
             }
             let mut switch: Vec<u32> = Vec::new();
-            for (id, family) in &st.families {
-                let full = family.mem.approximate_memory_usage() >= self.family_opts(&family.data).write_buffer_size;
-                let forced = force == Some(*id) && !family.mem.is_empty();
+            for (id, family) in st.families.iter() {
+                let full = family.mem().approximate_memory_usage() >= self.family_opts(family.data()).write_buffer_size;
+                let forced = force == Some(id) && !family.mem().is_empty();
                 if full || forced {
-                    switch.push(*id);
+                    switch.push(id);
                 }
             }
-            let wal_full = if switch.is_empty() { self.families_pinning_oldest_wal(&mut st) } else { None };
+            let wal_full = if switch.is_empty() {
+                st.families.families_pinning_oldest_wal(|m| self.total_wal_size(m) > self.max_total_wal_size(m))
+            } else {
+                None
+            };
             if let Some((_, ids)) = &wal_full {
                 switch.extend(ids);
             }
             if switch.is_empty() {
-                return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
+                return Ok(st.families.writable());
             }
             if let StallCondition::Stopped(cause) = condition {
                 let start = Instant::now();
@@ -545,8 +538,8 @@ impl DbInner {
             }
             let at_limit = switch.iter().any(|id| {
                 st.families
-                    .get(id)
-                    .is_some_and(|f| f.imm.len() + 1 >= self.family_opts(&f.data).max_write_buffer_number)
+                    .get(*id)
+                    .is_some_and(|f| f.imm().len() + 1 >= self.family_opts(f.data()).max_write_buffer_number)
             });
             if at_limit {
                 // Switching now would exceed the memtable limit: wait for a flush.
@@ -559,39 +552,11 @@ impl DbInner {
             }
             self.switch_memtables(&mut st, &switch)?;
             if let Some((oldest, _)) = wal_full {
-                st.wal_full_flushed = oldest;
+                st.families.wal_full_switched(oldest);
                 bump(&self.stats.wal_full_flushes, 1);
             }
-            return Ok(st.families.iter().map(|(id, f)| (*id, Arc::clone(&f.mem))).collect());
+            return Ok(st.families.writable());
         }
-    }
-
-    /// When the live WALs exceed `max_total_wal_size`: the oldest live WAL
-    /// and the families whose mutable memtable holds data in it; switching
-    /// them lets that WAL go once they are flushed (RocksDB `SwitchWAL`).
-    /// Done once per oldest WAL (`wal_full_flushed`, set once the switch is
-    /// made), and only with more than one family, as RocksDB (one family's
-    /// WALs are bounded by its memtables anyway).
-    fn families_pinning_oldest_wal(&self, st: &mut DbState) -> Option<(u64, Vec<u32>)> {
-        let &(oldest, _) = st.old_wals.front()?;
-        if st.families.len() < 2 || st.wal_full_flushed >= oldest {
-            return None;
-        }
-        if self.total_wal_size(st) <= self.max_total_wal_size(st) {
-            return None;
-        }
-        let pinning: Vec<u32> = st
-            .families
-            .iter()
-            .filter(|(_, f)| !f.mem.is_empty() && f.mem.log_number() <= oldest)
-            .map(|(id, _)| *id)
-            .collect();
-        if pinning.is_empty() {
-            // Only immutable memtables hold it: their flushes will free it.
-            st.wal_full_flushed = oldest;
-            return None;
-        }
-        Some((oldest, pinning))
     }
 
     /// The stall condition the current state calls for (RocksDB
@@ -605,9 +570,9 @@ impl DbInner {
             StallCondition::Stopped(_) => 2,
         };
         let mut worst = StallCondition::Normal;
-        for (id, family) in &st.families {
-            let o = self.family_opts(&family.data);
-            let c = family_stall_condition(&st.versions.version(*id).unwrap_or_default(), &o);
+        for (id, family) in st.families.iter() {
+            let o = self.family_opts(family.data());
+            let c = family_stall_condition(&st.versions.version(id).unwrap_or_default(), &o);
             if severity(&c) > severity(&worst) {
                 worst = c;
             }
@@ -635,12 +600,12 @@ impl DbInner {
         // The debt the rate adapts to is the largest over the families,
         // each counted by its own compaction style and options.
         let mut debt = StallDebt::default();
-        for (id, family) in &st.families {
-            let o = self.family_opts(&family.data);
+        for (id, family) in st.families.iter() {
+            let o = self.family_opts(family.data());
             if o.disable_auto_compactions {
                 continue;
             }
-            let version = st.versions.version(*id).unwrap_or_default();
+            let version = st.versions.version(id).unwrap_or_default();
             let pending = crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o);
             debt.pending = debt.pending.max(pending);
             let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &o) as i32;
@@ -713,20 +678,10 @@ impl DbInner {
                 drop(wal);
                 return Err(self.set_bg_error_locked(st, e));
             }
-            self.wal_sealer.push(st.wal_number, old, number);
+            self.wal_sealer.push(st.families.current_wal(), old, number);
         }
         drop(wal);
-        let old_number = std::mem::replace(&mut st.wal_number, number);
-        st.old_wals.push_back((old_number, old_size));
-        for (id, family) in st.families.iter_mut() {
-            if ids.contains(id) {
-                let old =
-                    std::mem::replace(&mut family.mem, Arc::new(new_memtable(&family.data.options.load(), number)));
-                family.imm.push(old);
-            } else if family.mem.is_empty() {
-                family.mem = Arc::new(new_memtable(&family.data.options.load(), number));
-            }
-        }
+        st.families.switch(ids, number, old_size, new_memtable);
         self.install_super_version(st);
         self.work_cv.notify_all();
         Ok(())
@@ -751,7 +706,7 @@ impl DbInner {
     pub(crate) fn flush_family(&self, cf: u32, wait: bool) -> Result<()> {
         // The memtables that hold data now: the immutable ones, and the
         // mutable one the write below switches.
-        let held = if wait { memtables_holding_data(&self.state.lock(), &[cf], true) } else { Vec::new() };
+        let held = if wait { self.state.lock().families.holding_data(&[cf], true) } else { Vec::new() };
         self.write(None, &WriteOptions::default(), Some(cf))?;
         if wait {
             self.wait_for_memtables_flushed(&mut self.state.lock(), &held)?;
@@ -762,7 +717,7 @@ impl DbInner {
     /// Waits until every immutable memtable the families `ids` hold now is
     /// flushed (a sticky error or a close ends the wait).
     pub(crate) fn wait_for_flushes(&self, st: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
-        let held = memtables_holding_data(st, ids, false);
+        let held = st.families.holding_data(ids, false);
         self.wait_for_memtables_flushed(st, &held)
     }
 
@@ -781,10 +736,10 @@ impl DbInner {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(Arc::clone(e)));
             }
-            if held.iter().all(|(id, m)| m.flush_done() || !st.families.contains_key(id)) {
+            if held.iter().all(|(id, m)| m.flush_done() || !st.families.contains(*id)) {
                 return Ok(());
             }
-            if st.shutting_down {
+            if st.jobs.is_shutting_down() {
                 return Err(Error::Closed);
             }
             self.work_cv.notify_all();
@@ -814,21 +769,6 @@ impl DbInner {
         }
         r.map_err(|e| self.set_bg_error(e))
     }
-}
-
-/// The memtables of the families `ids` that hold data: the immutable ones,
-/// and with `mutable` the mutable one when it is not empty.
-fn memtables_holding_data(st: &DbState, ids: &[u32], mutable: bool) -> Vec<(u32, Arc<MemTable>)> {
-    let mut out = Vec::new();
-    for id in ids {
-        if let Some(f) = st.families.get(id) {
-            out.extend(f.imm.iter().map(|m| (*id, Arc::clone(m))));
-            if mutable && !f.mem.is_empty() {
-                out.push((*id, Arc::clone(&f.mem)));
-            }
-        }
-    }
-    out
 }
 
 /// A new memtable for a family with options `opts`, writing to WAL `log`:
