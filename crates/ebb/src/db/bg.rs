@@ -303,7 +303,7 @@ impl DbInner {
             result
         };
         // The job's own hold on its inputs goes first: a table is obsolete
-        // once nothing holds its metadata (db/version_edits.rs, contract 2).
+        // once nothing holds its metadata (db/files.rs).
         drop(c);
         if result.is_ok() {
             // With the inputs no longer marked as being compacted, they are
@@ -376,7 +376,7 @@ impl DbInner {
         // ends: garbage collection reads the blob files it lists, which must
         // stay even if the family is dropped meanwhile.
         let input_version = st.versions.version(cf).ok_or(Error::Cancelled)?;
-        st.live_versions.push((cf, Arc::downgrade(&input_version)));
+        st.files.hold_version(cf, &input_version);
         let fetcher: &dyn crate::blob::BlobFetcher = &*self.blobs;
         let gc = opts
             .enable_blob_garbage_collection
@@ -646,10 +646,10 @@ impl DbInner {
             if !flushing && st.jobs.compactions_running() == 0 && st.jobs.purges_running() == 0 && !needs {
                 // A file a job made obsolete while something else held it
                 // for a moment (a reader, another job's grandparents) waits
-                // for the next job's look (db/version_edits.rs, contract 2);
+                // for the next job's look (db/files.rs);
                 // the work done, look once more here, so the files the jobs
                 // made obsolete are gone unless still held.
-                if !purged && (st.obsolete.pending() || st.versions.has_retired_manifests()) {
+                if !purged && (st.files.pending() || st.versions.has_retired_manifests()) {
                     purged = true;
                     self.delete_obsolete_files(&mut st);
                     continue;

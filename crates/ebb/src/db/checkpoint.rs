@@ -371,15 +371,14 @@ pub(super) fn write_synced(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Res
 impl DbInner {
     /// Takes one hold on file deletions ([`Db::disable_file_deletions`]).
     pub(crate) fn disable_file_deletions(&self) {
-        self.state.lock().file_deletions_disabled += 1;
+        self.state.lock().files.hold_deletions();
     }
 
     /// Undoes one hold on file deletions; once none is left, deletes what
     /// became obsolete meanwhile.
     pub(crate) fn enable_file_deletions(&self) {
         let mut st = self.state.lock();
-        st.file_deletions_disabled = st.file_deletions_disabled.saturating_sub(1);
-        if st.file_deletions_disabled == 0 {
+        if st.files.release_deletions() {
             self.delete_obsolete_files(&mut st);
         }
     }

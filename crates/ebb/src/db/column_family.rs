@@ -219,7 +219,7 @@ impl super::DbInner {
         cf.super_version.store(Arc::new(empty));
         st.stall_cache = None;
         // The family's files left no version through an edit.
-        st.obsolete.scan_next_time();
+        st.files.scan_next_time();
         self.delete_obsolete_files(&mut st);
         self.bg_cv.notify_all();
         self.work_cv.notify_all();

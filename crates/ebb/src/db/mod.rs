@@ -24,6 +24,7 @@ mod blob_cache;
 mod checkpoint;
 mod column_family;
 mod debug;
+mod files;
 mod flush;
 mod info_log;
 mod ingest;
@@ -62,7 +63,7 @@ pub use tuning::TuningMetrics;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
@@ -110,17 +111,10 @@ pub(crate) struct DbState {
     /// Running background jobs and what they hold (db/jobs.rs).
     pub(crate) jobs: jobs::Jobs,
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
-    /// Every version handed to a reader (or held by a compaction), with its
-    /// column family; files they list must stay.
-    pub(crate) live_versions: Vec<(u32, Weak<Version>)>,
-    /// Holds on file deletions (`Db::disable_file_deletions`, checkpoints):
-    /// while any is held, obsolete files stay.
-    pub(crate) file_deletions_disabled: usize,
     /// Jobs waiting to write their version edits (db/version_edits.rs).
     pub(crate) manifest_queue: version_edits::ManifestQueue,
-    /// Files that left a version, obsolete once nothing holds them
-    /// (db/version_edits.rs, contract 2).
-    pub(crate) obsolete: version_edits::ObsoleteCandidates,
+    /// Versions held, files that left them, deletion holds (db/files.rs).
+    pub(crate) files: files::FileLifecycle,
     /// The write controller's state.
     pub(crate) controller: write::WriteController,
     /// The write-stall condition of the current version, memtables and
@@ -930,7 +924,7 @@ impl DbInner {
         st.stall_cache = None;
         let waiting = st.families.immutable_count();
         self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
-        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
+        st.files.forget_dropped_versions();
         for (id, family) in st.families.iter() {
             let Some(version) = st.versions.version(id) else { continue };
             let data = family.data();
@@ -942,7 +936,7 @@ impl DbInner {
             if same {
                 continue;
             }
-            st.live_versions.push((id, Arc::downgrade(&version)));
+            st.files.hold_version(id, &version);
             let same_version = Arc::ptr_eq(&old.version, &version);
             let sv = SuperVersion::new(Arc::clone(family.mem()), family.imm().iter().rev().cloned().collect(), version);
             // A memtable switch keeps the tables: and their tombstones.

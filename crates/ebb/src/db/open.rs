@@ -294,11 +294,9 @@ pub(super) fn open_locked(
             families,
             bg_error: None,
             jobs: Default::default(),
+            files: Default::default(),
             snapshots: BTreeMap::new(),
-            file_deletions_disabled: 0,
-            live_versions: Vec::new(),
             manifest_queue: Default::default(),
-            obsolete: Default::default(),
             controller: super::write::WriteController::default(),
             stall_cache: None,
         }),
@@ -394,7 +392,7 @@ impl DbInner {
         self.fs.write_file_atomic(&path, self.options_file_text().as_bytes())?;
         let mut st = self.state.lock();
         // Older OPTIONS files, and at open whatever the last run left.
-        st.obsolete.scan_next_time();
+        st.files.scan_next_time();
         self.delete_obsolete_files(&mut st);
         Ok(())
     }

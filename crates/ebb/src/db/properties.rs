@@ -222,8 +222,7 @@ impl DbInner {
     /// and those kept only for readers of older versions.
     fn total_blob_file_size(&self, cf: u32) -> u64 {
         let mut st = self.state.lock();
-        st.live_versions.retain(|(_, w)| w.strong_count() > 0);
-        let held = st.live_versions.iter().filter(|(id, _)| *id == cf).filter_map(|(_, w)| w.upgrade());
+        let held = st.files.held_versions(cf).into_iter();
         let mut files = std::collections::BTreeMap::new();
         for v in st.versions.version(cf).into_iter().chain(held) {
             for b in v.blob_files.values() {
