@@ -1,8 +1,11 @@
 //! Compaction: choosing what to merge ([`picker`] for leveled, [`universal`]
-//! and [`fifo`] for the other `compaction_style`s) and merging it ([`job`]).
+//! and [`fifo`] for the other `compaction_style`s), the job that carries a
+//! choice out in three steps (`compaction_job`: prepare, run, install), and
+//! the merge it runs (`run` splits it into subcompactions, [`job`] merges).
 //!
 //! See docs/compaction.md for the policy and the options that steer it.
 
+pub(crate) mod compaction_job;
 pub mod fifo;
 pub mod job;
 pub(crate) mod covered;

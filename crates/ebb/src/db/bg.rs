@@ -1,7 +1,8 @@
-//! Background work, scheduled: the flush and compaction thread pools, what
-//! each worker picks (flushes in db/flush.rs; a compaction's merge in
-//! compaction/run.rs, installed here), manual compaction, deletion of
-//! obsolete files, and shutdown.
+//! The background scheduler: the flush and compaction thread pools, what
+//! each worker picks next (a flush, db/flush.rs; or a compaction, run
+//! through the three steps of `compaction::compaction_job`: prepared and
+//! installed here under the db mutex, merged without it), and the guard
+//! that turns a job's panic into the sticky background error.
 //!
 //! Flush threads (high priority, `max_background_flushes`) and compaction
 //! threads (low priority, `max_background_compactions`) wait on `work_cv`.
@@ -9,14 +10,12 @@
 //! current limit takes no work, and new threads are spawned when the limit grows.
 //!
 //! Panics: every job (flush, compaction, the file deletions they end with)
-//! runs under `catch_unwind` (`catch_job`), and what a job holds in the db
-//! state (running counters, `being_compacted` marks, `pending_outputs`
-//! entries, cancellation flags) is held by a guard (`JobGuard`) that gives
-//! it back however the job ends, so a panic can never leave writers or
-//! waiters waiting for a job that is gone. Tables and blob files a job
-//! wrote but never handed to the MANIFEST are deleted (`NewTables`). The
-//! panic becomes the sticky background error (`Error::Panicked`), and the
-//! thread lives on.
+//! runs under `catch_unwind` (`catch_job`), and what a job holds (db/jobs.rs)
+//! is held by a guard (`JobGuard`) that gives it back however the job ends,
+//! so a panic can never leave writers or waiters waiting for a job that is
+//! gone. Tables and blob files a job wrote but never handed to the MANIFEST
+//! are deleted (`NewTables`). The panic becomes the sticky background error
+//! (`Error::Panicked`), and the thread lives on.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,26 +27,12 @@ use parking_lot::MutexGuard;
 
 use super::jobs::{Hold, JobGuard, NewTables};
 use super::{CompactionJobInfo, DbInner, DbState};
-use crate::compaction::job::BlobSettings;
-use crate::compaction::{picker, run, Compaction, CompactionReason};
-use crate::compaction_filter::CompactionFilterContext;
+use crate::compaction::compaction_job::{self, CompactionJob, JobEnv, JobHooks, JobStart};
+use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
 use crate::options::ColumnFamilyOptions;
-use crate::sst::{ReadSettings, TableBuilderOptions};
 use crate::stats::{bump, LevelCompactionStats};
 use crate::version::FileMetaData;
-
-/// Write-behind step of an L0 run merge's outputs when `bytes_per_sync` is
-/// 0. A run merge (the tuner's merge of L0 sorted runs while it defers
-/// compaction, during a write burst) writes outputs of many megabytes; left
-/// to the kernel, their pages go out at the output's final `fdatasync` in
-/// one burst (on W2 a median 265 ms each), and the flushes' syncs queue
-/// behind it (p90 58 ms, max 439 ms) while memtables wait. Asked to write
-/// back every MiB, the merge's pages leave at the rate it writes them
-/// (docs/tuning.md, "How the engine wires it"). Flushes and other compactions keep
-/// `bytes_per_sync` as configured: a write-behind in the flush made W2's
-/// stalls worse (docs/benchmarks.md).
-const RUN_MERGE_BYTES_PER_SYNC: u64 = 1 << 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Pool {
@@ -108,7 +93,7 @@ impl DbInner {
                 Pool::Flush => opts.flush_threads(),
                 Pool::Compaction => opts.compaction_threads(),
             };
-            if index < limit && !st.jobs.is_paused() && st.bg_error.is_none() {
+            if index < limit && !st.jobs.is_paused() && !st.bg_error.is_set() {
                 let did = match pool {
                     Pool::Flush => self.catch_job(&mut st, "flush", |st| self.maybe_flush(st)),
                     Pool::Compaction => self.catch_job(&mut st, "compaction", |st| self.maybe_compact(st, &opts)),
@@ -144,7 +129,7 @@ impl DbInner {
 
     /// The oldest sequence number any reader may still read at.
     pub(crate) fn smallest_snapshot(&self, st: &DbState) -> u64 {
-        st.snapshots.keys().next().copied().unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
+        st.snapshots.oldest().unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
@@ -229,7 +214,7 @@ impl DbInner {
     /// Requires the db mutex.
     fn compaction_limit(&self, st: &DbState, opts: &crate::Options) -> usize {
         let threads = opts.compaction_threads();
-        if threads <= 1 || st.controller.condition != super::StallCondition::Normal {
+        if threads <= 1 || st.controller.condition() != super::StallCondition::Normal {
             return threads;
         }
         let pressed = st.families.iter().any(|(id, family)| {
@@ -251,7 +236,7 @@ impl DbInner {
     }
 
     /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
-    fn creation_time(&self, f: &FileMetaData, cmp: &crate::comparator::UserComparator) -> Option<u64> {
+    pub(crate) fn creation_time(&self, f: &FileMetaData, cmp: &crate::comparator::UserComparator) -> Option<u64> {
         self.tables.get(f, 0, cmp).ok().map(|t| t.properties().creation_time)
     }
 
@@ -327,133 +312,79 @@ impl DbInner {
     ) -> Result<Vec<Arc<FileMetaData>>> {
         let start = Instant::now();
         let data = st.families.data(cf).ok_or(Error::Cancelled)?;
-        let bytes_next: u64 = c.output_inputs.iter().map(|f| f.file_size).sum();
-        let bytes_level: u64 = c.input_bytes() - bytes_next;
-        if c.is_deletion() {
+        if c.is_deletion() || c.trivial_move {
+            if c.trivial_move {
+                bump(&self.stats.trivial_moves, 1);
+            }
+            let (moved, edit) = compaction_job::edit_without_merge(c, cf);
             if !st.families.contains(cf) {
                 return Err(Error::Cancelled);
             }
-            self.log_and_apply(st, vec![run::edit(c, cf, &[], None)])?;
+            self.log_and_apply(st, vec![edit])?;
             self.install_super_version(st);
-            return Ok(Vec::new());
-        }
-        if c.trivial_move {
-            bump(&self.stats.trivial_moves, 1);
-            // Leveled moves have no output-level inputs; universal ones leave
-            // them where they are (deleted, and added back by the edit).
-            let moved: Vec<Arc<FileMetaData>> = c.all_inputs().cloned().collect();
-            if !st.families.contains(cf) {
-                return Err(Error::Cancelled);
+            if c.trivial_move {
+                let bytes_moved = c.input_bytes() - c.output_inputs.iter().map(|f| f.file_size).sum::<u64>();
+                let micros = start.elapsed().as_micros() as u64;
+                let moved_stats = LevelCompactionStats { bytes_moved, count: 1, micros, ..Default::default() };
+                self.stats.add_level(c.output_level, &moved_stats);
             }
-            self.log_and_apply(st, vec![run::edit(c, cf, &moved, None)])?;
-            self.install_super_version(st);
-            self.stats.add_level(
-                c.output_level,
-                &LevelCompactionStats {
-                    bytes_moved: bytes_level,
-                    count: 1,
-                    micros: start.elapsed().as_micros() as u64,
-                    ..Default::default()
-                },
-            );
             return Ok(moved);
         }
+        // Step 1, under the mutex. The input version is held, and listed
+        // among the versions readers hold, until the job ends: garbage
+        // collection reads the blob files it lists, which must stay even if
+        // the family is dropped meanwhile.
         let opts = self.family_opts(&data);
         let db_opts = self.opts();
-        let smallest_snapshot = self.smallest_snapshot(st);
-        let newest_snapshot = st.snapshots.keys().next_back().copied();
-        let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
-        let filter_context = CompactionFilterContext {
-            is_full_compaction: {
-                let v = st.versions.version(cf);
-                let total: usize = v.map_or(0, |v| (0..v.num_levels()).map(|l| v.num_files(l)).sum());
-                c.all_inputs().count() == total
-            },
-            is_manual_compaction: c.reason == CompactionReason::Manual,
-            column_family_id: cf,
-        };
-        // Held, and listed among the versions readers hold, until the job
-        // ends: garbage collection reads the blob files it lists, which must
-        // stay even if the family is dropped meanwhile.
         let input_version = st.versions.version(cf).ok_or(Error::Cancelled)?;
         st.files.hold_version(cf, &input_version);
-        let fetcher: &dyn crate::blob::BlobFetcher = &*self.blobs;
-        let gc = opts
-            .enable_blob_garbage_collection
-            .then(|| (input_version.blob_gc_cutoff(opts.blob_garbage_collection_age_cutoff), fetcher));
-        // Outputs are numbered without the mutex; every number at or above
-        // `floor` is protected from deletion until they are installed.
-        let floor = st.versions.next_file_number();
-        let new_tables = NewTables::new(self);
-        let numbers = st.versions.file_number_allocator();
-        let ranges = run::subcompaction_ranges(c, db_opts.max_subcompactions as usize, &data.cmp);
-        if ranges.len() > 1 {
-            bump(&self.stats.split_compactions, 1);
-            bump(&self.stats.subcompactions, ranges.len() as u64);
-        }
-        let mut table_options = TableBuilderOptions::from_options(&opts, c.compression);
-        if c.level == 0 && c.output_level == 0 {
-            table_options.bloom_bits_per_key = self.l0_filter_bits(st, cf, &opts);
-        }
-        if table_options.index_partition_size.is_none() && c.writes_one_large_file(opts.target_file_size_base) {
-            table_options.index_partition_size = Some(opts.metadata_block_size.max(1));
-            table_options.partition_filters = true;
-        }
-        table_options.column_family = cf;
-        table_options.column_family_name = Some(Arc::from(data.name.as_str()));
-        let from_l0 = c.level == 0 && c.output_level > 0;
-        let run_merge = c.level == 0 && c.output_level == 0;
-        let new_file_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
-        let on_bytes = |b: u64| {
-            bump(&self.stats.compaction_bytes_written, b);
-            self.tuning.on_compaction_bytes(b, from_l0, run_merge, cancel);
-        };
-        let on_panic = |payload| self.panic_error("subcompaction", payload);
-        let merge = run::CompactionRun {
-            compaction: c,
+        let env = JobEnv {
             tables: &self.tables,
             dir: &self.dir,
             fs: &self.fs,
-            rs: ReadSettings::for_compaction(&db_opts).with_readahead(crate::compaction::readahead_per_input(
-                db_opts.compaction_readahead_size,
-                c.files_read_at_once() * ranges.len(),
-            )),
-            table_options,
-            blob: BlobSettings {
-                min_blob_size: opts.enable_blob_files.then_some(opts.min_blob_size),
-                blob_file_size: opts.blob_file_size,
-                compression: opts.blob_compression_type,
-                column_family: cf,
-                gc,
-                verify_checksums: db_opts.paranoid_checks,
-            },
-            smallest_snapshot,
-            snapshots: &snapshots,
-            merge: opts.merge_operator.as_deref().map(|operator| crate::compaction::job::MergeSettings {
-                operator,
-                blobs: Some(fetcher),
-                verify_checksums: db_opts.paranoid_checks,
-            }),
-            filter: run::FilterSource {
-                filter: opts.compaction_filter.as_ref(),
-                factory: opts.compaction_filter_factory.as_ref(),
-                context: filter_context,
-                newest_snapshot,
-                blobs: Some(fetcher),
-            },
-            cancel,
-            new_file_number: &new_file_number,
-            on_bytes: &on_bytes,
-            bytes_per_sync: match db_opts.bytes_per_sync {
-                0 if run_merge && self.tuning.deferred.load(Ordering::Relaxed) => RUN_MERGE_BYTES_PER_SYNC,
-                n => n,
-            },
-            on_panic: &on_panic,
+            blobs: &*self.blobs,
+            db_opts: &db_opts,
+            opts: &opts,
         };
-        let mut job = JobGuard::new(self, st, Hold::PendingOutputs(floor));
+        let deferred = self.tuning.deferred.load(Ordering::Relaxed);
+        let job = CompactionJob::prepare(
+            c,
+            &env,
+            JobStart {
+                cf,
+                family_name: &data.name,
+                input_version: &input_version,
+                smallest_snapshot: self.smallest_snapshot(st),
+                snapshots: st.snapshots.sequences(),
+                l0_filter_bits: self.l0_filter_bits(st, cf, &opts),
+                deferred,
+            },
+        );
+        if job.subcompactions() > 1 {
+            bump(&self.stats.split_compactions, 1);
+            bump(&self.stats.subcompactions, job.subcompactions() as u64);
+        }
+        // Step 2, without the mutex. Outputs are numbered without it; every
+        // number at or above `floor` is protected from deletion until they
+        // are installed.
+        let floor = st.versions.next_file_number();
+        let new_tables = NewTables::new(self);
+        let numbers = st.versions.file_number_allocator();
+        let from_l0 = c.level == 0 && c.output_level > 0;
+        let run_merge = c.level == 0 && c.output_level == 0;
+        let hooks = JobHooks {
+            cancel,
+            new_file_number: &|| new_tables.record(numbers.fetch_add(1, Ordering::SeqCst)),
+            on_bytes: &|b: u64| {
+                bump(&self.stats.compaction_bytes_written, b);
+                self.tuning.on_compaction_bytes(b, from_l0, run_merge, cancel);
+            },
+            on_panic: &|payload| self.panic_error("subcompaction", payload),
+        };
+        let mut guard = JobGuard::new(self, st, Hold::PendingOutputs(floor));
         // A subcompaction thread that panics fails the compaction; its
         // outputs are in `new_tables` and deleted with the others'.
-        let mut out = match MutexGuard::unlocked(&mut job, || merge.run(&ranges)) {
+        let mut out = match MutexGuard::unlocked(&mut guard, || job.run(&hooks)) {
             Ok(out) => out,
             Err(e) => {
                 if matches!(e, Error::Cancelled) {
@@ -462,279 +393,33 @@ impl DbInner {
                 if matches!(e, Error::Panicked { .. }) {
                     // Sticky whichever thread ran the compaction (a manual one
                     // does not make its other errors sticky).
-                    return Err(self.set_bg_error_locked(&mut job, e));
+                    return Err(self.set_bg_error_locked(&mut guard, e));
                 }
                 return Err(e);
             }
         };
-        let written = out.bytes_written;
+        // Step 3.
         self.count_blob_output(&out);
-        let installed: Vec<Arc<FileMetaData>> = std::mem::take(&mut out.files).into_iter().map(Arc::new).collect();
-        let edit = run::edit(c, cf, &installed, Some(&out));
-        let r = if job.families.contains(cf) {
+        let (installed, edit) = job.install(&mut out);
+        let r = if guard.families.contains(cf) {
             new_tables.installing();
-            self.log_and_apply(&mut job, vec![edit])
+            self.log_and_apply(&mut guard, vec![edit])
         } else {
             Err(Error::Cancelled)
         };
-        drop(job);
+        drop(guard);
         drop(input_version);
         r?;
         self.install_super_version(st);
-        if c.level == 0 && c.output_level == 0 {
+        if run_merge {
             bump(&self.stats.intra_l0_compactions, 1);
         }
-        self.stats.time(|h| &h.compaction_micros, start.elapsed().as_micros() as u64);
+        let micros = start.elapsed().as_micros() as u64;
+        self.stats.time(|h| &h.compaction_micros, micros);
+        let (bytes_level, bytes_next) = job.bytes_read();
         bump(&self.stats.compaction_bytes_read, bytes_level + bytes_next);
-        self.stats.add_level(
-            c.output_level,
-            &LevelCompactionStats {
-                bytes_read_level: bytes_level,
-                bytes_read_next: bytes_next,
-                bytes_written: written,
-                micros: start.elapsed().as_micros() as u64,
-                count: 1,
-                keys_in: out.keys_in,
-                keys_dropped: out.keys_dropped,
-                ..Default::default()
-            },
-        );
+        self.stats.add_level(c.output_level, &job.level_stats(&out, micros));
         Ok(installed)
-    }
-
-    /// Appends `ebb.stats` to the info log (`LOG`) every
-    /// `stats_dump_period_sec` (dynamic), as RocksDB does. A panic ends the
-    /// thread and becomes the sticky background error.
-    pub(crate) fn stats_dump_loop(self: Arc<Self>) {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.dump_stats_until_shutdown())) {
-            let e = self.panic_error("stats dump thread", payload);
-            self.set_bg_error(e);
-        }
-    }
-
-    fn dump_stats_until_shutdown(&self) {
-        let mut last = Instant::now();
-        loop {
-            let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
-            {
-                let mut st = self.state.lock();
-                if st.jobs.is_shutting_down() {
-                    return;
-                }
-                self.work_cv.wait_for(&mut st, Duration::from_millis(500));
-                if st.jobs.is_shutting_down() {
-                    return;
-                }
-            }
-            if self.opts().stats_dump_period_sec == 0 || last.elapsed() < period {
-                continue;
-            }
-            last = Instant::now();
-            if let Some(text) = self.property(0, "ebb.stats") {
-                self.info_log.log(super::info_log::Level::Info, &format!("------- DUMPING STATS -------\n{text}"));
-            }
-        }
-    }
-
-    /// Compacts column family `cf`'s files overlapping `[begin, end]`, on
-    /// the caller's thread: a panic there is a job's panic too (the sticky
-    /// error, returned).
-    pub(crate) fn compact_range(&self, cf: u32, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.check_writable("compact_range")?;
-        self.flush_family(cf, true)?;
-        let mut st = self.state.lock();
-        self.catch_job(&mut st, "manual compaction", |st| {
-            let mut st = JobGuard::new(self, st, Hold::ManualCompaction);
-            self.compact_range_locked(&mut st, cf, begin, end)
-        })?
-    }
-
-    fn compact_range_locked(
-        &self,
-        st: &mut MutexGuard<'_, DbState>,
-        cf: u32,
-        begin: Option<&[u8]>,
-        end: Option<&[u8]>,
-    ) -> Result<()> {
-        // Wait for automatic compactions to finish, so inputs are free.
-        while st.jobs.compactions_running() > 0 {
-            self.bg_cv.wait(st);
-        }
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(Arc::clone(e)));
-        }
-        let dropped = || Error::invalid(format!("column family {cf} was dropped"));
-        let data = st.families.data(cf).ok_or_else(dropped)?;
-        let opts = self.family_opts(&data);
-        let version = st.versions.version(cf).ok_or_else(dropped)?;
-        if opts.compaction_style != crate::CompactionStyle::Level {
-            let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
-            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), &created);
-            return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
-        }
-        let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
-        // Versions held here would keep the files each compaction makes
-        // obsolete until some later job's clean-up.
-        drop(version);
-        // With a compaction filter every file in the range is rewritten
-        // through it: no trivial moves, and the deepest level compacted into
-        // itself (RocksDB's `bottommost_level_compaction =
-        // kIfHaveCompactionFilter`, its default).
-        let filtered = opts.has_compaction_filter();
-        let mut level = 0;
-        while level < num_levels {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(Arc::clone(e)));
-            }
-            let v = st.versions.version(cf).ok_or_else(dropped)?;
-            let last = deepest.max(1);
-            if level >= last && level > 0 && !(filtered && level == deepest) {
-                // Without a filter, rewriting the deepest level into itself
-                // would not change it, so stop.
-                break;
-            }
-            let output_level = match level {
-                0 => picker::level_targets(&v, &opts).base_level.min(last).max(1),
-                l if l == deepest => l,
-                l => l + 1,
-            };
-            let picked = picker::range_compaction(
-                &v,
-                &opts,
-                st.jobs.being_compacted(),
-                (level, output_level),
-                (begin, end),
-                CompactionReason::Manual,
-            );
-            drop(v);
-            if let Some(mut c) = picked {
-                if filtered {
-                    c.trivial_move = false;
-                }
-                self.run_compaction(st, cf, c)?;
-            }
-            if level == deepest && level > 0 {
-                break;
-            }
-            level = if level == 0 { output_level } else { level + 1 };
-        }
-        Ok(())
-    }
-
-    pub(crate) fn wait_for_compact(&self) -> Result<()> {
-        self.check_open()?;
-        if self.read_only {
-            // Nothing runs, and nothing ever will.
-            return Ok(());
-        }
-        let mut st = self.state.lock();
-        let mut purged = false;
-        loop {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(Arc::clone(e)));
-            }
-            // A deferral is compaction put off, not compaction done: wait
-            // for the tuner to end it (it ends when writes stop) and for
-            // the catch-up that follows.
-            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.jobs.is_shutting_down();
-            let needs = deferred
-                || st.families.iter().any(|(id, f)| {
-                    let opts = self.family_opts(f.data());
-                    !opts.disable_auto_compactions && self.pick_compaction(&st, id, &opts).is_some()
-                });
-            let flushing = st.jobs.flushes_running() > 0 || st.families.immutable_count() > 0;
-            if !flushing && st.jobs.compactions_running() == 0 && st.jobs.purges_running() == 0 && !needs {
-                // A file a job made obsolete while something else held it
-                // for a moment (a reader, another job's grandparents) waits
-                // for the next job's look (db/files.rs);
-                // the work done, look once more here, so the files the jobs
-                // made obsolete are gone unless still held.
-                if !purged && (st.files.pending() || st.versions.has_retired_manifests()) {
-                    purged = true;
-                    self.delete_obsolete_files(&mut st);
-                    continue;
-                }
-                return Ok(());
-            }
-            if st.jobs.is_paused() {
-                return Err(Error::invalid("background work is paused; wait_for_compact would never return"));
-            }
-            self.work_cv.notify_all();
-            self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
-        }
-    }
-
-    /// Shuts the database down. Idempotent.
-    pub(crate) fn close(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        // Let queued writes finish: take the queue, then stop new ones.
-        let q = self.queue.lock();
-        let mut result = self.seal_closed_wals();
-        {
-            let mut wal = self.wal.lock();
-            if let Some(w) = wal.as_mut() {
-                if let Err(e) = w.sync() {
-                    result = result.and(Err(e));
-                }
-            }
-        }
-        // Writes made without the WAL survive only in an SST. If a background
-        // error stopped flushes, they are lost: close must say so (the
-        // writes were acknowledged before the error).
-        let needs_flush = {
-            let st = self.state.lock();
-            let unlogged = st.families.any_unlogged();
-            if let (true, Some(e)) = (unlogged, &st.bg_error) {
-                if result.is_ok() {
-                    result = Err(Error::Background(Arc::clone(e)));
-                }
-            }
-            unlogged && st.bg_error.is_none()
-        };
-        if needs_flush && result.is_ok() {
-            let mut st = self.state.lock();
-            if let Err(e) = self.catch_job(&mut st, "flush at close", |st| self.flush_unlogged(st)).and_then(|r| r) {
-                result = Err(e);
-            }
-        }
-        self.closed.store(true, Ordering::Release);
-        self.tuning.close();
-        {
-            let mut st = self.state.lock();
-            st.jobs.shut_down();
-            self.work_cv.notify_all();
-            self.bg_cv.notify_all();
-        }
-        drop(q);
-        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let name = t.thread().name().unwrap_or("unnamed").to_string();
-            // Jobs run under `catch_unwind`; a thread dies only of a panic
-            // outside one, and that is reported, not ignored.
-            if let Err(payload) = t.join() {
-                let message = format!("{name}: {}", crate::error::panic_message(payload.as_ref()));
-                let e = Error::Panicked { job: "background thread", message };
-                self.info_log.log(super::info_log::Level::Error, &format!("background error: {e}"));
-                if result.is_ok() {
-                    result = Err(e);
-                }
-            }
-        }
-        // A panic (caught, and made the sticky error) may have interrupted
-        // work half done: unlike an I/O error that a write or flush already
-        // reported, nothing else tells the caller, so close does not report
-        // a clean shutdown.
-        if result.is_ok() {
-            let st = self.state.lock();
-            if let Some(e) = st.bg_error.as_ref().filter(|e| matches!(***e, Error::Panicked { .. })) {
-                result = Err(Error::Background(Arc::clone(e)));
-            }
-        }
-        *self.wal.lock() = None;
-        self.info_log.close();
-        result
     }
 
     /// Runs `body`, the job `job`, under `catch_unwind`: a panic in it
@@ -743,7 +428,7 @@ impl DbInner {
     /// the job's guards (`JobGuard`, `NewTables`) have given back what it
     /// held. Requires the db mutex, and it is held again when this returns
     /// (`MutexGuard::unlocked` takes it back while a panic unwinds).
-    fn catch_job<'a, T>(
+    pub(crate) fn catch_job<'a, T>(
         &self,
         st: &mut MutexGuard<'a, DbState>,
         job: &'static str,
@@ -925,11 +610,11 @@ mod tests {
         hooks.merge_l0_runs.store(true, Ordering::Relaxed);
         db.inner.work_cv.notify_all();
         let start = Instant::now();
-        while db.inner.state.lock().bg_error.is_none() && start.elapsed() < Duration::from_secs(20) {
+        while !db.inner.state.lock().bg_error.is_set() && start.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(fs.faults_injected() > 0, "no L0 run merge output asked for write-behind");
-        let e = db.inner.state.lock().bg_error.clone().expect("the injected fault stopped the merge");
+        let e = db.inner.state.lock().bg_error.get().cloned().expect("the injected fault stopped the merge");
         assert!(e.to_string().contains("sync_file_range"), "{e}");
         fs.clear_faults();
     }

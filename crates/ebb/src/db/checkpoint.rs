@@ -236,9 +236,7 @@ impl Drop for DeletionsHeld<'_> {
 pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
     let mut st = inner.state.lock();
     inner.wait_for_manifest_writes(&mut st);
-    if let Some(e) = &st.bg_error {
-        return Err(Error::Background(std::sync::Arc::clone(e)));
-    }
+    st.bg_error.check()?;
     let manifest_number = st.versions.new_file_number();
     let options_number = st.versions.new_file_number();
     let families = st.versions.families().clone();

@@ -38,13 +38,14 @@ pub(crate) struct ColumnFamilyData {
     pub(crate) name: String,
     /// The family's options (for the default family, the column-family
     /// part of the database's options, swapped by `set_options`).
-    pub(crate) options: ArcSwap<ColumnFamilyOptions>,
+    options: ArcSwap<ColumnFamilyOptions>,
     /// What readers of this family need, swapped as a whole. An `ArcSwap`:
     /// a point read borrows the current one through a thread-local debt slot
     /// instead of taking a lock and bumping its shared count (RocksDB keeps a
     /// thread-local super version for the same reason).
-    pub(crate) super_version: ArcSwap<SuperVersion>,
-    pub(crate) dropped: AtomicBool,
+    super_version: ArcSwap<SuperVersion>,
+    /// Set once, when the family is dropped.
+    dropped: AtomicBool,
     /// The order of the family's keys (its `comparator` option, which
     /// cannot change while it is open).
     pub(crate) cmp: UserComparator,
@@ -73,9 +74,39 @@ impl ColumnFamilyData {
         })
     }
 
+    /// The family's options in force (a short borrow, no shared count).
+    pub(crate) fn options(&self) -> arc_swap::Guard<Arc<ColumnFamilyOptions>> {
+        self.options.load()
+    }
+
+    /// The family's options in force, owned.
+    pub(crate) fn options_arc(&self) -> Arc<ColumnFamilyOptions> {
+        self.options.load_full()
+    }
+
+    /// Puts `options` in force (`set_options`, for the default family).
+    pub(crate) fn set_options(&self, options: Arc<ColumnFamilyOptions>) {
+        self.options.store(options);
+    }
+
+    /// Publishes `sv` to the family's readers.
+    pub(crate) fn install(&self, sv: SuperVersion) {
+        self.super_version.store(Arc::new(sv));
+    }
+
+    /// Marks the family dropped: operations through its handles fail from
+    /// now on.
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
     /// `InvalidArgument` naming the family once it was dropped.
     pub(crate) fn check_live(&self) -> Result<()> {
-        if self.dropped.load(Ordering::Acquire) {
+        if self.is_dropped() {
             return Err(Error::invalid(format!("column family '{}' was dropped", self.name)));
         }
         Ok(())
@@ -117,7 +148,7 @@ impl ColumnFamilyHandle {
 
     /// True once the family was dropped.
     pub fn is_dropped(&self) -> bool {
-        self.data.dropped.load(Ordering::Acquire)
+        self.data.is_dropped()
     }
 }
 
@@ -146,9 +177,7 @@ impl super::DbInner {
         }
         let mut st = self.state.lock();
         self.wait_for_manifest_writes(&mut st);
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(Arc::clone(e)));
-        }
+        st.bg_error.check()?;
         if st.families.find(name).is_some() {
             return Err(Error::invalid(format!("column family '{name}' already exists")));
         }
@@ -200,24 +229,22 @@ impl super::DbInner {
         if !st.families.get(cf.id).is_some_and(|f| Arc::ptr_eq(f.data(), cf)) {
             return Err(Error::invalid(format!("column family '{}' is not a family of this database", cf.name)));
         }
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(Arc::clone(e)));
-        }
+        st.bg_error.check()?;
         let edit = VersionEdit { column_family: cf.id, column_family_drop: true, ..Default::default() };
         if let Err(e) = self.log_and_apply(&mut st, vec![edit]) {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         st.families.remove_family(cf.id);
-        cf.dropped.store(true, Ordering::Release);
+        cf.mark_dropped();
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.
         let empty = SuperVersion::new(
             Arc::new(MemTable::new(0, cf.cmp.clone())),
             Vec::new(),
-            Arc::new(crate::version::Version::with_comparator(cf.options.load().num_levels.max(1), cf.cmp.clone())),
+            Arc::new(crate::version::Version::with_comparator(cf.options().num_levels.max(1), cf.cmp.clone())),
         );
-        cf.super_version.store(Arc::new(empty));
-        st.stall_cache = None;
+        cf.install(empty);
+        st.controller.invalidate();
         // The family's files left no version through an edit.
         st.files.scan_next_time();
         self.delete_obsolete_files(&mut st);

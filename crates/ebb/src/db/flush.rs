@@ -44,7 +44,7 @@ impl DbInner {
             opts = Arc::new(o);
         }
         let smallest_snapshot = self.smallest_snapshot(st);
-        let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
+        let snapshots: Vec<u64> = st.snapshots.sequences();
         // A flush writes exactly one file (no size cut), so one number is
         // reserved, and protected until the table is installed: it is
         // written without the mutex, and the mutex is released again while
@@ -184,7 +184,7 @@ impl DbInner {
             if Arc::ptr_eq(oldest, first) {
                 return Ok(());
             }
-            if st.bg_error.is_some() || (st.jobs.is_shutting_down() && !oldest.flush_claimed()) {
+            if st.bg_error.is_set() || (st.jobs.is_shutting_down() && !oldest.flush_claimed()) {
                 return Err(Error::Cancelled);
             }
             self.bg_cv.wait_for(st, Duration::from_millis(50));

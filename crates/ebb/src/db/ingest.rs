@@ -494,9 +494,7 @@ impl DbInner {
         while st.jobs.flushing_or_compacting() || st.jobs.manual_compactions() > 0 {
             self.bg_cv.wait(st);
         }
-        if let Some(e) = &st.bg_error {
-            return Err(Error::Background(Arc::clone(e)));
-        }
+        st.bg_error.check()?;
         self.wait_for_manifest_writes(st);
 
         // Step 3: levels and the sequence number.

@@ -198,7 +198,7 @@ impl Memtables {
     pub(crate) fn start_wal(&mut self, number: u64, new_mem: impl Fn(&ColumnFamilyOptions, u64) -> MemTable) {
         self.current_wal = number;
         for family in self.families.values_mut() {
-            family.mem = Arc::new(new_mem(&family.data.options.load(), number));
+            family.mem = Arc::new(new_mem(&family.data.options(), number));
             family.imm.clear();
         }
         self.rebuild_writable();
@@ -224,7 +224,7 @@ impl Memtables {
                     f.mem = Arc::clone(&new.mem);
                     f.imm = new.imm.clone();
                 }
-                None => f.data.dropped.store(true, std::sync::atomic::Ordering::Release),
+                None => f.data.mark_dropped(),
             }
         }
         self.rebuild_writable();
@@ -245,11 +245,11 @@ impl Memtables {
         self.old_wals.push_back((old, old_wal_bytes));
         for (id, family) in self.families.iter_mut() {
             if ids.contains(id) {
-                let fresh = Arc::new(new_mem(&family.data.options.load(), new_wal));
+                let fresh = Arc::new(new_mem(&family.data.options(), new_wal));
                 let full = std::mem::replace(&mut family.mem, fresh);
                 family.imm.push(full);
             } else if family.mem.is_empty() {
-                family.mem = Arc::new(new_mem(&family.data.options.load(), new_wal));
+                family.mem = Arc::new(new_mem(&family.data.options(), new_wal));
             }
         }
         self.rebuild_writable();

@@ -20,8 +20,10 @@
 mod backup;
 mod batch;
 mod bg;
+mod bg_error;
 mod blob_cache;
 mod checkpoint;
+mod close;
 mod column_family;
 mod debug;
 mod files;
@@ -30,6 +32,7 @@ mod info_log;
 mod ingest;
 mod iter;
 mod jobs;
+mod manual_compaction;
 mod memtables;
 mod open;
 mod properties;
@@ -37,11 +40,13 @@ mod read;
 mod recovery;
 mod repair;
 mod secondary;
+mod snapshots;
 mod ttl;
 mod tuning;
 mod version_edits;
 mod wal_seal;
 mod write;
+mod write_controller;
 
 pub use crate::events::{
     CompactionJobInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition, TuningEvent, WalDamage,
@@ -60,7 +65,7 @@ pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -107,19 +112,18 @@ pub(crate) struct DbState {
     /// The memtables of every live column family and the WALs
     /// (db/memtables.rs).
     pub(crate) families: memtables::Memtables,
-    pub(crate) bg_error: Option<Arc<Error>>,
+    /// The sticky background error (db/bg_error.rs).
+    pub(crate) bg_error: bg_error::BackgroundError,
     /// Running background jobs and what they hold (db/jobs.rs).
     pub(crate) jobs: jobs::Jobs,
-    pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
+    /// The live snapshots (db/snapshots.rs).
+    pub(crate) snapshots: snapshots::SnapshotList,
     /// Jobs waiting to write their version edits (db/version_edits.rs).
     pub(crate) manifest_queue: version_edits::ManifestQueue,
     /// Versions held, files that left them, deletion holds (db/files.rs).
     pub(crate) files: files::FileLifecycle,
-    /// The write controller's state.
-    pub(crate) controller: write::WriteController,
-    /// The write-stall condition of the current version, memtables and
-    /// options; `None` once any of them changed.
-    pub(crate) stall_cache: Option<StallCondition>,
+    /// Write stalls and the delayed write rate (db/write_controller.rs).
+    pub(crate) controller: write_controller::WriteController,
 }
 
 /// A number no other database opened by this process has
@@ -216,13 +220,7 @@ impl<'a> Snapshot<'a> {
 
 impl Drop for Snapshot<'_> {
     fn drop(&mut self) {
-        let mut st = self.db.inner.state.lock();
-        if let Some(n) = st.snapshots.get_mut(&self.seq) {
-            *n -= 1;
-            if *n == 0 {
-                st.snapshots.remove(&self.seq);
-            }
-        }
+        self.db.inner.state.lock().snapshots.release(self.seq);
     }
 }
 
@@ -682,7 +680,7 @@ impl Db {
         }
         // Probed at both ends of the keys starting with `prefix` (an
         // extractor's prefixes are contiguous).
-        let extracted = cf.options.load().prefix_extractor.as_ref().is_some_and(|x| {
+        let extracted = cf.options().prefix_extractor.as_ref().is_some_and(|x| {
             [[prefix, &[0u8][..]].concat(), [prefix, &[0xff; 8][..]].concat()]
                 .iter()
                 .all(|k| x.in_domain(k) && x.transform(k) == prefix)
@@ -727,7 +725,7 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot<'_> {
         let mut st = self.inner.state.lock();
         let seq = self.inner.last_sequence.load(Ordering::Acquire);
-        *st.snapshots.entry(seq).or_insert(0) += 1;
+        st.snapshots.acquire(seq);
         Snapshot { db: self, seq }
     }
 
@@ -769,7 +767,7 @@ impl Db {
     /// `GetOptions(cf)`): for the default family, the column-family part of
     /// [`Db::options`].
     pub fn cf_options(&self, cf: &ColumnFamilyHandle) -> ColumnFamilyOptions {
-        ColumnFamilyOptions::clone(&cf.data.options.load())
+        ColumnFamilyOptions::clone(&cf.data.options())
     }
 
     /// Compacts every file overlapping `[begin, end]` down to the last level
@@ -908,20 +906,20 @@ impl DbInner {
     /// guarded `options`) and the default family's part of them, which
     /// `family_opts` reads. Requires the options lock (`current`).
     pub(crate) fn put_options_in_force(&self, current: &mut Arc<Options>, next: Options) {
-        self.default_cf.options.store(Arc::new(next.cf_options()));
+        self.default_cf.set_options(Arc::new(next.cf_options()));
         *current = Arc::new(next);
     }
 
     /// The options of column family `cf` (for the default family, the
     /// column-family part of the database's options).
     pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<ColumnFamilyOptions> {
-        cf.options.load_full()
+        cf.options_arc()
     }
 
     /// Publishes the memtables and versions of every family in `st` to
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
-        st.stall_cache = None;
+        st.controller.invalidate();
         let waiting = st.families.immutable_count();
         self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
         st.files.forget_dropped_versions();
@@ -943,7 +941,7 @@ impl DbInner {
             if let Some(t) = old.table_tombstones.get().filter(|_| same_version) {
                 let _ = sv.table_tombstones.set(t.clone());
             }
-            data.super_version.store(Arc::new(sv));
+            data.install(sv);
         }
     }
 
@@ -1001,7 +999,7 @@ impl DbInner {
         let sequence = self.read_sequence(&ro);
         let seq = *sequence.as_ref().unwrap_or(&0);
         let rs = ReadSettings::from_read_options(&ro);
-        let opts = cf.options.load();
+        let opts = cf.options();
         // Bounded prefix seeks (docs/data_model.md, "Prefixes").
         // As RocksDB: `prefix_same_as_start` bounds even with
         // `total_order_seek`, which only keeps tables from being skipped.
@@ -1094,7 +1092,7 @@ impl DbInner {
         let mut sizes = self.pool_sizes.lock();
         self.ensure_threads(&mut sizes)?;
         drop(sizes);
-        self.state.lock().stall_cache = None;
+        self.state.lock().controller.invalidate();
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
         // As RocksDB, the change is in force even if it cannot be recorded.

@@ -12,7 +12,7 @@
 //! in a new MANIFEST, and cleans the directory without deleting evidence.
 //! The recovered data is durable before the old WALs go.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, OnceLock};
@@ -292,13 +292,12 @@ pub(super) fn open_locked(
         state: Mutex::new(DbState {
             versions,
             families,
-            bg_error: None,
+            bg_error: Default::default(),
             jobs: Default::default(),
             files: Default::default(),
-            snapshots: BTreeMap::new(),
+            snapshots: Default::default(),
             manifest_queue: Default::default(),
-            controller: super::write::WriteController::default(),
-            stall_cache: None,
+            controller: Default::default(),
         }),
         bg_cv: Condvar::new(),
         work_cv: Condvar::new(),
@@ -373,7 +372,7 @@ impl DbInner {
             st.families
                 .iter()
                 .filter(|(id, _)| *id != 0)
-                .map(|(_, f)| (f.data().name.clone(), f.data().options.load_full()))
+                .map(|(_, f)| (f.data().name.clone(), f.data().options_arc()))
                 .collect()
         };
         let refs: Vec<(&str, &ColumnFamilyOptions)> = families.iter().map(|(n, o)| (n.as_str(), o.as_ref())).collect();

@@ -1,8 +1,12 @@
 //! What a running database reports about itself: [`DbMetrics`] (for
 //! programs) and the `ebb.*` properties (`Db::get_property`, including the
-//! `ebb.stats` text), read from the database's state and statistics.
+//! `ebb.stats` text), read from the database's state and statistics, and
+//! the thread that writes `ebb.stats` to the info log periodically.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::{DbInner, StallCondition, TuningMetrics};
 use crate::stats;
@@ -89,6 +93,40 @@ pub struct DbMetrics {
 }
 
 impl DbInner {
+    /// Appends `ebb.stats` to the info log (`LOG`) every
+    /// `stats_dump_period_sec` (dynamic), as RocksDB does. A panic ends the
+    /// thread and becomes the sticky background error.
+    pub(crate) fn stats_dump_loop(self: Arc<Self>) {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| self.dump_stats_until_shutdown())) {
+            let e = self.panic_error("stats dump thread", payload);
+            self.set_bg_error(e);
+        }
+    }
+
+    fn dump_stats_until_shutdown(&self) {
+        let mut last = Instant::now();
+        loop {
+            let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
+            {
+                let mut st = self.state.lock();
+                if st.jobs.is_shutting_down() {
+                    return;
+                }
+                self.work_cv.wait_for(&mut st, Duration::from_millis(500));
+                if st.jobs.is_shutting_down() {
+                    return;
+                }
+            }
+            if self.opts().stats_dump_period_sec == 0 || last.elapsed() < period {
+                continue;
+            }
+            last = Instant::now();
+            if let Some(text) = self.property(0, "ebb.stats") {
+                self.info_log.log(super::info_log::Level::Info, &format!("------- DUMPING STATS -------\n{text}"));
+            }
+        }
+    }
+
     pub(crate) fn metrics(&self) -> DbMetrics {
         self.family_metrics(0)
     }
@@ -131,7 +169,7 @@ impl DbInner {
             memtable_bytes,
             level_compaction: s.levels.lock().clone(),
             stall_micros_by_cause: crate::stats::StallCause::ALL.iter().map(|c| s.stall_micros(*c)).collect(),
-            stall_condition: Some(st.controller.condition),
+            stall_condition: Some(st.controller.condition()),
             delayed_write_rate: st.controller.rate(),
             flushes: stats::read(&s.flushes),
             wal_full_flushes: stats::read(&s.wal_full_flushes),
@@ -204,9 +242,9 @@ impl DbInner {
             "ebb.live-blob-file-garbage-size" => Some(m.blob_garbage_bytes.to_string()),
             "ebb.total-blob-file-size" => Some(self.total_blob_file_size(cf).to_string()),
             "ebb.blob-stats" => Some(blob_stats_text(&m)),
-            "ebb.num-snapshots" => Some(self.state.lock().snapshots.values().sum::<usize>().to_string()),
+            "ebb.num-snapshots" => Some(self.state.lock().snapshots.count().to_string()),
             "ebb.recovery-report" => Some(self.recovery_report.get().cloned().unwrap_or_default().to_string()),
-            "ebb.background-errors" => Some(self.state.lock().bg_error.as_ref().map_or(0, |_| 1).to_string()),
+            "ebb.background-errors" => Some(u8::from(self.state.lock().bg_error.is_set()).to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
             "ebb.options-statistics" => {
                 let cache = self.tables.block_cache().map(|c| c.stats().snapshot()).unwrap_or_default();

@@ -284,7 +284,7 @@ impl DbInner {
         if table.whole_key_filtering() {
             return true;
         }
-        let opts = cf.options.load();
+        let opts = cf.options();
         match &opts.prefix_extractor {
             Some(x) if x.in_domain(key) => table.prefix_may_match(x.name(), x.transform(key)),
             _ => true,
@@ -392,7 +392,7 @@ impl DbInner {
         if operands.is_empty() {
             return Ok(existing);
         }
-        let op = cf.options.load().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
+        let op = cf.options().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
         operands.reverse();
         let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
         crate::merge_operator::full_merge(op.as_ref(), key, existing.as_deref(), &refs, "read").map(Some)

@@ -280,7 +280,7 @@ pub(super) fn recover(
         for (id, r) in recovering.iter_mut() {
             r.mems.extend(r.mem.take().filter(|m| !m.is_empty()));
             if let Some(data) = st.families.data(*id) {
-                let empty = super::write::new_memtable(&data.options.load(), 0);
+                let empty = super::write::new_memtable(&data.options(), 0);
                 st.families.keep_replayed(*id, std::mem::take(&mut r.mems), empty);
             }
         }

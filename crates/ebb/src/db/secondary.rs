@@ -119,7 +119,7 @@ impl Db {
             st.families
                 .iter()
                 .filter(|(id, _)| *id != 0)
-                .map(|(_, f)| (f.data().name.clone(), ColumnFamilyOptions::clone(&f.data().options.load())))
+                .map(|(_, f)| (f.data().name.clone(), ColumnFamilyOptions::clone(&f.data().options())))
                 .collect()
         };
         let listed: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (n.as_str(), o.clone())).collect();

@@ -503,7 +503,7 @@ impl DbInner {
         next.validate()?;
         self.put_options_in_force(&mut guard, next);
         drop(guard);
-        self.state.lock().stall_cache = None;
+        self.state.lock().controller.invalidate();
         self.bg_cv.notify_all();
         self.work_cv.notify_all();
         Ok(())

@@ -391,7 +391,7 @@ impl DbInner {
         operand: &[u8],
         seq: SequenceNumber,
     ) -> Option<Vec<u8>> {
-        let opts = data.options.load();
+        let opts = data.options();
         let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return None };
         if limit == 0 || mem.successive_merges(key) < limit {
             return None;
@@ -413,7 +413,7 @@ impl DbInner {
     /// the default.
     fn successive_merge_families(&self, batch: &WriteBatch) -> Vec<(u32, Arc<ColumnFamilyData>)> {
         let wanted = |data: &ColumnFamilyData| {
-            let o = data.options.load();
+            let o = data.options();
             o.max_successive_merges > 0 && o.merge_operator.is_some()
         };
         if !batch.has_other_families() {
@@ -437,7 +437,7 @@ impl DbInner {
             match op.map_err(Error::invalid)? {
                 (cf, super::BatchOp::Merge { key, .. }) => {
                     let Some(f) = family(cf) else { continue };
-                    if f.options.load().merge_operator.is_none() {
+                    if f.options().merge_operator.is_none() {
                         return Err(Error::invalid(format!(
                             "merge of key {:?} into column family {:?}, which has no merge operator \
                              (set ColumnFamilyOptions::merge_operator)",
@@ -481,9 +481,7 @@ impl DbInner {
         let mut st = self.state.lock();
         let mut delayed_once = false;
         loop {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(Arc::clone(e)));
-            }
+            st.bg_error.check()?;
             if st.jobs.is_shutting_down() {
                 return Err(Error::Closed);
             }
@@ -500,7 +498,7 @@ impl DbInner {
                     // RocksDB's `DelayWrite` checks every millisecond. At
                     // the controller's lowest rate one large batch was a
                     // sleep of minutes, every writer queued behind it.
-                    while Instant::now() < deadline && st.bg_error.is_none() && !st.jobs.is_shutting_down() {
+                    while Instant::now() < deadline && !st.bg_error.is_set() && !st.jobs.is_shutting_down() {
                         self.bg_cv.wait_until(&mut st, deadline);
                         if !matches!(self.cached_stall_condition(&mut st), StallCondition::Delayed(_)) {
                             break;
@@ -559,96 +557,6 @@ impl DbInner {
         }
     }
 
-    /// The stall condition the current state calls for (RocksDB
-    /// `GetWriteStallConditionAndCause`), the worst over the column families.
-    /// L0 and pending-bytes conditions apply only while automatic compaction
-    /// is on.
-    pub(crate) fn stall_condition(&self, st: &DbState) -> StallCondition {
-        let severity = |c: &StallCondition| match c {
-            StallCondition::Normal => 0,
-            StallCondition::Delayed(_) => 1,
-            StallCondition::Stopped(_) => 2,
-        };
-        let mut worst = StallCondition::Normal;
-        for (id, family) in st.families.iter() {
-            let o = self.family_opts(family.data());
-            let c = family_stall_condition(&st.versions.version(id).unwrap_or_default(), &o);
-            if severity(&c) > severity(&worst) {
-                worst = c;
-            }
-        }
-        worst
-    }
-
-    /// The stall condition in force. It depends only on the versions, the
-    /// immutable memtables and the options, so it is recomputed (and
-    /// recorded) after any of them changes (`stall_cache` is cleared then),
-    /// not on every write.
-    fn cached_stall_condition(&self, st: &mut MutexGuard<'_, DbState>) -> StallCondition {
-        if let Some(c) = st.stall_cache {
-            return c;
-        }
-        let c = self.stall_condition(st);
-        self.set_stall_condition(st, c);
-        st.stall_cache = Some(c);
-        c
-    }
-
-    /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
-    pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
-        let opts = self.opts();
-        // The debt the rate adapts to is the largest over the families,
-        // each counted by its own compaction style and options.
-        let mut debt = StallDebt::default();
-        for (id, family) in st.families.iter() {
-            let o = self.family_opts(family.data());
-            if o.disable_auto_compactions {
-                continue;
-            }
-            let version = st.versions.version(id).unwrap_or_default();
-            let pending = crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o);
-            debt.pending = debt.pending.max(pending);
-            let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &o) as i32;
-            let (_, stop) = o.effective_l0_stall_triggers();
-            let (soft, hard) = (o.soft_pending_compaction_bytes_limit, o.hard_pending_compaction_bytes_limit);
-            debt.near_stop |= match condition {
-                StallCondition::Delayed(StallCause::L0Slowdown) => l0 >= stop - 2,
-                StallCondition::Delayed(StallCause::PendingCompactionSlowdown) => {
-                    hard > soft && pending > soft && pending - soft > 3 * ((hard - soft) / 4)
-                }
-                _ => false,
-            };
-        }
-        let previous = st.controller.condition;
-        st.controller.update(condition, debt, &opts);
-        // As RocksDB's LOG: each recomputation while delayed, each new stop.
-        match condition {
-            StallCondition::Delayed(cause) => self.info_log.log(
-                super::info_log::Level::Warn,
-                &format!(
-                    "Stalling writes because of {}: estimated pending compaction bytes {}, rate {}",
-                    cause.name(),
-                    debt.pending,
-                    st.controller.rate()
-                ),
-            ),
-            StallCondition::Stopped(cause) if previous != condition => self.info_log.log(
-                super::info_log::Level::Warn,
-                &format!(
-                    "Stopping writes because of {}: estimated pending compaction bytes {}",
-                    cause.name(),
-                    debt.pending
-                ),
-            ),
-            _ => {}
-        }
-        if previous != condition && !opts.listeners.is_empty() {
-            MutexGuard::unlocked(st, || {
-                self.notify_event("on_stall_conditions_changed", |l| l.on_stall_conditions_changed(previous, condition))
-            });
-        }
-    }
-
     /// Makes the mutable memtables of the families `ids` immutable and starts
     /// new ones with a new WAL. Every other family's empty memtable is
     /// renumbered to the new WAL, so an idle family pins no old WAL. Requires
@@ -691,8 +599,7 @@ impl DbInner {
         if matches!(e, Error::Cancelled | Error::Closed) {
             return e;
         }
-        let first = st.bg_error.is_none();
-        let arc = st.bg_error.get_or_insert_with(|| Arc::new(e)).clone();
+        let (arc, first) = st.bg_error.set(e);
         self.bg_cv.notify_all();
         if first {
             // With the db mutex held: `notify_event` isolates a listener that panics.
@@ -733,9 +640,7 @@ impl DbInner {
         held: &[(u32, Arc<MemTable>)],
     ) -> Result<()> {
         loop {
-            if let Some(e) = &st.bg_error {
-                return Err(Error::Background(Arc::clone(e)));
-            }
+            st.bg_error.check()?;
             if held.iter().all(|(id, m)| m.flush_done() || !st.families.contains(*id)) {
                 return Ok(());
             }
@@ -800,211 +705,6 @@ const MEMTABLE_HINT_BYTES_PER_SLOT: usize = 512;
 /// so it saturates only when entries average under 128 bytes (header,
 /// tower, key and value).
 const MEMTABLE_INDEX_BYTES_PER_SLOT: usize = 96;
-
-/// The stall condition one family's version and options call for.
-fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
-    // L0 files under leveled compaction, sorted runs under universal, none
-    // under FIFO (`l0_delay_trigger_count`).
-    let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;
-    let compaction_on = !opts.disable_auto_compactions;
-    let pending = if compaction_on
-        && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
-    {
-        crate::compaction::picker::estimate_pending_compaction_bytes(version, opts)
-    } else {
-        0
-    };
-    // Adjusted as RocksDB adjusts them (`Options::effective_l0_stall_triggers`).
-    let (slowdown, stop) = opts.effective_l0_stall_triggers();
-    if compaction_on && l0 >= stop {
-        StallCondition::Stopped(StallCause::L0Stop)
-    } else if compaction_on
-        && opts.hard_pending_compaction_bytes_limit > 0
-        && pending >= opts.hard_pending_compaction_bytes_limit
-    {
-        StallCondition::Stopped(StallCause::PendingCompactionStop)
-    } else if compaction_on && l0 >= slowdown {
-        StallCondition::Delayed(StallCause::L0Slowdown)
-    } else if compaction_on
-        && opts.soft_pending_compaction_bytes_limit > 0
-        && pending >= opts.soft_pending_compaction_bytes_limit
-    {
-        StallCondition::Delayed(StallCause::PendingCompactionSlowdown)
-    } else {
-        StallCondition::Normal
-    }
-}
-
-/// Smallest delayed write rate the controller adapts down to (RocksDB's floor).
-const MIN_DELAYED_WRITE_RATE: u64 = 16 * 1024;
-
-/// RocksDB's `SetupDelay` ratios: the rate falls by this while the debt does
-/// not shrink, and rises by its inverse while it does.
-const INC_SLOWDOWN_RATIO: f64 = 0.8;
-/// Near a stop: the rate falls by this.
-const NEAR_STOP_SLOWDOWN_RATIO: f64 = 0.6;
-/// Leaving a delay for no stall: the rate kept for the next delay rises by this.
-const DELAY_RECOVER_SLOWDOWN_RATIO: f64 = 1.4;
-
-/// Delays writes while the tree is behind (RocksDB `WriteController` with
-/// `ColumnFamilyData::RecalculateWriteStallConditions` and `SetupDelay`):
-/// writes are paced to the delayed write rate by a virtual clock. The rate
-/// is kept between delays and adapted each time the condition is recomputed
-/// (after each flush, compaction and memtable switch) from the pending
-/// compaction bytes, whatever caused the delay: down by 0.8 while they do
-/// not shrink, up by 1.25 while they do, down by 0.6 near a stop (L0 within
-/// two files of its stop trigger, or pending bytes in the last quarter
-/// between the soft and hard limits); up by 1.4 when a delay ends. A delay
-/// starts at the rate the previous one left. Between 16 KiB/s and
-/// `delayed_write_rate`.
-#[derive(Debug)]
-pub(crate) struct WriteController {
-    pub(crate) condition: StallCondition,
-    /// The delayed write rate, kept between delays; 0 until the first one.
-    delayed_rate: u64,
-    /// Pending compaction bytes at the previous recomputation.
-    prev_pending: u64,
-    next_write: Option<Instant>,
-}
-
-impl Default for WriteController {
-    fn default() -> Self {
-        WriteController { condition: StallCondition::Normal, delayed_rate: 0, prev_pending: 0, next_write: None }
-    }
-}
-
-/// The debt a stall condition is judged on, the largest over the families.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct StallDebt {
-    /// Pending compaction bytes.
-    pub(crate) pending: u64,
-    /// L0 within two files of its stop trigger, or pending bytes past three
-    /// quarters of the way from the soft to the hard limit.
-    pub(crate) near_stop: bool,
-}
-
-impl WriteController {
-    /// The current delayed write rate, bytes/s (0 when not delaying).
-    pub(crate) fn rate(&self) -> u64 {
-        if matches!(self.condition, StallCondition::Delayed(_)) {
-            self.delayed_rate
-        } else {
-            0
-        }
-    }
-
-    fn update(&mut self, condition: StallCondition, debt: StallDebt, opts: &crate::Options) {
-        let max = opts.delayed_write_rate;
-        if self.delayed_rate == 0 {
-            self.delayed_rate = max;
-        }
-        let was_delayed = matches!(self.condition, StallCondition::Delayed(_));
-        let scale = |rate: u64, by: f64| ((rate as f64 * by) as u64).clamp(MIN_DELAYED_WRITE_RATE.min(max), max);
-        match condition {
-            StallCondition::Delayed(_) => {
-                if opts.disable_auto_compactions {
-                    self.delayed_rate = max;
-                } else if was_delayed && max > MIN_DELAYED_WRITE_RATE {
-                    // A delay entered now keeps the rate the last one left.
-                    if debt.near_stop {
-                        self.delayed_rate = scale(self.delayed_rate, NEAR_STOP_SLOWDOWN_RATIO);
-                    } else if self.prev_pending > 0 && self.prev_pending <= debt.pending {
-                        self.delayed_rate = scale(self.delayed_rate, INC_SLOWDOWN_RATIO);
-                    } else if self.prev_pending > debt.pending {
-                        self.delayed_rate = scale(self.delayed_rate, 1.0 / INC_SLOWDOWN_RATIO);
-                    }
-                }
-                self.delayed_rate = self.delayed_rate.min(max);
-            }
-            StallCondition::Normal if was_delayed => {
-                self.delayed_rate = scale(self.delayed_rate, DELAY_RECOVER_SLOWDOWN_RATIO);
-            }
-            _ => {}
-        }
-        if !matches!(condition, StallCondition::Delayed(_)) {
-            self.next_write = None;
-        }
-        self.prev_pending = debt.pending;
-        self.condition = condition;
-    }
-
-    /// Charges `bytes` to the virtual clock; returns how long to sleep when
-    /// the clock runs more than a millisecond ahead of `now`.
-    fn delay(&mut self, bytes: u64, now: Instant) -> Option<Duration> {
-        let rate = self.rate();
-        if rate == 0 {
-            return None;
-        }
-        let cost = Duration::from_nanos(bytes.max(1).saturating_mul(1_000_000_000) / rate);
-        let start = match self.next_write {
-            Some(t) if t > now => t,
-            _ => now,
-        };
-        let next = start + cost;
-        self.next_write = Some(next);
-        let ahead = next.saturating_duration_since(now);
-        (ahead > Duration::from_millis(1)).then_some(ahead)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn delayed(c: &mut WriteController, cause: StallCause, pending: u64, near_stop: bool, opts: &crate::Options) {
-        c.update(StallCondition::Delayed(cause), StallDebt { pending, near_stop }, opts);
-    }
-
-    #[test]
-    fn controller_paces_to_its_rate_and_adapts() {
-        let mut opts = crate::Options::default();
-        opts.delayed_write_rate = 1_000_000;
-        let mut c = WriteController::default();
-        let l0 = StallCause::L0Slowdown;
-        delayed(&mut c, l0, 1000, false, &opts);
-        assert_eq!(c.rate(), 1_000_000);
-        let t0 = Instant::now();
-        // 100 writes of 1000 bytes at 1 MB/s cost 100 ms of virtual time.
-        let mut slept = Duration::ZERO;
-        for _ in 0..100 {
-            if let Some(d) = c.delay(1000, t0) {
-                slept = d;
-            }
-        }
-        assert!(slept >= Duration::from_millis(99) && slept <= Duration::from_millis(101), "{slept:?}");
-        // Pending bytes do not shrink: the rate drops by 0.8, whatever the
-        // cause; they shrink: it rises by 1.25, capped.
-        delayed(&mut c, l0, 1000, false, &opts);
-        assert_eq!(c.rate(), 800_000);
-        delayed(&mut c, l0, 900, false, &opts);
-        assert_eq!(c.rate(), 1_000_000);
-        delayed(&mut c, l0, 800, false, &opts);
-        assert_eq!(c.rate(), 1_000_000);
-        // Near a stop: down by 0.6.
-        delayed(&mut c, l0, 700, true, &opts);
-        assert_eq!(c.rate(), 600_000);
-        for pending in 800..900 {
-            delayed(&mut c, StallCause::PendingCompactionSlowdown, pending, false, &opts);
-        }
-        assert_eq!(c.rate(), MIN_DELAYED_WRITE_RATE);
-        // No delay: no rate, no sleep; the rate kept for the next delay
-        // rises by 1.4.
-        c.update(StallCondition::Normal, StallDebt::default(), &opts);
-        assert_eq!(c.rate(), 0);
-        assert!(c.delay(1 << 20, Instant::now()).is_none());
-        delayed(&mut c, l0, 5000, false, &opts);
-        assert_eq!(c.rate(), (MIN_DELAYED_WRITE_RATE as f64 * 1.4) as u64, "a delay starts where the last one left");
-        // A stop keeps the rate; the delay after it starts there.
-        c.update(StallCondition::Stopped(StallCause::L0Stop), StallDebt { pending: 6000, near_stop: false }, &opts);
-        assert_eq!(c.rate(), 0);
-        delayed(&mut c, l0, 7000, false, &opts);
-        assert_eq!(c.rate(), (MIN_DELAYED_WRITE_RATE as f64 * 1.4) as u64);
-        // With compaction off a delay runs at the configured rate.
-        opts.disable_auto_compactions = true;
-        delayed(&mut c, l0, 7000, false, &opts);
-        assert_eq!(c.rate(), 1_000_000);
-    }
-}
 
 /// Options passed to each write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
