@@ -23,7 +23,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::MutexGuard;
+use std::path::Path;
+use std::thread::JoinHandle;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use super::jobs::{Hold, JobGuard, NewTables};
 use super::{CompactionJobInfo, DbInner, DbState};
@@ -42,36 +45,50 @@ pub(crate) enum Pool {
 
 /// Threads spawned so far per pool.
 #[derive(Default)]
-pub(crate) struct PoolSizes {
-    pub(crate) flush: usize,
-    pub(crate) compaction: usize,
+struct PoolSizes {
+    flush: usize,
+    compaction: usize,
+}
+
+/// The database's background threads: the flush and compaction pools
+/// (grown by `set_options`; a thread whose index is at or over its pool's
+/// limit takes no work), the stats dumper and the tuner. Joined at close.
+#[derive(Default)]
+pub(crate) struct BackgroundThreads {
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    pool_sizes: Mutex<PoolSizes>,
+}
+
+impl BackgroundThreads {
+    /// Starts a thread named `name` running `f`.
+    pub(crate) fn spawn(&self, name: String, dir: &Path, f: impl FnOnce() + Send + 'static) -> Result<()> {
+        let handle = std::thread::Builder::new().name(name).spawn(f).map_err(|e| Error::io("spawn thread", dir, e))?;
+        self.handles.lock().push(handle);
+        Ok(())
+    }
+
+    /// Every thread started, for the close to join.
+    pub(crate) fn take_all(&self) -> Vec<JoinHandle<()>> {
+        std::mem::take(&mut *self.handles.lock())
+    }
 }
 
 impl DbInner {
     /// Spawns threads until each pool has as many as its option asks for.
-    pub(crate) fn ensure_threads(self: &Arc<Self>, sizes: &mut PoolSizes) -> Result<()> {
+    pub(crate) fn ensure_threads(self: &Arc<Self>) -> Result<()> {
         let opts = self.opts();
-        let mut threads = self.threads.lock();
+        let mut sizes = self.threads.pool_sizes.lock();
         while sizes.flush < opts.flush_threads() {
             let inner = Arc::clone(self);
             let index = sizes.flush;
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("ebb-flush-{index}"))
-                    .spawn(move || inner.worker(Pool::Flush, index))
-                    .map_err(|e| Error::io("spawn flush thread", &self.dir, e))?,
-            );
+            self.threads.spawn(format!("ebb-flush-{index}"), &self.dir, move || inner.worker(Pool::Flush, index))?;
             sizes.flush += 1;
         }
         while sizes.compaction < opts.compaction_threads() {
             let inner = Arc::clone(self);
             let index = sizes.compaction;
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("ebb-compact-{index}"))
-                    .spawn(move || inner.worker(Pool::Compaction, index))
-                    .map_err(|e| Error::io("spawn compaction thread", &self.dir, e))?,
-            );
+            self.threads
+                .spawn(format!("ebb-compact-{index}"), &self.dir, move || inner.worker(Pool::Compaction, index))?;
             sizes.compaction += 1;
         }
         Ok(())
@@ -129,7 +146,7 @@ impl DbInner {
 
     /// The oldest sequence number any reader may still read at.
     pub(crate) fn smallest_snapshot(&self, st: &DbState) -> u64 {
-        st.snapshots.oldest().unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
+        st.snapshots.oldest().unwrap_or_else(|| self.last_sequence.get())
     }
 
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {

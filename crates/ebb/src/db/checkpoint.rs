@@ -28,7 +28,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use super::{Db, DbInner};
 use crate::error::{Error, Result};
@@ -194,7 +193,7 @@ pub(super) fn flush_if_needed(inner: &DbInner, options: &CheckpointOptions) -> R
             }
             return Ok(false);
         }
-        let current = inner.wal.lock().as_ref().map_or(0, |w| w.file_size());
+        let current = inner.wal.len();
         let wal_bytes: u64 = st.families.old_wal_bytes() + current;
         let holds_data = st.families.any_data();
         let wanted =
@@ -243,21 +242,16 @@ pub(super) fn capture(inner: &DbInner) -> Result<Captured> {
     let min_log = families.values().map(|f| f.log_number).min().unwrap_or(0);
     let mut wals: Vec<(u64, Option<u64>)> =
         st.families.old_wals().filter(|(n, _)| *n >= min_log).map(|(n, _)| (n, None)).collect();
-    let current_len = {
-        let mut wal = inner.wal.lock();
-        let w = wal.as_mut().ok_or(Error::Closed)?;
-        // What `manual_wal_flush` buffered goes to the file, as RocksDB's
-        // checkpoint flushes the WAL first.
-        if let Err(e) = w.flush() {
-            drop(wal);
-            return Err(inner.set_bg_error_locked(&mut st, e));
-        }
-        w.file_size()
+    // What `manual_wal_flush` buffered goes to the file, as RocksDB's
+    // checkpoint flushes the WAL first.
+    let current_len = match inner.wal.flushed_len() {
+        Ok(len) => len,
+        Err(e) => return Err(inner.set_bg_error_locked(&mut st, e)),
     };
     wals.push((st.families.current_wal(), Some(current_len)));
     let counters = SnapshotCounters {
         next_file_number: st.versions.next_file_number(),
-        last_sequence: inner.last_sequence.load(Ordering::Acquire).max(st.versions.last_sequence()),
+        last_sequence: inner.last_sequence.get().max(st.versions.last_sequence()),
         max_column_family: st.versions.next_column_family_id() - 1,
     };
     drop(st);

@@ -3,28 +3,37 @@
 //! joined, and what went wrong on the way is reported (`Db::close`, and
 //! the drop of a `Db`).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::DbInner;
 use crate::error::{Error, Result};
 
+/// Whether the database is closed: set once, by the close, never cleared.
+#[derive(Default)]
+pub(crate) struct ClosedFlag(AtomicBool);
+
+impl ClosedFlag {
+    fn set(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
 impl DbInner {
     /// Shuts the database down. Idempotent.
     pub(crate) fn close(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.is_set() {
             return Ok(());
         }
         // Let queued writes finish: take the queue, then stop new ones.
-        let q = self.queue.lock();
+        let q = self.queue.hold();
         let mut result = self.seal_closed_wals();
-        {
-            let mut wal = self.wal.lock();
-            if let Some(w) = wal.as_mut() {
-                if let Err(e) = w.sync() {
-                    result = result.and(Err(e));
-                }
-            }
+        if let Err(e) = self.wal.sync() {
+            result = result.and(Err(e));
         }
         // Writes made without the WAL survive only in an SST. If a background
         // error stopped flushes, they are lost: close must say so (the
@@ -45,7 +54,7 @@ impl DbInner {
                 result = Err(e);
             }
         }
-        self.closed.store(true, Ordering::Release);
+        self.closed.set();
         self.tuning.close();
         {
             let mut st = self.state.lock();
@@ -54,7 +63,7 @@ impl DbInner {
             self.bg_cv.notify_all();
         }
         drop(q);
-        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        let threads = self.threads.take_all();
         for t in threads {
             let name = t.thread().name().unwrap_or("unnamed").to_string();
             // Jobs run under `catch_unwind`; a thread dies only of a panic
@@ -78,7 +87,7 @@ impl DbInner {
                 result = Err(Error::Background(Arc::clone(e)));
             }
         }
-        *self.wal.lock() = None;
+        self.wal.close();
         self.info_log.close();
         result
     }

@@ -197,7 +197,7 @@ impl super::DbInner {
             log_number: Some(log_number),
             ..Default::default()
         };
-        let last = self.last_sequence.load(Ordering::Acquire);
+        let last = self.last_sequence.get();
         st.versions.set_last_sequence(last);
         let shape = crate::version::FamilyShape { num_levels: options.num_levels, comparator: cmp };
         if let Err(e) = st.versions.add_column_family(edit, shape) {
@@ -266,7 +266,7 @@ impl super::DbInner {
 
     /// Bytes in live WAL files, the one being written included.
     pub(crate) fn total_wal_size(&self, families: &super::memtables::Memtables) -> u64 {
-        let current = self.wal.lock().as_ref().map_or(0, |w| w.file_size());
+        let current = self.wal.len();
         families.old_wal_bytes() + current
     }
 

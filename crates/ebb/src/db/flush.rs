@@ -123,7 +123,7 @@ impl DbInner {
                     edits.push(VersionEdit { column_family: id, log_number: Some(keep), ..Default::default() });
                 }
             }
-            let last = self.last_sequence.load(Ordering::Acquire);
+            let last = self.last_sequence.get();
             st.versions.set_last_sequence(last);
             new_tables.installing();
             // Installed, the memtables have left the family's list: in the

@@ -25,7 +25,6 @@
 //! the database as it was; the source files are never changed.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
@@ -434,23 +433,6 @@ impl DbInner {
         self.with_writes_stopped(|| self.ingest_stopped(&mut work, options))
     }
 
-    /// Runs `f` as the leader of the write queue: no write is in progress
-    /// or starts until it returns (RocksDB's unbatched writer).
-    fn with_writes_stopped<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
-        let slot = Arc::new(super::write::WriterSlot::barrier());
-        let mut q = self.queue.lock();
-        q.push_back(Arc::clone(&slot));
-        while !q.front().is_some_and(|front| Arc::ptr_eq(front, &slot)) {
-            slot.cv.wait(&mut q);
-        }
-        let result = MutexGuard::unlocked(&mut q, f);
-        q.pop_front();
-        if let Some(front) = q.front() {
-            front.cv.notify_one();
-        }
-        result
-    }
-
     /// Steps 2 to 4, with writes stopped.
     fn ingest_stopped(&self, work: &mut [FamilyFiles], options: &IngestExternalFileOptions) -> Result<()> {
         // Step 2: memtables that overlap a file are flushed first.
@@ -546,7 +528,7 @@ impl DbInner {
                 "the files overlap data in the database (or a snapshot is held), and allow_global_seqno is off",
             ));
         }
-        let seqno = if needs_seqno { self.last_sequence.load(Ordering::Acquire) + 1 } else { 0 };
+        let seqno = if needs_seqno { self.last_sequence.get() + 1 } else { 0 };
         let numbers: Vec<Vec<u64>> =
             work.iter().map(|w| w.files.iter().map(|_| st.versions.new_file_number()).collect()).collect();
         let floor = numbers.iter().flatten().min().copied().unwrap_or(0);
@@ -606,7 +588,7 @@ impl DbInner {
                 })
                 .collect();
             if seqno > 0 {
-                self.last_sequence.store(seqno, Ordering::Release);
+                self.last_sequence.publish(seqno);
                 st.versions.set_last_sequence(seqno);
             }
             let r = if edits.len() > 1 {

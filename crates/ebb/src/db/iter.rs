@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use super::Db;
+use super::column_family::ColumnFamilyData;
+use super::{Db, DbInner, ReadOptions, SuperVersion};
 use crate::blob::{BlobFetcher, BlobIndex};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
@@ -24,6 +25,8 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, user_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 use crate::merge_operator::MergeOperator;
 use crate::sst::table_reader::SeekPrefix;
+use crate::sst::ReadSettings;
+use crate::version::{LevelFiles, LevelIterator};
 
 /// A bounded prefix mode: the extractor, and the state shared with the
 /// table iterators when they may skip tables (not with `total_order_seek`).
@@ -45,13 +48,13 @@ enum Direction {
 /// the error only if every table and memtable iterator under it is then free
 /// of error (a table iterator that met damage keeps its error).
 pub struct DbIterator<'a> {
-    pub(crate) _db: std::marker::PhantomData<&'a Db>,
-    pub(crate) iter: MergingIterator,
+    _db: std::marker::PhantomData<&'a Db>,
+    iter: MergingIterator,
     /// The order of the family's keys (bounds and keys compare in it).
     cmp: UserComparator,
-    pub(crate) sequence: SequenceNumber,
-    pub(crate) lower: Option<Vec<u8>>,
-    pub(crate) upper: Option<Vec<u8>>,
+    sequence: SequenceNumber,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
     direction: Direction,
     valid: bool,
     saved_key: Vec<u8>,
@@ -65,28 +68,28 @@ pub struct DbIterator<'a> {
     /// past the versions merged.
     merged: bool,
     /// Combines merge operands (the family's `merge_operator`).
-    pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Merge operands of the key being collected backwards, oldest first.
     operands: Vec<Vec<u8>>,
     /// The range tombstones of the memtables and tables the iterator reads,
     /// per source (empty: there are none).
-    pub(crate) tombstones: Vec<Arc<crate::range_del::FragmentedTombstones>>,
+    tombstones: Vec<Arc<crate::range_del::FragmentedTombstones>>,
     /// Bounded prefix seeks (`prefix_same_as_start` with a prefix
     /// extractor): the extractor, and (unless `total_order_seek`) the state
     /// shared with the table iterators, which skip tables lacking the
     /// prefix during such a seek.
-    pub(crate) prefix_mode: Option<PrefixMode>,
+    prefix_mode: Option<PrefixMode>,
     /// The prefix the last seek bounds the iterator to.
     bound_prefix: Option<Vec<u8>>,
     /// Where blobs are read from, and whether their checksums are verified.
-    pub(crate) blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
+    blobs: Option<(Arc<dyn BlobFetcher>, bool)>,
     /// Where seeks are counted (`rocksdb.number.db.seek`; the adaptive
     /// tuner weighs reads by it).
-    pub(crate) stats: Option<Arc<crate::stats::Stats>>,
+    stats: Option<Arc<crate::stats::Stats>>,
     /// An unparsable internal key or an unreadable blob met since the last seek.
     error: Option<Error>,
     /// Keeps the memtables and version this view reads alive.
-    pub(crate) _pin: Box<dyn std::any::Any + Send>,
+    _pin: Box<dyn std::any::Any + Send>,
 }
 
 impl<'a> DbIterator<'a> {
@@ -709,6 +712,128 @@ impl<'a> DbIterator<'a> {
     pub fn into_entries(self, reverse: bool) -> Entries<'a> {
         Entries { it: self, reverse, done: false, prefix: None }
     }
+
+    /// [`Self::into_entries`] forwards, ending at the first key that does
+    /// not start with `prefix`.
+    pub(crate) fn into_entries_with_prefix(self, prefix: &[u8]) -> Entries<'a> {
+        Entries { it: self, reverse: false, done: false, prefix: Some(prefix.to_vec()) }
+    }
+}
+
+impl DbInner {
+    /// A cursor over column family `cf` at `ro`'s snapshot (or the latest
+    /// state): every memtable, L0 table and deeper level of the family's
+    /// current super version merged, with their range tombstones. An
+    /// error (a dropped family, a table that cannot be opened) is the
+    /// iterator's status.
+    /// The range tombstones of `sv`'s tables (of the files whose MANIFEST
+    /// record says they have some), fragmented; computed once per super
+    /// version (a failure to open a table is not remembered).
+    fn table_tombstones(&self, sv: &SuperVersion) -> Result<Option<Arc<crate::range_del::FragmentedTombstones>>> {
+        if let Some(t) = sv.table_tombstones.get() {
+            return Ok(t.clone());
+        }
+        let mut list = Vec::new();
+        for (level, files) in sv.version.levels.iter().enumerate() {
+            for f in files.iter().filter(|f| f.num_range_deletions > 0) {
+                if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
+                    list.extend(t.tombstones());
+                }
+            }
+        }
+        let cmp = &sv.version.cmp;
+        let t =
+            (!list.is_empty()).then(|| Arc::new(crate::range_del::FragmentedTombstones::with_comparator(cmp, &list)));
+        let _ = sv.table_tombstones.set(t.clone());
+        Ok(t)
+    }
+
+    pub(crate) fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions<'_>) -> DbIterator<'static> {
+        let sv = cf.super_version();
+        let sequence = self.read_sequence(&ro);
+        let seq = *sequence.as_ref().unwrap_or(&0);
+        let rs = ReadSettings::from_read_options(&ro);
+        let opts = cf.options();
+        // Bounded prefix seeks (docs/data_model.md, "Prefixes").
+        // As RocksDB: `prefix_same_as_start` bounds even with
+        // `total_order_seek`, which only keeps tables from being skipped.
+        let prefix_mode = match &opts.prefix_extractor {
+            Some(x) if ro.prefix_same_as_start => Some((
+                Arc::clone(x),
+                (!ro.total_order_seek).then(|| Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))),
+            )),
+            _ => None,
+        };
+        let n = 1 + sv.imm.len() + sv.version.levels[0].len() + sv.version.levels.len();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(n);
+        // Per child, a sequence none of its entries is above (a memtable's
+        // is not fixed): range tombstones let the iterator skip the older
+        // children over what they delete.
+        let mut newest = Vec::with_capacity(n);
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            children.push(Box::new(mem.iter()));
+            newest.push(SequenceNumber::MAX);
+        }
+        for f in &sv.version.levels[0] {
+            newest.push(f.largest_seq);
+            match (self.tables.get(f, 0, &cf.cmp), &prefix_mode) {
+                (Ok(t), Some((_, Some(shared)))) => children.push(Box::new(
+                    crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
+                )),
+                (Ok(t), _) => children.push(Box::new(t.iter(rs))),
+                (Err(e), _) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
+            }
+        }
+        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
+            if !files.is_empty() {
+                newest.push(files.iter().map(|f| f.largest_seq).max().unwrap_or(0));
+                let files = LevelFiles::Version(Arc::clone(&sv.version), level);
+                let level_iter = LevelIterator::new(files, cf.cmp.clone(), level, Arc::clone(&self.tables), rs);
+                children.push(match &prefix_mode {
+                    Some((_, Some(shared))) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
+                    _ => Box::new(level_iter),
+                });
+            }
+        }
+        // Every range tombstone of the view: each memtable's, and the
+        // tables' (fragmented once per super version).
+        let mut tombstones: Vec<_> =
+            std::iter::once(&sv.mem).chain(sv.imm.iter()).filter_map(|m| m.range_tombstones()).collect();
+        let mut tombstones_error = false;
+        match self.table_tombstones(&sv) {
+            Ok(t) => tombstones.extend(t),
+            // Without a table's tombstones the view could show deleted keys.
+            Err(e) => {
+                children.push(Box::new(crate::iter::EmptyIterator::with_error(e)));
+                tombstones_error = true;
+            }
+        }
+        if tombstones_error {
+            newest.push(SequenceNumber::MAX);
+        }
+        let merged = MergingIterator::new(cf.cmp.clone(), children).with_newest(newest);
+        let (lower, upper) = (ro.iterate_lower_bound, ro.iterate_upper_bound);
+        let mut it = DbIterator::new(merged, cf.cmp.clone(), seq, lower, upper, Box::new(sv));
+        it.tombstones = tombstones;
+        it.prefix_mode = prefix_mode;
+        if ro.prefix_same_as_start && !ro.total_order_seek && opts.prefix_extractor.is_none() {
+            it.iter = MergingIterator::new(
+                cf.cmp.clone(),
+                vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
+                    "a prefix seek (ReadOptions::prefix_same_as_start) in column family {:?}, which has no prefix \
+                     extractor (set ColumnFamilyOptions::prefix_extractor)",
+                    cf.name
+                ))))],
+            );
+        }
+        it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
+        it.merge_operator = opts.merge_operator.clone();
+        it.stats = Some(Arc::clone(&self.stats));
+        if let Err(e) = self.check_open().and_then(|()| self.check_family(cf)).and(sequence.map(|_| ())) {
+            it.iter = MergingIterator::new(cf.cmp.clone(), vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
+        }
+        it
+    }
 }
 
 /// Rust [`Iterator`] adapter over a [`DbIterator`]; see
@@ -719,7 +844,7 @@ pub struct Entries<'a> {
     done: bool,
     /// Ends at the first key not starting with this (a prefix iterator in
     /// an order other than bytewise, where no bound can say it).
-    pub(crate) prefix: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
 }
 
 impl Iterator for Entries<'_> {

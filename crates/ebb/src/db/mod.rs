@@ -25,6 +25,7 @@ mod blob_cache;
 mod checkpoint;
 mod close;
 mod column_family;
+mod current_wal;
 mod debug;
 mod files;
 mod flush;
@@ -40,6 +41,7 @@ mod read;
 mod recovery;
 mod repair;
 mod secondary;
+mod sequence;
 mod snapshots;
 mod ttl;
 mod tuning;
@@ -65,25 +67,20 @@ pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::blob::BlobFetcher;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
-use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::SequenceNumber;
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
-use crate::sst::{PinnableSlice, ReadSettings};
+use crate::sst::PinnableSlice;
 use crate::stats::Stats;
-use crate::version::{LevelFiles, LevelIterator, TableCache, Version, VersionSet};
-use crate::wal::LogWriter;
+use crate::version::{TableCache, Version, VersionSet};
 use blob_cache::BlobFileCache;
 use column_family::ColumnFamilyData;
 pub use read::ReadOptions;
@@ -149,21 +146,24 @@ pub(crate) struct DbInner {
     /// Signalled when a MANIFEST batch is installed or given up
     /// (db/version_edits.rs).
     pub(crate) manifest_cv: Condvar,
-    pub(crate) queue: Mutex<VecDeque<Arc<write::WriterSlot>>>,
-    pub(crate) wal: Mutex<Option<LogWriter>>,
+    /// The writers waiting to write (db/write.rs).
+    pub(crate) queue: write::WriteQueue,
+    /// The WAL being written (db/current_wal.rs).
+    pub(crate) wal: current_wal::CurrentWal,
     /// WALs closed by memtable switches whose sync is still owed.
     pub(crate) wal_sealer: wal_seal::WalSealer,
     /// The default column family (also in `DbState::families`).
     pub(crate) default_cf: Arc<ColumnFamilyData>,
-    /// The newest sequence number visible to readers.
-    pub(crate) last_sequence: AtomicU64,
+    /// The newest sequence number visible to readers (db/sequence.rs).
+    pub(crate) last_sequence: sequence::LastSequence,
     pub(crate) tables: Arc<TableCache>,
     /// Open blob files, for reads and for compactions relocating blobs.
     pub(crate) blobs: Arc<BlobFileCache>,
     pub(crate) stats: Arc<Stats>,
-    pub(crate) closed: AtomicBool,
-    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
-    pub(crate) pool_sizes: Mutex<bg::PoolSizes>,
+    /// Set once the database is closed (db/close.rs).
+    pub(crate) closed: close::ClosedFlag,
+    /// Background threads (db/bg.rs).
+    pub(crate) threads: bg::BackgroundThreads,
     pub(crate) tuning: tuning::TuningHooks,
     /// The info log, `LOG`.
     pub(crate) info_log: Arc<info_log::InfoLog>,
@@ -716,15 +716,13 @@ impl Db {
         } else {
             it.seek(prefix);
         }
-        let mut entries = it.into_entries(false);
-        entries.prefix = Some(prefix.to_vec());
-        entries
+        it.into_entries_with_prefix(prefix)
     }
 
     /// Takes a snapshot: reads through it see the database as of now.
     pub fn snapshot(&self) -> Snapshot<'_> {
         let mut st = self.inner.state.lock();
-        let seq = self.inner.last_sequence.load(Ordering::Acquire);
+        let seq = self.inner.last_sequence.get();
         st.snapshots.acquire(seq);
         Snapshot { db: self, seq }
     }
@@ -862,7 +860,7 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 
 impl DbInner {
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.is_set() {
             return Err(Error::Closed);
         }
         Ok(())
@@ -945,28 +943,6 @@ impl DbInner {
         }
     }
 
-    /// The range tombstones of `sv`'s tables (of the files whose MANIFEST
-    /// record says they have some), fragmented; computed once per super
-    /// version (a failure to open a table is not remembered).
-    fn table_tombstones(&self, sv: &SuperVersion) -> Result<Option<Arc<crate::range_del::FragmentedTombstones>>> {
-        if let Some(t) = sv.table_tombstones.get() {
-            return Ok(t.clone());
-        }
-        let mut list = Vec::new();
-        for (level, files) in sv.version.levels.iter().enumerate() {
-            for f in files.iter().filter(|f| f.num_range_deletions > 0) {
-                if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
-                    list.extend(t.tombstones());
-                }
-            }
-        }
-        let cmp = &sv.version.cmp;
-        let t =
-            (!list.is_empty()).then(|| Arc::new(crate::range_del::FragmentedTombstones::with_comparator(cmp, &list)));
-        let _ = sv.table_tombstones.set(t.clone());
-        Ok(t)
-    }
-
     /// `cf` is a live family of this database: dropped, or a handle of
     /// another database (whose family ids mean other families here), is
     /// `InvalidArgument`.
@@ -984,101 +960,14 @@ impl DbInner {
 
     /// The sequence number a read with `ro` reads at: its snapshot's, which
     /// must be of this database, or the latest.
-    fn read_sequence(&self, ro: &ReadOptions<'_>) -> Result<SequenceNumber> {
+    pub(crate) fn read_sequence(&self, ro: &ReadOptions<'_>) -> Result<SequenceNumber> {
         match ro.snapshot {
             Some(s) if !std::ptr::eq(Arc::as_ptr(&s.db.inner), self) => {
                 Err(Error::invalid("the read options' snapshot is of another database"))
             }
             Some(s) => Ok(s.seq),
-            None => Ok(self.last_sequence.load(Ordering::Acquire)),
+            None => Ok(self.last_sequence.get()),
         }
-    }
-
-    fn new_iterator(&self, cf: &ColumnFamilyData, ro: ReadOptions<'_>) -> DbIterator<'static> {
-        let sv = cf.super_version();
-        let sequence = self.read_sequence(&ro);
-        let seq = *sequence.as_ref().unwrap_or(&0);
-        let rs = ReadSettings::from_read_options(&ro);
-        let opts = cf.options();
-        // Bounded prefix seeks (docs/data_model.md, "Prefixes").
-        // As RocksDB: `prefix_same_as_start` bounds even with
-        // `total_order_seek`, which only keeps tables from being skipped.
-        let prefix_mode = match &opts.prefix_extractor {
-            Some(x) if ro.prefix_same_as_start => Some((
-                Arc::clone(x),
-                (!ro.total_order_seek).then(|| Arc::new(crate::sst::table_reader::SeekPrefix::new(x.name()))),
-            )),
-            _ => None,
-        };
-        let n = 1 + sv.imm.len() + sv.version.levels[0].len() + sv.version.levels.len();
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(n);
-        // Per child, a sequence none of its entries is above (a memtable's
-        // is not fixed): range tombstones let the iterator skip the older
-        // children over what they delete.
-        let mut newest = Vec::with_capacity(n);
-        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-            children.push(Box::new(mem.iter()));
-            newest.push(SequenceNumber::MAX);
-        }
-        for f in &sv.version.levels[0] {
-            newest.push(f.largest_seq);
-            match (self.tables.get(f, 0, &cf.cmp), &prefix_mode) {
-                (Ok(t), Some((_, Some(shared)))) => children.push(Box::new(
-                    crate::sst::table_reader::PrefixCheckedIterator::new(t.iter(rs), Arc::clone(shared)),
-                )),
-                (Ok(t), _) => children.push(Box::new(t.iter(rs))),
-                (Err(e), _) => children.push(Box::new(crate::iter::EmptyIterator::with_error(e))),
-            }
-        }
-        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
-            if !files.is_empty() {
-                newest.push(files.iter().map(|f| f.largest_seq).max().unwrap_or(0));
-                let files = LevelFiles::Version(Arc::clone(&sv.version), level);
-                let level_iter = LevelIterator::new(files, cf.cmp.clone(), level, Arc::clone(&self.tables), rs);
-                children.push(match &prefix_mode {
-                    Some((_, Some(shared))) => Box::new(level_iter.with_seek_prefix(Arc::clone(shared))),
-                    _ => Box::new(level_iter),
-                });
-            }
-        }
-        // Every range tombstone of the view: each memtable's, and the
-        // tables' (fragmented once per super version).
-        let mut tombstones: Vec<_> =
-            std::iter::once(&sv.mem).chain(sv.imm.iter()).filter_map(|m| m.range_tombstones()).collect();
-        let mut tombstones_error = false;
-        match self.table_tombstones(&sv) {
-            Ok(t) => tombstones.extend(t),
-            // Without a table's tombstones the view could show deleted keys.
-            Err(e) => {
-                children.push(Box::new(crate::iter::EmptyIterator::with_error(e)));
-                tombstones_error = true;
-            }
-        }
-        if tombstones_error {
-            newest.push(SequenceNumber::MAX);
-        }
-        let merged = MergingIterator::new(cf.cmp.clone(), children).with_newest(newest);
-        let (lower, upper) = (ro.iterate_lower_bound, ro.iterate_upper_bound);
-        let mut it = DbIterator::new(merged, cf.cmp.clone(), seq, lower, upper, Box::new(sv));
-        it.tombstones = tombstones;
-        it.prefix_mode = prefix_mode;
-        if ro.prefix_same_as_start && !ro.total_order_seek && opts.prefix_extractor.is_none() {
-            it.iter = MergingIterator::new(
-                cf.cmp.clone(),
-                vec![Box::new(crate::iter::EmptyIterator::with_error(Error::invalid(format!(
-                    "a prefix seek (ReadOptions::prefix_same_as_start) in column family {:?}, which has no prefix \
-                     extractor (set ColumnFamilyOptions::prefix_extractor)",
-                    cf.name
-                ))))],
-            );
-        }
-        it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
-        it.merge_operator = opts.merge_operator.clone();
-        it.stats = Some(Arc::clone(&self.stats));
-        if let Err(e) = self.check_open().and_then(|()| self.check_family(cf)).and(sequence.map(|_| ())) {
-            it.iter = MergingIterator::new(cf.cmp.clone(), vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
-        }
-        it
     }
 
     fn set_options(self: &Arc<Self>, changes: &[(&str, &str)]) -> Result<()> {
@@ -1089,9 +978,7 @@ impl DbInner {
         self.put_options_in_force(&mut guard, next);
         drop(guard);
         // Grow the thread pools if a limit went up (shrinking is by index).
-        let mut sizes = self.pool_sizes.lock();
-        self.ensure_threads(&mut sizes)?;
-        drop(sizes);
+        self.ensure_threads()?;
         self.state.lock().controller.invalidate();
         self.bg_cv.notify_all();
         self.work_cv.notify_all();

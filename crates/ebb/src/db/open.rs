@@ -12,14 +12,11 @@
 //! in a new MANIFEST, and cleans the directory without deleting evidence.
 //! The recovered data is durable before the old WALs go.
 
-use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::bg::PoolSizes;
 use super::blob_cache::BlobFileCache;
 use super::column_family::ColumnFamilyData;
 use super::info_log::{InfoLog, Level};
@@ -302,17 +299,16 @@ pub(super) fn open_locked(
         bg_cv: Condvar::new(),
         work_cv: Condvar::new(),
         manifest_cv: Condvar::new(),
-        queue: Mutex::new(VecDeque::new()),
-        wal: Mutex::new(None),
+        queue: Default::default(),
+        wal: Default::default(),
         wal_sealer: Default::default(),
         default_cf,
-        last_sequence: AtomicU64::new(0),
+        last_sequence: Default::default(),
         tables,
         blobs,
         stats,
-        closed: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        pool_sizes: Mutex::new(PoolSizes::default()),
+        closed: Default::default(),
+        threads: Default::default(),
         tuning,
         info_log,
         recovery_report: OnceLock::new(),
@@ -340,25 +336,14 @@ pub(super) fn open_locked(
 }
 
 fn start_threads(inner: &Arc<DbInner>, dir: &Path) -> Result<()> {
-    let mut sizes = PoolSizes::default();
-    let spawned = inner.ensure_threads(&mut sizes);
-    *inner.pool_sizes.lock() = sizes;
-    spawned?;
+    inner.ensure_threads()?;
     if inner.opts().stats_dump_period_sec > 0 {
         let dumper = Arc::clone(inner);
-        let handle = std::thread::Builder::new()
-            .name("ebb-stats".into())
-            .spawn(move || dumper.stats_dump_loop())
-            .map_err(|e| Error::io("spawn stats thread", dir, e))?;
-        inner.threads.lock().push(handle);
+        inner.threads.spawn("ebb-stats".into(), dir, move || dumper.stats_dump_loop())?;
     }
     if inner.tuning.mode != crate::tuning::BackgroundTuning::Off {
         let tuner = Arc::clone(inner);
-        let handle = std::thread::Builder::new()
-            .name("ebb-tuner".into())
-            .spawn(move || tuner.tuning_loop())
-            .map_err(|e| Error::io("spawn tuning thread", dir, e))?;
-        inner.threads.lock().push(handle);
+        inner.threads.spawn("ebb-tuner".into(), dir, move || tuner.tuning_loop())?;
     }
     Ok(())
 }

@@ -272,7 +272,7 @@ pub(super) fn recover(
             }
         }
     }
-    inner.last_sequence.store(last_seq, Ordering::Release);
+    inner.last_sequence.publish(last_seq);
     st.versions.set_last_sequence(last_seq);
     if read_only {
         // The replayed memtables are read as they are, never flushed; no
@@ -302,7 +302,7 @@ pub(super) fn recover(
     let mut writer = LogWriter::new(file, path.display().to_string());
     writer.sync()?;
     inner.fs.sync_dir(&inner.dir)?;
-    *inner.wal.lock() = Some(writer);
+    inner.wal.start(writer);
     st.families.start_wal(wal_number, super::write::new_memtable);
 
     // Promise 4: every recovered memtable into a table, then one new MANIFEST.

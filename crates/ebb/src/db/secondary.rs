@@ -177,8 +177,8 @@ impl Db {
             let st = &mut *st;
             let versions = &st.versions;
             st.families.take_memtables_of(&fresh_st.families, |id| versions.version(id).is_some());
-            let seq = fresh.inner.last_sequence.load(std::sync::atomic::Ordering::Acquire);
-            inner.last_sequence.fetch_max(seq, std::sync::atomic::Ordering::AcqRel);
+            let seq = fresh.inner.last_sequence.get();
+            inner.last_sequence.advance_to(seq);
             inner.install_super_version(st);
             return Ok(());
         }

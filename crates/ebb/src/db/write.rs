@@ -13,13 +13,13 @@
 //! `SwitchWAL`, flush reason `kWalFull`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::column_family::ColumnFamilyData;
+use super::current_wal::Durability;
 use super::memtables::Writable;
 use super::StallCondition;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
@@ -37,7 +37,25 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A small leader batch only gathers this much more, so its latency stays low.
 const SMALL_BATCH: usize = 128 << 10;
 
-pub(crate) struct WriterSlot {
+/// The writers waiting to write, oldest first: the one at the front leads
+/// (db/mod.rs, invariant 1). The first lock in the lock order.
+#[derive(Default)]
+pub(crate) struct WriteQueue(Mutex<VecDeque<Arc<WriterSlot>>>);
+
+/// The write queue held: no writer joins it while this lives.
+pub(crate) struct QueueHold<'a> {
+    _held: MutexGuard<'a, VecDeque<Arc<WriterSlot>>>,
+}
+
+impl WriteQueue {
+    /// Holds new writers off until the hold drops (the close stops writes
+    /// with it).
+    pub(crate) fn hold(&self) -> QueueHold<'_> {
+        QueueHold { _held: self.0.lock() }
+    }
+}
+
+struct WriterSlot {
     /// Taken by the leader (its own) or read in place (a follower's).
     batch: Mutex<Option<WriteBatch>>,
     has_batch: bool,
@@ -47,14 +65,14 @@ pub(crate) struct WriterSlot {
     /// Switch this family's memtable even if it is not full (a flush request).
     force_switch: Option<u32>,
     done: Mutex<Option<Result<()>>>,
-    pub(crate) cv: Condvar,
+    cv: Condvar,
 }
 
 impl WriterSlot {
     /// A slot that writes nothing and is never grouped with others: its
     /// owner, once at the front of the queue, has writes stopped until it
     /// pops itself (`DbInner::with_writes_stopped`).
-    pub(crate) fn barrier() -> Self {
+    fn barrier() -> Self {
         WriterSlot {
             batch: Mutex::new(None),
             has_batch: false,
@@ -152,7 +170,7 @@ impl DbInner {
             self.stats.time_since(|h| &h.write_micros, start);
             r
         };
-        let mut q = self.queue.lock();
+        let mut q = self.queue.0.lock();
         q.push_back(Arc::clone(&slot));
         loop {
             if let Some(r) = slot.done.lock().take() {
@@ -234,13 +252,30 @@ impl DbInner {
         result
     }
 
+    /// Runs `f` as the leader of the write queue: no write is in progress
+    /// or starts until it returns (RocksDB's unbatched writer).
+    pub(crate) fn with_writes_stopped<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let slot = Arc::new(WriterSlot::barrier());
+        let mut q = self.queue.0.lock();
+        q.push_back(Arc::clone(&slot));
+        while !q.front().is_some_and(|front| Arc::ptr_eq(front, &slot)) {
+            slot.cv.wait(&mut q);
+        }
+        let result = MutexGuard::unlocked(&mut q, f);
+        q.pop_front();
+        if let Some(front) = q.front() {
+            front.cv.notify_one();
+        }
+        result
+    }
+
     /// Appends the group to the WAL and the memtables (`mems`: every
     /// family's, by id, when the leader made room). Runs without the queue
     /// lock. Entries of a family dropped since the batch was checked are not
     /// inserted anywhere (recovery skips them too).
     fn commit_group(&self, batch: &mut WriteBatch, mems: &Writable, sync: bool, disable_wal: bool) -> Result<()> {
         self.tuning.on_client_write();
-        let first = self.last_sequence.load(Ordering::Acquire) + 1;
+        let first = self.last_sequence.get() + 1;
         let count = batch.len() as u64;
         batch.set_sequence(first);
         // A family created after the leader made room is looked up now; its
@@ -263,20 +298,16 @@ impl DbInner {
             if sync {
                 self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
             }
-            let mut wal = self.wal.lock();
-            let w = wal.as_mut().ok_or(Error::Closed)?;
-            let r = (|| {
-                w.add_record(batch.data())?;
-                if sync {
-                    w.sync()?;
-                    bump(&self.stats.wal_syncs, 1);
-                } else if !manual {
-                    w.flush()?;
-                }
-                Ok(())
-            })();
-            if let Err(e) = r {
+            let durability = match (sync, manual) {
+                (true, _) => Durability::Sync,
+                (false, false) => Durability::Flush,
+                (false, true) => Durability::Buffer,
+            };
+            if let Err(e) = self.wal.append(batch.data(), durability) {
                 return Err(self.set_bg_error(e));
+            }
+            if sync {
+                bump(&self.stats.wal_syncs, 1);
             }
             bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
             self.tuning.on_wal_write(batch.size_in_bytes() as u64);
@@ -368,7 +399,7 @@ impl DbInner {
             Ok(())
         })();
         inserted.map_err(|e| self.set_bg_error(e))?;
-        self.last_sequence.store(first + count - 1, Ordering::Release);
+        self.last_sequence.publish(first + count - 1);
         bump(&self.stats.user_keys, count);
         bump(&self.stats.user_bytes, user_bytes);
         bump(&self.stats.write_groups, 1);
@@ -567,28 +598,20 @@ impl DbInner {
         // starts under its pending name and the old one is sealed later, by
         // whoever first needs it synced (db/wal_seal.rs).
         let path = filename::pending_wal_file(&self.dir, number);
-        let mut wal = self.wal.lock();
-        let file = match self.fs.new_writable(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                drop(wal);
-                return Err(self.set_bg_error_locked(st, e));
+        let bytes_per_sync = self.opts().wal_bytes_per_sync;
+        let switched = self.wal.switch(|| {
+            let file = crate::fs::WriteBehindFile::wrap(self.fs.new_writable(&path)?, bytes_per_sync);
+            Ok(LogWriter::new(file, path.display().to_string()))
+        });
+        let old_size = match switched {
+            Ok((old, old_size)) => {
+                if let Some(old) = old {
+                    self.wal_sealer.push(st.families.current_wal(), old, number);
+                }
+                old_size
             }
+            Err(e) => return Err(self.set_bg_error_locked(st, e)),
         };
-        let file = crate::fs::WriteBehindFile::wrap(file, self.opts().wal_bytes_per_sync);
-        let new = LogWriter::new(file, path.display().to_string());
-        let old_size = wal.as_ref().map_or(0, |w| w.file_size());
-        if let Some(mut old) = wal.replace(new) {
-            // The end mark tells recovery this WAL is whole; what
-            // `manual_wal_flush` buffered goes to the OS with it, as RocksDB
-            // flushes at a switch: the old writer is written no more.
-            if let Err(e) = old.add_record(&super::batch::END_OF_LOG).and_then(|()| old.flush()) {
-                drop(wal);
-                return Err(self.set_bg_error_locked(st, e));
-            }
-            self.wal_sealer.push(st.families.current_wal(), old, number);
-        }
-        drop(wal);
         st.families.switch(ids, number, old_size, new_memtable);
         self.install_super_version(st);
         self.work_cv.notify_all();
@@ -657,18 +680,14 @@ impl DbInner {
         // Every write made before the call is durable on return, also those
         // in a WAL a switch closed meanwhile: seal until, with the WAL
         // locked (switches are then excluded), no closed WAL is owed.
-        let mut wal = loop {
+        let r = loop {
             if sync {
                 self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
             }
-            let wal = self.wal.lock();
-            if !sync || self.wal_sealer.all_sealed() {
-                break wal;
+            if let Some(r) = self.wal.flush_when(sync, || !sync || self.wal_sealer.all_sealed()) {
+                break r;
             }
         };
-        let Some(w) = wal.as_mut() else { return Err(Error::Closed) };
-        let r = if sync { w.sync() } else { w.flush() };
-        drop(wal);
         if sync && r.is_ok() {
             bump(&self.stats.wal_syncs, 1);
         }
