@@ -1,21 +1,8 @@
-//! The public database handle and the state shared with its background threads.
-//!
-//! Locks, always taken in this order: the write queue (`queue`), the db state
-//! (`state`), the WAL (`wal`). Each column family's super-version slot
-//! (`ColumnFamilyData::super_version`) is an `ArcSwap`: readers load it
-//! without a lock, installers (under the db state lock) swap it. Column
-//! families: see `column_family.rs`.
-//!
-//! Invariants:
-//! 1. Only the write-group leader appends to the WAL and inserts into the
-//!    mutable memtable; it is the front of `queue`.
-//! 2. `last_sequence` is published only after a group's entries are all in the
-//!    memtable, so readers never see half a batch.
-//! 3. A file is deleted only when no live `Version` (held by a reader or
-//!    iterator) lists it and no running job is writing it.
-//! 4. After a failed WAL write, WAL sync, flush or MANIFEST write, or a panic
-//!    in a background job or a write group's leader, the error is sticky
-//!    (`bg_error`): every later write fails until the database is reopened.
+//! The public database handle ([`Db`]), its snapshots and iterator
+//! modes: the API facade. What it calls is the engine (db/engine.rs: the
+//! state shared with the background threads, the lock order and the
+//! database's invariants), which is made of owned subsystems, one file
+//! each (docs/architecture.md, "Inside `db/`").
 
 mod backup;
 mod batch;
@@ -27,6 +14,7 @@ mod close;
 mod column_family;
 mod current_wal;
 mod debug;
+mod engine;
 mod files;
 mod flush;
 mod info_log;
@@ -43,6 +31,7 @@ mod repair;
 mod secondary;
 mod sequence;
 mod snapshots;
+mod super_version;
 mod ttl;
 mod tuning;
 mod version_edits;
@@ -67,116 +56,18 @@ pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-
-use parking_lot::{Condvar, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fs::{FileLock, FileSystem};
 use crate::key::SequenceNumber;
-use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::sst::PinnableSlice;
-use crate::stats::Stats;
-use crate::version::{TableCache, Version, VersionSet};
-use blob_cache::BlobFileCache;
 use column_family::ColumnFamilyData;
+pub(crate) use engine::{next_instance, DbInner, DbState};
 pub use read::ReadOptions;
+pub(crate) use super_version::SuperVersion;
 pub use write::WriteOptions;
-
-/// What readers need, swapped as a whole: the memtables and the version.
-pub(crate) struct SuperVersion {
-    pub(crate) mem: Arc<MemTable>,
-    /// Immutable memtables, newest first.
-    pub(crate) imm: Vec<Arc<MemTable>>,
-    pub(crate) version: Arc<Version>,
-    /// The range tombstones of the version's tables, fragmented once for
-    /// every iterator (`None` inside: they have none).
-    pub(crate) table_tombstones: std::sync::OnceLock<Option<Arc<crate::range_del::FragmentedTombstones>>>,
-}
-
-impl SuperVersion {
-    pub(crate) fn new(mem: Arc<MemTable>, imm: Vec<Arc<MemTable>>, version: Arc<Version>) -> Self {
-        SuperVersion { mem, imm, version, table_tombstones: std::sync::OnceLock::new() }
-    }
-}
-
-/// State guarded by the db mutex.
-pub(crate) struct DbState {
-    pub(crate) versions: VersionSet,
-    /// The memtables of every live column family and the WALs
-    /// (db/memtables.rs).
-    pub(crate) families: memtables::Memtables,
-    /// The sticky background error (db/bg_error.rs).
-    pub(crate) bg_error: bg_error::BackgroundError,
-    /// Running background jobs and what they hold (db/jobs.rs).
-    pub(crate) jobs: jobs::Jobs,
-    /// The live snapshots (db/snapshots.rs).
-    pub(crate) snapshots: snapshots::SnapshotList,
-    /// Jobs waiting to write their version edits (db/version_edits.rs).
-    pub(crate) manifest_queue: version_edits::ManifestQueue,
-    /// Versions held, files that left them, deletion holds (db/files.rs).
-    pub(crate) files: files::FileLifecycle,
-    /// Write stalls and the delayed write rate (db/write_controller.rs).
-    pub(crate) controller: write_controller::WriteController,
-}
-
-/// A number no other database opened by this process has
-/// ([`DbInner::instance`]).
-pub(crate) fn next_instance() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-pub(crate) struct DbInner {
-    /// This open database among all the process opened: its families'
-    /// `owner`, so that a handle of another database is refused.
-    pub(crate) instance: u64,
-    pub(crate) dir: PathBuf,
-    pub(crate) fs: Arc<dyn FileSystem>,
-    pub(crate) options: Mutex<Arc<Options>>,
-    pub(crate) state: Mutex<DbState>,
-    /// Signalled whenever background work finishes or the state changes in a
-    /// way a waiting writer or `flush(wait)` cares about.
-    pub(crate) bg_cv: Condvar,
-    /// Signalled when there may be new background work.
-    pub(crate) work_cv: Condvar,
-    /// Signalled when a MANIFEST batch is installed or given up
-    /// (db/version_edits.rs).
-    pub(crate) manifest_cv: Condvar,
-    /// The writers waiting to write (db/write.rs).
-    pub(crate) queue: write::WriteQueue,
-    /// The WAL being written (db/current_wal.rs).
-    pub(crate) wal: current_wal::CurrentWal,
-    /// WALs closed by memtable switches whose sync is still owed.
-    pub(crate) wal_sealer: wal_seal::WalSealer,
-    /// The default column family (also in `DbState::families`).
-    pub(crate) default_cf: Arc<ColumnFamilyData>,
-    /// The newest sequence number visible to readers (db/sequence.rs).
-    pub(crate) last_sequence: sequence::LastSequence,
-    pub(crate) tables: Arc<TableCache>,
-    /// Open blob files, for reads and for compactions relocating blobs.
-    pub(crate) blobs: Arc<BlobFileCache>,
-    pub(crate) stats: Arc<Stats>,
-    /// Set once the database is closed (db/close.rs).
-    pub(crate) closed: close::ClosedFlag,
-    /// Background threads (db/bg.rs).
-    pub(crate) threads: bg::BackgroundThreads,
-    pub(crate) tuning: tuning::TuningHooks,
-    /// The info log, `LOG`.
-    pub(crate) info_log: Arc<info_log::InfoLog>,
-    /// What recovery at open found damaged or set aside.
-    pub(crate) recovery_report: OnceLock<RecoveryReport>,
-    /// Opened with `Db::open_read_only`: no LOCK, no WAL, no background
-    /// work; every change is refused (`check_writable`).
-    pub(crate) read_only: bool,
-    /// Set on a secondary instance (`Db::open_as_secondary`): how to read
-    /// the primary again.
-    pub(crate) secondary: OnceLock<secondary::SecondaryState>,
-    pub(crate) _lock: Box<dyn FileLock>,
-}
 
 /// An open database. `Send + Sync`: share it between threads by reference or `Arc`.
 ///
@@ -856,135 +747,6 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
-}
-
-impl DbInner {
-    pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.is_set() {
-            return Err(Error::Closed);
-        }
-        Ok(())
-    }
-
-    /// Refuses `what` (a change to the database) on a read-only instance.
-    pub(crate) fn check_writable(&self, what: &str) -> Result<()> {
-        self.check_open()?;
-        if self.read_only {
-            return Err(Error::NotSupported(format!(
-                "{what} on a database opened read-only ({}): reopen it with Db::open to change it",
-                self.dir.display()
-            )));
-        }
-        Ok(())
-    }
-
-    /// Calls `f`, which calls the listener method `callback`, on every
-    /// listener. Listeners are user code, called defensively (RocksDB does
-    /// too): a listener that panics is written to the info log and skipped,
-    /// and neither the job that called it nor the other listeners notice.
-    /// May be called with the db mutex held (`on_background_error`).
-    pub(crate) fn notify_event(&self, callback: &'static str, f: impl Fn(&dyn EventListener)) {
-        let opts = self.opts();
-        for l in &opts.listeners {
-            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(l.as_ref()))) {
-                let message = crate::error::panic_message(payload.as_ref());
-                self.info_log.log(
-                    info_log::Level::Error,
-                    &format!("an event listener panicked in {callback} (ignored): {message}"),
-                );
-            }
-        }
-    }
-
-    pub(crate) fn opts(&self) -> Arc<Options> {
-        Arc::clone(&self.options.lock())
-    }
-
-    /// Makes `next` the options in force: the database's (in `current`, the
-    /// guarded `options`) and the default family's part of them, which
-    /// `family_opts` reads. Requires the options lock (`current`).
-    pub(crate) fn put_options_in_force(&self, current: &mut Arc<Options>, next: Options) {
-        self.default_cf.set_options(Arc::new(next.cf_options()));
-        *current = Arc::new(next);
-    }
-
-    /// The options of column family `cf` (for the default family, the
-    /// column-family part of the database's options).
-    pub(crate) fn family_opts(&self, cf: &ColumnFamilyData) -> Arc<ColumnFamilyOptions> {
-        cf.options_arc()
-    }
-
-    /// Publishes the memtables and versions of every family in `st` to
-    /// readers. Requires the db mutex.
-    pub(crate) fn install_super_version(&self, st: &mut DbState) {
-        st.controller.invalidate();
-        let waiting = st.families.immutable_count();
-        self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
-        st.files.forget_dropped_versions();
-        for (id, family) in st.families.iter() {
-            let Some(version) = st.versions.version(id) else { continue };
-            let data = family.data();
-            let old = data.super_version();
-            let same = Arc::ptr_eq(&old.version, &version)
-                && Arc::ptr_eq(&old.mem, family.mem())
-                && old.imm.len() == family.imm().len()
-                && old.imm.iter().zip(family.imm().iter().rev()).all(|(a, b)| Arc::ptr_eq(a, b));
-            if same {
-                continue;
-            }
-            st.files.hold_version(id, &version);
-            let same_version = Arc::ptr_eq(&old.version, &version);
-            let sv = SuperVersion::new(Arc::clone(family.mem()), family.imm().iter().rev().cloned().collect(), version);
-            // A memtable switch keeps the tables: and their tombstones.
-            if let Some(t) = old.table_tombstones.get().filter(|_| same_version) {
-                let _ = sv.table_tombstones.set(t.clone());
-            }
-            data.install(sv);
-        }
-    }
-
-    /// `cf` is a live family of this database: dropped, or a handle of
-    /// another database (whose family ids mean other families here), is
-    /// `InvalidArgument`.
-    pub(crate) fn check_family(&self, cf: &ColumnFamilyData) -> Result<()> {
-        cf.check_live()?;
-        if cf.owner != self.instance {
-            return Err(Error::invalid(format!(
-                "column family '{}' is a family of another database, not of {}",
-                cf.name,
-                self.dir.display()
-            )));
-        }
-        Ok(())
-    }
-
-    /// The sequence number a read with `ro` reads at: its snapshot's, which
-    /// must be of this database, or the latest.
-    pub(crate) fn read_sequence(&self, ro: &ReadOptions<'_>) -> Result<SequenceNumber> {
-        match ro.snapshot {
-            Some(s) if !std::ptr::eq(Arc::as_ptr(&s.db.inner), self) => {
-                Err(Error::invalid("the read options' snapshot is of another database"))
-            }
-            Some(s) => Ok(s.seq),
-            None => Ok(self.last_sequence.get()),
-        }
-    }
-
-    fn set_options(self: &Arc<Self>, changes: &[(&str, &str)]) -> Result<()> {
-        self.check_writable("set_options")?;
-        self.check_open()?;
-        let mut guard = self.options.lock();
-        let next = guard.apply_dynamic(changes)?;
-        self.put_options_in_force(&mut guard, next);
-        drop(guard);
-        // Grow the thread pools if a limit went up (shrinking is by index).
-        self.ensure_threads()?;
-        self.state.lock().controller.invalidate();
-        self.bg_cv.notify_all();
-        self.work_cv.notify_all();
-        // As RocksDB, the change is in force even if it cannot be recorded.
-        self.write_options_file()
-    }
 }
 
 /// Refuses to open a database created with a TTL without one: its values
