@@ -2,7 +2,9 @@
 //! path in a module names a module listed before it in the layer list of
 //! `lib.rs`'s documentation (a root re-export counts as the module it comes
 //! from). An upward import, or a module missing from the list, fails here
-//! with the file and line.
+//! with the file and line. Inside `db/`, the tiers `db/mod.rs` lists (helpers,
+//! subsystems, the engine, the facade) are kept likewise for `super::`
+//! paths.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,13 +79,18 @@ fn ident_at(s: &str) -> &str {
 /// imports (`crate::{a::B, C}`, over several lines as rustfmt wraps them)
 /// included, with the byte offset where each segment starts.
 fn crate_paths_at(text: &str) -> Vec<(usize, String)> {
+    paths_at(text, "crate::")
+}
+
+/// [`crate_paths_at`] for paths starting with `prefix` (`crate::`, `super::`).
+fn paths_at(text: &str, prefix: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut at = 0;
-    while let Some(i) = text[at..].find("crate::") {
+    while let Some(i) = text[at..].find(prefix) {
         let found = at + i;
         let preceded_by_ident =
             text[..found].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-        at = found + "crate::".len();
+        at = found + prefix.len();
         if preceded_by_ident {
             continue;
         }
@@ -260,4 +267,195 @@ fn root_reexports_are_read_after_any_item() {
     assert_eq!(map.get("Snapshot").map(String::as_str), Some("db"));
     assert_eq!(map.get("SequenceNumber").map(String::as_str), Some("key"));
     assert_eq!(map.len(), 3, "{map:?}");
+}
+
+// ---- inside db/ ----
+
+/// The tiers of `db/mod.rs`'s "# Inside `db/`" list: per tier, its files
+/// in order (the backticked names after each numbered item's colon).
+fn db_tiers(mod_rs: &str) -> Vec<Vec<String>> {
+    let mut tiers: Vec<Vec<String>> = Vec::new();
+    let mut in_section = false;
+    for line in mod_rs.lines() {
+        let Some(doc) = line.strip_prefix("//!") else { break };
+        let doc = doc.trim();
+        if doc.starts_with("# ") {
+            in_section = doc == "# Inside `db/`";
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        let (number, rest) = doc.split_once(". ").unwrap_or(("", doc));
+        let starts_item = !number.is_empty() && number.chars().all(|c| c.is_ascii_digit());
+        let names_part = if starts_item {
+            tiers.push(Vec::new());
+            rest.split_once(':').map_or("", |(_, names)| names)
+        } else {
+            doc
+        };
+        let Some(tier) = tiers.last_mut() else { continue };
+        for (i, part) in names_part.split('`').enumerate() {
+            if i % 2 == 1 {
+                tier.push(part.to_string());
+            }
+        }
+    }
+    tiers
+}
+
+/// What `db/mod.rs` re-exports from its files (`pub use file::{A, B};`,
+/// `pub(crate) use file::A;`): the file each name comes from. Names it
+/// re-exports from elsewhere in the crate (`crate::...`) are not db files.
+fn db_reexports(mod_rs: &str) -> HashMap<String, String> {
+    let mut map = HashMap::new();
+    let code = strip_comments(mod_rs);
+    for (i, _) in code.match_indices(" use ") {
+        let stmt = &code[i + " use ".len()..];
+        let stmt = stmt[..stmt.find(';').unwrap_or(stmt.len())].trim();
+        if stmt.starts_with("crate::") || stmt.starts_with("std::") {
+            continue;
+        }
+        let Some((file, rest)) = stmt.split_once("::") else { continue };
+        let rest = rest.trim().trim_start_matches('{').trim_end_matches('}');
+        for item in rest.split(',') {
+            let name = item.split("::").last().unwrap_or("").trim();
+            let name = name.rsplit(" as ").next().unwrap_or(name).trim();
+            if !name.is_empty() {
+                map.insert(name.to_string(), file.trim().to_string());
+            }
+        }
+    }
+    map
+}
+
+/// The first segment of every `super::` path in `text` (plain or a group),
+/// with its byte offset.
+fn super_paths_at(text: &str) -> Vec<(usize, String)> {
+    paths_at(text, "super::")
+}
+
+/// Every `super::` path in `db/` against the tiers of `db/mod.rs`, as
+/// `file:line: message`.
+fn db_violations(src: &Path) -> Vec<String> {
+    let db = src.join("db");
+    let mod_rs = std::fs::read_to_string(db.join("mod.rs")).unwrap();
+    let tiers = db_tiers(&mod_rs);
+    assert_eq!(tiers.len(), 4, "db/mod.rs lists {} tiers: {tiers:?}", tiers.len());
+    // Per file: its tier and its place in it.
+    let place: HashMap<&str, (usize, usize)> = tiers
+        .iter()
+        .enumerate()
+        .flat_map(|(t, files)| files.iter().enumerate().map(move |(i, f)| (f.as_str(), (t, i))))
+        .collect();
+    let reexports = db_reexports(&mod_rs);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let name = file.file_stem().unwrap().to_string_lossy().to_string();
+        let Some(&(tier, index)) = place.get(name.as_str()) else {
+            found.push(format!("db/{name}.rs: not in db/mod.rs's tiers"));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Unit tests may reach anything.
+        let text = strip_comments(text.split("#[cfg(test)]").next().unwrap_or(""));
+        for (offset, head) in super_paths_at(&text) {
+            let line = text[..offset].matches('\n').count() + 1;
+            let target = if place.contains_key(head.as_str()) {
+                head.clone()
+            } else if let Some(f) = reexports.get(&head) {
+                f.clone()
+            } else if name == "mod" || head == "super" {
+                continue;
+            } else {
+                // Defined in mod.rs itself (the handle's types), or a
+                // re-export from elsewhere in the crate.
+                if mod_rs_defines(&mod_rs, &head) {
+                    "mod".to_string()
+                } else {
+                    continue;
+                }
+            };
+            if target == name {
+                continue;
+            }
+            let Some(&(t, i)) = place.get(target.as_str()) else { continue };
+            // Tiers are counted from 0 here: 0 helpers, 1 subsystems, 2 the
+            // engine, 3 the facade.
+            let allowed = t < tier
+                || tier == 3
+                || (t == tier && tier < 2 && i < index)
+                || (t == tier && tier == 2)
+                || (tier == 2 && target == "mod" && (head == "Db" || head == "Snapshot"));
+            if !allowed {
+                found.push(format!(
+                    "db/{name}.rs:{line}: `{name}` (tier {}) names `{target}` (tier {}) via `super::{head}`",
+                    tier + 1,
+                    t + 1
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// Whether `db/mod.rs` defines the item `name` itself.
+fn mod_rs_defines(mod_rs: &str, name: &str) -> bool {
+    ["struct", "enum", "fn", "type", "const", "trait"].iter().any(|kind| {
+        mod_rs.contains(&format!("pub {kind} {name}")) || mod_rs.contains(&format!("pub(crate) {kind} {name}"))
+    })
+}
+
+#[test]
+fn every_file_of_db_names_only_the_tiers_below_it() {
+    let found = db_violations(&src_dir());
+    assert!(found.is_empty(), "names against db/mod.rs's tiers:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_db_check_finds_a_subsystem_reaching_up_and_an_unlisted_file() {
+    // A copy of the sources where a subsystem (the job accounting) names
+    // the engine and an operation, a helper names a subsystem, an
+    // operation names the facade's secondary instances, and a file is in
+    // no tier.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("src");
+    copy_tree(&src_dir(), &copy);
+    let append = |file: &str, text: &str| {
+        let path = copy.join("db").join(file);
+        let mut body = std::fs::read_to_string(&path).unwrap();
+        body.push_str(text);
+        std::fs::write(&path, body).unwrap();
+    };
+    append("jobs.rs", "\n#[allow(unused_imports)]\nuse super::{\n    DbInner,\n    flush::TableTarget,\n};\n");
+    append("sequence.rs", "\n#[allow(unused_imports)]\nuse super::memtables::Memtables;\n");
+    append("write.rs", "\n#[allow(unused_imports)]\nuse super::secondary::CATCH_UP_ATTEMPTS;\n");
+    std::fs::write(copy.join("db/stray.rs"), "use super::DbInner;\n").unwrap();
+    let found = db_violations(&copy);
+    let has = |file: &str, what: &str| found.iter().any(|v| v.starts_with(file) && v.contains(what));
+    assert!(has("db/jobs.rs:", "names `engine`"), "{found:?}");
+    assert!(has("db/jobs.rs:", "names `flush`"), "a group wrapped over lines is read: {found:?}");
+    assert!(has("db/sequence.rs:", "names `memtables`"), "{found:?}");
+    assert!(has("db/write.rs:", "names `secondary`"), "{found:?}");
+    assert!(has("db/stray.rs", "not in db/mod.rs's tiers"), "{found:?}");
+    assert_eq!(found.len(), 5, "{found:?}");
+}
+
+#[test]
+fn db_tiers_are_read_from_the_list_in_db_mod_rs() {
+    let mod_rs = "//! # Inside `db/`\n//!\n//! 1. Helpers: `a`, `b`,\n//!    `c`.\n//! 2. Subsystems, owning: `d`.\n//! # Next\n//! 3. x: `e`\n";
+    assert_eq!(db_tiers(mod_rs), vec![vec!["a", "b", "c"], vec!["d"]]);
+    let paths = super_paths_at("use super::{a::B, C};\nlet x = super::d::f();");
+    let names: Vec<&str> = paths.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(names, ["a", "C", "d"]);
+    let text = "use super::{a::B, C};\nlet x = super::d::f();";
+    for (offset, name) in paths {
+        assert!(text[offset..].starts_with(&name), "{offset} {name}");
+    }
 }

@@ -28,7 +28,8 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::jobs::{Hold, JobGuard, NewTables};
+use super::job_guard::{JobGuard, NewTables};
+use super::jobs::Hold;
 use super::{CompactionJobInfo, DbInner, DbState};
 use crate::compaction::compaction_job::{self, CompactionJob, JobEnv, JobHooks, JobStart};
 use crate::compaction::{picker, Compaction};
@@ -466,13 +467,6 @@ impl DbInner {
         self.info_log.log(super::info_log::Level::Error, &format!("background error: {e}"));
         e
     }
-}
-
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn is<T: Send + Sync>() {}
-    is::<super::Db>();
-    is::<FileMetaData>();
 }
 
 #[cfg(test)]

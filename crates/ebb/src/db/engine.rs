@@ -30,9 +30,10 @@ use parking_lot::{Condvar, Mutex};
 
 use super::blob_cache::BlobFileCache;
 use super::column_family::ColumnFamilyData;
+use super::super_version::SuperVersion;
 use super::{
-    bg, bg_error, close, current_wal, files, info_log, jobs, memtables, secondary, sequence, snapshots, tuning,
-    version_edits, wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
+    bg, bg_error, close, current_wal, files, info_log, jobs, manifest_queue, memtables, sequence, snapshots, tuning,
+    wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
 };
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
@@ -54,7 +55,7 @@ pub(crate) struct DbState {
     /// The live snapshots (db/snapshots.rs).
     pub(crate) snapshots: snapshots::SnapshotList,
     /// Jobs waiting to write their version edits (db/version_edits.rs).
-    pub(crate) manifest_queue: version_edits::ManifestQueue,
+    pub(crate) manifest_queue: manifest_queue::ManifestQueue,
     /// Versions held, files that left them, deletion holds (db/files.rs).
     pub(crate) files: files::FileLifecycle,
     /// Write stalls and the delayed write rate (db/write_controller.rs).
@@ -112,7 +113,7 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
     /// Set on a secondary instance (`Db::open_as_secondary`): how to read
     /// the primary again.
-    pub(crate) secondary: OnceLock<secondary::SecondaryState>,
+    pub(crate) secondary: OnceLock<SecondaryState>,
     pub(crate) _lock: Box<dyn FileLock>,
 }
 
@@ -213,5 +214,72 @@ impl DbInner {
         self.work_cv.notify_all();
         // As RocksDB, the change is in force even if it cannot be recorded.
         self.write_options_file()
+    }
+
+    /// Publishes the memtables and versions of every family in `st` to
+    /// readers. Requires the db mutex.
+    pub(crate) fn install_super_version(&self, st: &mut DbState) {
+        st.controller.invalidate();
+        let waiting = st.families.immutable_count();
+        self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
+        st.files.forget_dropped_versions();
+        for (id, family) in st.families.iter() {
+            let Some(version) = st.versions.version(id) else { continue };
+            let data = family.data();
+            let old = data.super_version();
+            let same = Arc::ptr_eq(&old.version, &version)
+                && Arc::ptr_eq(&old.mem, family.mem())
+                && old.imm.len() == family.imm().len()
+                && old.imm.iter().zip(family.imm().iter().rev()).all(|(a, b)| Arc::ptr_eq(a, b));
+            if same {
+                continue;
+            }
+            st.files.hold_version(id, &version);
+            let same_version = Arc::ptr_eq(&old.version, &version);
+            let sv = SuperVersion::new(Arc::clone(family.mem()), family.imm().iter().rev().cloned().collect(), version);
+            // A memtable switch keeps the tables: and their tombstones.
+            if let Some(t) = old.table_tombstones.get().filter(|_| same_version) {
+                let _ = sv.table_tombstones.set(t.clone());
+            }
+            data.install(sv);
+        }
+    }
+
+    /// The highest log number an edit may give a family now (db/wal_seal.rs,
+    /// contract 5): the oldest closed WAL not yet sealed, among those no
+    /// family has made obsolete; `None` when every live closed WAL is sealed.
+    pub(crate) fn unsealed_log_cap(&self, st: &DbState) -> Option<u64> {
+        self.wal_sealer.oldest_unsealed(st.versions.log_number())
+    }
+
+    /// Seals every closed WAL and syncs the directory (db/wal_seal.rs,
+    /// contract 2). Must not be called with the db mutex held; an error is
+    /// the caller's to make sticky.
+    pub(crate) fn seal_closed_wals(&self) -> Result<()> {
+        self.wal_sealer.seal(self.fs.as_ref(), &self.dir)
+    }
+}
+
+/// What a secondary instance keeps to read the primary again
+/// (db/secondary.rs).
+pub(crate) struct SecondaryState {
+    options: Options,
+    /// One catch-up at a time.
+    catching_up: Mutex<()>,
+}
+
+impl SecondaryState {
+    pub(crate) fn new(options: Options) -> Self {
+        SecondaryState { options, catching_up: Mutex::new(()) }
+    }
+
+    /// The options the primary is read with.
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Held for the length of a catch-up: one at a time.
+    pub(crate) fn one_catch_up(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.catching_up.lock()
     }
 }

@@ -4,9 +4,8 @@
 //! the deletion itself (RocksDB's `FindObsoleteFiles` and
 //! `PurgeObsoleteFiles`).
 //!
-//! Obsolete files are chosen under the db mutex
-//! ([`DbInner::obsolete_files`]) and deleted without it
-//! ([`DbInner::purge`]). A file chosen is obsolete for good: file numbers
+//! Obsolete files are chosen under the db mutex and deleted without it
+//! (db/purge.rs). A file chosen is obsolete for good: file numbers
 //! are never reused, and no edit brings back a table it removed. They are
 //! found by reference, not by listing the directory after every job
 //! (RocksDB's `FindObsoleteFiles` without a full scan): an installed batch
@@ -38,12 +37,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Weak};
 
-use parking_lot::MutexGuard;
-
-use super::jobs::{Hold, JobGuard};
-use super::{DbInner, DbState};
 use crate::key::user_key;
-use crate::version::{filename, FamilyVersions, FileMetaData, Version, VersionEdit, VersionSet};
+use crate::version::{FamilyVersions, FileMetaData, Version, VersionEdit, VersionSet};
 
 /// Looks for obsolete files between two listings of the directory, as a
 /// safety net for a file nothing recorded (RocksDB lists it every
@@ -133,6 +128,81 @@ impl FileLifecycle {
         self.tables.extend(removed.tables);
     }
 
+    /// Whether a deletion hold is taken (invariant 2).
+    pub(crate) fn deletions_held(&self) -> bool {
+        self.deletion_holds > 0
+    }
+
+    /// Takes out the tables that left a version and that nothing holds
+    /// any more, and that their family's current version (in `versions`)
+    /// does not list again: they are obsolete.
+    pub(crate) fn take_obsolete_tables(&mut self, versions: &VersionSet) -> Vec<u64> {
+        let mut gone = Vec::new();
+        self.tables.retain(|t| {
+            let held = t.meta.strong_count() > 0;
+            let listed = || versions.version(t.family).is_some_and(|v| t.listed_in(&v));
+            if held || listed() {
+                // A reader or job still holds it (a listed one was moved
+                // back by a later edit: it leaves with a later one again).
+                return held;
+            }
+            gone.push(t.number);
+            false
+        });
+        gone
+    }
+
+    /// Takes out the blob files that left a version and that neither a
+    /// current version (in `versions`) nor a held one lists: they are
+    /// obsolete.
+    pub(crate) fn take_obsolete_blob_files(&mut self, versions: &VersionSet) -> Vec<u64> {
+        if self.blob_files.is_empty() {
+            return Vec::new();
+        }
+        let mut listed: BTreeSet<u64> =
+            versions.families().values().flat_map(|f| f.current.live_blob_files().collect::<Vec<_>>()).collect();
+        for v in self.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
+            listed.extend(v.live_blob_files());
+        }
+        self.blob_files.sort_unstable();
+        self.blob_files.dedup();
+        let mut gone = Vec::new();
+        self.blob_files.retain(|n| {
+            if listed.contains(n) {
+                return true;
+            }
+            gone.push(*n);
+            false
+        });
+        gone
+    }
+
+    /// Counts a look for obsolete files; returns whether this one lists
+    /// the directory (invariant 4).
+    pub(crate) fn look_lists_directory(&mut self) -> bool {
+        self.looks_since_scan += 1;
+        self.scan_due || self.looks_since_scan >= FULL_SCAN_EVERY
+    }
+
+    /// The directory was listed; with `again` (it had to spare unlisted
+    /// tables, the MANIFEST being uncertain) the next look lists it again.
+    pub(crate) fn listed_directory(&mut self, again: bool) {
+        self.scan_due = again;
+        self.looks_since_scan = 0;
+    }
+
+    /// The numbers of every file a held version lists, and of the tables
+    /// that left a version but are still held (of families dropped since,
+    /// too): a listing of the directory spares them.
+    pub(crate) fn held_file_numbers(&self) -> HashSet<u64> {
+        let mut held: HashSet<u64> = HashSet::new();
+        for v in self.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
+            held.extend(v.live_files().chain(v.live_blob_files()));
+        }
+        held.extend(self.tables.iter().map(|t| t.number));
+        held
+    }
+
     /// Makes the next look list the directory: a job failed (its outputs
     /// may be on disk in no version), a family was dropped, or a file other
     /// than a table, blob file or WAL became obsolete.
@@ -189,184 +259,5 @@ impl RemovedFiles {
             }
         }
         RemovedFiles { tables, blobs_before: blobs }
-    }
-}
-
-/// A file chosen for deletion: its kind, number and, when a listing found
-/// it, its name in the directory (otherwise the name its kind gives it).
-pub(crate) struct ObsoleteFile {
-    kind: filename::FileType,
-    number: u64,
-    name: Option<String>,
-}
-
-impl DbInner {
-    /// Deletes the files no live version lists and no job is writing
-    /// (this module's contract): chosen with the db mutex held, deleted with it
-    /// released.
-    pub(crate) fn delete_obsolete_files(&self, st: &mut MutexGuard<'_, DbState>) {
-        let files = self.obsolete_files(st);
-        if !files.is_empty() {
-            // Counted, so `wait_for_compact` does not return before the
-            // files a job made obsolete are gone.
-            let mut purging = JobGuard::new(self, st, Hold::Purge);
-            if !MutexGuard::unlocked(&mut purging, || self.purge(files)) {
-                // A file left is found by the next listing.
-                purging.files.scan_next_time();
-            }
-        }
-    }
-
-    /// Old WALs, unreferenced SSTs and blob files; with a full scan also
-    /// old MANIFESTs and OPTIONS files, temporaries, and outputs no version
-    /// lists (this module's contract). Requires the db mutex. None while a MANIFEST
-    /// write is in flight.
-    pub(crate) fn obsolete_files(&self, st: &mut DbState) -> Vec<ObsoleteFile> {
-        if st.versions.manifest_busy() || st.files.deletion_holds > 0 {
-            return Vec::new();
-        }
-        st.files.forget_dropped_versions();
-        let log_number = st.versions.log_number();
-        let mut files = Vec::new();
-        for number in st.families.take_wals_below(log_number) {
-            // Pending or sealed: the sealer renames it only with deletions
-            // held out, and purge removes whichever name it has.
-            files.push(ObsoleteFile { kind: filename::FileType::Wal, number, name: None });
-        }
-        self.wal_sealer.forget_below(log_number);
-        // A MANIFEST a roll replaced: CURRENT names the new one.
-        for number in st.versions.take_retired_manifests() {
-            let name = filename::manifest_file(&self.dir, number).file_name().map(|n| n.to_string_lossy().into_owned());
-            files.push(ObsoleteFile { kind: filename::FileType::Manifest, number, name });
-        }
-        let versions = &st.versions;
-        st.files.tables.retain(|t| {
-            let held = t.meta.strong_count() > 0;
-            let listed = || versions.version(t.family).is_some_and(|v| t.listed_in(&v));
-            if held || listed() {
-                // A reader or job still holds it (a listed one was moved
-                // back by a later edit: it leaves with a later one again).
-                return held;
-            }
-            files.push(ObsoleteFile { kind: filename::FileType::Table, number: t.number, name: None });
-            false
-        });
-        if !st.files.blob_files.is_empty() {
-            let mut listed: BTreeSet<u64> =
-                st.versions.families().values().flat_map(|f| f.current.live_blob_files().collect::<Vec<_>>()).collect();
-            for v in st.files.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
-                listed.extend(v.live_blob_files());
-            }
-            st.files.blob_files.sort_unstable();
-            st.files.blob_files.dedup();
-            st.files.blob_files.retain(|n| {
-                if listed.contains(n) {
-                    return true;
-                }
-                files.push(ObsoleteFile { kind: filename::FileType::Blob, number: *n, name: None });
-                false
-            });
-        }
-        st.files.looks_since_scan += 1;
-        if st.files.scan_due || st.files.looks_since_scan >= FULL_SCAN_EVERY {
-            if let Some(scanned) = self.scan_for_obsolete_files(st, log_number) {
-                // A scan that had to spare unlisted tables (an uncertain
-                // MANIFEST) is made again later.
-                st.files.scan_due = st.versions.manifest_uncertain();
-                st.files.looks_since_scan = 0;
-                // Every file takes its number from one counter.
-                let chosen: HashSet<u64> = files.iter().map(|f| f.number).collect();
-                files.extend(scanned.into_iter().filter(|f| !chosen.contains(&f.number)));
-            }
-        }
-        files
-    }
-
-    /// The full scan: every file in the directory no live version lists
-    /// and no job is writing. `None` when the directory cannot be listed
-    /// (the next look tries again).
-    fn scan_for_obsolete_files(&self, st: &DbState, log_number: u64) -> Option<Vec<ObsoleteFile>> {
-        let names = self.fs.list_dir(&self.dir).ok()?;
-        let mut live: HashSet<u64> = st
-            .versions
-            .families()
-            .values()
-            .flat_map(|f| f.current.live_files().chain(f.current.live_blob_files()))
-            .collect();
-        // A running compaction of a family dropped meanwhile still reads its inputs.
-        live.extend(st.jobs.being_compacted().iter().copied());
-        for v in st.files.live_versions.iter().filter_map(|(_, w)| w.upgrade()) {
-            live.extend(v.live_files().chain(v.live_blob_files()));
-        }
-        // Tables a reader or job still holds, of families dropped since.
-        live.extend(st.files.tables.iter().map(|t| t.number));
-        // Jobs number their outputs from a floor recorded when they started.
-        let protected_from = st.jobs.output_floor();
-        let manifest = st.versions.manifest_number();
-        let newest_options = names
-            .iter()
-            .filter_map(|n| filename::parse_file_name(n))
-            .filter(|(t, _)| *t == filename::FileType::Options)
-            .map(|(_, n)| n)
-            .max()
-            .unwrap_or(0);
-        let mut files = Vec::new();
-        for name in names {
-            let Some((kind, number)) = filename::parse_file_name(&name) else { continue };
-            let obsolete = match kind {
-                filename::FileType::Wal => number < log_number && number != st.families.current_wal(),
-                // Not after a failed MANIFEST write: the MANIFEST a reopen
-                // reads may name them.
-                filename::FileType::Table | filename::FileType::Blob => {
-                    !live.contains(&number) && number < protected_from && !st.versions.manifest_uncertain()
-                }
-                filename::FileType::Manifest => number < manifest,
-                filename::FileType::Options => number < newest_options,
-                // An OPTIONS file being written (without the db mutex) has
-                // a number above every OPTIONS file; a crash's leftover is
-                // older than the one the open wrote.
-                filename::FileType::Temp => {
-                    match name.strip_prefix("OPTIONS-").and_then(|r| r.strip_suffix(".dbtmp")) {
-                        Some(n) => n.parse::<u64>().is_ok_and(|n| n < newest_options),
-                        None => number < protected_from,
-                    }
-                }
-                _ => false,
-            };
-            if obsolete {
-                files.push(ObsoleteFile { kind, number, name: Some(name) });
-            }
-        }
-        Some(files)
-    }
-
-    /// Deletes `files` (from [`DbInner::obsolete_files`]). Needs no db mutex;
-    /// two purges deleting the same file are harmless. Returns whether every
-    /// file went: one left is for the next listing to find.
-    pub(crate) fn purge(&self, files: Vec<ObsoleteFile>) -> bool {
-        let mut all_gone = true;
-        for f in files {
-            kill_point!("obsolete_delete" => false);
-            match f.kind {
-                filename::FileType::Table => self.tables.evict(f.number),
-                filename::FileType::Blob => self.blobs.evict(f.number),
-                _ => {}
-            }
-            // A sealer renaming this WAL, pending, waits (`finalize_wal_name`).
-            let _sealers_held = (f.kind == filename::FileType::Wal).then(|| self.wal_sealer.hold_deletions());
-            let paths = match (&f.name, f.kind) {
-                (Some(name), _) => vec![self.dir.join(name)],
-                (None, filename::FileType::Table) => vec![filename::table_file(&self.dir, f.number)],
-                (None, filename::FileType::Blob) => vec![filename::blob_file(&self.dir, f.number)],
-                (None, filename::FileType::Wal) => {
-                    vec![filename::wal_file(&self.dir, f.number), filename::pending_wal_file(&self.dir, f.number)]
-                }
-                (None, _) => Vec::new(),
-            };
-            for path in paths.iter().filter(|p| f.name.is_some() || self.fs.exists(p)) {
-                all_gone &= self.fs.remove_file(path).is_ok();
-            }
-        }
-        all_gone
     }
 }

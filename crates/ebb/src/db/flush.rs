@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::jobs::{Hold, JobGuard, NewTables};
+use super::job_guard::{JobGuard, NewTables};
+use super::jobs::Hold;
 use super::{DbInner, DbState, FlushJobInfo};
 use crate::compaction::job::{self, BlobSettings};
 use crate::compaction::run;

@@ -30,7 +30,8 @@ use std::sync::Arc;
 use parking_lot::MutexGuard;
 
 use super::column_family::ColumnFamilyData;
-use super::jobs::{Hold, JobGuard};
+use super::job_guard::JobGuard;
+use super::jobs::Hold;
 use super::{ColumnFamilyHandle, Db, DbInner, DbState};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use parking_lot::MutexGuard;
 
-use super::jobs::{Hold, JobGuard};
+use super::job_guard::JobGuard;
+use super::jobs::Hold;
 use super::{DbInner, DbState};
 use crate::compaction::{picker, CompactionReason};
 use crate::error::{Error, Result};

@@ -3,6 +3,30 @@
 //! state shared with the background threads, the lock order and the
 //! database's invariants), which is made of owned subsystems, one file
 //! each (docs/architecture.md, "Inside `db/`").
+//!
+//! # Inside `db/`
+//!
+//! Four tiers, bottom up. A file names (through `super::` paths) only files
+//! of the tiers below its own; in tiers 1 and 2, also the files listed
+//! before it in its tier; in tier 3, also the other files of tier 3 and the
+//! handle's own types in `mod` (`Db` and `Snapshot`, which iterators and
+//! read options borrow). The test `tests/layers.rs` reads this list and
+//! fails on a file that names one above it, or that is not listed.
+//!
+//! 1. Helpers, holding no engine state: `info_log`, `sequence`,
+//!    `bg_error`, `snapshots`, `blob_cache`, `super_version`,
+//!    `column_family`, `batch`, `current_wal`.
+//! 2. Subsystems, each owning one part of the state under the db mutex,
+//!    fields private, invariants in its opening comment: `jobs`,
+//!    `memtables`, `files`, `manifest_queue`, `wal_seal`, `write_controller`.
+//! 3. The engine and its operations, methods of `DbInner` that carry out
+//!    writes, reads, flushes, compactions and the rest over the subsystems:
+//!    `engine`, `job_guard`, `purge`, `version_edits`, `stalls`,
+//!    `family_admin`, `write`, `flush`, `bg`, `manual_compaction`,
+//!    `close`, `recovery`, `properties`, `tuning`, `read`, `iter`.
+//! 4. The facade: `mod` (the handle) and the files that add to the
+//!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
+//!    `repair`, `secondary`, `ttl`.
 
 mod backup;
 mod batch;
@@ -15,22 +39,27 @@ mod column_family;
 mod current_wal;
 mod debug;
 mod engine;
+mod family_admin;
 mod files;
 mod flush;
 mod info_log;
 mod ingest;
 mod iter;
+mod job_guard;
 mod jobs;
+mod manifest_queue;
 mod manual_compaction;
 mod memtables;
 mod open;
 mod properties;
+mod purge;
 mod read;
 mod recovery;
 mod repair;
 mod secondary;
 mod sequence;
 mod snapshots;
+mod stalls;
 mod super_version;
 mod ttl;
 mod tuning;
@@ -68,6 +97,13 @@ pub(crate) use engine::{next_instance, DbInner, DbState};
 pub use read::ReadOptions;
 pub(crate) use super_version::SuperVersion;
 pub use write::WriteOptions;
+
+// The handle and the file metadata its threads share are `Send + Sync`.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Db>();
+    send_sync::<crate::version::FileMetaData>();
+};
 
 /// An open database. `Send + Sync`: share it between threads by reference or `Arc`.
 ///

@@ -17,8 +17,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+use super::engine::SecondaryState;
 use super::info_log::InfoLog;
 use super::open::{open_locked, NoLock};
 use super::Db;
@@ -28,13 +27,6 @@ use crate::version::filename;
 
 /// Attempts at a view the primary did not change under.
 const CATCH_UP_ATTEMPTS: usize = 20;
-
-/// What a secondary keeps to read the primary again.
-pub(crate) struct SecondaryState {
-    options: Options,
-    /// One catch-up at a time.
-    catching_up: Mutex<()>,
-}
 
 impl Db {
     /// Opens the database at `primary` as a secondary instance (RocksDB's
@@ -85,7 +77,7 @@ impl Db {
         let info_log = Arc::new(InfoLog::open(fs.as_ref(), secondary, options.keep_log_file_num)?);
         let families: Vec<(&str, ColumnFamilyOptions)> = families.iter().map(|(n, o)| (*n, o.into())).collect();
         let db = super::open::open_beside_primary(primary, &options, &families, info_log)?;
-        let _ = db.inner.secondary.set(SecondaryState { options, catching_up: Mutex::new(()) });
+        let _ = db.inner.secondary.set(SecondaryState::new(options));
         Ok(db)
     }
 
@@ -111,7 +103,7 @@ impl Db {
                 inner.dir.display()
             )));
         };
-        let _one = secondary.catching_up.lock();
+        let _one = secondary.one_catch_up();
         let fs = inner.fs.as_ref();
         let dir = &inner.dir;
         let families: Vec<(String, ColumnFamilyOptions)> = {
@@ -134,7 +126,7 @@ impl Db {
             let before = super::open::manifest_marker(fs, dir);
             let fresh = open_locked(
                 dir,
-                secondary.options.clone(),
+                secondary.options().clone(),
                 &listed,
                 Box::new(NoLock),
                 Arc::new(InfoLog::disabled()),

@@ -17,7 +17,7 @@
 //!    MANIFEST and synced, or, when a new MANIFEST is due, a new one with
 //!    the whole state and CURRENT switched to it), and installs the new
 //!    state under it again. One MANIFEST write is in flight at a
-//!    time. Jobs queue their edits (`DbState::manifest_queue`, oldest
+//!    time. Jobs queue their edits (db/manifest_queue.rs, oldest
 //!    first); the job at the front, once no write is in flight, leads: it
 //!    takes the edits of every job queued behind it, prepares them against
 //!    the current state as one batch, writes them with one sync, installs
@@ -50,59 +50,16 @@
 //!    flush's table beside the memtable it came from would read each of
 //!    the memtable's entries twice: a merge operand twice is a wrong value.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
 use super::files::RemovedFiles;
+use super::manifest_queue::QueuedEdits;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::version::VersionEdit;
-
-/// The edits of one job waiting for the MANIFEST.
-struct QueuedEdits {
-    ticket: u64,
-    edits: Vec<VersionEdit>,
-    /// A flush's family and the memtables its table holds: they leave the
-    /// family's immutable memtables when the edits are installed, in the
-    /// same hold of the db mutex (contract 5).
-    flushed: Option<(u32, Vec<Arc<MemTable>>)>,
-}
-
-/// Jobs waiting to have their edits written to the MANIFEST, and the
-/// results a leader left for the jobs of its batch (contract 1). Requires
-/// the db mutex.
-#[derive(Default)]
-pub(crate) struct ManifestQueue {
-    next_ticket: u64,
-    waiting: VecDeque<QueuedEdits>,
-    done: HashMap<u64, Result<()>>,
-}
-
-impl ManifestQueue {
-    fn enqueue(&mut self, edits: Vec<VersionEdit>, flushed: Option<(u32, Vec<Arc<MemTable>>)>) -> u64 {
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
-        self.waiting.push_back(QueuedEdits { ticket, edits, flushed });
-        ticket
-    }
-
-    /// The batch the front job leads: itself and the jobs behind it up to
-    /// the first family drop, which goes alone.
-    fn take_batch(&mut self) -> Vec<QueuedEdits> {
-        let drops = |q: &QueuedEdits| q.edits.iter().any(|e| e.column_family_drop);
-        let mut batch = Vec::new();
-        while let Some(next) = self.waiting.front() {
-            if !batch.is_empty() && (drops(next) || batch.iter().any(drops)) {
-                break;
-            }
-            batch.extend(self.waiting.pop_front());
-        }
-        batch
-    }
-}
 
 /// A batch's result for one of its jobs: an error is handed to each as its
 /// own copy.
@@ -141,9 +98,7 @@ impl Drop for Leading<'_, '_> {
             // The unwound job's outputs may be on disk in no version.
             self.st.files.scan_next_time();
         }
-        for q in self.followers.drain(..).rev() {
-            self.st.manifest_queue.waiting.push_front(q);
-        }
+        self.st.manifest_queue.requeue(self.followers.drain(..));
         self.inner.manifest_cv.notify_all();
     }
 }
@@ -178,11 +133,10 @@ impl DbInner {
     ) -> Result<()> {
         let ticket = st.manifest_queue.enqueue(edits, flushed);
         loop {
-            if let Some(result) = st.manifest_queue.done.remove(&ticket) {
+            if let Some(result) = st.manifest_queue.take_result(ticket) {
                 return result;
             }
-            let front = st.manifest_queue.waiting.front().map(|q| q.ticket);
-            if front == Some(ticket) && !st.versions.manifest_busy() {
+            if st.manifest_queue.is_front(ticket) && !st.versions.manifest_busy() {
                 break;
             }
             self.manifest_cv.wait(st);
@@ -241,7 +195,7 @@ impl DbInner {
         let followers = std::mem::take(&mut leading.followers);
         for (q, cancelled) in followers.into_iter().zip(followers_cancelled) {
             let r = if cancelled { Err(Error::Cancelled) } else { share(&result) };
-            leading.st.manifest_queue.done.insert(q.ticket, r);
+            leading.st.manifest_queue.finish(q, r);
         }
         drop(leading);
         if own_cancelled {

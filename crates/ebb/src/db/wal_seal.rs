@@ -55,8 +55,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{DbInner, DbState};
+use std::path::Path;
+
 use crate::error::Result;
+use crate::fs::FileSystem;
 use crate::version::filename;
 use crate::wal::LogWriter;
 
@@ -140,54 +142,45 @@ impl WalSealer {
     pub(crate) fn all_sealed(&self) -> bool {
         self.owed.load(Ordering::Acquire) == 0
     }
-}
-
-impl DbInner {
-    /// The highest log number an edit may give a family now (contract 5):
-    /// the oldest closed WAL not yet sealed, among those no family has
-    /// made obsolete; `None` when every live closed WAL is sealed.
-    pub(crate) fn unsealed_log_cap(&self, st: &DbState) -> Option<u64> {
-        self.wal_sealer.oldest_unsealed(st.versions.log_number())
-    }
 
     /// Seals every closed WAL (module contract 2), then syncs the directory
     /// if a WAL was created or renamed since it was last synced. On return,
     /// every WAL closed before the call is synced and the current WAL's name
     /// is durable. Must not be called with the db mutex held. An error is the
     /// caller's to make sticky.
-    pub(crate) fn seal_closed_wals(&self) -> Result<()> {
-        let _one = self.wal_sealer.sealing.lock();
-        let orphans = std::mem::take(&mut self.wal_sealer.queue.lock().orphans);
+    pub(crate) fn seal(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+        let _one = self.sealing.lock();
+        let orphans = std::mem::take(&mut self.queue.lock().orphans);
         for (i, next) in orphans.iter().enumerate() {
-            if let Err(e) = self.finalize_wal_name(*next) {
-                self.wal_sealer.queue.lock().orphans.extend(&orphans[i..]);
+            if let Err(e) = Self::finalize_wal_name(fs, dir, *next) {
+                self.queue.lock().orphans.extend(&orphans[i..]);
                 return Err(e);
             }
-            self.wal_sealer.dir_dirty.store(true, Ordering::Release);
+            self.dir_dirty.store(true, Ordering::Release);
         }
         loop {
             let Some(mut closed) = ({
-                let mut queue = self.wal_sealer.queue.lock();
+                let mut queue = self.queue.lock();
                 let closed = queue.closed.pop_front();
                 queue.in_flight = closed.as_ref().map(|c| c.number);
                 closed
             }) else {
                 break;
             };
-            if let Err(e) = closed.writer.sync().and_then(|()| self.finalize_wal_name(closed.next)) {
+            if let Err(e) = closed.writer.sync().and_then(|()| Self::finalize_wal_name(fs, dir, closed.next)) {
                 // Still unsealed: the next sealer tries again.
-                let mut queue = self.wal_sealer.queue.lock();
+                let mut queue = self.queue.lock();
                 queue.in_flight = None;
                 queue.closed.push_front(closed);
                 return Err(e);
             }
-            self.wal_sealer.queue.lock().in_flight = None;
-            self.wal_sealer.dir_dirty.store(true, Ordering::Release);
-            self.wal_sealer.owed.fetch_sub(1, Ordering::AcqRel);
+            self.queue.lock().in_flight = None;
+            self.dir_dirty.store(true, Ordering::Release);
+            self.owed.fetch_sub(1, Ordering::AcqRel);
         }
-        if self.wal_sealer.dir_dirty.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.fs.sync_dir(&self.dir) {
-                self.wal_sealer.dir_dirty.store(true, Ordering::Release);
+        if self.dir_dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = fs.sync_dir(dir) {
+                self.dir_dirty.store(true, Ordering::Release);
                 return Err(e);
             }
         }
@@ -200,11 +193,11 @@ impl DbInner {
     /// missing here became obsolete and was deleted before (`forget_below`
     /// can run after the sealer took its predecessor), and any error of the
     /// rename is a real one, returned.
-    fn finalize_wal_name(&self, number: u64) -> Result<()> {
-        let pending = filename::pending_wal_file(&self.dir, number);
-        if !self.fs.exists(&pending) {
+    fn finalize_wal_name(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+        let pending = filename::pending_wal_file(dir, number);
+        if !fs.exists(&pending) {
             return Ok(());
         }
-        self.fs.rename(&pending, &filename::wal_file(&self.dir, number))
+        fs.rename(&pending, &filename::wal_file(dir, number))
     }
 }

@@ -134,6 +134,26 @@ impl Drop for Leading<'_, '_> {
 }
 
 impl DbInner {
+    /// Bytes in live WAL files, the one being written included.
+    pub(crate) fn total_wal_size(&self, families: &super::memtables::Memtables) -> u64 {
+        let current = self.wal.len();
+        families.old_wal_bytes() + current
+    }
+
+    /// The `max_total_wal_size` in force: when 0, four times the memtable
+    /// budget of all families (RocksDB `DBImpl::GetMaxTotalWalSize`).
+    pub(crate) fn max_total_wal_size(&self, families: &super::memtables::Memtables) -> u64 {
+        let limit = self.opts().max_total_wal_size;
+        if limit > 0 {
+            return limit;
+        }
+        let budget = families.iter().fold(0u64, |sum, (_, f)| {
+            let o = self.family_opts(f.data());
+            sum.saturating_add((o.write_buffer_size as u64).saturating_mul(o.max_write_buffer_number as u64))
+        });
+        budget.saturating_mul(4)
+    }
+
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_writable(if force_switch.is_some() { "a flush" } else { "a write" })?;
         if let Some(b) = &batch {

@@ -7,115 +7,22 @@
 //!
 //! Invariants (all under the db mutex):
 //! 1. The condition depends only on the versions, the immutable memtables
-//!    and the options: it is remembered, and worked out anew only after
-//!    one of them changed ([`WriteController::invalidate`] is called then:
-//!    a super version installed, a family dropped, options set).
+//!    and the options: it is remembered, and worked out anew (db/stalls.rs)
+//!    only after one of them changed ([`WriteController::invalidate`] is
+//!    called then: a super version installed, a family dropped, options
+//!    set).
 //! 2. While delayed, writes are charged to a virtual clock at the delayed
 //!    write rate; the rate stays between 16 KiB/s and
 //!    `delayed_write_rate`.
 
 use std::time::{Duration, Instant};
 
-use parking_lot::MutexGuard;
-
-use super::{DbInner, DbState, StallCondition};
+use super::StallCondition;
 use crate::options::ColumnFamilyOptions;
 use crate::stats::StallCause;
 
-impl DbInner {
-    /// The stall condition the current state calls for (RocksDB
-    /// `GetWriteStallConditionAndCause`), the worst over the column families.
-    /// L0 and pending-bytes conditions apply only while automatic compaction
-    /// is on.
-    pub(crate) fn stall_condition(&self, st: &DbState) -> StallCondition {
-        let severity = |c: &StallCondition| match c {
-            StallCondition::Normal => 0,
-            StallCondition::Delayed(_) => 1,
-            StallCondition::Stopped(_) => 2,
-        };
-        let mut worst = StallCondition::Normal;
-        for (id, family) in st.families.iter() {
-            let o = self.family_opts(family.data());
-            let c = family_stall_condition(&st.versions.version(id).unwrap_or_default(), &o);
-            if severity(&c) > severity(&worst) {
-                worst = c;
-            }
-        }
-        worst
-    }
-
-    /// The stall condition in force. It depends only on the versions, the
-    /// immutable memtables and the options, so it is recomputed (and
-    /// recorded) after any of them changes ([`WriteController::invalidate`]),
-    /// not on every write.
-    pub(crate) fn cached_stall_condition(&self, st: &mut MutexGuard<'_, DbState>) -> StallCondition {
-        if let Some(c) = st.controller.cached() {
-            return c;
-        }
-        let c = self.stall_condition(st);
-        self.set_stall_condition(st, c);
-        st.controller.remember(c);
-        c
-    }
-
-    /// Records a new stall condition, adapts the delayed write rate, and tells listeners.
-    pub(crate) fn set_stall_condition(&self, st: &mut MutexGuard<'_, DbState>, condition: StallCondition) {
-        let opts = self.opts();
-        // The debt the rate adapts to is the largest over the families,
-        // each counted by its own compaction style and options.
-        let mut debt = StallDebt::default();
-        for (id, family) in st.families.iter() {
-            let o = self.family_opts(family.data());
-            if o.disable_auto_compactions {
-                continue;
-            }
-            let version = st.versions.version(id).unwrap_or_default();
-            let pending = crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o);
-            debt.pending = debt.pending.max(pending);
-            let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &o) as i32;
-            let (_, stop) = o.effective_l0_stall_triggers();
-            let (soft, hard) = (o.soft_pending_compaction_bytes_limit, o.hard_pending_compaction_bytes_limit);
-            debt.near_stop |= match condition {
-                StallCondition::Delayed(StallCause::L0Slowdown) => l0 >= stop - 2,
-                StallCondition::Delayed(StallCause::PendingCompactionSlowdown) => {
-                    hard > soft && pending > soft && pending - soft > 3 * ((hard - soft) / 4)
-                }
-                _ => false,
-            };
-        }
-        let previous = st.controller.condition();
-        st.controller.update(condition, debt, &opts);
-        // As RocksDB's LOG: each recomputation while delayed, each new stop.
-        match condition {
-            StallCondition::Delayed(cause) => self.info_log.log(
-                super::info_log::Level::Warn,
-                &format!(
-                    "Stalling writes because of {}: estimated pending compaction bytes {}, rate {}",
-                    cause.name(),
-                    debt.pending,
-                    st.controller.rate()
-                ),
-            ),
-            StallCondition::Stopped(cause) if previous != condition => self.info_log.log(
-                super::info_log::Level::Warn,
-                &format!(
-                    "Stopping writes because of {}: estimated pending compaction bytes {}",
-                    cause.name(),
-                    debt.pending
-                ),
-            ),
-            _ => {}
-        }
-        if previous != condition && !opts.listeners.is_empty() {
-            MutexGuard::unlocked(st, || {
-                self.notify_event("on_stall_conditions_changed", |l| l.on_stall_conditions_changed(previous, condition))
-            });
-        }
-    }
-}
-
 /// The stall condition one family's version and options call for.
-fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
+pub(crate) fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
     // L0 files under leveled compaction, sorted runs under universal, none
     // under FIFO (`l0_delay_trigger_count`).
     let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;
