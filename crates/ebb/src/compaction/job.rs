@@ -816,7 +816,6 @@ fn finish_output(o: OpenOutput, out: &mut JobOutput, ctx: &mut JobContext<'_>) -
         num_deletions: props.num_deletions,
         oldest_blob_file: o.oldest_blob_file,
         num_range_deletions,
-        table: Default::default(),
     });
     Ok(())
 }

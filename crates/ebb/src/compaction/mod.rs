@@ -156,7 +156,6 @@ pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) ->
         num_deletions: 0,
         oldest_blob_file: 0,
         num_range_deletions: 0,
-        table: Default::default(),
     }
 }
 

@@ -350,7 +350,6 @@ impl Scanned {
             num_deletions: counts.1,
             oldest_blob_file: 0,
             num_range_deletions: counts.2,
-            table: Default::default(),
         };
         Scanned { path: path.to_path_buf(), meta, smallest: user_smallest, largest: user_largest }
     }

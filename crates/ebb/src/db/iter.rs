@@ -1030,7 +1030,6 @@ mod tests {
                 num_deletions: 0,
                 oldest_blob_file: 0,
                 num_range_deletions: 0,
-                table: Default::default(),
             }));
         }
         damage(&fs, &filename::table_file(&dir, 2));

@@ -18,95 +18,16 @@ use std::sync::Arc;
 use super::column_family::ColumnFamilyData;
 use super::{DbInner, SuperVersion};
 use crate::blob::{BlobFetcher, BlobIndex};
-use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{
-    append_internal_key, parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
-};
+use crate::key::{parse_internal_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 use crate::memtable::MemLookup;
-use crate::sst::filter::filter_hash;
-use crate::sst::{FilterProbe, PinnableSlice, ReadSettings, Readahead, Table};
-use crate::version::{FileMetaData, TableRef};
-
-/// How a point read hands out the value it finds: copied into a vector, or
-/// pinned in its block.
-pub(crate) trait ReadValue: Sized {
-    /// A value that is owned already (a memtable's, a blob's).
-    fn owned(v: Vec<u8>) -> Self;
-    /// The bytes.
-    fn bytes(&self) -> &[u8];
-    /// The entry of `lookup`'s user key in `table` at or below its sequence:
-    /// `Some(None)` when the entry's internal key does not parse. The value
-    /// of a tombstone is not kept.
-    #[allow(clippy::type_complexity)]
-    fn from_table(
-        table: &Table,
-        rs: &ReadSettings,
-        lookup: &[u8],
-    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>>;
-}
-
-impl ReadValue for Vec<u8> {
-    fn owned(v: Vec<u8>) -> Self {
-        v
-    }
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn from_table(
-        table: &Table,
-        rs: &ReadSettings,
-        lookup: &[u8],
-    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
-        // Only a value (or blob index) is copied out of the block; the key
-        // is parsed in place.
-        table.get_past_filter_with(rs, lookup, copied_entry)
-    }
-}
-
-impl ReadValue for PinnableSlice {
-    fn owned(v: Vec<u8>) -> Self {
-        PinnableSlice::from_vec(v)
-    }
-    fn bytes(&self) -> &[u8] {
-        self
-    }
-    fn from_table(
-        table: &Table,
-        rs: &ReadSettings,
-        lookup: &[u8],
-    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
-        table.get_past_filter_pinned(rs, lookup, |ikey, value| parse_internal_key(ikey).map(|p| (p.seq, p.kind, value)))
-    }
-}
-
-/// The newest entry a read has found for a key so far: its sequence, kind,
-/// value and the table it came from (for errors).
-type Found<V> = (SequenceNumber, ValueKind, V, u64);
-
-/// L0 tables whose filter probes a point read starts together (see
-/// `get_with_lookup`): enough to overlap the memory waits of a deep L0,
-/// few enough to keep on the stack.
-const L0_PROBE_BATCH: usize = 8;
-/// The fewest L0 files a point read batches; below, the few probes cost
-/// less than setting up a batch.
-const L0_BATCH_FROM: usize = 4;
-
-/// An entry found in a table as a read keeps it: sequence, kind, and the
-/// value copied out of the block only for a value or blob index (the key is
-/// parsed in place); `None` when the internal key does not parse.
-fn copied_entry(ikey: &[u8], value: &[u8]) -> Option<(SequenceNumber, ValueKind, Vec<u8>)> {
-    parse_internal_key(ikey).map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
-}
+use crate::sst::ReadValue;
+use crate::sst::{PointLookup, ReadSettings, Readahead};
+use crate::version::{BatchAnswer, Found, KeyBatch, KeyVersions};
 
 /// The sequence a lookup key reads at.
 fn lookup_sequence(lookup: &[u8]) -> SequenceNumber {
     parse_internal_key(lookup).map_or(0, |p| p.seq)
-}
-
-fn unparsable(table: u64) -> Error {
-    Error::corruption(format!("{table:06}.sst"), 0, "unparsable internal key")
 }
 
 impl DbInner {
@@ -167,127 +88,18 @@ impl DbInner {
         if floor > 0 {
             return Ok(None);
         }
-        let rs = ReadSettings::from_read_options(ro);
-        // L0 files may overlap in sequence ranges (after L0→L0), so keep the
-        // newest hit, stopping once no remaining file can be newer.
-        let mut best: Option<Found<V>> = None;
-        let mut best_level = 0;
-        // Reads `table` (file `f` of `level`) if its filters may hold the
-        // key, keeping its entry if it is the newest so far; true once
-        // nothing deeper can be newer (a hit below L0).
-        let read_table = |best: &mut Option<Found<V>>,
-                          best_level: &mut usize,
-                          level: usize,
-                          f: &FileMetaData,
-                          table: &Table,
-                          may_match: bool|
-         -> Result<bool> {
-            if !may_match || !self.prefix_may_match(cf, table, key) {
-                self.stats.reads.record_bloom_useful();
-                return Ok(false);
-            }
-            let Some(hit) = V::from_table(table, &rs, lookup)? else { return Ok(false) };
-            let (seq, kind, value) = hit.ok_or_else(|| unparsable(f.number))?;
-            if best.as_ref().is_none_or(|(s, ..)| seq > *s) {
-                *best = Some((seq, kind, value, f.number));
-                *best_level = level;
-            }
-            Ok(level > 0)
+        // The tables, through the version: each asked once, checking its
+        // own filters and range tombstones.
+        let read = PointLookup {
+            key,
+            lookup,
+            seq,
+            rs: ReadSettings::from_read_options(ro),
+            prefix_extractor: &|| cf.options().prefix_extractor.clone(),
         };
-        let newer_found =
-            |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|(s, ..)| f.largest_seq < *s);
-        let mut files = sv.version.files_for_key(key).peekable();
-        // L0's files, when there are several, a batch at a time: every
-        // filter probe of a batch is started (its filter line prefetched)
-        // before the first is answered, so a read over many L0 runs waits
-        // for memory once per batch instead of once per file (docs/cache.md,
-        // "Point reads over many L0 files"). A shallow L0 is read as the
-        // levels below it, one file after the other.
-        if sv.version.num_files(0) >= L0_BATCH_FROM {
-            let mut hash = None;
-            loop {
-                let mut batch: [Option<(&FileMetaData, TableRef<'_>)>; L0_PROBE_BATCH] = Default::default();
-                let mut opened = 0;
-                // A table that fails to open fails the read only if the read
-                // reaches it, as when the files are read one by one.
-                let mut failed: Option<(&FileMetaData, Error)> = None;
-                while opened < L0_PROBE_BATCH {
-                    let Some((_, f)) = files.next_if(|(level, _)| *level == 0) else { break };
-                    if newer_found(&best, f) {
-                        continue;
-                    }
-                    match self.tables.get(f, 0, &sv.version.cmp) {
-                        Ok(table) => {
-                            batch[opened] = Some((f, table));
-                            opened += 1;
-                        }
-                        Err(e) => {
-                            failed = Some((f, e));
-                            break;
-                        }
-                    }
-                }
-                if opened == 0 && failed.is_none() {
-                    break;
-                }
-                let hash = *hash.get_or_insert_with(|| filter_hash(key));
-                let probes: [Option<FilterProbe<'_>>; L0_PROBE_BATCH] =
-                    std::array::from_fn(|i| batch[i].as_ref().map(|(_, table)| table.start_filter_probe(key, hash)));
-                for (slot, probe) in batch.iter().zip(&probes) {
-                    let (Some((f, table)), Some(probe)) = (slot, probe) else { break };
-                    if !newer_found(&best, f) {
-                        read_table(&mut best, &mut best_level, 0, f, table, probe.may_match())?;
-                    }
-                }
-                if let Some((f, e)) = failed {
-                    if !newer_found(&best, f) {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        for (level, f) in files {
-            if level > 0 && best.is_some() {
-                break;
-            }
-            if level == 0 && newer_found(&best, f) {
-                continue;
-            }
-            let table = self.tables.get(f, level, &sv.version.cmp)?;
-            if read_table(&mut best, &mut best_level, level, f, &table, table.key_may_match(key))? {
-                break;
-            }
-        }
-        // The tables' tombstones matter only to a version found: those of
-        // the files up to its level (every L0 file whose range holds the
-        // key; a file skipped above for its sequences holds none newer).
-        if best.is_some() {
-            for (level, f) in sv.version.files_for_key(key).take_while(|(l, _)| *l <= best_level) {
-                if f.num_range_deletions > 0 {
-                    if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
-                        floor = floor.max(t.max_covering(key, seq));
-                    }
-                }
-            }
-        }
-        match best {
-            // L0's files may overlap in sequences: all read are weighed.
-            Some((s, ..)) if s < floor => Ok(None),
-            Some((_, ValueKind::Merge, ..)) => slow(None),
+        match sv.version.get::<V>(&self.tables, &read, &self.stats.reads)? {
+            Some(found) if found.kind == ValueKind::Merge => slow(None),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
-        }
-    }
-
-    /// For a table whose filter holds prefixes but not whole keys: whether
-    /// it may hold `key`'s prefix under the family's extractor.
-    fn prefix_may_match(&self, cf: &ColumnFamilyData, table: &Table, key: &[u8]) -> bool {
-        if table.whole_key_filtering() {
-            return true;
-        }
-        let opts = cf.options();
-        match &opts.prefix_extractor {
-            Some(x) if x.in_domain(key) => table.prefix_may_match(x.name(), x.transform(key)),
-            _ => true,
         }
     }
 
@@ -316,18 +128,14 @@ impl DbInner {
         let seq = lookup_sequence(lookup);
         let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
         let mut tombstone = mems().map(|m| m.max_covering(key, seq)).max().unwrap_or(0);
-        for (level, f) in sv.version.files_for_key(key).filter(|(_, f)| f.num_range_deletions > 0) {
-            if let Some(t) = self.tables.get(f, level, &sv.version.cmp)?.range_tombstones() {
-                tombstone = tombstone.max(t.max_covering(key, seq));
-            }
-        }
+        tombstone = tombstone.max(sv.version.max_covering_tombstone(&self.tables, key, seq)?);
         let mut operands: Vec<Vec<u8>> = Vec::new();
         let mut versions = Vec::new();
         // The version below the operands, and where it was found.
         let mut base: Option<(ValueKind, Vec<u8>, String)> = None;
         // Moves the operands at the head of `versions` (newest first) to
         // `operands`; the first other version is the base.
-        let take = |versions: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>, operands: &mut Vec<Vec<u8>>| {
+        let take = |versions: &mut KeyVersions, operands: &mut Vec<Vec<u8>>| {
             versions.sort_by_key(|v| std::cmp::Reverse(v.0));
             for (s, kind, v) in versions.drain(..) {
                 if s < tombstone {
@@ -354,35 +162,22 @@ impl DbInner {
             }
         }
         if base.is_none() {
-            let rs = ReadSettings::from_read_options(ro);
-            let mut files = sv.version.files_for_key(key).peekable();
-            while let Some((level, f)) = files.next() {
-                let table = self.tables.get(f, level, &sv.version.cmp)?;
-                if table.key_may_match(key) && self.prefix_may_match(cf, &table, key) {
-                    let mut it = table.iter(rs);
-                    it.seek(lookup);
-                    while it.valid() {
-                        let p = parse_internal_key(it.key()).ok_or_else(|| unparsable(f.number))?;
-                        if p.user_key != key {
-                            break;
-                        }
-                        versions.push((p.seq, p.kind, it.value().to_vec()));
-                        if p.kind != ValueKind::Merge {
-                            break;
-                        }
-                        it.next();
+            let read = PointLookup {
+                key,
+                lookup,
+                seq,
+                rs: ReadSettings::from_read_options(ro),
+                prefix_extractor: &|| cf.options().prefix_extractor.clone(),
+            };
+            sv.version.key_versions(&self.tables, &read, &mut versions, |versions, file| {
+                match take(versions, &mut operands) {
+                    Some((kind, v)) => {
+                        base = Some((kind, v, format!("{file:06}.sst")));
+                        true
                     }
-                    it.status()?;
+                    None => false,
                 }
-                // L0's files may overlap in sequences: they are taken
-                // together, once the last of them is read.
-                if level > 0 || files.peek().is_none_or(|(l, _)| *l > 0) {
-                    if let Some((kind, v)) = take(&mut versions, &mut operands) {
-                        base = Some((kind, v, format!("{:06}.sst", f.number)));
-                        break;
-                    }
-                }
-            }
+            })?;
         }
         let existing = match base {
             Some((ValueKind::Value, v, _)) => Some(v),
@@ -400,11 +195,11 @@ impl DbInner {
 
     /// What the newest entry found for `key` reads as.
     fn finish<V: ReadValue>(&self, key: &[u8], found: Found<V>, ro: &ReadOptions<'_>) -> Result<Option<V>> {
-        match found {
-            (_, ValueKind::Value, v, _) => Ok(Some(v)),
-            (_, ValueKind::BlobIndex, v, table) => {
-                self.resolve_blob(key, v.bytes(), &format!("{table:06}.sst"), ro).map(|v| Some(V::owned(v)))
-            }
+        match found.kind {
+            ValueKind::Value => Ok(Some(found.value)),
+            ValueKind::BlobIndex => self
+                .resolve_blob(key, found.value.bytes(), &format!("{:06}.sst", found.file), ro)
+                .map(|v| Some(V::owned(v))),
             _ => Ok(None),
         }
     }
@@ -478,217 +273,55 @@ impl DbInner {
         seq: SequenceNumber,
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let cmp = &sv.version.cmp;
-        let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_by(|&a, &b| cmp.compare(keys[a], keys[b]));
-        // Every lookup key in one buffer: key i's is `buf[ends[i-1]..ends[i]]`.
-        let mut buf = Vec::with_capacity(keys.iter().map(|k| k.len() + 8).sum());
-        let mut ends = Vec::with_capacity(keys.len());
-        for k in keys {
-            append_internal_key(&mut buf, k, seq, KIND_FOR_SEEK);
-            ends.push(buf.len());
-        }
-        let mut batch = Batch {
-            keys,
-            lookups: Lookups { buf: &buf, ends: &ends },
-            results: (0..keys.len()).map(|_| None).collect(),
-            best: (0..keys.len()).map(|_| None).collect(),
-            rs: ReadSettings::from_read_options(ro),
-            hashes: keys.iter().map(|k| filter_hash(k)).collect(),
-            wanted: Vec::with_capacity(keys.len()),
-            passing: Vec::with_capacity(keys.len()),
-            merges: Vec::new(),
-            cmp,
-        };
-        for &i in &order {
+        let mut batch = KeyBatch::new(keys, seq, ReadSettings::from_read_options(ro), &sv.version.cmp);
+        let mut results: Vec<Option<Result<Option<Vec<u8>>>>> = (0..keys.len()).map(|_| None).collect();
+        // Keys whose newest version is a merge operand, or that a range
+        // tombstone may delete: read on their own at the end.
+        let mut merges = Vec::new();
+        for o in 0..keys.len() {
+            let i = batch.order()[o];
             for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
                 if mem.max_covering(keys[i], seq) > 0 {
-                    batch.merges.push(i);
-                    batch.results[i] = Some(Ok(None));
+                    merges.push(i);
+                    results[i] = Some(Ok(None));
                     break;
                 }
-                let r = match mem.get(batch.lookups.get(i)) {
+                let r = match mem.get(batch.lookup(i)) {
                     Some(MemLookup::Value(v)) => Ok(Some(v)),
                     Some(MemLookup::Deleted) => Ok(None),
                     Some(MemLookup::BlobIndex(v)) => self.resolve_blob(keys[i], &v, "memtable", ro).map(Some),
                     Some(MemLookup::Merge) => {
-                        batch.merges.push(i);
+                        merges.push(i);
                         Ok(None)
                     }
                     None => continue,
                 };
-                batch.results[i] = Some(r);
+                results[i] = Some(r);
                 break;
             }
-        }
-        // L0, newest file first: every file whose range holds the key and
-        // that may hold a newer entry than the newest found so far.
-        for f in &sv.version.levels[0] {
-            batch.wanted.clear();
-            for &i in &order {
-                if batch.results[i].is_none()
-                    && cmp.le(f.smallest_user_key(), keys[i])
-                    && cmp.le(keys[i], f.largest_user_key())
-                    && batch.best[i].as_ref().is_none_or(|(s, ..)| f.largest_seq >= *s)
-                {
-                    batch.wanted.push(i);
-                }
+            if results[i].is_some() {
+                batch.settle(i);
             }
-            self.multi_get_table(&mut batch, f, 0);
         }
-        self.settle(&mut batch, ro);
-        // Deeper levels: the keys still open, in runs that the same file of
-        // the level may hold (the keys are sorted, so each file's keys are
-        // consecutive).
-        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
-            let mut run_file: Option<usize> = None;
-            batch.wanted.clear();
-            for &i in &order {
-                if batch.results[i].is_some() {
-                    continue;
+        sv.version.multi_get(&self.tables, &mut batch, &self.stats.reads, |i, answer| {
+            results[i] = Some(match answer {
+                BatchAnswer::Found(found) if found.kind == ValueKind::Merge => {
+                    merges.push(i);
+                    Ok(None)
                 }
-                let at = files.partition_point(|f| cmp.lt(f.largest_user_key(), keys[i]));
-                if files.get(at).is_none_or(|f| cmp.lt(keys[i], f.smallest_user_key())) {
-                    continue;
+                BatchAnswer::Found(found) => self.finish(keys[i], found, ro),
+                BatchAnswer::Covered => {
+                    merges.push(i);
+                    Ok(None)
                 }
-                if let Some(previous) = run_file.filter(|&r| r != at) {
-                    self.multi_get_table(&mut batch, &files[previous], level);
-                    batch.wanted.clear();
-                }
-                run_file = Some(at);
-                batch.wanted.push(i);
-            }
-            if let Some(at) = run_file {
-                self.multi_get_table(&mut batch, &files[at], level);
-            }
-            self.settle(&mut batch, ro);
-        }
-        // Keys whose newest version is a merge operand are read on their own.
-        for &i in &batch.merges {
-            batch.results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookups.get(i), ro, None));
-        }
-        batch.results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
-    }
-
-    /// Looks the keys `batch.wanted` (ascending) up in `f`, keeping for each
-    /// the entry if newer than the one found so far; an error settles the
-    /// key.
-    fn multi_get_table(&self, batch: &mut Batch<'_>, f: &FileMetaData, level: usize) {
-        if batch.wanted.is_empty() {
-            return;
-        }
-        let table = match self.tables.get(f, level, batch.cmp) {
-            Ok(t) => t,
-            Err(e) => {
-                for &i in &batch.wanted {
-                    batch.results[i] = Some(Err(e.duplicate()));
-                }
-                return;
-            }
-        };
-        if let Some(t) = table.range_tombstones() {
-            // Keys a tombstone here may delete are read on their own.
-            let seq = lookup_sequence(batch.lookups.get(batch.wanted[0]));
-            let (keys, results, merges) = (batch.keys, &mut batch.results, &mut batch.merges);
-            batch.wanted.retain(|&i| {
-                if t.max_covering(keys[i], seq) == 0 {
-                    return true;
-                }
-                merges.push(i);
-                results[i] = Some(Ok(None));
-                false
+                BatchAnswer::Failed(e) => Err(e),
             });
+        });
+        for &i in &merges {
+            results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookup(i), ro, None));
         }
-        batch.passing.clear();
-        let (wanted, keys, hashes, passing) = (&batch.wanted, batch.keys, &batch.hashes, &mut batch.passing);
-        table.keys_may_match(
-            wanted.len(),
-            |k| keys[wanted[k]],
-            |k| hashes[wanted[k]],
-            |k, may| {
-                if may {
-                    passing.push(wanted[k]);
-                } else {
-                    self.stats.reads.record_bloom_useful();
-                }
-            },
-        );
-        let Batch { lookups, results, best, rs, passing, .. } = batch;
-        table.multi_get_past_filter(
-            rs,
-            passing.len(),
-            |k| lookups.get(passing[k]),
-            |k, r| {
-                let i = passing[k];
-                let hit = r.and_then(|(ikey, value)| copied_entry(ikey, value).ok_or_else(|| unparsable(f.number)));
-                match hit {
-                    Err(e) => results[i] = Some(Err(e)),
-                    Ok((seq, kind, value)) => {
-                        if best[i].as_ref().is_none_or(|(s, ..)| seq > *s) {
-                            best[i] = Some((seq, kind, value, f.number));
-                        }
-                    }
-                }
-            },
-        );
+        results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }
-
-    /// Settles every open key that has found an entry (after L0, and after
-    /// each deeper level).
-    fn settle(&self, batch: &mut Batch<'_>, ro: &ReadOptions<'_>) {
-        for i in 0..batch.keys.len() {
-            if batch.results[i].is_none() {
-                if let Some(found) = batch.best[i].take() {
-                    if found.1 == ValueKind::Merge {
-                        // Settled (no older version matters), read at the end.
-                        batch.merges.push(i);
-                        batch.results[i] = Some(Ok(None));
-                    } else {
-                        batch.results[i] = Some(self.finish(batch.keys[i], found, ro));
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// A key's versions as a read collects them, newest first: sequence,
-/// kind, value.
-type KeyVersions = Vec<(SequenceNumber, ValueKind, Vec<u8>)>;
-
-/// The lookup keys of a batch, in one buffer.
-#[derive(Clone, Copy)]
-struct Lookups<'a> {
-    buf: &'a [u8],
-    ends: &'a [usize],
-}
-
-impl<'a> Lookups<'a> {
-    fn get(self, i: usize) -> &'a [u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.buf[start..self.ends[i]]
-    }
-}
-
-/// The state of one family's batched read.
-struct Batch<'a> {
-    keys: &'a [&'a [u8]],
-    lookups: Lookups<'a>,
-    /// The answer of each key, once settled.
-    results: Vec<Option<Result<Option<Vec<u8>>>>>,
-    /// The newest entry found for each open key.
-    best: Vec<Option<Found<Vec<u8>>>>,
-    rs: ReadSettings,
-    /// Each key's bloom filter hash, the same in every table.
-    hashes: Vec<u64>,
-    /// The keys to look up in the table at hand (ascending), and those its
-    /// filter lets through: reused from table to table.
-    wanted: Vec<usize>,
-    passing: Vec<usize>,
-    /// Keys whose newest version is a merge operand ([`DbInner::get_slow`]).
-    merges: Vec<usize>,
-    /// The family's key order (the keys are sorted in it).
-    cmp: &'a UserComparator,
 }
 
 /// Options passed to each read.

@@ -614,7 +614,6 @@ fn scan_table(dir: &Path, fs: &dyn FileSystem, cmp: &UserComparator, number: u64
         num_deletions: deletions,
         oldest_blob_file: blob_refs.keys().next().copied().unwrap_or(0),
         num_range_deletions,
-        table: Default::default(),
     };
     let p = table.properties();
     Ok(ScannedTable { meta, cf: p.column_family, cf_name: p.column_family_name.clone(), blob_refs })

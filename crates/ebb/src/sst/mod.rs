@@ -4,13 +4,19 @@
 //!
 //! What this module owns:
 //! - [`TableBuilder`] writes a table from keys added in increasing
-//!   internal-key order; [`Table`] reads one, and [`TableIterator`] walks it in
-//!   both directions.
+//!   internal-key order; [`Table`] reads one and answers point lookups
+//!   ([`Table::lookup`], [`Table::multi_get`]), and [`TableIterator`] walks it
+//!   in both directions.
 //! - The pieces: [`format`] (block handles, block trailer, footer),
 //!   [`block_builder`] and [`block`] (prefix-compressed blocks with restart
 //!   points), [`filter`] (the per-table bloom filter over user keys),
 //!   [`properties`] (the properties block), [`prefetch`] (the readahead
 //!   buffer of table iterators: compaction and long scans).
+//! - The reader's parts (docs/architecture.md, "The table reader's files"):
+//!   `block_reader` (blocks from the file and the block cache),
+//!   `table_filter` (whole-key and prefix filters), `two_level` (index
+//!   cursors and the two-level walk), `table_iterator`, `prefix_seek`
+//!   (bounded prefix seeks).
 //!
 //! Invariants:
 //! 1. Every block is followed by a 5-byte trailer: compression type and a
@@ -28,13 +34,20 @@
 
 pub mod block;
 pub mod block_builder;
+mod block_reader;
 pub mod filter;
 pub mod format;
 pub mod pinned;
 pub mod prefetch;
+mod prefix_seek;
 pub mod properties;
 pub mod table_builder;
+mod table_filter;
+mod table_iterator;
 pub mod table_reader;
+#[cfg(test)]
+mod test_tables;
+mod two_level;
 
 pub use block::{Block, BlockIterator, KeyOrder};
 pub use block_builder::BlockBuilder;
@@ -44,7 +57,12 @@ pub use pinned::PinnableSlice;
 pub use prefetch::PrefetchBuffer;
 pub use properties::TableProperties;
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use table_reader::{FilterProbe, ReadSettings, Readahead, Table, TableIterator};
+pub use prefix_seek::{PrefixCheckedIterator, SeekPrefix};
+pub use table_iterator::TableIterator;
+pub use table_reader::{
+    copied_entry, BatchEntry, FilterProbe, PointLookup, ReadSettings, ReadValue, Readahead, Table, TableCachePolicy,
+    TableEntry, TableGet,
+};
 
 /// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,348 +1,185 @@
-//! Reads a table: [`Table`] holds what every lookup needs (index block, bloom
-//! filter, properties), [`TableIterator`] walks the index block and, through
-//! it, the data blocks (LevelDB `table/table.cc` and `two_level_iterator.cc`).
+//! Reads a table: [`Table`] holds what every lookup needs (index block,
+//! filters, range tombstones, properties) and answers point lookups; the
+//! pieces it reads with live beside it (LevelDB `table/table.cc`):
+//! - `block_reader.rs`: reading blocks, checked, through the block cache
+//!   ([`TableCachePolicy`], [`ReadSettings`]);
+//! - `table_filter.rs`: the whole-key and prefix filters ([`FilterProbe`]);
+//! - `two_level.rs`: the index cursors and the two-level walk;
+//! - `table_iterator.rs`: [`super::TableIterator`], every entry both ways;
+//! - `prefix_seek.rs`: bounded prefix seeks over tables.
 //!
 //! Contract:
 //! 1. `Table::open` reads and checksum-verifies the footer, metaindex, index,
-//!    filter and properties blocks; data blocks are read on demand, verified
-//!    when [`ReadSettings::verify_checksums`] asks, and shared through the
-//!    block cache when one is given.
-//! 2. Block cache use follows [`TableCachePolicy`] (RocksDB
-//!    `BlockBasedTableOptions`): index and filter blocks are owned by the table
-//!    unless `cache_index_and_filter_blocks` puts them in the cache (inserted
-//!    at open, read again after eviction, optionally pinned for the table's
-//!    life). Whoever uses a cached block holds a [`CacheHandle`] meanwhile: a
-//!    `get` for its duration, an iterator for its index block and its current
-//!    data block. Reads count hits, misses and inserts per block kind in the
-//!    cache's [`crate::cache::CacheStats`]. A refused insert (strict capacity
-//!    limit) fails the read with [`Error::Busy`], as RocksDB fails it with
-//!    `MemoryLimit`; a filter that cannot be read lets every key through.
+//!    filter, range-deletion and properties blocks; data blocks are read on
+//!    demand, verified when [`ReadSettings::verify_checksums`] asks, and
+//!    shared through the block cache as its [`TableCachePolicy`] says.
+//! 2. A point lookup ([`Table::lookup`]) answers for the table alone: its
+//!    filters first (a key they rule out is not searched), then the first
+//!    entry at or after the lookup key if it has the key's user key, with
+//!    the newest range tombstone of the table that covers the key at the
+//!    read's sequence. Merging the answers of several tables is the version
+//!    layer's (`version/get.rs`).
 //! 3. Any damage found (checksum, magic, lengths, varints, compression, a
 //!    handle past the end) is [`Error::Corruption`] naming the file and the
-//!    offset of the block concerned; no input makes a read panic.
-//! 4. Data blocks an iterator reads from the file go through its
-//!    [`PrefetchBuffer`] as [`ReadSettings::readahead`] says: fixed readahead
-//!    for compaction inputs and an explicit `ReadOptions::readahead_size`,
-//!    auto readahead (growing on sequential reads) otherwise; point lookups and
-//!    the index, filter and properties blocks never read ahead. A compaction's
-//!    iterator hints the file sequential (docs/io.md).
-//! 5. A `Table` is immutable and `Sync`; iterators are used by one thread each.
-//!    A [`TableIterator`] that meets an error becomes invalid for good and
-//!    reports the error through `status()`.
+//!    offset of the block concerned; no input makes a read panic. A filter
+//!    that cannot be read lets every key through.
+//! 4. Point lookups and the index, filter and properties blocks never read
+//!    ahead (only iterators do, docs/io.md).
+//! 5. A `Table` is immutable and `Sync`, shared through `Arc`.
 
 use std::sync::Arc;
 
-use super::block::{Block, BlockContents, BlockIterator, KeyOrder};
-use super::filter::{filter_hash, BloomFilter};
-use super::format::{unwrap_block, unwrap_mapped_block, BlockHandle, Footer, FOOTER_LEN};
+use super::block::{Block, BlockIterator, KeyOrder};
+use super::block_reader::{BlockReader, CachedBlock, MetaBlock, TableBlocks};
+pub use super::block_reader::{ReadSettings, Readahead, TableCachePolicy};
+use super::format::{BlockHandle, Footer, FOOTER_LEN};
 use super::pinned::PinnableSlice;
+// The paths the engine's iterators and the tools name.
+pub use super::prefix_seek::{PrefixCheckedIterator, SeekPrefix};
 use super::prefetch::PrefetchBuffer;
 use super::properties::TableProperties;
+pub use super::table_filter::FilterProbe;
+use super::table_filter::TableFilter;
+use super::two_level::{Cursor, IndexCursor};
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
-use crate::cache::{BlockCache, BlockKind, CacheHandle, CacheKey, CacheValue, Priority};
+use crate::cache::{BlockCache, BlockKind, CacheHandle};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
-use crate::fs::{Access, RandomAccessFile};
+use crate::fs::RandomAccessFile;
 use crate::iter::InternalIterator;
-use crate::key::{parse_internal_key, user_key, with_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE, TRAILER_LEN};
+use crate::key::{parse_internal_key, user_key, SequenceNumber, ValueKind, TRAILER_LEN};
+use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
-use crate::util::checksum::ChecksumType;
-
-/// Per-read settings for data blocks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadSettings {
-    /// Check the checksum of every data block read from the file (blocks
-    /// found in the cache were read before). Default true.
-    pub verify_checksums: bool,
-    /// Put data blocks read from the file into the block cache. Default true.
-    pub fill_cache: bool,
-    /// How iterators read ahead of the data blocks they need. Default auto.
-    pub readahead: Readahead,
-    /// The reads are a compaction's: iterators hint the file sequential
-    /// (`posix_fadvise(POSIX_FADV_SEQUENTIAL)`) when created. Default false.
-    pub for_compaction: bool,
-}
-
-/// How a table iterator reads ahead (docs/io.md, "Readahead").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Readahead {
-    /// After two sequential data-block reads from the file, read ahead from
-    /// the table's `initial_auto_readahead_size`, doubling up to its
-    /// `max_auto_readahead_size` (RocksDB's implicit auto-readahead).
-    #[default]
-    Auto,
-    /// Every data block read from the file reads this many bytes more
-    /// (RocksDB `ReadOptions::readahead_size`, `compaction_readahead_size`);
-    /// 0 reads each block alone.
-    Fixed(usize),
-}
-
-impl Default for ReadSettings {
-    fn default() -> Self {
-        ReadSettings { verify_checksums: true, fill_cache: true, readahead: Readahead::Auto, for_compaction: false }
-    }
-}
-
-/// What the table reader keeps in the block cache: decoded data and index
-/// blocks, and bloom filters (the cache itself holds any value).
-trait CachedBlock {
-    /// The block, if the value is one.
-    fn block(&self) -> Option<&Block>;
-    /// Another owner of the block, if the value is one.
-    fn block_arc(&self) -> Option<Arc<Block>>;
-    /// The filter, if the value is one.
-    fn filter(&self) -> Option<&BloomFilter>;
-    /// Bytes held: the charge given to the cache.
-    fn charge(&self) -> usize;
-}
-
-impl CachedBlock for CacheValue {
-    fn block(&self) -> Option<&Block> {
-        self.get::<Block>()
-    }
-    fn block_arc(&self) -> Option<Arc<Block>> {
-        self.get_arc::<Block>()
-    }
-    fn filter(&self) -> Option<&BloomFilter> {
-        self.get::<BloomFilter>()
-    }
-    fn charge(&self) -> usize {
-        self.block().map(Block::size).or_else(|| self.filter().map(BloomFilter::size)).unwrap_or(0)
-    }
-}
-
-/// Reads blocks of one file, checking their handles and trailers.
-struct BlockReader {
-    file: Arc<dyn RandomAccessFile>,
-    file_name: String,
-    checksum: ChecksumType,
-    /// Where the footer starts: no block may reach past it.
-    blocks_end: u64,
-}
-
-impl BlockReader {
-    fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
-        Error::corruption(self.file_name.clone(), offset, reason)
-    }
-
-    /// The uncompressed contents of the block at `handle`, read through
-    /// `prefetch` when one is given, and whether they are a view of a
-    /// memory-mapped file (an uncompressed block of a file whose
-    /// [`RandomAccessFile::read_mapped`] answers: no copy, and no readahead,
-    /// the bytes being in memory already).
-    fn read_contents(
-        &self,
-        handle: BlockHandle,
-        verify: bool,
-        prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<BlockContents> {
-        let end = handle.end_with_trailer().filter(|&e| e <= self.blocks_end).ok_or_else(|| {
-            self.corruption(
-                handle.offset,
-                format!(
-                    "block handle (offset {}, size {}) points past the blocks, which end at {}",
-                    handle.offset, handle.size, self.blocks_end
-                ),
-            )
-        })?;
-        let len = usize::try_from(end - handle.offset)
-            .map_err(|_| self.corruption(handle.offset, "block too large for this platform"))?;
-        let truncated =
-            |got: usize| self.corruption(handle.offset, format!("truncated block: read {got} of {len} bytes"));
-        if let Some(mapped) = self.file.read_mapped(handle.offset, len) {
-            let raw = mapped?;
-            if raw.len() != len {
-                return Err(truncated(raw.len()));
-            }
-            return unwrap_mapped_block(raw, self.checksum, verify).map_err(|r| self.corruption(handle.offset, r));
-        }
-        let raw = match prefetch {
-            Some(p) => p.read(self.file.as_ref(), handle.offset, len, self.blocks_end)?,
-            None => self.file.read_at(handle.offset, len)?,
-        };
-        if raw.len() != len {
-            return Err(truncated(raw.len()));
-        }
-        unwrap_block(raw, self.checksum, verify)
-            .map(BlockContents::Owned)
-            .map_err(|r| self.corruption(handle.offset, r))
-    }
-
-    /// The block of entries at `handle`, and whether it is a view of a
-    /// memory-mapped file (see [`BlockReader::read_contents`]).
-    fn read_data(
-        &self,
-        handle: BlockHandle,
-        verify: bool,
-        prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<(Block, bool)> {
-        let contents = self.read_contents(handle, verify, prefetch)?;
-        let mapped = contents.is_mapped();
-        Ok((Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?, mapped))
-    }
-
-    /// The block of entries at `handle`, in memory of its own: a block kept
-    /// by the table or the cache for long (index, metaindex, properties)
-    /// does not hold a view of a mapped file.
-    fn read(&self, handle: BlockHandle, verify: bool, prefetch: Option<&mut PrefetchBuffer>) -> Result<Block> {
-        let contents = match self.read_contents(handle, verify, prefetch)? {
-            BlockContents::Mapped(view) => BlockContents::Owned(view.to_vec()),
-            owned => owned,
-        };
-        Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
-    }
-
-    /// The index or filter block at `handle`, always verified; an index
-    /// block with its key heads in `index_order` ([`Block::with_key_heads`]).
-    fn read_meta(&self, handle: BlockHandle, kind: BlockKind, index_order: &KeyOrder) -> Result<CacheValue> {
-        Ok(match kind {
-            BlockKind::Filter => {
-                let contents = match self.read_contents(handle, true, None)? {
-                    BlockContents::Mapped(view) => view.to_vec(),
-                    BlockContents::Owned(v) => v,
-                };
-                CacheValue::new(BloomFilter::from_block(contents).map_err(|r| self.corruption(handle.offset, r))?)
-            }
-            BlockKind::Index => CacheValue::new(self.read(handle, true, None)?.with_key_heads(index_order)),
-            BlockKind::Data => CacheValue::new(self.read(handle, true, None)?),
-        })
-    }
-}
-
-/// How a table uses the block cache and reads ahead (RocksDB
-/// `BlockBasedTableOptions`).
-#[derive(Clone)]
-pub struct TableCachePolicy {
-    /// The cache blocks are shared through; `None`, or a cache of capacity 0,
-    /// reads every data block from the file.
-    pub block_cache: Option<Arc<dyn BlockCache>>,
-    /// Keep the index and filter blocks in the block cache, charged to it,
-    /// rather than in the table. RocksDB `cache_index_and_filter_blocks`; default false.
-    pub cache_index_and_filter_blocks: bool,
-    /// Insert them with [`Priority::High`]. RocksDB
-    /// `cache_index_and_filter_blocks_with_high_priority`; default true.
-    pub cache_index_and_filter_blocks_with_high_priority: bool,
-    /// Hold references to the cached index and filter blocks for the table's
-    /// whole life, so they are never evicted (they count as pinned usage). The
-    /// database sets it for L0 tables under `pin_l0_filter_and_index_blocks_in_cache`.
-    pub pin_index_and_filter_blocks: bool,
-    /// Auto readahead's first size. RocksDB `initial_auto_readahead_size`; default 8 KiB.
-    pub initial_auto_readahead_size: usize,
-    /// Auto readahead's largest size; 0 turns auto readahead off. RocksDB
-    /// `max_auto_readahead_size`; default 256 KiB.
-    pub max_auto_readahead_size: usize,
-    /// The order of the keys: the column family's comparator. A table whose
-    /// properties name another is refused at open.
-    pub comparator: UserComparator,
-    /// The id the table's blocks are cached under: `None` takes a new one
-    /// from the cache. A table cache that closes and reopens a file passes
-    /// the id the file had, so the blocks cached before are found again
-    /// (RocksDB derives its cache keys from the file, not the reader). The
-    /// id must come from the same cache's [`BlockCache::new_id`] and name
-    /// this file only.
-    pub cache_id: Option<u64>,
-}
-
-impl Default for TableCachePolicy {
-    fn default() -> Self {
-        TableCachePolicy {
-            block_cache: None,
-            cache_index_and_filter_blocks: false,
-            cache_index_and_filter_blocks_with_high_priority: true,
-            pin_index_and_filter_blocks: false,
-            initial_auto_readahead_size: 8 << 10,
-            max_auto_readahead_size: 256 << 10,
-            comparator: UserComparator::BYTEWISE,
-            cache_id: None,
-        }
-    }
-}
-
-impl TableCachePolicy {
-    /// Data blocks through `cache`, index and filter owned by the table.
-    pub fn with_cache(cache: Option<Arc<dyn BlockCache>>) -> Self {
-        TableCachePolicy { block_cache: cache, ..TableCachePolicy::default() }
-    }
-}
-
-/// Where a table keeps its index or filter block.
-enum MetaBlock {
-    /// Read at open and owned by the table.
-    Owned(CacheValue),
-    /// In the block cache, referenced by the table for its whole life.
-    Pinned(CacheHandle),
-    /// In the block cache until evicted; read again from the file then.
-    Cached(BlockHandle),
-}
-
-/// A filter probe started by [`Table::start_filter_probe`]: the answer,
-/// or the filter block (held, if it came from the cache) and the key's hash.
-pub struct FilterProbe<'a>(Probe<'a>);
-
-enum Probe<'a> {
-    Known(bool),
-    Pending(MetaRef<'a>, u64),
-}
-
-impl FilterProbe<'_> {
-    /// False only when the table certainly does not hold the key.
-    pub fn may_match(&self) -> bool {
-        match &self.0 {
-            Probe::Known(answer) => *answer,
-            Probe::Pending(meta, hash) => meta.value().filter().is_none_or(|f| f.may_match_hash(*hash)),
-        }
-    }
-}
-
-/// An index or filter block in use: borrowed from the table, or held through
-/// a cache handle until dropped.
-enum MetaRef<'a> {
-    Borrowed(&'a CacheValue),
-    Held(CacheHandle),
-}
-
-impl MetaRef<'_> {
-    fn value(&self) -> &CacheValue {
-        match self {
-            MetaRef::Borrowed(v) => v,
-            MetaRef::Held(h) => h.value(),
-        }
-    }
-
-    fn into_handle(self) -> Option<CacheHandle> {
-        match self {
-            MetaRef::Borrowed(_) => None,
-            MetaRef::Held(h) => Some(h),
-        }
-    }
-}
 
 /// An open table file.
 pub struct Table {
-    reader: BlockReader,
+    blocks: TableBlocks,
     file_size: u64,
     index_offset: u64,
     /// The index is partitions under a top-level index (`index` is then the
     /// top level): format versions 2 and 4.
     partitioned_index: bool,
-    /// How index keys (and the top-level filter index's) compare with a
-    /// lookup: `UserKeys` in format versions 3 and 4, else `Internal`.
-    index_order: KeyOrder,
     /// How data-block keys compare: internal keys in the comparator's order.
     data_order: KeyOrder,
     index: MetaBlock,
-    /// With partitioned filters: the top-level filter index (partition key
-    /// → filter partition handle), keyed as the top-level index.
-    filter_partitions: Option<Arc<Block>>,
-    filter: Option<MetaBlock>,
+    filter: TableFilter,
     properties: TableProperties,
-    cache: Option<Arc<dyn BlockCache>>,
-    cache_id: u64,
-    meta_priority: Priority,
     /// Auto readahead sizes, initial and max.
     auto_readahead: (usize, usize),
     /// The range tombstones of the range-deletion block, fragmented.
     range_dels: Option<Arc<FragmentedTombstones>>,
+}
+
+/// A point read as [`Table::lookup`] asks each table it visits.
+pub struct PointLookup<'a> {
+    /// The user key read.
+    pub key: &'a [u8],
+    /// Its lookup key: the internal key `(key, seq, KIND_FOR_SEEK)`.
+    pub lookup: &'a [u8],
+    /// The read's sequence: newer entries and tombstones are not seen.
+    pub seq: SequenceNumber,
+    /// How data blocks are read.
+    pub rs: ReadSettings,
+    /// The family's prefix extractor, asked only by a table whose filter
+    /// holds prefixes rather than whole keys (so a plain read never loads
+    /// the family's options).
+    pub prefix_extractor: &'a dyn Fn() -> Option<Arc<dyn SliceTransform>>,
+}
+
+/// What one table holds for a point read ([`Table::lookup`]).
+pub struct TableGet<V> {
+    /// The key's entry in the table.
+    pub entry: TableEntry<V>,
+    /// The newest range tombstone of the table covering the key at or below
+    /// the read's sequence; 0 for none. Given whatever the entry, as a
+    /// tombstone deletes the older versions of every table below.
+    pub tombstone: SequenceNumber,
+}
+
+/// The entry a table holds for a point read.
+pub enum TableEntry<V> {
+    /// The table's filter (whole-key or prefix) rules the key out: the
+    /// table was not searched.
+    FilteredOut,
+    /// The table has no entry of the key at or below the read's sequence.
+    Absent,
+    /// The newest entry of the key at or below the read's sequence
+    /// (sequence, kind, value); the value of a tombstone is not kept.
+    Found(SequenceNumber, ValueKind, V),
+    /// The entry found has an internal key that does not parse (the caller
+    /// names the file in its error).
+    Unparsable,
+}
+
+/// What [`Table::multi_get`] found for one of its keys.
+pub enum BatchEntry<'b> {
+    /// A range tombstone of the table covers the key at some sequence up
+    /// to the read's: the table was not searched for it.
+    Covered,
+    /// The table's whole-key filter rules the key out.
+    FilteredOut,
+    /// The first entry at or after the key's lookup key, which has its user
+    /// key: internal key and value.
+    Found(&'b [u8], &'b [u8]),
+    /// The error that kept the key from being answered (a damaged index or
+    /// block fails only the keys that needed it).
+    Failed(Error),
+}
+
+/// How a point read hands out the value it finds in a table: copied into a
+/// vector, or pinned in its block ([`PinnableSlice`]).
+pub trait ReadValue: Sized {
+    /// A value that is owned already (a memtable's, a blob's).
+    fn owned(v: Vec<u8>) -> Self;
+    /// The bytes.
+    fn bytes(&self) -> &[u8];
+    /// The first entry of `table` at or after `lookup`, if it has its user
+    /// key, without asking the filters: `Some(None)` when the entry's
+    /// internal key does not parse.
+    #[allow(clippy::type_complexity)]
+    fn search(table: &Table, rs: &ReadSettings, lookup: &[u8])
+        -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>>;
+}
+
+impl ReadValue for Vec<u8> {
+    fn owned(v: Vec<u8>) -> Self {
+        v
+    }
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn search(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
+        // Only a value (or blob index) is copied out of the block; the key
+        // is parsed in place.
+        table.get_past_filter_with(rs, lookup, copied_entry)
+    }
+}
+
+impl ReadValue for PinnableSlice {
+    fn owned(v: Vec<u8>) -> Self {
+        PinnableSlice::from_vec(v)
+    }
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn search(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>> {
+        table.get_past_filter_pinned(rs, lookup, |ikey, value| parse_internal_key(ikey).map(|p| (p.seq, p.kind, value)))
+    }
+}
+
+/// An entry found in a table as a read keeps it: sequence, kind, and the
+/// value copied out of the block only for a value or blob index (the key is
+/// parsed in place); `None` when the internal key does not parse.
+pub fn copied_entry(ikey: &[u8], value: &[u8]) -> Option<(SequenceNumber, ValueKind, Vec<u8>)> {
+    parse_internal_key(ikey).map(|p| (p.seq, p.kind, if p.kind.is_value() { value.to_vec() } else { Vec::new() }))
 }
 
 impl Table {
@@ -384,7 +221,7 @@ impl Table {
             ));
         }
         let footer = Footer::decode(&buf).map_err(|r| Error::corruption(file_name.clone(), footer_at, r))?;
-        let reader = BlockReader { file, file_name, checksum: footer.checksum, blocks_end: footer_at };
+        let reader = BlockReader::new(file, file_name, footer.checksum, footer_at);
 
         let metaindex = Arc::new(reader.read(footer.metaindex, true, None)?);
         let mut meta = BlockIterator::new(metaindex, KeyOrder::Bytewise);
@@ -423,7 +260,7 @@ impl Table {
         if written_with != cmp.name() {
             return Err(Error::invalid(format!(
                 "{}: the table's keys are ordered by comparator {written_with}, not by {} as the column family's",
-                reader.file_name,
+                reader.file_name(),
                 cmp.name()
             )));
         }
@@ -453,60 +290,156 @@ impl Table {
             None => None,
         };
 
-        // A cache of capacity 0 caches nothing: read as without one.
-        let cache = policy.block_cache.filter(|c| c.capacity() > 0);
-        let cache_id = cache.as_ref().map_or(0, |c| policy.cache_id.unwrap_or_else(|| c.new_id()));
-        let meta_priority =
-            if policy.cache_index_and_filter_blocks_with_high_priority { Priority::High } else { Priority::Low };
-        // The index or filter block at `handle`: owned by the table, or in
-        // the cache. A table opened again under the id it had (a bounded
-        // table cache) takes the block it cached then, verified when it was
-        // read, instead of reading it again.
-        let meta = |handle: BlockHandle, kind: BlockKind| -> Result<MetaBlock> {
-            let Some(cache) = cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
-                return Ok(MetaBlock::Owned(reader.read_meta(handle, kind, &index_order)?));
-            };
-            let key = CacheKey::new(cache_id, handle.offset);
-            if policy.cache_id.is_some() {
-                if let Some(h) = cache.lookup(&key) {
-                    cache.stats().record_hit(kind);
-                    return Ok(if policy.pin_index_and_filter_blocks { MetaBlock::Pinned(h) } else { MetaBlock::Cached(handle) });
-                }
-            }
-            // Counted as a miss, as RocksDB's prefetch through the cache at
-            // open counts one.
-            cache.stats().record_miss(kind);
-            let value = reader.read_meta(handle, kind, &index_order)?;
-            match insert_counted(cache.as_ref(), key, value, meta_priority, kind) {
-                Ok(h) if policy.pin_index_and_filter_blocks => Ok(MetaBlock::Pinned(h)),
-                Ok(_) => Ok(MetaBlock::Cached(handle)),
-                Err(e) if policy.pin_index_and_filter_blocks => Err(e),
-                // Unpinned, the block is simply read again when first used.
-                Err(_) => Ok(MetaBlock::Cached(handle)),
-            }
-        };
+        let blocks = TableBlocks::new(reader, &policy, index_order);
         let filter = match filter_handle {
-            Some(h) => Some(meta(h, BlockKind::Filter)?),
+            Some(h) => Some(blocks.open_meta(h, BlockKind::Filter, &policy)?),
             None => None,
         };
-        let index = meta(footer.index, BlockKind::Index)?;
+        let index = blocks.open_meta(footer.index, BlockKind::Index, &policy)?;
+        let filter = TableFilter::new(
+            filter,
+            filter_partitions,
+            properties.whole_key_filtering,
+            properties.prefix_extractor_name.clone(),
+        );
         Ok(Arc::new(Table {
-            reader,
+            blocks,
             file_size,
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
-            index_order,
             data_order: KeyOrder::Internal(cmp),
             index,
-            filter_partitions,
             filter,
             properties,
-            cache,
-            cache_id,
-            meta_priority,
             auto_readahead: (policy.initial_auto_readahead_size, policy.max_auto_readahead_size),
             range_dels,
         }))
+    }
+
+
+    /// The point read `read` in this table (contract 2): the filters asked
+    /// (through `probe` when the caller started it,
+    /// [`Table::start_filter_probe`]), then the key's newest entry at or
+    /// below the read's sequence, with the table's newest range tombstone
+    /// covering the key.
+    pub fn lookup<V: ReadValue>(&self, read: &PointLookup<'_>, probe: Option<FilterProbe<'_>>) -> Result<TableGet<V>> {
+        let tombstone = self.max_covering_tombstone(read.key, read.seq);
+        let may_match = match probe {
+            Some(probe) => probe.may_match(),
+            None => self.key_may_match(read.key),
+        };
+        if !may_match || !self.prefix_may_match_key(read) {
+            return Ok(TableGet { entry: TableEntry::FilteredOut, tombstone });
+        }
+        let entry = match V::search(self, &read.rs, read.lookup)? {
+            None => TableEntry::Absent,
+            Some(None) => TableEntry::Unparsable,
+            Some(Some((seq, kind, value))) => TableEntry::Found(seq, kind, value),
+        };
+        Ok(TableGet { entry, tombstone })
+    }
+
+    /// Every version of `read`'s key at or below its sequence, newest
+    /// first, down to the first that is not a merge operand, each given to
+    /// `version(seq, kind, value)`; nothing when the filters rule the key
+    /// out. False when an entry's internal key does not parse (the caller
+    /// names the file in its error).
+    pub fn key_versions(
+        self: &Arc<Self>,
+        read: &PointLookup<'_>,
+        mut version: impl FnMut(SequenceNumber, ValueKind, &[u8]),
+    ) -> Result<bool> {
+        if !self.key_may_match(read.key) || !self.prefix_may_match_key(read) {
+            return Ok(true);
+        }
+        let mut it = self.iter(read.rs);
+        it.seek(read.lookup);
+        while it.valid() {
+            let Some(p) = parse_internal_key(it.key()) else { return Ok(false) };
+            if p.user_key != read.key {
+                break;
+            }
+            version(p.seq, p.kind, it.value());
+            if p.kind != ValueKind::Merge {
+                break;
+            }
+            it.next();
+        }
+        it.status().map(|()| true)
+    }
+
+    /// Point reads of many keys in one visit (RocksDB's batched `MultiGet`):
+    /// `keys` are the caller's indexes of the keys this table may hold, in
+    /// ascending key order, `key(i)` each user key, `lookup(i)` its lookup
+    /// key at `seq`, `hash(i)` its [`filter_hash`](super::filter::filter_hash).
+    /// Keys a range tombstone of the table covers are answered
+    /// [`BatchEntry::Covered`] and dropped from `keys`; the others are asked
+    /// of the whole-key filter at once ([`Table::keys_may_match`]), and those
+    /// it lets through (collected in `passing`, which is cleared first) are
+    /// looked up together ([`Table::multi_get_past_filter`]). `answer(i,
+    /// entry)` is called for every key but the ones the table has no entry
+    /// of. `keys` and `passing` are the caller's, reused from table to table.
+    #[allow(clippy::too_many_arguments)]
+    pub fn multi_get<'k>(
+        &self,
+        rs: &ReadSettings,
+        seq: SequenceNumber,
+        keys: &mut Vec<usize>,
+        passing: &mut Vec<usize>,
+        key: impl Fn(usize) -> &'k [u8],
+        lookup: impl Fn(usize) -> &'k [u8],
+        hash: impl Fn(usize) -> u64,
+        mut answer: impl FnMut(usize, BatchEntry<'_>),
+    ) {
+        if let Some(t) = &self.range_dels {
+            keys.retain(|&i| {
+                if t.max_covering(key(i), seq) == 0 {
+                    return true;
+                }
+                answer(i, BatchEntry::Covered);
+                false
+            });
+        }
+        passing.clear();
+        self.keys_may_match(
+            keys.len(),
+            |k| key(keys[k]),
+            |k| hash(keys[k]),
+            |k, may| {
+                if may {
+                    passing.push(keys[k]);
+                } else {
+                    answer(keys[k], BatchEntry::FilteredOut);
+                }
+            },
+        );
+        self.multi_get_past_filter(
+            rs,
+            passing.len(),
+            |k| lookup(passing[k]),
+            |k, r| match r {
+                Ok((ikey, value)) => answer(passing[k], BatchEntry::Found(ikey, value)),
+                Err(e) => answer(passing[k], BatchEntry::Failed(e)),
+            },
+        );
+    }
+
+    /// For a table whose filter holds prefixes but not whole keys: whether
+    /// it may hold `read`'s key's prefix under the family's extractor.
+    fn prefix_may_match_key(&self, read: &PointLookup<'_>) -> bool {
+        if self.filter.whole_keys() {
+            return true;
+        }
+        match (read.prefix_extractor)() {
+            Some(x) if x.in_domain(read.key) => self.prefix_may_match(x.name(), x.transform(read.key)),
+            _ => true,
+        }
+    }
+
+    /// The newest range tombstone of the table covering `user_key` at or
+    /// below `seq`; 0 for none.
+    pub fn max_covering_tombstone(&self, user_key: &[u8], seq: SequenceNumber) -> SequenceNumber {
+        self.range_dels.as_ref().map_or(0, |t| t.max_covering(user_key, seq))
     }
 
     /// Whether the table may hold a key with prefix `prefix` under the
@@ -514,12 +447,7 @@ impl Table {
     /// extractor's prefixes and lacks this one. (Partitioned filters are
     /// not asked: a prefix's keys may span partitions.)
     pub fn prefix_may_match(&self, extractor: &str, prefix: &[u8]) -> bool {
-        if self.properties.prefix_extractor_name.as_deref() != Some(extractor) || self.filter_partitions.is_some() {
-            return true;
-        }
-        let Some(filter) = &self.filter else { return true };
-        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match(prefix)))
-            .unwrap_or(true)
+        self.filter.prefix_may_match(&self.blocks, extractor, prefix)
     }
 
     /// True when the filter holds whole keys ([`Table::key_may_match`] then
@@ -540,7 +468,7 @@ impl Table {
 
     /// True when the index keys are user keys (format versions 3 and 4).
     pub fn index_key_is_user_key(&self) -> bool {
-        matches!(self.index_order, KeyOrder::UserKeys(_))
+        matches!(self.index_order(), KeyOrder::UserKeys(_))
     }
 
     /// Bytes this reader holds outside the block cache: itself, and its
@@ -548,19 +476,12 @@ impl Table {
     /// `BlockBasedTable::ApproximateMemoryUsage`, summed by the property
     /// `ebb.estimate-table-readers-mem`).
     pub fn memory_usage(&self) -> usize {
-        let owned = |b: &MetaBlock| match b {
-            MetaBlock::Owned(v) => v.charge(),
-            MetaBlock::Pinned(_) | MetaBlock::Cached(_) => 0,
-        };
-        std::mem::size_of::<Table>()
-            + owned(&self.index)
-            + self.filter.as_ref().map_or(0, owned)
-            + self.filter_partitions.as_ref().map_or(0, |b| b.size())
+        std::mem::size_of::<Table>() + self.index.owned_charge() + self.filter.memory_usage()
     }
 
     /// The name given to `open`, used in errors.
     pub fn file_name(&self) -> &str {
-        &self.reader.file_name
+        self.blocks.reader().file_name()
     }
 
     /// The size given to `open`.
@@ -572,28 +493,7 @@ impl Table {
     /// table without a filter, and when the filter cannot be read (the data
     /// block read that follows reports the damage, if any).
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
-        if !self.properties.whole_key_filtering {
-            return true;
-        }
-        if let Some(top) = &self.filter_partitions {
-            return match self.filter_partition_for(top, user_key) {
-                FilterPartition::PastTheEnd => false,
-                FilterPartition::Unknown => true,
-                FilterPartition::At(h) => {
-                    self.filter_partition(h).map_or(true, |p| p.value().filter().is_none_or(|f| f.may_match(user_key)))
-                }
-            };
-        }
-        let Some(filter) = &self.filter else { return true };
-        self.filter_may_match(filter, filter_hash(user_key))
-    }
-
-    /// Whether the whole-key filter `filter` (the table's own, unpartitioned)
-    /// may hold the key whose filter hash is `hash`; a filter that cannot be
-    /// read answers true.
-    fn filter_may_match(&self, filter: &MetaBlock, hash: u64) -> bool {
-        self.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match_hash(hash)))
-            .unwrap_or(true)
+        self.filter.key_may_match(&self.blocks, user_key)
     }
 
     /// Starts [`Table::key_may_match`] for `user_key`, whose
@@ -608,27 +508,7 @@ impl Table {
     /// `key_may_match` would: false only when the table certainly lacks the
     /// key (a filter that cannot be read answers true).
     pub fn start_filter_probe(&self, user_key: &[u8], hash: u64) -> FilterProbe<'_> {
-        let filter = match &self.filter {
-            Some(filter) if self.properties.whole_key_filtering && self.filter_partitions.is_none() => filter,
-            // No filter, none of whole keys, or partitions: as `key_may_match`.
-            _ => return FilterProbe(Probe::Known(self.key_may_match(user_key))),
-        };
-        if let MetaBlock::Cached(_) = filter {
-            // Found through the cache: the lookup (a lock and a hash table)
-            // costs more than the line, and a handle held across the batch
-            // would cost more than `key_may_match`'s borrow. Answered now.
-            return FilterProbe(Probe::Known(self.filter_may_match(filter, hash)));
-        }
-        match self.meta_block(filter, BlockKind::Filter) {
-            Ok(meta) => match meta.value().filter() {
-                Some(f) => {
-                    f.prefetch_hash(hash);
-                    FilterProbe(Probe::Pending(meta, hash))
-                }
-                None => FilterProbe(Probe::Known(true)),
-            },
-            Err(_) => FilterProbe(Probe::Known(true)),
-        }
+        self.filter.start_probe(&self.blocks, user_key, hash)
     }
 
     /// [`Table::key_may_match`] for `n` keys (`key(k)`, ascending) given
@@ -643,67 +523,9 @@ impl Table {
         n: usize,
         key: impl Fn(usize) -> &'k [u8],
         hash: impl Fn(usize) -> u64,
-        mut verdict: impl FnMut(usize, bool),
+        verdict: impl FnMut(usize, bool),
     ) {
-        if !self.properties.whole_key_filtering {
-            (0..n).for_each(|k| verdict(k, true));
-            return;
-        }
-        if let Some(top) = &self.filter_partitions {
-            let mut current: Option<(BlockHandle, Option<CacheHandle>)> = None;
-            for k in 0..n {
-                let may = match self.filter_partition_for(top, key(k)) {
-                    FilterPartition::PastTheEnd => false,
-                    FilterPartition::Unknown => true,
-                    FilterPartition::At(h) => {
-                        if current.as_ref().map(|(at, _)| *at) != Some(h) {
-                            current = Some((h, self.filter_partition(h).ok()));
-                        }
-                        match &current {
-                            Some((_, Some(p))) => p.value().filter().is_none_or(|f| f.may_match_hash(hash(k))),
-                            _ => true,
-                        }
-                    }
-                };
-                verdict(k, may);
-            }
-            return;
-        }
-        let meta = self.filter.as_ref().map(|f| self.meta_block(f, BlockKind::Filter));
-        let filter = match &meta {
-            Some(Ok(r)) => r.value().filter(),
-            _ => None,
-        };
-        let Some(filter) = filter else {
-            return (0..n).for_each(|k| verdict(k, true));
-        };
-        (0..n).for_each(|k| filter.prefetch_hash(hash(k)));
-        (0..n).for_each(|k| verdict(k, filter.may_match_hash(hash(k))));
-    }
-
-    /// The filter partition that holds `user_key`'s hash if the table holds
-    /// the key: the one of the index partition holding the key's newest
-    /// entry (the top level seeked with the key's smallest internal key).
-    fn filter_partition_for(&self, top: &Block, user_key: &[u8]) -> FilterPartition {
-        with_internal_key(user_key, MAX_SEQUENCE, KIND_FOR_SEEK, |probe| {
-            let mut it = BlockIterator::new(top, self.index_order.clone());
-            it.seek(probe);
-            if !it.valid() {
-                // Past the last partition: no key of the table is as large.
-                return if it.corruption().is_some() { FilterPartition::Unknown } else { FilterPartition::PastTheEnd };
-            }
-            BlockHandle::decode_exact(it.value()).map_or(FilterPartition::Unknown, FilterPartition::At)
-        })
-    }
-
-    /// The filter partition at `handle`, through the block cache as the
-    /// other filter blocks (read verified; inserted with their priority).
-    fn filter_partition(&self, handle: BlockHandle) -> Result<CacheHandle> {
-        let which = MetaBlock::Cached(handle);
-        match self.meta_block(&which, BlockKind::Filter)? {
-            MetaRef::Held(h) => Ok(h),
-            MetaRef::Borrowed(_) => Err(self.reader.corruption(handle.offset, "filter partition: not a cached block")),
-        }
+        self.filter.keys_may_match(&self.blocks, n, key, hash, verdict)
     }
 
     /// The first entry whose internal key is `>= lookup`, if its user key is
@@ -722,7 +544,7 @@ impl Table {
 
     /// [`Table::get`] for a caller that already asked [`Table::key_may_match`]
     /// (the db counts the filter's verdicts), so the filter is not probed twice.
-    pub fn get_past_filter(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn get_past_filter(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.get_past_filter_with(rs, lookup, |k, v| (k.to_vec(), v.to_vec()))
     }
 
@@ -730,7 +552,7 @@ impl Table {
     /// value) to `found` instead of copying both out. The blocks are borrowed
     /// from the table or the cache for the lookup, not reference-counted: a
     /// point read touches no count that readers on other cores share.
-    pub fn get_past_filter_with<R>(
+    fn get_past_filter_with<R>(
         &self,
         rs: &ReadSettings,
         lookup: &[u8],
@@ -744,20 +566,11 @@ impl Table {
                 found(ikey, block.contents().get(value).unwrap_or(&[]))
             })
         };
-        if let Some(cache) = &self.cache {
-            // A hit is searched in place, the entry held only for the search.
-            let mut hit = None;
-            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
-                if let Some(block) = v.block() {
-                    hit = Some(search(block));
-                }
-            });
-            if let Some(r) = hit {
-                cache.stats().record_hit(BlockKind::Data);
-                return r;
-            }
+        // A hit is searched in place, the entry held only for the search.
+        if let Some(r) = self.blocks.with_cached_data_block(handle, &mut search) {
+            return r;
         }
-        let (data_block, _data_pin) = self.load_data_block(handle, rs, None)?;
+        let (data_block, _data_pin) = self.blocks.load_data_block(handle, rs, None)?;
         search(&data_block)
     }
 
@@ -765,14 +578,14 @@ impl Table {
     /// its value as a [`PinnableSlice`] of the data block: no copy of the
     /// value, and the block's cache entry (if cached) referenced until the
     /// slice is dropped (RocksDB's `Get` into a `PinnableSlice`).
-    pub fn get_past_filter_pinned<R>(
+    fn get_past_filter_pinned<R>(
         &self,
         rs: &ReadSettings,
         lookup: &[u8],
         found: impl FnOnce(&[u8], PinnableSlice) -> R,
     ) -> Result<Option<R>> {
         let Some(handle) = self.data_handle_for(lookup)? else { return Ok(None) };
-        let (block, entry) = self.data_block(handle, rs, None)?;
+        let (block, entry) = self.blocks.data_block(handle, rs, None)?;
         let pinned = Arc::clone(&block);
         self.search_data_block(&block, handle, lookup, |ikey, value| {
             found(ikey, PinnableSlice::pinned(pinned, entry, value))
@@ -801,7 +614,7 @@ impl Table {
             .map_or(Ok(()), |short| {
                 Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", short.len())))
             })
-            .and_then(|()| self.meta_block(&self.index, BlockKind::Index));
+            .and_then(|()| self.blocks.meta_block(&self.index, BlockKind::Index));
         let index_block = index_ref.and_then(|r| match r.value().block_arc() {
             Some(b) => Ok(b),
             None => Err(self.index_corruption("cached as a filter")),
@@ -810,7 +623,7 @@ impl Table {
             Ok(b) => b,
             Err(e) => return (0..n).for_each(|k| found(k, Err(e.duplicate()))),
         };
-        let mut index = self.index_iter(index_block);
+        let mut index = IndexCursor::new(self, index_block);
         let mut i = 0;
         while i < n {
             index.seek(self, lookup(i));
@@ -824,7 +637,7 @@ impl Table {
             // Every lookup up to the block's index key is answered by this
             // block or by none (see `data_handle_for`).
             let mut end = i + 1;
-            while end < n && self.index_order.compare(index.key(), lookup(end)).is_ge() {
+            while end < n && self.index_order().compare(index.key(), lookup(end)).is_ge() {
                 end += 1;
             }
             let handle = match BlockHandle::decode_exact(index.value()) {
@@ -846,20 +659,8 @@ impl Table {
                     }
                 }
             };
-            let mut hit = false;
-            if let Some(cache) = &self.cache {
-                cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| {
-                    if let Some(block) = v.block() {
-                        hit = true;
-                        search(block);
-                    }
-                });
-                if hit {
-                    cache.stats().record_hit(BlockKind::Data);
-                }
-            }
-            if !hit {
-                match self.load_data_block(handle, rs, None) {
+            if self.blocks.with_cached_data_block(handle, &mut search).is_none() {
+                match self.blocks.load_data_block(handle, rs, None) {
                     Ok((block, _entry)) => search(&block),
                     Err(e) => (i..end).for_each(|k| found(k, Err(e.duplicate()))),
                 }
@@ -876,16 +677,16 @@ impl Table {
         }
         if self.partitioned_index {
             let (block, _pin) = self.index_block()?;
-            let mut index = self.index_iter(block);
+            let mut index = IndexCursor::new(self, block);
             index.seek(self, lookup);
             if !index.valid() {
                 return index.error(self).map_or(Ok(None), Err);
             }
             return BlockHandle::decode_exact(index.value()).map(Some).map_err(|r| index.entry_corruption(self, &r));
         }
-        self.with_meta_block(&self.index, BlockKind::Index, |v| {
+        self.blocks.with_meta_block(&self.index, BlockKind::Index, |v| {
             let index_block = v.block().ok_or_else(|| self.index_corruption("cached as a filter"))?;
-            let mut index = BlockIterator::new(index_block, self.index_order.clone());
+            let mut index = BlockIterator::new(index_block, self.index_order().clone());
             index.seek(lookup);
             if !index.valid() {
                 return match index.corruption() {
@@ -915,39 +716,12 @@ impl Table {
         let mut data = BlockIterator::new(block, self.data_order.clone());
         data.seek(lookup);
         if let Some(r) = data.corruption() {
-            return Err(self.reader.corruption(handle.offset, r));
+            return Err(self.corruption(handle.offset, r));
         }
         if data.valid() && user_key(data.key()) == user_key(lookup) {
             Ok(Some(found(data.key(), data.value_range())))
         } else {
             Ok(None)
-        }
-    }
-
-    /// An iterator over every entry, unpositioned, reading ahead as
-    /// `rs.readahead` says.
-    pub fn iter(self: &Arc<Self>, rs: ReadSettings) -> TableIterator {
-        if rs.for_compaction {
-            self.reader.file.advise(Access::Sequential);
-        }
-        let prefetch = match rs.readahead {
-            Readahead::Fixed(0) => None,
-            Readahead::Fixed(size) => Some(PrefetchBuffer::fixed(size)),
-            Readahead::Auto if self.auto_readahead.1 == 0 => None,
-            Readahead::Auto => Some(PrefetchBuffer::auto(self.auto_readahead.0, self.auto_readahead.1)),
-        };
-        TableIterator {
-            prefetch,
-            index: None,
-            index_pin: None,
-            table: self.clone(),
-            rs,
-            data: None,
-            data_pin: None,
-            data_handle: BlockHandle::default(),
-            error: None,
-            prepared: None,
-            prepared_target: crate::sst::block::KeyBuf::new(),
         }
     }
 
@@ -960,7 +734,7 @@ impl Table {
             return 0;
         }
         let Ok((index_block, _index_pin)) = self.index_block() else { return 0 };
-        let mut index = self.index_iter(index_block);
+        let mut index = IndexCursor::new(self, index_block);
         index.seek(self, internal_key);
         if index.valid() {
             if let Ok(h) = BlockHandle::decode_exact(index.value()) {
@@ -970,99 +744,57 @@ impl Table {
         self.properties.data_size
     }
 
-    fn index_corruption(&self, reason: &str) -> Error {
-        self.reader.corruption(self.index_offset, format!("index block: {reason}"))
+    /// Corruption at `offset` of this table's file.
+    pub(super) fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
+        self.blocks.reader().corruption(offset, reason)
     }
 
-    /// The index or filter block `which`: the table's own, its pinned one, or
-    /// one from the cache (read from the file and inserted on a miss).
-    fn meta_block<'a>(&'a self, which: &'a MetaBlock, kind: BlockKind) -> Result<MetaRef<'a>> {
-        let handle = match which {
-            MetaBlock::Owned(v) => return Ok(MetaRef::Borrowed(v)),
-            MetaBlock::Pinned(h) => return Ok(MetaRef::Borrowed(h.value())),
-            MetaBlock::Cached(handle) => *handle,
-        };
-        let Some(cache) = &self.cache else {
-            return Ok(MetaRef::Held(CacheHandle::uncached(self.reader.read_meta(handle, kind, &self.index_order)?)));
-        };
-        if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
-            cache.stats().record_hit(kind);
-            return Ok(MetaRef::Held(h));
-        }
-        self.load_meta(cache.as_ref(), handle, kind).map(MetaRef::Held)
+    /// Corruption of the index block.
+    pub(super) fn index_corruption(&self, reason: &str) -> Error {
+        self.corruption(self.index_offset, format!("index block: {reason}"))
     }
 
-    /// The index or filter block at `handle`, missing from `cache`: read
-    /// (verified) and inserted with the index and filter blocks' priority.
-    ///
-    /// Readers that missed together read together; the first to finish
-    /// inserts, and the others take its entry instead of replacing it
-    /// (RocksDB replaces). A second copy of a block of hundreds of kilobytes
-    /// would be charged beside the first while both are referenced, evict
-    /// data blocks to make room, and take the first's place in the shard's
-    /// LRU order: with index blocks large beside their shard, replacing fed
-    /// the thrash docs/cache.md describes ("Shards and large blocks").
-    fn load_meta(&self, cache: &dyn BlockCache, handle: BlockHandle, kind: BlockKind) -> Result<CacheHandle> {
-        cache.stats().record_miss(kind);
-        let value = self.reader.read_meta(handle, kind, &self.index_order)?;
-        let key = CacheKey::new(self.cache_id, handle.offset);
-        if let Some(loaded) = cache.lookup(&key) {
-            return Ok(loaded);
-        }
-        insert_counted(cache, key, value, self.meta_priority, kind)
+    /// The file, for access hints.
+    pub(super) fn file(&self) -> &dyn RandomAccessFile {
+        self.blocks.reader().file()
     }
 
-    /// Runs `f` on the index or filter block `which`, as [`Table::meta_block`]
-    /// finds it. A cached block is borrowed in place for the call
-    /// ([`BlockCache::lookup_with`]: no handle, so concurrent point reads do
-    /// not all bump one shared reference count); on a miss it is read and
-    /// inserted as `meta_block` does.
-    fn with_meta_block<R>(&self, which: &MetaBlock, kind: BlockKind, f: impl Fn(&CacheValue) -> R) -> Result<R> {
-        if let (MetaBlock::Cached(handle), Some(cache)) = (which, &self.cache) {
-            let mut out = None;
-            cache.lookup_with(&CacheKey::new(self.cache_id, handle.offset), &mut |v| out = Some(f(v)));
-            if let Some(r) = out {
-                cache.stats().record_hit(kind);
-                return Ok(r);
-            }
-            return self.load_meta(cache.as_ref(), *handle, kind).map(|h| f(h.value()));
-        }
-        self.meta_block(which, kind).map(|r| f(r.value()))
+    /// How index keys (and the top-level filter index's) compare with a
+    /// lookup: `UserKeys` in format versions 3 and 4, else `Internal`.
+    pub(super) fn index_order(&self) -> &KeyOrder {
+        self.blocks.index_order()
     }
 
-    /// A cursor over the index entries, given the index block (with a
-    /// partitioned index, the top level).
-    fn index_iter(&self, index_block: Arc<Block>) -> IndexIter {
-        let top = BlockIterator::new(index_block, self.index_order.clone());
-        if self.partitioned_index {
-            IndexIter::Partitioned(Box::new(PartitionedIndexIter {
-                top,
-                part: None,
-                part_pin: None,
-                part_handle: BlockHandle::default(),
-                error: None,
-            }))
-        } else {
-            IndexIter::Flat(top)
-        }
+    /// How data-block keys compare.
+    pub(super) fn data_order(&self) -> &KeyOrder {
+        &self.data_order
+    }
+
+    /// True when the index is partitions under a top-level index.
+    pub(super) fn partitioned_index(&self) -> bool {
+        self.partitioned_index
+    }
+
+    /// Auto readahead's sizes for the table's iterators: initial and max.
+    pub(super) fn auto_readahead(&self) -> (usize, usize) {
+        self.auto_readahead
     }
 
     /// The index partition at `handle`, through the block cache as the other
     /// index blocks (read verified; inserted with their priority), and the
     /// handle that keeps it cached while it is used.
-    fn index_partition(&self, handle: BlockHandle) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        let which = MetaBlock::Cached(handle);
-        let r = self.meta_block(&which, BlockKind::Index)?;
-        let block = r
+    pub(super) fn index_partition(&self, handle: BlockHandle) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+        let h = self.blocks.cached_meta(handle, BlockKind::Index)?;
+        let block = h
             .value()
             .block_arc()
-            .ok_or_else(|| self.reader.corruption(handle.offset, "index partition: cached as a filter"))?;
-        Ok((block, r.into_handle()))
+            .ok_or_else(|| self.corruption(handle.offset, "index partition: cached as a filter"))?;
+        Ok((block, Some(h)))
     }
 
     /// The index block, and the handle that keeps it cached while it is used.
-    fn index_block(&self) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        let r = self.meta_block(&self.index, BlockKind::Index)?;
+    pub(super) fn index_block(&self) -> Result<(Arc<Block>, Option<CacheHandle>)> {
+        let r = self.blocks.meta_block(&self.index, BlockKind::Index)?;
         let block = r.value().block_arc().ok_or_else(|| self.index_corruption("cached as a filter"))?;
         Ok((block, r.into_handle()))
     }
@@ -1070,731 +802,13 @@ impl Table {
     /// The data block at `handle`, from the cache when it is there, and the
     /// handle that keeps it cached while it is used. A block not in the cache
     /// is read through `prefetch` when one is given.
-    fn data_block(
+    pub(super) fn data_block(
         &self,
         handle: BlockHandle,
         rs: &ReadSettings,
         prefetch: Option<&mut PrefetchBuffer>,
     ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        if let Some(cache) = &self.cache {
-            if let Some(h) = cache.lookup(&CacheKey::new(self.cache_id, handle.offset)) {
-                if let Some(block) = h.value().block_arc() {
-                    block.prefetch();
-                    cache.stats().record_hit(BlockKind::Data);
-                    return Ok((block, Some(h)));
-                }
-            }
-        }
-        self.load_data_block(handle, rs, prefetch)
-    }
-
-    /// The data block at `handle`, not found in the cache: read from the file
-    /// (through `prefetch` when given) and inserted when `fill_cache` and its
-    /// checksum was verified, with the handle of its cache entry then.
-    fn load_data_block(
-        &self,
-        handle: BlockHandle,
-        rs: &ReadSettings,
-        prefetch: Option<&mut PrefetchBuffer>,
-    ) -> Result<(Arc<Block>, Option<CacheHandle>)> {
-        let Some(cache) = &self.cache else {
-            return Ok((Arc::new(self.reader.read_data(handle, rs.verify_checksums, prefetch)?.0), None));
-        };
-        cache.stats().record_miss(BlockKind::Data);
-        let (block, mapped) = self.reader.read_data(handle, rs.verify_checksums, prefetch)?;
-        let block = Arc::new(block);
-        // An unverified block is not shared: a later read that verifies
-        // checksums takes cached blocks on trust, and must never be handed a
-        // damaged one (RocksDB caches it; here a cached block is a verified one).
-        // A view of a mapped file is not cached either (LevelDB's and
-        // RocksDB's rule for blocks they did not copy): its bytes are in
-        // memory already, and a cached view would keep the mapping of a
-        // deleted table alive until evicted.
-        if !rs.fill_cache || !rs.verify_checksums || mapped {
-            return Ok((block, None));
-        }
-        let key = CacheKey::new(self.cache_id, handle.offset);
-        let h =
-            insert_counted(cache.as_ref(), key, CacheValue::from_arc(Arc::clone(&block)), Priority::Low, BlockKind::Data)?;
-        Ok((block, Some(h)))
-    }
-}
-
-/// Inserts `value` into `cache` under `key` with its charge, counting the
-/// insert (or its failure, under the strict capacity limit) for `kind`.
-fn insert_counted(
-    cache: &dyn BlockCache,
-    key: CacheKey,
-    value: CacheValue,
-    priority: Priority,
-    kind: BlockKind,
-) -> Result<CacheHandle> {
-    let charge = value.charge();
-    let inserted = cache.insert(key, value, charge, priority);
-    match &inserted {
-        Ok(_) => cache.stats().record_insert(kind, charge),
-        Err(_) => cache.stats().record_insert_failure(kind),
-    }
-    inserted
-}
-
-/// Where a key's filter partition is.
-enum FilterPartition {
-    /// The key is larger than every key of the table.
-    PastTheEnd,
-    /// The top-level filter index is damaged: the filter cannot rule out.
-    Unknown,
-    At(BlockHandle),
-}
-
-/// A cursor over a table's index entries (index key → data block handle):
-/// the one index block, or the partitions under a top-level index. Moves take
-/// the table, which loads partitions.
-enum IndexIter {
-    Flat(BlockIterator),
-    Partitioned(Box<PartitionedIndexIter>),
-}
-
-/// The partitioned index as one sequence of entries: the top level picks the
-/// partition, the partition's iterator walks its entries (RocksDB's
-/// `PartitionedIndexIterator`).
-struct PartitionedIndexIter {
-    top: BlockIterator,
-    part: Option<BlockIterator>,
-    /// Keeps the cached partition `part` iterates referenced.
-    part_pin: Option<CacheHandle>,
-    /// Handle of the partition `part` iterates.
-    part_handle: BlockHandle,
-    error: Option<Error>,
-}
-
-impl IndexIter {
-    fn valid(&self) -> bool {
-        match self {
-            IndexIter::Flat(it) => it.valid(),
-            IndexIter::Partitioned(p) => p.error.is_none() && p.part.as_ref().is_some_and(BlockIterator::valid),
-        }
-    }
-
-    fn key(&self) -> &[u8] {
-        match self {
-            IndexIter::Flat(it) => it.key(),
-            IndexIter::Partitioned(p) => p.part.as_ref().map_or(&[][..], BlockIterator::key),
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match self {
-            IndexIter::Flat(it) => it.value(),
-            IndexIter::Partitioned(p) => p.part.as_ref().map_or(&[][..], BlockIterator::value),
-        }
-    }
-
-    /// Why the cursor stopped short: a damaged index block or partition, or
-    /// a partition that could not be read; `None` at a clean end.
-    fn error(&self, table: &Table) -> Option<Error> {
-        match self {
-            IndexIter::Flat(it) => it.corruption().map(|r| table.index_corruption(r)),
-            IndexIter::Partitioned(p) => p.error.as_ref().map(Error::duplicate),
-        }
-    }
-
-    /// The error for an entry whose value is not a block handle.
-    fn entry_corruption(&self, table: &Table, reason: &str) -> Error {
-        match self {
-            IndexIter::Flat(_) => table.index_corruption(reason),
-            IndexIter::Partitioned(p) => {
-                table.reader.corruption(p.part_handle.offset, format!("index partition: {reason}"))
-            }
-        }
-    }
-
-    fn seek(&mut self, table: &Table, target: &[u8]) {
-        match self {
-            IndexIter::Flat(it) => it.seek(target),
-            IndexIter::Partitioned(p) => {
-                p.top.seek(target);
-                if p.load(table) {
-                    if let Some(part) = &mut p.part {
-                        part.seek(target);
-                    }
-                }
-                p.skip(table, true);
-            }
-        }
-    }
-
-    fn seek_to_first(&mut self, table: &Table) {
-        match self {
-            IndexIter::Flat(it) => it.seek_to_first(),
-            IndexIter::Partitioned(p) => {
-                p.top.seek_to_first();
-                if p.load(table) {
-                    if let Some(part) = &mut p.part {
-                        part.seek_to_first();
-                    }
-                }
-                p.skip(table, true);
-            }
-        }
-    }
-
-    fn seek_to_last(&mut self, table: &Table) {
-        match self {
-            IndexIter::Flat(it) => it.seek_to_last(),
-            IndexIter::Partitioned(p) => {
-                p.top.seek_to_last();
-                if p.load(table) {
-                    if let Some(part) = &mut p.part {
-                        part.seek_to_last();
-                    }
-                }
-                p.skip(table, false);
-            }
-        }
-    }
-
-    fn next(&mut self, table: &Table) {
-        match self {
-            IndexIter::Flat(it) => it.next(),
-            IndexIter::Partitioned(p) => {
-                if let Some(part) = &mut p.part {
-                    part.next();
-                }
-                p.skip(table, true);
-            }
-        }
-    }
-
-    fn prev(&mut self, table: &Table) {
-        match self {
-            IndexIter::Flat(it) => it.prev(),
-            IndexIter::Partitioned(p) => {
-                if let Some(part) = &mut p.part {
-                    part.prev();
-                }
-                p.skip(table, false);
-            }
-        }
-    }
-}
-
-impl PartitionedIndexIter {
-    /// Points `part` at the partition the top-level entry names (reusing it
-    /// when it is already there). False at the top level's end or on error.
-    fn load(&mut self, table: &Table) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        if !self.top.valid() {
-            self.part = None;
-            self.part_pin = None;
-            if let Some(r) = self.top.corruption() {
-                self.error = Some(table.index_corruption(r));
-            }
-            return false;
-        }
-        let handle = match BlockHandle::decode_exact(self.top.value()) {
-            Ok(h) => h,
-            Err(r) => return self.fail(table.index_corruption(&r)),
-        };
-        if self.part.is_some() && self.part_handle == handle {
-            return true;
-        }
-        match table.index_partition(handle) {
-            Ok((block, pin)) => {
-                self.part = Some(BlockIterator::new(block, table.index_order.clone()));
-                self.part_pin = pin;
-                self.part_handle = handle;
-                true
-            }
-            Err(e) => self.fail(e),
-        }
-    }
-
-    fn fail(&mut self, e: Error) -> bool {
-        self.part = None;
-        self.part_pin = None;
-        self.error = Some(e);
-        false
-    }
-
-    /// True when the partition iterator is positioned; records its corruption.
-    fn positioned(&mut self, table: &Table) -> bool {
-        match &self.part {
-            Some(p) if p.valid() => true,
-            Some(p) => {
-                if let Some(r) = p.corruption() {
-                    let e = table.reader.corruption(self.part_handle.offset, format!("index partition: {r}"));
-                    self.fail(e);
-                }
-                false
-            }
-            None => false,
-        }
-    }
-
-    /// Moves past partitions with no entry where the move left off
-    /// (forward: to the next partition's first entry; else to the previous
-    /// one's last).
-    fn skip(&mut self, table: &Table, forward: bool) {
-        while self.error.is_none() && !self.positioned(table) {
-            if !self.top.valid() {
-                self.part = None;
-                return;
-            }
-            if forward {
-                self.top.next();
-            } else {
-                self.top.prev();
-            }
-            if !self.load(table) {
-                return;
-            }
-            if let Some(part) = &mut self.part {
-                if forward {
-                    part.seek_to_first();
-                } else {
-                    part.seek_to_last();
-                }
-            }
-        }
-    }
-}
-
-/// The prefix a bounded prefix seek (docs/data_model.md, "Prefixes") is
-/// after, shared by an iterator over the database with its table
-/// iterators: set only for the duration of that seek, so tables whose
-/// filter lacks the prefix are skipped then and at no other positioning.
-pub struct SeekPrefix {
-    extractor: String,
-    current: parking_lot::Mutex<Option<Vec<u8>>>,
-    /// Tables asked, and ruled out, since [`SeekPrefix::take_counts`].
-    checked: std::sync::atomic::AtomicU64,
-    useful: std::sync::atomic::AtomicU64,
-    /// Bumped by every [`SeekPrefix::set`]: an answer of
-    /// [`SeekPrefix::excludes`] holds while it is unchanged.
-    generation: std::sync::atomic::AtomicU64,
-}
-
-impl SeekPrefix {
-    /// Shared state for prefixes of the extractor named `extractor`.
-    pub fn new(extractor: &str) -> Self {
-        SeekPrefix {
-            extractor: extractor.to_string(),
-            current: parking_lot::Mutex::new(None),
-            checked: Default::default(),
-            useful: Default::default(),
-            generation: Default::default(),
-        }
-    }
-
-    /// Changes with every [`SeekPrefix::set`].
-    fn generation(&self) -> u64 {
-        self.generation.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    /// Tables asked about a prefix and tables ruled out, since the last call.
-    pub fn take_counts(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.checked.swap(0, Relaxed), self.useful.swap(0, Relaxed))
-    }
-
-    /// Sets (or, with `None`, clears) the prefix of the seek under way.
-    pub fn set(&self, prefix: Option<Vec<u8>>) {
-        let mut current = self.current.lock();
-        *current = prefix;
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-    }
-
-    /// True when a seek is for a prefix `table`'s filter says it lacks.
-    fn excludes(&self, table: &Table) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        let current = self.current.lock();
-        let Some(p) = current.as_ref() else { return false };
-        self.checked.fetch_add(1, Relaxed);
-        let excluded = !table.prefix_may_match(&self.extractor, p);
-        if excluded {
-            self.useful.fetch_add(1, Relaxed);
-        }
-        excluded
-    }
-}
-
-/// A [`TableIterator`] that a bounded prefix seek skips when the table's
-/// filter lacks the prefix: invalid after such a seek, as if the table
-/// held nothing at or after the target (the seek's caller stops at the
-/// prefix's end, so nothing past it is missed).
-pub struct PrefixCheckedIterator {
-    inner: TableIterator,
-    prefix: Arc<SeekPrefix>,
-    skipped: bool,
-    /// Whether a prepared seek found the table excluded, and for which
-    /// prefix ([`SeekPrefix::generation`]).
-    prepared_skip: Option<(bool, u64)>,
-}
-
-impl PrefixCheckedIterator {
-    /// Wraps `inner`, which iterates its table.
-    pub fn new(inner: TableIterator, prefix: Arc<SeekPrefix>) -> Self {
-        PrefixCheckedIterator { inner, prefix, skipped: false, prepared_skip: None }
-    }
-}
-
-impl InternalIterator for PrefixCheckedIterator {
-    fn valid(&self) -> bool {
-        !self.skipped && self.inner.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.skipped = false;
-        self.prepared_skip = None;
-        self.inner.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.skipped = false;
-        self.prepared_skip = None;
-        self.inner.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        // A prepared answer holds while the prefix is the one it was for.
-        self.skipped = match self.prepared_skip.take() {
-            Some((skipped, generation)) if generation == self.prefix.generation() => skipped,
-            _ => self.prefix.excludes(&self.inner.table),
-        };
-        if !self.skipped {
-            self.inner.seek(target);
-        }
-    }
-    fn prepare_seek(&mut self, target: &[u8]) {
-        let generation = self.prefix.generation();
-        let skipped = self.prefix.excludes(&self.inner.table);
-        self.prepared_skip = Some((skipped, generation));
-        if !skipped {
-            self.inner.prepare_seek(target);
-        }
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.prepared_skip = None;
-        self.skipped = self.prefix.excludes(&self.inner.table);
-        if !self.skipped {
-            self.inner.seek_for_prev(target);
-        }
-    }
-    fn next(&mut self) {
-        self.prepared_skip = None;
-        self.inner.next();
-    }
-    fn prev(&mut self) {
-        self.prepared_skip = None;
-        self.inner.prev();
-    }
-    fn key(&self) -> &[u8] {
-        self.inner.key()
-    }
-    fn value(&self) -> &[u8] {
-        self.inner.value()
-    }
-    fn status(&self) -> Result<()> {
-        if self.skipped {
-            return Ok(());
-        }
-        self.inner.status()
-    }
-}
-
-/// A two-level iterator over a table: the index block picks the data block,
-/// the data block iterator walks its entries. Yields every entry, tombstones
-/// and old versions included.
-pub struct TableIterator {
-    table: Arc<Table>,
-    rs: ReadSettings,
-    /// Loaded on first positioning.
-    index: Option<IndexIter>,
-    /// Keeps a cached index block referenced while the iterator lives.
-    index_pin: Option<CacheHandle>,
-    data: Option<BlockIterator>,
-    /// Keeps the cached block `data` iterates referenced.
-    data_pin: Option<CacheHandle>,
-    /// Handle of the block `data` iterates.
-    data_handle: BlockHandle,
-    /// Reads data blocks ahead; `None` when readahead is off.
-    prefetch: Option<PrefetchBuffer>,
-    error: Option<Error>,
-    /// Set by `prepare_seek` to whether it loaded a data block: the index
-    /// and the block are positioned for `prepared_target`. Any other call
-    /// clears it.
-    prepared: Option<bool>,
-    prepared_target: crate::sst::block::KeyBuf,
-}
-
-impl TableIterator {
-    /// Loads the index block on first use; false (with the error recorded)
-    /// when it cannot be read.
-    fn ensure_index(&mut self) -> bool {
-        if self.index.is_none() {
-            match self.table.index_block() {
-                Ok((block, pin)) => {
-                    self.index = Some(self.table.index_iter(block));
-                    self.index_pin = pin;
-                }
-                Err(e) => {
-                    return self.fail(e);
-                }
-            }
-        }
-        true
-    }
-
-    fn clear_data(&mut self) {
-        self.data = None;
-        self.data_pin = None;
-    }
-
-    /// Points `data` at the block the index entry names (reusing it when it is
-    /// already there). False when the index is exhausted or on error.
-    fn load_data_block(&mut self) -> bool {
-        let decoded = match &self.index {
-            Some(index) if index.valid() => {
-                BlockHandle::decode_exact(index.value()).map_err(|r| index.entry_corruption(&self.table, &r))
-            }
-            Some(index) => {
-                let error = index.error(&self.table);
-                self.clear_data();
-                if error.is_some() {
-                    self.error = error;
-                }
-                return false;
-            }
-            None => {
-                self.clear_data();
-                return false;
-            }
-        };
-        let handle = match decoded {
-            Ok(h) => h,
-            Err(e) => return self.fail(e),
-        };
-        if self.data.is_some() && self.data_handle == handle {
-            return true;
-        }
-        match self.table.data_block(handle, &self.rs, self.prefetch.as_mut()) {
-            Ok((block, pin)) => {
-                let buf = self.data.take().map(BlockIterator::into_key_buffer).unwrap_or_default();
-                self.data = Some(BlockIterator::with_key_buffer(block, self.table.data_order.clone(), buf));
-                self.data_pin = pin;
-                self.data_handle = handle;
-                true
-            }
-            Err(e) => self.fail(e),
-        }
-    }
-
-    fn fail(&mut self, e: Error) -> bool {
-        self.clear_data();
-        self.error = Some(e);
-        false
-    }
-
-    /// True when the data iterator is positioned; records its corruption.
-    fn data_positioned(&mut self) -> bool {
-        match &self.data {
-            Some(d) if d.valid() => true,
-            Some(d) => {
-                if let Some(r) = d.corruption() {
-                    let e = self.table.reader.corruption(self.data_handle.offset, r);
-                    self.fail(e);
-                }
-                false
-            }
-            None => false,
-        }
-    }
-
-    fn skip_empty_blocks_forward(&mut self) {
-        while !self.data_positioned() && self.error.is_none() {
-            match self.index.as_mut() {
-                Some(index) if index.valid() => index.next(&self.table),
-                _ => {
-                    self.clear_data();
-                    return;
-                }
-            }
-            if !self.load_data_block() {
-                return;
-            }
-            if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_empty_blocks_backward(&mut self) {
-        while !self.data_positioned() && self.error.is_none() {
-            match self.index.as_mut() {
-                Some(index) if index.valid() => index.prev(&self.table),
-                _ => {
-                    self.clear_data();
-                    return;
-                }
-            }
-            if !self.load_data_block() {
-                return;
-            }
-            if let Some(d) = &mut self.data {
-                d.seek_to_last();
-            }
-        }
-    }
-
-    fn check_target(&mut self, target: &[u8]) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        if target.len() < TRAILER_LEN {
-            let e = Error::invalid(format!("seek target of {} bytes is not an internal key", target.len()));
-            return self.fail(e);
-        }
-        true
-    }
-}
-
-impl InternalIterator for TableIterator {
-    fn valid(&self) -> bool {
-        self.error.is_none() && self.data.as_ref().is_some_and(BlockIterator::valid)
-    }
-
-    fn seek_to_first(&mut self) {
-        self.prepared = None;
-        if self.error.is_some() {
-            return;
-        }
-        if !self.ensure_index() {
-            return;
-        }
-        let Some(index) = self.index.as_mut() else { return };
-        index.seek_to_first(&self.table);
-        if self.load_data_block() {
-            if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
-        self.skip_empty_blocks_forward();
-    }
-
-    fn seek_to_last(&mut self) {
-        self.prepared = None;
-        if self.error.is_some() {
-            return;
-        }
-        if !self.ensure_index() {
-            return;
-        }
-        let Some(index) = self.index.as_mut() else { return };
-        index.seek_to_last(&self.table);
-        if self.load_data_block() {
-            if let Some(d) = &mut self.data {
-                d.seek_to_last();
-            }
-        }
-        self.skip_empty_blocks_backward();
-    }
-
-    fn seek(&mut self, target: &[u8]) {
-        let prepared = self.prepared.take().filter(|_| self.prepared_target[..] == *target);
-        if !self.check_target(target) {
-            return;
-        }
-        let loaded = if let Some(loaded) = prepared {
-            loaded
-        } else {
-            if !self.ensure_index() {
-                return;
-            }
-            let Some(index) = self.index.as_mut() else { return };
-            index.seek(&self.table, target);
-            self.load_data_block()
-        };
-        if loaded {
-            if let Some(d) = &mut self.data {
-                d.seek(target);
-            }
-        }
-        self.skip_empty_blocks_forward();
-    }
-
-    /// The index search and the data block's fetch of a seek to `target`
-    /// (a block found in the block cache has its bytes' loads issued,
-    /// [`Block::prefetch`]); the seek that follows seeks in the block.
-    fn prepare_seek(&mut self, target: &[u8]) {
-        self.prepared = None;
-        if !self.check_target(target) || !self.ensure_index() {
-            return;
-        }
-        let Some(index) = self.index.as_mut() else { return };
-        index.seek(&self.table, target);
-        self.prepared = Some(self.load_data_block());
-        self.prepared_target.clear();
-        self.prepared_target.extend_from_slice(target);
-    }
-
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.prepared = None;
-        if !self.check_target(target) {
-            return;
-        }
-        // The first block whose index key is >= target may hold the answer;
-        // if it holds nothing <= target, the previous block's last entry is it.
-        if !self.ensure_index() {
-            return;
-        }
-        let Some(index) = self.index.as_mut() else { return };
-        index.seek(&self.table, target);
-        if !index.valid() && index.error(&self.table).is_none() {
-            index.seek_to_last(&self.table);
-        }
-        if self.load_data_block() {
-            if let Some(d) = &mut self.data {
-                d.seek_for_prev(target);
-            }
-        }
-        self.skip_empty_blocks_backward();
-    }
-
-    fn next(&mut self) {
-        self.prepared = None;
-        if !self.valid() {
-            return;
-        }
-        if let Some(d) = &mut self.data {
-            d.next();
-        }
-        self.skip_empty_blocks_forward();
-    }
-
-    fn prev(&mut self) {
-        self.prepared = None;
-        if !self.valid() {
-            return;
-        }
-        if let Some(d) = &mut self.data {
-            d.prev();
-        }
-        self.skip_empty_blocks_backward();
-    }
-
-    fn key(&self) -> &[u8] {
-        self.data.as_ref().map_or(&[][..], BlockIterator::key)
-    }
-
-    fn value(&self) -> &[u8] {
-        self.data.as_ref().map_or(&[][..], BlockIterator::value)
-    }
-
-    fn status(&self) -> Result<()> {
-        match &self.error {
-            Some(e) => Err(e.duplicate()),
-            None => Ok(()),
-        }
+        self.blocks.data_block(handle, rs, prefetch)
     }
 }
 
@@ -1826,115 +840,19 @@ fn read_range_dels(reader: &BlockReader, handle: BlockHandle, cmp: &UserComparat
 #[cfg(test)]
 mod tests {
     use std::cmp::Ordering;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+    use std::sync::atomic::AtomicBool;
 
     use parking_lot::Mutex;
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::cache::{new_cache, CacheOptions, CacheType, LruCache};
-    use crate::fs::WritableFile;
-    use crate::iter::VecIterator;
-    use crate::key::{compare_bytewise_internal_keys, make_internal_key, ValueKind, KIND_FOR_SEEK, MAX_SEQUENCE};
+    use crate::key::{compare_bytewise_internal_keys, KIND_FOR_SEEK, MAX_SEQUENCE};
     use crate::sst::block_builder::BlockBuilder;
     use crate::sst::table_builder::{TableBuilder, TableBuilderOptions};
-    use crate::util::checksum::mask;
+    use crate::sst::test_tables::*;
+    use crate::sst::PinnableSlice;
+    use crate::util::checksum::{mask, ChecksumType};
     use crate::util::compression::CompressionType;
-
-    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
-
-    /// A writable file in memory that records whether it was synced.
-    struct MemWritable {
-        data: Arc<Mutex<Vec<u8>>>,
-        synced: Arc<AtomicBool>,
-        fail_after: Option<usize>,
-    }
-
-    impl WritableFile for MemWritable {
-        fn append(&mut self, data: &[u8]) -> Result<()> {
-            let mut d = self.data.lock();
-            if self.fail_after.is_some_and(|limit| d.len() + data.len() > limit) {
-                return Err(Error::io("append", "mem.sst", std::io::Error::other("disk full")));
-            }
-            d.extend_from_slice(data);
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn sync(&mut self) -> Result<()> {
-            self.synced.store(true, AtomicOrdering::SeqCst);
-            Ok(())
-        }
-        fn size(&self) -> u64 {
-            self.data.lock().len() as u64
-        }
-    }
-
-    /// A read-only file in memory that counts its reads and records hints.
-    struct MemRandom {
-        data: Vec<u8>,
-        reads: AtomicUsize,
-        advised: Mutex<Vec<Access>>,
-    }
-
-    impl MemRandom {
-        fn new(data: Vec<u8>) -> Arc<MemRandom> {
-            Arc::new(MemRandom { data, reads: AtomicUsize::new(0), advised: Mutex::new(Vec::new()) })
-        }
-    }
-
-    impl RandomAccessFile for MemRandom {
-        fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-            self.reads.fetch_add(1, AtomicOrdering::SeqCst);
-            let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.data.len());
-            let end = start.saturating_add(len).min(self.data.len());
-            Ok(self.data[start..end].to_vec())
-        }
-        fn size(&self) -> Result<u64> {
-            Ok(self.data.len() as u64)
-        }
-        fn advise(&self, access: Access) {
-            self.advised.lock().push(access);
-        }
-    }
-
-    fn opts(compression: CompressionType, checksum: ChecksumType, block_size: usize) -> TableBuilderOptions {
-        TableBuilderOptions {
-            block_size,
-            block_restart_interval: 4,
-            index_block_restart_interval: 16,
-            block_size_deviation: 10,
-            bloom_bits_per_key: 10,
-            checksum,
-            compression,
-            column_family: 0,
-            column_family_name: None,
-            index_partition_size: None,
-            partition_filters: false,
-            user_key_index: true,
-            whole_key_filtering: true,
-            prefix_extractor: None,
-            comparator: UserComparator::BYTEWISE,
-            collectors: Default::default(),
-        }
-    }
-
-    fn build(entries: &[(Vec<u8>, Vec<u8>)], o: TableBuilderOptions) -> (Vec<u8>, TableProperties) {
-        let data = Arc::new(Mutex::new(Vec::new()));
-        let synced = Arc::new(AtomicBool::new(false));
-        let file = MemWritable { data: data.clone(), synced: synced.clone(), fail_after: None };
-        let mut b = TableBuilder::new(Box::new(file), o, "test.sst".into());
-        for (k, v) in entries {
-            b.add(k, v).unwrap();
-        }
-        assert_eq!(b.num_entries(), entries.len() as u64);
-        let props = b.finish().unwrap();
-        assert!(synced.load(AtomicOrdering::SeqCst), "finish did not sync");
-        let bytes = data.lock().clone();
-        assert_eq!(props.file_size, bytes.len() as u64);
-        (bytes, props)
-    }
 
     /// The sizes of a table's data blocks as stored, in order (the table
     /// uncompressed, its index in one block).
@@ -2001,58 +919,6 @@ mod tests {
             assert!(over_with < over_without, "deviation {deviation}: {over_with} blocks past block_size, {over_without} without");
             assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), random);
         }
-    }
-
-    fn open(bytes: &[u8]) -> Result<Arc<Table>> {
-        Table::open(MemRandom::new(bytes.to_vec()), bytes.len() as u64, "test.sst".into(), None)
-    }
-
-    fn ikey(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
-        make_internal_key(user_key, seq, kind)
-    }
-
-    /// Distinct user keys, every third with an older version, every seventh
-    /// version a tombstone; values compress well.
-    fn sample_entries(n: usize) -> Entries {
-        let mut out = Vec::new();
-        for i in 0..n {
-            let uk = format!("key{i:06}").into_bytes();
-            let versions: &[u64] = if i % 3 == 0 { &[20, 10] } else { &[15] };
-            for &seq in versions {
-                let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
-                let value = match kind {
-                    ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => Vec::new(),
-                    ValueKind::Value | ValueKind::BlobIndex | ValueKind::Merge => {
-                        format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
-                    }
-                };
-                out.push((ikey(&uk, seq, kind), value));
-            }
-        }
-        out
-    }
-
-    fn scan_forward(t: &Arc<Table>, rs: ReadSettings) -> Result<Entries> {
-        let mut it = t.iter(rs);
-        let mut out = Vec::new();
-        it.seek_to_first();
-        while it.valid() {
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        it.status().map(|()| out)
-    }
-
-    fn scan_backward(t: &Arc<Table>, rs: ReadSettings) -> Result<Entries> {
-        let mut it = t.iter(rs);
-        let mut out = Vec::new();
-        it.seek_to_last();
-        while it.valid() {
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.prev();
-        }
-        out.reverse();
-        it.status().map(|()| out)
     }
 
     #[test]
@@ -2136,559 +1002,159 @@ mod tests {
         }
     }
 
-    /// Applies one random operation to both iterators and checks they agree.
-    fn check_same(ours: &TableIterator, reference: &VecIterator, what: &str) {
-        assert_eq!(ours.valid(), reference.valid(), "{what}");
-        if reference.valid() {
-            assert_eq!(ours.key(), reference.key(), "{what}");
-            assert_eq!(ours.value(), reference.value(), "{what}");
-        }
+    /// Entries of `a`, `k` (two versions), `m` (a tombstone) and `p` (a merge
+    /// operand), and a range tombstone over `[c, l)` at sequence 4.
+    fn lookup_table(o: TableBuilderOptions) -> Arc<Table> {
+        let entries: Entries = vec![
+            (ikey(b"a", 7, ValueKind::Value), b"a7".to_vec()),
+            (ikey(b"k", 5, ValueKind::Value), b"five".to_vec()),
+            (ikey(b"k", 3, ValueKind::Value), b"three".to_vec()),
+            (ikey(b"m", 2, ValueKind::Deletion), Vec::new()),
+            (ikey(b"p", 6, ValueKind::Merge), b"+1".to_vec()),
+        ];
+        let tombstone = RangeTombstone { start: b"c".to_vec(), end: b"l".to_vec(), seq: 4 };
+        open(&build_with_tombstones(&entries, &[tombstone], o).0).unwrap()
     }
 
-    /// One version of each user key: no two blocks share a user key, so the
-    /// index can hold user keys.
-    fn unique_entries(n: usize) -> Entries {
-        let mut entries = sample_entries(n);
-        entries.dedup_by(|b, a| user_key(&a.0) == user_key(&b.0));
-        entries
-    }
-
-    #[test]
-    fn many_blocks_agree_with_a_sorted_vec() {
-        // Versions of a user key across blocks keep internal index keys;
-        // one version per key gives user index keys, unless turned off.
-        for (entries, user_key_index, expect_user_keys) in [
-            (sample_entries(6000), true, false),
-            (unique_entries(6000), true, true),
-            (unique_entries(6000), false, false),
-        ] {
-            let o = TableBuilderOptions { user_key_index, ..opts(CompressionType::Lz4, ChecksumType::Crc32c, 256) };
-            let (bytes, props) = build(&entries, o);
-            let t = open(&bytes).unwrap();
-            assert_eq!(t.index_key_is_user_key(), expect_user_keys);
-            many_blocks_agree(&entries, &bytes, &props);
-        }
-    }
-
-    #[test]
-    fn index_blocks_of_every_restart_interval_read_alike() {
-        // Flat and partitioned indexes, with internal and user index keys:
-        // every interval reads as the sorted entries do (seeks both ways,
-        // steps, point lookups one at a time and batched); tables written
-        // with different intervals differ only in the index's size.
-        // The flat index sizes are compared on the user-key index of
-        // entries with one version each (`sized`).
-        let mut flat_index_size = std::collections::BTreeMap::new();
-        for (entries, user_key_index, sized) in [
-            (sample_entries(6000), true, false),
-            (unique_entries(6000), true, true),
-            (unique_entries(6000), false, false),
-        ] {
-            for partition in [None, Some(512)] {
-                for interval in [1, 2, 7, 16, 64, 1000] {
-                    let o = TableBuilderOptions {
-                        user_key_index,
-                        index_block_restart_interval: interval,
-                        index_partition_size: partition,
-                        compression: CompressionType::None,
-                        ..opts(CompressionType::Lz4, ChecksumType::Crc32c, 256)
-                    };
-                    let (bytes, props) = build(&entries, o);
-                    many_blocks_agree(&entries, &bytes, &props);
-                    if partition.is_some() {
-                        assert!(props.index_partitions > 1, "interval {interval}: one partition");
-                    } else if sized {
-                        flat_index_size.insert(interval, props.index_size);
-                    }
-                }
-            }
-        }
-        // Between restarts an entry stores only what its key adds: the
-        // index of interval 16 is under half the size of interval 1's.
-        let size = |i: usize| flat_index_size[&i];
-        assert!(size(16) * 2 < size(1), "index sizes by interval: {flat_index_size:?}");
-        assert!(size(2) < size(1) && size(16) < size(2), "index sizes by interval: {flat_index_size:?}");
-    }
-
-    fn many_blocks_agree(entries: &Entries, bytes: &[u8], props: &TableProperties) {
-        assert!(props.num_data_blocks > 200, "{} blocks", props.num_data_blocks);
-        let t = open(bytes).unwrap();
-        let mut ours = t.iter(ReadSettings::default());
-        let mut reference = VecIterator::new(entries.clone());
-        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let random_target = |rng: &mut rand::rngs::StdRng| {
-            let i = rng.gen_range(0..6100);
-            let mut uk = format!("key{i:06}").into_bytes();
-            if rng.gen_bool(0.2) {
-                uk.push(b'x');
-            }
-            ikey(&uk, rng.gen_range(0..25), KIND_FOR_SEEK)
-        };
-        for step in 0..3000 {
-            let what = format!("step {step}");
-            match rng.gen_range(0..6) {
-                0 => {
-                    let target = random_target(&mut rng);
-                    ours.seek(&target);
-                    reference.seek(&target);
-                }
-                1 => {
-                    let target = random_target(&mut rng);
-                    ours.seek_for_prev(&target);
-                    reference.seek_for_prev(&target);
-                }
-                2 if rng.gen_bool(0.1) => {
-                    ours.seek_to_first();
-                    reference.seek_to_first();
-                }
-                2 => {
-                    ours.seek_to_last();
-                    reference.seek_to_last();
-                }
-                3 | 4 => {
-                    for _ in 0..rng.gen_range(1..40) {
-                        if reference.valid() {
-                            ours.next();
-                            reference.next();
-                            check_same(&ours, &reference, &what);
-                        }
-                    }
-                }
-                _ => {
-                    for _ in 0..rng.gen_range(1..40) {
-                        if reference.valid() {
-                            ours.prev();
-                            reference.prev();
-                            check_same(&ours, &reference, &what);
-                        }
-                    }
-                }
-            }
-            check_same(&ours, &reference, &what);
-        }
-        ours.status().unwrap();
-
-        // Point lookups, one at a time and batched, give the first entry at
-        // or after the lookup when it has the lookup's user key.
-        let rs = ReadSettings::default();
-        let mut lookups: Vec<Vec<u8>> = (0..2000).map(|_| random_target(&mut rng)).collect();
-        lookups.sort_by(|a, b| compare_bytewise_internal_keys(a, b));
-        let expected: Vec<Option<(Vec<u8>, Vec<u8>)>> = lookups
-            .iter()
-            .map(|l| {
-                let i = entries.partition_point(|(k, _)| compare_bytewise_internal_keys(k, l) == Ordering::Less);
-                entries.get(i).filter(|(k, _)| user_key(k) == user_key(l)).cloned()
-            })
-            .collect();
-        for (l, want) in lookups.iter().zip(&expected) {
-            assert_eq!(&t.get(&rs, l).unwrap(), want, "get {:?}", String::from_utf8_lossy(l));
-        }
-        let mut batched = vec![None; lookups.len()];
-        t.multi_get_past_filter(&rs, lookups.len(), |k| &lookups[k], |k, r| {
-            let (key, value) = r.unwrap();
-            batched[k] = Some((key.to_vec(), value.to_vec()));
-        });
-        assert_eq!(batched, expected, "multi_get");
-
-        // Offsets grow with the key and stay within the data blocks.
-        let mut last = 0;
-        for (k, _) in entries.iter().step_by(97) {
-            let off = t.approximate_offset_of(k);
-            assert!(off >= last && off < props.data_size, "{off} after {last}");
-            last = off;
-        }
-        assert_eq!(t.approximate_offset_of(&entries[0].0), 0);
-        assert_eq!(t.approximate_offset_of(&ikey(b"zzz", 1, ValueKind::Value)), props.data_size);
-        assert!(t.approximate_offset_of(&entries[entries.len() / 2].0) > props.data_size / 4);
-    }
-
-    /// Where `it` is: its entry and the two after it, or its error.
-    fn position_of(it: &mut dyn InternalIterator) -> std::result::Result<Entries, String> {
-        let mut out = Vec::new();
-        while it.valid() && out.len() < 3 {
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.next();
-        }
-        it.status().map_err(|e| e.to_string())?;
-        Ok(out)
-    }
-
-    #[test]
-    fn prepared_seeks_land_where_plain_seeks_do() {
-        let entries = sample_entries(3000);
-        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
-        let cache: Arc<dyn BlockCache> = Arc::new(LruCache::new(64 << 10));
-        let uncached = open(&bytes).unwrap();
-        let cached = Table::open(MemRandom::new(bytes.clone()), bytes.len() as u64, "p.sst".into(), Some(cache)).unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
-        let target = |rng: &mut rand::rngs::StdRng| match rng.gen_range(0..20) {
-            // Not an internal key: the seek's error.
-            0 => b"short".to_vec(),
-            _ => {
-                let mut uk = format!("key{:06}", rng.gen_range(0..3100)).into_bytes();
-                if rng.gen_bool(0.2) {
-                    uk.push(b'x');
-                }
-                ikey(&uk, rng.gen_range(0..25), KIND_FOR_SEEK)
-            }
-        };
-        for (name, t) in [("uncached", &uncached), ("cached", &cached)] {
-            // One iterator reused, as a merging iterator reuses its children.
-            let mut prepared = t.iter(ReadSettings::default());
-            for step in 0..1500 {
-                let goal = target(&mut rng);
-                let mut plain = t.iter(ReadSettings::default());
-                plain.seek(&goal);
-                let want = position_of(&mut plain);
-                let what = format!("{name}, step {step}");
-                match rng.gen_range(0..4) {
-                    // Prepared for this target.
-                    0 | 1 => prepared.prepare_seek(&goal),
-                    // Prepared for another target: discarded.
-                    2 => prepared.prepare_seek(&target(&mut rng)),
-                    // Prepared, then moved: discarded.
-                    _ => {
-                        prepared.prepare_seek(&goal);
-                        prepared.seek_to_first();
-                    }
-                }
-                if prepared.status().is_err() {
-                    // A failed seek's error stays with its iterator, as it
-                    // does without preparing.
-                    prepared = t.iter(ReadSettings::default());
-                    prepared.prepare_seek(&goal);
-                }
-                prepared.seek(&goal);
-                assert_eq!(position_of(&mut prepared), want, "{what}");
-                if want.is_err() {
-                    prepared = t.iter(ReadSettings::default());
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn block_cache_serves_repeated_reads() {
-        let entries = sample_entries(500);
-        let (bytes, _) = build(&entries, opts(CompressionType::Snappy, ChecksumType::Crc32c, 512));
-        let file = MemRandom::new(bytes.clone());
-        let cache = Arc::new(LruCache::new(1 << 20));
-        let t = Table::open(file.clone(), bytes.len() as u64, "c.sst".into(), Some(cache.clone())).unwrap();
-        let key = &entries[100].0;
-        let no_fill = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
-        assert!(t.get(&no_fill, key).unwrap().is_some());
-        assert_eq!(cache.usage(), 0, "fill_cache = false inserted a block");
-
-        let rs = ReadSettings::default();
-        assert!(t.get(&rs, key).unwrap().is_some());
-        let usage = cache.usage();
-        assert!(usage > 0);
-        let reads = file.reads.load(AtomicOrdering::SeqCst);
-        assert_eq!(t.get(&rs, key).unwrap(), Some(entries[100].clone()));
-        assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads, "second read missed the cache");
-        assert_eq!(cache.usage(), usage);
-
-        // The same file opened again gets its own cache id.
-        let t2 = Table::open(file.clone(), bytes.len() as u64, "c.sst".into(), Some(cache.clone())).unwrap();
-        let reads = file.reads.load(AtomicOrdering::SeqCst);
-        assert!(t2.get(&rs, key).unwrap().is_some());
-        assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1);
-        assert_eq!(cache.usage(), 2 * usage);
-
-        // A full scan through a small cache keeps it within capacity.
-        let small: Arc<dyn BlockCache> =
-            Arc::new(LruCache::with_options(&CacheOptions { num_shard_bits: 0, ..CacheOptions::new(2048) }).unwrap());
-        let t3 = Table::open(file, bytes.len() as u64, "c.sst".into(), Some(small.clone())).unwrap();
-        assert_eq!(scan_forward(&t3, rs).unwrap(), entries);
-        assert!(small.usage() > 0 && small.usage() <= 2048);
-    }
-
-    #[test]
-    fn a_block_read_without_verification_is_not_cached_for_verified_reads() {
-        let entries = sample_entries(50);
-        let (mut bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 4096));
-        // A byte of the first value, inside the first data block: it still
-        // parses, so only its checksum tells.
-        let (key, value) = &entries[0];
-        let at = bytes.windows(value.len()).position(|w| w == value.as_slice()).unwrap();
-        bytes[at] ^= 0x01;
-        let file = MemRandom::new(bytes.clone());
-        let cache = Arc::new(LruCache::new(1 << 20));
-        let t = Table::open(file, bytes.len() as u64, "d.sst".into(), Some(cache.clone())).unwrap();
-        let unverified = ReadSettings { verify_checksums: false, ..ReadSettings::default() };
-        let got = t.get(&unverified, key).unwrap().unwrap();
-        assert_ne!(got.1, *value, "the damage is in the value read without verification");
-        assert_eq!(cache.usage(), 0, "an unverified block was cached");
-        let e = t.get(&ReadSettings::default(), key).unwrap_err();
-        assert!(e.is_corruption(), "{e:?}");
-    }
-
-    /// A table of many small blocks, in memory with a read counter.
-    fn cached_table_file() -> (Arc<MemRandom>, u64, Entries) {
-        let entries = sample_entries(3000);
-        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
-        let len = bytes.len() as u64;
-        (MemRandom::new(bytes), len, entries)
-    }
-
-    fn policy(cache: &Arc<dyn BlockCache>, high_priority: bool, pin: bool) -> TableCachePolicy {
-        TableCachePolicy {
-            block_cache: Some(Arc::clone(cache)),
-            cache_index_and_filter_blocks: true,
-            cache_index_and_filter_blocks_with_high_priority: high_priority,
-            pin_index_and_filter_blocks: pin,
-            ..TableCachePolicy::default()
-        }
-    }
-
-    fn cache_of(cache_type: CacheType, capacity: usize) -> Arc<dyn BlockCache> {
-        let o = CacheOptions { num_shard_bits: 0, estimated_entry_charge: 600, ..CacheOptions::new(capacity) };
-        new_cache(cache_type, &o).unwrap()
-    }
-
-    fn empty_block() -> CacheValue {
-        CacheValue::new(Block::new(BlockBuilder::new(1).finish()).unwrap())
-    }
-
-    /// Fills `cache` with unrelated high-priority blocks so everything
-    /// unreferenced goes.
-    fn flood(cache: &Arc<dyn BlockCache>) {
-        let id = cache.new_id();
-        for i in 0..(4 * cache.capacity() / 512) as u64 {
-            drop(cache.insert(CacheKey::new(id, i), empty_block(), 512, Priority::High).unwrap());
-        }
-    }
-
-    /// A cache whose next `misses` lookups answer "not there" whatever it
-    /// holds, as a reader sees it when another reader loads the same block
-    /// between its lookup and its insert.
-    struct RacedCache {
-        inner: Arc<dyn BlockCache>,
-        misses: AtomicUsize,
-    }
-
-    impl BlockCache for RacedCache {
-        fn lookup(&self, key: &CacheKey) -> Option<CacheHandle> {
-            let raced = self.misses.fetch_update(AtomicOrdering::SeqCst, AtomicOrdering::SeqCst, |n| n.checked_sub(1));
-            if raced.is_ok() {
-                return None;
-            }
-            self.inner.lookup(key)
-        }
-        fn insert(&self, key: CacheKey, value: CacheValue, charge: usize, priority: Priority) -> Result<CacheHandle> {
-            self.inner.insert(key, value, charge, priority)
-        }
-        fn erase(&self, key: &CacheKey) {
-            self.inner.erase(key)
-        }
-        fn usage(&self) -> usize {
-            self.inner.usage()
-        }
-        fn pinned_usage(&self) -> usize {
-            self.inner.pinned_usage()
-        }
-        fn capacity(&self) -> usize {
-            self.inner.capacity()
-        }
-        fn new_id(&self) -> u64 {
-            self.inner.new_id()
-        }
-        fn stats(&self) -> &crate::cache::CacheStats {
-            self.inner.stats()
-        }
-        fn name(&self) -> &'static str {
-            self.inner.name()
-        }
-    }
-
-    #[test]
-    fn a_reader_that_loses_the_race_to_load_a_meta_block_takes_the_cached_one() {
-        for cache_type in [CacheType::Lru, CacheType::Clock] {
-            let (file, len, entries) = cached_table_file();
-            let raced = Arc::new(RacedCache { inner: cache_of(cache_type, 1 << 20), misses: AtomicUsize::new(0) });
-            let cache: Arc<dyn BlockCache> = raced.clone();
-            let t = Table::open_with_policy(file, len, "c.sst".into(), policy(&cache, true, false)).unwrap();
-            let meta_inserts = || {
-                let s = cache.stats().snapshot();
-                (s.index.inserts, s.filter.inserts)
+    /// What `t` holds for `key` read at `seq`, the value copied (`V`) and
+    /// pinned alike, with the filter probed by `lookup` or started first.
+    fn look(t: &Table, key: &[u8], seq: u64, x: Option<Arc<dyn SliceTransform>>) -> (String, SequenceNumber) {
+        let lookup = ikey(key, seq, KIND_FOR_SEEK);
+        let extractor = move || x.clone();
+        let read = PointLookup { key, lookup: &lookup, seq, rs: ReadSettings::default(), prefix_extractor: &extractor };
+        let show = |got: TableGet<Vec<u8>>| {
+            let entry = match got.entry {
+                TableEntry::FilteredOut => "filtered".to_string(),
+                TableEntry::Absent => "absent".to_string(),
+                TableEntry::Unparsable => "unparsable".to_string(),
+                TableEntry::Found(s, kind, v) => format!("{kind:?}@{s}={}", String::from_utf8_lossy(&v)),
             };
-            let at_open = meta_inserts();
-            assert_eq!(at_open, (1, 1), "{cache_type:?}");
-            let rs = ReadSettings::default();
-            // The filter's lookup misses though the block is cached: the
-            // reader reads it, finds it loaded meanwhile, and inserts nothing.
-            for (k, v) in entries.iter().step_by(101) {
-                raced.misses.store(1, AtomicOrdering::SeqCst);
-                assert_eq!(t.get(&rs, k).unwrap(), Some((k.clone(), v.clone())), "{cache_type:?}");
-            }
-            assert_eq!(meta_inserts(), at_open, "{cache_type:?}: a copy replaced the cached block");
-            assert!(cache.stats().snapshot().filter.misses >= 30, "{cache_type:?}: the misses are counted");
-        }
+            (entry, got.tombstone)
+        };
+        let copied = show(t.lookup::<Vec<u8>>(&read, None).unwrap());
+        let probe = t.start_filter_probe(key, crate::sst::filter::filter_hash(key));
+        assert_eq!(show(t.lookup::<Vec<u8>>(&read, Some(probe)).unwrap()), copied, "probed first");
+        let pinned = t.lookup::<PinnableSlice>(&read, None).unwrap();
+        let pinned = TableGet {
+            entry: match pinned.entry {
+                // As a copy keeps it: no value but a value's (or blob index's).
+                TableEntry::Found(s, kind, v) => TableEntry::Found(s, kind, if kind.is_value() { v.to_vec() } else { Vec::new() }),
+                TableEntry::FilteredOut => TableEntry::FilteredOut,
+                TableEntry::Absent => TableEntry::Absent,
+                TableEntry::Unparsable => TableEntry::Unparsable,
+            },
+            tombstone: pinned.tombstone,
+        };
+        assert_eq!(show(pinned), copied, "pinned");
+        copied
     }
 
     #[test]
-    fn index_and_filter_blocks_go_through_the_cache_when_asked() {
-        for cache_type in [CacheType::Lru, CacheType::Clock] {
-            let (file, len, entries) = cached_table_file();
-            let cache = cache_of(cache_type, 1 << 20);
-            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, false)).unwrap();
-            let p = t.properties();
-            let s = cache.stats().snapshot();
-            assert_eq!((s.index.inserts, s.filter.inserts, s.data.inserts), (1, 1, 0), "{cache_type:?}");
-            // Read at open through the cache: one miss each, as RocksDB counts.
-            assert_eq!((s.index.misses, s.filter.misses), (1, 1));
-            assert!(s.index.bytes_inserted > 0 && s.filter.bytes_inserted + 6 >= p.filter_size);
-            assert!(cache.usage() as u64 >= s.index.bytes_inserted + s.filter.bytes_inserted);
-            assert_eq!(cache.pinned_usage(), 0, "unpinned blocks are referenced");
+    fn a_lookup_answers_for_its_table_with_the_tombstone_covering_the_key() {
+        let unfiltered = TableBuilderOptions { bloom_bits_per_key: 0, ..opts(CompressionType::None, ChecksumType::Crc32c, 64) };
+        let t = lookup_table(unfiltered);
+        let found = |s: &str, tombstone| (s.to_string(), tombstone);
+        // The newest version at or below the read's sequence, and the
+        // table's newest tombstone over the key that the read sees.
+        assert_eq!(look(&t, b"k", 10, None), found("Value@5=five", 4));
+        assert_eq!(look(&t, b"k", 4, None), found("Value@3=three", 4));
+        assert_eq!(look(&t, b"k", 3, None), found("Value@3=three", 0), "a newer tombstone is not seen");
+        assert_eq!(look(&t, b"k", 2, None), found("absent", 0));
+        assert_eq!(look(&t, b"a", 10, None), found("Value@7=a7", 0), "outside the tombstone's range");
+        assert_eq!(look(&t, b"m", 10, None), found("Deletion@2=", 0), "a tombstone is an entry, its value dropped");
+        assert_eq!(look(&t, b"p", 10, None), found("Merge@6=", 0), "an operand's value is not copied");
+        // A key the table lacks still learns of the tombstone over it: it
+        // deletes the key's versions in older tables.
+        assert_eq!(look(&t, b"d", 10, None), found("absent", 4));
+        assert_eq!(look(&t, b"z", 10, None), found("absent", 0));
 
-            let rs = ReadSettings::default();
-            assert_eq!(t.get(&rs, &entries[10].0).unwrap(), Some(entries[10].clone()));
-            let s = cache.stats().snapshot();
-            assert_eq!((s.index.hits, s.filter.hits, s.data.misses, s.data.inserts), (1, 1, 1, 1));
-            assert!(!t.key_may_match(b"absent-key-1"));
-            assert_eq!(cache.stats().snapshot().filter.hits, 2);
-
-            // Evicted, they are read again from the file and cached again.
-            flood(&cache);
-            let reads = file.reads.load(AtomicOrdering::SeqCst);
-            assert_eq!(t.get(&rs, &entries[20].0).unwrap(), Some(entries[20].clone()));
-            assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 3, "filter, index and data re-read");
-            let s = cache.stats().snapshot();
-            assert_eq!((s.index.misses, s.filter.misses, s.index.inserts, s.filter.inserts), (2, 2, 2, 2));
-            assert_eq!(scan_forward(&t, rs).unwrap(), entries);
-        }
+        // With a whole-key filter, keys it rules out are not searched.
+        let t = lookup_table(opts(CompressionType::None, ChecksumType::Crc32c, 64));
+        assert_eq!(look(&t, b"k", 10, None), found("Value@5=five", 4));
+        let absent: Vec<Vec<u8>> = (0..500).map(|i| format!("d{i}").into_bytes()).collect();
+        let filtered = absent.iter().filter(|k| look(&t, k, 10, None) == found("filtered", 4)).count();
+        let passed = absent.iter().filter(|k| look(&t, k, 10, None) == found("absent", 4)).count();
+        assert_eq!(filtered + passed, absent.len());
+        assert!(filtered > 450, "the filter ruled out {filtered} of 500 absent keys");
     }
 
     #[test]
-    fn a_started_filter_probe_answers_as_key_may_match() {
-        let entries = sample_entries(3000);
-        let plain = opts(CompressionType::None, ChecksumType::Crc32c, 512);
-        let partitioned = TableBuilderOptions { index_partition_size: Some(1024), partition_filters: true, ..plain.clone() };
-        let unfiltered = TableBuilderOptions { bloom_bits_per_key: 0, ..plain.clone() };
-        for (name, o) in [("plain", plain), ("partitioned", partitioned), ("no filter", unfiltered)] {
-            let (bytes, _) = build(&entries, o);
-            let len = bytes.len() as u64;
-            for (how, cache, meta_in_cache, pin) in
-                [("owned", false, false, false), ("cached", true, true, false), ("pinned", true, true, true), ("data only", true, false, false)]
-            {
-                let cache = cache.then(|| cache_of(CacheType::Lru, 1 << 20));
-                let policy = TableCachePolicy {
-                    block_cache: cache.clone(),
-                    cache_index_and_filter_blocks: meta_in_cache,
-                    pin_index_and_filter_blocks: pin,
-                    ..TableCachePolicy::default()
+    fn a_lookup_asks_a_prefix_filter_through_the_familys_extractor_only_when_the_table_has_one() {
+        let prefixes = TableBuilderOptions {
+            whole_key_filtering: false,
+            prefix_extractor: Some(crate::prefix::Extractor(crate::prefix::fixed(1))),
+            ..opts(CompressionType::None, ChecksumType::Crc32c, 64)
+        };
+        let t = lookup_table(prefixes);
+        let x = || Some(crate::prefix::fixed(1));
+        assert_eq!(look(&t, b"k", 10, x()), ("Value@5=five".to_string(), 4));
+        // Keys of prefixes the table lacks: ruled out by the prefix filter,
+        // but only under the extractor that wrote it.
+        let absent: Vec<Vec<u8>> = (b'q'..=b'z').map(|c| vec![c, b'1']).collect();
+        let filtered = absent.iter().filter(|k| look(&t, k, 10, x()).0 == "filtered").count();
+        assert!(filtered >= 8, "the prefix filter ruled out {filtered} of 10 absent prefixes");
+        assert!(absent.iter().all(|k| look(&t, k, 10, None).0 == "absent"), "no extractor: no prefix check");
+        let other = || Some(crate::prefix::fixed(2));
+        assert!(absent.iter().all(|k| look(&t, k, 10, other()).0 == "absent"), "another extractor's prefixes");
+        // A table of whole keys never asks for the family's extractor.
+        let t = lookup_table(opts(CompressionType::None, ChecksumType::Crc32c, 64));
+        let asked = std::cell::Cell::new(0);
+        let extractor = || {
+            asked.set(asked.get() + 1);
+            x()
+        };
+        let lookup = ikey(b"k", 10, KIND_FOR_SEEK);
+        let read =
+            PointLookup { key: b"k", lookup: &lookup, seq: 10, rs: ReadSettings::default(), prefix_extractor: &extractor };
+        assert!(matches!(t.lookup::<Vec<u8>>(&read, None).unwrap().entry, TableEntry::Found(5, ValueKind::Value, _)));
+        assert_eq!(asked.get(), 0);
+    }
+
+    #[test]
+    fn a_batched_lookup_answers_each_key_as_a_single_lookup_does() {
+        for bits in [0, 10] {
+            let t = lookup_table(TableBuilderOptions {
+                bloom_bits_per_key: bits,
+                ..opts(CompressionType::None, ChecksumType::Crc32c, 64)
+            });
+            let keys: Vec<Vec<u8>> =
+                [&b"a"[..], b"b", b"d", b"k", b"m", b"n", b"p", b"z"].iter().map(|k| k.to_vec()).collect();
+            let lookups: Vec<Vec<u8>> = keys.iter().map(|k| ikey(k, 10, KIND_FOR_SEEK)).collect();
+            let hashes: Vec<u64> = keys.iter().map(|k| crate::sst::filter::filter_hash(k)).collect();
+            let mut wanted: Vec<usize> = (0..keys.len()).collect();
+            let mut passing = Vec::new();
+            let mut answers = vec![String::from("none"); keys.len()];
+            t.multi_get(
+                &ReadSettings::default(),
+                10,
+                &mut wanted,
+                &mut passing,
+                |i| &keys[i],
+                |i| &lookups[i],
+                |i| hashes[i],
+                |i, entry| {
+                    answers[i] = match entry {
+                        BatchEntry::Covered => "covered".into(),
+                        BatchEntry::FilteredOut => "filtered".into(),
+                        BatchEntry::Found(k, v) => {
+                            let p = parse_internal_key(k).unwrap();
+                            let v = if p.kind.is_value() { String::from_utf8_lossy(v) } else { "".into() };
+                            format!("{:?}@{}={v}", p.kind, p.seq)
+                        }
+                        BatchEntry::Failed(e) => format!("{e}"),
+                    }
+                },
+            );
+            for (i, k) in keys.iter().enumerate() {
+                let (single, tombstone) = look(&t, k, 10, None);
+                let want = match single.as_str() {
+                    _ if tombstone > 0 => "covered".to_string(),
+                    "absent" => "none".to_string(),
+                    _ => single,
                 };
-                let t = Table::open_with_policy(MemRandom::new(bytes.clone()), len, "f.sst".into(), policy).unwrap();
-                let mut ruled_out = 0;
-                for i in 0..6000 {
-                    // Keys of the table (i < 3000) and keys it lacks.
-                    let k = format!("key{i:06}").into_bytes();
-                    let probe = t.start_filter_probe(&k, filter_hash(&k));
-                    let want = t.key_may_match(&k);
-                    assert_eq!(probe.may_match(), want, "{name}, {how}: key{i:06}");
-                    assert!(i >= 3000 || want, "{name}, {how}: a key of the table ruled out");
-                    ruled_out += usize::from(!want);
-                }
-                if name == "no filter" {
-                    assert_eq!(ruled_out, 0);
-                } else {
-                    assert!(ruled_out > 2800, "{name}, {how}: the filter ruled out only {ruled_out} of 3000 absent keys");
-                }
+                assert_eq!(answers[i], want, "bits {bits}: key {}", String::from_utf8_lossy(k));
             }
-        }
-    }
-
-    #[test]
-    fn pinned_index_and_filter_blocks_survive_eviction_pressure() {
-        for cache_type in [CacheType::Lru, CacheType::Clock] {
-            let (file, len, entries) = cached_table_file();
-            let cache = cache_of(cache_type, 64 << 10);
-            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, true)).unwrap();
-            let s = cache.stats().snapshot();
-            assert_eq!((s.index.misses, s.filter.misses), (1, 1), "read at open through the cache");
-            let pinned = cache.pinned_usage() as u64;
-            assert!(pinned >= s.index.bytes_inserted + s.filter.bytes_inserted, "{cache_type:?}: pinned {pinned}");
-            flood(&cache);
-            assert_eq!(cache.pinned_usage() as u64, pinned);
-            let reads = file.reads.load(AtomicOrdering::SeqCst);
-            assert_eq!(t.get(&ReadSettings::default(), &entries[5].0).unwrap(), Some(entries[5].clone()));
-            assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1, "only the data block is read");
-            let s = cache.stats().snapshot();
-            assert_eq!((s.index.misses, s.filter.misses), (1, 1), "pinned blocks are not even looked up");
-            drop(t);
-            assert_eq!(cache.pinned_usage(), 0, "closing the table releases its pins");
-        }
-    }
-
-    #[test]
-    fn high_priority_index_and_filter_blocks_survive_a_scan() {
-        // 48 KiB of LRU, half of it for high priority; the scan reads far more.
-        let filter_misses_after_scan = |high_priority: bool| {
-            let (file, len, entries) = cached_table_file();
-            let cache = cache_of(CacheType::Lru, 48 << 10);
-            let t = Table::open_with_policy(file, len, "c.sst".into(), policy(&cache, high_priority, false)).unwrap();
-            let at_open = cache.stats().snapshot().filter.misses;
-            assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
-            let s = cache.stats().snapshot();
-            assert!(s.data.bytes_inserted as usize > 4 * cache.capacity(), "{s:?}");
-            assert!(!t.key_may_match(b"absent-key-1"));
-            cache.stats().snapshot().filter.misses - at_open
-        };
-        assert_eq!(filter_misses_after_scan(true), 0, "the scan flushed a high-priority filter");
-        // Control: at low priority the same scan flushes it.
-        assert_eq!(filter_misses_after_scan(false), 1);
-    }
-
-    #[test]
-    fn a_cache_of_capacity_zero_caches_nothing() {
-        for cache_type in [CacheType::Lru, CacheType::Clock] {
-            let (file, len, entries) = cached_table_file();
-            let cache = cache_of(cache_type, 0);
-            let t = Table::open_with_policy(file.clone(), len, "c.sst".into(), policy(&cache, true, true)).unwrap();
-            let rs = ReadSettings::default();
-            for _ in 0..2 {
-                let reads = file.reads.load(AtomicOrdering::SeqCst);
-                assert_eq!(t.get(&rs, &entries[7].0).unwrap(), Some(entries[7].clone()));
-                assert_eq!(file.reads.load(AtomicOrdering::SeqCst), reads + 1, "{cache_type:?}");
-            }
-            assert_eq!((cache.usage(), cache.stats().snapshot().total()), (0, Default::default()));
-        }
-    }
-
-    #[test]
-    fn the_strict_capacity_limit_fails_reads_that_cannot_be_cached() {
-        for cache_type in [CacheType::Lru, CacheType::Clock] {
-            let (file, len, entries) = cached_table_file();
-            let o = CacheOptions {
-                num_shard_bits: 0,
-                strict_capacity_limit: true,
-                estimated_entry_charge: 600,
-                ..CacheOptions::new(32 << 10)
-            };
-            let cache = new_cache(cache_type, &o).unwrap();
-            let t = Table::open(file, len, "c.sst".into(), Some(Arc::clone(&cache))).unwrap();
-            let rs = ReadSettings::default();
-            assert!(t.get(&rs, &entries[1].0).unwrap().is_some());
-            // Everything else in the cache is in use, and no room is left.
-            let id = cache.new_id();
-            let mut held = Vec::new();
-            for charge in [1024, 64, 1] {
-                while let Ok(h) =
-                    cache.insert(CacheKey::new(id, held.len() as u64), empty_block(), charge, Priority::Low)
-                {
-                    held.push(h);
-                    assert!(held.len() < 10_000, "{cache_type:?}: the strict limit never refused an insert");
-                }
-            }
-            let e = t.get(&rs, &entries[2000].0).unwrap_err();
-            assert!(matches!(e, Error::Busy(_)), "{cache_type:?}: {e}");
-            assert!(cache.stats().snapshot().data.insert_failures >= 1);
-            // Reads that do not fill the cache still work, and so does
-            // everything once the handles are released.
-            let no_fill = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };
-            assert!(t.get(&no_fill, &entries[2000].0).unwrap().is_some());
-            drop(held);
-            assert!(t.get(&rs, &entries[2000].0).unwrap().is_some());
+            assert_eq!(wanted.len(), keys.len() - 2, "the covered keys d and k leave the batch");
         }
     }
 
@@ -2716,47 +1182,6 @@ mod tests {
             it.seek_for_prev(&target);
             assert!(!it.valid());
             it.status().unwrap();
-        }
-    }
-
-    #[test]
-    fn bloom_filter_excludes_absent_keys_and_never_present_ones() {
-        let entries = sample_entries(2000);
-        let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 4096));
-        let t = open(&bytes).unwrap();
-        assert!(entries.iter().all(|(k, _)| t.key_may_match(user_key(k))));
-        let passed = (0..10_000).filter(|i| t.key_may_match(format!("absent{i}").as_bytes())).count();
-        assert!(passed < 300, "{passed} of 10000 absent keys passed the filter");
-
-        let mut o = opts(CompressionType::None, ChecksumType::Crc32c, 4096);
-        o.bloom_bits_per_key = 0;
-        let (bytes, props) = build(&entries, o);
-        assert_eq!(props.filter_size, 0);
-        let t = open(&bytes).unwrap();
-        assert!(t.key_may_match(b"absent"));
-    }
-
-    /// The batched filter check gives every key the verdict the one-key
-    /// check gives, with a filter and without one.
-    #[test]
-    fn batched_filter_verdicts_equal_single_ones() {
-        let entries = sample_entries(2000);
-        for bits in [10, 0] {
-            let mut o = opts(CompressionType::None, ChecksumType::Crc32c, 4096);
-            o.bloom_bits_per_key = bits;
-            let t = open(&build(&entries, o).0).unwrap();
-            let keys: Vec<Vec<u8>> = entries
-                .iter()
-                .map(|(k, _)| user_key(k).to_vec())
-                .chain((0..3000).map(|i| format!("absent{i}").into_bytes()))
-                .collect();
-            let hashes: Vec<u64> = keys.iter().map(|k| crate::sst::filter::filter_hash(k)).collect();
-            let mut verdicts = Vec::new();
-            t.keys_may_match(keys.len(), |k| &keys[k], |k| hashes[k], |k, may| verdicts.push((k, may)));
-            let single: Vec<(usize, bool)> =
-                keys.iter().enumerate().map(|(k, key)| (k, t.key_may_match(key))).collect();
-            assert_eq!(verdicts, single, "bits {bits}");
-            assert!(bits == 0 || verdicts.iter().any(|(_, may)| !may), "no absent key was excluded");
         }
     }
 
@@ -2824,23 +1249,6 @@ mod tests {
             }
         }
         Ok(())
-    }
-
-    fn small_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
-        small_table_of(sample_entries(24), compression, checksum)
-    }
-
-    /// [`small_table`] with one version per user key: its index holds user
-    /// keys (format version 3), where `small_table`'s holds internal keys.
-    fn small_user_key_table(compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
-        small_table_of(unique_entries(30), compression, checksum)
-    }
-
-    /// `entries` in a table of at least three small blocks.
-    fn small_table_of(entries: Entries, compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
-        let (bytes, props) = build(&entries, opts(compression, checksum, 128));
-        assert!(props.num_data_blocks >= 3);
-        (bytes, entries)
     }
 
     #[test]
@@ -3046,59 +1454,5 @@ mod tests {
         let t = Table::open(fs.open_random(&path).unwrap(), props.file_size, path.display().to_string(), None).unwrap();
         assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
         assert_eq!(compare_bytewise_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
-    }
-    #[test]
-    fn iterators_read_ahead_as_their_settings_say() {
-        let entries = sample_entries(3000);
-        let (bytes, props) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
-        let blocks = props.num_data_blocks as usize;
-        assert!(blocks > 100, "{blocks} blocks");
-        let file = MemRandom::new(bytes.clone());
-        let table = Table::open(file.clone(), bytes.len() as u64, "test.sst".into(), None).unwrap();
-        let scan_reads = |rs: ReadSettings| {
-            let before = file.reads.load(AtomicOrdering::SeqCst);
-            assert_eq!(scan_forward(&table, rs).unwrap(), entries);
-            file.reads.load(AtomicOrdering::SeqCst) - before
-        };
-        let fixed = |n| ReadSettings { readahead: Readahead::Fixed(n), ..ReadSettings::default() };
-        assert_eq!(scan_reads(fixed(0)), blocks, "no readahead: one read per block");
-        let with_64k = scan_reads(fixed(64 << 10));
-        assert_eq!(with_64k, bytes.len().div_ceil(64 << 10).min(blocks), "one read per 64 KiB window");
-        let auto = scan_reads(ReadSettings::default());
-        assert!(auto < blocks / 10, "auto readahead: {auto} reads for {blocks} blocks");
-        // A reverse scan is never sequential: auto readahead stays off.
-        let before = file.reads.load(AtomicOrdering::SeqCst);
-        let mut it = table.iter(ReadSettings::default());
-        it.seek_to_last();
-        let mut n = 0;
-        while it.valid() {
-            n += 1;
-            it.prev();
-        }
-        assert_eq!(n, entries.len());
-        assert_eq!(file.reads.load(AtomicOrdering::SeqCst) - before, blocks);
-        assert!(file.advised.lock().is_empty(), "user scans give no hint");
-        let compaction = ReadSettings { for_compaction: true, ..fixed(0) };
-        assert_eq!(scan_reads(compaction), blocks);
-        assert_eq!(*file.advised.lock(), vec![Access::Sequential]);
-        // With auto readahead off, a scan reads block by block.
-        let policy = TableCachePolicy { max_auto_readahead_size: 0, ..TableCachePolicy::default() };
-        let table = Table::open_with_policy(file.clone(), bytes.len() as u64, "test.sst".into(), policy).unwrap();
-        let before = file.reads.load(AtomicOrdering::SeqCst);
-        assert_eq!(scan_forward(&table, ReadSettings::default()).unwrap(), entries);
-        assert_eq!(file.reads.load(AtomicOrdering::SeqCst) - before, blocks);
-    }
-
-    #[test]
-    fn a_damaged_block_read_through_the_readahead_window_is_corruption() {
-        let entries = sample_entries(2000);
-        let (mut bytes, props) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
-        let middle = (props.data_size / 2) as usize;
-        bytes[middle] ^= 0x40;
-        let table = open(&bytes).unwrap();
-        for readahead in [Readahead::Auto, Readahead::Fixed(16 << 10)] {
-            let err = scan_forward(&table, ReadSettings { readahead, ..ReadSettings::default() }).unwrap_err();
-            assert!(matches!(err, Error::Corruption { .. }), "{readahead:?}: {err}");
-        }
     }
 }

@@ -5,11 +5,10 @@
 //! payload. Unknown tags are corruption (no forward compatibility is promised
 //! yet). The tag numbers are on disk: DO NOT CHANGE.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, MAX_SEQUENCE};
-use crate::sst::Table;
 use crate::util::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 
 // DO NOT CHANGE: on-disk format (MANIFEST field tags).
@@ -70,8 +69,6 @@ pub struct FileMetaData {
     /// Range tombstones in the table's range-deletion block (MANIFEST tag
     /// 7): readers gather the tombstones of the files that have any.
     pub num_range_deletions: u64,
-    /// The table's reader once opened; not part of the MANIFEST record.
-    pub table: TableSlot,
 }
 
 /// A blob file a flush or compaction wrote (RocksDB's `BlobFileAddition`).
@@ -96,42 +93,6 @@ pub struct BlobFileGarbage {
     pub count: u64,
     /// Their record bytes.
     pub bytes: u64,
-}
-
-/// The open reader of a table, kept beside its metadata from the first read
-/// until the last version listing the file is gone: RocksDB's
-/// `FileDescriptor::table_reader` with `max_open_files = -1`. A point read
-/// borrows it through the version it already holds, so it takes no lock and
-/// touches no shared reference count to find the table. Clones share the
-/// reader (a trivial move keeps it); equality ignores it.
-#[derive(Clone, Default)]
-pub struct TableSlot(OnceLock<Arc<Table>>);
-
-impl TableSlot {
-    /// The reader, if opened.
-    pub fn get(&self) -> Option<&Arc<Table>> {
-        self.0.get()
-    }
-
-    /// Keeps `table` unless another thread kept one first; returns the kept one.
-    pub fn keep(&self, table: Arc<Table>) -> &Arc<Table> {
-        let _ = self.0.set(table);
-        self.0.get().unwrap_or_else(|| unreachable!("set just succeeded or another value was kept"))
-    }
-}
-
-impl PartialEq for TableSlot {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for TableSlot {}
-
-impl std::fmt::Debug for TableSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "open" } else { "unopened" })
-    }
 }
 
 impl FileMetaData {
@@ -319,8 +280,7 @@ impl VersionEdit {
                             } else {
                                 0
                             },
-                            table: Default::default(),
-                        })
+                                                    })
                     })()
                     .ok_or_else(|| bad("new file fields truncated"))?;
                     if f.smallest.len() < 8 || f.largest.len() < 8 {
@@ -382,8 +342,7 @@ mod tests {
                 num_deletions: 1,
                 oldest_blob_file: 0,
                 num_range_deletions: 0,
-                table: Default::default(),
-            },
+                            },
         );
         e
     }
@@ -405,8 +364,7 @@ mod tests {
                 num_deletions: 0,
                 oldest_blob_file: 30,
                 num_range_deletions: 0,
-                table: Default::default(),
-            },
+                            },
         );
         e.blob_file_additions.push(BlobFileAddition { number: 35, total_count: 2, total_bytes: 900 });
         e.blob_file_garbage.push(BlobFileGarbage { number: 30, count: 1, bytes: 450 });
@@ -473,8 +431,7 @@ mod tests {
                 num_deletions: 0,
                 oldest_blob_file: 12,
                 num_range_deletions: 0,
-                table: Default::default(),
-            },
+                            },
         );
         let key = [0x0b, b'k', b'e', b'y', 0x11, 0x05, 0, 0, 0, 0, 0, 0];
         let mut want = vec![0x06, 0x00, 0x0d, 0xe8, 0x07];

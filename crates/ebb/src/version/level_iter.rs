@@ -10,7 +10,7 @@ use super::{FileMetaData, TableCache, Version};
 use crate::error::{Error, Result};
 use crate::iter::{EmptyIterator, InternalIterator};
 use crate::comparator::UserComparator;
-use crate::sst::table_reader::{PrefixCheckedIterator, SeekPrefix};
+use crate::sst::{PrefixCheckedIterator, SeekPrefix};
 use crate::sst::ReadSettings;
 
 /// Iterates the files of one sorted level (L1 or deeper) as one sequence,

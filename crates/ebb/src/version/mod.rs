@@ -31,6 +31,7 @@
 pub mod builder;
 pub mod edit;
 pub mod filename;
+mod get;
 mod level_iter;
 mod table_cache;
 
@@ -41,6 +42,7 @@ use std::sync::Arc;
 
 pub use builder::VersionBuilder;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
+pub use get::{BatchAnswer, Found, KeyBatch, KeyVersions};
 pub(crate) use level_iter::{LevelFiles, LevelIterator};
 pub use table_cache::{TableCache, TableCacheOptions, TableRef};
 
@@ -1224,7 +1226,6 @@ mod tests {
             num_deletions: 0,
             oldest_blob_file: 0,
             num_range_deletions: 0,
-            table: Default::default(),
         }
     }
 

@@ -1,24 +1,32 @@
-//! Open SST readers, keyed by file number, shared by reads and compactions.
+//! Open SST readers, keyed by file number, shared by reads and compactions:
+//! the table cache owns every open [`Table`] (a version's file metadata
+//! holds none).
 //!
 //! Two modes, as RocksDB's `max_open_files`:
 //! - unbounded (`-1`, the default): a table opened once stays open until its
-//!   file is deleted; its reader is also kept in the file's metadata, so a
-//!   read through a version borrows it without a lock or a shared
-//!   reference count;
+//!   file is deleted. The open tables sit in shards that are replaced whole
+//!   when a table is opened or evicted (copy on write) and read without a
+//!   lock: a point read finds its tables without taking a lock or bumping
+//!   a reference count that readers on other cores share (RocksDB keeps
+//!   the reader in the file's metadata for the same reason);
 //! - bounded: at most `Options::table_cache_capacity` readers stay open,
-//!   the least recently used closed first. Nothing is kept in the metadata;
-//!   a read takes the cache's lock and holds its own reference to the
-//!   reader, so a table evicted while read is closed when its last reader
-//!   is done (the bound may be passed by the tables being read, as RocksDB's
-//!   LRU table cache without a strict capacity limit).
+//!   the least recently used closed first. A read takes the cache's lock
+//!   and holds its own reference to the reader, so a table evicted while
+//!   read is closed when its last reader is done (the bound may be passed
+//!   by the tables being read, as RocksDB's LRU table cache without a
+//!   strict capacity limit). A file closed and opened again keeps its
+//!   block-cache id, so it finds the blocks it cached.
 //!
 //! Thread safety: internally locked; a table is opened outside the lock
-//! (two threads racing to open the same file both succeed, one copy is kept).
+//! (two threads racing to open the same file both succeed, one copy is
+//! kept). Changes to the unbounded shards are made under the lock, one at a
+//! time; readers see a shard as it was before or after a change.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use arc_swap::{ArcSwap, Guard};
 use parking_lot::Mutex;
 
 use crate::cache::BlockCache;
@@ -26,26 +34,34 @@ use crate::comparator::UserComparator;
 use crate::error::Result;
 use crate::fs::Access;
 use crate::fs::FileSystem;
-use crate::sst::table_reader::TableCachePolicy;
-use crate::sst::Table;
+use crate::sst::{Table, TableCachePolicy};
 use crate::util::open_files::OpenFiles;
 use crate::version::{filename, FileMetaData};
 
-/// A table's reader as [`TableCache::get`] hands it out: borrowed from the
-/// file's metadata (unbounded mode) or held (bounded mode).
-pub enum TableRef<'a> {
-    /// Kept in the metadata the caller holds.
-    Kept(&'a Arc<Table>),
+/// The shards of the unbounded mode: file number modulo this.
+const SHARDS: usize = 16;
+
+/// One shard of the unbounded mode's open tables, sorted by file number.
+type Shard = Vec<(u64, Arc<Table>)>;
+
+/// A table's reader as [`TableCache::get`] hands it out: read in place from
+/// the table cache's shard (unbounded mode), or held (bounded mode).
+pub struct TableRef(Reference);
+
+enum Reference {
+    /// Entry `.1` of the shard as the read found it (the guard keeps that
+    /// shard, and so the table, alive while the reference lives).
+    Shared(Guard<Arc<Shard>>, usize),
     /// A reference of the caller's own.
     Held(Arc<Table>),
 }
 
-impl std::ops::Deref for TableRef<'_> {
+impl std::ops::Deref for TableRef {
     type Target = Arc<Table>;
     fn deref(&self) -> &Arc<Table> {
-        match self {
-            TableRef::Kept(t) => t,
-            TableRef::Held(t) => t,
+        match &self.0 {
+            Reference::Shared(shard, at) => &shard[*at].1,
+            Reference::Held(t) => t,
         }
     }
 }
@@ -120,7 +136,11 @@ pub struct TableCache {
     max_auto_readahead_size: usize,
     /// `None`: unbounded.
     capacity: Option<usize>,
+    /// Bounded mode: the open tables. Unbounded: its lock orders the
+    /// changes to `shards`.
     tables: Mutex<OpenTables>,
+    /// Unbounded mode: every open table, by file number modulo [`SHARDS`].
+    shards: Vec<ArcSwap<Shard>>,
 }
 
 impl TableCache {
@@ -144,42 +164,69 @@ impl TableCache {
             max_auto_readahead_size: options.max_auto_readahead_size,
             capacity: options.capacity,
             tables: Mutex::new(OpenTables::default()),
+            shards: (0..SHARDS).map(|_| ArcSwap::from_pointee(Vec::new())).collect(),
         }
     }
 
     /// The reader for `f`, opening it if it is not open. `level` decides
     /// pinning (`pin_l0_filter_and_index_blocks_in_cache`), once, when it
-    /// is opened, as in RocksDB. Unbounded, the reader is then kept in `f`
-    /// itself, so later reads through the same metadata borrow it without
-    /// any lock.
-    /// `cmp` is the order of the file's family, given to a table opened.
-    pub fn get<'a>(&self, f: &'a FileMetaData, level: usize, cmp: &UserComparator) -> Result<TableRef<'a>> {
+    /// is opened, as in RocksDB. `cmp` is the order of the file's family,
+    /// given to a table opened.
+    pub fn get(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<TableRef> {
         if self.capacity.is_some() {
-            return Ok(TableRef::Held(self.open(f, level, cmp)?));
+            return Ok(TableRef(Reference::Held(self.open_bounded(f, level, cmp)?)));
         }
-        if let Some(t) = f.table.get() {
-            return Ok(TableRef::Kept(t));
+        if let Some(found) = self.shared(f.number) {
+            return Ok(found);
         }
-        let table = self.open(f, level, cmp)?;
-        Ok(TableRef::Kept(f.table.keep(table)))
+        let table = self.open(f, level, cmp, None)?;
+        let _changing = self.tables.lock();
+        let shard = &self.shards[shard_of(f.number)];
+        let current = shard.load_full();
+        let at = match current.binary_search_by_key(&f.number, |(n, _)| *n) {
+            // Kept by a thread that opened it first.
+            Ok(at) => at,
+            Err(at) => {
+                let mut next = Shard::clone(&current);
+                next.insert(at, (f.number, table));
+                shard.store(Arc::new(next));
+                at
+            }
+        };
+        // The lock keeps the shard as it is now.
+        Ok(TableRef(Reference::Shared(shard.load(), at)))
     }
 
-    /// The reader for file `f` from the map (metadata not from a version, or
-    /// a file opened before its metadata reached one), opening it if needed.
-    fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<Arc<Table>> {
+    /// Unbounded mode: the open table of file `number`, if any.
+    fn shared(&self, number: u64) -> Option<TableRef> {
+        let shard = self.shards[shard_of(number)].load();
+        let at = shard.binary_search_by_key(&number, |(n, _)| *n).ok()?;
+        Some(TableRef(Reference::Shared(shard, at)))
+    }
+
+    /// Bounded mode: the reader for file `f`, marked used, opening it if
+    /// needed (under the id it had, if it was open before).
+    fn open_bounded(&self, f: &FileMetaData, level: usize, cmp: &UserComparator) -> Result<Arc<Table>> {
         let cache_id = {
             let mut tables = self.tables.lock();
             if let Some(t) = tables.files.touch(f.number) {
                 return Ok(t);
             }
-            // Bounded, a file may be closed and opened again: it keeps its id.
-            match (&self.block_cache, self.capacity) {
-                (Some(cache), Some(_)) if cache.capacity() > 0 => {
+            // A file may be closed and opened again: it keeps its id.
+            match &self.block_cache {
+                Some(cache) if cache.capacity() > 0 => {
                     Some(*tables.cache_ids.entry(f.number).or_insert_with(|| cache.new_id()))
                 }
                 _ => None,
             }
         };
+        let table = self.open(f, level, cmp, cache_id)?;
+        Ok(self.tables.lock().files.keep(f.number, table, self.capacity))
+    }
+
+    /// Opens file `f`'s table, its blocks cached under `cache_id` (`None`: a
+    /// new id).
+    fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator, cache_id: Option<u64>) -> Result<Arc<Table>> {
         let path = filename::table_file(&self.dir, f.number);
         let file = if self.allow_mmap_reads { self.fs.open_random_mmap(&path)? } else { self.fs.open_random(&path)? };
         // RocksDB `TableCache::GetTableReader`: tables are opened for point
@@ -197,30 +244,44 @@ impl TableCache {
             comparator: cmp.clone(),
             cache_id,
         };
-        let table = Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)?;
-        Ok(self.tables.lock().files.keep(f.number, table, self.capacity))
+        Table::open_with_policy(file, f.file_size, path.display().to_string(), policy)
     }
 
     /// Forgets the reader of a deleted file (and, bounded, its cache id).
     pub fn evict(&self, number: u64) {
-        self.tables.lock().remove(number);
+        let mut tables = self.tables.lock();
+        tables.remove(number);
+        let shard = &self.shards[shard_of(number)];
+        let current = shard.load_full();
+        if let Ok(at) = current.binary_search_by_key(&number, |(n, _)| *n) {
+            let mut next = Shard::clone(&current);
+            next.remove(at);
+            shard.store(Arc::new(next));
+        }
     }
 
     /// How many readers the cache holds open.
     pub fn open_tables(&self) -> usize {
-        self.tables.lock().files.len()
+        self.tables.lock().files.len() + self.shards.iter().map(|s| s.load().len()).sum::<usize>()
     }
 
     /// Bytes the open readers hold outside the block cache
     /// ([`Table::memory_usage`]).
     pub fn memory_usage(&self) -> usize {
-        self.tables.lock().files.readers().map(|t| t.memory_usage()).sum()
+        let bounded: usize = self.tables.lock().files.readers().map(|t| t.memory_usage()).sum();
+        let shared = |s: &ArcSwap<Shard>| s.load().iter().map(|(_, t)| t.memory_usage()).sum::<usize>();
+        bounded + self.shards.iter().map(shared).sum::<usize>()
     }
 
     /// The block cache, if any.
     pub fn block_cache(&self) -> Option<&Arc<dyn BlockCache>> {
         self.block_cache.as_ref()
     }
+}
+
+/// The unbounded shard of file `number`.
+fn shard_of(number: u64) -> usize {
+    (number % SHARDS as u64) as usize
 }
 
 #[cfg(test)]
@@ -240,26 +301,56 @@ mod tests {
     }
 
     #[test]
-    fn an_opened_table_stays_with_its_metadata() {
+    fn an_opened_table_is_kept_by_the_cache_until_its_file_is_evicted() {
         let (cache, f) = setup();
-        assert!(f.table.get().is_none());
-        let first = Arc::clone(&cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap());
-        let kept = f.table.get().expect("the reader was not kept in the metadata");
-        assert!(Arc::ptr_eq(&first, kept));
-        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap()), "a second read opened the file again");
-        // A copy of the metadata (a trivial move's edit) shares the reader, and
-        // equality ignores it.
-        let moved = f.clone();
-        assert!(Arc::ptr_eq(&first, moved.table.get().unwrap()));
-        let fresh = FileMetaData { table: Default::default(), ..f.clone() };
-        assert_eq!(fresh, f);
-        // Metadata that never saw the reader (decoded from the MANIFEST) gets
-        // the one already open, not a second.
-        assert!(Arc::ptr_eq(&first, &cache.get(&fresh, 1, &UserComparator::BYTEWISE).unwrap()));
-        // Evicting the file forgets the shared copy; readers holding the
-        // metadata keep theirs.
+        let cmp = UserComparator::BYTEWISE;
+        assert_eq!(cache.open_tables(), 0);
+        let first = Arc::clone(&cache.get(&f, 1, &cmp).unwrap());
+        assert_eq!(cache.open_tables(), 1);
+        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &cmp).unwrap()), "a second read opened the file again");
+        // Metadata decoded anew (from the MANIFEST, or a trivial move's
+        // edit) names the same file: it gets the table already open.
+        let decoded = f.clone();
+        assert!(Arc::ptr_eq(&first, &cache.get(&decoded, 2, &cmp).unwrap()));
+        assert!(cache.memory_usage() >= first.memory_usage());
+        // Evicting the file closes the cache's copy; a reader holding its
+        // own keeps reading it, and the next read opens the file again.
         cache.evict(7);
-        assert!(Arc::ptr_eq(&first, &cache.get(&f, 1, &UserComparator::BYTEWISE).unwrap()));
+        assert_eq!((cache.open_tables(), cache.memory_usage()), (0, 0));
+        assert_eq!(first.properties().num_entries, 1);
+        let reopened = Arc::clone(&cache.get(&f, 1, &cmp).unwrap());
+        assert!(!Arc::ptr_eq(&first, &reopened));
+        assert_eq!(cache.open_tables(), 1);
+    }
+
+    #[test]
+    fn readers_racing_to_open_tables_share_one_copy_of_each() {
+        let fs = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        // More files than shards, so shards hold several.
+        let files: Vec<FileMetaData> = (1..=40).map(|n| write_table(&fs, &dir, n, 3)).collect();
+        let cache = TableCache::new(dir, fs, None, TableCacheOptions::default());
+        let cmp = UserComparator::BYTEWISE;
+        let opened: Vec<Vec<Arc<Table>>> = std::thread::scope(|s| {
+            let readers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| files.iter().map(|f| Arc::clone(&cache.get(f, 0, &cmp).unwrap())).collect()))
+                .collect();
+            readers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert_eq!(cache.open_tables(), files.len());
+        for (i, f) in files.iter().enumerate() {
+            let kept = cache.get(f, 0, &cmp).unwrap();
+            assert!(opened.iter().all(|o| Arc::ptr_eq(&o[i], &kept)), "file {}: readers got different copies", f.number);
+            assert_eq!(kept.properties().num_entries, 3);
+        }
+        for f in files.iter().step_by(2) {
+            cache.evict(f.number);
+        }
+        assert_eq!(cache.open_tables(), files.len() / 2);
+        for f in files.iter().skip(1).step_by(2) {
+            assert!(Arc::ptr_eq(&opened[0][files.iter().position(|g| g.number == f.number).unwrap()], &cache.get(f, 0, &cmp).unwrap()));
+        }
     }
 
     /// A table `NNNNNN.sst` of `n` keys (one value each) written to `fs`.
@@ -283,7 +374,6 @@ mod tests {
             num_deletions: 0,
             oldest_blob_file: 0,
             num_range_deletions: 0,
-            table: Default::default(),
         }
     }
 
@@ -342,8 +432,8 @@ mod tests {
     #[test]
     fn a_missing_file_is_an_error_and_nothing_is_kept() {
         let (cache, f) = setup();
-        let gone = FileMetaData { number: 8, table: Default::default(), ..f };
+        let gone = FileMetaData { number: 8, ..f };
         assert!(cache.get(&gone, 0, &UserComparator::BYTEWISE).is_err());
-        assert!(gone.table.get().is_none(), "a failed open left a reader behind");
+        assert_eq!(cache.open_tables(), 0, "a failed open left a reader behind");
     }
 }
