@@ -18,8 +18,6 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::stats::{StallCause, COMPACTION_REASONS};
-pub use crate::version::ManifestRecovery;
-pub use crate::wal::LogDamage;
 use crate::wal::WalRecoveryMode;
 
 /// Facts about a finished flush.
@@ -195,6 +193,68 @@ pub struct TuningEvent {
 /// The directory, inside the database directory, where files recovery would
 /// not delete are moved (LevelDB's RepairDB convention).
 pub const LOST_DIR: &str = "lost";
+
+/// Damage in a log file (a WAL or the MANIFEST) that recovery or repair
+/// accepted and left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDamage {
+    /// The file, as its path was given to the reader.
+    pub file: String,
+    /// Offset of the damaged record.
+    pub offset: u64,
+    /// Bytes from the damaged record to the end of the file (the part not
+    /// replayed; for records repair skipped, the bytes skipped).
+    pub bytes: u64,
+    /// What check failed.
+    pub reason: String,
+}
+
+impl LogDamage {
+    /// The report's copy of damage a log reader found.
+    fn from_log(d: crate::wal::LogDamage) -> Self {
+        let crate::wal::LogDamage { file, offset, bytes, reason } = d;
+        LogDamage { file, offset, bytes, reason }
+    }
+}
+
+/// What recovering the MANIFEST tolerated or left out; all empty for an
+/// intact MANIFEST (docs/reliability.md, "Damage and what it leads to").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManifestRecovery {
+    /// The MANIFEST replayed.
+    pub file: String,
+    /// Its last record was incomplete (an append cut short by a crash) and
+    /// was ignored.
+    pub torn_tail: Option<LogDamage>,
+    /// `best_efforts_recovery`: the damage replay stopped at; later records
+    /// were not read.
+    pub stopped_at: Option<LogDamage>,
+    /// `best_efforts_recovery`: edits read but left out, because every state
+    /// after them lists a table or blob file that does not exist.
+    pub edits_left_out: u64,
+    /// `best_efforts_recovery`: the missing tables that made it leave them
+    /// out.
+    pub missing_tables: Vec<u64>,
+    /// `best_efforts_recovery`: the missing blob files that made it leave
+    /// them out.
+    pub missing_blob_files: Vec<u64>,
+}
+
+impl ManifestRecovery {
+    /// The report's part of what the MANIFEST's recovery found: all of it
+    /// but the next file number the MANIFEST recorded, which stays with the
+    /// recovery (it decides by it what to set aside).
+    pub(crate) fn from_version(m: crate::version::ManifestRecovery) -> Self {
+        ManifestRecovery {
+            file: m.file,
+            torn_tail: m.torn_tail.map(LogDamage::from_log),
+            stopped_at: m.stopped_at.map(LogDamage::from_log),
+            edits_left_out: m.edits_left_out,
+            missing_tables: m.missing_tables,
+            missing_blob_files: m.missing_blob_files,
+        }
+    }
+}
 
 /// Damage a WAL recovery mode accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]

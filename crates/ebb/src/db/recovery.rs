@@ -45,13 +45,13 @@ use parking_lot::MutexGuard;
 use super::info_log::Level;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
-use crate::events::{RecoveryReport, SetAside, WalDamage, LOST_DIR};
+use crate::events::{self, LogDamage, RecoveryReport, SetAside, WalDamage, LOST_DIR};
 use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
 use crate::stats::bump;
 use crate::version::{filename, ManifestRecovery, VersionEdit};
-use crate::wal::{LogDamage, LogWriter};
+use crate::wal::LogWriter;
 
 /// Per column family during replay: the recovered memtables, the one being
 /// filled, its write buffer size and its log number.
@@ -73,7 +73,9 @@ pub(super) fn recover(
     manifest: ManifestRecovery,
     read_only: bool,
 ) -> Result<RecoveryReport> {
-    let mut report = RecoveryReport { manifest, ..RecoveryReport::default() };
+    let recorded_next_file = manifest.recorded_next_file;
+    let mut report =
+        RecoveryReport { manifest: events::ManifestRecovery::from_version(manifest), ..RecoveryReport::default() };
     let mut st = inner.state.lock();
     let names = inner.fs.list_dir(&inner.dir)?;
     // Promise 3: above every numbered file, here and in lost/.
@@ -334,7 +336,7 @@ pub(super) fn recover(
     inner.fs.sync_dir(&inner.dir)?;
     bump(&inner.stats.flush_bytes, written);
     inner.install_super_version(&mut st);
-    clean_directory(inner, &mut st, &mut report)?;
+    clean_directory(inner, &mut st, recorded_next_file, &mut report)?;
     Ok(report)
 }
 
@@ -440,10 +442,15 @@ fn check_files_present(
 }
 
 /// Deletes what the recovered state makes obsolete, or moves it to `lost/`
-/// (module promise 2), and logs and reports what it moved.
-fn clean_directory(inner: &DbInner, st: &mut MutexGuard<'_, DbState>, report: &mut RecoveryReport) -> Result<()> {
+/// (module promise 2), and logs and reports what it moved. `recorded_next`
+/// is the next file number the MANIFEST recorded.
+fn clean_directory(
+    inner: &DbInner,
+    st: &mut MutexGuard<'_, DbState>,
+    recorded_next: u64,
+    report: &mut RecoveryReport,
+) -> Result<()> {
     let tolerated = report.tolerated_damage();
-    let recorded_next = report.manifest.recorded_next_file;
     let live: std::collections::HashSet<u64> = st
         .versions
         .families()

@@ -54,7 +54,7 @@ use super::WriteBatch;
 use crate::blob::{BlobFileReader, BlobIndex};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
-use crate::events::SetAside;
+use crate::events::{LogDamage, SetAside};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, SequenceNumber, ValueKind};
@@ -66,7 +66,7 @@ use crate::version::{
     filename, write_manifest, BlobFileMetaData, FamilyVersions, FileMetaData, SnapshotCounters, Version, VersionEdit,
     DEFAULT_COLUMN_FAMILY,
 };
-use crate::wal::{LogDamage, LogReader, LogRecord, LogWriter};
+use crate::wal::{LogReader, LogRecord, LogWriter};
 
 /// A table the repaired MANIFEST lists.
 #[derive(Debug, Clone, PartialEq, Eq)]

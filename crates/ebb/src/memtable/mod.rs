@@ -12,8 +12,14 @@
 //! Memory is accounted as the bytes of the skiplist's nodes (header, tower,
 //! key and value: RocksDB's arena usage without the unused block tails), which
 //! is what `write_buffer_size` is compared with.
+//!
+//! Cursors into the skiplist borrow it, or own an `Arc` of the memtable
+//! ([`MemTableIterator`]): none outlives the nodes it points to
+//! ([`skiplist`] contract 10).
 
-mod skiplist;
+internal_modules! {
+    skiplist;
+}
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber
 use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 pub(crate) use skiplist::WARM_LANES;
-use skiplist::{hint_prefix_len, Cursor, SkipList};
+use skiplist::{hint_prefix_len, Cursor, ListOwner, SkipList};
 
 /// What a point lookup found in a memtable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,9 +311,9 @@ impl MemTable {
             return None;
         }
         let mut c = self.list.cursor();
-        c.seek_versions(&self.list, lookup);
-        let parsed = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == user_key(lookup))?;
-        Some((parsed.seq, found(parsed.kind, c.value(&self.list))?))
+        c.seek_versions(lookup);
+        let parsed = parse_internal_key(c.key()).filter(|p| c.valid() && p.user_key == user_key(lookup))?;
+        Some((parsed.seq, found(parsed.kind, c.value())?))
     }
 
     /// [`MemTable::get_entry`] in one search with [`MemTable::versions`]:
@@ -324,13 +330,13 @@ impl MemTable {
             return None;
         }
         let mut c = self.list.cursor();
-        c.seek_versions(&self.list, lookup);
-        let first = parse_internal_key(c.key(&self.list)).filter(|p| c.valid() && p.user_key == want)?;
-        let lookup = found(first.kind, c.value(&self.list))?;
+        c.seek_versions(lookup);
+        let first = parse_internal_key(c.key()).filter(|p| c.valid() && p.user_key == want)?;
+        let (seq, lookup) = (first.seq, found(first.kind, c.value())?);
         if lookup == MemLookup::Merge {
-            self.collect_versions(&mut c, want, out);
+            collect_versions(&mut c, want, out);
         }
-        Some((first.seq, lookup))
+        Some((seq, lookup))
     }
 
     /// Appends every version of `lookup`'s user key visible at its sequence
@@ -343,26 +349,8 @@ impl MemTable {
             return false;
         }
         let mut c = self.list.cursor();
-        c.seek_versions(&self.list, lookup);
-        self.collect_versions(&mut c, want, out)
-    }
-
-    /// [`MemTable::versions`] from the cursor `c` on: the versions of user
-    /// key `want`, down to the first that is not an operand (true when one
-    /// ended them).
-    fn collect_versions(&self, c: &mut Cursor, want: &[u8], out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>) -> bool {
-        while c.valid() {
-            let Some(p) = parse_internal_key(c.key(&self.list)) else { return false };
-            if p.user_key != want {
-                return false;
-            }
-            out.push((p.seq, p.kind, c.value(&self.list).to_vec()));
-            if p.kind != ValueKind::Merge {
-                return true;
-            }
-            c.next(&self.list);
-        }
-        false
+        c.seek_versions(lookup);
+        collect_versions(&mut c, want, out)
     }
 
     /// How many merge operands sit on top of `key`'s newest version in this
@@ -370,15 +358,15 @@ impl MemTable {
     pub fn successive_merges(&self, key: &[u8]) -> usize {
         let mut c = self.list.cursor();
         with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| {
-            c.seek_versions(&self.list, lookup)
+            c.seek_versions(lookup)
         });
         let mut n = 0;
         while c.valid() {
-            match parse_internal_key(c.key(&self.list)) {
+            match parse_internal_key(c.key()) {
                 Some(p) if p.user_key == key && p.kind == ValueKind::Merge => n += 1,
                 _ => break,
             }
-            c.next(&self.list);
+            c.next();
         }
         n
     }
@@ -457,16 +445,44 @@ impl MemTable {
 
     /// An iterator over this memtable; it keeps the memtable alive.
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator { cursor: self.list.cursor(), mem: Arc::clone(self) }
+        MemTableIterator { cursor: Cursor::new(Arc::clone(self)) }
     }
 }
 
-/// An [`InternalIterator`] over a memtable: a cursor into its skiplist, which
-/// the `Arc` keeps alive. A step forward follows one link; a step back is a
-/// search from the head (the nodes have no back links, as in LevelDB).
+impl ListOwner for MemTable {
+    fn skip_list(&self) -> &SkipList {
+        &self.list
+    }
+}
+
+/// The versions of user key `want` from the cursor `c` on (as
+/// [`MemTable::versions`] appends them), down to the first that is not an
+/// operand (true when one ended them).
+fn collect_versions(
+    c: &mut Cursor<&SkipList>,
+    want: &[u8],
+    out: &mut Vec<(SequenceNumber, ValueKind, Vec<u8>)>,
+) -> bool {
+    while c.valid() {
+        let Some(p) = parse_internal_key(c.key()) else { return false };
+        if p.user_key != want {
+            return false;
+        }
+        out.push((p.seq, p.kind, c.value().to_vec()));
+        if p.kind != ValueKind::Merge {
+            return true;
+        }
+        c.next();
+    }
+    false
+}
+
+/// An [`InternalIterator`] over a memtable: a cursor into its skiplist that
+/// owns an `Arc` of the memtable, which keeps the list alive (`skiplist`
+/// contract 10). A step forward follows one link; a step back is a search
+/// from the head (the nodes have no back links, as in LevelDB).
 pub struct MemTableIterator {
-    cursor: Cursor,
-    mem: Arc<MemTable>,
+    cursor: Cursor<Arc<MemTable>>,
 }
 
 impl InternalIterator for MemTableIterator {
@@ -474,28 +490,28 @@ impl InternalIterator for MemTableIterator {
         self.cursor.valid()
     }
     fn seek_to_first(&mut self) {
-        self.cursor.seek_to_first(&self.mem.list);
+        self.cursor.seek_to_first();
     }
     fn seek_to_last(&mut self) {
-        self.cursor.seek_to_last(&self.mem.list);
+        self.cursor.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        self.cursor.seek(&self.mem.list, target);
+        self.cursor.seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.cursor.seek_for_prev(&self.mem.list, target);
+        self.cursor.seek_for_prev(target);
     }
     fn next(&mut self) {
-        self.cursor.next(&self.mem.list);
+        self.cursor.next();
     }
     fn prev(&mut self) {
-        self.cursor.prev(&self.mem.list);
+        self.cursor.prev();
     }
     fn key(&self) -> &[u8] {
-        self.cursor.key(&self.mem.list)
+        self.cursor.key()
     }
     fn value(&self) -> &[u8] {
-        self.cursor.value(&self.mem.list)
+        self.cursor.value()
     }
     fn status(&self) -> Result<()> {
         Ok(())

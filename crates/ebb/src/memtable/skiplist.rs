@@ -19,9 +19,9 @@
 //!    stored first, then each predecessor's link with `Release`; readers load
 //!    links with `Acquire`, so a node they reach is fully initialised. Nodes
 //!    are never changed after that except their links, and never freed before
-//!    the list is dropped, so a reader holding a node pointer (an iterator,
-//!    which keeps its memtable alive) can always follow its links, even if a
-//!    replace unlinked it meanwhile.
+//!    the list is dropped, so a reader holding a node pointer (a [`Cursor`],
+//!    which keeps its list alive: contract 10) can always follow its links,
+//!    even if a replace unlinked it meanwhile.
 //! 4. Memory is charged as the bytes of the nodes (header, tower, key and
 //!    value, rounded to 8), not the arena's blocks, so tiny memtables in tests
 //!    flush at the same points whatever the block size.
@@ -90,6 +90,63 @@
 //!    the target, and each lower level holds every node of the level
 //!    above), and level 0 always loads. The writer's view is exact: it
 //!    stores every prefix itself.
+//! 10. A [`Cursor`] holds a node pointer and reaches its list only through
+//!     the [`ListRef`] it was made with and owns: a borrow of the list
+//!     ([`SkipList::cursor`]: a `Cursor<&'a SkipList>` cannot outlive the
+//!     list), or an `Arc` of what holds the list ([`ListOwner`]: the
+//!     memtable iterator's `Cursor<Arc<MemTable>>` keeps its memtable
+//!     alive). No function takes a cursor and a list apart, so a cursor
+//!     reads only the list it was made on, and only while that list lives;
+//!     the borrow checker refuses anything else. A cursor used after its
+//!     list is gone:
+//!
+//! ```compile_fail,E0597
+//! use ebb::comparator::UserComparator;
+//! use ebb::memtable::skiplist::SkipList;
+//!
+//! let mut cursor = {
+//!     let list = SkipList::new(UserComparator::BYTEWISE);
+//!     list.cursor()
+//! }; // the list is dropped here, while the cursor still borrows it
+//! cursor.seek_to_first();
+//! ```
+//!
+//! or kept while its list is dropped:
+//!
+//! ```compile_fail,E0505
+//! # use ebb::comparator::UserComparator;
+//! # use ebb::memtable::skiplist::SkipList;
+//! let list = SkipList::new(UserComparator::BYTEWISE);
+//! let mut cursor = list.cursor();
+//! drop(list); // the list cannot go while the cursor borrows it
+//! cursor.seek_to_first();
+//! ```
+//!
+//! and a cursor of one list asked to read another (its methods take no
+//! list: it reads the one it holds):
+//!
+//! ```compile_fail,E0061
+//! # use ebb::comparator::UserComparator;
+//! # use ebb::memtable::skiplist::SkipList;
+//! let (one, other) = (SkipList::new(UserComparator::BYTEWISE), SkipList::new(UserComparator::BYTEWISE));
+//! let mut cursor = one.cursor();
+//! cursor.seek_to_first(&other);
+//! ```
+//!
+//! What compiles reads the list the cursor was made on:
+//!
+//! ```
+//! # use ebb::comparator::UserComparator;
+//! # use ebb::memtable::skiplist::SkipList;
+//! let list = SkipList::new(UserComparator::BYTEWISE);
+//! let mut cursor = list.cursor();
+//! cursor.seek_to_first();
+//! assert!(!cursor.valid());
+//! ```
+//!
+//! (With `internals`, this module is public for these examples alone: the
+//! rest of it stays `pub(crate)`, so that the cursor's search paths are not
+//! exported from the crate, and call their helpers directly.)
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -98,6 +155,7 @@
 use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -933,7 +991,7 @@ impl KeyIndex {
 }
 
 /// A sorted set of (internal key, value) entries; see the module contract.
-pub(crate) struct SkipList {
+pub struct SkipList {
     head: NonNull<Node>,
     /// Height of the tallest tower linked so far (readers may see it before
     /// the links: the head's links at the new levels are null, which reads as
@@ -960,7 +1018,9 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    pub(crate) fn new(cmp: UserComparator) -> Self {
+    /// An empty list whose keys are in `cmp`'s internal order, without
+    /// the key index, prefix hints or prefix firsts.
+    pub fn new(cmp: UserComparator) -> Self {
         let mut arena = Arena::new();
         let size = Node::size(MAX_HEIGHT, 0, 0);
         let head = arena.alloc(size).cast::<Node>();
@@ -1121,7 +1181,8 @@ impl SkipList {
         self.insert_with_prefix(key, value, 0);
     }
 
-    /// [`SkipList::insert`] of a key whose user key starts with a prefix of
+    /// Inserts `(key, value)`, replacing an entry with an equal key
+    /// (contract 1), where `key`'s user key starts with a prefix of
     /// `prefix_len` bytes (0: none), the key of its hint (contract 7).
     pub(crate) fn insert_with_prefix(&self, key: &[u8], value: &[u8], prefix_len: usize) {
         let mut w = self.writer.lock();
@@ -1539,9 +1600,10 @@ impl SkipList {
         }
     }
 
-    /// A cursor at nothing; position it with a seek.
-    pub(crate) fn cursor(&self) -> Cursor {
-        Cursor { node: ptr::null() }
+    /// A cursor on this list, at nothing; position it with a seek. It
+    /// borrows the list (contract 10).
+    pub fn cursor(&self) -> Cursor<&SkipList> {
+        Cursor::new(self)
     }
 
     /// Calls `f` for every entry in order.
@@ -1566,34 +1628,91 @@ impl SkipList {
     }
 }
 
-/// A position in a [`SkipList`]. It holds no borrow: every call takes the
-/// list, which must be the one it was created from and must outlive it (the
-/// memtable iterator keeps its memtable alive for this).
-pub(crate) struct Cursor {
+/// What a [`Cursor`] reaches its list through (contract 10): a borrow of
+/// the list, or an `Arc` of a [`ListOwner`].
+///
+/// # Safety
+/// Every list [`ListRef::list`] returns stays alive and in place for as
+/// long as the value lives, wherever the value is moved: a cursor keeps
+/// node pointers found through one call and follows them in later ones.
+pub unsafe trait ListRef {
+    /// The list.
+    fn list(&self) -> &SkipList;
+}
+
+// SAFETY: the list outlives the borrow, and a cursor holding the borrow
+// cannot outlive it; moving a reference does not move the list.
+unsafe impl ListRef for &SkipList {
+    fn list(&self) -> &SkipList {
+        self
+    }
+}
+
+/// What holds a skip list (the memtable), so that a cursor can keep it
+/// alive by owning an `Arc` of it (contract 10). `skip_list` returns the
+/// same list every time.
+pub(crate) trait ListOwner {
+    /// The list held.
+    fn skip_list(&self) -> &SkipList;
+}
+
+// SAFETY: the value of an `Arc` stays in place while any `Arc` of it lives,
+// however the `Arc` moves, and the cursor that owns this one never lends it
+// out, so the value is only ever shared: never dropped, moved or mutably
+// borrowed while the cursor lives (`Arc::get_mut` needs a `&mut Arc`).
+// Safe code cannot free or move what it lends as `&SkipList` from `&T`
+// while `T` is shared (that borrow could be held as long as `T` is), so
+// every list `skip_list` returns lives as long as the cursor. (One that
+// answered with another list each time would misplace the cursor, not
+// dangle it: it reads only nodes reached through lists that all live as
+// long as it, and compares nodes with a head by address alone.)
+unsafe impl<T: ListOwner + ?Sized> ListRef for Arc<T> {
+    fn list(&self) -> &SkipList {
+        (**self).skip_list()
+    }
+}
+
+/// A position in a [`SkipList`], at an entry or at nothing. It owns what
+/// it reaches its list through ([`ListRef`], contract 10) and its methods
+/// take no list, so it reads only the list it was made on, while that list
+/// lives.
+pub struct Cursor<L: ListRef> {
+    list: L,
+    /// Null, or a published node of `list`'s list.
     node: *const Node,
 }
 
 // SAFETY: a node pointer into a list that is itself `Send + Sync`; the cursor
-// only reads through it, with the list alive (see `Cursor`).
-unsafe impl Send for Cursor {}
+// only reads through it, and owns what keeps the list alive (`ListRef`).
+unsafe impl<L: ListRef + Send> Send for Cursor<L> {}
 
-impl Cursor {
-    pub(crate) fn valid(&self) -> bool {
+impl<L: ListRef> Cursor<L> {
+    /// A cursor at nothing on the list `list` reaches; position it with a
+    /// seek.
+    pub(crate) fn new(list: L) -> Self {
+        Cursor { list, node: ptr::null() }
+    }
+
+    /// True when at an entry.
+    pub fn valid(&self) -> bool {
         !self.node.is_null()
     }
 
-    fn set_unless_head(&mut self, list: &SkipList, x: *const Node) {
-        self.node = if ptr::eq(x, list.head()) { ptr::null() } else { x };
+    fn set_unless_head(&mut self, x: *const Node) {
+        self.node = if ptr::eq(x, self.list.list().head()) { ptr::null() } else { x };
     }
 
-    pub(crate) fn seek_to_first(&mut self, list: &SkipList) {
-        // SAFETY: the head is a node of `list`.
-        self.node = unsafe { Node::next(list.head(), 0) };
+    /// At the first entry.
+    pub fn seek_to_first(&mut self) {
+        // SAFETY: the head is a node of the list.
+        self.node = unsafe { Node::next(self.list.list().head(), 0) };
         self.prefetch_next();
     }
 
-    pub(crate) fn seek_to_last(&mut self, list: &SkipList) {
-        self.set_unless_head(list, list.find_last());
+    /// At the last entry.
+    pub(crate) fn seek_to_last(&mut self) {
+        let last = self.list.list().find_last();
+        self.set_unless_head(last);
     }
 
     /// At the first entry `>= target`. When the list's key index names
@@ -1602,7 +1721,8 @@ impl Cursor {
     /// it is the first of its user key, and the key's versions follow it.
     /// A thread whose recent seeks mostly met keys the index does not hold
     /// asks it for one seek in 16 ([`SEEK_ODDS`]).
-    pub(crate) fn seek(&mut self, list: &SkipList, target: &[u8]) {
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        let list = self.list.list();
         if let Some(index) = &list.index {
             let user_key = crate::key::user_key(target);
             let newest = SEEK_ODDS.with(|cell| {
@@ -1623,13 +1743,13 @@ impl Cursor {
                 return;
             }
         }
-        self.seek_by_descent(list, target);
+        self.seek_by_descent(target);
     }
 
     /// At the first entry `>= target`, found by a descent (from the
     /// target's prefix's first entry when the list keeps them, contract 8).
-    pub(crate) fn seek_by_descent(&mut self, list: &SkipList, target: &[u8]) {
-        self.node = list.find_greater_or_equal(target);
+    pub(crate) fn seek_by_descent(&mut self, target: &[u8]) {
+        self.node = self.list.list().find_greater_or_equal(target);
         self.prefetch_next();
     }
 
@@ -1637,29 +1757,32 @@ impl Cursor {
     /// otherwise at some entry of another user key, or at nothing. For
     /// point lookups, which read only that key's versions: with a key index
     /// (contract 5) this needs no descent.
-    pub(crate) fn seek_versions(&mut self, list: &SkipList, target: &[u8]) {
-        let Some(index) = &list.index else { return self.seek_by_descent(list, target) };
+    pub(crate) fn seek_versions(&mut self, target: &[u8]) {
+        let list = self.list.list();
+        let Some(index) = &list.index else { return self.seek_by_descent(target) };
         let user_key = crate::key::user_key(target);
         match index.lookup(user_key) {
             Indexed::Absent => self.node = ptr::null(),
-            Indexed::Unknown => self.seek_by_descent(list, target),
+            Indexed::Unknown => self.seek_by_descent(target),
             Indexed::Newest(x) => self.node = first_at_or_after(list, x, user_key, target),
         }
     }
 
     /// At the last entry `<= target`.
-    pub(crate) fn seek_for_prev(&mut self, list: &SkipList, target: &[u8]) {
-        self.seek(list, target);
+    pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
         if !self.valid() {
-            self.seek_to_last(list);
-        } else if list.cmp.compare_internal(self.key(list), target) == Ordering::Greater {
-            self.prev(list);
+            self.seek_to_last();
+        } else if self.list.list().cmp.compare_internal(self.key(), target) == Ordering::Greater {
+            self.prev();
         }
     }
 
-    pub(crate) fn next(&mut self, _list: &SkipList) {
+    /// At the entry after this one (at nothing after the last).
+    pub(crate) fn next(&mut self) {
         if self.valid() {
-            // SAFETY: a valid cursor is at a published node of the live list.
+            // SAFETY: a valid cursor is at a published node of its list,
+            // which is alive (contract 10).
             self.node = unsafe { Node::next(self.node, 0) };
             self.prefetch_next();
         }
@@ -1680,24 +1803,25 @@ impl Cursor {
 
     /// At the entry before this one (a search from the head, as LevelDB's:
     /// nodes have no back links).
-    pub(crate) fn prev(&mut self, list: &SkipList) {
+    pub(crate) fn prev(&mut self) {
         if self.valid() {
-            let x = list.find_less_than(self.key(list));
-            self.set_unless_head(list, x);
+            let x = self.list.list().find_less_than(self.key());
+            self.set_unless_head(x);
         }
     }
 
     /// The current key; empty when not valid.
-    pub(crate) fn key<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+    pub(crate) fn key(&self) -> &[u8] {
         if self.node.is_null() {
             return &[];
         }
-        // SAFETY: a published node of `list`, alive as long as `list` is.
+        // SAFETY: a published node of the cursor's list, which lives as
+        // long as the cursor (contract 10), and so as long as `&self`.
         unsafe { Node::key(self.node) }
     }
 
     /// The current value; empty when not valid.
-    pub(crate) fn value<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+    pub(crate) fn value(&self) -> &[u8] {
         if self.node.is_null() {
             return &[];
         }
@@ -1782,18 +1906,18 @@ mod tests {
 
             // Cursor forwards and backwards.
             let mut c = list.cursor();
-            c.seek_to_first(&list);
+            c.seek_to_first();
             let mut fwd = Vec::new();
             while c.valid() {
-                fwd.push((c.key(&list).to_vec(), c.value(&list).to_vec()));
-                c.next(&list);
+                fwd.push((c.key().to_vec(), c.value().to_vec()));
+                c.next();
             }
             assert_eq!(fwd, expected);
-            c.seek_to_last(&list);
+            c.seek_to_last();
             let mut back = Vec::new();
             while c.valid() {
-                back.push((c.key(&list).to_vec(), c.value(&list).to_vec()));
-                c.prev(&list);
+                back.push((c.key().to_vec(), c.value().to_vec()));
+                c.prev();
             }
             back.reverse();
             assert_eq!(back, expected);
@@ -1804,11 +1928,11 @@ mod tests {
                 let target = ikey(user, seq);
                 let ge = model.range(model_key(user, seq)..).next().map(|(_, v)| v.clone());
                 let le = model.range(..=model_key(user, seq)).next_back().map(|(_, v)| v.clone());
-                c.seek(&list, &target);
-                assert_eq!(c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec())), ge);
+                c.seek(&target);
+                assert_eq!(c.valid().then(|| (c.key().to_vec(), c.value().to_vec())), ge);
                 assert_eq!(list.lower_bound(&target).map(|(k, v)| (k.to_vec(), v.to_vec())), ge);
-                c.seek_for_prev(&list, &target);
-                assert_eq!(c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec())), le);
+                c.seek_for_prev(&target);
+                assert_eq!(c.valid().then(|| (c.key().to_vec(), c.value().to_vec())), le);
             }
         }
     }
@@ -1845,10 +1969,10 @@ mod tests {
                 let found = list.lower_bound(&target).map(|(k, _)| k.to_vec());
                 assert_eq!(found.as_ref(), model.get(at), "reverse {reverse}: the first key at or after the target");
                 let mut c = list.cursor();
-                c.seek_for_prev(&list, &target);
+                c.seek_for_prev(&target);
                 let le = model.partition_point(|k| cmp.compare_internal(k, &target) != Ordering::Greater);
                 let expected = le.checked_sub(1).map(|i| &model[i]);
-                assert_eq!(c.valid().then(|| c.key(&list).to_vec()).as_ref(), expected, "reverse {reverse}: the last key at or before it");
+                assert_eq!(c.valid().then(|| c.key().to_vec()).as_ref(), expected, "reverse {reverse}: the last key at or before it");
             }
         }
     }
@@ -1904,19 +2028,19 @@ mod tests {
                     let (user, seq) = (rng.gen_range(0..420u32), rng.gen_range(0..64u64));
                     let target = ikey(user, seq);
                     let mut want = list.cursor();
-                    want.seek_by_descent(&list, &target);
+                    want.seek_by_descent(&target);
                     // A seek through the index lands exactly where a descent does.
                     let mut seek = list.cursor();
-                    seek.seek(&list, &target);
-                    let at = |c: &Cursor| c.valid().then(|| (c.key(&list).to_vec(), c.value(&list).to_vec()));
+                    seek.seek(&target);
+                    let at = |c: &Cursor<&SkipList>| c.valid().then(|| (c.key().to_vec(), c.value().to_vec()));
                     assert_eq!(at(&seek), at(&want), "slots {slots}: a seek to {user}@{seq}");
                     let mut got = list.cursor();
-                    got.seek_versions(&list, &target);
-                    let of_user = |c: &Cursor| c.valid() && c.key(&list)[..4] == user.to_be_bytes();
+                    got.seek_versions(&target);
+                    let of_user = |c: &Cursor<&SkipList>| c.valid() && c.key()[..4] == user.to_be_bytes();
                     if of_user(&want) {
                         assert!(got.valid(), "slots {slots}: lost {user}@{seq}");
-                        assert_eq!(got.key(&list), want.key(&list), "slots {slots}: {user}@{seq}");
-                        assert_eq!(got.value(&list), want.value(&list));
+                        assert_eq!(got.key(), want.key(), "slots {slots}: {user}@{seq}");
+                        assert_eq!(got.value(), want.value());
                     } else {
                         assert!(!of_user(&got), "slots {slots}: {user}@{seq} found a version a seek does not");
                     }
@@ -2002,8 +2126,8 @@ mod tests {
             assert!(spliced > fewest, "{name}: only {spliced} inserts spliced in");
             for (k, v) in model.iter().step_by(7) {
                 let mut c = list.cursor();
-                c.seek_versions(&list, k);
-                assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
+                c.seek_versions(k);
+                assert_eq!((c.key(), c.value()), (&k[..], &v[..]), "{name}: a point lookup");
             }
         }
     }
@@ -2061,8 +2185,8 @@ mod tests {
             if list.index.is_some() {
                 for (k, v) in model.iter().step_by(7) {
                     let mut c = list.cursor();
-                    c.seek_versions(&list, k);
-                    assert_eq!((c.key(&list), c.value(&list)), (&k[..], &v[..]), "{name}: a point lookup");
+                    c.seek_versions(k);
+                    assert_eq!((c.key(), c.value()), (&k[..], &v[..]), "{name}: a point lookup");
                 }
             }
         }
@@ -2235,8 +2359,8 @@ mod tests {
         list.insert(&ikey(3, 1), b"a");
         list.insert(&ikey(3, 9), b"b");
         let mut c = list.cursor();
-        c.seek_versions(&list, &ikey(3, 5));
-        assert_eq!(c.value(&list), b"a", "the newest version at or below the sequence");
+        c.seek_versions(&ikey(3, 5));
+        assert_eq!(c.value(), b"a", "the newest version at or below the sequence");
     }
 
     #[test]
@@ -2377,29 +2501,29 @@ mod tests {
                             assert_eq!(key, &ikey(k, 1)[..], "reader {r}");
                             assert_eq!(value, &k.to_le_bytes()[..]);
                             let mut c = list.cursor();
-                            c.seek_versions(&list, &ikey(k, 5));
+                            c.seek_versions(&ikey(k, 5));
                             assert!(c.valid(), "reader {r}: point lookup lost {k}");
-                            assert_eq!(c.key(&list), &ikey(k, 1)[..], "reader {r}");
+                            assert_eq!(c.key(), &ikey(k, 1)[..], "reader {r}");
                         }
                         // Keys never inserted are not found.
                         for k in [n, n + 7, u32::MAX] {
                             let mut c = list.cursor();
-                            c.seek_versions(&list, &ikey(k, 5));
-                            assert!(!c.valid() || c.key(&list)[..4] != k.to_be_bytes(), "reader {r}: found {k}");
+                            c.seek_versions(&ikey(k, 5));
+                            assert!(!c.valid() || c.key()[..4] != k.to_be_bytes(), "reader {r}: found {k}");
                         }
                         // A scan is sorted and holds at least those keys.
                         let mut c = list.cursor();
-                        c.seek_to_first(&list);
+                        c.seek_to_first();
                         let mut count = 0;
                         let mut last: Option<Vec<u8>> = None;
                         while c.valid() {
-                            let k = c.key(&list).to_vec();
+                            let k = c.key().to_vec();
                             if let Some(l) = &last {
                                 assert_eq!(UserComparator::BYTEWISE.compare_internal(l, &k), Ordering::Less, "reader {r}: out of order");
                             }
                             last = Some(k);
                             count += 1;
-                            c.next(&list);
+                            c.next();
                         }
                         assert!(count >= before, "reader {r}: scan saw {count} of {before} entries");
                     }
@@ -2417,6 +2541,32 @@ mod tests {
         assert_eq!(all(&list).len(), n as usize);
     }
 
+    impl ListOwner for SkipList {
+        fn skip_list(&self) -> &SkipList {
+            self
+        }
+    }
+
+    #[test]
+    fn a_cursor_that_owns_an_arc_of_its_list_reads_it_after_every_other_handle_is_gone() {
+        let list = Arc::new(SkipList::new(UserComparator::BYTEWISE));
+        for u in 0..100 {
+            list.insert(&ikey(u, 1), &u.to_le_bytes());
+        }
+        let mut c = Cursor::new(Arc::clone(&list));
+        c.seek(&ikey(40, 1));
+        drop(list);
+        let mut seen = Vec::new();
+        while c.valid() {
+            seen.push(c.value().to_vec());
+            c.next();
+        }
+        assert_eq!(seen, (40..100u32).map(|u| u.to_le_bytes().to_vec()).collect::<Vec<_>>());
+        c.seek_to_last();
+        c.prev();
+        assert_eq!(c.key(), &ikey(98, 1)[..]);
+    }
+
     #[test]
     fn a_replaced_entry_stays_readable_from_a_cursor_on_it() {
         let list = SkipList::new(UserComparator::BYTEWISE);
@@ -2424,12 +2574,12 @@ mod tests {
             list.insert(&ikey(u, 1), b"old");
         }
         let mut c = list.cursor();
-        c.seek(&list, &ikey(50, 1));
+        c.seek(&ikey(50, 1));
         list.insert(&ikey(50, 1), b"new");
         // The cursor still reads the node it was on, and walks on from it.
-        assert_eq!(c.value(&list), b"old");
-        c.next(&list);
-        assert_eq!(c.key(&list), &ikey(51, 1)[..]);
+        assert_eq!(c.value(), b"old");
+        c.next();
+        assert_eq!(c.key(), &ikey(51, 1)[..]);
         // The list holds one entry for the key, the new one.
         assert_eq!(list.lower_bound(&ikey(50, 1)).unwrap().1, b"new");
         assert_eq!(all(&list).len(), 100);
