@@ -501,9 +501,12 @@ impl DbInner {
             let condition = self.cached_stall_condition(&mut st);
             if let (None, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
                 delayed_once = true;
-                if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
+                // Paced on the database's clock (`Options::clock`), as
+                // RocksDB's `WriteController` reads its `SystemClock`.
+                let clock = Arc::clone(&self.opts().clock);
+                if let Some(wait) = st.controller.delay(batch_bytes as u64, clock.monotonic()) {
                     let start = Instant::now();
-                    let deadline = start + wait;
+                    let deadline = clock.monotonic() + wait;
                     // Waited out on the background condition variable, not
                     // slept at once: the delay ends early when the condition
                     // that set it is gone (a flush or compaction installed,
@@ -511,8 +514,11 @@ impl DbInner {
                     // RocksDB's `DelayWrite` checks every millisecond. At
                     // the controller's lowest rate one large batch was a
                     // sleep of minutes, every writer queued behind it.
-                    while Instant::now() < deadline && st.bg_error.is_none() && !st.shutting_down {
-                        self.bg_cv.wait_until(&mut st, deadline);
+                    while st.bg_error.is_none() && !st.shutting_down {
+                        let Some(left) = deadline.checked_sub(clock.monotonic()).filter(|l| !l.is_zero()) else {
+                            break;
+                        };
+                        self.bg_cv.wait_for(&mut st, clock.real_wait(left));
                         if !matches!(self.cached_stall_condition(&mut st), StallCondition::Delayed(_)) {
                             break;
                         }
@@ -924,7 +930,8 @@ pub(crate) struct WriteController {
     delayed_rate: u64,
     /// Pending compaction bytes at the previous recomputation.
     prev_pending: u64,
-    next_write: Option<Instant>,
+    /// When the next write may go, on the database clock's monotonic time.
+    next_write: Option<Duration>,
 }
 
 impl Default for WriteController {
@@ -989,8 +996,9 @@ impl WriteController {
     }
 
     /// Charges `bytes` to the virtual clock; returns how long to sleep when
-    /// the clock runs more than a millisecond ahead of `now`.
-    fn delay(&mut self, bytes: u64, now: Instant) -> Option<Duration> {
+    /// the clock runs more than a millisecond ahead of `now` (the database
+    /// clock's monotonic time).
+    fn delay(&mut self, bytes: u64, now: Duration) -> Option<Duration> {
         let rate = self.rate();
         if rate == 0 {
             return None;
@@ -1002,7 +1010,7 @@ impl WriteController {
         };
         let next = start + cost;
         self.next_write = Some(next);
-        let ahead = next.saturating_duration_since(now);
+        let ahead = next.saturating_sub(now);
         (ahead > Duration::from_millis(1)).then_some(ahead)
     }
 }
@@ -1023,7 +1031,7 @@ mod tests {
         let l0 = StallCause::L0Slowdown;
         delayed(&mut c, l0, 1000, false, &opts);
         assert_eq!(c.rate(), 1_000_000);
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(7);
         // 100 writes of 1000 bytes at 1 MB/s cost 100 ms of virtual time.
         let mut slept = Duration::ZERO;
         for _ in 0..100 {
@@ -1051,7 +1059,7 @@ mod tests {
         // rises by 1.4.
         c.update(StallCondition::Normal, StallDebt::default(), &opts);
         assert_eq!(c.rate(), 0);
-        assert!(c.delay(1 << 20, Instant::now()).is_none());
+        assert!(c.delay(1 << 20, t0).is_none());
         delayed(&mut c, l0, 5000, false, &opts);
         assert_eq!(c.rate(), (MIN_DELAYED_WRITE_RATE as f64 * 1.4) as u64, "a delay starts where the last one left");
         // A stop keeps the rate; the delay after it starts there.
