@@ -10,29 +10,30 @@
 //! 1. `error`: the error type.
 //! 2. `util`: coding, checksums, compression, small helpers.
 //! 3. `kill_points`: crash points for the kill tests (feature `failpoints`).
-//! 4. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
-//! 5. `comparator`: the order of user keys (RocksDB's `Comparator`).
-//! 6. `key`: internal keys, sequence numbers, size limits.
-//! 7. `range_del`: range tombstones and their fragments.
-//! 8. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
-//! 9. `table_properties`: entry types and the table property collectors
-//!    users implement.
-//! 10. `iter`: the internal iterator and the merging heap.
-//! 11. `stats`: tickers and histograms in RocksDB's format.
-//! 12. `tuning`: rate limiter, clocks, the tuners' decisions.
-//! 13. `cache`: the block cache, holding values of any type.
-//! 14. `wal`: the write-ahead log format.
-//! 15. `memtable`: the skip list.
-//! 16. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
-//! 17. `blob`: blob files (values kept apart from the tables).
-//! 18. `version`: MANIFEST, version edits and the set of live files.
-//! 19. `events`: what listeners are told (jobs, stalls, tuning, recovery).
-//! 20. `compaction_filter`: the compaction filter traits users implement.
-//! 21. `merge_operator`: the merge operator traits and the built-in ones.
-//! 22. `options`: the database's options, their text form, and the narrow
+//! 4. `clock`: the database's clock (RocksDB's `SystemClock`), real or manual.
+//! 5. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
+//! 6. `comparator`: the order of user keys (RocksDB's `Comparator`).
+//! 7. `key`: internal keys, sequence numbers, size limits.
+//! 8. `range_del`: range tombstones and their fragments.
+//! 9. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
+//! 10. `table_properties`: entry types and the table property collectors
+//!     users implement.
+//! 11. `iter`: the internal iterator and the merging heap.
+//! 12. `stats`: tickers and histograms in RocksDB's format.
+//! 13. `tuning`: rate limiter, the tuners' decisions.
+//! 14. `cache`: the block cache, holding values of any type.
+//! 15. `wal`: the write-ahead log format.
+//! 16. `memtable`: the skip list.
+//! 17. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
+//! 18. `blob`: blob files (values kept apart from the tables).
+//! 19. `version`: MANIFEST, version edits and the set of live files.
+//! 20. `events`: what listeners are told (jobs, stalls, tuning, recovery).
+//! 21. `compaction_filter`: the compaction filter traits users implement.
+//! 22. `merge_operator`: the merge operator traits and the built-in ones.
+//! 23. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
-//! 23. `compaction`: picking and running compactions.
-//! 24. `db`: the public handle, the write and read paths, background jobs.
+//! 24. `compaction`: picking and running compactions.
+//! 25. `db`: the public handle, the write and read paths, background jobs.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -63,11 +64,12 @@ macro_rules! internal_modules {
 }
 
 // The public surface: the handle and its types (re-exported below), the
-// block cache users may share between databases, the filesystem boundary
-// users may implement, what listeners are told, compaction filters,
-// comparators, merge operators, prefix extractors and table property
-// collectors.
+// block cache users may share between databases, the clock and the
+// filesystem boundary users may implement, what listeners are told,
+// compaction filters, comparators, merge operators, prefix extractors and
+// table property collectors.
 pub mod cache;
+pub mod clock;
 pub mod compaction_filter;
 pub mod comparator;
 pub mod events;
@@ -95,6 +97,7 @@ internal_modules! {
     wal;
 }
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
 pub use comparator::Comparator;
 pub use db::{
@@ -102,8 +105,8 @@ pub use db::{
     CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
     EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, KeyVersion, ReadOptions,
     RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot,
-    SstFileWriter, StallCondition, TtlClock, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch,
-    WriteOptions, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
+    SstFileWriter, StallCondition, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions,
+    DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

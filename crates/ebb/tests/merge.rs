@@ -287,20 +287,16 @@ fn a_merge_the_operator_refuses_in_place_is_stored_as_its_operand() {
 /// flushes, compactions and reopens; the TTL then expires it.
 #[test]
 fn a_ttl_database_merges_and_expires_merged_values() {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
     let fs = MemFs::new();
-    let now = Arc::new(AtomicU32::new(1_000_000));
-    let clock: ebb::TtlClock = {
-        let now = Arc::clone(&now);
-        Arc::new(move || now.load(Ordering::SeqCst))
-    };
+    let clock = Arc::new(ebb::ManualClock::new(Duration::from_secs(1_000_000)));
     let options = || {
-        let mut o = common::manual_options(&fs);
+        let mut o = common::manual_options(&fs).with_clock(Arc::clone(&clock) as Arc<dyn ebb::Clock>);
         o.merge_operator = Some(merge_operator::from_name("uint64add").unwrap());
         o
     };
     let n = |v: u64| v.to_le_bytes().to_vec();
-    let db = Db::open_with_ttl_clock("/ttl", options(), 100, Arc::clone(&clock)).unwrap();
+    let db = Db::open_with_ttl("/ttl", options(), 100).unwrap();
     db.put(b"a", &n(5)).unwrap();
     db.merge(b"a", &n(2)).unwrap();
     let mut b = WriteBatch::new();
@@ -318,21 +314,21 @@ fn a_ttl_database_merges_and_expires_merged_values() {
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(n(10)), "merged by the compaction, stamped, read back");
     // A later merge renews the key; the other expires.
-    now.fetch_add(80, Ordering::SeqCst);
+    clock.advance(Duration::from_secs(80));
     db.merge(b"a", &n(1)).unwrap();
     db.flush(true).unwrap();
     db.compact_range(None, None).unwrap();
-    now.fetch_add(50, Ordering::SeqCst);
+    clock.advance(Duration::from_secs(50));
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"fresh").unwrap(), None, "expired 130 s after its merge");
     assert_eq!(db.get(b"a").unwrap(), Some(n(11)), "renewed by the merge 50 s ago");
     db.close().unwrap();
-    let db = Db::open_with_ttl_clock("/ttl", options(), 100, Arc::clone(&clock)).unwrap();
+    let db = Db::open_with_ttl("/ttl", options(), 100).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(n(11)));
     // Without an operator a merge is refused, as in any database.
     let mut plain = common::manual_options(&fs);
     plain.create_if_missing = true;
-    let db2 = Db::open_with_ttl_clock("/ttl2", plain, 100, clock).unwrap();
+    let db2 = Db::open_with_ttl("/ttl2", plain, 100).unwrap();
     let e = db2.merge(b"k", b"v").unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
 }

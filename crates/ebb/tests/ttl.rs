@@ -4,24 +4,36 @@
 //! snapshots keep reading what they read, the column family's own
 //! compaction filter sees values without timestamps and keeps them on what
 //! it changes, and a database opened the wrong way (TTL or not) is an error
-//! naming the problem, with nothing lost. docs/data_model.md, "TTL".
+//! naming the problem, with nothing lost. Time is a manual clock set as the
+//! database's (`Options::clock`), moved by hand: no test waits for it.
+//! docs/data_model.md, "TTL".
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::manual_options;
 use ebb::compaction_filter::Decision;
 use ebb::fs::MemFs;
-use ebb::{CompactionFilter, Db, ReadOptions, TtlClock, TtlDb, WriteBatch, WriteOptions};
+use ebb::{Clock, CompactionFilter, Db, ManualClock, Options, ReadOptions, TtlDb, WriteBatch, WriteOptions};
 
-/// A clock the test moves by hand.
-fn clock(start: u32) -> (Arc<AtomicU32>, TtlClock) {
-    let now = Arc::new(AtomicU32::new(start));
-    let read = Arc::clone(&now);
-    (now, Arc::new(move || read.load(Ordering::SeqCst)))
+/// A clock the test moves by hand, reading `unix_secs` seconds after the epoch.
+fn clock(unix_secs: u64) -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(Duration::from_secs(unix_secs)))
+}
+
+/// Moves `clock` on to `unix_secs` seconds after the epoch.
+fn set(clock: &ManualClock, unix_secs: u64) {
+    let to = Duration::from_secs(unix_secs);
+    let now = Duration::from_micros(clock.now_micros());
+    clock.advance(to.checked_sub(now).expect("a manual clock only goes forward"));
+}
+
+/// [`manual_options`] on `fs` reading time from `clock`.
+fn on(fs: &MemFs, clock: &Arc<ManualClock>) -> Options {
+    manual_options(fs).with_clock(Arc::clone(clock) as Arc<dyn Clock>)
 }
 
 fn scan(db: &TtlDb, ro: ReadOptions<'_>) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -51,8 +63,8 @@ fn scan_reverse(db: &TtlDb) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn values_read_back_without_their_write_time() {
     let fs = MemFs::new();
-    let (_, clk) = clock(1_000_000);
-    let db = Db::open_with_ttl_clock("/ttl", manual_options(&fs), 3600, clk).unwrap();
+    let clk = clock(1_000_000);
+    let db = Db::open_with_ttl("/ttl", on(&fs, &clk), 3600).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..200u32 {
         let (k, v) = (format!("k{i:03}").into_bytes(), format!("value {i}").into_bytes());
@@ -82,25 +94,25 @@ fn values_read_back_without_their_write_time() {
     let raw = db.base_db().get(b"k010").unwrap().unwrap();
     assert_eq!(raw, [&b"value 10"[..], &1_000_000u32.to_le_bytes()].concat());
     db.close().unwrap();
-    let (_, clk) = clock(1_000_001);
-    let db = Db::open_with_ttl_clock("/ttl", manual_options(&fs), 3600, clk).unwrap();
+    let clk = clock(1_000_001);
+    let db = Db::open_with_ttl("/ttl", on(&fs, &clk), 3600).unwrap();
     assert_eq!(scan(&db, ReadOptions::default()), model, "after reopen");
 }
 
 #[test]
 fn expired_values_go_at_the_first_compaction_that_reads_them() {
     let fs = MemFs::new();
-    let (now, clk) = clock(10_000);
-    let db = Db::open_with_ttl_clock("/expire", manual_options(&fs), 100, clk).unwrap();
+    let clk = clock(10_000);
+    let db = Db::open_with_ttl("/expire", on(&fs, &clk), 100).unwrap();
     db.put(b"old", b"o").unwrap();
-    now.store(10_050, Ordering::SeqCst);
+    set(&clk, 10_050);
     db.put(b"young", b"y").unwrap();
     db.flush(true).unwrap();
     // 100 seconds after "old" was written it is not yet stale; one more and it is.
-    now.store(10_100, Ordering::SeqCst);
+    set(&clk, 10_100);
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"old").unwrap(), Some(b"o".to_vec()), "exactly the TTL old is kept");
-    now.store(10_101, Ordering::SeqCst);
+    set(&clk, 10_101);
     // Reads return the expired value until a compaction reads it.
     assert_eq!(db.get(b"old").unwrap(), Some(b"o".to_vec()));
     let snap = db.snapshot();
@@ -111,7 +123,7 @@ fn expired_values_go_at_the_first_compaction_that_reads_them() {
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"old").unwrap(), None, "expired and compacted");
     assert_eq!(db.get(b"young").unwrap(), Some(b"y".to_vec()));
-    now.store(20_000, Ordering::SeqCst);
+    set(&clk, 20_000);
     db.compact_range(None, None).unwrap();
     assert!(scan(&db, ReadOptions::default()).is_empty(), "everything expired");
 }
@@ -120,11 +132,11 @@ fn expired_values_go_at_the_first_compaction_that_reads_them() {
 fn a_ttl_of_zero_or_less_never_expires() {
     for ttl in [0, -1] {
         let fs = MemFs::new();
-        let (now, clk) = clock(5);
-        let db = Db::open_with_ttl_clock("/forever", manual_options(&fs), ttl, clk).unwrap();
+        let clk = clock(5);
+        let db = Db::open_with_ttl("/forever", on(&fs, &clk), ttl).unwrap();
         db.put(b"k", b"v").unwrap();
         db.flush(true).unwrap();
-        now.store(u32::MAX, Ordering::SeqCst);
+        set(&clk, u64::from(u32::MAX));
         db.compact_range(None, None).unwrap();
         assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()), "ttl {ttl}");
     }
@@ -146,19 +158,19 @@ impl CompactionFilter for Upper {
 #[test]
 fn the_familys_own_filter_sees_values_without_timestamps() {
     let fs = MemFs::new();
-    let (now, clk) = clock(500);
-    let mut o = manual_options(&fs);
+    let clk = clock(500);
+    let mut o = on(&fs, &clk);
     o.compaction_filter = Some(Arc::new(Upper));
-    let db = Db::open_with_ttl_clock("/own", o, 60, clk).unwrap();
+    let db = Db::open_with_ttl("/own", o, 60).unwrap();
     db.put(b"a", b"lower").unwrap();
     db.flush(true).unwrap();
-    now.store(530, Ordering::SeqCst);
+    set(&clk, 530);
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"LOWER".to_vec()));
     // The changed value kept its write time: it expires on schedule.
     let raw = db.base_db().get(b"a").unwrap().unwrap();
     assert_eq!(&raw[raw.len() - 4..], &500u32.to_le_bytes());
-    now.store(561, Ordering::SeqCst);
+    set(&clk, 561);
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get(b"a").unwrap(), None);
 }
@@ -167,13 +179,13 @@ fn the_familys_own_filter_sees_values_without_timestamps() {
 fn opening_a_database_the_wrong_way_is_an_error_and_loses_nothing() {
     let fs = MemFs::new();
     // A TTL database opened without a TTL.
-    let (_, clk) = clock(100);
-    let db = Db::open_with_ttl_clock("/t", manual_options(&fs), 60, Arc::clone(&clk)).unwrap();
+    let clk = clock(100);
+    let db = Db::open_with_ttl("/t", on(&fs, &clk), 60).unwrap();
     db.put(b"k", b"v").unwrap();
     db.close().unwrap();
     let err = Db::open("/t", manual_options(&fs)).err().expect("Db::open of a TTL database");
     assert!(err.to_string().contains("TTL") && err.to_string().contains("open_with_ttl"), "{err}");
-    let db = Db::open_with_ttl_clock("/t", manual_options(&fs), 60, clk).unwrap();
+    let db = Db::open_with_ttl("/t", on(&fs, &clk), 60).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
     db.close().unwrap();
     // A plain database opened with a TTL.
@@ -189,8 +201,8 @@ fn opening_a_database_the_wrong_way_is_an_error_and_loses_nothing() {
 #[test]
 fn each_column_family_expires_after_its_own_ttl() {
     let fs = MemFs::new();
-    let (now, clk) = clock(1_000);
-    let db = Db::open_with_ttl_clock("/families", manual_options(&fs), 100, Arc::clone(&clk)).unwrap();
+    let clk = clock(1_000);
+    let db = Db::open_with_ttl("/families", on(&fs, &clk), 100).unwrap();
     let short = db.create_column_family("short", manual_options(&fs), 10).unwrap();
     // One batch across both families: every value stamped.
     let mut batch = WriteBatch::new();
@@ -203,7 +215,7 @@ fn each_column_family_expires_after_its_own_ttl() {
     assert_eq!(raw, [&b"short"[..], &1_000u32.to_le_bytes()].concat(), "stamped in its family");
     db.flush(true).unwrap();
     db.base_db().flush_cf(&short, true).unwrap();
-    now.store(1_050, Ordering::SeqCst);
+    set(&clk, 1_050);
     db.compact_range(None, None).unwrap();
     db.compact_range_cf(&short, None, None).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"default".to_vec()), "100 s TTL: 50 s old");
@@ -217,11 +229,11 @@ fn each_column_family_expires_after_its_own_ttl() {
     db.close().unwrap();
     // Reopened with its families and their TTLs.
     let cf_opts = ebb::ColumnFamilyOptions::from(&manual_options(&fs));
-    let db = Db::open_cf_with_ttl_clock("/families", manual_options(&fs), 100, &[("short", cf_opts, 10)], clk).unwrap();
+    let db = Db::open_cf_with_ttl("/families", on(&fs, &clk), 100, &[("short", cf_opts, 10)]).unwrap();
     let short = db.cf_handle("short").unwrap();
     db.put_cf(&short, b"again", b"v").unwrap();
     assert_eq!(db.get_cf(&short, b"again").unwrap(), Some(b"v".to_vec()));
-    now.store(1_200, Ordering::SeqCst);
+    set(&clk, 1_200);
     db.base_db().flush_cf(&short, true).unwrap();
     db.compact_range_cf(&short, None, None).unwrap();
     db.compact_range(None, None).unwrap();
@@ -263,19 +275,22 @@ fn periodic_compaction_removes_expired_values_no_other_compaction_reaches() {
     // Automatic compaction on; the files are under every size trigger, so
     // only their age gets them compacted.
     let fs = MemFs::new();
-    let (now, clk) = clock(1_000);
-    let mut o = common::tiny_options(Some(fs.clone()));
+    let clk = clock(1_000);
+    let mut o = common::tiny_options(Some(fs.clone())).with_clock(Arc::clone(&clk) as Arc<dyn Clock>);
     o.periodic_compaction_seconds = 1;
-    let db = Db::open_with_ttl_clock("/periodic", o, 10, clk).unwrap();
+    let db = Db::open_with_ttl("/periodic", o, 10).unwrap();
     db.put(b"a", b"1").unwrap();
     db.put(b"b", b"2").unwrap();
     db.flush(true).unwrap();
     db.base_db().wait_for_compact().unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
-    now.store(2_000, Ordering::SeqCst);
-    // Table creation times have a resolution of a second: wait until the
-    // table is more than a second old, then let the scheduler look again.
-    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    set(&clk, 2_000);
+    // Kept: a table's age is not on the database's clock. The table
+    // builder stamps its `creation_time` (a second's resolution) from the
+    // system's clock (sst/table_builder.rs), and the picker reads the
+    // system's time against it, so the table must really grow more than a
+    // second old before the scheduler looks again.
+    std::thread::sleep(Duration::from_millis(2_100));
     db.put(b"c", b"fresh").unwrap();
     db.flush(true).unwrap();
     db.base_db().wait_for_compact().unwrap();

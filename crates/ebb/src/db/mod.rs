@@ -82,7 +82,7 @@ pub use ingest::{ExternalSstFileInfo, IngestExternalFileOptions, SstFileWriter};
 pub use iter::{DbIterator, Entries};
 pub use properties::DbMetrics;
 pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
-pub use ttl::{TtlClock, TtlDb, TtlIterator, TTL_MARKER};
+pub use ttl::{TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
 
 use std::path::Path;

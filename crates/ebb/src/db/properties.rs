@@ -6,7 +6,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{DbInner, StallCondition, TuningMetrics};
 use crate::stats;
@@ -104,7 +104,9 @@ impl DbInner {
     }
 
     fn dump_stats_until_shutdown(&self) {
-        let mut last = Instant::now();
+        // The period is on the database's clock (`Options::clock`).
+        let clock = Arc::clone(&self.opts().clock);
+        let mut last = clock.monotonic();
         loop {
             let period = Duration::from_secs(u64::from(self.opts().stats_dump_period_sec.max(1)));
             {
@@ -112,15 +114,15 @@ impl DbInner {
                 if st.jobs.is_shutting_down() {
                     return;
                 }
-                self.work_cv.wait_for(&mut st, Duration::from_millis(500));
+                self.work_cv.wait_for(&mut st, clock.real_wait(Duration::from_millis(500)));
                 if st.jobs.is_shutting_down() {
                     return;
                 }
             }
-            if self.opts().stats_dump_period_sec == 0 || last.elapsed() < period {
+            if self.opts().stats_dump_period_sec == 0 || clock.monotonic().saturating_sub(last) < period {
                 continue;
             }
-            last = Instant::now();
+            last = clock.monotonic();
             if let Some(text) = self.property(0, "ebb.stats") {
                 self.info_log.log(super::info_log::Level::Info, &format!("------- DUMPING STATS -------\n{text}"));
             }

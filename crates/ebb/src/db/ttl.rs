@@ -8,6 +8,9 @@
 //! filter (which sees values without their timestamps), so an expired value
 //! may still be read until a compaction reaches it, as RocksDB documents.
 //!
+//! Time is the database's clock ([`Options::clock`]): values are stamped
+//! with its wall-clock seconds, and compactions judge them expired by it.
+//!
 //! Merges (RocksDB's `TtlMergeOperator`): operands are stamped as values
 //! are; the family's merge operator is wrapped so that it sees values and
 //! operands without their write times, and its result is stamped with the
@@ -20,9 +23,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{ColumnFamilyHandle, Db, DbIterator, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use crate::clock::Clock;
 use crate::compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory, Decision};
 use crate::error::{Error, Result};
 use crate::merge_operator::MergeOperator;
@@ -34,11 +37,10 @@ pub const TTL_MARKER: &str = "TTL";
 /// Bytes of the write time appended to each value.
 const TS_LEN: usize = 4;
 
-/// Seconds since the Unix epoch, as the TTL database stamps values.
-pub type TtlClock = Arc<dyn Fn() -> u32 + Send + Sync>;
-
-fn system_seconds() -> u32 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
+/// The clock's wall-clock seconds as the TTL database stamps values: a
+/// fixed32, saturated past 2106.
+fn stamp_secs(clock: &dyn Clock) -> u32 {
+    u32::try_from(clock.now_secs()).unwrap_or(u32::MAX)
 }
 
 /// True when a value written at `ts` is older than `ttl` seconds at `now`
@@ -65,7 +67,7 @@ enum Inner {
 /// the family's own filter (RocksDB's `TtlCompactionFilter`).
 struct TtlFilter {
     ttl: i32,
-    clock: TtlClock,
+    clock: Arc<dyn Clock>,
     inner: Inner,
 }
 
@@ -77,7 +79,7 @@ impl CompactionFilter for TtlFilter {
     fn filter(&self, level: usize, key: &[u8], value: &[u8]) -> Decision {
         // A value too short for its timestamp is left for reads to report.
         let Some((user_value, ts)) = split(value) else { return Decision::Keep };
-        if is_stale(ts, self.ttl, (self.clock)()) {
+        if is_stale(ts, self.ttl, stamp_secs(self.clock.as_ref())) {
             return Decision::Remove;
         }
         let inner = match &self.inner {
@@ -113,12 +115,12 @@ impl CompactionFilter for TtlFilter {
 /// fails the merge (a corruption error naming the key, as RocksDB's).
 struct TtlMergeOperator {
     inner: Arc<dyn MergeOperator>,
-    clock: TtlClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl TtlMergeOperator {
     fn stamped(&self, mut v: Vec<u8>) -> Vec<u8> {
-        v.extend_from_slice(&(self.clock)().to_le_bytes());
+        v.extend_from_slice(&stamp_secs(self.clock.as_ref()).to_le_bytes());
         v
     }
 }
@@ -145,7 +147,7 @@ impl MergeOperator for TtlMergeOperator {
 }
 
 /// Wraps a family's merge operator, if it has one, in [`TtlMergeOperator`].
-fn install_ttl_merge_operator(operator: &mut Option<Arc<dyn MergeOperator>>, clock: &TtlClock) {
+fn install_ttl_merge_operator(operator: &mut Option<Arc<dyn MergeOperator>>, clock: &Arc<dyn Clock>) {
     if let Some(inner) = operator.take() {
         *operator = Some(Arc::new(TtlMergeOperator { inner, clock: Arc::clone(clock) }));
     }
@@ -154,7 +156,7 @@ fn install_ttl_merge_operator(operator: &mut Option<Arc<dyn MergeOperator>>, clo
 /// Makes a [`TtlFilter`] per compaction around the family's factory.
 struct TtlFilterFactory {
     ttl: i32,
-    clock: TtlClock,
+    clock: Arc<dyn Clock>,
     inner: Arc<dyn CompactionFilterFactory>,
 }
 
@@ -175,7 +177,7 @@ fn install_ttl_filter(
     filter: &mut Option<Arc<dyn CompactionFilter>>,
     factory: &mut Option<Arc<dyn CompactionFilterFactory>>,
     ttl: i32,
-    clock: &TtlClock,
+    clock: &Arc<dyn Clock>,
 ) {
     let ttl_filter = |inner| TtlFilter { ttl, clock: Arc::clone(clock), inner };
     match (filter.take(), factory.take()) {
@@ -193,25 +195,20 @@ fn install_ttl_filter(
 pub struct TtlDb {
     db: Db,
     ttl: i32,
-    clock: TtlClock,
+    clock: Arc<dyn Clock>,
 }
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database at `path`
     /// with values that expire `ttl` seconds after they are written; a TTL
-    /// of 0 or less keeps them forever (RocksDB's `DBWithTTL::Open`).
+    /// of 0 or less keeps them forever (RocksDB's `DBWithTTL::Open`). Time
+    /// is the wall-clock time of `options.clock`, the system's by default.
     ///
     /// Errors: `InvalidArgument` when the database exists and was not
     /// created with a TTL (its values carry no timestamps); as [`Db::open`]
     /// otherwise.
     pub fn open_with_ttl(path: impl AsRef<Path>, options: Options, ttl: i32) -> Result<TtlDb> {
-        Db::open_with_ttl_clock(path, options, ttl, Arc::new(system_seconds))
-    }
-
-    /// [`Db::open_with_ttl`] with the clock that stamps values and judges
-    /// them expired (seconds since the Unix epoch).
-    pub fn open_with_ttl_clock(path: impl AsRef<Path>, options: Options, ttl: i32, clock: TtlClock) -> Result<TtlDb> {
-        Db::open_cf_with_ttl_clock(path, options, ttl, &[], clock)
+        Db::open_cf_with_ttl(path, options, ttl, &[])
     }
 
     /// [`Db::open_with_ttl`] for a database with column families (RocksDB's
@@ -221,23 +218,12 @@ impl Db {
     /// [`Db::open_cf`] requires.
     pub fn open_cf_with_ttl(
         path: impl AsRef<Path>,
-        options: Options,
-        ttl: i32,
-        families: &[(&str, ColumnFamilyOptions, i32)],
-    ) -> Result<TtlDb> {
-        Db::open_cf_with_ttl_clock(path, options, ttl, families, Arc::new(system_seconds))
-    }
-
-    /// [`Db::open_cf_with_ttl`] with the clock that stamps values and judges
-    /// them expired.
-    pub fn open_cf_with_ttl_clock(
-        path: impl AsRef<Path>,
         mut options: Options,
         ttl: i32,
         families: &[(&str, ColumnFamilyOptions, i32)],
-        clock: TtlClock,
     ) -> Result<TtlDb> {
         let path = path.as_ref();
+        let clock = Arc::clone(&options.clock);
         let fs = Arc::clone(&options.fs);
         let marker = marker_path(path);
         if !fs.exists(&marker) {
@@ -295,7 +281,7 @@ impl TtlDb {
     fn stamp(&self, value: &[u8]) -> Vec<u8> {
         let mut v = Vec::with_capacity(value.len() + TS_LEN);
         v.extend_from_slice(value);
-        v.extend_from_slice(&(self.clock)().to_le_bytes());
+        v.extend_from_slice(&stamp_secs(self.clock.as_ref()).to_le_bytes());
         v
     }
 

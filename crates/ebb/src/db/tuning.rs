@@ -13,6 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::DbInner;
+use crate::clock::{micros, Clock};
 use crate::error::Result;
 use crate::events::TuningEvent;
 use crate::options::{IdlePolicyKind, Options};
@@ -20,7 +21,7 @@ use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, Obser
 use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifting, TunedOptions};
 use crate::tuning::idle::{IdleConfig, IdlePolicy};
 use crate::tuning::rate_limiter::{IoPriority, RateLimiter, RateLimiterOptions};
-use crate::tuning::{BackgroundTuning, Clock, SystemClock};
+use crate::tuning::BackgroundTuning;
 
 /// What the tuner did, for `DbMetrics`, `ebb.stats` and ebb-bench's report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,6 +58,7 @@ pub struct TuningMetrics {
 /// The tuning state shared by the write path, the jobs and the tuning thread.
 pub(crate) struct TuningHooks {
     pub(crate) mode: BackgroundTuning,
+    /// The database's clock (`Options::clock`).
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) limiter: Option<Arc<RateLimiter>>,
     /// Compaction-only limit set by the adaptive tuner's pacing.
@@ -113,7 +115,7 @@ impl WriteStallOptions {
 
 impl TuningHooks {
     pub(crate) fn new(opts: &Options) -> Result<TuningHooks> {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let clock = Arc::clone(&opts.clock);
         let mode = opts.tuning_mode();
         let limiter = if opts.rate_limiter_bytes_per_sec > 0 {
             let mut ro = RateLimiterOptions::new(opts.rate_limiter_bytes_per_sec);
@@ -164,7 +166,7 @@ impl TuningHooks {
     /// Stamps the time of a client write, for idle detection.
     pub(crate) fn on_client_write(&self) {
         if self.mode != BackgroundTuning::Off {
-            self.last_write_micros.store(self.clock.now_micros_coarse().max(1), Ordering::Relaxed);
+            self.last_write_micros.store(micros(self.clock.monotonic_coarse()).max(1), Ordering::Relaxed);
         }
     }
 
@@ -332,16 +334,17 @@ impl DbInner {
         self.state.lock().jobs.is_shutting_down()
     }
 
-    /// Sleeps `d` (the whole of it: `work_cv` is notified by every flush and
-    /// compaction, and a tuner woken by those would judge rates over
-    /// intervals of a millisecond); false once the database shuts down.
+    /// Sleeps `d` of the database's clock (the whole of it: `work_cv` is
+    /// notified by every flush and compaction, and a tuner woken by those
+    /// would judge rates over intervals of a millisecond); false once the
+    /// database shuts down.
     fn tuner_sleep(&self, d: Duration) -> bool {
-        let deadline = std::time::Instant::now() + d;
+        let clock = &self.tuning.clock;
+        let deadline = clock.monotonic() + d;
         let mut st = self.state.lock();
         while !st.jobs.is_shutting_down() {
-            if self.work_cv.wait_until(&mut st, deadline).timed_out() {
-                break;
-            }
+            let Some(left) = deadline.checked_sub(clock.monotonic()).filter(|left| !left.is_zero()) else { break };
+            self.work_cv.wait_for(&mut st, clock.real_wait(left));
         }
         !st.jobs.is_shutting_down()
     }
@@ -392,7 +395,7 @@ impl DbInner {
             let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);
             let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
             let obs = Observation {
-                now_micros: self.tuning.clock.now_micros(),
+                now_micros: micros(self.tuning.clock.monotonic()),
                 client_bytes: m.user_bytes_written,
                 client_keys: m.user_keys_written,
                 client_reads: m.user_reads,

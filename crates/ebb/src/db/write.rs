@@ -539,9 +539,12 @@ impl DbInner {
             let condition = self.cached_stall_condition(&mut st);
             if let (None, false, StallCondition::Delayed(cause)) = (force, delayed_once, condition) {
                 delayed_once = true;
-                if let Some(wait) = st.controller.delay(batch_bytes as u64, Instant::now()) {
+                // Paced on the database's clock (`Options::clock`), as
+                // RocksDB's `WriteController` reads its `SystemClock`.
+                let clock = Arc::clone(&self.opts().clock);
+                if let Some(wait) = st.controller.delay(batch_bytes as u64, clock.monotonic()) {
                     let start = Instant::now();
-                    let deadline = start + wait;
+                    let deadline = clock.monotonic() + wait;
                     // Waited out on the background condition variable, not
                     // slept at once: the delay ends early when the condition
                     // that set it is gone (a flush or compaction installed,
@@ -549,8 +552,11 @@ impl DbInner {
                     // RocksDB's `DelayWrite` checks every millisecond. At
                     // the controller's lowest rate one large batch was a
                     // sleep of minutes, every writer queued behind it.
-                    while Instant::now() < deadline && !st.bg_error.is_set() && !st.jobs.is_shutting_down() {
-                        self.bg_cv.wait_until(&mut st, deadline);
+                    while !st.bg_error.is_set() && !st.jobs.is_shutting_down() {
+                        let Some(left) = deadline.checked_sub(clock.monotonic()).filter(|l| !l.is_zero()) else {
+                            break;
+                        };
+                        self.bg_cv.wait_for(&mut st, clock.real_wait(left));
                         if !matches!(self.cached_stall_condition(&mut st), StallCondition::Delayed(_)) {
                             break;
                         }

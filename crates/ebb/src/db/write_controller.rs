@@ -15,7 +15,7 @@
 //!    write rate; the rate stays between 16 KiB/s and
 //!    `delayed_write_rate`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::StallCondition;
 use crate::options::ColumnFamilyOptions;
@@ -87,7 +87,8 @@ pub(crate) struct WriteController {
     delayed_rate: u64,
     /// Pending compaction bytes at the previous recomputation.
     prev_pending: u64,
-    next_write: Option<Instant>,
+    /// When the next write may go, on the database clock's monotonic time.
+    next_write: Option<Duration>,
 }
 
 impl Default for WriteController {
@@ -179,8 +180,9 @@ impl WriteController {
     }
 
     /// Charges `bytes` to the virtual clock; returns how long to sleep when
-    /// the clock runs more than a millisecond ahead of `now`.
-    pub(crate) fn delay(&mut self, bytes: u64, now: Instant) -> Option<Duration> {
+    /// the clock runs more than a millisecond ahead of `now` (the database
+    /// clock's monotonic time).
+    pub(crate) fn delay(&mut self, bytes: u64, now: Duration) -> Option<Duration> {
         let rate = self.rate();
         if rate == 0 {
             return None;
@@ -192,7 +194,7 @@ impl WriteController {
         };
         let next = start + cost;
         self.next_write = Some(next);
-        let ahead = next.saturating_duration_since(now);
+        let ahead = next.saturating_sub(now);
         (ahead > Duration::from_millis(1)).then_some(ahead)
     }
 }
@@ -213,7 +215,7 @@ mod tests {
         let l0 = StallCause::L0Slowdown;
         delayed(&mut c, l0, 1000, false, &opts);
         assert_eq!(c.rate(), 1_000_000);
-        let t0 = Instant::now();
+        let t0 = Duration::from_secs(7);
         // 100 writes of 1000 bytes at 1 MB/s cost 100 ms of virtual time.
         let mut slept = Duration::ZERO;
         for _ in 0..100 {
@@ -241,7 +243,7 @@ mod tests {
         // rises by 1.4.
         c.update(StallCondition::Normal, StallDebt::default(), &opts);
         assert_eq!(c.rate(), 0);
-        assert!(c.delay(1 << 20, Instant::now()).is_none());
+        assert!(c.delay(1 << 20, t0).is_none());
         delayed(&mut c, l0, 5000, false, &opts);
         assert_eq!(c.rate(), (MIN_DELAYED_WRITE_RATE as f64 * 1.4) as u64, "a delay starts where the last one left");
         // A stop keeps the rate; the delay after it starts there.

@@ -18,6 +18,7 @@ mod split;
 mod text;
 
 use crate::cache::{new_cache, BlockCache, CacheOptions, CacheType};
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, PosixFs};
 pub use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
@@ -243,6 +244,19 @@ define_options! {
         idle_quiet_ms: u64 = 500,
         /// The filesystem all I/O goes through; the real one by default.
         fs: Arc<dyn FileSystem> = Arc::new(PosixFs::new()),
+        /// The clock the database reads time from (RocksDB's `SystemClock`,
+        /// `Env::GetSystemClock`); the system's by default. Its wall-clock
+        /// time is what a TTL database (`Db::open_with_ttl`) stamps values
+        /// with and expires them by; its monotonic time paces delayed writes
+        /// (`delayed_write_rate`) and the rate limiter's refills, and times
+        /// the tuner's looks and idle detection and `stats_dump_period_sec`.
+        /// A test sets a [`ManualClock`](crate::ManualClock) and moves time
+        /// with `advance` instead of sleeping (docs/operations.md, "Time").
+        /// File ages (periodic compaction, FIFO's `ttl`) are judged by the
+        /// system's clock, which stamps each table's creation time; the info
+        /// log's timestamps and the latency statistics read it too. Not in
+        /// the OPTIONS file, as `fs` is not.
+        clock: Arc<dyn Clock> = Arc::new(SystemClock::new()),
         /// Receivers of background events (flushes, compactions, stalls, errors).
         listeners: Vec<Arc<dyn crate::events::EventListener>> = Vec::new(),
     }
@@ -658,6 +672,12 @@ impl Options {
     /// Uses the given filesystem for all I/O.
     pub fn with_fs(mut self, fs: Arc<dyn FileSystem>) -> Self {
         self.fs = fs;
+        self
+    }
+
+    /// Reads time from `clock` (see [`Options::clock`]).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -1174,6 +1194,23 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), all.len());
+    }
+
+    /// The clock, like the filesystem, is no option of the text form: a
+    /// manual one changes nothing in the OPTIONS text, and options read
+    /// back from text have the system's clock.
+    #[test]
+    fn the_clock_is_not_in_the_text_form() {
+        use std::time::Duration;
+        let manual = Arc::new(crate::clock::ManualClock::new(Duration::from_secs(5)));
+        let o = Options::default().with_clock(manual.clone());
+        assert_eq!(o.clock.now_secs(), 5);
+        assert_eq!(o.db_options().clock.now_secs(), 5, "the clock is a database option");
+        let text = o.to_text();
+        assert_eq!(text, Options::default().to_text());
+        assert!(!text.contains("clock"), "{text}");
+        let back = Options::from_text(&text).unwrap();
+        assert!(back.clock.now_secs() > 1_700_000_000, "the system's clock, not the manual one");
     }
 
     #[test]

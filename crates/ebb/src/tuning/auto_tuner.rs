@@ -397,9 +397,10 @@ impl CompactionAutoTuner {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use super::*;
-    use crate::tuning::clock::{Clock, ManualClock};
+    use crate::clock::{micros, Clock, ManualClock};
     use crate::tuning::rate_limiter::{IoPriority, RateLimiter, RateLimiterOptions};
 
     /// Runs the table in testdata/thesis_tuner.txt: each line a sample and the
@@ -519,21 +520,22 @@ mod tests {
     /// Spends one simulated refill period: requests `high` and `low` bytes,
     /// then moves the clock to the next period boundary.
     fn period(clock: &ManualClock, limiter: &RateLimiter, high: u64, low: u64) {
-        let end = (clock.now_micros() / 100_000 + 1) * 100_000;
+        let now = || micros(clock.monotonic());
+        let end = (now() / 100_000 + 1) * 100_000;
         if high > 0 {
             limiter.request(high, IoPriority::High).unwrap();
         }
         if low > 0 {
             limiter.request(low, IoPriority::Low).unwrap();
         }
-        if clock.now_micros() < end {
-            clock.advance(end - clock.now_micros());
+        if now() < end {
+            clock.advance(Duration::from_micros(end - now()));
         }
     }
 
     #[test]
     fn the_tuner_reads_drains_from_the_rate_limiter() {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::new(Duration::ZERO));
         let limiter = RateLimiter::new(RateLimiterOptions::new(10_000_000), clock.clone()).unwrap();
         let mut tuner = CompactionAutoTuner::new(AutoTunerConfig::default(), TunedOptions::default());
         let refill = limiter.single_burst_bytes();

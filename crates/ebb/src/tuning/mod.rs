@@ -1,8 +1,9 @@
 //! Self-tuning background work: the building blocks, as pure, deterministic
-//! logic behind an injectable [`Clock`]. The engine wires them into its flush,
-//! compaction and write paths; nothing here knows an engine type.
+//! logic that reads time through the database's [`Clock`](crate::clock::Clock)
+//! (a [`ManualClock`](crate::clock::ManualClock) in tests). The engine wires
+//! them into its flush, compaction and write paths; nothing here knows an
+//! engine type.
 //!
-//! - [`clock`]: the time source ([`SystemClock`], and [`ManualClock`] for tests).
 //! - [`rate_limiter`]: RocksDB's token-bucket `GenericRateLimiter` (thesis
 //!   §3.3.4-3.3.5) with per-priority drain counts (§3.3.6).
 //! - [`auto_tuner`]: the thesis's compaction toggle (§3.3.7, §3.5.6), the
@@ -18,11 +19,8 @@
 
 pub mod adaptive;
 pub mod auto_tuner;
-pub mod clock;
 pub mod idle;
 pub mod rate_limiter;
-
-pub use clock::{Clock, ManualClock, SystemClock};
 
 use crate::error::{Error, Result};
 

@@ -47,14 +47,15 @@
 //! Thread safety: all state sits behind one `parking_lot` mutex; waiters park
 //! on one condition variable. Safe to share through an `Arc`.
 //!
-//! [`ManualClock`]: super::clock::ManualClock
+//! [`Clock`]: crate::clock::Clock
+//! [`ManualClock`]: crate::clock::ManualClock
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::clock::Clock;
+use crate::clock::{micros, Clock};
 use crate::error::{Error, Result};
 
 /// Refill periods between two auto-tunes (RocksDB `kRefillsPerTune`).
@@ -463,7 +464,7 @@ impl RateLimiter {
         if options.fairness == 0 {
             return Err(Error::invalid("rate limiter: fairness must be at least 1"));
         }
-        let now = clock.now_micros();
+        let now = micros(clock.monotonic());
         let mut state = State {
             refill_period_us: options.refill_period_us,
             rate: 0,
@@ -515,7 +516,7 @@ impl RateLimiter {
     /// refill grants it. Pair with [`RateLimiter::is_granted`] and
     /// [`RateLimiter::refill_if_due`] (or [`RateLimiter::wait`]).
     pub fn submit(&self, bytes: u64, pri: IoPriority) -> Submission {
-        let now = self.clock.now_micros();
+        let now = micros(self.clock.monotonic());
         let (submission, refilled) = self.state.lock().submit(bytes, pri, now);
         if refilled {
             self.wakeup.notify_all();
@@ -533,7 +534,7 @@ impl RateLimiter {
     /// Returns whether a refill happened. Blocking waiters do this themselves;
     /// it is public for callers that drive the limiter by hand.
     pub fn refill_if_due(&self) -> bool {
-        let now = self.clock.now_micros();
+        let now = micros(self.clock.monotonic());
         let refilled = self.state.lock().refill_if_due(now);
         if refilled {
             self.wakeup.notify_all();
@@ -559,12 +560,12 @@ impl RateLimiter {
                 continue;
             }
             state.timer_owned = true;
-            let delta = state.next_refill_us.saturating_sub(self.clock.now_micros());
+            let delta = state.next_refill_us.saturating_sub(micros(self.clock.monotonic()));
             if delta > 0 {
-                MutexGuard::unlocked(&mut state, || self.clock.sleep_micros(delta));
+                MutexGuard::unlocked(&mut state, || self.clock.sleep_for(std::time::Duration::from_micros(delta)));
             }
             state.timer_owned = false;
-            state.refill_if_due(self.clock.now_micros());
+            state.refill_if_due(micros(self.clock.monotonic()));
             self.wakeup.notify_all();
         }
     }
@@ -592,7 +593,7 @@ impl RateLimiter {
 
     /// A snapshot of the counters, stamped with the clock's time.
     pub fn stats(&self) -> RateLimiterStats {
-        let now = self.clock.now_micros();
+        let now = micros(self.clock.monotonic());
         self.state.lock().stats(now)
     }
 
@@ -607,12 +608,23 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tuning::clock::ManualClock;
+    use std::time::Duration;
+
+    use crate::clock::ManualClock;
 
     const MB: u64 = 1_000_000;
 
+    /// The manual clock's monotonic reading, microseconds.
+    fn now(clock: &ManualClock) -> u64 {
+        micros(clock.monotonic())
+    }
+
+    fn advance(clock: &ManualClock, us: u64) {
+        clock.advance(Duration::from_micros(us));
+    }
+
     fn limiter(options: RateLimiterOptions) -> (Arc<ManualClock>, RateLimiter) {
-        let clock = Arc::new(ManualClock::new(0));
+        let clock = Arc::new(ManualClock::new(Duration::ZERO));
         let limiter = RateLimiter::new(options, clock.clone()).unwrap();
         (clock, limiter)
     }
@@ -621,7 +633,7 @@ mod tests {
     /// returns the bytes granted.
     fn saturate(clock: &ManualClock, limiter: &RateLimiter, chunk: u64, pri: IoPriority, until: u64) -> u64 {
         let mut granted = 0;
-        while clock.now_micros() < until {
+        while now(clock) < until {
             limiter.request(chunk, pri).unwrap();
             granted += chunk;
         }
@@ -638,7 +650,7 @@ mod tests {
         for (rate, chunk, secs) in [(10 * MB, 64 * 1024, 3), (10 * MB, 1_000_000, 5), (7 * MB, 4096, 4)] {
             let (clock, limiter) = limiter(RateLimiterOptions::new(rate));
             let granted = saturate(&clock, &limiter, chunk, IoPriority::Low, secs * 1_000_000);
-            let elapsed = clock.now_micros() as f64 / 1e6;
+            let elapsed = now(&clock) as f64 / 1e6;
             assert_within_5pct(granted as f64 / elapsed, rate as f64);
             // The limiter, not the test's arithmetic, did the waiting.
             assert!(clock.sleeps() >= secs * 10 - 1, "only {} waits", clock.sleeps());
@@ -667,7 +679,7 @@ mod tests {
         let stats = limiter.stats();
         assert_eq!(stats.high.bytes_through, per_thread);
         assert_eq!(stats.low.bytes_through, 2 * per_thread);
-        let elapsed = clock.now_micros() as f64 / 1e6;
+        let elapsed = now(&clock) as f64 / 1e6;
         assert_within_5pct(3.0 * per_thread as f64 / elapsed, 10.0 * MB as f64);
     }
 
@@ -676,7 +688,7 @@ mod tests {
         let (clock, limiter) = limiter(RateLimiterOptions::new(10 * MB));
         // The first refill's bytes go unused, then a second of silence.
         assert_eq!(limiter.submit(1, IoPriority::Low), Submission::Granted);
-        clock.advance(1_000_000);
+        advance(&clock, 1_000_000);
         // Refills happen only when a request waits, so silence banks nothing:
         // what was left plus one refill is there at once; the third MB waits.
         limiter.request(MB - 1, IoPriority::Low).unwrap();
@@ -684,7 +696,7 @@ mod tests {
         assert_eq!(clock.sleeps(), 0);
         limiter.request(MB, IoPriority::Low).unwrap();
         assert_eq!(clock.sleeps(), 1);
-        assert_eq!(clock.now_micros(), 1_100_000);
+        assert_eq!(now(&clock), 1_100_000);
     }
 
     #[test]
@@ -696,7 +708,7 @@ mod tests {
         assert_eq!(stats.high.requests, 4);
         assert_eq!(stats.high.bytes_through, 3 * MB + MB / 2);
         // Refills at 0, 100, 200 and 300 ms.
-        assert_eq!(clock.now_micros(), 300_000);
+        assert_eq!(now(&clock), 300_000);
     }
 
     /// Queues `n` one-refill requests of each priority, lows first, and returns
@@ -716,7 +728,7 @@ mod tests {
         }
         let mut order = Vec::new();
         while !tickets.is_empty() {
-            clock.advance(100_000);
+            advance(&clock, 100_000);
             assert!(limiter.refill_if_due());
             let (granted, waiting): (Vec<_>, Vec<_>) = tickets.into_iter().partition(|t| limiter.is_granted(t));
             order.extend(granted.iter().map(Ticket::priority));
@@ -752,7 +764,7 @@ mod tests {
                         }
                     }
                 }
-                clock.advance(100_000);
+                advance(&clock, 100_000);
                 limiter.refill_if_due();
                 let before = queued.len();
                 queued.retain(|t| {
@@ -783,7 +795,7 @@ mod tests {
         // They took no tokens: the other half of the first refill is still there.
         assert_eq!(limiter.submit(MB / 2, IoPriority::High), Submission::Granted);
         assert_eq!(clock.sleeps(), 0);
-        assert_eq!(clock.now_micros(), 0);
+        assert_eq!(now(&clock), 0);
     }
 
     #[test]
@@ -801,7 +813,7 @@ mod tests {
         assert!((9..=11).contains(&(t.low.drains - s.low.drains)), "{t:?}");
         // A light load that fits in each refill never drains.
         for _ in 0..10 {
-            clock.advance(100_000);
+            advance(&clock, 100_000);
             limiter.request(MB / 4, IoPriority::High).unwrap();
         }
         assert_eq!(limiter.stats().drains(), t.drains());
@@ -817,7 +829,7 @@ mod tests {
         let s = limiter.stats();
         assert_eq!((s.low.drains, s.high.drains), (1, 0), "one drain per period, to the first waiter");
         // The refill grants one of them; the next period's drain goes to the one left.
-        clock.advance(100_000);
+        advance(&clock, 100_000);
         assert!(limiter.refill_if_due());
         let left = match (limiter.is_granted(&low), limiter.is_granted(&high)) {
             (true, false) => IoPriority::High,
@@ -838,11 +850,11 @@ mod tests {
         assert_eq!(limiter.single_burst_bytes(), 200_000);
         // Spend what the old rate left in the bucket, then measure.
         saturate(&clock, &limiter, 100_000, IoPriority::Low, 3_000_000);
-        let start = clock.now_micros();
+        let start = now(&clock);
         let before = limiter.stats().low.bytes_through;
         saturate(&clock, &limiter, 100_000, IoPriority::Low, start + 4_000_000);
         let granted = limiter.stats().low.bytes_through - before;
-        let elapsed = (clock.now_micros() - start) as f64 / 1e6;
+        let elapsed = (now(&clock) - start) as f64 / 1e6;
         assert_within_5pct(granted as f64 / elapsed, 2.0 * MB as f64);
         assert!(limiter.set_bytes_per_second(0).is_err());
     }
@@ -855,7 +867,7 @@ mod tests {
         let mut rates = vec![limiter.bytes_per_second()];
         for tune in 1..=20u64 {
             // Every period drains: demand always exceeds the refill.
-            while clock.now_micros() < tune * 10_000_000 {
+            while now(&clock) < tune * 10_000_000 {
                 let chunk = limiter.single_burst_bytes();
                 limiter.request(chunk, IoPriority::High).unwrap();
             }
@@ -877,13 +889,13 @@ mod tests {
         // Light demand: a drain in 3 of every 10 periods (30 % < 50 %).
         let mut rate = limiter.bytes_per_second();
         for tune in 1..=3u64 {
-            while clock.now_micros() < tune * 10_000_000 {
+            while now(&clock) < tune * 10_000_000 {
                 let burst = limiter.single_burst_bytes();
                 for _ in 0..3 {
                     limiter.request(burst, IoPriority::Low).unwrap();
                 }
-                let next = (clock.now_micros() / 1_000_000 + 1) * 1_000_000;
-                clock.advance(next - clock.now_micros());
+                let next = (now(&clock) / 1_000_000 + 1) * 1_000_000;
+                advance(&clock, next - now(&clock));
             }
             limiter.request(1, IoPriority::Low).unwrap();
             let expected = rate * 100 / 105;
@@ -892,10 +904,10 @@ mod tests {
         }
         // Idle: no drain in a whole tune interval sends it to the floor, max/20.
         for _ in 0..10 {
-            clock.advance(1_000_000);
+            advance(&clock, 1_000_000);
             limiter.request(1000, IoPriority::Low).unwrap();
         }
-        clock.advance(1_000_000);
+        advance(&clock, 1_000_000);
         limiter.request(1000, IoPriority::Low).unwrap();
         assert_eq!(limiter.bytes_per_second(), 5 * MB);
     }
@@ -914,7 +926,7 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused() {
-        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(0));
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Duration::ZERO));
         for opts in [
             RateLimiterOptions::new(0),
             RateLimiterOptions { refill_period_us: 0, ..RateLimiterOptions::new(1) },
