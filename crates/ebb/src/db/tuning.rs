@@ -21,6 +21,7 @@ use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifti
 use crate::tuning::idle::{IdleConfig, IdlePolicy};
 use crate::tuning::rate_limiter::{IoPriority, RateLimiter, RateLimiterOptions};
 use crate::tuning::{BackgroundTuning, Clock, SystemClock};
+use crate::version::StorageInfoOptions;
 
 /// What the tuner did, for `DbMetrics`, `ebb.stats` and ebb-bench's report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -382,11 +383,8 @@ impl DbInner {
             let default_family = self.family_opts(&self.default_cf);
             let max_score = {
                 let st = self.state.lock();
-                let scores = crate::compaction::picker::level_scores(
-                    &st.versions.current(),
-                    &default_family,
-                    &st.being_compacted,
-                );
+                let shape = StorageInfoOptions::from_options(&default_family);
+                let scores = st.versions.current().level_scores(&shape, &st.being_compacted);
                 scores.into_iter().fold(0.0f64, f64::max)
             };
             let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);

@@ -641,9 +641,10 @@ impl DbInner {
                 continue;
             }
             let version = st.versions.version(*id).unwrap_or_default();
-            let pending = crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o);
+            let shape = crate::version::StorageInfoOptions::from_options(&o);
+            let pending = version.estimate_pending_compaction_bytes(&shape);
             debt.pending = debt.pending.max(pending);
-            let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &o) as i32;
+            let l0 = version.l0_delay_trigger_count(&shape) as i32;
             let (_, stop) = o.effective_l0_stall_triggers();
             let (soft, hard) = (o.soft_pending_compaction_bytes_limit, o.hard_pending_compaction_bytes_limit);
             debt.near_stop |= match condition {
@@ -865,12 +866,13 @@ const MEMTABLE_INDEX_BYTES_PER_SLOT: usize = 96;
 fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
     // L0 files under leveled compaction, sorted runs under universal, none
     // under FIFO (`l0_delay_trigger_count`).
-    let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;
+    let shape = crate::version::StorageInfoOptions::from_options(opts);
+    let l0 = version.l0_delay_trigger_count(&shape) as i32;
     let compaction_on = !opts.disable_auto_compactions;
     let pending = if compaction_on
         && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
     {
-        crate::compaction::picker::estimate_pending_compaction_bytes(version, opts)
+        version.estimate_pending_compaction_bytes(&shape)
     } else {
         0
     };

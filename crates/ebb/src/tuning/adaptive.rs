@@ -151,7 +151,7 @@ pub struct AdaptiveConfig {
     /// Idle detection (UW paper).
     pub idle: IdleConfig,
     /// `FlushPressure` enters a deferral for load only while some level's
-    /// compaction score (`compaction::picker::level_scores`) is at least
+    /// compaction score (`Version::level_scores`, version/storage_info.rs) is at least
     /// this: compaction has fallen behind the load. Below it compaction
     /// keeps up, there is no debt worth deferring, and the tree stays what
     /// `off` leaves. Memtables waiting for flush defer whatever the score;

@@ -32,6 +32,7 @@ pub mod builder;
 pub mod edit;
 pub mod filename;
 mod level_iter;
+mod storage_info;
 mod table_cache;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,7 @@ use std::sync::Arc;
 pub use builder::VersionBuilder;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 pub(crate) use level_iter::{LevelFiles, LevelIterator};
+pub use storage_info::{LevelTargets, SortedRun, StorageInfoOptions, TreeStyle};
 pub use table_cache::{TableCache, TableCacheOptions, TableRef};
 
 use crate::comparator::UserComparator;
