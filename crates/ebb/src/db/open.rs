@@ -29,6 +29,7 @@ use crate::fs::FileSystem;
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
+use crate::tuning::command::FamilyId;
 use crate::version::{filename, FamilyShape, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::version::{TableCache, TableCacheOptions};
 
@@ -265,14 +266,11 @@ pub(super) fn open_locked(
     ));
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
-    let mut options = options;
-    let changes = super::tuning::changes_at_open(&options);
-    let write_stalls = super::tuning::WriteStallOptions::new(&options, &changes);
-    for (name, value) in &changes {
-        options.set(name, value)?;
-    }
-    let mut tuning = super::tuning::TuningHooks::new(&options)?;
-    tuning.write_stalls = write_stalls;
+    let configured = options.cf_options();
+    let tuned = super::tuning::family_options_at_open(&options, FamilyId::DEFAULT, configured.clone());
+    let options = options.with_cf_options(tuned);
+    let tuning = super::tuning::TuningHooks::new(&options)?;
+    tuning.track_family(FamilyId::DEFAULT, &configured);
     let options = Arc::new(options);
     let instance = super::next_instance();
     let mut family_states = BTreeMap::new();

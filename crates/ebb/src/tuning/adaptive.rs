@@ -82,6 +82,9 @@
 //!
 //! Thread safety: plain data, `&mut self`; one tuning thread owns it.
 
+use std::collections::BTreeMap;
+
+use super::command::{FamilyId, TuningCommand, WriteStallLimits};
 use super::idle::{IdleConfig, IdleDetector};
 
 /// When compaction is deferred.
@@ -303,23 +306,32 @@ impl AdaptiveConfig {
         }
     }
 
-    /// Stall options that keep the engine's write controller as a backstop
-    /// above the tuner's L0 bound instead of in front of it: slowdown at 1.5x
-    /// and stop at 2x `max_l0_files`, pending-bytes limits at 1.5x and 2x
-    /// `max_pending_compaction_bytes` (0, no limit, when that bound is off).
-    /// Empty when the L0 bound is off. RocksDB option names and text values.
-    pub fn stall_backstop(&self) -> Vec<(&'static str, String)> {
+    /// Stall triggers and limits that keep the engine's write controller as
+    /// a backstop above the tuner's L0 bound instead of in front of it:
+    /// slowdown at 1.5x and stop at 2x `max_l0_files`, pending-bytes limits
+    /// at 1.5x and 2x `max_pending_compaction_bytes` (0, no limit, when that
+    /// bound is off). `None` when the L0 bound is off.
+    pub fn stall_backstop(&self) -> Option<WriteStallLimits> {
         if self.max_l0_files == 0 {
-            return Vec::new();
+            return None;
         }
         let l0 = i32::try_from(self.max_l0_files).unwrap_or(i32::MAX / 2);
         let pending = self.max_pending_compaction_bytes;
-        vec![
-            ("level0_slowdown_writes_trigger", l0.saturating_add(l0 / 2).to_string()),
-            ("level0_stop_writes_trigger", l0.saturating_mul(2).to_string()),
-            ("soft_pending_compaction_bytes_limit", pending.saturating_add(pending / 2).to_string()),
-            ("hard_pending_compaction_bytes_limit", pending.saturating_mul(2).to_string()),
-        ]
+        Some(WriteStallLimits {
+            level0_slowdown_writes_trigger: l0.saturating_add(l0 / 2),
+            level0_stop_writes_trigger: l0.saturating_mul(2),
+            soft_pending_compaction_bytes_limit: pending.saturating_add(pending / 2),
+            hard_pending_compaction_bytes_limit: pending.saturating_mul(2),
+        })
+    }
+
+    /// What a family configured with `configured` is held by under the
+    /// backstop: each trigger and limit raised to the backstop's, never
+    /// lowered ([`WriteStallLimits::raised_to`]); `configured` itself when
+    /// there is no backstop. The engine puts it in force when the family is
+    /// opened or created.
+    pub fn backstop_for(&self, configured: WriteStallLimits) -> WriteStallLimits {
+        self.stall_backstop().map_or(configured, |backstop| configured.raised_to(backstop))
     }
 }
 
@@ -417,8 +429,10 @@ pub enum Bound {
     PendingCompactionBytes,
 }
 
-/// What the engine should do. The first six change engine settings; the last
-/// two mark events for statistics and listeners.
+/// What the tuner decided. The engine carries each action out as the typed
+/// [`TuningCommand`]s [`AdaptiveTuner::commands`] gives for it (none for
+/// [`Action::CatchUp`], which marks an event for statistics and listeners),
+/// and tells listeners the action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Schedule automatic compactions again (`disable_auto_compactions=false`).
@@ -559,6 +573,9 @@ pub struct AdaptiveTuner {
     /// Intervals in which compaction ran while the learned budget was not
     /// yet trusted (module step 2); it paces from [`BUDGET_SAMPLES`] on.
     budget_samples: u32,
+    /// The configured write-stall limits of each family it tunes, by id
+    /// ([`AdaptiveTuner::track_family`]).
+    families: BTreeMap<FamilyId, WriteStallLimits>,
 }
 
 const MIN_BUDGET: f64 = 1_048_576.0;
@@ -602,7 +619,56 @@ impl AdaptiveTuner {
             stats: AdaptiveStats::default(),
             sustained: false,
             budget_samples: 0,
+            families: BTreeMap::new(),
             config,
+        }
+    }
+
+    /// Records `family`, configured with the write-stall limits
+    /// `configured`, and returns the commands that bring it to what the
+    /// tuner last decided: the configured limits when they are in force
+    /// ([`Action::ConfiguredWriteStalls`]), nothing otherwise (the engine
+    /// puts [`AdaptiveConfig::backstop_for`] in force when it opens or
+    /// creates a family).
+    pub fn track_family(&mut self, family: FamilyId, configured: WriteStallLimits) -> Vec<TuningCommand> {
+        self.families.insert(family, configured);
+        if self.engine.configured_stalls {
+            configured.commands(family).to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Forgets a dropped family.
+    pub fn forget_family(&mut self, family: FamilyId) {
+        self.families.remove(&family);
+    }
+
+    /// The commands that carry `action` out. Write stalls are set in every
+    /// family the tuner tracks, each to its own configured limits or its own
+    /// backstop.
+    pub fn commands(&self, action: &Action) -> Vec<TuningCommand> {
+        match *action {
+            Action::EnableAutoCompactions => vec![TuningCommand::DeferCompactions(false)],
+            Action::DisableAutoCompactions => vec![TuningCommand::DeferCompactions(true)],
+            Action::PauseCompactions => vec![TuningCommand::PauseCompactions(true)],
+            Action::ContinueCompactions => vec![TuningCommand::PauseCompactions(false)],
+            Action::SetCompactionRateLimit(rate) => vec![TuningCommand::SetCompactionRateLimit(rate)],
+            Action::SetSubcompactions(n) => vec![TuningCommand::SetSubcompactions(n)],
+            Action::CatchUp => Vec::new(),
+            // A bound crossed: compaction now, whatever held it.
+            Action::ForceCompaction(_) => {
+                vec![TuningCommand::DeferCompactions(false), TuningCommand::PauseCompactions(false)]
+            }
+            Action::MergeL0Runs(on) => vec![TuningCommand::MergeL0Runs(on)],
+            Action::ConfiguredWriteStalls(configured) => self
+                .families
+                .iter()
+                .flat_map(|(family, limits)| {
+                    let limits = if configured { *limits } else { self.config.backstop_for(*limits) };
+                    limits.commands(*family)
+                })
+                .collect(),
         }
     }
 
@@ -801,7 +867,7 @@ impl AdaptiveTuner {
     /// (until they fall under half of it), and there is a backstop to lift.
     fn wants_configured_stalls(&self, rates: &Rates) -> bool {
         let c = &self.config;
-        if c.stall_read_share_pct == 0 || c.stall_backstop().is_empty() {
+        if c.stall_read_share_pct == 0 || c.stall_backstop().is_none() {
             return false;
         }
         let share = if self.engine.configured_stalls { c.stall_read_share_pct.div_ceil(2) } else { c.stall_read_share_pct };
@@ -1832,14 +1898,14 @@ mod tests {
         let config = AdaptiveConfig { max_l0_files: 100, ..AdaptiveConfig::adaptive() };
         assert_eq!(
             config.stall_backstop(),
-            vec![
-                ("level0_slowdown_writes_trigger", "150".to_string()),
-                ("level0_stop_writes_trigger", "200".to_string()),
-                ("soft_pending_compaction_bytes_limit", "0".to_string()),
-                ("hard_pending_compaction_bytes_limit", "0".to_string()),
-            ]
+            Some(WriteStallLimits {
+                level0_slowdown_writes_trigger: 150,
+                level0_stop_writes_trigger: 200,
+                soft_pending_compaction_bytes_limit: 0,
+                hard_pending_compaction_bytes_limit: 0,
+            })
         );
-        assert!(AdaptiveConfig { max_l0_files: 0, ..config }.stall_backstop().is_empty());
+        assert!(AdaptiveConfig { max_l0_files: 0, ..config }.stall_backstop().is_none());
     }
 
     #[test]
