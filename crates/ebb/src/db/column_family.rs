@@ -30,6 +30,7 @@ use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
+use crate::tuning::command::FamilyId;
 use crate::version::VersionEdit;
 
 /// The part of a family readers reach without the db mutex.
@@ -189,6 +190,10 @@ impl super::DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         let mem = Arc::new(super::write::new_memtable(&options, st.wal_number));
+        // The tuning mode's changes, as at open (the backstop, or the
+        // thesis's lifted stalls); the tuner learns of the family from there.
+        self.tuning.track_family(FamilyId(id), &options);
+        let options = super::tuning::family_options_at_open(&self.opts(), FamilyId(id), options);
         let data = ColumnFamilyData::new(id, name, Arc::new(options), self.instance);
         st.families.insert(id, FamilyState { data: Arc::clone(&data), mem, imm: Vec::new() });
         self.install_super_version(&mut st);
@@ -222,6 +227,7 @@ impl super::DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         st.families.remove(&cf.id);
+        self.tuning.forget_family(FamilyId(cf.id));
         cf.dropped.store(true, Ordering::Release);
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.

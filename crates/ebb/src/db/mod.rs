@@ -949,7 +949,7 @@ impl DbInner {
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.stall_cache = None;
-        let waiting = st.families.values().map(|f| f.imm.len()).sum();
+        let waiting = st.families.values().map(|f| f.imm.len()).max().unwrap_or(0);
         self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
         st.live_versions.retain(|(_, w)| w.strong_count() > 0);
         for (id, family) in &st.families {

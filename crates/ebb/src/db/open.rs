@@ -276,7 +276,10 @@ pub(super) fn open_locked(
     let mut family_states = BTreeMap::new();
     for (id, f) in versions.families() {
         let o = match listed(&f.name) {
-            Some((_, o)) if *id != 0 => Arc::new(o.clone()),
+            Some((_, o)) if *id != 0 => {
+                tuning.track_family(FamilyId(*id), o);
+                Arc::new(super::tuning::family_options_at_open(&options, FamilyId(*id), o.clone()))
+            }
             _ => Arc::new(options.cf_options()),
         };
         let data = ColumnFamilyData::new(*id, &f.name, o, instance);

@@ -11,7 +11,7 @@
 //! Per instance, not process-global as the thesis's `Env` hack was: each
 //! database has its own limiter, tuner and thread.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ use super::DbInner;
 use crate::error::Result;
 use crate::events::TuningEvent;
 use crate::options::{ColumnFamilyOptions, IdlePolicyKind, Options};
-use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, Observation};
+use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, FamilyGauges, Observation};
 use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifting, TunedOptions};
 use crate::tuning::command::{FamilyId, TuningCommand};
 use crate::tuning::idle::{IdleConfig, IdlePolicy};
@@ -76,8 +76,10 @@ pub(crate) struct TuningHooks {
     pub(crate) merge_l0_runs: AtomicBool,
     /// The tuner asks running compactions below L0 to wait at a block boundary.
     pub(crate) paused: AtomicBool,
-    /// Immutable memtables waiting for flush, over all families (kept by
-    /// `install_super_version`).
+    /// Immutable memtables waiting for flush in the family with the most
+    /// (kept by `install_super_version`): each family's writes stall on its
+    /// own memtables, so one flush in progress in each of three families is
+    /// no backlog.
     pub(crate) immutable_memtables: AtomicUsize,
     /// Waiting memtables at which L0 run merges yield at once, without
     /// waiting for the tuner's next observation (adaptive and idle modes:
@@ -203,6 +205,11 @@ impl TuningHooks {
     /// [`family_options_at_open`] changed its options.
     pub(crate) fn track_family(&self, family: FamilyId, o: &ColumnFamilyOptions) {
         self.configured.lock().insert(family, tuned_options(o));
+    }
+
+    /// Forgets a dropped family.
+    pub(crate) fn forget_family(&self, family: FamilyId) {
+        self.configured.lock().remove(&family);
     }
 
     /// What `family` was configured with; its options in force when it was
@@ -335,10 +342,7 @@ impl DbInner {
             BackgroundTuning::Off => {}
             BackgroundTuning::Thesis => self.thesis_loop(thesis_tuner(&opts, default)),
             BackgroundTuning::Adaptive | BackgroundTuning::Idle => {
-                let mut tuner = AdaptiveTuner::new(adaptive_config(&opts));
-                // The engine starts with the backstop: nothing to carry out.
-                tuner.track_family(FamilyId::DEFAULT, default.stalls());
-                self.adaptive_loop(tuner)
+                self.adaptive_loop(AdaptiveTuner::new(adaptive_config(&opts)))
             }
         };
         if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(tune)) {
@@ -368,9 +372,50 @@ impl DbInner {
         !st.shutting_down
     }
 
+    /// The families created and dropped since a tuner last looked
+    /// (`tracked`: the ones it knows, brought up to date): each new one with
+    /// what it was configured with, and the ids of those gone.
+    fn family_changes(&self, tracked: &mut BTreeSet<FamilyId>) -> (Vec<(FamilyId, TunedOptions)>, Vec<FamilyId>) {
+        let live: Vec<(FamilyId, Arc<ColumnFamilyOptions>)> = {
+            let st = self.state.lock();
+            st.families.iter().map(|(id, f)| (FamilyId(*id), self.family_opts(&f.data))).collect()
+        };
+        let gone: Vec<FamilyId> = tracked.iter().filter(|id| !live.iter().any(|(l, _)| l == *id)).copied().collect();
+        for id in &gone {
+            tracked.remove(id);
+        }
+        let new = live
+            .into_iter()
+            .filter(|(id, _)| tracked.insert(*id))
+            .map(|(id, in_force)| (id, self.tuning.configured(id, &in_force)))
+            .collect();
+        (new, gone)
+    }
+
+    /// Carries out the commands a tuner gave for family `id` when it first
+    /// saw it. On an error the family keeps the options it was opened
+    /// with (the tuner's next decision carries the rest out again).
+    fn carry_out_for_new_family(&self, id: FamilyId, commands: &[TuningCommand]) {
+        if let Err(e) = self.carry_out(commands) {
+            self.info_log.log(
+                super::info_log::Level::Warn,
+                &format!("tuning commands for column family {} not carried out: {e}", id.0),
+            );
+        }
+    }
+
     fn thesis_loop(&self, mut tuner: CompactionAutoTuner) {
         let Some(limiter) = self.tuning.limiter.clone() else { return };
+        let mut tracked = BTreeSet::from([FamilyId::DEFAULT]);
         while self.tuner_sleep(Duration::from_millis(100)) {
+            let (new, gone) = self.family_changes(&mut tracked);
+            for id in gone {
+                tuner.forget_family(id);
+            }
+            for (id, base) in new {
+                let commands = tuner.track_family(id, base);
+                self.carry_out_for_new_family(id, &commands);
+            }
             let Some(decision) = tuner.poll(&limiter.stats()) else { continue };
             if !decision.toggled {
                 continue;
@@ -395,20 +440,27 @@ impl DbInner {
 
     fn adaptive_loop(&self, mut tuner: AdaptiveTuner) {
         let interval = Duration::from_micros(tuner.config().interval_us.max(1000));
+        let mut tracked = BTreeSet::new();
         while self.tuner_sleep(interval) {
             if self.shutting_down() {
                 return;
             }
+            let (new, gone) = self.family_changes(&mut tracked);
+            for id in gone {
+                tuner.forget_family(id);
+            }
+            for (id, base) in new {
+                let commands = tuner.track_family(id, base.stalls());
+                self.carry_out_for_new_family(id, &commands);
+            }
             let m = self.metrics();
-            let default_family = self.family_opts(&self.default_cf);
-            let max_score = {
-                let st = self.state.lock();
-                let shape = StorageInfoOptions::from_options(&default_family);
-                let scores = st.versions.current().level_scores(&shape, &st.being_compacted);
-                scores.into_iter().fold(0.0f64, f64::max)
-            };
-            let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);
+            let (mut families, names) = self.family_gauges();
             let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
+            let default = if families.first().is_some_and(|f| f.family == FamilyId::DEFAULT) {
+                families.remove(0)
+            } else {
+                FamilyGauges::default()
+            };
             let obs = Observation {
                 now_micros: self.tuning.clock.now_micros(),
                 client_bytes: m.user_bytes_written,
@@ -418,27 +470,63 @@ impl DbInner {
                 flush_bytes: m.flush_bytes_written,
                 compaction_bytes: m.compaction_bytes_written,
                 last_write_micros: (last > 0).then_some(last),
-                l0_files: m.files_per_level.first().copied().unwrap_or(0),
-                immutable_memtables: immutable,
-                pending_compaction_bytes: m.pending_compaction_bytes,
-                max_level_score: max_score,
-                space_amplification: adaptive::space_amplification(&m.bytes_per_level),
-                l0_bytes: m.bytes_per_level.first().copied().unwrap_or(0),
-                lower_levels_bytes: m.bytes_per_level.iter().skip(1).sum(),
-                l0_trigger: usize::try_from(default_family.level0_file_num_compaction_trigger).unwrap_or(1),
+                l0_files: default.l0_files,
+                immutable_memtables: default.immutable_memtables,
+                pending_compaction_bytes: default.pending_compaction_bytes,
+                max_level_score: default.max_level_score,
+                space_amplification: default.space_amplification,
+                l0_bytes: default.l0_bytes,
+                lower_levels_bytes: default.lower_levels_bytes,
+                l0_trigger: default.l0_trigger,
+                other_families: families,
             };
             let decision = tuner.observe(&obs);
             self.tuning.metrics.lock().phase = decision.phase.name();
+            // A bound crossed in a family other than the default one is
+            // told with the family's name.
+            let family = decision.bound_family.filter(|f| *f != FamilyId::DEFAULT).and_then(|f| names.get(&f));
             for action in decision.actions {
                 let commands = tuner.commands(&action);
-                self.apply_action(action, &commands);
+                self.apply_action(action, &commands, family.map(String::as_str));
             }
         }
     }
 
+    /// Each live family's gauges, the default family's first, and the
+    /// families' names.
+    fn family_gauges(&self) -> (Vec<FamilyGauges>, BTreeMap<FamilyId, String>) {
+        let st = self.state.lock();
+        let mut names = BTreeMap::new();
+        let gauges = st
+            .families
+            .iter()
+            .map(|(id, family)| {
+                names.insert(FamilyId(*id), family.data.name.clone());
+                let o = self.family_opts(&family.data);
+                let version = st.versions.version(*id).unwrap_or_default();
+                let shape = StorageInfoOptions::from_options(&o);
+                let bytes_per_level: Vec<u64> = (0..version.num_levels()).map(|l| version.level_bytes(l)).collect();
+                let scores = version.level_scores(&shape, &st.being_compacted);
+                FamilyGauges {
+                    family: FamilyId(*id),
+                    l0_files: version.num_files(0),
+                    immutable_memtables: family.imm.len(),
+                    pending_compaction_bytes: version.estimate_pending_compaction_bytes(&shape),
+                    max_level_score: scores.into_iter().fold(0.0f64, f64::max),
+                    space_amplification: adaptive::space_amplification(&bytes_per_level),
+                    l0_bytes: bytes_per_level.first().copied().unwrap_or(0),
+                    lower_levels_bytes: bytes_per_level.iter().skip(1).sum(),
+                    l0_trigger: usize::try_from(o.level0_file_num_compaction_trigger).unwrap_or(1),
+                }
+            })
+            .collect();
+        (gauges, names)
+    }
+
     /// Carries out `action` (as `commands`, what the tuner gave for it),
-    /// counts it, and tells the listeners.
-    fn apply_action(&self, action: Action, commands: &[TuningCommand]) {
+    /// counts it, and tells the listeners; `family` names the column family
+    /// (not the default one) whose bound a forced compaction answers.
+    fn apply_action(&self, action: Action, commands: &[TuningCommand], family: Option<&str>) {
         let done = self.carry_out(commands);
         let text = match action {
             Action::EnableAutoCompactions => {
@@ -479,7 +567,10 @@ impl DbInner {
             }
             Action::ForceCompaction(bound) => {
                 self.tuning.metrics.lock().forced += 1;
-                format!("force compaction ({bound:?})")
+                match family {
+                    Some(name) => format!("force compaction ({bound:?}) in column family '{name}'"),
+                    None => format!("force compaction ({bound:?})"),
+                }
             }
         };
         self.tuning_event(text);

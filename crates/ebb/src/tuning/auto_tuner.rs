@@ -340,11 +340,6 @@ impl CompactionAutoTuner {
         self.families.remove(&family);
     }
 
-    /// The families the tuner knows, by id.
-    pub fn families(&self) -> impl Iterator<Item = FamilyId> + '_ {
-        self.families.keys().copied()
-    }
-
     /// Whether automatic compaction is on, as far as the tuner decided.
     pub fn compaction_enabled(&self) -> bool {
         self.enabled
