@@ -4,12 +4,15 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{scan, tiny_options};
 use ebb::fs::MemFs;
-use ebb::{BackgroundTuning, Db, EventListener, IdlePolicyKind, Options, ReadOptions, TuningEvent};
+use ebb::{
+    BackgroundTuning, ColumnFamilyHandle, ColumnFamilyOptions, Db, EventListener, IdlePolicyKind, Options, ReadOptions,
+    TuningEvent,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -56,6 +59,27 @@ fn thesis_tuner_needs_a_rate_limiter_and_prepares_the_options() {
     assert_eq!(db.metrics().tuning.mode, "thesis");
     db.put(b"k", b"v").unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+/// PrepareAutoTunedCompactions lifts the stall triggers of every family:
+/// one created under the tuner, and one listed when the database opens.
+#[test]
+fn the_thesis_tuner_prepares_every_family() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    o.auto_tuned_compactions = true;
+    o.rate_limiter_bytes_per_sec = 64 << 20;
+    let lifted = |o: &ColumnFamilyOptions| {
+        (o.level0_slowdown_writes_trigger, o.level0_stop_writes_trigger, o.soft_pending_compaction_bytes_limit)
+    };
+    let db = Db::open("/db", o.clone()).unwrap();
+    let logs = db.create_column_family("logs", ColumnFamilyOptions::from(&o)).unwrap();
+    assert_eq!(lifted(&db.cf_options(&logs)), (1 << 30, 1 << 30, 0));
+    db.close().unwrap();
+    let db = Db::open_cf("/db", o.clone(), &[("logs", ColumnFamilyOptions::from(&o))]).unwrap();
+    let logs = db.cf_handle("logs").unwrap();
+    assert_eq!(lifted(&db.cf_options(&logs)), (1 << 30, 1 << 30, 0));
+    assert_eq!(lifted(&db.options().cf_options()), (1 << 30, 1 << 30, 0));
 }
 
 #[test]
@@ -129,6 +153,101 @@ fn adaptive_holds_writes_as_configured_while_clients_read() {
     );
     // The reads never changed what was written.
     assert_eq!(db.get(b"w000001").unwrap(), Some(vec![7u8; 64]));
+}
+
+/// Sends each tuning event's action down a channel, so a test waits for the
+/// tuner's decisions instead of sleeping.
+struct EventChannel(Mutex<mpsc::Sender<String>>);
+
+impl EventListener for EventChannel {
+    fn on_background_tuning(&self, event: &TuningEvent) {
+        let _ = self.0.lock().unwrap().send(event.action.clone());
+    }
+}
+
+/// Waits (up to 10 s) for a tuning event `wanted` accepts, calling `tick`
+/// (a load that makes the tuner decide) while none has come, or else
+/// waiting on the channel; panics naming `what` and the events seen
+/// otherwise.
+fn wait_for_event(
+    events: &mpsc::Receiver<String>,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+    mut tick: Option<&mut dyn FnMut()>,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        let next = match tick.as_mut() {
+            Some(tick) => events.try_recv().map_err(|_| tick()).ok(),
+            None => events.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok(),
+        };
+        match next {
+            Some(e) if wanted(&e) => return,
+            Some(e) => seen.push(e),
+            None => {}
+        }
+    }
+    panic!("wanted {what}, saw {seen:?}");
+}
+
+/// The adaptive tuner tunes every column family for itself: a second
+/// family opens with its own backstop (raised from its own configured
+/// triggers); when its L0 fills to the bound while the default family is
+/// quiet, the tuner forces compaction naming it; and beside readers each
+/// family gets its own configured triggers back. The default family's
+/// options change only by the commands for it.
+#[test]
+fn a_second_family_is_tuned_for_itself_while_the_first_is_quiet() {
+    let (tx, events) = mpsc::channel();
+    let mut o = tiny_options(Some(MemFs::new()));
+    o.background_tuning = BackgroundTuning::Adaptive;
+    o.tuning_max_l0_files = 8;
+    o.level0_slowdown_writes_trigger = 20;
+    o.level0_stop_writes_trigger = 36;
+    o.idle_probe_interval_ms = 20;
+    o.listeners.push(Arc::new(EventChannel(Mutex::new(tx))));
+    let db = Db::open("/db", o.clone()).unwrap();
+    let mut logs_options = ColumnFamilyOptions::from(&o);
+    (logs_options.level0_slowdown_writes_trigger, logs_options.level0_stop_writes_trigger) = (3, 5);
+    // Its L0 only grows: a flush is one more file.
+    logs_options.disable_auto_compactions = true;
+    let logs = db.create_column_family("logs", logs_options).unwrap();
+    let triggers = |o: &ColumnFamilyOptions| (o.level0_slowdown_writes_trigger, o.level0_stop_writes_trigger);
+    // The backstop is 1.5x and 2x the bound (12, 16): it raises the second
+    // family's triggers and leaves the default family's, which are higher.
+    assert_eq!(triggers(&db.cf_options(&logs)), (12, 16));
+    assert_eq!(triggers(&db.options().cf_options()), (20, 36));
+    for i in 0..8u32 {
+        db.put_cf(&logs, format!("log{i:04}").as_bytes(), &[7u8; 100]).unwrap();
+        db.flush_cf(&logs, true).unwrap();
+    }
+    let l0 = |cf: Option<&ColumnFamilyHandle>| {
+        let name = "ebb.num-files-at-level0";
+        cf.map_or_else(|| db.get_property(name), |cf| db.get_property_cf(cf, name)).unwrap()
+    };
+    assert_eq!((l0(Some(&logs)), l0(None)), ("8".to_string(), "0".to_string()));
+    wait_for_event(
+        &events,
+        "compaction forced by the second family's L0",
+        |e| e == "force compaction (L0Files) in column family 'logs'",
+        None,
+    );
+    assert_eq!(l0(None), "0", "the default family stayed quiet");
+    assert_eq!(triggers(&db.options().cf_options()), (20, 36));
+    // Readers: each family's configured triggers, its own.
+    let mut i = 0u32;
+    wait_for_event(
+        &events,
+        "the configured write stalls",
+        |e| e.starts_with("write stalls as configured"),
+        Some(&mut || {
+            let _ = db.get(format!("k{i}").as_bytes()).unwrap();
+            i += 1;
+        }),
+    );
+    assert_eq!(triggers(&db.cf_options(&logs)), (3, 5));
+    assert_eq!(triggers(&db.options().cf_options()), (20, 36));
 }
 
 /// db_bench's `auto_tuned_compactions=true` selects the thesis tuner over

@@ -2,7 +2,10 @@
 //!
 //! 1. Scores: L0 = files / `level0_file_num_compaction_trigger`; a deeper
 //!    level = bytes not being compacted / its target size. Highest first; a
-//!    score of at least 1 means the level needs compaction.
+//!    score of at least 1 means the level needs compaction. The scores and
+//!    the level targets below are figures of the version's shape, kept with
+//!    the version (`Version::level_scores`, `Version::level_targets` in
+//!    version/storage_info.rs, RocksDB's `VersionStorageInfo`).
 //! 2. Targets: static (`max_bytes_for_level_base` x multiplier^(level-1)) or,
 //!    with `level_compaction_dynamic_level_bytes`, derived from the last
 //!    level's size so that L0 compacts straight into the first level whose
@@ -28,274 +31,10 @@ use std::sync::Arc;
 use super::{fifo, universal, Compaction, CompactionReason, CreationTime};
 use crate::comparator::UserComparator;
 use crate::options::{CompactionStyle, ColumnFamilyOptions};
-use crate::version::{FileMetaData, Version};
+use crate::version::{FileMetaData, LevelTargets, StorageInfoOptions, Version};
 
 /// At least this many free L0 files before an L0→L0 compaction is worth it.
 const MIN_FILES_FOR_INTRA_L0: usize = 4;
-
-/// Target sizes per level and the level L0 compacts into.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LevelTargets {
-    /// The level L0 compacts into.
-    pub base_level: usize,
-    /// Target bytes per level: `u64::MAX` for L0 and the levels above the
-    /// base, which are never compacted for their size (RocksDB prefills
-    /// `level_max_bytes_` so).
-    pub targets: Vec<u64>,
-    /// With dynamic level bytes: the deepest non-empty level whose target
-    /// would fall under `max_bytes_for_level_base / multiplier` if the
-    /// largest level kept its size; it and the non-empty levels above it are
-    /// drained into the levels below (RocksDB `lowest_unnecessary_level_`).
-    pub lowest_unnecessary_level: Option<usize>,
-}
-
-impl LevelTargets {
-    /// The target of `level`, `u64::MAX` when none.
-    pub fn target(&self, level: usize) -> u64 {
-        self.targets.get(level).copied().unwrap_or(u64::MAX)
-    }
-}
-
-/// Computes level targets (point 2 of the module doc): RocksDB's
-/// `VersionStorageInfo::CalculateBaseBytes`, step for step.
-pub fn level_targets(version: &Version, opts: &ColumnFamilyOptions) -> LevelTargets {
-    let n = version.num_levels();
-    let mult = opts.max_bytes_for_level_multiplier;
-    let base = opts.max_bytes_for_level_base;
-    let mut targets = vec![u64::MAX; n];
-    if !opts.level_compaction_dynamic_level_bytes || n < 3 {
-        let mut t = base as f64;
-        for target in targets.iter_mut().skip(1) {
-            *target = t.min(u64::MAX as f64) as u64;
-            t *= mult;
-        }
-        return LevelTargets { base_level: 1, targets, lowest_unnecessary_level: None };
-    }
-    let last = n - 1;
-    let first_non_empty = (1..n).find(|l| version.level_bytes(*l) > 0);
-    let max_level_size = (1..n).map(|l| version.level_bytes(l)).max().unwrap_or(0);
-    let Some(first_non_empty) = first_non_empty else {
-        // Nothing below L0: L0 compacts into the last level, and nothing
-        // else is ever compacted for its size.
-        return LevelTargets { base_level: last, targets, lowest_unnecessary_level: None };
-    };
-    let base_bytes_min = (base as f64 / mult) as u64;
-    // Whether the largest level can keep its size as the last level's target.
-    let mut cur_level_size = max_level_size;
-    let mut lowest_unnecessary_level = None;
-    for level in (first_non_empty..=n - 2).rev() {
-        cur_level_size = (cur_level_size as f64 / mult) as u64;
-        if lowest_unnecessary_level.is_none() && cur_level_size <= base_bytes_min {
-            lowest_unnecessary_level = Some(level);
-        }
-    }
-    let mut base_level = first_non_empty;
-    let base_level_size = if cur_level_size <= base_bytes_min {
-        // Even the first non-empty level would be under the minimum: it is
-        // the base, at the minimum.
-        base_bytes_min + 1
-    } else {
-        while base_level > 1 && cur_level_size > base {
-            base_level -= 1;
-            cur_level_size = (cur_level_size as f64 / mult) as u64;
-        }
-        if cur_level_size > base {
-            base
-        } else {
-            cur_level_size.max(1)
-        }
-    };
-    let mut level_size = base_level_size as f64;
-    for (level, target) in targets.iter_mut().enumerate().skip(base_level) {
-        if level > base_level {
-            level_size *= mult;
-        }
-        // No level under the base's maximum: an hourglass-shaped tree would
-        // score L1+ above L0, which then fills and stalls (RocksDB's reason).
-        *target = (level_size.min(u64::MAX as f64) as u64).max(base);
-    }
-    LevelTargets { base_level, targets, lowest_unnecessary_level }
-}
-
-/// RocksDB's factor on scores of at least 1, which leaves room to lower a
-/// score for priority without taking it under the threshold.
-const SCORE_SCALE: f64 = 10.0;
-
-/// Compaction score of every level (index = level): RocksDB's
-/// `VersionStorageInfo::ComputeCompactionScore`. At least 1 means the level
-/// needs compaction; higher goes first. Universal and FIFO score only L0:
-/// sorted runs not being compacted / trigger, and total bytes /
-/// `max_table_files_size`.
-///
-/// Leveled with dynamic level bytes: L0 scores files / trigger, at least
-/// 1.01 once it holds `max_bytes_for_level_base`, and at least its bytes
-/// over the base level's (or its target, whichever is larger), times 10
-/// when over 1. A deeper level over its target scores its bytes over its
-/// target *plus the bytes on their way down to it from above* (L0's, and
-/// every upper level's excess), times 10: a level that much data is about
-/// to land in waits, and L0→base goes first, so data moves down in fewer,
-/// larger merges instead of the base level being rewritten into the next
-/// on every flush's arrival. Levels the tree no longer needs (see
-/// [`LevelTargets::lowest_unnecessary_level`]) are drained just above
-/// the threshold.
-pub fn level_scores(version: &Version, opts: &ColumnFamilyOptions, being_compacted: &HashSet<u64>) -> Vec<f64> {
-    let mut scores = vec![0.0; version.num_levels()];
-    match opts.compaction_style {
-        CompactionStyle::Universal => {
-            let runs = universal::sorted_runs(version, being_compacted);
-            let free = runs.iter().filter(|r| !r.being_compacted).count();
-            scores[0] = free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
-            return scores;
-        }
-        CompactionStyle::Fifo => {
-            let bytes: u64 = (0..version.num_levels()).map(|l| version.level_bytes(l)).sum();
-            scores[0] = bytes as f64 / opts.compaction_options_fifo.max_table_files_size.max(1) as f64;
-            return scores;
-        }
-        CompactionStyle::Level => {}
-    }
-    let t = level_targets(version, opts);
-    let dynamic = opts.level_compaction_dynamic_level_bytes && version.num_levels() >= 3;
-    let free = |level: usize| version.levels[level].iter().filter(|f| !being_compacted.contains(&f.number));
-    let mut downcompact = version.level_bytes(0) as f64;
-    let l0_free = free(0).count();
-    let l0_free_bytes: u64 = free(0).map(|f| f.file_size).sum();
-    let mut l0 = l0_free as f64 / opts.level0_file_num_compaction_trigger.max(1) as f64;
-    if version.num_levels() > 1 {
-        if dynamic {
-            if l0_free_bytes >= opts.max_bytes_for_level_base {
-                l0 = l0.max(1.01);
-            }
-            if l0_free_bytes > t.target(t.base_level) {
-                let base_bytes = version.level_bytes(t.base_level);
-                l0 = l0.max(l0_free_bytes as f64 / base_bytes.max(t.target(t.base_level)) as f64);
-            }
-            if l0 > 1.0 {
-                l0 *= SCORE_SCALE;
-            }
-        } else {
-            l0 = l0.max(l0_free_bytes as f64 / opts.max_bytes_for_level_base.max(1) as f64);
-        }
-    }
-    scores[0] = l0;
-    let last = version.num_levels().saturating_sub(1);
-    for (level, score) in scores.iter_mut().enumerate().take(last).skip(1) {
-        let target = t.target(level);
-        let bytes: u64 = free(level).map(|f| f.file_size).sum();
-        let total = version.level_bytes(level);
-        if !dynamic {
-            *score = bytes as f64 / target as f64;
-            continue;
-        }
-        *score = if bytes < target {
-            bytes as f64 / target as f64
-        } else {
-            bytes as f64 / (target as f64 + downcompact) * SCORE_SCALE
-        };
-        let unnecessary = t.lowest_unnecessary_level.is_some_and(|u| level <= u);
-        if bytes > 0 && unnecessary {
-            let below = t.lowest_unnecessary_level.unwrap_or(level) - level;
-            *score = score.max(SCORE_SCALE * (1.001 + 0.001 * below as f64));
-        }
-        if unnecessary {
-            downcompact += total as f64;
-        } else if total > target {
-            downcompact += (total - target) as f64;
-        }
-    }
-    scores
-}
-
-/// Estimated bytes compaction must rewrite to bring every level under target:
-/// RocksDB's `VersionStorageInfo::EstimateCompactionBytesNeeded`. L0 counts
-/// once it reaches its trigger (or holds `max_bytes_for_level_base`), with the
-/// base level it merges into; each level's excess over its target, bytes
-/// carried down from the level above included, counts with the fan-out it
-/// will meet below (next level's bytes / this level's, plus one), and the
-/// next level then starts from its own bytes plus that excess. 0 for
-/// universal and FIFO, which RocksDB does not estimate either.
-pub fn estimate_pending_compaction_bytes(version: &Version, opts: &ColumnFamilyOptions) -> u64 {
-    if opts.compaction_style != CompactionStyle::Level {
-        return 0;
-    }
-    let t = level_targets(version, opts);
-    let l0_bytes = version.level_bytes(0);
-    let l0_triggered = version.num_files(0) >= opts.level0_file_num_compaction_trigger.max(1) as usize
-        || l0_bytes >= opts.max_bytes_for_level_base;
-    let mut pending = 0u64;
-    let mut carried = 0u64;
-    if l0_triggered {
-        pending = l0_bytes;
-        carried = l0_bytes;
-    }
-    for level in t.base_level..version.num_levels().saturating_sub(1) {
-        let own = version.level_bytes(level);
-        if level == t.base_level && l0_triggered {
-            pending = pending.saturating_add(own);
-        }
-        let size = own.saturating_add(carried);
-        carried = 0;
-        if size > t.target(level) {
-            carried = size - t.target(level);
-            let next = version.level_bytes(level + 1);
-            if next > 0 {
-                // `size` > target >= 0, so the division is by a positive size.
-                let fan_out = next as f64 / size as f64 + 1.0;
-                pending = pending.saturating_add((carried as f64 * fan_out) as u64);
-            }
-        }
-    }
-    pending
-}
-
-/// Whether this family's compaction debt asks for more than one compaction
-/// at a time (RocksDB's compaction pressure token, set in
-/// `RecalculateWriteStallConditions`): L0 files at
-/// `min(2 x trigger, trigger + (slowdown - trigger) / 4)`, the slowdown
-/// trigger as RocksDB sanitizes it (`ColumnFamilyOptions::effective_l0_stall_triggers`); no soft
-/// pending-bytes limit (RocksDB then always speeds up); or estimated pending
-/// bytes at `min(soft limit / 4, max(bottommost bytes / 8, 2 x
-/// max_bytes_for_level_base))`, where the bottommost bytes are the deepest
-/// non-empty level's (0 when only L0 holds files, which leaves the soft
-/// limit's quarter). RocksDB also counts files marked for compaction, which
-/// Ebb does not mark. Automatic compaction off: no pressure.
-pub fn needs_compaction_speedup(version: &Version, opts: &ColumnFamilyOptions) -> bool {
-    if opts.disable_auto_compactions {
-        return false;
-    }
-    let trigger = i64::from(opts.level0_file_num_compaction_trigger);
-    if trigger >= 0 {
-        let slowdown = i64::from(opts.effective_l0_stall_triggers().0);
-        let l0_speedup = (2 * trigger).min(trigger + (slowdown - trigger) / 4);
-        if l0_delay_trigger_count(version, opts) as i64 >= l0_speedup {
-            return true;
-        }
-    }
-    if opts.soft_pending_compaction_bytes_limit == 0 {
-        return true;
-    }
-    let slowdown_threshold = opts.soft_pending_compaction_bytes_limit / 4;
-    let deepest = version.deepest_nonempty_level();
-    let bottommost = if deepest == 0 { 0 } else { version.level_bytes(deepest) };
-    let threshold = if bottommost == 0 {
-        slowdown_threshold
-    } else {
-        slowdown_threshold.min((bottommost / 8).max(opts.max_bytes_for_level_base.saturating_mul(2)))
-    };
-    estimate_pending_compaction_bytes(version, opts) >= threshold
-}
-
-/// The count the L0 write-stall triggers compare against (RocksDB
-/// `l0_delay_trigger_count`): L0 files; for universal, every sorted run (L0
-/// files plus non-empty levels); for FIFO 0, since RocksDB disables the L0
-/// triggers there (files are dropped instead of compacted down).
-pub fn l0_delay_trigger_count(version: &Version, opts: &ColumnFamilyOptions) -> usize {
-    match opts.compaction_style {
-        CompactionStyle::Level => version.num_files(0),
-        CompactionStyle::Universal => universal::sorted_runs(version, &HashSet::new()).len(),
-        CompactionStyle::Fifo => 0,
-    }
-}
 
 pub(super) fn any_busy(files: &[Arc<FileMetaData>], busy: &HashSet<u64>) -> bool {
     files.iter().any(|f| busy.contains(&f.number))
@@ -378,8 +117,9 @@ pub fn pick_compaction(
         CompactionStyle::Fifo => return fifo::pick(version, opts, busy, fifo::now_secs(), created),
         CompactionStyle::Level => {}
     }
-    let targets = level_targets(version, opts);
-    let scores = level_scores(version, opts, busy);
+    let shape = StorageInfoOptions::from_options(opts);
+    let targets = version.level_targets(&shape);
+    let scores = version.level_scores(&shape, busy);
     let mut order: Vec<usize> = (0..scores.len()).filter(|l| scores[*l] >= 1.0).collect();
     order.sort_by(|a, b| scores[*b].partial_cmp(&scores[*a]).unwrap_or(std::cmp::Ordering::Equal));
     for level in order {
@@ -436,7 +176,7 @@ pub fn pick_by_age(
     };
     let next_level = |level: usize| {
         if level == 0 {
-            level_targets(version, opts).base_level.max(1)
+            version.level_targets(&StorageInfoOptions::from_options(opts)).base_level.max(1)
         } else {
             level + 1
         }
@@ -751,6 +491,14 @@ mod tests {
         pick_compaction(v, o, busy, &|_| None)
     }
 
+    fn level_targets(v: &Version, o: &ColumnFamilyOptions) -> LevelTargets {
+        v.level_targets(&StorageInfoOptions::from_options(o))
+    }
+
+    fn level_scores(v: &Version, o: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Vec<f64> {
+        v.level_scores(&StorageInfoOptions::from_options(o), busy)
+    }
+
     fn opts() -> ColumnFamilyOptions {
         let mut o = ColumnFamilyOptions::default();
         o.level_compaction_dynamic_level_bytes = false;
@@ -876,90 +624,6 @@ mod tests {
             off(&mut o);
             assert!(pick(&v, &o, &none).is_none());
         }
-    }
-
-    /// W2's bug: with the base level empty, the old estimate divided the
-    /// next level's bytes by the base level's own (0, taken as 1) and passed
-    /// the 256 GiB hard limit on a tree of a few MB. The figure is RocksDB's.
-    #[test]
-    fn pending_bytes_with_an_empty_base_level_count_the_carried_bytes() {
-        let mut e = VersionEdit::default();
-        for n in 1..=3 {
-            e.add_file(0, file(n, "a", "z", 1000, n));
-        }
-        e.add_file(2, file(10, "a", "z", 50_000, 0));
-        let v = Version::new(4).apply(&[&e]).unwrap();
-        let o = opts();
-        // L0 3000 bytes (trigger 2) into an empty L1 (target 1000): 2000 over,
-        // meeting 50000 bytes in L2 -> 2000 * (50000 / 3000 + 1); L2 then holds
-        // 52000 against 10000, with nothing below to merge into.
-        let expected = 3000 + (2000.0 * (50_000.0 / 3000.0 + 1.0)) as u64;
-        assert_eq!(estimate_pending_compaction_bytes(&v, &o), expected);
-        assert!(expected < 100_000, "bounded by a small multiple of the tree's 53 KB");
-        // Below the trigger L0 counts for nothing; L2's excess has no level to merge into.
-        let mut e = VersionEdit::default();
-        e.add_file(0, file(1, "a", "z", 500, 1));
-        e.add_file(2, file(10, "a", "z", 50_000, 0));
-        let v = Version::new(4).apply(&[&e]).unwrap();
-        assert_eq!(estimate_pending_compaction_bytes(&v, &o), 0);
-        // L1 over target with L2 below: excess * (L2 / L1 + 1).
-        let mut e = VersionEdit::default();
-        e.add_file(1, file(1, "a", "z", 1500, 0));
-        e.add_file(2, file(10, "a", "z", 3000, 0));
-        let v = Version::new(4).apply(&[&e]).unwrap();
-        assert_eq!(estimate_pending_compaction_bytes(&v, &o), (500.0 * (3000.0 / 1500.0 + 1.0)) as u64);
-    }
-
-    /// RocksDB's thresholds for running compactions in parallel, each crossed
-    /// alone: L0 files, no soft limit, pending bytes against the soft limit's
-    /// quarter and against the bottommost level's eighth.
-    #[test]
-    fn compaction_speedup_follows_rocksdbs_thresholds() {
-        let l0_files = |n: u64| {
-            let mut e = VersionEdit::default();
-            for i in 1..=n {
-                e.add_file(0, file(i, "a", "z", 10, i));
-            }
-            Version::new(4).apply(&[&e]).unwrap()
-        };
-        let mut o = opts();
-        o.soft_pending_compaction_bytes_limit = 1 << 40;
-        // Trigger 2, slowdown 20: min(2 x 2, 2 + 18 / 4) = 4 files.
-        o.level0_slowdown_writes_trigger = 20;
-        assert!(!needs_compaction_speedup(&l0_files(3), &o), "3 L0 files of 10 bytes: one compaction at a time");
-        assert!(needs_compaction_speedup(&l0_files(4), &o), "4 L0 files");
-        // Trigger 4, slowdown 8: min(8, 4 + 1) = 5.
-        (o.level0_file_num_compaction_trigger, o.level0_slowdown_writes_trigger) = (4, 8);
-        assert!(!needs_compaction_speedup(&l0_files(4), &o));
-        assert!(needs_compaction_speedup(&l0_files(5), &o));
-        let mut off = o.clone();
-        off.disable_auto_compactions = true;
-        assert!(!needs_compaction_speedup(&l0_files(50), &off), "no automatic compaction, no pressure");
-        let mut no_soft = o.clone();
-        no_soft.soft_pending_compaction_bytes_limit = 0;
-        assert!(needs_compaction_speedup(&l0_files(1), &no_soft), "RocksDB always speeds up without a soft limit");
-        // L1 1500 over its 1000 target, L2 3000 below: 500 x (3000 / 1500 + 1) = 1500 pending.
-        let mut e = VersionEdit::default();
-        e.add_file(1, file(1, "a", "z", 1500, 0));
-        e.add_file(2, file(10, "a", "z", 3000, 0));
-        let v = Version::new(4).apply(&[&e]).unwrap();
-        assert_eq!(estimate_pending_compaction_bytes(&v, &o), 1500);
-        // min(soft / 4, max(3000 / 8, 2 x 1000)) = min(soft / 4, 2000).
-        o.soft_pending_compaction_bytes_limit = 4 * 1500;
-        assert!(needs_compaction_speedup(&v, &o), "1500 pending reach a quarter of a 6000 soft limit");
-        o.soft_pending_compaction_bytes_limit = 4 * 1501;
-        assert!(!needs_compaction_speedup(&v, &o), "1500 pending under a quarter of 6004 and under 2000");
-        // With no soft limit near, the bottommost rule alone decides.
-        o.soft_pending_compaction_bytes_limit = 1 << 40;
-        assert!(!needs_compaction_speedup(&v, &o), "1500 pending under max(3000 / 8, 2 x 1000)");
-        o.max_bytes_for_level_base = 700;
-        let mut e = VersionEdit::default();
-        e.add_file(1, file(1, "a", "z", 1500, 0));
-        e.add_file(2, file(10, "a", "z", 3000, 0));
-        let v = Version::new(4).apply(&[&e]).unwrap();
-        // 800 over 700, 800 x (3000 / 1500 + 1) = 2400 pending against
-        // max(3000 / 8, 2 x 700) = 1400.
-        assert!(needs_compaction_speedup(&v, &o), "the debt passes twice the base level's target");
     }
 
     #[test]

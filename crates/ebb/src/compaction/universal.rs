@@ -32,49 +32,11 @@ use std::sync::Arc;
 use super::picker::files_disjoint;
 use super::{Compaction, CompactionReason};
 use crate::options::ColumnFamilyOptions;
-use crate::version::{FileMetaData, Version};
-
-/// One sorted run: a single L0 file or a whole non-empty level.
-#[derive(Debug, Clone)]
-pub struct SortedRun {
-    /// Level of the run's files.
-    pub level: usize,
-    /// Its files (one for an L0 run).
-    pub files: Vec<Arc<FileMetaData>>,
-    /// Total bytes.
-    pub size: u64,
-    /// Some file of the run is in a running compaction.
-    pub being_compacted: bool,
-}
-
-/// The sorted runs of `version`, newest first.
-pub fn sorted_runs(version: &Version, busy: &HashSet<u64>) -> Vec<SortedRun> {
-    let mut runs: Vec<SortedRun> = version.levels[0]
-        .iter()
-        .map(|f| SortedRun {
-            level: 0,
-            files: vec![Arc::clone(f)],
-            size: f.file_size,
-            being_compacted: busy.contains(&f.number),
-        })
-        .collect();
-    for (level, files) in version.levels.iter().enumerate().skip(1) {
-        if files.is_empty() {
-            continue;
-        }
-        runs.push(SortedRun {
-            level,
-            files: files.clone(),
-            size: files.iter().map(|f| f.file_size).sum(),
-            being_compacted: files.iter().any(|f| busy.contains(&f.number)),
-        });
-    }
-    runs
-}
+use crate::version::{FileMetaData, SortedRun, Version};
 
 /// Picks a universal compaction, or `None` (module doc for the order).
 pub fn pick(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
-    let runs = sorted_runs(version, busy);
+    let runs = version.sorted_runs(busy);
     let trigger = opts.level0_file_num_compaction_trigger.max(1) as usize;
     if runs.is_empty() || runs.len() < trigger {
         return None;
@@ -99,7 +61,7 @@ pub fn pick(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) 
 /// Every sorted run merged into the last level (`compact_range`), or `None`
 /// when there is at most one run already at the last level, or a run is busy.
 pub fn compact_all(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
-    let runs = sorted_runs(version, busy);
+    let runs = version.sorted_runs(busy);
     let last = version.num_levels() - 1;
     if runs.is_empty() || (runs.len() == 1 && runs[0].level == last) || runs.iter().any(|r| r.being_compacted) {
         return None;
@@ -246,7 +208,7 @@ mod tests {
     #[test]
     fn nothing_below_the_trigger() {
         let v = version(&[10, 10, 10], &[(6, 1)]);
-        assert_eq!(sorted_runs(&v, &HashSet::new()).len(), 4);
+        assert_eq!(v.sorted_runs(&HashSet::new()).len(), 4);
         let mut o = opts();
         o.level0_file_num_compaction_trigger = 5;
         assert!(pick(&v, &o, &HashSet::new()).is_none());

@@ -226,7 +226,7 @@ impl DbInner {
     /// How many compactions may run at once (RocksDB `GetBGJobLimits`): all
     /// the compaction threads while the write controller needs compaction
     /// sped up (writes delayed or stopped, or some family's debt past
-    /// [`picker::needs_compaction_speedup`]'s thresholds), otherwise one. A
+    /// [`crate::version::Version::needs_compaction_speedup`]'s thresholds), otherwise one. A
     /// second compaction then runs only when the debt asks for it, instead of
     /// taking CPU and disk from flushes and writers whenever it can.
     /// Requires the db mutex.
@@ -237,7 +237,8 @@ impl DbInner {
         }
         let pressed = st.families.iter().any(|(id, family)| {
             let family_opts = self.family_opts(family.data());
-            st.versions.version(id).is_some_and(|v| picker::needs_compaction_speedup(&v, &family_opts))
+            let shape = crate::version::StorageInfoOptions::from_options(&family_opts);
+            st.versions.version(id).is_some_and(|v| v.needs_compaction_speedup(&shape))
         });
         if pressed {
             threads

@@ -220,7 +220,7 @@ impl DbInner {
     /// readers. Requires the db mutex.
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.controller.invalidate();
-        let waiting = st.families.immutable_count();
+        let waiting = st.families.most_immutable();
         self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
         st.files.forget_dropped_versions();
         for (id, family) in st.families.iter() {

@@ -10,6 +10,7 @@ use super::{DbInner, SuperVersion};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
+use crate::tuning::command::FamilyId;
 use crate::version::VersionEdit;
 
 impl DbInner {
@@ -58,6 +59,10 @@ impl DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         let mem = Arc::new(super::write::new_memtable(&options, current_wal));
+        // The tuning mode's changes, as at open (the backstop, or the
+        // thesis's lifted stalls); the tuner learns of the family from there.
+        self.tuning.track_family(FamilyId(id), &options);
+        let options = super::tuning::family_options_at_open(&self.opts(), FamilyId(id), options);
         let data = ColumnFamilyData::new(id, name, Arc::new(options), self.instance);
         st.families.add_family(Arc::clone(&data), mem);
         self.install_super_version(&mut st);
@@ -89,6 +94,7 @@ impl DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         st.families.remove_family(cf.id);
+        self.tuning.forget_family(FamilyId(cf.id));
         cf.mark_dropped();
         // The handle's own view would keep the family's files alive; readers
         // that took one before the drop still hold theirs.

@@ -70,7 +70,11 @@ impl DbInner {
                 break;
             }
             let output_level = match level {
-                0 => picker::level_targets(&v, &opts).base_level.min(last).max(1),
+                0 => v
+                    .level_targets(&crate::version::StorageInfoOptions::from_options(&opts))
+                    .base_level
+                    .min(last)
+                    .max(1),
                 l if l == deepest => l,
                 l => l + 1,
             };
@@ -116,7 +120,7 @@ impl DbInner {
                     let opts = self.family_opts(f.data());
                     !opts.disable_auto_compactions && self.pick_compaction(&st, id, &opts).is_some()
                 });
-            let flushing = st.jobs.flushes_running() > 0 || st.families.immutable_count() > 0;
+            let flushing = st.jobs.flushes_running() > 0 || st.families.most_immutable() > 0;
             if !flushing && st.jobs.compactions_running() == 0 && st.jobs.purges_running() == 0 && !needs {
                 // A file a job made obsolete while something else held it
                 // for a moment (a reader, another job's grandparents) waits

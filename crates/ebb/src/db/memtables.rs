@@ -306,9 +306,10 @@ impl Memtables {
         out
     }
 
-    /// Immutable memtables waiting for flush, over all families.
-    pub(crate) fn immutable_count(&self) -> usize {
-        self.families.values().map(|f| f.imm.len()).sum()
+    /// The most immutable memtables one family has waiting for flush (the
+    /// tuner's backlog: three families with one each are no backlog).
+    pub(crate) fn most_immutable(&self) -> usize {
+        self.families.values().map(|f| f.imm.len()).max().unwrap_or(0)
     }
 
     /// Whether any family holds writes made without the WAL.

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
+use crate::tuning::command::FamilyId;
 use crate::version::{filename, FamilyShape, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::version::{TableCache, TableCacheOptions};
 
@@ -261,20 +262,20 @@ pub(super) fn open_locked(
     ));
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
-    let mut options = options;
-    let changes = super::tuning::changes_at_open(&options);
-    let write_stalls = super::tuning::WriteStallOptions::new(&options, &changes);
-    for (name, value) in &changes {
-        options.set(name, value)?;
-    }
-    let mut tuning = super::tuning::TuningHooks::new(&options)?;
-    tuning.write_stalls = write_stalls;
+    let configured = options.cf_options();
+    let tuned = super::tuning::family_options_at_open(&options, FamilyId::DEFAULT, configured.clone());
+    let options = options.with_cf_options(tuned);
+    let tuning = super::tuning::TuningHooks::new(&options)?;
+    tuning.track_family(FamilyId::DEFAULT, &configured);
     let options = Arc::new(options);
     let instance = super::next_instance();
     let mut opened = Vec::new();
     for (id, f) in versions.families() {
         let o = match listed(&f.name) {
-            Some((_, o)) if *id != 0 => Arc::new(o.clone()),
+            Some((_, o)) if *id != 0 => {
+                tuning.track_family(FamilyId(*id), o);
+                Arc::new(super::tuning::family_options_at_open(&options, FamilyId(*id), o.clone()))
+            }
             _ => Arc::new(options.cf_options()),
         };
         opened.push(ColumnFamilyData::new(*id, &f.name, o, instance));

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::{DbInner, StallCondition, TuningMetrics};
 use crate::stats;
+use crate::version::StorageInfoOptions;
 
 /// Figures about a running database, for programs (the same figures `ebb.stats` prints).
 #[derive(Debug, Clone, Default)]
@@ -160,7 +161,8 @@ impl DbInner {
             stall_micros: s.total_stall_micros(),
             files_per_level: (0..version.num_levels()).map(|l| version.num_files(l)).collect(),
             bytes_per_level: (0..version.num_levels()).map(|l| version.level_bytes(l)).collect(),
-            pending_compaction_bytes: crate::compaction::picker::estimate_pending_compaction_bytes(&version, &opts),
+            pending_compaction_bytes: version
+                .estimate_pending_compaction_bytes(&StorageInfoOptions::from_options(&opts)),
             running_compactions: st.jobs.compactions_running(),
             running_flushes: st.jobs.flushes_running(),
             compaction_enabled: !opts.disable_auto_compactions
@@ -285,7 +287,7 @@ impl DbInner {
         let Some(family) = st.families.get(cf) else { return String::new() };
         let opts = self.family_opts(family.data());
         let version = st.versions.version(cf).unwrap_or_default();
-        let scores = crate::compaction::picker::level_scores(&version, &opts, st.jobs.being_compacted());
+        let scores = version.level_scores(&StorageInfoOptions::from_options(&opts), st.jobs.being_compacted());
         let compacting = version
             .levels
             .iter()

@@ -59,9 +59,10 @@ impl DbInner {
                 continue;
             }
             let version = st.versions.version(id).unwrap_or_default();
-            let pending = crate::compaction::picker::estimate_pending_compaction_bytes(&version, &o);
+            let shape = crate::version::StorageInfoOptions::from_options(&o);
+            let pending = version.estimate_pending_compaction_bytes(&shape);
             debt.pending = debt.pending.max(pending);
-            let l0 = crate::compaction::picker::l0_delay_trigger_count(&version, &o) as i32;
+            let l0 = version.l0_delay_trigger_count(&shape) as i32;
             let (_, stop) = o.effective_l0_stall_triggers();
             let (soft, hard) = (o.soft_pending_compaction_bytes_limit, o.hard_pending_compaction_bytes_limit);
             debt.near_stop |= match condition {

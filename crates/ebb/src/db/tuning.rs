@@ -1,11 +1,17 @@
 //! Wires the tuners of `crate::tuning` into a database: the rate limiter on
 //! flush, compaction and WAL writes; the compaction pacer; the deferral flag
 //! and pause gate the picker and compaction jobs obey; and the tuning thread
-//! that feeds the tuners and applies their decisions (docs/tuning.md).
+//! that feeds the tuners and carries out their decisions (docs/tuning.md).
+//!
+//! The tuners decide in typed [`TuningCommand`]s; this file is where the
+//! engine carries them out ([`DbInner::carry_out`]): a family's command
+//! changes that family's options in force and no other's, a database-wide
+//! one a switch or a database option. No option text is built or parsed.
 //!
 //! Per instance, not process-global as the thesis's `Env` hack was: each
 //! database has its own limiter, tuner and thread.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +22,14 @@ use super::DbInner;
 use crate::clock::{micros, Clock};
 use crate::error::Result;
 use crate::events::TuningEvent;
-use crate::options::{IdlePolicyKind, Options};
-use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, Observation};
+use crate::options::{ColumnFamilyOptions, IdlePolicyKind, Options};
+use crate::tuning::adaptive::{self, Action, AdaptiveConfig, AdaptiveTuner, FamilyGauges, Observation};
 use crate::tuning::auto_tuner::{AutoTunerConfig, CompactionAutoTuner, StallLifting, TunedOptions};
+use crate::tuning::command::{FamilyId, TuningCommand};
 use crate::tuning::idle::{IdleConfig, IdlePolicy};
 use crate::tuning::rate_limiter::{IoPriority, RateLimiter, RateLimiterOptions};
 use crate::tuning::BackgroundTuning;
+use crate::version::StorageInfoOptions;
 
 /// What the tuner did, for `DbMetrics`, `ebb.stats` and ebb-bench's report.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,8 +78,10 @@ pub(crate) struct TuningHooks {
     pub(crate) merge_l0_runs: AtomicBool,
     /// The tuner asks running compactions below L0 to wait at a block boundary.
     pub(crate) paused: AtomicBool,
-    /// Immutable memtables waiting for flush, over all families (kept by
-    /// `install_super_version`).
+    /// Immutable memtables waiting for flush in the family with the most
+    /// (kept by `install_super_version`): each family's writes stall on its
+    /// own memtables, so one flush in progress in each of three families is
+    /// no backlog.
     pub(crate) immutable_memtables: AtomicUsize,
     /// Waiting memtables at which L0 run merges yield at once, without
     /// waiting for the tuner's next observation (adaptive and idle modes:
@@ -81,36 +91,10 @@ pub(crate) struct TuningHooks {
     closed: AtomicBool,
     pub(crate) last_write_micros: AtomicU64,
     pub(crate) metrics: Mutex<TuningMetrics>,
-    /// The stall options the adaptive tuner switches between
-    /// (`Action::ConfiguredWriteStalls`); empty in other modes.
-    pub(crate) write_stalls: WriteStallOptions,
-}
-
-/// The write controller's options as configured and as the adaptive
-/// tuner's backstop sets them at open: the same option names, the user's
-/// values and the backstop's. Empty outside adaptive and idle modes, or
-/// when the backstop changed nothing.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct WriteStallOptions {
-    pub(crate) configured: Vec<(&'static str, String)>,
-    pub(crate) backstop: Vec<(&'static str, String)>,
-}
-
-impl WriteStallOptions {
-    /// From the options as given and the changes the mode makes at open
-    /// ([`changes_at_open`]).
-    pub(crate) fn new(o: &Options, changes: &[(&'static str, String)]) -> WriteStallOptions {
-        if !matches!(o.tuning_mode(), BackgroundTuning::Adaptive | BackgroundTuning::Idle) {
-            return WriteStallOptions::default();
-        }
-        let configured = changes.iter().filter_map(|(name, _)| o.get(name).map(|v| (*name, v))).collect::<Vec<_>>();
-        if configured.len() != changes.len() {
-            // Every backstop option has a value; if one had none there
-            // would be nothing to go back to.
-            return WriteStallOptions::default();
-        }
-        WriteStallOptions { configured, backstop: changes.to_vec() }
-    }
+    /// What each family tuned was configured with, by family id, before the
+    /// mode's changes at open ([`family_options_at_open`]): what a tuner
+    /// puts back.
+    configured: Mutex<BTreeMap<FamilyId, TunedOptions>>,
 }
 
 impl TuningHooks {
@@ -147,7 +131,7 @@ impl TuningHooks {
                 BackgroundTuning::Off | BackgroundTuning::Thesis => 0,
             },
             last_write_micros: AtomicU64::new(0),
-            write_stalls: WriteStallOptions::default(),
+            configured: Mutex::new(BTreeMap::new()),
             metrics: Mutex::new(TuningMetrics {
                 mode: mode.name(),
                 phase: if mode == BackgroundTuning::Off { "off" } else { "enabled" },
@@ -219,6 +203,23 @@ impl TuningHooks {
         }
     }
 
+    /// Records that `family` was configured with `o` before
+    /// [`family_options_at_open`] changed its options.
+    pub(crate) fn track_family(&self, family: FamilyId, o: &ColumnFamilyOptions) {
+        self.configured.lock().insert(family, tuned_options(o));
+    }
+
+    /// Forgets a dropped family.
+    pub(crate) fn forget_family(&self, family: FamilyId) {
+        self.configured.lock().remove(&family);
+    }
+
+    /// What `family` was configured with; its options in force when it was
+    /// never tracked.
+    fn configured(&self, family: FamilyId, in_force: &ColumnFamilyOptions) -> TunedOptions {
+        self.configured.lock().get(&family).copied().unwrap_or_else(|| tuned_options(in_force))
+    }
+
     pub(crate) fn snapshot(&self) -> TuningMetrics {
         let mut m = self.metrics.lock().clone();
         m.compaction_deferred = self.deferred.load(Ordering::Relaxed);
@@ -232,7 +233,7 @@ impl TuningHooks {
     }
 }
 
-fn tuned_options(o: &Options) -> TunedOptions {
+fn tuned_options(o: &ColumnFamilyOptions) -> TunedOptions {
     TunedOptions {
         disable_auto_compactions: o.disable_auto_compactions,
         level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
@@ -270,32 +271,56 @@ pub(crate) fn adaptive_config(o: &Options) -> AdaptiveConfig {
     c
 }
 
-/// Option changes the mode makes at open: the thesis's
-/// `PrepareAutoTunedCompactions` (§3.5.6), or the adaptive tuner's stall
-/// backstop above its L0 bound. The backstop only raises: an L0 trigger
-/// already above it stays (W2's "disabled" sets 10000), and a
-/// pending-bytes limit is lifted only where the backstop has none.
-pub(crate) fn changes_at_open(o: &Options) -> Vec<(&'static str, String)> {
-    match o.tuning_mode() {
+/// The options of `family`, configured with `cf` in a database opened with
+/// `o`, with the changes its tuning mode makes when the family is opened or
+/// created: the thesis's `PrepareAutoTunedCompactions` (§3.5.6), or the
+/// adaptive tuner's stall backstop above its L0 bound. The backstop only
+/// raises: an L0 trigger already above it stays (W2's "disabled" sets
+/// 10000), and a pending-bytes limit is lifted only where the backstop has
+/// none ([`crate::tuning::command::WriteStallLimits::raised_to`]).
+pub(crate) fn family_options_at_open(
+    o: &Options,
+    family: FamilyId,
+    mut cf: ColumnFamilyOptions,
+) -> ColumnFamilyOptions {
+    let commands = match o.tuning_mode() {
         BackgroundTuning::Off => Vec::new(),
-        BackgroundTuning::Thesis => thesis_tuner(o).prepare_changes(),
-        BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(o)
-            .stall_backstop()
-            .into_iter()
-            .filter(|(name, value)| {
-                // 0 (or anything not a positive number) is "no limit":
-                // above every other value.
-                let rank = |text: &str| match text.parse::<i128>() {
-                    Ok(v) if v > 0 => v,
-                    _ => i128::MAX,
-                };
-                o.get(name).is_none_or(|current| rank(value) > rank(&current))
-            })
-            .collect(),
+        BackgroundTuning::Thesis => thesis_tuner(o, tuned_options(&cf)).prepare_commands(family),
+        BackgroundTuning::Adaptive | BackgroundTuning::Idle => {
+            adaptive_config(o).backstop_for(tuned_options(&cf).stalls()).commands(family).to_vec()
+        }
+    };
+    for command in &commands {
+        set_family_option(&mut cf, command);
+    }
+    cf
+}
+
+/// Carries out a command that changes a family's options on `cf`, that
+/// family's options; database-wide commands change nothing here.
+fn set_family_option(cf: &mut ColumnFamilyOptions, command: &TuningCommand) {
+    match *command {
+        TuningCommand::SetL0StallTriggers { slowdown, stop, .. } => {
+            cf.level0_slowdown_writes_trigger = slowdown;
+            cf.level0_stop_writes_trigger = stop;
+        }
+        TuningCommand::SetPendingCompactionLimits { soft, hard, .. } => {
+            cf.soft_pending_compaction_bytes_limit = soft;
+            cf.hard_pending_compaction_bytes_limit = hard;
+        }
+        TuningCommand::SetL0CompactionTrigger { trigger, .. } => cf.level0_file_num_compaction_trigger = trigger,
+        TuningCommand::SetAutoCompactions { enabled, .. } => cf.disable_auto_compactions = !enabled,
+        TuningCommand::SetSubcompactions(_)
+        | TuningCommand::SetCompactionRateLimit(_)
+        | TuningCommand::DeferCompactions(_)
+        | TuningCommand::PauseCompactions(_)
+        | TuningCommand::MergeL0Runs(_) => {}
     }
 }
 
-fn thesis_tuner(o: &Options) -> CompactionAutoTuner {
+/// The thesis tuner of a database opened with `o` whose default family is
+/// configured with `base`.
+fn thesis_tuner(o: &Options, base: TunedOptions) -> CompactionAutoTuner {
     CompactionAutoTuner::new(
         AutoTunerConfig {
             flush_watermark_pct: o.tuning_flush_watermark_pct,
@@ -303,7 +328,7 @@ fn thesis_tuner(o: &Options) -> CompactionAutoTuner {
             interval_us: o.tuning_interval_us,
             stall_lifting: StallLifting::AtOpen,
         },
-        tuned_options(o),
+        base,
     )
 }
 
@@ -314,9 +339,10 @@ impl DbInner {
     /// gate) are lifted, so no compaction waits for a tuner that is gone.
     pub(crate) fn tuning_loop(self: Arc<Self>) {
         let opts = self.opts();
+        let default = self.tuning.configured(FamilyId::DEFAULT, &self.family_opts(&self.default_cf));
         let tune = || match self.tuning.mode {
             BackgroundTuning::Off => {}
-            BackgroundTuning::Thesis => self.thesis_loop(thesis_tuner(&opts)),
+            BackgroundTuning::Thesis => self.thesis_loop(thesis_tuner(&opts, default)),
             BackgroundTuning::Adaptive | BackgroundTuning::Idle => {
                 self.adaptive_loop(AdaptiveTuner::new(adaptive_config(&opts)))
             }
@@ -349,15 +375,55 @@ impl DbInner {
         !st.jobs.is_shutting_down()
     }
 
+    /// The families created and dropped since a tuner last looked
+    /// (`tracked`: the ones it knows, brought up to date): each new one with
+    /// what it was configured with, and the ids of those gone.
+    fn family_changes(&self, tracked: &mut BTreeSet<FamilyId>) -> (Vec<(FamilyId, TunedOptions)>, Vec<FamilyId>) {
+        let live: Vec<(FamilyId, Arc<ColumnFamilyOptions>)> = {
+            let st = self.state.lock();
+            st.families.iter().map(|(id, f)| (FamilyId(id), self.family_opts(f.data()))).collect()
+        };
+        let gone: Vec<FamilyId> = tracked.iter().filter(|id| !live.iter().any(|(l, _)| l == *id)).copied().collect();
+        for id in &gone {
+            tracked.remove(id);
+        }
+        let new = live
+            .into_iter()
+            .filter(|(id, _)| tracked.insert(*id))
+            .map(|(id, in_force)| (id, self.tuning.configured(id, &in_force)))
+            .collect();
+        (new, gone)
+    }
+
+    /// Carries out the commands a tuner gave for family `id` when it first
+    /// saw it. On an error the family keeps the options it was opened
+    /// with (the tuner's next decision carries the rest out again).
+    fn carry_out_for_new_family(&self, id: FamilyId, commands: &[TuningCommand]) {
+        if let Err(e) = self.carry_out(commands) {
+            self.info_log.log(
+                super::info_log::Level::Warn,
+                &format!("tuning commands for column family {} not carried out: {e}", id.0),
+            );
+        }
+    }
+
     fn thesis_loop(&self, mut tuner: CompactionAutoTuner) {
         let Some(limiter) = self.tuning.limiter.clone() else { return };
+        let mut tracked = BTreeSet::from([FamilyId::DEFAULT]);
         while self.tuner_sleep(Duration::from_millis(100)) {
+            let (new, gone) = self.family_changes(&mut tracked);
+            for id in gone {
+                tuner.forget_family(id);
+            }
+            for (id, base) in new {
+                let commands = tuner.track_family(id, base);
+                self.carry_out_for_new_family(id, &commands);
+            }
             let Some(decision) = tuner.poll(&limiter.stats()) else { continue };
             if !decision.toggled {
                 continue;
             }
-            let pairs = decision.option_pairs();
-            if let Err(e) = self.apply_tuning_options(&pairs) {
+            if let Err(e) = self.carry_out(&decision.commands) {
                 self.set_bg_error(e);
                 return;
             }
@@ -377,23 +443,27 @@ impl DbInner {
 
     fn adaptive_loop(&self, mut tuner: AdaptiveTuner) {
         let interval = Duration::from_micros(tuner.config().interval_us.max(1000));
+        let mut tracked = BTreeSet::new();
         while self.tuner_sleep(interval) {
             if self.shutting_down() {
                 return;
             }
+            let (new, gone) = self.family_changes(&mut tracked);
+            for id in gone {
+                tuner.forget_family(id);
+            }
+            for (id, base) in new {
+                let commands = tuner.track_family(id, base.stalls());
+                self.carry_out_for_new_family(id, &commands);
+            }
             let m = self.metrics();
-            let default_family = self.family_opts(&self.default_cf);
-            let max_score = {
-                let st = self.state.lock();
-                let scores = crate::compaction::picker::level_scores(
-                    &st.versions.current(),
-                    &default_family,
-                    st.jobs.being_compacted(),
-                );
-                scores.into_iter().fold(0.0f64, f64::max)
-            };
-            let immutable = self.tuning.immutable_memtables.load(Ordering::Relaxed);
+            let (mut families, names) = self.family_gauges();
             let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
+            let default = if families.first().is_some_and(|f| f.family == FamilyId::DEFAULT) {
+                families.remove(0)
+            } else {
+                FamilyGauges::default()
+            };
             let obs = Observation {
                 now_micros: micros(self.tuning.clock.monotonic()),
                 client_bytes: m.user_bytes_written,
@@ -403,75 +473,94 @@ impl DbInner {
                 flush_bytes: m.flush_bytes_written,
                 compaction_bytes: m.compaction_bytes_written,
                 last_write_micros: (last > 0).then_some(last),
-                l0_files: m.files_per_level.first().copied().unwrap_or(0),
-                immutable_memtables: immutable,
-                pending_compaction_bytes: m.pending_compaction_bytes,
-                max_level_score: max_score,
-                space_amplification: adaptive::space_amplification(&m.bytes_per_level),
-                l0_bytes: m.bytes_per_level.first().copied().unwrap_or(0),
-                lower_levels_bytes: m.bytes_per_level.iter().skip(1).sum(),
-                l0_trigger: usize::try_from(default_family.level0_file_num_compaction_trigger).unwrap_or(1),
+                l0_files: default.l0_files,
+                immutable_memtables: default.immutable_memtables,
+                pending_compaction_bytes: default.pending_compaction_bytes,
+                max_level_score: default.max_level_score,
+                space_amplification: default.space_amplification,
+                l0_bytes: default.l0_bytes,
+                lower_levels_bytes: default.lower_levels_bytes,
+                l0_trigger: default.l0_trigger,
+                other_families: families,
             };
             let decision = tuner.observe(&obs);
             self.tuning.metrics.lock().phase = decision.phase.name();
+            // A bound crossed in a family other than the default one is
+            // told with the family's name.
+            let family = decision.bound_family.filter(|f| *f != FamilyId::DEFAULT).and_then(|f| names.get(&f));
             for action in decision.actions {
-                self.apply_action(action);
+                let commands = tuner.commands(&action);
+                self.apply_action(action, &commands, family.map(String::as_str));
             }
         }
     }
 
-    fn apply_action(&self, action: Action) {
-        let hooks = &self.tuning;
+    /// Each live family's gauges, the default family's first, and the
+    /// families' names.
+    fn family_gauges(&self) -> (Vec<FamilyGauges>, BTreeMap<FamilyId, String>) {
+        let st = self.state.lock();
+        let mut names = BTreeMap::new();
+        let gauges = st
+            .families
+            .iter()
+            .map(|(id, family)| {
+                names.insert(FamilyId(id), family.data().name.clone());
+                let o = self.family_opts(family.data());
+                let version = st.versions.version(id).unwrap_or_default();
+                let shape = StorageInfoOptions::from_options(&o);
+                let bytes_per_level: Vec<u64> = (0..version.num_levels()).map(|l| version.level_bytes(l)).collect();
+                let scores = version.level_scores(&shape, st.jobs.being_compacted());
+                FamilyGauges {
+                    family: FamilyId(id),
+                    l0_files: version.num_files(0),
+                    immutable_memtables: family.imm().len(),
+                    pending_compaction_bytes: version.estimate_pending_compaction_bytes(&shape),
+                    max_level_score: scores.into_iter().fold(0.0f64, f64::max),
+                    space_amplification: adaptive::space_amplification(&bytes_per_level),
+                    l0_bytes: bytes_per_level.first().copied().unwrap_or(0),
+                    lower_levels_bytes: bytes_per_level.iter().skip(1).sum(),
+                    l0_trigger: usize::try_from(o.level0_file_num_compaction_trigger).unwrap_or(1),
+                }
+            })
+            .collect();
+        (gauges, names)
+    }
+
+    /// Carries out `action` (as `commands`, what the tuner gave for it),
+    /// counts it, and tells the listeners; `family` names the column family
+    /// (not the default one) whose bound a forced compaction answers.
+    fn apply_action(&self, action: Action, commands: &[TuningCommand], family: Option<&str>) {
+        let done = self.carry_out(commands);
         let text = match action {
             Action::EnableAutoCompactions => {
-                hooks.deferred.store(false, Ordering::Relaxed);
                 self.tuning.metrics.lock().enables += 1;
-                self.work_cv.notify_all();
                 "enable compaction".to_string()
             }
             Action::DisableAutoCompactions => {
-                hooks.deferred.store(true, Ordering::Relaxed);
                 self.tuning.metrics.lock().disables += 1;
                 "defer compaction".to_string()
             }
             Action::PauseCompactions => {
-                hooks.paused.store(true, Ordering::Relaxed);
                 self.tuning.metrics.lock().pauses += 1;
                 "pause compactions".to_string()
             }
-            Action::ContinueCompactions => {
-                hooks.paused.store(false, Ordering::Relaxed);
-                "continue compactions".to_string()
-            }
+            Action::ContinueCompactions => "continue compactions".to_string(),
             Action::SetCompactionRateLimit(rate) => {
-                if let Some(p) = &hooks.pacer {
-                    let _ = p.set_bytes_per_second(rate.max(1 << 20));
-                }
                 let mut m = self.tuning.metrics.lock();
                 m.rate_changes += 1;
                 m.compaction_rate_limit = rate;
                 format!("compaction rate {rate} B/s")
             }
-            Action::SetSubcompactions(n) => {
-                let _ = self.apply_tuning_options(&[("max_subcompactions", &n.to_string())]);
-                format!("subcompactions {n}")
-            }
+            Action::SetSubcompactions(n) => format!("subcompactions {n}"),
             Action::CatchUp => {
                 self.tuning.metrics.lock().catch_ups += 1;
                 self.work_cv.notify_all();
                 "catch up".to_string()
             }
-            Action::MergeL0Runs(on) => {
-                hooks.merge_l0_runs.store(on, Ordering::Relaxed);
-                self.work_cv.notify_all();
-                format!("merge L0 runs while deferred: {on}")
-            }
+            Action::MergeL0Runs(on) => format!("merge L0 runs while deferred: {on}"),
             Action::ConfiguredWriteStalls(configured) => {
-                let stalls = &hooks.write_stalls;
-                let options = if configured { &stalls.configured } else { &stalls.backstop };
-                let pairs: Vec<(&str, &str)> = options.iter().map(|(n, v)| (*n, v.as_str())).collect();
                 let which = if configured { "as configured (clients read)" } else { "at the backstop" };
-                match self.apply_tuning_options(&pairs) {
+                match done {
                     Ok(()) => format!("write stalls {which}"),
                     // Both sets were in force once (the configured ones at
                     // open); failing now leaves the current ones, which
@@ -480,11 +569,11 @@ impl DbInner {
                 }
             }
             Action::ForceCompaction(bound) => {
-                hooks.deferred.store(false, Ordering::Relaxed);
-                hooks.paused.store(false, Ordering::Relaxed);
                 self.tuning.metrics.lock().forced += 1;
-                self.work_cv.notify_all();
-                format!("force compaction ({bound:?})")
+                match family {
+                    Some(name) => format!("force compaction ({bound:?}) in column family '{name}'"),
+                    None => format!("force compaction ({bound:?})"),
+                }
             }
         };
         self.tuning_event(text);
@@ -496,15 +585,82 @@ impl DbInner {
         self.notify_event("on_background_tuning", |l| l.on_background_tuning(&event));
     }
 
-    /// Changes options on behalf of a tuner (dynamic or not: the tuner owns them).
-    pub(crate) fn apply_tuning_options(&self, pairs: &[(&str, &str)]) -> Result<()> {
+    /// Carries out a tuner's `commands`, in order: the switches at once; the
+    /// option changes (dynamic or not: the tuner owns them) as one new set
+    /// of options in force per family changed, each family's commands
+    /// applied to that family's options only, and the database's. A command
+    /// for a family that is gone (dropped meanwhile) changes nothing. On an
+    /// error (options that do not validate) no option changes.
+    pub(crate) fn carry_out(&self, commands: &[TuningCommand]) -> Result<()> {
+        let hooks = &self.tuning;
+        let mut subcompactions = None;
+        let mut family_commands: BTreeMap<FamilyId, Vec<&TuningCommand>> = BTreeMap::new();
+        for command in commands {
+            match *command {
+                TuningCommand::DeferCompactions(deferred) => {
+                    hooks.deferred.store(deferred, Ordering::Relaxed);
+                    if !deferred {
+                        self.work_cv.notify_all();
+                    }
+                }
+                TuningCommand::PauseCompactions(paused) => hooks.paused.store(paused, Ordering::Relaxed),
+                TuningCommand::MergeL0Runs(on) => {
+                    hooks.merge_l0_runs.store(on, Ordering::Relaxed);
+                    self.work_cv.notify_all();
+                }
+                TuningCommand::SetCompactionRateLimit(rate) => {
+                    if let Some(p) = &hooks.pacer {
+                        let _ = p.set_bytes_per_second(rate.max(1 << 20));
+                    }
+                }
+                TuningCommand::SetSubcompactions(n) => subcompactions = Some(n),
+                TuningCommand::SetL0StallTriggers { family, .. }
+                | TuningCommand::SetPendingCompactionLimits { family, .. }
+                | TuningCommand::SetL0CompactionTrigger { family, .. }
+                | TuningCommand::SetAutoCompactions { family, .. } => {
+                    family_commands.entry(family).or_default().push(command)
+                }
+            }
+        }
+        if subcompactions.is_none() && family_commands.is_empty() {
+            return Ok(());
+        }
+        // The families' data first: the db mutex is never taken under the
+        // options lock (listeners read the options under the db mutex).
+        let others: Vec<_> = {
+            let st = self.state.lock();
+            family_commands
+                .keys()
+                .filter(|id| **id != FamilyId::DEFAULT)
+                .filter_map(|id| st.families.get(id.0).map(|f| Arc::clone(f.data())))
+                .collect()
+        };
         let mut guard = self.options.lock();
         let mut next = Options::clone(&guard);
-        for (name, value) in pairs {
-            next.set(name, value)?;
+        if let Some(n) = subcompactions {
+            next.max_subcompactions = n;
+        }
+        if let Some(commands) = family_commands.get(&FamilyId::DEFAULT) {
+            let mut cf = next.cf_options();
+            for command in commands {
+                set_family_option(&mut cf, command);
+            }
+            next = next.with_cf_options(cf);
         }
         next.validate()?;
+        let mut changed = Vec::with_capacity(others.len());
+        for data in others {
+            let mut cf = ColumnFamilyOptions::clone(&self.family_opts(&data));
+            for command in family_commands.get(&FamilyId(data.id)).into_iter().flatten() {
+                set_family_option(&mut cf, command);
+            }
+            cf.validate()?;
+            changed.push((data, cf));
+        }
         self.put_options_in_force(&mut guard, next);
+        for (data, cf) in changed {
+            data.set_options(Arc::new(cf));
+        }
         drop(guard);
         self.state.lock().controller.invalidate();
         self.bg_cv.notify_all();
@@ -516,6 +672,69 @@ impl DbInner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a family's options hold of what the tuners change: (slowdown,
+    /// stop, soft, hard, compaction trigger, automatic compactions off).
+    fn tuned(o: &ColumnFamilyOptions) -> (i32, i32, u64, u64, i32, bool) {
+        (
+            o.level0_slowdown_writes_trigger,
+            o.level0_stop_writes_trigger,
+            o.soft_pending_compaction_bytes_limit,
+            o.hard_pending_compaction_bytes_limit,
+            o.level0_file_num_compaction_trigger,
+            o.disable_auto_compactions,
+        )
+    }
+
+    /// The engine carries a family's commands out on that family's options
+    /// in force and on no other family's; the default family's are the
+    /// database's options; a command that would make options invalid
+    /// changes nothing; a dropped family's changes nothing.
+    #[test]
+    fn a_family_command_changes_that_familys_options_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Options { create_if_missing: true, background_tuning: BackgroundTuning::Off, ..Options::default() };
+        let db = crate::Db::open(dir.path(), o).unwrap();
+        let b = db.create_column_family("b", ColumnFamilyOptions::default()).unwrap();
+        let c = db.create_column_family("c", ColumnFamilyOptions::default()).unwrap();
+        let (family_b, default) = (FamilyId(b.id()), FamilyId::DEFAULT);
+        let untouched = tuned(&ColumnFamilyOptions::default());
+        let now = |h: &crate::ColumnFamilyHandle| tuned(&db.inner.family_opts(&h.data));
+        db.inner
+            .carry_out(&[
+                TuningCommand::SetL0StallTriggers { family: family_b, slowdown: 111, stop: 222 },
+                TuningCommand::SetPendingCompactionLimits { family: family_b, soft: 5, hard: 6 },
+                TuningCommand::SetL0CompactionTrigger { family: family_b, trigger: 7 },
+                TuningCommand::SetAutoCompactions { family: family_b, enabled: false },
+            ])
+            .unwrap();
+        assert_eq!(now(&b), (111, 222, 5, 6, 7, true));
+        assert_eq!(now(&c), untouched);
+        assert_eq!(tuned(&db.options().cf_options()), untouched);
+        assert_eq!(tuned(&db.inner.family_opts(&db.inner.default_cf)), untouched);
+        // The default family's: the database's options, and its family's part.
+        db.inner
+            .carry_out(&[
+                TuningCommand::SetL0StallTriggers { family: default, slowdown: 300, stop: 400 },
+                TuningCommand::SetSubcompactions(3),
+            ])
+            .unwrap();
+        assert_eq!((db.options().level0_slowdown_writes_trigger, db.options().max_subcompactions), (300, 3));
+        assert_eq!(db.inner.family_opts(&db.inner.default_cf).level0_stop_writes_trigger, 400);
+        assert_eq!(now(&b), (111, 222, 5, 6, 7, true));
+        assert_eq!(now(&c), untouched);
+        // Triggers under 1 do not validate: nothing changes, in that family or another.
+        let bad = [
+            TuningCommand::SetL0CompactionTrigger { family: FamilyId(c.id()), trigger: 9 },
+            TuningCommand::SetL0StallTriggers { family: family_b, slowdown: 0, stop: 0 },
+        ];
+        assert!(db.inner.carry_out(&bad).is_err());
+        assert_eq!((now(&b), now(&c)), ((111, 222, 5, 6, 7, true), untouched));
+        // A family dropped since the tuner decided: nothing to change.
+        db.drop_column_family(&c).unwrap();
+        db.inner.carry_out(&[TuningCommand::SetL0CompactionTrigger { family: FamilyId(c.id()), trigger: 9 }]).unwrap();
+        assert_eq!(now(&b), (111, 222, 5, 6, 7, true));
+    }
 
     fn hooks(mode: BackgroundTuning) -> TuningHooks {
         let opts = Options { background_tuning: mode, ..Options::default() };

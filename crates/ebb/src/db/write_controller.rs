@@ -25,12 +25,13 @@ use crate::stats::StallCause;
 pub(crate) fn family_stall_condition(version: &crate::version::Version, opts: &ColumnFamilyOptions) -> StallCondition {
     // L0 files under leveled compaction, sorted runs under universal, none
     // under FIFO (`l0_delay_trigger_count`).
-    let l0 = crate::compaction::picker::l0_delay_trigger_count(version, opts) as i32;
+    let shape = crate::version::StorageInfoOptions::from_options(opts);
+    let l0 = version.l0_delay_trigger_count(&shape) as i32;
     let compaction_on = !opts.disable_auto_compactions;
     let pending = if compaction_on
         && (opts.soft_pending_compaction_bytes_limit > 0 || opts.hard_pending_compaction_bytes_limit > 0)
     {
-        crate::compaction::picker::estimate_pending_compaction_bytes(version, opts)
+        version.estimate_pending_compaction_bytes(&shape)
     } else {
         0
     };

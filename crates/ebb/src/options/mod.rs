@@ -27,7 +27,7 @@ use crate::sst::{ReadSettings, Readahead, TableBuilderOptions};
 pub use crate::tuning::BackgroundTuning;
 use crate::util::checksum::ChecksumType;
 pub use crate::util::compression::CompressionType;
-use crate::version::TableCacheOptions;
+use crate::version::{StorageInfoOptions, TableCacheOptions, TreeStyle};
 pub use crate::wal::WalRecoveryMode;
 
 /// How idle detection judges the client idle (seed 002 §5).
@@ -957,6 +957,29 @@ impl TableCacheOptions {
             initial_auto_readahead_size: o.initial_auto_readahead_size,
             max_auto_readahead_size: o.max_auto_readahead_size,
             capacity: o.table_cache_capacity(),
+        }
+    }
+}
+
+impl StorageInfoOptions {
+    /// What the shape figures of a version (level targets, scores, pending
+    /// compaction bytes, the L0 stall count) read of family options `o`.
+    pub fn from_options(o: &ColumnFamilyOptions) -> Self {
+        StorageInfoOptions {
+            style: match o.compaction_style {
+                CompactionStyle::Level => TreeStyle::Level,
+                CompactionStyle::Universal => TreeStyle::Universal,
+                CompactionStyle::Fifo => {
+                    TreeStyle::Fifo { max_table_files_size: o.compaction_options_fifo.max_table_files_size }
+                }
+            },
+            level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
+            level0_slowdown_writes_trigger: o.effective_l0_stall_triggers().0,
+            max_bytes_for_level_base: o.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
+            level_compaction_dynamic_level_bytes: o.level_compaction_dynamic_level_bytes,
+            soft_pending_compaction_bytes_limit: o.soft_pending_compaction_bytes_limit,
+            disable_auto_compactions: o.disable_auto_compactions,
         }
     }
 }

@@ -24,15 +24,16 @@
 //!    floor = `compaction_floor_pct` of the budget. Re-emitted when it moves by
 //!    `rate_change_pct` or more.
 //! 4. Idle (UW paper §5, §6.3.2): the [`IdleDetector`] with its policy.
-//! 5. Bounds: L0 files >= `max_l0_files`, or L0 bytes >= `max_l0_debt_ratio`
-//!    times the bytes below L0 (once those reach `l0_debt_min_tree_bytes`),
-//!    or space amplification >= `max_space_amplification`, or pending
-//!    compaction bytes >= `max_pending_compaction_bytes` (each off at 0) puts
-//!    the tuner in
+//! 5. Bounds: in some column family, L0 files >= `max_l0_files`, or L0
+//!    bytes >= `max_l0_debt_ratio` times the bytes below L0 (once those
+//!    reach `l0_debt_min_tree_bytes`), or space amplification >=
+//!    `max_space_amplification`, or pending compaction bytes >=
+//!    `max_pending_compaction_bytes` (each off at 0) puts the tuner in
 //!    [`Phase::Forced`]: compaction runs at the full budget with
-//!    `catch_up_subcompactions`, whatever the load, until every bounded figure
-//!    is back under `bound_release_pct` of its bound (space amplification:
-//!    of its excess over 1).
+//!    `catch_up_subcompactions`, whatever the load, until every family's
+//!    bounded figures are back under `bound_release_pct` of their bounds
+//!    (space amplification: of its excess over 1). The decision names the
+//!    family that crossed ([`Decision::bound_family`]).
 //! 6. Deferral, by [`DeferPolicy`]:
 //!    - `FlushPressure` (adaptive): defer when the client is not idle and
 //!      foreground >= `defer_pct` of the budget, or >= `peak_defer_pct` of
@@ -80,8 +81,24 @@
 //! compaction repays later; the bound caps the debt. Past it, ingest competes
 //! with compaction again, as without tuning.
 //!
+//! Column families. The rates, the budget, pacing, subcompactions, the
+//! pause gate and the phase are the database's: its families share the
+//! disk, the threads and the write path. The tree's shape is observed per
+//! family ([`Observation::other_families`]): a bound is crossed when any
+//! family's figure crosses it, compaction is behind (steps 6 and 8) when any
+//! family's score is, memtables wait when some family's do (each family's
+//! writes stall on its own memtables), and a catch-up keeps its
+//! subcompactions beside readers when any family's L0 is at its trigger.
+//! With one family this is the family's shape, as before. Each family's
+//! write stalls are its own (step 9): the backstop raises each family's
+//! configured triggers, and the configured ones put back are the family's
+//! ([`AdaptiveTuner::track_family`], [`AdaptiveTuner::commands`]).
+//!
 //! Thread safety: plain data, `&mut self`; one tuning thread owns it.
 
+use std::collections::BTreeMap;
+
+use super::command::{FamilyId, TuningCommand, WriteStallLimits};
 use super::idle::{IdleConfig, IdleDetector};
 
 /// When compaction is deferred.
@@ -151,7 +168,7 @@ pub struct AdaptiveConfig {
     /// Idle detection (UW paper).
     pub idle: IdleConfig,
     /// `FlushPressure` enters a deferral for load only while some level's
-    /// compaction score (`compaction::picker::level_scores`) is at least
+    /// compaction score (`Version::level_scores`, version/storage_info.rs) is at least
     /// this: compaction has fallen behind the load. Below it compaction
     /// keeps up, there is no debt worth deferring, and the tree stays what
     /// `off` leaves. Memtables waiting for flush defer whatever the score;
@@ -303,23 +320,32 @@ impl AdaptiveConfig {
         }
     }
 
-    /// Stall options that keep the engine's write controller as a backstop
-    /// above the tuner's L0 bound instead of in front of it: slowdown at 1.5x
-    /// and stop at 2x `max_l0_files`, pending-bytes limits at 1.5x and 2x
-    /// `max_pending_compaction_bytes` (0, no limit, when that bound is off).
-    /// Empty when the L0 bound is off. RocksDB option names and text values.
-    pub fn stall_backstop(&self) -> Vec<(&'static str, String)> {
+    /// Stall triggers and limits that keep the engine's write controller as
+    /// a backstop above the tuner's L0 bound instead of in front of it:
+    /// slowdown at 1.5x and stop at 2x `max_l0_files`, pending-bytes limits
+    /// at 1.5x and 2x `max_pending_compaction_bytes` (0, no limit, when that
+    /// bound is off). `None` when the L0 bound is off.
+    pub fn stall_backstop(&self) -> Option<WriteStallLimits> {
         if self.max_l0_files == 0 {
-            return Vec::new();
+            return None;
         }
         let l0 = i32::try_from(self.max_l0_files).unwrap_or(i32::MAX / 2);
         let pending = self.max_pending_compaction_bytes;
-        vec![
-            ("level0_slowdown_writes_trigger", l0.saturating_add(l0 / 2).to_string()),
-            ("level0_stop_writes_trigger", l0.saturating_mul(2).to_string()),
-            ("soft_pending_compaction_bytes_limit", pending.saturating_add(pending / 2).to_string()),
-            ("hard_pending_compaction_bytes_limit", pending.saturating_mul(2).to_string()),
-        ]
+        Some(WriteStallLimits {
+            level0_slowdown_writes_trigger: l0.saturating_add(l0 / 2),
+            level0_stop_writes_trigger: l0.saturating_mul(2),
+            soft_pending_compaction_bytes_limit: pending.saturating_add(pending / 2),
+            hard_pending_compaction_bytes_limit: pending.saturating_mul(2),
+        })
+    }
+
+    /// What a family configured with `configured` is held by under the
+    /// backstop: each trigger and limit raised to the backstop's, never
+    /// lowered ([`WriteStallLimits::raised_to`]); `configured` itself when
+    /// there is no backstop. The engine puts it in force when the family is
+    /// opened or created.
+    pub fn backstop_for(&self, configured: WriteStallLimits) -> WriteStallLimits {
+        self.stall_backstop().map_or(configured, |backstop| configured.raised_to(backstop))
     }
 }
 
@@ -331,7 +357,10 @@ impl Default for AdaptiveConfig {
 }
 
 /// What the engine reports each interval. Byte counts are cumulative since
-/// open (the tuner takes differences); the rest are gauges.
+/// open (the tuner takes differences) and the database's; the rest are
+/// gauges. The gauges of the tree's shape are per column family: the flat
+/// fields from `l0_files` on are the default family's, `other_families`
+/// holds every other family's (empty for a database with one family).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Observation {
     /// Clock time, microseconds.
@@ -367,6 +396,67 @@ pub struct Observation {
     /// L0 files at which L0 is compacted (`level0_file_num_compaction_trigger`);
     /// 0 counts as 1.
     pub l0_trigger: usize,
+    /// The gauges of every column family but the default one.
+    pub other_families: Vec<FamilyGauges>,
+}
+
+/// One column family's gauges (the fields of [`Observation`] of the same
+/// names, for that family).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FamilyGauges {
+    /// The family.
+    pub family: FamilyId,
+    /// Files in its L0.
+    pub l0_files: usize,
+    /// Its immutable memtables waiting for (or in) flush.
+    pub immutable_memtables: usize,
+    /// Its estimated pending compaction bytes.
+    pub pending_compaction_bytes: u64,
+    /// The highest compaction score of its levels.
+    pub max_level_score: f64,
+    /// Its space amplification estimate, see [`space_amplification`].
+    pub space_amplification: f64,
+    /// Bytes in its L0.
+    pub l0_bytes: u64,
+    /// Bytes in its levels below L0.
+    pub lower_levels_bytes: u64,
+    /// Its `level0_file_num_compaction_trigger`; 0 counts as 1.
+    pub l0_trigger: usize,
+}
+
+impl Observation {
+    /// The default family's gauges (the flat fields).
+    pub fn default_family(&self) -> FamilyGauges {
+        FamilyGauges {
+            family: FamilyId::DEFAULT,
+            l0_files: self.l0_files,
+            immutable_memtables: self.immutable_memtables,
+            pending_compaction_bytes: self.pending_compaction_bytes,
+            max_level_score: self.max_level_score,
+            space_amplification: self.space_amplification,
+            l0_bytes: self.l0_bytes,
+            lower_levels_bytes: self.lower_levels_bytes,
+            l0_trigger: self.l0_trigger,
+        }
+    }
+
+    /// Every family's gauges, the default family's first.
+    pub fn families(&self) -> impl Iterator<Item = FamilyGauges> + '_ {
+        std::iter::once(self.default_family()).chain(self.other_families.iter().copied())
+    }
+
+    /// Whether some family has at least `count` immutable memtables waiting
+    /// (0: never). Per family, as each family's writes stall on its own
+    /// memtables (`max_write_buffer_number`): three families flushing one
+    /// memtable each are three flushes in progress, not a backlog.
+    fn memtables_wait(&self, count: usize) -> bool {
+        count > 0 && self.families().any(|f| f.immutable_memtables >= count)
+    }
+
+    /// The highest compaction score of any family's levels.
+    fn max_level_score(&self) -> f64 {
+        self.families().map(|f| f.max_level_score).fold(f64::NEG_INFINITY, f64::max)
+    }
 }
 
 /// RocksDB's space-amplification estimate for leveled trees: bytes in all
@@ -417,8 +507,10 @@ pub enum Bound {
     PendingCompactionBytes,
 }
 
-/// What the engine should do. The first six change engine settings; the last
-/// two mark events for statistics and listeners.
+/// What the tuner decided. The engine carries each action out as the typed
+/// [`TuningCommand`]s [`AdaptiveTuner::commands`] gives for it (none for
+/// [`Action::CatchUp`], which marks an event for statistics and listeners),
+/// and tells listeners the action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Schedule automatic compactions again (`disable_auto_compactions=false`).
@@ -493,6 +585,9 @@ pub struct Decision {
     pub rates: Rates,
     /// The bound crossed now, if any.
     pub bound: Option<Bound>,
+    /// The family whose figure crossed [`Decision::bound`] (the first, in
+    /// family order, when several did).
+    pub bound_family: Option<FamilyId>,
 }
 
 /// Counters of an [`AdaptiveTuner`], for statistics.
@@ -559,6 +654,9 @@ pub struct AdaptiveTuner {
     /// Intervals in which compaction ran while the learned budget was not
     /// yet trusted (module step 2); it paces from [`BUDGET_SAMPLES`] on.
     budget_samples: u32,
+    /// The configured write-stall limits of each family it tunes, by id
+    /// ([`AdaptiveTuner::track_family`]).
+    families: BTreeMap<FamilyId, WriteStallLimits>,
 }
 
 const MIN_BUDGET: f64 = 1_048_576.0;
@@ -602,7 +700,56 @@ impl AdaptiveTuner {
             stats: AdaptiveStats::default(),
             sustained: false,
             budget_samples: 0,
+            families: BTreeMap::new(),
             config,
+        }
+    }
+
+    /// Records `family`, configured with the write-stall limits
+    /// `configured`, and returns the commands that bring it to what the
+    /// tuner last decided: the configured limits when they are in force
+    /// ([`Action::ConfiguredWriteStalls`]), nothing otherwise (the engine
+    /// puts [`AdaptiveConfig::backstop_for`] in force when it opens or
+    /// creates a family).
+    pub fn track_family(&mut self, family: FamilyId, configured: WriteStallLimits) -> Vec<TuningCommand> {
+        self.families.insert(family, configured);
+        if self.engine.configured_stalls {
+            configured.commands(family).to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Forgets a dropped family.
+    pub fn forget_family(&mut self, family: FamilyId) {
+        self.families.remove(&family);
+    }
+
+    /// The commands that carry `action` out. Write stalls are set in every
+    /// family the tuner tracks, each to its own configured limits or its own
+    /// backstop.
+    pub fn commands(&self, action: &Action) -> Vec<TuningCommand> {
+        match *action {
+            Action::EnableAutoCompactions => vec![TuningCommand::DeferCompactions(false)],
+            Action::DisableAutoCompactions => vec![TuningCommand::DeferCompactions(true)],
+            Action::PauseCompactions => vec![TuningCommand::PauseCompactions(true)],
+            Action::ContinueCompactions => vec![TuningCommand::PauseCompactions(false)],
+            Action::SetCompactionRateLimit(rate) => vec![TuningCommand::SetCompactionRateLimit(rate)],
+            Action::SetSubcompactions(n) => vec![TuningCommand::SetSubcompactions(n)],
+            Action::CatchUp => Vec::new(),
+            // A bound crossed: compaction now, whatever held it.
+            Action::ForceCompaction(_) => {
+                vec![TuningCommand::DeferCompactions(false), TuningCommand::PauseCompactions(false)]
+            }
+            Action::MergeL0Runs(on) => vec![TuningCommand::MergeL0Runs(on)],
+            Action::ConfiguredWriteStalls(configured) => self
+                .families
+                .iter()
+                .flat_map(|(family, limits)| {
+                    let limits = if configured { *limits } else { self.config.backstop_for(*limits) };
+                    limits.commands(*family)
+                })
+                .collect(),
         }
     }
 
@@ -661,13 +808,14 @@ impl AdaptiveTuner {
         }
         let idle = self.idle.observe(obs.now_micros, obs.client_bytes, obs.last_write_micros);
         let rates = self.rates();
-        let bound = self.bound_crossed(obs);
+        let crossed = self.bound_crossed(obs);
+        let bound = crossed.map(|(bound, _)| bound);
         if self.sustained && (idle || self.in_trough(&rates)) {
             self.sustained = false;
         }
         let next = self.next_phase(obs, idle, &rates, bound);
         let actions = self.transition(next, obs, &rates, bound);
-        Decision { phase: next, actions, idle, rates, bound }
+        Decision { phase: next, actions, idle, rates, bound, bound_family: crossed.map(|(_, family)| family) }
     }
 
     fn smooth(&mut self, raw: Smoothed) {
@@ -732,38 +880,51 @@ impl AdaptiveTuner {
         }
     }
 
-    fn bound_crossed(&self, obs: &Observation) -> Option<Bound> {
+    /// The first bound a family crossed, and the family (each family's
+    /// figures against the bounds: a family's L0 is what its reads probe,
+    /// and its debt is paid by its own compactions).
+    fn bound_crossed(&self, obs: &Observation) -> Option<(Bound, FamilyId)> {
+        obs.families().find_map(|f| self.family_bound_crossed(&f).map(|bound| (bound, f.family)))
+    }
+
+    fn family_bound_crossed(&self, f: &FamilyGauges) -> Option<Bound> {
         let c = &self.config;
-        if c.max_l0_files > 0 && obs.l0_files >= c.max_l0_files {
+        if c.max_l0_files > 0 && f.l0_files >= c.max_l0_files {
             Some(Bound::L0Files)
-        } else if self.l0_debt_bounded(obs) && obs.l0_bytes as f64 >= c.max_l0_debt_ratio * obs.lower_levels_bytes as f64 {
+        } else if self.l0_debt_bounded(f) && f.l0_bytes as f64 >= c.max_l0_debt_ratio * f.lower_levels_bytes as f64 {
             Some(Bound::L0Debt)
-        } else if c.max_space_amplification > 0.0 && obs.space_amplification >= c.max_space_amplification {
+        } else if c.max_space_amplification > 0.0 && f.space_amplification >= c.max_space_amplification {
             Some(Bound::SpaceAmplification)
-        } else if c.max_pending_compaction_bytes > 0 && obs.pending_compaction_bytes >= c.max_pending_compaction_bytes {
+        } else if c.max_pending_compaction_bytes > 0 && f.pending_compaction_bytes >= c.max_pending_compaction_bytes {
             Some(Bound::PendingCompactionBytes)
         } else {
             None
         }
     }
 
-    /// Whether the L0 debt bound applies: on, and the tree below L0 past
-    /// its young size.
-    fn l0_debt_bounded(&self, obs: &Observation) -> bool {
+    /// Whether the L0 debt bound applies to a family: on, and the family's
+    /// tree below L0 past its young size.
+    fn l0_debt_bounded(&self, f: &FamilyGauges) -> bool {
         let c = &self.config;
-        c.max_l0_debt_ratio > 0.0 && obs.lower_levels_bytes >= c.l0_debt_min_tree_bytes.max(1)
+        c.max_l0_debt_ratio > 0.0 && f.lower_levels_bytes >= c.l0_debt_min_tree_bytes.max(1)
     }
 
+    /// Whether every family's bounded figures are back under their share
+    /// of the bounds.
     fn bounds_released(&self, obs: &Observation) -> bool {
+        obs.families().all(|f| self.family_bounds_released(&f))
+    }
+
+    fn family_bounds_released(&self, f: &FamilyGauges) -> bool {
         let c = &self.config;
         let pct = c.bound_release_pct as f64 / 100.0;
-        let l0_ok = c.max_l0_files == 0 || obs.l0_files as f64 <= c.max_l0_files as f64 * pct;
-        let debt_ok = !self.l0_debt_bounded(obs)
-            || obs.l0_bytes as f64 <= c.max_l0_debt_ratio * pct * obs.lower_levels_bytes as f64;
+        let l0_ok = c.max_l0_files == 0 || f.l0_files as f64 <= c.max_l0_files as f64 * pct;
+        let debt_ok = !self.l0_debt_bounded(f)
+            || f.l0_bytes as f64 <= c.max_l0_debt_ratio * pct * f.lower_levels_bytes as f64;
         let sa_ok = c.max_space_amplification <= 0.0
-            || obs.space_amplification <= 1.0 + (c.max_space_amplification - 1.0).max(0.0) * pct;
+            || f.space_amplification <= 1.0 + (c.max_space_amplification - 1.0).max(0.0) * pct;
         let pending_ok = c.max_pending_compaction_bytes == 0
-            || obs.pending_compaction_bytes as f64 <= c.max_pending_compaction_bytes as f64 * pct;
+            || f.pending_compaction_bytes as f64 <= c.max_pending_compaction_bytes as f64 * pct;
         l0_ok && debt_ok && sa_ok && pending_ok
     }
 
@@ -779,8 +940,7 @@ impl AdaptiveTuner {
     }
 
     fn wants_deferral(&self, obs: &Observation, idle: bool, rates: &Rates) -> bool {
-        let memtables_wait = self.config.pause_immutable_memtables > 0
-            && obs.immutable_memtables >= self.config.pause_immutable_memtables;
+        let memtables_wait = obs.memtables_wait(self.config.pause_immutable_memtables);
         match self.config.defer {
             DeferPolicy::Never => false,
             DeferPolicy::UntilIdle => !idle,
@@ -788,7 +948,7 @@ impl AdaptiveTuner {
                 let deferring = matches!(self.phase, Phase::Deferred | Phase::Forced);
                 let (pct, peak_pct) =
                     if deferring { (resume_pct, peak_resume_pct) } else { (defer_pct, peak_defer_pct) };
-                let behind = deferring || obs.max_level_score >= self.config.defer_min_score;
+                let behind = deferring || obs.max_level_score() >= self.config.defer_min_score;
                 let reads = reads_weigh(rates, self.config.defer_max_read_share_pct);
                 let pressed = behind && !reads && load_pressed(rates, pct, peak_defer_pct > 0, peak_pct);
                 !idle && !self.sustained && (memtables_wait || pressed)
@@ -801,7 +961,7 @@ impl AdaptiveTuner {
     /// (until they fall under half of it), and there is a backstop to lift.
     fn wants_configured_stalls(&self, rates: &Rates) -> bool {
         let c = &self.config;
-        if c.stall_read_share_pct == 0 || c.stall_backstop().is_empty() {
+        if c.stall_read_share_pct == 0 || c.stall_backstop().is_none() {
             return false;
         }
         let share = if self.engine.configured_stalls { c.stall_read_share_pct.div_ceil(2) } else { c.stall_read_share_pct };
@@ -815,7 +975,7 @@ impl AdaptiveTuner {
         if self.wants_deferral(obs, idle, rates) {
             return Phase::Deferred;
         }
-        let behind = obs.max_level_score >= 1.0;
+        let behind = obs.max_level_score() >= 1.0;
         match self.phase {
             Phase::Deferred | Phase::Forced if behind => Phase::CatchUp,
             Phase::CatchUp if behind => Phase::CatchUp,
@@ -825,9 +985,9 @@ impl AdaptiveTuner {
 
     fn transition(&mut self, next: Phase, obs: &Observation, rates: &Rates, bound: Option<Bound>) -> Vec<Action> {
         let c = &self.config;
-        let memtables_wait = c.pause_immutable_memtables > 0 && obs.immutable_memtables >= c.pause_immutable_memtables;
+        let memtables_wait = obs.memtables_wait(c.pause_immutable_memtables);
         let merging = next == Phase::Deferred && c.merge_l0_runs_when_deferred;
-        let l0_over_trigger = obs.l0_files >= obs.l0_trigger.max(1);
+        let l0_over_trigger = obs.families().any(|f| f.l0_files >= f.l0_trigger.max(1));
         let (auto_compactions, paused, subcompactions, rate) = match next {
             Phase::Paced => (true, false, c.base_subcompactions, Some(rates.paced_limit)),
             Phase::Deferred => {
@@ -1827,19 +1987,126 @@ mod tests {
         assert!(toy.l0_files() >= 50);
     }
 
+    /// One second of 40 MB/s of client writes (as much WAL and flush), the
+    /// default family's shape left as it is.
+    fn write_second(tuner: &mut AdaptiveTuner, o: &mut Observation) -> Decision {
+        o.now_micros += 1_000_000;
+        o.client_bytes += 40 * MB;
+        o.wal_bytes += 40 * MB;
+        o.flush_bytes += 40 * MB;
+        o.client_keys += 100_000;
+        tuner.observe(o)
+    }
+
+    /// A second family whose L0 fills is seen for itself: the same load
+    /// and the same L0 in a second family while the default one stays
+    /// empty gives the decisions it gives in a database with one family
+    /// (deferred once its score reaches 2, forced at the bound), and the
+    /// forced compaction names the second family.
+    #[test]
+    fn a_second_family_filling_its_l0_is_deferred_and_forced_for_itself_while_the_first_is_quiet() {
+        let config = AdaptiveConfig { max_l0_files: 32, ..unsmoothed_100mb() };
+        let logs = FamilyId(7);
+        let (mut alone, mut one) = started(config.clone(), Observation::default());
+        let (mut beside, mut two) = started(config, Observation::default());
+        two.other_families = vec![FamilyGauges { family: logs, l0_trigger: 4, ..FamilyGauges::default() }];
+        let mut forced_at = None;
+        for files in 1..=40usize {
+            // L0 grows a file a second, its score with it (trigger 4).
+            (one.l0_files, one.l0_trigger, one.max_level_score) = (files, 4, files as f64 / 4.0);
+            let b = &mut two.other_families[0];
+            (b.l0_files, b.max_level_score) = (files, files as f64 / 4.0);
+            let (d1, d2) = (write_second(&mut alone, &mut one), write_second(&mut beside, &mut two));
+            assert_eq!((d2.phase, &d2.actions, d2.bound), (d1.phase, &d1.actions, d1.bound), "at {files} files");
+            assert_eq!(two.l0_files, 0, "the default family stays quiet");
+            match files {
+                ..8 => assert_eq!(d2.phase, Phase::Paced, "{files} files: compaction keeps up"),
+                8..32 => assert_eq!(d2.phase, Phase::Deferred, "{files} files: behind, deferred"),
+                _ => {}
+            }
+            if d2.actions.contains(&Action::ForceCompaction(Bound::L0Files)) {
+                forced_at.get_or_insert((files, d2.bound_family, d1.bound_family));
+            }
+        }
+        assert_eq!(forced_at, Some((32, Some(logs), Some(FamilyId::DEFAULT))));
+    }
+
+    /// Each family's write stalls are its own: the backstop raises each
+    /// family's configured limits, the configured ones put back are each
+    /// family's, and a family that arrives while the configured ones are in
+    /// force gets its own at once.
+    #[test]
+    fn each_family_gets_its_own_write_stall_limits() {
+        let mut tuner = AdaptiveTuner::new(unsmoothed_100mb());
+        let limits = |slowdown, stop, soft, hard| WriteStallLimits {
+            level0_slowdown_writes_trigger: slowdown,
+            level0_stop_writes_trigger: stop,
+            soft_pending_compaction_bytes_limit: soft,
+            hard_pending_compaction_bytes_limit: hard,
+        };
+        let (default, logs, late) = (FamilyId::DEFAULT, FamilyId(2), FamilyId(3));
+        let (wide, tight, high) =
+            (limits(20, 36, 64 << 30, 256 << 30), limits(4, 6, 1 << 30, 2 << 30), limits(5000, 5000, 0, 0));
+        assert!(tuner.track_family(default, wide).is_empty(), "the engine opens families with the backstop");
+        assert!(tuner.track_family(logs, tight).is_empty());
+        let stalls = |tuner: &AdaptiveTuner, configured| tuner.commands(&Action::ConfiguredWriteStalls(configured));
+        let backstop = limits(1536, 2048, 0, 0);
+        assert_eq!(stalls(&tuner, false), [backstop.commands(default), backstop.commands(logs)].concat());
+        assert_eq!(stalls(&tuner, true), [wide.commands(default), tight.commands(logs)].concat());
+        // Readers arrive: the configured limits, each family's own.
+        let (mut o, mut reads) = (Observation::default(), 0);
+        tuner.observe(&o);
+        let d = loop {
+            reads += 50_000;
+            o.client_reads = reads;
+            let d = write_second(&mut tuner, &mut o);
+            if d.actions.contains(&Action::ConfiguredWriteStalls(true)) {
+                break d;
+            }
+            assert!(reads < 500_000, "readers never got the configured write controller");
+        };
+        assert_eq!(d.actions.iter().filter(|a| matches!(a, Action::ConfiguredWriteStalls(_))).count(), 1);
+        // A family created now is brought to its configured limits.
+        assert_eq!(tuner.track_family(late, high), high.commands(late).to_vec());
+        // Above the backstop, the backstop keeps its own: it only raises.
+        assert_eq!(stalls(&tuner, false)[4..], high.commands(late));
+        tuner.forget_family(logs);
+        assert_eq!(stalls(&tuner, true), [wide.commands(default), high.commands(late)].concat());
+    }
+
+    /// Memtables wait when one family's do: three families flushing one
+    /// memtable each are three flushes in progress, not a backlog; two in
+    /// one family are.
+    #[test]
+    fn memtables_wait_when_one_familys_do() {
+        let (mut tuner, mut o) = started(unsmoothed_100mb(), Observation::default());
+        let family = |id, imm| FamilyGauges { family: FamilyId(id), immutable_memtables: imm, ..FamilyGauges::default() };
+        // Client writes with no flushes yet: not idle, no load pressure.
+        let mut step = |o: &mut Observation| {
+            o.now_micros += 1_000_000;
+            o.client_bytes += 10 * MB;
+            tuner.observe(o).phase
+        };
+        o.immutable_memtables = 1;
+        o.other_families = vec![family(1, 1), family(2, 1)];
+        assert_eq!(step(&mut o), Phase::Paced);
+        o.other_families[1].immutable_memtables = 2;
+        assert_eq!(step(&mut o), Phase::Deferred);
+    }
+
     #[test]
     fn stall_backstop_sits_above_the_bound() {
         let config = AdaptiveConfig { max_l0_files: 100, ..AdaptiveConfig::adaptive() };
         assert_eq!(
             config.stall_backstop(),
-            vec![
-                ("level0_slowdown_writes_trigger", "150".to_string()),
-                ("level0_stop_writes_trigger", "200".to_string()),
-                ("soft_pending_compaction_bytes_limit", "0".to_string()),
-                ("hard_pending_compaction_bytes_limit", "0".to_string()),
-            ]
+            Some(WriteStallLimits {
+                level0_slowdown_writes_trigger: 150,
+                level0_stop_writes_trigger: 200,
+                soft_pending_compaction_bytes_limit: 0,
+                hard_pending_compaction_bytes_limit: 0,
+            })
         );
-        assert!(AdaptiveConfig { max_l0_files: 0, ..config }.stall_backstop().is_empty());
+        assert!(AdaptiveConfig { max_l0_files: 0, ..config }.stall_backstop().is_none());
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! §3.3.6-3.3.7 and §3.5.6), reproduced faithfully as the baseline Ebb's own
 //! modes must beat.
 //!
-//! Owns: the decision whether automatic compaction is on, and the option
-//! changes that carry it out. It reads nothing itself: every tune interval the
+//! Owns: the decision whether automatic compaction is on, the configured
+//! values of each column family it tunes, and the typed commands that carry
+//! a decision out in every family. It reads nothing itself: every tune interval the
 //! caller hands it the drains of the rate limiter's two priorities
 //! ([`DrainSample`]), or simply a fresh [`RateLimiterStats`] through
 //! [`CompactionAutoTuner::poll`].
@@ -26,12 +27,14 @@
 //! abruptly while compaction is disabled there are no drains at all, and
 //! compaction stays disabled; Ebb's adaptive and idle modes close that gap.
 //!
-//! Carrying a decision out (thesis Fig. 3.3 and Fig. 3.18), as RocksDB option
-//! names and values for `set_options`:
+//! Carrying a decision out (thesis Fig. 3.3 and Fig. 3.18), as
+//! [`TuningCommand`]s for each column family (the thesis's `SetOptions`
+//! changed the one family it ran with; the drains it decides from are the
+//! database's, so every family is toggled alike):
 //! - disable: `disable_auto_compactions=true`,
 //!   `level0_file_num_compaction_trigger=1073741824` (`1<<30`);
-//! - enable: `disable_auto_compactions=false` and the trigger back to its
-//!   configured value (the thesis saves it at disable time);
+//! - enable: `disable_auto_compactions=false` and the trigger back to the
+//!   family's configured value (the thesis saves it at disable time);
 //! - `PrepareAutoTunedCompactions()` lifts the stall triggers once, when the
 //!   tuner is switched on, and never restores them:
 //!   `level0_slowdown_writes_trigger` and `level0_stop_writes_trigger` to
@@ -45,6 +48,9 @@
 //!
 //! Thread safety: plain data, `&mut self`; the caller serialises.
 
+use std::collections::BTreeMap;
+
+use super::command::{FamilyId, TuningCommand, WriteStallLimits};
 use super::rate_limiter::RateLimiterStats;
 
 /// The value the thesis uses for "never" in L0 triggers: `1<<30`.
@@ -156,19 +162,12 @@ pub struct Decision {
     pub low_pct: u64,
     /// The sample's `total%`.
     pub total_pct: u64,
-    /// Options to set now, RocksDB names and text values; empty unless toggled.
-    pub changes: Vec<(&'static str, String)>,
+    /// What to change now, in every family the tuner knows; empty unless toggled.
+    pub commands: Vec<TuningCommand>,
 }
 
-impl Decision {
-    /// [`Decision::changes`] borrowed, the shape `Db::set_options` takes.
-    pub fn option_pairs(&self) -> Vec<(&str, &str)> {
-        self.changes.iter().map(|(n, v)| (*n, v.as_str())).collect()
-    }
-}
-
-/// The configured values of the options the tuner overrides. Restores go back
-/// to these.
+/// The configured values of the options the tuner overrides in one column
+/// family. Restores go back to these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TunedOptions {
     /// RocksDB `disable_auto_compactions`.
@@ -200,18 +199,29 @@ impl Default for TunedOptions {
 }
 
 impl TunedOptions {
-    fn stall_pairs(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("level0_slowdown_writes_trigger", self.level0_slowdown_writes_trigger.to_string()),
-            ("level0_stop_writes_trigger", self.level0_stop_writes_trigger.to_string()),
-            ("soft_pending_compaction_bytes_limit", self.soft_pending_compaction_bytes_limit.to_string()),
-            ("hard_pending_compaction_bytes_limit", self.hard_pending_compaction_bytes_limit.to_string()),
-        ]
+    /// The write-stall triggers and limits among them.
+    pub fn stalls(&self) -> WriteStallLimits {
+        WriteStallLimits {
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger,
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            soft_pending_compaction_bytes_limit: self.soft_pending_compaction_bytes_limit,
+            hard_pending_compaction_bytes_limit: self.hard_pending_compaction_bytes_limit,
+        }
     }
 }
 
+/// The stall lifts: L0 slowdown and stop triggers to `1<<30`, pending-bytes
+/// limits to 0 (no limit).
+const LIFTED_STALLS: WriteStallLimits = WriteStallLimits {
+    level0_slowdown_writes_trigger: TRIGGER_NEVER,
+    level0_stop_writes_trigger: TRIGGER_NEVER,
+    soft_pending_compaction_bytes_limit: 0,
+    hard_pending_compaction_bytes_limit: 0,
+};
+
 /// `PrepareAutoTunedCompactions()` and the toggle of thesis Fig. 3.3, as data:
-/// which options to set when, relative to the configured [`TunedOptions`].
+/// which options to set in a family when, relative to its configured
+/// [`TunedOptions`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CompactionOverrides {
     /// When the stall triggers are lifted.
@@ -219,52 +229,40 @@ pub struct CompactionOverrides {
 }
 
 impl CompactionOverrides {
-    /// The stall lifts: L0 slowdown and stop triggers to `1<<30`, pending-bytes
-    /// limits to 0 (no limit).
-    fn lifted_stalls() -> Vec<(&'static str, String)> {
-        let lifted = TunedOptions {
-            level0_slowdown_writes_trigger: TRIGGER_NEVER,
-            level0_stop_writes_trigger: TRIGGER_NEVER,
-            soft_pending_compaction_bytes_limit: 0,
-            hard_pending_compaction_bytes_limit: 0,
-            ..TunedOptions::default()
-        };
-        lifted.stall_pairs()
-    }
-
-    /// Changes to apply once when the tuner is switched on (Fig. 3.18);
-    /// nothing for [`StallLifting::WhileDisabled`].
-    pub fn prepare(&self) -> Vec<(&'static str, String)> {
+    /// Commands to carry out once in `family` when the tuner is switched on
+    /// (Fig. 3.18); nothing for [`StallLifting::WhileDisabled`].
+    pub fn prepare(&self, family: FamilyId) -> Vec<TuningCommand> {
         match self.stall_lifting {
-            StallLifting::AtOpen => CompactionOverrides::lifted_stalls(),
+            StallLifting::AtOpen => LIFTED_STALLS.commands(family).to_vec(),
             StallLifting::WhileDisabled => Vec::new(),
         }
     }
 
-    /// Changes that disable compaction (Fig. 3.3 `DisableCompactions`).
-    pub fn disable(&self) -> Vec<(&'static str, String)> {
-        let mut changes = vec![
-            ("disable_auto_compactions", "true".to_string()),
-            ("level0_file_num_compaction_trigger", TRIGGER_NEVER.to_string()),
+    /// Commands that disable compaction in `family` (Fig. 3.3 `DisableCompactions`).
+    pub fn disable(&self, family: FamilyId) -> Vec<TuningCommand> {
+        let mut commands = vec![
+            TuningCommand::SetAutoCompactions { family, enabled: false },
+            TuningCommand::SetL0CompactionTrigger { family, trigger: TRIGGER_NEVER },
         ];
         if self.stall_lifting == StallLifting::WhileDisabled {
-            changes.extend(CompactionOverrides::lifted_stalls());
+            commands.extend(LIFTED_STALLS.commands(family));
         }
-        changes
+        commands
     }
 
-    /// Changes that enable compaction again (Fig. 3.3 `EnableCompactions`):
-    /// `disable_auto_compactions=false` and the configured trigger; for
-    /// [`StallLifting::WhileDisabled`] also the configured stall options.
-    pub fn enable(&self, base: &TunedOptions) -> Vec<(&'static str, String)> {
-        let mut changes = vec![
-            ("disable_auto_compactions", "false".to_string()),
-            ("level0_file_num_compaction_trigger", base.level0_file_num_compaction_trigger.to_string()),
+    /// Commands that enable compaction again in `family`, configured with
+    /// `base` (Fig. 3.3 `EnableCompactions`): automatic compactions on and
+    /// the configured trigger; for [`StallLifting::WhileDisabled`] also the
+    /// configured stall triggers and limits.
+    pub fn enable(&self, family: FamilyId, base: &TunedOptions) -> Vec<TuningCommand> {
+        let mut commands = vec![
+            TuningCommand::SetAutoCompactions { family, enabled: true },
+            TuningCommand::SetL0CompactionTrigger { family, trigger: base.level0_file_num_compaction_trigger },
         ];
         if self.stall_lifting == StallLifting::WhileDisabled {
-            changes.extend(base.stall_pairs());
+            commands.extend(base.stalls().commands(family));
         }
-        changes
+        commands
     }
 }
 
@@ -282,26 +280,30 @@ pub struct AutoTunerStats {
     pub enables: u64,
 }
 
-/// The thesis's compaction toggle, one per database instance.
+/// The thesis's compaction toggle, one per database instance, over all of
+/// its column families.
 #[derive(Debug, Clone)]
 pub struct CompactionAutoTuner {
     config: AutoTunerConfig,
     overrides: CompactionOverrides,
-    base: TunedOptions,
+    /// Each family's configured values, by id.
+    families: BTreeMap<FamilyId, TunedOptions>,
     enabled: bool,
     last: Option<RateLimiterStats>,
     stats: AutoTunerStats,
 }
 
 impl CompactionAutoTuner {
-    /// A tuner for a database configured with `base`. Compaction starts in the
-    /// state `base` says (the thesis copies `disable_auto_compactions` into its
-    /// environment at open). Apply [`CompactionAutoTuner::prepare_changes`] once.
+    /// A tuner for a database whose default family is configured with
+    /// `base`. Compaction starts in the state `base` says (the thesis copies
+    /// `disable_auto_compactions` into its environment at open). Carry
+    /// [`CompactionAutoTuner::prepare_commands`] out once in each family;
+    /// tell it the other families with [`CompactionAutoTuner::track_family`].
     pub fn new(config: AutoTunerConfig, base: TunedOptions) -> CompactionAutoTuner {
         CompactionAutoTuner {
             config,
             overrides: CompactionOverrides { stall_lifting: config.stall_lifting },
-            base,
+            families: BTreeMap::from([(FamilyId::DEFAULT, base)]),
             enabled: !base.disable_auto_compactions,
             last: None,
             stats: AutoTunerStats::default(),
@@ -313,16 +315,29 @@ impl CompactionAutoTuner {
         &self.config
     }
 
-    /// Option changes to apply when the tuner is switched on
-    /// (`PrepareAutoTunedCompactions`).
-    pub fn prepare_changes(&self) -> Vec<(&'static str, String)> {
-        self.overrides.prepare()
+    /// Commands to carry out in `family` when the tuner is switched on, or
+    /// when the family is created under it (`PrepareAutoTunedCompactions`).
+    pub fn prepare_commands(&self, family: FamilyId) -> Vec<TuningCommand> {
+        self.overrides.prepare(family)
     }
 
-    /// Records new configured values (after a user's `set_options`), so that
-    /// an enable restores those.
-    pub fn set_base_options(&mut self, base: TunedOptions) {
-        self.base = base;
+    /// Records `family` as configured with `base` (a family created or
+    /// opened beside the default one, or new configured values after a
+    /// user's `set_options`, so that an enable restores those), and returns
+    /// the commands that bring it to the tuner's current state: a family
+    /// that arrives while compaction is disabled is disabled too.
+    pub fn track_family(&mut self, family: FamilyId, base: TunedOptions) -> Vec<TuningCommand> {
+        self.families.insert(family, base);
+        if self.enabled {
+            Vec::new()
+        } else {
+            self.overrides.disable(family)
+        }
+    }
+
+    /// Forgets a dropped family.
+    pub fn forget_family(&mut self, family: FamilyId) {
+        self.families.remove(&family);
     }
 
     /// Whether automatic compaction is on, as far as the tuner decided.
@@ -349,32 +364,30 @@ impl CompactionAutoTuner {
             Verdict::Keep
         };
         self.stats.tunes += 1;
-        let mut changes = Vec::new();
+        let mut toggled = false;
         match verdict {
             Verdict::Enable if !self.enabled => {
                 self.enabled = true;
                 self.stats.enables += 1;
-                changes = self.overrides.enable(&self.base);
+                toggled = true;
             }
             Verdict::Disable => {
                 self.stats.disable_verdicts += 1;
                 if self.enabled {
                     self.enabled = false;
                     self.stats.disables += 1;
-                    changes = self.overrides.disable();
+                    toggled = true;
                 }
             }
             _ => {}
         }
-        Decision {
-            verdict,
-            toggled: !changes.is_empty(),
-            compaction_enabled: self.enabled,
-            high_pct,
-            low_pct,
-            total_pct,
-            changes,
-        }
+        let overrides = self.overrides;
+        let commands = match (toggled, self.enabled) {
+            (false, _) => Vec::new(),
+            (true, true) => self.families.iter().flat_map(|(id, base)| overrides.enable(*id, base)).collect(),
+            (true, false) => self.families.keys().flat_map(|id| overrides.disable(*id)).collect(),
+        };
+        Decision { verdict, toggled, compaction_enabled: self.enabled, high_pct, low_pct, total_pct, commands }
     }
 
     /// Feeds a fresh snapshot of the rate limiter; returns a decision once a
@@ -441,35 +454,41 @@ mod tests {
         assert!(failures.is_empty(), "\n{}", failures.join("\n"));
     }
 
+    const DEFAULT: FamilyId = FamilyId::DEFAULT;
+
     #[test]
     fn disable_and_enable_carry_the_thesis_option_changes() {
         let base = TunedOptions { level0_file_num_compaction_trigger: 6, ..TunedOptions::default() };
         let mut tuner = CompactionAutoTuner::new(AutoTunerConfig::default(), base);
         assert_eq!(
-            tuner.prepare_changes(),
+            tuner.prepare_commands(DEFAULT),
             vec![
-                ("level0_slowdown_writes_trigger", "1073741824".to_string()),
-                ("level0_stop_writes_trigger", "1073741824".to_string()),
-                ("soft_pending_compaction_bytes_limit", "0".to_string()),
-                ("hard_pending_compaction_bytes_limit", "0".to_string()),
+                TuningCommand::SetL0StallTriggers { family: DEFAULT, slowdown: 1 << 30, stop: 1 << 30 },
+                TuningCommand::SetPendingCompactionLimits { family: DEFAULT, soft: 0, hard: 0 },
             ]
         );
         let hot = DrainSample { intervals: 100, high_drains: 70, low_drains: 25 };
         let d = tuner.observe(&hot);
         assert!(d.toggled);
         assert_eq!(
-            d.option_pairs(),
-            vec![("disable_auto_compactions", "true"), ("level0_file_num_compaction_trigger", "1073741824")]
+            d.commands,
+            vec![
+                TuningCommand::SetAutoCompactions { family: DEFAULT, enabled: false },
+                TuningCommand::SetL0CompactionTrigger { family: DEFAULT, trigger: 1 << 30 },
+            ]
         );
         // A second disable verdict changes nothing but is still counted.
         let d = tuner.observe(&hot);
-        assert!(!d.toggled && d.changes.is_empty());
+        assert!(!d.toggled && d.commands.is_empty());
         // The user changed the trigger meanwhile: enable restores the new value.
-        tuner.set_base_options(TunedOptions { level0_file_num_compaction_trigger: 8, ..base });
+        tuner.track_family(DEFAULT, TunedOptions { level0_file_num_compaction_trigger: 8, ..base });
         let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 10, low_drains: 10 });
         assert_eq!(
-            d.option_pairs(),
-            vec![("disable_auto_compactions", "false"), ("level0_file_num_compaction_trigger", "8")]
+            d.commands,
+            vec![
+                TuningCommand::SetAutoCompactions { family: DEFAULT, enabled: true },
+                TuningCommand::SetL0CompactionTrigger { family: DEFAULT, trigger: 8 },
+            ]
         );
         assert_eq!(tuner.stats(), AutoTunerStats { tunes: 3, disable_verdicts: 2, disables: 1, enables: 1 });
     }
@@ -479,32 +498,60 @@ mod tests {
         let config = AutoTunerConfig { stall_lifting: StallLifting::WhileDisabled, ..AutoTunerConfig::default() };
         let base = TunedOptions::default();
         let mut tuner = CompactionAutoTuner::new(config, base);
-        assert!(tuner.prepare_changes().is_empty());
+        assert!(tuner.prepare_commands(DEFAULT).is_empty());
         let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 90, low_drains: 5 });
-        let names: Vec<_> = d.changes.iter().map(|(n, _)| *n).collect();
         assert_eq!(
-            names,
+            d.commands,
             [
-                "disable_auto_compactions",
-                "level0_file_num_compaction_trigger",
-                "level0_slowdown_writes_trigger",
-                "level0_stop_writes_trigger",
-                "soft_pending_compaction_bytes_limit",
-                "hard_pending_compaction_bytes_limit"
+                TuningCommand::SetAutoCompactions { family: DEFAULT, enabled: false },
+                TuningCommand::SetL0CompactionTrigger { family: DEFAULT, trigger: 1 << 30 },
+                TuningCommand::SetL0StallTriggers { family: DEFAULT, slowdown: 1 << 30, stop: 1 << 30 },
+                TuningCommand::SetPendingCompactionLimits { family: DEFAULT, soft: 0, hard: 0 },
             ]
         );
         let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 5, low_drains: 5 });
         assert_eq!(
-            d.option_pairs(),
+            d.commands,
             vec![
-                ("disable_auto_compactions", "false"),
-                ("level0_file_num_compaction_trigger", "4"),
-                ("level0_slowdown_writes_trigger", "20"),
-                ("level0_stop_writes_trigger", "36"),
-                ("soft_pending_compaction_bytes_limit", "68719476736"),
-                ("hard_pending_compaction_bytes_limit", "274877906944"),
+                TuningCommand::SetAutoCompactions { family: DEFAULT, enabled: true },
+                TuningCommand::SetL0CompactionTrigger { family: DEFAULT, trigger: 4 },
+                TuningCommand::SetL0StallTriggers { family: DEFAULT, slowdown: 20, stop: 36 },
+                TuningCommand::SetPendingCompactionLimits { family: DEFAULT, soft: 64 << 30, hard: 256 << 30 },
             ]
         );
+    }
+
+    /// The drains are the database's, so a toggle changes every family the
+    /// tuner knows, each back to its own configured trigger; a family that
+    /// arrives while compaction is off is switched off with the others.
+    #[test]
+    fn a_toggle_changes_every_family_each_to_its_own_values() {
+        let mut tuner = CompactionAutoTuner::new(AutoTunerConfig::default(), TunedOptions::default());
+        let logs = FamilyId(2);
+        assert!(tuner.track_family(logs, TunedOptions { level0_file_num_compaction_trigger: 9, ..Default::default() })
+            .is_empty());
+        let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 70, low_drains: 25 });
+        let disabled: Vec<_> = d.commands.iter().map(|c| c.family()).collect();
+        assert_eq!(disabled, [Some(DEFAULT), Some(DEFAULT), Some(logs), Some(logs)]);
+        let late = FamilyId(3);
+        assert_eq!(
+            tuner.track_family(late, TunedOptions::default()),
+            vec![
+                TuningCommand::SetAutoCompactions { family: late, enabled: false },
+                TuningCommand::SetL0CompactionTrigger { family: late, trigger: 1 << 30 },
+            ]
+        );
+        tuner.forget_family(late);
+        let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 10, low_drains: 10 });
+        let triggers: Vec<_> = d
+            .commands
+            .iter()
+            .filter_map(|c| match c {
+                TuningCommand::SetL0CompactionTrigger { family, trigger } => Some((*family, *trigger)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(triggers, [(DEFAULT, 4), (logs, 9)]);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! them into its flush, compaction and write paths; nothing here knows an
 //! engine type.
 //!
+//! - [`command`]: the typed commands the tuners hand the engine, each naming
+//!   the column family it changes or none (database-wide).
 //! - [`rate_limiter`]: RocksDB's token-bucket `GenericRateLimiter` (thesis
 //!   §3.3.4-3.3.5) with per-priority drain counts (§3.3.6).
 //! - [`auto_tuner`]: the thesis's compaction toggle (§3.3.7, §3.5.6), the
@@ -19,6 +21,7 @@
 
 pub mod adaptive;
 pub mod auto_tuner;
+pub mod command;
 pub mod idle;
 pub mod rate_limiter;
 

@@ -33,6 +33,7 @@ pub mod edit;
 pub mod filename;
 mod get;
 mod level_iter;
+mod storage_info;
 mod table_cache;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ pub use builder::VersionBuilder;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 pub use get::{BatchAnswer, Found, KeyBatch, KeyVersions};
 pub(crate) use level_iter::{LevelFiles, LevelIterator};
+pub use storage_info::{LevelTargets, SortedRun, StorageInfoOptions, TreeStyle};
 pub use table_cache::{TableCache, TableCacheOptions, TableRef};
 
 use crate::comparator::UserComparator;
