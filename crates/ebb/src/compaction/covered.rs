@@ -43,7 +43,9 @@ impl<'a> Covered<'a> {
         let Some(t) = self.tombstones else { return };
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else { return };
-            let deleted = t.oldest_covering_above(p.user_key, p.seq).is_some_and(|ts| snapshot_stripe(self.snapshots, ts) == snapshot_stripe(self.snapshots, p.seq));
+            let deleted = t
+                .oldest_covering_above(p.user_key, p.seq)
+                .is_some_and(|ts| snapshot_stripe(self.snapshots, ts) == snapshot_stripe(self.snapshots, p.seq));
             if !deleted {
                 return;
             }

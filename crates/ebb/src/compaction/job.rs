@@ -42,12 +42,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
 use super::covered::Covered;
 pub use super::operands::MergeSettings;
 use super::operands::Operands;
-use crate::comparator::UserComparator;
+use crate::blob::{BlobFetcher, BlobFileBuilder, BlobIndex, FinishedBlobFile};
 use crate::compaction_filter::{CompactionFilter, Decision};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
@@ -257,9 +257,7 @@ fn merge(
     let mut range_dels = OutputTombstones::new(
         cmp.clone(),
         ctx.range_dels
-            .map(|t| {
-                t.tombstones().filter(|t| !(ctx.drop_tombstones && t.seq <= ctx.smallest_snapshot)).collect()
-            })
+            .map(|t| t.tombstones().filter(|t| !(ctx.drop_tombstones && t.seq <= ctx.smallest_snapshot)).collect())
             .unwrap_or_default(),
     );
     let mut blob_in = BlobFlow::new();
@@ -362,12 +360,10 @@ fn merge(
         // 3 and 2 keeps 2, or a later merge of single delete 4 with put 3
         // would bring put 1 back). RocksDB's compaction iterator looks at
         // single deletions before hidden entries for the same reason.
-        let hidden = ctx.drop_hidden
-            && last_seq_for_key <= ctx.smallest_snapshot
-            && parsed.kind != ValueKind::SingleDeletion;
-        let dead_tombstone = ctx.drop_tombstones
-            && (parsed.kind.is_deletion() || removed)
-            && parsed.seq <= ctx.smallest_snapshot;
+        let hidden =
+            ctx.drop_hidden && last_seq_for_key <= ctx.smallest_snapshot && parsed.kind != ValueKind::SingleDeletion;
+        let dead_tombstone =
+            ctx.drop_tombstones && (parsed.kind.is_deletion() || removed) && parsed.seq <= ctx.smallest_snapshot;
         // A merge operand hides nothing: it applies to what is below it.
         if parsed.kind != ValueKind::Merge {
             last_seq_for_key = parsed.seq;
@@ -519,7 +515,8 @@ struct SingleDeletePairs<'a> {
 
 impl<'a> SingleDeletePairs<'a> {
     fn new(inner: &'a mut dyn InternalIterator, smallest_snapshot: Option<SequenceNumber>) -> Self {
-        let mut pairs = SingleDeletePairs { inner, smallest_snapshot, held: None, dropped: 0, dropped_blobs: BlobFlow::new() };
+        let mut pairs =
+            SingleDeletePairs { inner, smallest_snapshot, held: None, dropped: 0, dropped_blobs: BlobFlow::new() };
         pairs.settle();
         pairs
     }
@@ -735,8 +732,7 @@ impl OutputTombstones {
     /// bytewise order; in others, only when no tombstone covering `last`
     /// reaches past it (it would need clipping at a successor).
     fn can_cut_after(&self, last: &[u8]) -> bool {
-        self.cmp.is_bytewise()
-            || !self.list.iter().any(|t| self.cmp.le(&t.start, last) && self.cmp.lt(last, &t.end))
+        self.cmp.is_bytewise() || !self.list.iter().any(|t| self.cmp.le(&t.start, last) && self.cmp.lt(last, &t.end))
     }
 
     /// Adds to `o` its share: the tombstones clipped to `[lower, upper)`,
@@ -896,8 +892,15 @@ mod tests {
 
     /// The merge over `entries` into a table on a fresh filesystem: what the
     /// table holds, as `(key, seq, kind)`.
-    fn merged(entries: &[(&str, u64, ValueKind)], smallest_snapshot: u64, bottom: bool) -> Vec<(String, u64, ValueKind)> {
-        merged_filtered(entries, smallest_snapshot, bottom, None).into_iter().map(|(k, s, kind, _)| (k, s, kind)).collect()
+    fn merged(
+        entries: &[(&str, u64, ValueKind)],
+        smallest_snapshot: u64,
+        bottom: bool,
+    ) -> Vec<(String, u64, ValueKind)> {
+        merged_filtered(entries, smallest_snapshot, bottom, None)
+            .into_iter()
+            .map(|(k, s, kind, _)| (k, s, kind))
+            .collect()
     }
 
     /// [`merged`] through `filter`, with the values.
@@ -1036,10 +1039,7 @@ mod tests {
         // version, and at the bottom goes altogether.
         let (out, calls) = with_rules(&entries, 10, None, false);
         assert_eq!(calls, 3);
-        assert_eq!(
-            out,
-            vec![row("a", 5, V, "a5"), row("c", 6, V, "c6c6"), row("r", 7, D, ""), row("x", 8, D, "")]
-        );
+        assert_eq!(out, vec![row("a", 5, V, "a5"), row("c", 6, V, "c6c6"), row("r", 7, D, ""), row("x", 8, D, "")]);
         let (out, _) = with_rules(&entries, 10, None, true);
         assert_eq!(out, vec![row("a", 5, V, "a5"), row("c", 6, V, "c6c6")]);
     }

@@ -6,9 +6,9 @@
 //! See docs/compaction.md for the policy and the options that steer it.
 
 pub(crate) mod compaction_job;
+pub(crate) mod covered;
 pub mod fifo;
 pub mod job;
-pub(crate) mod covered;
 
 /// The snapshot stripe of `seq` among `snapshots` (ascending): the index of
 /// the oldest snapshot at or above it. Versions in one stripe are seen

@@ -30,13 +30,13 @@
 
 use std::collections::VecDeque;
 
+use super::job::FilterSettings;
+use super::snapshot_stripe;
 use crate::blob::{BlobFetcher, BlobIndex};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind};
 use crate::merge_operator::MergeOperator;
-use super::job::FilterSettings;
-use super::snapshot_stripe;
 
 /// What a job needs to combine merge operands.
 #[derive(Clone, Copy)]
@@ -79,16 +79,8 @@ impl<'a> Operands<'a> {
         snapshots: &'a [SequenceNumber],
         bottommost: bool,
     ) -> Self {
-        let mut s = Operands {
-            inner,
-            settings,
-            snapshots,
-            bottommost,
-            out: VecDeque::new(),
-            absorbed: 0,
-            filter,
-            error: None,
-        };
+        let mut s =
+            Operands { inner, settings, snapshots, bottommost, out: VecDeque::new(), absorbed: 0, filter, error: None };
         s.settle();
         s
     }
@@ -118,7 +110,10 @@ impl<'a> Operands<'a> {
         let mut run: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         while self.inner.valid() {
             let p = parse_internal_key(self.inner.key()).ok_or_else(unparsable)?;
-            if p.user_key != key.as_slice() || p.kind != ValueKind::Merge || snapshot_stripe(self.snapshots, p.seq) != stripe {
+            if p.user_key != key.as_slice()
+                || p.kind != ValueKind::Merge
+                || snapshot_stripe(self.snapshots, p.seq) != stripe
+            {
                 break;
             }
             let removed = self.filter.is_some_and(|f| {
@@ -141,12 +136,17 @@ impl<'a> Operands<'a> {
             false => None,
         };
         let base: Option<Option<Vec<u8>>> = match below {
-            Some(p) if p.user_key == key.as_slice() && snapshot_stripe(self.snapshots, p.seq) == stripe => match p.kind {
+            Some(p) if p.user_key == key.as_slice() && snapshot_stripe(self.snapshots, p.seq) == stripe => match p.kind
+            {
                 ValueKind::Value => Some(Some(self.inner.value().to_vec())),
                 ValueKind::BlobIndex => match settings.blobs {
                     Some(blobs) => {
                         let index = BlobIndex::decode(self.inner.value()).map_err(|r| {
-                            Error::corruption("compaction input", 0, format!("blob index of key {:?}: {r}", shown(&key)))
+                            Error::corruption(
+                                "compaction input",
+                                0,
+                                format!("blob index of key {:?}: {r}", shown(&key)),
+                            )
                         })?;
                         Some(Some(blobs.fetch(&key, &index, settings.verify_checksums)?))
                     }
@@ -256,7 +256,11 @@ mod tests {
     use ValueKind::{Deletion as D, Merge as M, Value as V};
 
     /// Runs `entries` (user key, sequence, kind, value) through the stage.
-    fn run(entries: &[(&str, u64, ValueKind, &str)], snapshots: &[u64], bottommost: bool) -> Vec<(String, u64, ValueKind, String)> {
+    fn run(
+        entries: &[(&str, u64, ValueKind, &str)],
+        snapshots: &[u64],
+        bottommost: bool,
+    ) -> Vec<(String, u64, ValueKind, String)> {
         let op = from_name("stringappend").unwrap();
         let items: Vec<(Vec<u8>, Vec<u8>)> = entries
             .iter()
@@ -269,7 +273,12 @@ mod tests {
         let mut out = Vec::new();
         while it.valid() {
             let p = parse_internal_key(it.key()).unwrap();
-            out.push((String::from_utf8_lossy(p.user_key).into(), p.seq, p.kind, String::from_utf8_lossy(it.value()).into()));
+            out.push((
+                String::from_utf8_lossy(p.user_key).into(),
+                p.seq,
+                p.kind,
+                String::from_utf8_lossy(it.value()).into(),
+            ));
             it.next();
         }
         it.status().unwrap();
@@ -304,15 +313,20 @@ mod tests {
         assert_eq!(run(&input, &[], false), vec![row("a", 5, M, "b,c"), row("b", 1, M, "z")]);
         assert_eq!(run(&input, &[], true), vec![row("a", 5, V, "b,c"), row("b", 1, V, "z")]);
         // Not at the bottom when an older stripe of the key follows.
-        assert_eq!(run(&[("a", 5, M, "c"), ("a", 2, M, "b")], &[3], true), vec![row("a", 5, M, "c"), row("a", 2, V, "b")]);
+        assert_eq!(
+            run(&[("a", 5, M, "c"), ("a", 2, M, "b")], &[3], true),
+            vec![row("a", 5, M, "c"), row("a", 2, V, "b")]
+        );
     }
 
     #[test]
     fn a_failing_operator_fails_the_stage() {
-        let items = vec![(make_internal_key(b"a", 2, M), b"x".to_vec()), (make_internal_key(b"a", 1, V), b"y".to_vec())];
+        let items =
+            vec![(make_internal_key(b"a", 2, M), b"x".to_vec()), (make_internal_key(b"a", 1, V), b"y".to_vec())];
         let mut inner = VecIterator::new(items);
         inner.seek_to_first();
-        let settings = MergeSettings { operator: &crate::merge_operator::tests::Fails, blobs: None, verify_checksums: true };
+        let settings =
+            MergeSettings { operator: &crate::merge_operator::tests::Fails, blobs: None, verify_checksums: true };
         let it = Operands::new(&mut inner, Some(settings), None, &[], false);
         assert!(!it.valid());
         assert!(it.status().unwrap_err().to_string().contains("Fails"));

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::{fifo, universal, Compaction, CompactionReason, CreationTime};
 use crate::comparator::UserComparator;
-use crate::options::{CompactionStyle, ColumnFamilyOptions};
+use crate::options::{ColumnFamilyOptions, CompactionStyle};
 use crate::version::{FileMetaData, LevelTargets, StorageInfoOptions, Version};
 
 /// At least this many free L0 files before an L0→L0 compaction is worth it.
@@ -472,10 +472,7 @@ pub fn manual_compaction_for_style(
 /// True when no two of `files` share a user key (RocksDB
 /// `IsInputFilesNonOverlapping`): sorted by smallest key, each ends before the
 /// next begins.
-pub(super) fn files_disjoint<'a>(
-    cmp: &UserComparator,
-    files: impl Iterator<Item = &'a Arc<FileMetaData>>,
-) -> bool {
+pub(super) fn files_disjoint<'a>(cmp: &UserComparator, files: impl Iterator<Item = &'a Arc<FileMetaData>>) -> bool {
     let mut sorted: Vec<&Arc<FileMetaData>> = files.collect();
     sorted.sort_by(|a, b| cmp.compare(a.smallest_user_key(), b.smallest_user_key()));
     sorted.windows(2).all(|w| cmp.lt(w[0].largest_user_key(), w[1].smallest_user_key()))
@@ -773,15 +770,9 @@ mod tests {
         e.add_file(0, file(4, "x", "z", 10, 4));
         e.add_file(0, file(5, "0", "0", 10, 5));
         let v = Version::new(4).apply(&[&e]).unwrap();
-        let c = range_compaction(
-            &v,
-            &opts(),
-            &HashSet::new(),
-            (0, 1),
-            (Some(b"a"), Some(b"a")),
-            CompactionReason::Manual,
-        )
-        .unwrap();
+        let c =
+            range_compaction(&v, &opts(), &HashSet::new(), (0, 1), (Some(b"a"), Some(b"a")), CompactionReason::Manual)
+                .unwrap();
         let mut numbers: Vec<u64> = c.inputs.iter().map(|f| f.number).collect();
         numbers.sort_unstable();
         assert_eq!(numbers, vec![1, 2, 3, 4]);

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use super::job::{self, BlobSettings, JobOutput};
 use super::Compaction;
-use crate::comparator::UserComparator;
 use crate::compaction_filter::{ActiveFilter, CompactionFilter, CompactionFilterContext, CompactionFilterFactory};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, MergingIterator};
@@ -249,8 +249,11 @@ pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize, cmp: &UserCompara
     // files starting inside its range, in proportion to theirs (RocksDB
     // takes anchors inside each file for the same reason).
     let mut points: Vec<(Vec<u8>, u64)> = Vec::new();
-    let anchors: Vec<(&[u8], u64)> =
-        if c.level == 0 { c.output_inputs.iter().map(|f| (f.smallest_user_key(), f.file_size)).collect() } else { Vec::new() };
+    let anchors: Vec<(&[u8], u64)> = if c.level == 0 {
+        c.output_inputs.iter().map(|f| (f.smallest_user_key(), f.file_size)).collect()
+    } else {
+        Vec::new()
+    };
     for f in &c.inputs {
         let inside: Vec<&(&[u8], u64)> = anchors
             .iter()

@@ -95,7 +95,12 @@ fn size_amp_start(runs: &[SortedRun], percent: u32) -> Option<usize> {
 /// is at most `(100 + ratio)%` of the total before it, at most `max_width`
 /// runs long (and `max_merge_width`) and at least `min_merge_width` long
 /// (RocksDB `PickCompactionToReduceSortedRuns`).
-fn similar_size_span(runs: &[SortedRun], opts: &ColumnFamilyOptions, ratio: u32, max_width: u32) -> Option<(usize, usize)> {
+fn similar_size_span(
+    runs: &[SortedRun],
+    opts: &ColumnFamilyOptions,
+    ratio: u32,
+    max_width: u32,
+) -> Option<(usize, usize)> {
     let uopts = &opts.compaction_options_universal;
     let max_count = uopts.max_merge_width.min(max_width) as usize;
     let min_count = uopts.min_merge_width.max(2) as usize;
@@ -168,8 +173,9 @@ fn build(
         reason,
     };
     // Moving files within L0 would change nothing and be picked again.
-    c.trivial_move =
-        opts.compaction_options_universal.allow_trivial_move && output_level > 0 && files_disjoint(&version.cmp, c.all_inputs());
+    c.trivial_move = opts.compaction_options_universal.allow_trivial_move
+        && output_level > 0
+        && files_disjoint(&version.cmp, c.all_inputs());
     c
 }
 

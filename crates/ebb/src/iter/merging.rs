@@ -45,8 +45,8 @@
 use std::cmp::Ordering;
 
 use super::InternalIterator;
-use crate::error::{Error, Result};
 use crate::comparator::UserComparator;
+use crate::error::{Error, Result};
 use crate::key::SequenceNumber;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -158,8 +158,7 @@ impl MergingIterator {
                 return;
             }
             let right = left + 1;
-            let first =
-                if right < heap.len() && before(cmp, children, direction, heap[right], heap[left]) {
+            let first = if right < heap.len() && before(cmp, children, direction, heap[right], heap[left]) {
                 right
             } else {
                 left
@@ -355,11 +354,10 @@ mod tests {
         let mut all: Vec<_> = a.iter().chain(&b).chain(&c).cloned().collect();
         all.sort_by(|x, y| crate::key::compare_bytewise_internal_keys(&x.0, &y.0));
         let expected = all.into_iter().map(|(_, v)| v).collect();
-        let it = MergingIterator::new(UserComparator::BYTEWISE, vec![
-            Box::new(VecIterator::new(a)),
-            Box::new(VecIterator::new(b)),
-            Box::new(VecIterator::new(c)),
-        ]);
+        let it = MergingIterator::new(
+            UserComparator::BYTEWISE,
+            vec![Box::new(VecIterator::new(a)), Box::new(VecIterator::new(b)), Box::new(VecIterator::new(c))],
+        );
         (it, expected)
     }
 
@@ -416,7 +414,10 @@ mod tests {
         let old = entries(&KEYS.map(|k| (k, 1)));
         let new = entries(&KEYS.map(|k| (k, 101)));
         let bad = KEYS.iter().position(|k| *k == bad_key).unwrap();
-        MergingIterator::new(UserComparator::BYTEWISE, vec![Box::new(FailingIterator::new(new, bad)), Box::new(VecIterator::new(old))])
+        MergingIterator::new(
+            UserComparator::BYTEWISE,
+            vec![Box::new(FailingIterator::new(new, bad)), Box::new(VecIterator::new(old))],
+        )
     }
 
     fn ikey(k: &str, seq: u64) -> Vec<u8> {
@@ -534,20 +535,29 @@ mod tests {
     #[test]
     fn the_first_error_wins_and_an_error_child_fails_a_new_iterator() {
         let err_child = || Box::new(EmptyIterator::with_error(Error::corruption("gone.sst", 7, "unopenable")));
-        let it = MergingIterator::new(UserComparator::BYTEWISE, vec![Box::new(VecIterator::new(entries(&[("a", 1)]))), err_child()]);
+        let it = MergingIterator::new(
+            UserComparator::BYTEWISE,
+            vec![Box::new(VecIterator::new(entries(&[("a", 1)]))), err_child()],
+        );
         assert!(it.status().unwrap_err().to_string().contains("gone.sst"), "before any positioning");
-        let mut it = MergingIterator::new(UserComparator::BYTEWISE, vec![
-            Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
-            Box::new(VecIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]))),
-            err_child(),
-        ]);
+        let mut it = MergingIterator::new(
+            UserComparator::BYTEWISE,
+            vec![
+                Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
+                Box::new(VecIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]))),
+                err_child(),
+            ],
+        );
         it.seek_to_first();
         assert!(it.status().unwrap_err().to_string().contains("gone.sst"), "the unopenable child fails every seek");
         assert!(!it.valid());
-        let mut it = MergingIterator::new(UserComparator::BYTEWISE, vec![
-            Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
-            Box::new(FailingIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]), 2)),
-        ]);
+        let mut it = MergingIterator::new(
+            UserComparator::BYTEWISE,
+            vec![
+                Box::new(FailingIterator::new(entries(&[("a", 5), ("b", 5)]), 1)),
+                Box::new(FailingIterator::new(entries(&[("a", 1), ("b", 1), ("c", 1)]), 2)),
+            ],
+        );
         it.seek_to_first();
         assert_eq!(walk(&mut it, true), ["a5"]);
         assert!(it.status().unwrap_err().to_string().contains("damaged block"));

@@ -15,22 +15,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
 use super::format::{
-    block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION, FORMAT_VERSION_PARTITIONED_INDEX,
-    FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX, FORMAT_VERSION_RANGE_DELETIONS, FORMAT_VERSION_USER_KEY_INDEX,
+    block_trailer, maybe_compress, BlockHandle, Footer, BLOCK_TRAILER_LEN, FORMAT_VERSION,
+    FORMAT_VERSION_PARTITIONED_INDEX, FORMAT_VERSION_PARTITIONED_USER_KEY_INDEX, FORMAT_VERSION_RANGE_DELETIONS,
+    FORMAT_VERSION_USER_KEY_INDEX,
 };
 use std::sync::Arc;
 
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
-use crate::comparator::UserComparator;
 use crate::key::{internal_separator, internal_successor, make_internal_key, user_key, ValueKind, TRAILER_LEN};
+use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::prefix::Extractor;
 use crate::range_del::RangeTombstone;
-use crate::key::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::util::checksum::ChecksumType;
 use crate::table_properties::{CollectorContext, Collectors, EntryType, TablePropertiesCollector};
+use crate::util::checksum::ChecksumType;
 use crate::util::compression::CompressionType;
 
 /// Largest data block target accepted; with the key and value limits this
@@ -235,7 +236,8 @@ impl TableBuilder {
         let (entry_type, offset) = (EntryType::of(p.kind), self.offset);
         for slot in &mut self.collectors {
             if let Some(c) = slot.as_mut() {
-                let call = std::panic::AssertUnwindSafe(|| c.add_user_key(p.user_key, value, entry_type, p.seq, offset));
+                let call =
+                    std::panic::AssertUnwindSafe(|| c.add_user_key(p.user_key, value, entry_type, p.seq, offset));
                 if std::panic::catch_unwind(call).is_err() {
                     *slot = None;
                 }
@@ -277,7 +279,9 @@ impl TableBuilder {
         if value.len() > MAX_VALUE_SIZE {
             return Err(Error::invalid(format!("{}: value of {} bytes is too large", self.file_name, value.len())));
         }
-        if self.props.num_entries > 0 && self.opts.comparator.compare_internal(&self.last_key, internal_key) != Ordering::Less {
+        if self.props.num_entries > 0
+            && self.opts.comparator.compare_internal(&self.last_key, internal_key) != Ordering::Less
+        {
             return Err(Error::invalid(format!(
                 "{}: keys added out of order: {:?} after {:?}",
                 self.file_name,

@@ -210,7 +210,9 @@ impl TableFilter {
 /// Whether the whole-key filter `filter` (unpartitioned) may hold the key
 /// whose filter hash is `hash`; a filter that cannot be read answers true.
 fn may_match_hash(blocks: &TableBlocks, filter: &MetaBlock, hash: u64) -> bool {
-    blocks.with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match_hash(hash))).unwrap_or(true)
+    blocks
+        .with_meta_block(filter, BlockKind::Filter, |v| v.filter().is_none_or(|f| f.may_match_hash(hash)))
+        .unwrap_or(true)
 }
 
 /// The filter partition that holds `user_key`'s hash if the table holds
@@ -244,14 +246,18 @@ mod tests {
     fn a_started_filter_probe_answers_as_key_may_match() {
         let entries = sample_entries(3000);
         let plain = opts(CompressionType::None, ChecksumType::Crc32c, 512);
-        let partitioned = TableBuilderOptions { index_partition_size: Some(1024), partition_filters: true, ..plain.clone() };
+        let partitioned =
+            TableBuilderOptions { index_partition_size: Some(1024), partition_filters: true, ..plain.clone() };
         let unfiltered = TableBuilderOptions { bloom_bits_per_key: 0, ..plain.clone() };
         for (name, o) in [("plain", plain), ("partitioned", partitioned), ("no filter", unfiltered)] {
             let (bytes, _) = build(&entries, o);
             let len = bytes.len() as u64;
-            for (how, cache, meta_in_cache, pin) in
-                [("owned", false, false, false), ("cached", true, true, false), ("pinned", true, true, true), ("data only", true, false, false)]
-            {
+            for (how, cache, meta_in_cache, pin) in [
+                ("owned", false, false, false),
+                ("cached", true, true, false),
+                ("pinned", true, true, true),
+                ("data only", true, false, false),
+            ] {
                 let cache = cache.then(|| cache_of(CacheType::Lru, 1 << 20));
                 let policy = TableCachePolicy {
                     block_cache: cache.clone(),
@@ -273,7 +279,10 @@ mod tests {
                 if name == "no filter" {
                     assert_eq!(ruled_out, 0);
                 } else {
-                    assert!(ruled_out > 2800, "{name}, {how}: the filter ruled out only {ruled_out} of 3000 absent keys");
+                    assert!(
+                        ruled_out > 2800,
+                        "{name}, {how}: the filter ruled out only {ruled_out} of 3000 absent keys"
+                    );
                 }
             }
         }

@@ -368,10 +368,15 @@ mod tests {
             assert_eq!(&t.get(&rs, l).unwrap(), want, "get {:?}", String::from_utf8_lossy(l));
         }
         let mut batched = vec![None; lookups.len()];
-        t.multi_get_past_filter(&rs, lookups.len(), |k| &lookups[k], |k, r| {
-            let (key, value) = r.unwrap();
-            batched[k] = Some((key.to_vec(), value.to_vec()));
-        });
+        t.multi_get_past_filter(
+            &rs,
+            lookups.len(),
+            |k| &lookups[k],
+            |k, r| {
+                let (key, value) = r.unwrap();
+                batched[k] = Some((key.to_vec(), value.to_vec()));
+            },
+        );
         assert_eq!(batched, expected, "multi_get");
 
         // Offsets grow with the key and stay within the data blocks.
@@ -403,7 +408,8 @@ mod tests {
         let (bytes, _) = build(&entries, opts(CompressionType::None, ChecksumType::Crc32c, 512));
         let cache: Arc<dyn BlockCache> = Arc::new(LruCache::new(64 << 10));
         let uncached = open(&bytes).unwrap();
-        let cached = Table::open(MemRandom::new(bytes.clone()), bytes.len() as u64, "p.sst".into(), Some(cache)).unwrap();
+        let cached =
+            Table::open(MemRandom::new(bytes.clone()), bytes.len() as u64, "p.sst".into(), Some(cache)).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(29);
         let target = |rng: &mut rand::rngs::StdRng| match rng.gen_range(0..20) {
             // Not an internal key: the seek's error.

@@ -201,7 +201,11 @@ pub(crate) fn small_user_key_table(compression: CompressionType, checksum: Check
 }
 
 /// `entries` in a table of at least three small blocks.
-pub(crate) fn small_table_of(entries: Entries, compression: CompressionType, checksum: ChecksumType) -> (Vec<u8>, Entries) {
+pub(crate) fn small_table_of(
+    entries: Entries,
+    compression: CompressionType,
+    checksum: ChecksumType,
+) -> (Vec<u8>, Entries) {
     let (bytes, props) = build(&entries, opts(compression, checksum, 128));
     assert!(props.num_data_blocks >= 3);
     (bytes, entries)

@@ -596,14 +596,16 @@ mod tests {
             // the last at or before it.
             for i in (0..2100).step_by(37) {
                 let target = ikey(format!("key{i:06}").as_bytes(), 12, KIND_FOR_SEEK);
-                let at = entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, &target).is_lt());
+                let at =
+                    entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, &target).is_lt());
                 walk.seek(&t, &target);
                 assert_eq!(walk.valid(), at < entries.len());
                 if walk.valid() {
                     assert_eq!(walk.key(), &entries[at].0[..], "seek key{i:06}");
                 }
                 walk.seek_for_prev(&t, &target);
-                let before = entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, &target).is_le());
+                let before =
+                    entries.partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, &target).is_le());
                 assert_eq!(walk.valid(), before > 0);
                 if walk.valid() {
                     assert_eq!(walk.key(), &entries[before - 1].0[..], "seek_for_prev key{i:06}");

@@ -29,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{BlobFileMetaData, FileMetaData, Version, VersionEdit};
-use crate::error::{Error, Result};
 use crate::comparator::UserComparator;
+use crate::error::{Error, Result};
 
 /// Edits applied to a base version, not yet built into one.
 pub struct VersionBuilder<'a> {

@@ -280,7 +280,7 @@ impl VersionEdit {
                             } else {
                                 0
                             },
-                                                    })
+                        })
                     })()
                     .ok_or_else(|| bad("new file fields truncated"))?;
                     if f.smallest.len() < 8 || f.largest.len() < 8 {
@@ -342,7 +342,7 @@ mod tests {
                 num_deletions: 1,
                 oldest_blob_file: 0,
                 num_range_deletions: 0,
-                            },
+            },
         );
         e
     }
@@ -364,7 +364,7 @@ mod tests {
                 num_deletions: 0,
                 oldest_blob_file: 30,
                 num_range_deletions: 0,
-                            },
+            },
         );
         e.blob_file_additions.push(BlobFileAddition { number: 35, total_count: 2, total_bytes: 900 });
         e.blob_file_garbage.push(BlobFileGarbage { number: 30, count: 1, bytes: 450 });
@@ -431,7 +431,7 @@ mod tests {
                 num_deletions: 0,
                 oldest_blob_file: 12,
                 num_range_deletions: 0,
-                            },
+            },
         );
         let key = [0x0b, b'k', b'e', b'y', 0x11, 0x05, 0, 0, 0, 0, 0, 0];
         let mut want = vec![0x06, 0x00, 0x0d, 0xe8, 0x07];

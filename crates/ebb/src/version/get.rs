@@ -101,7 +101,8 @@ impl Version {
             }
             Ok(level > 0)
         };
-        let newer_found = |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|b| f.largest_seq < b.seq);
+        let newer_found =
+            |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|b| f.largest_seq < b.seq);
         let mut files = self.files_for_key(key).peekable();
         // L0's files, when there are several, a batch at a time: every
         // filter probe of a batch is started (its filter line prefetched)
@@ -173,7 +174,12 @@ impl Version {
     /// The newest range tombstone covering `key` at or below `seq` in the
     /// tables that may hold the key (those the version records tombstones
     /// for); 0 for none.
-    pub fn max_covering_tombstone(&self, tables: &TableCache, key: &[u8], seq: SequenceNumber) -> Result<SequenceNumber> {
+    pub fn max_covering_tombstone(
+        &self,
+        tables: &TableCache,
+        key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<SequenceNumber> {
         let mut floor = 0;
         for (level, f) in self.files_for_key(key).filter(|(_, f)| f.num_range_deletions > 0) {
             floor = floor.max(tables.get(f, level, &self.cmp)?.max_covering_tombstone(key, seq));

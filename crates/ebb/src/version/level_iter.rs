@@ -7,11 +7,11 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::{FileMetaData, TableCache, Version};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::iter::{EmptyIterator, InternalIterator};
-use crate::comparator::UserComparator;
-use crate::sst::{PrefixCheckedIterator, SeekPrefix};
 use crate::sst::ReadSettings;
+use crate::sst::{PrefixCheckedIterator, SeekPrefix};
 
 /// Iterates the files of one sorted level (L1 or deeper) as one sequence,
 /// opening each table only when the cursor reaches it.

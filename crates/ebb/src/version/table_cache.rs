@@ -341,7 +341,11 @@ mod tests {
         assert_eq!(cache.open_tables(), files.len());
         for (i, f) in files.iter().enumerate() {
             let kept = cache.get(f, 0, &cmp).unwrap();
-            assert!(opened.iter().all(|o| Arc::ptr_eq(&o[i], &kept)), "file {}: readers got different copies", f.number);
+            assert!(
+                opened.iter().all(|o| Arc::ptr_eq(&o[i], &kept)),
+                "file {}: readers got different copies",
+                f.number
+            );
             assert_eq!(kept.properties().num_entries, 3);
         }
         for f in files.iter().step_by(2) {
@@ -349,7 +353,10 @@ mod tests {
         }
         assert_eq!(cache.open_tables(), files.len() / 2);
         for f in files.iter().skip(1).step_by(2) {
-            assert!(Arc::ptr_eq(&opened[0][files.iter().position(|g| g.number == f.number).unwrap()], &cache.get(f, 0, &cmp).unwrap()));
+            assert!(Arc::ptr_eq(
+                &opened[0][files.iter().position(|g| g.number == f.number).unwrap()],
+                &cache.get(f, 0, &cmp).unwrap()
+            ));
         }
     }
 
