@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ebb::util::calendar::civil_from_unix;
+use ebb::internals::util::calendar::civil_from_unix;
 
 /// Seconds since the Unix epoch, now.
 pub fn unix_now() -> f64 {

@@ -16,14 +16,14 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use ebb::comparator::UserComparator;
 use ebb::fs::{FileSystem, PosixFs, RandomAccessFile};
-use ebb::iter::InternalIterator;
-use ebb::key::ValueKind;
-use ebb::sst::format::{unwrap_block, BLOCK_TRAILER_LEN, FOOTER_LEN};
-use ebb::sst::table_reader::TableCachePolicy;
-use ebb::sst::{Block, BlockHandle, BlockIterator, Footer, KeyOrder, ReadSettings, Table};
-use ebb::version::edit::VersionEdit;
-use ebb::version::filename::{self, FileType};
-use ebb::wal::{LogReader, LogRecord};
+use ebb::internals::iter::InternalIterator;
+use ebb::internals::key::ValueKind;
+use ebb::internals::sst::format::{unwrap_block, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use ebb::internals::sst::table_reader::TableCachePolicy;
+use ebb::internals::sst::{Block, BlockHandle, BlockIterator, Footer, KeyOrder, ReadSettings, Table};
+use ebb::internals::version::filename::{self, FileType};
+use ebb::internals::version::VersionEdit;
+use ebb::internals::wal::{LogReader, LogRecord};
 use ebb::{BatchOp, Error, WriteBatch};
 
 use crate::format::{kind_name, say, Encoding};
@@ -248,7 +248,7 @@ pub fn sst_dump(
 const VERIFY_ALL: ReadSettings = ReadSettings {
     verify_checksums: true,
     fill_cache: false,
-    readahead: ebb::sst::Readahead::Auto,
+    readahead: ebb::internals::sst::Readahead::Auto,
     for_compaction: false,
 };
 
@@ -276,7 +276,7 @@ fn sst_check(out: &mut dyn Write, table: &Arc<Table>, name: &str, cmp: &UserComp
     let mut entries = 0u64;
     let mut previous: Vec<u8> = Vec::new();
     while it.valid() {
-        if ebb::key::parse_internal_key(it.key()).is_none() {
+        if ebb::internals::key::parse_internal_key(it.key()).is_none() {
             return Err(Error::corruption(name, 0, format!("entry {entries} has a key that is not an internal key")));
         }
         if entries > 0 && cmp.compare_internal(&previous, it.key()).is_ge() {

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use ebb::key::ValueKind;
+use ebb::internals::key::ValueKind;
 
 /// The encoding flags every verb that reads or prints keys takes.
 #[derive(Args, Debug, Clone, Copy, Default)]
@@ -60,7 +60,7 @@ impl Encoding {
     /// An internal key as printed: `KEY @ SEQ : TYPE`, or the raw bytes
     /// marked as such when they do not parse as an internal key.
     pub fn internal_key(&self, ikey: &[u8]) -> String {
-        match ebb::key::parse_internal_key(ikey) {
+        match ebb::internals::key::parse_internal_key(ikey) {
             Some(p) => format!("{} @ {} : {}", self.key(p.user_key), p.seq, kind_name(p.kind)),
             None => format!("{} (not an internal key)", self.key(ikey)),
         }

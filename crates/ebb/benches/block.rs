@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use ebb::key::{make_internal_key, ValueKind};
-use ebb::sst::{Block, BlockBuilder, BlockIterator, KeyOrder};
+use ebb::internals::key::{make_internal_key, ValueKind};
+use ebb::internals::sst::{Block, BlockBuilder, BlockIterator, KeyOrder};
 
 /// Entries shaped like db_bench's defaults: 16-byte user keys, 100-byte values.
 fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {

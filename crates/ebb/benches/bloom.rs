@@ -4,7 +4,7 @@
 //! Run: `cargo bench -p ebb --bench bloom`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use ebb::sst::{BloomFilter, BloomFilterBuilder};
+use ebb::internals::sst::{BloomFilter, BloomFilterBuilder};
 
 const KEYS: usize = 100_000;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_skiplist::SkipMap;
-use ebb::key::{make_internal_key, InternalKey, ValueKind};
-use ebb::memtable::MemTable;
+use ebb::internals::key::{make_internal_key, InternalKey, ValueKind};
+use ebb::internals::memtable::MemTable;
 use parking_lot::RwLock;
 
 const N: u64 = 50_000;

@@ -7,8 +7,8 @@
 //! criterion's baselines (`-- --save-baseline before`, then `-- --baseline before`).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ebb::iter::{InternalIterator, MergingIterator, VecIterator};
-use ebb::key::{make_internal_key, ValueKind};
+use ebb::internals::iter::{InternalIterator, MergingIterator, VecIterator};
+use ebb::internals::key::{make_internal_key, ValueKind};
 
 /// Entries per merge, spread over the children round-robin, so each step
 /// of a scan moves to another child as it would across overlapping L0 files.

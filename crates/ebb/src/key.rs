@@ -6,6 +6,7 @@
 //! ([`crate::comparator`]), then sequence number descending, then kind
 //! descending, so the newest version of a key comes first.
 
+#[cfg(any(test, feature = "internals"))]
 use std::cmp::Ordering;
 
 use crate::comparator::UserComparator;
@@ -159,6 +160,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
 /// The ordering of internal keys in the bytewise user-key order, for
 /// containers of [`InternalKey`] (the engine compares through its column
 /// family's [`UserComparator::compare_internal`]).
+#[cfg(any(test, feature = "internals"))]
 pub fn compare_bytewise_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
     UserComparator::BYTEWISE.compare_internal(a, b)
 }
@@ -166,8 +168,10 @@ pub fn compare_bytewise_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
 /// An owned internal key ordered as [`compare_bytewise_internal_keys`], for
 /// ordered containers (benchmarks' reference maps).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg(any(test, feature = "internals"))]
 pub struct InternalKey(pub Vec<u8>);
 
+#[cfg(any(test, feature = "internals"))]
 impl InternalKey {
     /// Builds the key for `(user_key, seq, kind)`.
     pub fn new(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Self {
@@ -183,12 +187,14 @@ impl InternalKey {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
         compare_bytewise_internal_keys(&self.0, &other.0)
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))

@@ -34,34 +34,16 @@
 //!     settings each layer below takes from them.
 //! 24. `compaction`: picking and running compactions.
 //! 25. `db`: the public handle, the write and read paths, background jobs.
+//! 26. `internals`: what Ebb's own tests, tools, fuzz targets and benchmarks
+//!     use of the layers above (feature `internals`; not a stable API).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
-// Without `internals`, the helpers that only the integration tests, fuzz
-// targets and benchmarks use (through that feature) are unused here.
-#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
 // First, so that its `kill_point!` macro is in scope in every module below.
 #[macro_use]
 mod kill_points;
-
-/// Declares internal modules: `pub(crate)`, or `pub` with the feature
-/// `internals`, which Ebb's own integration tests, fuzz targets and
-/// benchmarks turn on to reach the formats and structures they test (not a
-/// stable API; see docs/architecture.md, "The public surface").
-macro_rules! internal_modules {
-    ($($(#[$attr:meta])* $name:ident;)*) => {
-        $(
-            $(#[$attr])*
-            #[cfg(feature = "internals")]
-            pub mod $name;
-            $(#[$attr])*
-            #[cfg(not(feature = "internals"))]
-            pub(crate) mod $name;
-        )*
-    };
-}
 
 // The public surface: the handle and its types (re-exported below), the
 // block cache users may share between databases, the clock and the
@@ -82,20 +64,24 @@ mod db;
 mod error;
 mod options;
 
-internal_modules! {
-    blob;
-    compaction;
-    iter;
-    key;
-    memtable;
-    range_del;
-    sst;
-    stats;
-    tuning;
-    util;
-    version;
-    wal;
-}
+// The internal layers. What Ebb's own tests, tools, fuzz targets and
+// benchmarks need of them is re-exported, with the feature `internals`, in
+// `internals`.
+pub(crate) mod blob;
+pub(crate) mod compaction;
+pub(crate) mod iter;
+pub(crate) mod key;
+pub(crate) mod memtable;
+pub(crate) mod range_del;
+pub(crate) mod sst;
+pub(crate) mod stats;
+pub(crate) mod tuning;
+pub(crate) mod util;
+pub(crate) mod version;
+pub(crate) mod wal;
+
+#[cfg(feature = "internals")]
+pub mod internals;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compaction_filter::{CompactionFilter, CompactionFilterContext, CompactionFilterFactory};

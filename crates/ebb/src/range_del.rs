@@ -127,16 +127,14 @@ fn word_at(key: &[u8], from: usize) -> u64 {
 impl FragmentedTombstones {
     /// Fragments `tombstones` in the bytewise order (in any order; empty
     /// ranges are ignored).
+    #[cfg(test)]
     pub fn new<'a>(tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
         Self::with_comparator(&UserComparator::BYTEWISE, tombstones)
     }
 
     /// Fragments `tombstones` in `cmp`'s order (in any order; empty ranges,
     /// whose start is not below their end, are ignored).
-    pub fn with_comparator<'a>(
-        cmp: &UserComparator,
-        tombstones: impl IntoIterator<Item = &'a RangeTombstone>,
-    ) -> Self {
+    pub fn with_comparator<'a>(cmp: &UserComparator, tombstones: impl IntoIterator<Item = &'a RangeTombstone>) -> Self {
         let mut list: Vec<&RangeTombstone> = tombstones.into_iter().filter(|t| cmp.lt(&t.start, &t.end)).collect();
         let mut out = FragmentedTombstones { cmp: cmp.clone(), ..FragmentedTombstones::default() };
         if list.is_empty() {
@@ -397,7 +395,12 @@ mod tests {
                         .map(|t| t.seq)
                         .max()
                         .unwrap_or(0);
-                    assert_eq!(f.max_covering(&k, u64::MAX), want, "reverse {reverse}: {}", String::from_utf8_lossy(&k));
+                    assert_eq!(
+                        f.max_covering(&k, u64::MAX),
+                        want,
+                        "reverse {reverse}: {}",
+                        String::from_utf8_lossy(&k)
+                    );
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{scan, tiny_options};
 use ebb::fs::MemFs;
-use ebb::stats::StallCause;
+use ebb::StallCause;
 use ebb::{CompactionJobInfo, Db, EventListener, ReadOptions, StallCondition};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -25,8 +25,8 @@ use std::path::Path;
 
 use common::{files_of, fs_holding, log_records, tiny_options, try_scan, Model};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::sst::format::FOOTER_LEN;
-use ebb::sst::Table;
+use ebb::internals::sst::format::FOOTER_LEN;
+use ebb::internals::sst::Table;
 use ebb::{CompressionType, Db, Error, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 
 const DB: &str = "/db";

@@ -15,9 +15,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use ebb::fs::{FileSystem, MemFs};
-use ebb::key::{make_internal_key, ValueKind};
-use ebb::sst::BlockBuilder;
-use ebb::wal::{LogReader, LogRecord};
+use ebb::internals::key::{make_internal_key, ValueKind};
+use ebb::internals::sst::BlockBuilder;
+use ebb::internals::wal::{LogReader, LogRecord};
 use ebb::{ChecksumType, CompressionType, Db, Options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -206,7 +206,8 @@ fn write_seed_corpus() {
     {
         let fs = MemFs::new();
         fs.create_dir_all(Path::new("/w")).unwrap();
-        let mut w = ebb::wal::LogWriter::new(fs.new_writable(Path::new("/w/1.log")).unwrap(), "1.log".into());
+        let mut w =
+            ebb::internals::wal::LogWriter::new(fs.new_writable(Path::new("/w/1.log")).unwrap(), "1.log".into());
         for r in [vec![1u8; 100], vec![2u8; 40_000], vec![3u8; 10]] {
             w.add_record(&r).unwrap();
         }

@@ -23,10 +23,10 @@ use std::sync::Arc;
 use common::{scan, scan_reverse, tiny_options};
 use ebb::cache::{new_cache, BlockCache, CacheOptions, CacheType};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::iter::InternalIterator;
-use ebb::key::{make_internal_key, ValueKind, KIND_FOR_SEEK};
-use ebb::sst::table_reader::TableCachePolicy;
-use ebb::sst::{ReadSettings, Table, TableBuilder, TableBuilderOptions};
+use ebb::internals::iter::InternalIterator;
+use ebb::internals::key::{make_internal_key, ValueKind, KIND_FOR_SEEK};
+use ebb::internals::sst::table_reader::TableCachePolicy;
+use ebb::internals::sst::{ReadSettings, Table, TableBuilder, TableBuilderOptions};
 use ebb::{CompressionType, Db, IndexType, ReadOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -175,7 +175,7 @@ fn reads_as_one_index_block(all: Entries, user_keys: bool) {
         let mut lookups: Vec<Vec<u8>> = (0..400)
             .map(|_| make_internal_key(&user_key(rng.gen_range(0..3100)), rng.gen_range(0..30), KIND_FOR_SEEK))
             .collect();
-        lookups.sort_by(|a, b| ebb::key::compare_bytewise_internal_keys(a, b));
+        lookups.sort_by(|a, b| ebb::internals::key::compare_bytewise_internal_keys(a, b));
         let batch = |t: &Table| {
             let mut got = vec![None; lookups.len()];
             t.multi_get_past_filter(
@@ -271,7 +271,7 @@ fn partitioned_filters_keep_present_keys(all: Entries) {
         // In a batch (keys ascending), the same verdicts.
         let mut keys: Vec<Vec<u8>> = (0..3000).map(user_key).chain(absent.iter().cloned()).collect();
         keys.sort();
-        let hashes: Vec<u64> = keys.iter().map(|k| ebb::sst::filter::filter_hash(k)).collect();
+        let hashes: Vec<u64> = keys.iter().map(|k| ebb::internals::sst::filter::filter_hash(k)).collect();
         let mut batched = Vec::new();
         t.keys_may_match(keys.len(), |k| &keys[k], |k| hashes[k], |_, may| batched.push(may));
         let single: Vec<bool> = keys.iter().map(|k| t.key_may_match(k)).collect();
@@ -438,7 +438,7 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
             o.bloom_bits_per_key = 10;
             o
         };
-        let threshold = options().target_file_size_base * ebb::compaction::PARTITION_ONE_FILE_PAST_TARGETS;
+        let threshold = options().target_file_size_base * ebb::internals::compaction::PARTITION_ONE_FILE_PAST_TARGETS;
         let db = Db::open("/db", options()).unwrap();
         let mut model = BTreeMap::new();
         let keys = if partitioned { 4000 } else { 1200 };

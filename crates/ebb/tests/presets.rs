@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::scan;
 use ebb::fs::MemFs;
-use ebb::stats::StallCause;
+use ebb::StallCause;
 use ebb::{CompressionType, Db, Options, ReadOptions};
 
 fn small(o: Options) -> Options {

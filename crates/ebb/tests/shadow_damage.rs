@@ -31,9 +31,9 @@ use std::sync::Arc;
 
 use common::{files_of, fs_holding, Model};
 use ebb::fs::{FileSystem, MemFs};
-use ebb::key::{make_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE};
-use ebb::sst::format::FOOTER_LEN;
-use ebb::sst::Table;
+use ebb::internals::key::{make_internal_key, KIND_FOR_SEEK, MAX_SEQUENCE};
+use ebb::internals::sst::format::FOOTER_LEN;
+use ebb::internals::sst::Table;
 use ebb::{CompressionType, Db, DbIterator, Error, IteratorMode, Options, ReadOptions};
 
 const DB: &str = "/db";
@@ -200,7 +200,7 @@ fn fixture(shadow: Shadow, placement: Placement) -> Fixture {
 /// The byte ranges of a blob file's parts: the header, each record (walked
 /// by the lengths in its header), the footer (docs/format.md, "Blob files").
 fn blob_parts(bytes: &[u8]) -> Vec<(String, std::ops::Range<usize>)> {
-    use ebb::blob::format::{FOOTER_LEN, HEADER_LEN, RECORD_HEADER_LEN};
+    use ebb::internals::blob::format::{FOOTER_LEN, HEADER_LEN, RECORD_HEADER_LEN};
     let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
     let mut parts = vec![("header".to_string(), 0..HEADER_LEN)];
     let mut at = HEADER_LEN;

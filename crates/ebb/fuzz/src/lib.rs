@@ -11,13 +11,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use ebb::blob::format::{BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
-use ebb::blob::BlobFileReader;
 use ebb::fs::{CrashMode, FileSystem, MemFs, RandomAccessFile, SequentialFile};
-use ebb::iter::InternalIterator;
-use ebb::sst::{Block, BlockIterator, KeyOrder, ReadSettings, Table};
-use ebb::version::{Version, VersionEdit};
-use ebb::wal::{LogReader, LogRecord};
+use ebb::internals::blob::format::{BlobIndex, HEADER_LEN, RECORD_HEADER_LEN};
+use ebb::internals::blob::BlobFileReader;
+use ebb::internals::iter::InternalIterator;
+use ebb::internals::sst::{Block, BlockIterator, KeyOrder, ReadSettings, Table};
+use ebb::internals::version::{Version, VersionEdit};
+use ebb::internals::wal::{LogReader, LogRecord};
 use ebb::{Db, Options, ReadOptions, WalRecoveryMode, WriteBatch, WriteOptions};
 
 /// A target's body.
@@ -93,7 +93,7 @@ pub fn wal_reader(data: &[u8]) {
     fs.create_dir_all(Path::new("/wal")).expect("mkdir");
     fs.set_file_bytes(path, data).expect("plant the log");
     for mode in RECOVERY_MODES {
-        let _ = ebb::wal::replay(&fs, path, mode, true, |_, _| Ok(()));
+        let _ = ebb::internals::wal::replay(&fs, path, mode, true, |_, _| Ok(()));
     }
 }
 
@@ -250,7 +250,7 @@ pub fn batch_replay(data: &[u8]) {
     let path = Path::new("/db/999999.log");
     {
         let Ok(file) = fs.new_writable(path) else { return };
-        let mut w = ebb::wal::LogWriter::new(file, "999999.log".into());
+        let mut w = ebb::internals::wal::LogWriter::new(file, "999999.log".into());
         if w.add_record(data).and_then(|()| w.sync()).is_err() {
             return;
         }

@@ -92,11 +92,6 @@ impl BlobFileBuilder {
         self.offset
     }
 
-    /// Records written so far.
-    pub fn blob_count(&self) -> u64 {
-        self.footer.blob_count
-    }
-
     /// Writes the footer and syncs the file: once this returns, every
     /// record is durable (a version edit may refer to the file).
     pub fn finish(mut self) -> Result<FinishedBlobFile> {

@@ -133,6 +133,7 @@ impl BlobFileFooter {
 
 /// The bytes of one record: its header, then `key` and the stored `value`
 /// (compressed with `compression`, or raw when that is `None`).
+#[cfg(test)]
 pub fn encode_record(key: &[u8], value: &[u8], compression: CompressionType) -> Vec<u8> {
     let mut v = encode_record_head(key, value, compression);
     v.extend_from_slice(value);
@@ -173,6 +174,7 @@ pub struct DecodedRecord<'a> {
 
 /// Decodes a whole record (header, key and value, nothing more), checking
 /// its checksum when `verify`.
+#[cfg(test)]
 pub fn decode_record(src: &[u8], verify: bool) -> Result<DecodedRecord<'_>, String> {
     if src.len() < RECORD_HEADER_LEN {
         return Err(format!("blob record of {} bytes is shorter than its header", src.len()));

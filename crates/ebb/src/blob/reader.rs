@@ -18,7 +18,6 @@ pub struct BlobFileReader {
     name: String,
     number: u64,
     file_size: u64,
-    header: BlobFileHeader,
     footer: BlobFileFooter,
 }
 
@@ -38,7 +37,8 @@ impl BlobFileReader {
             return Err(bad(0, format!("blob file of {file_size} bytes is shorter than a header and a footer")));
         }
         let head = file.read_at(0, HEADER_LEN)?;
-        let header = BlobFileHeader::decode(&head).map_err(|r| bad(0, r))?;
+        // Checked, not kept: what the header records is not needed past here.
+        BlobFileHeader::decode(&head).map_err(|r| bad(0, r))?;
         let footer_at = file_size - FOOTER_LEN as u64;
         let tail = file.read_at(footer_at, FOOTER_LEN)?;
         let footer = BlobFileFooter::decode(&tail).map_err(|r| bad(footer_at, r))?;
@@ -49,22 +49,7 @@ impl BlobFileReader {
                 format!("the footer counts {} record bytes, the file holds {records}", footer.blob_bytes),
             ));
         }
-        Ok(BlobFileReader { file, name, number, file_size, header, footer })
-    }
-
-    /// The file's name, as errors give it.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The file's size in bytes.
-    pub fn file_size(&self) -> u64 {
-        self.file_size
-    }
-
-    /// What the header records.
-    pub fn header(&self) -> BlobFileHeader {
-        self.header
+        Ok(BlobFileReader { file, name, number, file_size, footer })
     }
 
     /// What the footer records.
@@ -191,7 +176,7 @@ mod tests {
             let values = values();
             let (indexes, bytes) = write(&fs, compression, &values);
             let r = open(&bytes).unwrap();
-            assert_eq!(r.header().compression, compression);
+            assert_eq!(BlobFileHeader::decode(&bytes[..HEADER_LEN]).unwrap().compression, compression);
             assert_eq!(r.footer().blob_count, values.len() as u64);
             for (i, (index, value)) in indexes.iter().zip(&values).enumerate() {
                 assert_eq!(&r.get(format!("k{i}").as_bytes(), index, true).unwrap(), value, "{compression:?} k{i}");

@@ -101,11 +101,13 @@ impl InternalIterator for EmptyIterator {
 
 /// An iterator over an owned sorted vector of entries; used for tests and for
 /// small in-memory sequences.
+#[cfg(any(test, feature = "internals"))]
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: usize,
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl VecIterator {
     /// Wraps entries already sorted by internal key (bytewise user keys).
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
@@ -114,6 +116,7 @@ impl VecIterator {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.pos < self.entries.len()
@@ -125,14 +128,14 @@ impl InternalIterator for VecIterator {
         self.pos = if self.entries.is_empty() { 0 } else { self.entries.len() - 1 };
     }
     fn seek(&mut self, target: &[u8]) {
-        self.pos = self
-            .entries
-            .partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, target) == std::cmp::Ordering::Less);
+        self.pos = self.entries.partition_point(|(k, _)| {
+            crate::key::compare_bytewise_internal_keys(k, target) == std::cmp::Ordering::Less
+        });
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let p = self
-            .entries
-            .partition_point(|(k, _)| crate::key::compare_bytewise_internal_keys(k, target) != std::cmp::Ordering::Greater);
+        let p = self.entries.partition_point(|(k, _)| {
+            crate::key::compare_bytewise_internal_keys(k, target) != std::cmp::Ordering::Greater
+        });
         self.pos = if p == 0 { self.entries.len() } else { p - 1 };
     }
     fn next(&mut self) {

@@ -17,9 +17,7 @@
 //! ([`MemTableIterator`]): none outlives the nodes it points to
 //! ([`skiplist`] contract 10).
 
-internal_modules! {
-    skiplist;
-}
+pub(crate) mod skiplist;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -137,7 +135,9 @@ impl PrefixBloom {
     /// False only when no key with `key`'s prefix was added.
     fn may_contain(&self, key: &[u8]) -> bool {
         !self.extractor.in_domain(key)
-            || self.positions(self.extractor.transform(key)).all(|(w, m)| self.bits[w].load(AtomicOrdering::Relaxed) & m != 0)
+            || self
+                .positions(self.extractor.transform(key))
+                .all(|(w, m)| self.bits[w].load(AtomicOrdering::Relaxed) & m != 0)
     }
 }
 
@@ -357,9 +357,7 @@ impl MemTable {
     /// memtable (RocksDB's `CountSuccessiveMergeEntries`).
     pub fn successive_merges(&self, key: &[u8]) -> usize {
         let mut c = self.list.cursor();
-        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| {
-            c.seek_versions(lookup)
-        });
+        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| c.seek_versions(lookup));
         let mut n = 0;
         while c.valid() {
             match parse_internal_key(c.key()) {
@@ -369,11 +367,6 @@ impl MemTable {
             c.next();
         }
         n
-    }
-
-    /// The order of the keys.
-    pub fn comparator(&self) -> &UserComparator {
-        self.list.comparator()
     }
 
     /// Bytes charged against `write_buffer_size`: entries, range
@@ -397,6 +390,7 @@ impl MemTable {
     }
 
     /// Number of tombstones.
+    #[cfg(test)]
     pub fn num_deletions(&self) -> u64 {
         self.deletions.load(AtomicOrdering::Relaxed)
     }
@@ -434,13 +428,9 @@ impl MemTable {
     }
 
     /// Sequence number of the first insert, 0 when empty.
+    #[cfg(test)]
     pub fn first_sequence(&self) -> SequenceNumber {
         self.first_seq.load(AtomicOrdering::Relaxed)
-    }
-
-    /// Calls `f` for every entry in internal-key order (used by flush).
-    pub fn for_each(&self, f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        self.list.for_each(f)
     }
 
     /// An iterator over this memtable; it keeps the memtable alive.

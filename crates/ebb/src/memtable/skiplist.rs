@@ -102,7 +102,7 @@
 //!
 //! ```compile_fail,E0597
 //! use ebb::comparator::UserComparator;
-//! use ebb::memtable::skiplist::SkipList;
+//! use ebb::internals::memtable::skiplist::SkipList;
 //!
 //! let mut cursor = {
 //!     let list = SkipList::new(UserComparator::BYTEWISE);
@@ -115,7 +115,7 @@
 //!
 //! ```compile_fail,E0505
 //! # use ebb::comparator::UserComparator;
-//! # use ebb::memtable::skiplist::SkipList;
+//! # use ebb::internals::memtable::skiplist::SkipList;
 //! let list = SkipList::new(UserComparator::BYTEWISE);
 //! let mut cursor = list.cursor();
 //! drop(list); // the list cannot go while the cursor borrows it
@@ -127,7 +127,7 @@
 //!
 //! ```compile_fail,E0061
 //! # use ebb::comparator::UserComparator;
-//! # use ebb::memtable::skiplist::SkipList;
+//! # use ebb::internals::memtable::skiplist::SkipList;
 //! let (one, other) = (SkipList::new(UserComparator::BYTEWISE), SkipList::new(UserComparator::BYTEWISE));
 //! let mut cursor = one.cursor();
 //! cursor.seek_to_first(&other);
@@ -137,16 +137,17 @@
 //!
 //! ```
 //! # use ebb::comparator::UserComparator;
-//! # use ebb::memtable::skiplist::SkipList;
+//! # use ebb::internals::memtable::skiplist::SkipList;
 //! let list = SkipList::new(UserComparator::BYTEWISE);
 //! let mut cursor = list.cursor();
 //! cursor.seek_to_first();
 //! assert!(!cursor.valid());
 //! ```
 //!
-//! (With `internals`, this module is public for these examples alone: the
-//! rest of it stays `pub(crate)`, so that the cursor's search paths are not
-//! exported from the crate, and call their helpers directly.)
+//! (With `internals`, `ebb::internals::memtable::skiplist` re-exports
+//! [`SkipList`] for these examples alone: the rest of this module stays
+//! `pub(crate)`, so that the cursor's search paths are not exported from
+//! the crate, and call their helpers directly.)
 
 // The whole module is the unsafe core of the memtable: raw node pointers
 // into an arena, each use argued at its `SAFETY` comment.
@@ -801,7 +802,11 @@ impl KeyIndexes {
     /// Tiers of given sizes (tests: a small first tier that fills).
     #[cfg(test)]
     fn with_tiers(small: usize, large: usize) -> Self {
-        KeyIndexes { small: KeyIndex::new(small, SMALL_INDEX_LOAD), large: std::sync::OnceLock::new(), large_slots: large }
+        KeyIndexes {
+            small: KeyIndex::new(small, SMALL_INDEX_LOAD),
+            large: std::sync::OnceLock::new(),
+            large_slots: large,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -893,7 +898,12 @@ impl KeyIndex {
         let n = slots.clamp(16, Self::MAX_SLOTS);
         // SAFETY: an all-zero `AtomicU64` is `AtomicU64::new(0)`.
         let slots = unsafe { zeroed_slice::<AtomicU64>(n) };
-        KeyIndex { limit: n * max_load_percent / 100, slots, used: AtomicUsize::new(0), saturated: AtomicBool::new(false) }
+        KeyIndex {
+            limit: n * max_load_percent / 100,
+            slots,
+            used: AtomicUsize::new(0),
+            saturated: AtomicBool::new(false),
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -1100,8 +1110,8 @@ impl SkipList {
         // or one; the head's key is empty and never read here.
         unsafe {
             let Some(prefix) = firsts.prefix_of(crate::key::user_key(Node::key(node))) else { return };
-            let first = ptr::eq(pred, self.head())
-                || firsts.prefix_of(crate::key::user_key(Node::key(pred))) != Some(prefix);
+            let first =
+                ptr::eq(pred, self.head()) || firsts.prefix_of(crate::key::user_key(Node::key(pred))) != Some(prefix);
             if first {
                 firsts.store(prefix, node);
             }
@@ -1607,6 +1617,7 @@ impl SkipList {
     }
 
     /// Calls `f` for every entry in order.
+    #[cfg(test)]
     pub(crate) fn for_each<E>(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<(), E>) -> Result<(), E> {
         // SAFETY: links from the head lead to published nodes of this list.
         let mut x = unsafe { Node::next(self.head(), 0) };
@@ -1972,7 +1983,11 @@ mod tests {
                 c.seek_for_prev(&target);
                 let le = model.partition_point(|k| cmp.compare_internal(k, &target) != Ordering::Greater);
                 let expected = le.checked_sub(1).map(|i| &model[i]);
-                assert_eq!(c.valid().then(|| c.key().to_vec()).as_ref(), expected, "reverse {reverse}: the last key at or before it");
+                assert_eq!(
+                    c.valid().then(|| c.key().to_vec()).as_ref(),
+                    expected,
+                    "reverse {reverse}: the last key at or before it"
+                );
             }
         }
     }
@@ -2076,10 +2091,17 @@ mod tests {
                         assert_eq!(order, Ordering::Less, "{what}: level {level} out of order");
                     }
                     if level == 0 {
-                        assert!(ptr::eq(Node::prev(x), before), "{what}: a node's recorded predecessor is not the one before it");
+                        assert!(
+                            ptr::eq(Node::prev(x), before),
+                            "{what}: a node's recorded predecessor is not the one before it"
+                        );
                     } else {
                         let stored = Node::next_prefix(before, level);
-                        assert_eq!(stored, key_prefix(Node::key(x)), "{what}: level {level} keeps another node's prefix");
+                        assert_eq!(
+                            stored,
+                            key_prefix(Node::key(x)),
+                            "{what}: level {level} keeps another node's prefix"
+                        );
                     }
                     before = x;
                     x = Node::next(x, level);
@@ -2149,11 +2171,29 @@ mod tests {
         // hints are another prefix's and are passed over; prefixes of
         // thousands of keys walk further than a hint allows, mostly.
         for (name, list, prefixes, per_prefix, fewest) in [
-            ("bytewise", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024), 200, 10, 2000),
+            (
+                "bytewise",
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024),
+                200,
+                10,
+                2000,
+            ),
             ("reverse", SkipList::with_key_index(reverse, 1 << 12).with_prefix_hints(1024), 200, 10, 2000),
             ("no key index", SkipList::new(UserComparator::BYTEWISE).with_prefix_hints(1024), 200, 10, 2000),
-            ("shared slots", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(4), 200, 10, 0),
-            ("long prefixes", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024), 2, 3000, 0),
+            (
+                "shared slots",
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(4),
+                200,
+                10,
+                0,
+            ),
+            (
+                "long prefixes",
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(1024),
+                2,
+                3000,
+                0,
+            ),
         ] {
             let mut model: std::collections::HashMap<Vec<u8>, Vec<u8>> = std::collections::HashMap::new();
             let mut inserted: Vec<Vec<u8>> = Vec::new();
@@ -2208,7 +2248,8 @@ mod tests {
                 let node = KeyIndex::node(v);
                 // SAFETY: entries hold nodes of the list; links lead to them.
                 unsafe {
-                    let prefix = firsts.prefix_of(crate::key::user_key(Node::key(node))).expect("a recorded node has a prefix");
+                    let prefix =
+                        firsts.prefix_of(crate::key::user_key(Node::key(node))).expect("a recorded node has a prefix");
                     let mut x = Node::next(list.head(), 0);
                     while !x.is_null() && firsts.prefix_of(crate::key::user_key(Node::key(x))) != Some(prefix) {
                         x = Node::next(x, 0);
@@ -2231,14 +2272,24 @@ mod tests {
         // predecessor may start with its prefix and have another one; a
         // table of 8 entries holds few of the prefixes, the rest churn.
         let lists = [
-            ("bytewise fixed", SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_firsts(fixed.clone(), 4096), 1..6),
-            ("reverse fixed", SkipList::with_key_index(reverse.clone(), 1 << 12).with_prefix_firsts(fixed.clone(), 4096), 1..6),
+            (
+                "bytewise fixed",
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_firsts(fixed.clone(), 4096),
+                1..6,
+            ),
+            (
+                "reverse fixed",
+                SkipList::with_key_index(reverse.clone(), 1 << 12).with_prefix_firsts(fixed.clone(), 4096),
+                1..6,
+            ),
             ("bytewise capped", SkipList::new(UserComparator::BYTEWISE).with_prefix_firsts(capped.clone(), 4096), 0..6),
             ("reverse capped", SkipList::with_key_index(reverse, 1 << 12).with_prefix_firsts(capped, 4096), 0..6),
             ("eight entries", SkipList::new(UserComparator::BYTEWISE).with_prefix_firsts(fixed.clone(), 8), 1..6),
             (
                 "with hints",
-                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12).with_prefix_hints(64).with_prefix_firsts(fixed, 64),
+                SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 12)
+                    .with_prefix_hints(64)
+                    .with_prefix_firsts(fixed, 64),
                 2..6,
             ),
         ];
@@ -2250,19 +2301,24 @@ mod tests {
             let (mut from_first, mut seeks) = (0, 0);
             for round in 0..40 {
                 for _ in 0..50 {
-                    let key = make_internal_key(&random_user_key(&mut rng), rng.gen_range(1..1_000_000), ValueKind::Value);
+                    let key =
+                        make_internal_key(&random_user_key(&mut rng), rng.gen_range(1..1_000_000), ValueKind::Value);
                     // The memtable gives its hint length; here the prefix
                     // length is the extractor's business alone.
                     list.insert_with_prefix(&key, b"v", 2.min(crate::key::user_key(&key).len()));
                 }
                 assert!(check_firsts(&list, name) > 0, "{name}: nothing recorded");
                 for _ in 0..100 {
-                    let target = make_internal_key(&random_user_key(&mut rng), rng.gen_range(0..1_000_001), ValueKind::Value);
+                    let target =
+                        make_internal_key(&random_user_key(&mut rng), rng.gen_range(0..1_000_001), ValueKind::Value);
                     let want = list.search(&target).1;
                     seeks += 1;
                     if let Some(found) = list.seek_from_first(&target) {
                         from_first += 1;
-                        assert!(ptr::eq(found, want), "{name}, round {round}: a seek from a prefix's first landed elsewhere");
+                        assert!(
+                            ptr::eq(found, want),
+                            "{name}, round {round}: a seek from a prefix's first landed elsewhere"
+                        );
                     }
                     assert!(ptr::eq(list.find_greater_or_equal(&target), want), "{name}: find_greater_or_equal");
                 }
@@ -2473,7 +2529,8 @@ mod tests {
         // Prefixes of 256 keys (the first three bytes of four): a seek from
         // its prefix's first walks a little or, past the walk's bound,
         // descends from the head.
-        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 15).with_prefix_firsts(crate::prefix::fixed(3), 64);
+        let list =
+            SkipList::with_key_index(UserComparator::BYTEWISE, 1 << 15).with_prefix_firsts(crate::prefix::fixed(3), 64);
         readers_see_everything_inserted_before_they_looked(list);
     }
 
@@ -2519,7 +2576,11 @@ mod tests {
                         while c.valid() {
                             let k = c.key().to_vec();
                             if let Some(l) = &last {
-                                assert_eq!(UserComparator::BYTEWISE.compare_internal(l, &k), Ordering::Less, "reader {r}: out of order");
+                                assert_eq!(
+                                    UserComparator::BYTEWISE.compare_internal(l, &k),
+                                    Ordering::Less,
+                                    "reader {r}: out of order"
+                                );
                             }
                             last = Some(k);
                             count += 1;

@@ -707,15 +707,6 @@ impl Options {
         (self.max_open_files != -1).then(|| (self.max_open_files.max(20) - 10) as usize)
     }
 
-    /// `max_total_wal_size` with 0 resolved (RocksDB's rule).
-    pub fn effective_max_total_wal_size(&self) -> u64 {
-        if self.max_total_wal_size == 0 {
-            (self.write_buffer_size as u64).saturating_mul(self.max_write_buffer_number as u64).saturating_mul(4)
-        } else {
-            self.max_total_wal_size
-        }
-    }
-
     /// The tuning mode in force: `background_tuning`, or thesis when
     /// `auto_tuned_compactions` is set (over off or adaptive).
     pub fn tuning_mode(&self) -> BackgroundTuning {

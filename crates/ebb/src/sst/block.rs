@@ -42,6 +42,7 @@ pub enum KeyOrder {
 
 impl KeyOrder {
     /// Internal keys in the bytewise order.
+    #[cfg(any(test, feature = "internals"))]
     pub const INTERNAL_BYTEWISE: KeyOrder = KeyOrder::Internal(UserComparator::BYTEWISE);
 
     /// How the block's entry key `entry` compares with the seek target `target`.
@@ -274,6 +275,7 @@ impl Block {
     }
 
     /// True when the block carries key heads (in any order).
+    #[cfg(test)]
     pub fn has_key_heads(&self) -> bool {
         self.heads.is_some()
     }

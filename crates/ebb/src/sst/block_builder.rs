@@ -75,6 +75,7 @@ impl BlockBuilder {
     }
 
     /// Entries added since the last reset.
+    #[cfg(test)]
     pub fn num_entries(&self) -> usize {
         self.num_entries
     }
@@ -85,6 +86,7 @@ impl BlockBuilder {
     }
 
     /// The last key added (empty before the first).
+    #[cfg(test)]
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }

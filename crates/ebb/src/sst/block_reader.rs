@@ -197,7 +197,12 @@ impl BlockReader {
     /// The block of entries at `handle`, in memory of its own: a block kept
     /// by the table or the cache for long (index, metaindex, properties)
     /// does not hold a view of a mapped file.
-    pub(super) fn read(&self, handle: BlockHandle, verify: bool, prefetch: Option<&mut PrefetchBuffer>) -> Result<Block> {
+    pub(super) fn read(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        prefetch: Option<&mut PrefetchBuffer>,
+    ) -> Result<Block> {
         let contents = match self.read_contents(handle, verify, prefetch)? {
             BlockContents::Mapped(view) => BlockContents::Owned(view.to_vec()),
             owned => owned,
@@ -273,6 +278,7 @@ impl Default for TableCachePolicy {
 
 impl TableCachePolicy {
     /// Data blocks through `cache`, index and filter owned by the table.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_cache(cache: Option<Arc<dyn BlockCache>>) -> Self {
         TableCachePolicy { block_cache: cache, ..TableCachePolicy::default() }
     }
@@ -321,7 +327,6 @@ impl MetaRef<'_> {
     }
 }
 
-
 /// A table's blocks: its file's [`BlockReader`] and where the table's
 /// blocks sit in the block cache.
 pub(super) struct TableBlocks {
@@ -363,7 +368,12 @@ impl TableBlocks {
     /// had (a bounded table cache) takes the block it cached then, verified
     /// when it was read, instead of reading it again. With
     /// `pin_index_and_filter_blocks` a refused insert fails the open.
-    pub(super) fn open_meta(&self, handle: BlockHandle, kind: BlockKind, policy: &TableCachePolicy) -> Result<MetaBlock> {
+    pub(super) fn open_meta(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        policy: &TableCachePolicy,
+    ) -> Result<MetaBlock> {
         let Some(cache) = self.cache.as_ref().filter(|_| policy.cache_index_and_filter_blocks) else {
             return Ok(MetaBlock::Owned(self.reader.read_meta(handle, kind, &self.index_order)?));
         };
@@ -371,7 +381,11 @@ impl TableBlocks {
         if policy.cache_id.is_some() {
             if let Some(h) = cache.lookup(&key) {
                 cache.stats().record_hit(kind);
-                return Ok(if policy.pin_index_and_filter_blocks { MetaBlock::Pinned(h) } else { MetaBlock::Cached(handle) });
+                return Ok(if policy.pin_index_and_filter_blocks {
+                    MetaBlock::Pinned(h)
+                } else {
+                    MetaBlock::Cached(handle)
+                });
             }
         }
         // Counted as a miss, as RocksDB's prefetch through the cache at
@@ -521,8 +535,13 @@ impl TableBlocks {
             return Ok((block, None));
         }
         let key = CacheKey::new(self.cache_id, handle.offset);
-        let h =
-            insert_counted(cache.as_ref(), key, CacheValue::from_arc(Arc::clone(&block)), Priority::Low, BlockKind::Data)?;
+        let h = insert_counted(
+            cache.as_ref(),
+            key,
+            CacheValue::from_arc(Arc::clone(&block)),
+            Priority::Low,
+            BlockKind::Data,
+        )?;
         Ok((block, Some(h)))
     }
 }

@@ -82,6 +82,7 @@ impl BloomFilterBuilder {
     }
 
     /// Distinct keys added so far.
+    #[cfg(test)]
     pub fn num_keys(&self) -> usize {
         self.hashes.len()
     }
@@ -178,6 +179,7 @@ impl BloomFilter {
     }
 
     /// Probes per key.
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_probes(&self) -> u32 {
         self.num_probes
     }

@@ -49,19 +49,14 @@ pub mod table_reader;
 mod test_tables;
 mod two_level;
 
-pub use block::{Block, BlockIterator, KeyOrder};
-pub use block_builder::BlockBuilder;
-pub use filter::{BloomFilter, BloomFilterBuilder};
-pub use format::{BlockHandle, Footer};
+pub use block::Block;
 pub use pinned::PinnableSlice;
-pub use prefetch::PrefetchBuffer;
+pub use prefix_seek::{PrefixCheckedIterator, SeekPrefix};
 pub use properties::TableProperties;
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use prefix_seek::{PrefixCheckedIterator, SeekPrefix};
-pub use table_iterator::TableIterator;
 pub use table_reader::{
     copied_entry, BatchEntry, FilterProbe, PointLookup, ReadSettings, ReadValue, Readahead, Table, TableCachePolicy,
-    TableEntry, TableGet,
+    TableEntry,
 };
 
 /// The layout of a table's index (RocksDB `BlockBasedTableOptions::IndexType`).
@@ -90,9 +85,9 @@ mod tests {
     //! The worked example of docs/format.md, byte for byte: if this test
     //! fails, the document (or the format) changed.
 
+    use super::block_builder::BlockBuilder;
     use super::filter::BloomFilterBuilder;
     use super::format::{block_trailer, BlockHandle, Footer};
-    use super::BlockBuilder;
     use crate::key::{make_internal_key, ValueKind};
     use crate::util::checksum::ChecksumType;
     use crate::util::compression::CompressionType;

@@ -115,7 +115,7 @@ impl std::fmt::Debug for PinnableSlice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sst::BlockBuilder;
+    use crate::sst::block_builder::BlockBuilder;
 
     fn block() -> Arc<Block> {
         let mut b = BlockBuilder::new(16);

@@ -161,16 +161,19 @@ impl PrefetchBuffer {
     }
 
     /// Reads served from the window without touching the file.
+    #[cfg(test)]
     pub fn hits(&self) -> u64 {
         self.hits
     }
 
     /// Bytes read from the file into the window.
+    #[cfg(test)]
     pub fn bytes_prefetched(&self) -> u64 {
         self.bytes_prefetched
     }
 
     /// The readahead the next buffered miss will use.
+    #[cfg(test)]
     pub fn readahead(&self) -> usize {
         self.readahead
     }

@@ -35,14 +35,16 @@ pub use super::block_reader::{ReadSettings, Readahead, TableCachePolicy};
 use super::format::{BlockHandle, Footer, FOOTER_LEN};
 use super::pinned::PinnableSlice;
 // The paths the engine's iterators and the tools name.
-pub use super::prefix_seek::{PrefixCheckedIterator, SeekPrefix};
 use super::prefetch::PrefetchBuffer;
+pub use super::prefix_seek::{PrefixCheckedIterator, SeekPrefix};
 use super::properties::TableProperties;
 pub use super::table_filter::FilterProbe;
 use super::table_filter::TableFilter;
 use super::two_level::{Cursor, IndexCursor};
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
-use crate::cache::{BlockCache, BlockKind, CacheHandle};
+#[cfg(any(test, feature = "internals"))]
+use crate::cache::BlockCache;
+use crate::cache::{BlockKind, CacheHandle};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -54,7 +56,6 @@ use crate::range_del::{FragmentedTombstones, RangeTombstone};
 /// An open table file.
 pub struct Table {
     blocks: TableBlocks,
-    file_size: u64,
     index_offset: u64,
     /// The index is partitions under a top-level index (`index` is then the
     /// top level): format versions 2 and 4.
@@ -137,8 +138,11 @@ pub trait ReadValue: Sized {
     /// key, without asking the filters: `Some(None)` when the entry's
     /// internal key does not parse.
     #[allow(clippy::type_complexity)]
-    fn search(table: &Table, rs: &ReadSettings, lookup: &[u8])
-        -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>>;
+    fn search(
+        table: &Table,
+        rs: &ReadSettings,
+        lookup: &[u8],
+    ) -> Result<Option<Option<(SequenceNumber, ValueKind, Self)>>>;
 }
 
 impl ReadValue for Vec<u8> {
@@ -186,6 +190,7 @@ impl Table {
     /// Opens the table in `file`, which holds `file_size` bytes. Reads and
     /// verifies the footer, metaindex, index, filter and properties blocks.
     /// Data blocks go through `cache`; index and filter stay in the table.
+    #[cfg(any(test, feature = "internals"))]
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         file_size: u64,
@@ -304,7 +309,6 @@ impl Table {
         );
         Ok(Arc::new(Table {
             blocks,
-            file_size,
             index_offset: footer.index.offset,
             partitioned_index: footer.partitioned_index(),
             data_order: KeyOrder::Internal(cmp),
@@ -315,7 +319,6 @@ impl Table {
             range_dels,
         }))
     }
-
 
     /// The point read `read` in this table (contract 2): the filters asked
     /// (through `probe` when the caller started it,
@@ -450,12 +453,6 @@ impl Table {
         self.filter.prefix_may_match(&self.blocks, extractor, prefix)
     }
 
-    /// True when the filter holds whole keys ([`Table::key_may_match`] then
-    /// answers for them).
-    pub fn whole_key_filtering(&self) -> bool {
-        self.properties.whole_key_filtering
-    }
-
     /// The table's range tombstones, fragmented (`None`: it has none).
     pub fn range_tombstones(&self) -> Option<&Arc<FragmentedTombstones>> {
         self.range_dels.as_ref()
@@ -467,6 +464,7 @@ impl Table {
     }
 
     /// True when the index keys are user keys (format versions 3 and 4).
+    #[cfg(any(test, feature = "internals"))]
     pub fn index_key_is_user_key(&self) -> bool {
         matches!(self.index_order(), KeyOrder::UserKeys(_))
     }
@@ -477,16 +475,6 @@ impl Table {
     /// `ebb.estimate-table-readers-mem`).
     pub fn memory_usage(&self) -> usize {
         std::mem::size_of::<Table>() + self.index.owned_charge() + self.filter.memory_usage()
-    }
-
-    /// The name given to `open`, used in errors.
-    pub fn file_name(&self) -> &str {
-        self.blocks.reader().file_name()
-    }
-
-    /// The size given to `open`.
-    pub fn file_size(&self) -> u64 {
-        self.file_size
     }
 
     /// False only when the bloom filter proves `user_key` absent; true for a
@@ -532,6 +520,7 @@ impl Table {
     /// `lookup`'s user key. `lookup` is an internal key, normally
     /// `(user_key, snapshot sequence, KIND_FOR_SEEK)`, so the answer is the
     /// newest version visible at that sequence (value or tombstone).
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if lookup.len() < TRAILER_LEN {
             return Err(Error::invalid(format!("lookup key of {} bytes is not an internal key", lookup.len())));
@@ -544,6 +533,7 @@ impl Table {
 
     /// [`Table::get`] for a caller that already asked [`Table::key_may_match`]
     /// (the db counts the filter's verdicts), so the filter is not probed twice.
+    #[cfg(any(test, feature = "internals"))]
     fn get_past_filter(&self, rs: &ReadSettings, lookup: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.get_past_filter_with(rs, lookup, |k, v| (k.to_vec(), v.to_vec()))
     }
@@ -729,6 +719,7 @@ impl Table {
     /// offset of the data block that would hold it, or the end of the data
     /// blocks when it is past the last key; 0 when a cached index block has
     /// been evicted and cannot be read again.
+    #[cfg(any(test, feature = "internals"))]
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         if internal_key.len() < TRAILER_LEN {
             return 0;
@@ -872,8 +863,9 @@ mod tests {
     fn data_blocks_are_cut_within_block_size_deviation_as_rocksdb_cuts_them() {
         // Entries of 127 bytes (no key sharing at restart interval 1) and a
         // 4-byte restart each: 31 make 4,065 bytes, 32 make 4,196.
-        let fixed: Entries =
-            (0..3000u32).map(|i| (ikey(format!("key{i:013}").as_bytes(), 1, ValueKind::Value), vec![b'v'; 100])).collect();
+        let fixed: Entries = (0..3000u32)
+            .map(|i| (ikey(format!("key{i:013}").as_bytes(), 1, ValueKind::Value), vec![b'v'; 100]))
+            .collect();
         let with = |deviation: u32, block_size: usize| TableBuilderOptions {
             block_size,
             block_restart_interval: 1,
@@ -916,7 +908,10 @@ mod tests {
                 assert!(s <= limit + 12 + 17 + 700, "deviation {deviation}: a block of {s} bytes");
             }
             let over_with = sizes.iter().filter(|&&s| s > block_size).count();
-            assert!(over_with < over_without, "deviation {deviation}: {over_with} blocks past block_size, {over_without} without");
+            assert!(
+                over_with < over_without,
+                "deviation {deviation}: {over_with} blocks past block_size, {over_without} without"
+            );
             assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), random);
         }
     }
@@ -1038,7 +1033,9 @@ mod tests {
         let pinned = TableGet {
             entry: match pinned.entry {
                 // As a copy keeps it: no value but a value's (or blob index's).
-                TableEntry::Found(s, kind, v) => TableEntry::Found(s, kind, if kind.is_value() { v.to_vec() } else { Vec::new() }),
+                TableEntry::Found(s, kind, v) => {
+                    TableEntry::Found(s, kind, if kind.is_value() { v.to_vec() } else { Vec::new() })
+                }
                 TableEntry::FilteredOut => TableEntry::FilteredOut,
                 TableEntry::Absent => TableEntry::Absent,
                 TableEntry::Unparsable => TableEntry::Unparsable,
@@ -1051,7 +1048,8 @@ mod tests {
 
     #[test]
     fn a_lookup_answers_for_its_table_with_the_tombstone_covering_the_key() {
-        let unfiltered = TableBuilderOptions { bloom_bits_per_key: 0, ..opts(CompressionType::None, ChecksumType::Crc32c, 64) };
+        let unfiltered =
+            TableBuilderOptions { bloom_bits_per_key: 0, ..opts(CompressionType::None, ChecksumType::Crc32c, 64) };
         let t = lookup_table(unfiltered);
         let found = |s: &str, tombstone| (s.to_string(), tombstone);
         // The newest version at or below the read's sequence, and the
@@ -1104,8 +1102,13 @@ mod tests {
             x()
         };
         let lookup = ikey(b"k", 10, KIND_FOR_SEEK);
-        let read =
-            PointLookup { key: b"k", lookup: &lookup, seq: 10, rs: ReadSettings::default(), prefix_extractor: &extractor };
+        let read = PointLookup {
+            key: b"k",
+            lookup: &lookup,
+            seq: 10,
+            rs: ReadSettings::default(),
+            prefix_extractor: &extractor,
+        };
         assert!(matches!(t.lookup::<Vec<u8>>(&read, None).unwrap().entry, TableEntry::Found(5, ValueKind::Value, _)));
         assert_eq!(asked.get(), 0);
     }
@@ -1266,20 +1269,20 @@ mod tests {
             (CompressionType::Snappy, ChecksumType::Xxh3),
             (CompressionType::Zstd, ChecksumType::Crc32c),
         ] {
-          for table in [small_table, small_user_key_table] {
-            let (bytes, entries) = table(compression, checksum);
-            read_everything(&bytes, &entries, ReadSettings::default(), true).unwrap();
-            for i in 0..bytes.len() {
-                let mut bad = bytes.clone();
-                bad[i] ^= [0x01, 0x80, 0xff, 0x24][i % 4];
-                match read_everything(&bad, &entries, ReadSettings::default(), true) {
-                    Err(e) => assert!(e.is_corruption(), "{compression:?}/{checksum:?} byte {i}: {e}"),
-                    Ok(()) => {
-                        panic!("{compression:?}/{checksum:?}: flip of byte {i} of {} went unnoticed", bytes.len())
+            for table in [small_table, small_user_key_table] {
+                let (bytes, entries) = table(compression, checksum);
+                read_everything(&bytes, &entries, ReadSettings::default(), true).unwrap();
+                for i in 0..bytes.len() {
+                    let mut bad = bytes.clone();
+                    bad[i] ^= [0x01, 0x80, 0xff, 0x24][i % 4];
+                    match read_everything(&bad, &entries, ReadSettings::default(), true) {
+                        Err(e) => assert!(e.is_corruption(), "{compression:?}/{checksum:?} byte {i}: {e}"),
+                        Ok(()) => {
+                            panic!("{compression:?}/{checksum:?}: flip of byte {i} of {} went unnoticed", bytes.len())
+                        }
                     }
                 }
             }
-          }
         }
     }
 
@@ -1453,6 +1456,9 @@ mod tests {
         assert_eq!(fs.file_size(&path).unwrap(), props.file_size);
         let t = Table::open(fs.open_random(&path).unwrap(), props.file_size, path.display().to_string(), None).unwrap();
         assert_eq!(scan_forward(&t, ReadSettings::default()).unwrap(), entries);
-        assert_eq!(compare_bytewise_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0), Ordering::Equal);
+        assert_eq!(
+            compare_bytewise_internal_keys(&t.properties().largest_key, &entries.last().unwrap().0),
+            Ordering::Equal
+        );
     }
 }

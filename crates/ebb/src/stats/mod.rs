@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-pub use histogram::{Histogram, HistogramSummary};
+pub use histogram::Histogram;
 
 /// Latency histograms kept when `Options::statistics` is on (RocksDB names).
 #[derive(Default)]

@@ -129,6 +129,7 @@ pub enum DeferPolicy {
     /// Defer whenever the client is writing (UW paper: compaction only when idle).
     UntilIdle,
     /// Never defer; pace only.
+    #[cfg(test)]
     Never,
 }
 
@@ -758,12 +759,8 @@ impl AdaptiveTuner {
         &self.config
     }
 
-    /// The current phase.
-    pub fn phase(&self) -> Phase {
-        self.phase
-    }
-
     /// Counters so far.
+    #[cfg(test)]
     pub fn stats(&self) -> AdaptiveStats {
         self.stats
     }
@@ -919,8 +916,8 @@ impl AdaptiveTuner {
         let c = &self.config;
         let pct = c.bound_release_pct as f64 / 100.0;
         let l0_ok = c.max_l0_files == 0 || f.l0_files as f64 <= c.max_l0_files as f64 * pct;
-        let debt_ok = !self.l0_debt_bounded(f)
-            || f.l0_bytes as f64 <= c.max_l0_debt_ratio * pct * f.lower_levels_bytes as f64;
+        let debt_ok =
+            !self.l0_debt_bounded(f) || f.l0_bytes as f64 <= c.max_l0_debt_ratio * pct * f.lower_levels_bytes as f64;
         let sa_ok = c.max_space_amplification <= 0.0
             || f.space_amplification <= 1.0 + (c.max_space_amplification - 1.0).max(0.0) * pct;
         let pending_ok = c.max_pending_compaction_bytes == 0
@@ -942,6 +939,7 @@ impl AdaptiveTuner {
     fn wants_deferral(&self, obs: &Observation, idle: bool, rates: &Rates) -> bool {
         let memtables_wait = obs.memtables_wait(self.config.pause_immutable_memtables);
         match self.config.defer {
+            #[cfg(test)]
             DeferPolicy::Never => false,
             DeferPolicy::UntilIdle => !idle,
             DeferPolicy::FlushPressure { defer_pct, resume_pct, peak_defer_pct, peak_resume_pct } => {
@@ -964,7 +962,8 @@ impl AdaptiveTuner {
         if c.stall_read_share_pct == 0 || c.stall_backstop().is_none() {
             return false;
         }
-        let share = if self.engine.configured_stalls { c.stall_read_share_pct.div_ceil(2) } else { c.stall_read_share_pct };
+        let share =
+            if self.engine.configured_stalls { c.stall_read_share_pct.div_ceil(2) } else { c.stall_read_share_pct };
         reads_weigh(rates, share)
     }
 
@@ -2080,7 +2079,8 @@ mod tests {
     #[test]
     fn memtables_wait_when_one_familys_do() {
         let (mut tuner, mut o) = started(unsmoothed_100mb(), Observation::default());
-        let family = |id, imm| FamilyGauges { family: FamilyId(id), immutable_memtables: imm, ..FamilyGauges::default() };
+        let family =
+            |id, imm| FamilyGauges { family: FamilyId(id), immutable_memtables: imm, ..FamilyGauges::default() };
         // Client writes with no flushes yet: not idle, no load pressure.
         let mut step = |o: &mut Observation| {
             o.now_micros += 1_000_000;

@@ -310,11 +310,6 @@ impl CompactionAutoTuner {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &AutoTunerConfig {
-        &self.config
-    }
-
     /// Commands to carry out in `family` when the tuner is switched on, or
     /// when the family is created under it (`PrepareAutoTunedCompactions`).
     pub fn prepare_commands(&self, family: FamilyId) -> Vec<TuningCommand> {
@@ -341,11 +336,13 @@ impl CompactionAutoTuner {
     }
 
     /// Whether automatic compaction is on, as far as the tuner decided.
+    #[cfg(test)]
     pub fn compaction_enabled(&self) -> bool {
         self.enabled
     }
 
     /// Counters so far.
+    #[cfg(test)]
     pub fn stats(&self) -> AutoTunerStats {
         self.stats
     }
@@ -528,7 +525,8 @@ mod tests {
     fn a_toggle_changes_every_family_each_to_its_own_values() {
         let mut tuner = CompactionAutoTuner::new(AutoTunerConfig::default(), TunedOptions::default());
         let logs = FamilyId(2);
-        assert!(tuner.track_family(logs, TunedOptions { level0_file_num_compaction_trigger: 9, ..Default::default() })
+        assert!(tuner
+            .track_family(logs, TunedOptions { level0_file_num_compaction_trigger: 9, ..Default::default() })
             .is_empty());
         let d = tuner.observe(&DrainSample { intervals: 100, high_drains: 70, low_drains: 25 });
         let disabled: Vec<_> = d.commands.iter().map(|c| c.family()).collect();

@@ -40,7 +40,9 @@ impl WriteStallLimits {
     pub fn raised_to(self, floor: WriteStallLimits) -> WriteStallLimits {
         let limit = |own: u64, floor: u64| if own == 0 || floor == 0 { 0 } else { own.max(floor) };
         WriteStallLimits {
-            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger.max(floor.level0_slowdown_writes_trigger),
+            level0_slowdown_writes_trigger: self
+                .level0_slowdown_writes_trigger
+                .max(floor.level0_slowdown_writes_trigger),
             level0_stop_writes_trigger: self.level0_stop_writes_trigger.max(floor.level0_stop_writes_trigger),
             soft_pending_compaction_bytes_limit: limit(
                 self.soft_pending_compaction_bytes_limit,
@@ -127,6 +129,7 @@ pub enum TuningCommand {
 impl TuningCommand {
     /// The family whose options the command changes; `None` for the
     /// database-wide ones.
+    #[cfg(test)]
     pub fn family(&self) -> Option<FamilyId> {
         match *self {
             TuningCommand::SetL0StallTriggers { family, .. }
@@ -171,9 +174,6 @@ mod tests {
         );
         let limited = WriteStallLimits { soft_pending_compaction_bytes_limit: 1 << 30, ..backstop };
         assert_eq!(configured.raised_to(limited).soft_pending_compaction_bytes_limit, 64 << 30);
-        assert_eq!(
-            configured.commands(FamilyId(3)).map(|c| c.family()),
-            [Some(FamilyId(3)), Some(FamilyId(3))]
-        );
+        assert_eq!(configured.commands(FamilyId(3)).map(|c| c.family()), [Some(FamilyId(3)), Some(FamilyId(3))]);
     }
 }

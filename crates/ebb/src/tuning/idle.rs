@@ -58,6 +58,7 @@ impl IdleConfig {
     }
 
     /// Paper's second heuristic: 500 ms after the last write.
+    #[cfg(test)]
     pub fn since_last_write() -> IdleConfig {
         IdleConfig { policy: IdlePolicy::SinceLastWrite { quiet_us: 500_000 }, probe_interval_us: 500_000 }
     }
@@ -96,11 +97,6 @@ impl IdleDetector {
             last_throughput: 0,
             idle: false,
         }
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &IdleConfig {
-        &self.config
     }
 
     /// Feeds the time, the cumulative client bytes written, and, when the
@@ -142,11 +138,13 @@ impl IdleDetector {
     }
 
     /// The answer of the last [`IdleDetector::observe`].
+    #[cfg(test)]
     pub fn is_idle(&self) -> bool {
         self.idle
     }
 
     /// Client write throughput measured by the last probe, bytes per second.
+    #[cfg(test)]
     pub fn last_throughput(&self) -> u64 {
         self.last_throughput
     }

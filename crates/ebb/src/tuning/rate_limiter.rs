@@ -85,18 +85,6 @@ pub enum IoPriority {
 }
 
 impl IoPriority {
-    /// Every priority, in counter order.
-    pub const ALL: [IoPriority; 3] = [IoPriority::Low, IoPriority::High, IoPriority::User];
-
-    /// Lower-case name, as used in statistics names.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoPriority::Low => "low",
-            IoPriority::High => "high",
-            IoPriority::User => "user",
-        }
-    }
-
     fn index(self) -> usize {
         match self {
             IoPriority::Low => 0,
@@ -172,6 +160,7 @@ pub struct RateLimiterStats {
 
 impl RateLimiterStats {
     /// The counters of one priority.
+    #[cfg(test)]
     pub fn priority(&self, pri: IoPriority) -> PriorityStats {
         match pri {
             IoPriority::Low => self.low,
@@ -181,6 +170,7 @@ impl RateLimiterStats {
     }
 
     /// All drains (RocksDB `num_drains_`): high plus low.
+    #[cfg(test)]
     pub fn drains(&self) -> u64 {
         self.high.drains + self.low.drains
     }
@@ -195,6 +185,7 @@ pub struct Ticket {
 
 impl Ticket {
     /// The priority the request was made at.
+    #[cfg(test)]
     pub fn priority(&self) -> IoPriority {
         self.pri
     }
@@ -367,7 +358,9 @@ impl State {
     }
 
     fn tune_if_due(&mut self, now: u64) {
-        if self.auto_tuned && now.saturating_sub(self.tuned_time_us) >= REFILLS_PER_TUNE.saturating_mul(self.refill_period_us) {
+        if self.auto_tuned
+            && now.saturating_sub(self.tuned_time_us) >= REFILLS_PER_TUNE.saturating_mul(self.refill_period_us)
+        {
             self.tune(now);
         }
     }
@@ -525,6 +518,7 @@ impl RateLimiter {
     }
 
     /// True once the request behind `ticket` has been granted.
+    #[cfg(test)]
     pub fn is_granted(&self, ticket: &Ticket) -> bool {
         let state = self.state.lock();
         !state.closed && !state.is_queued(ticket)
@@ -533,6 +527,7 @@ impl RateLimiter {
     /// Refills and grants queued requests if the refill time has come.
     /// Returns whether a refill happened. Blocking waiters do this themselves;
     /// it is public for callers that drive the limiter by hand.
+    #[cfg(test)]
     pub fn refill_if_due(&self) -> bool {
         let now = micros(self.clock.monotonic());
         let refilled = self.state.lock().refill_if_due(now);
@@ -582,6 +577,7 @@ impl RateLimiter {
     }
 
     /// Current rate, bytes per second.
+    #[cfg(test)]
     pub fn bytes_per_second(&self) -> u64 {
         self.state.lock().rate
     }

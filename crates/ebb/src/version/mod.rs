@@ -91,6 +91,7 @@ pub struct Version {
 
 impl Version {
     /// An empty version with `num_levels` levels, its keys in bytewise order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(num_levels: usize) -> Self {
         Self::with_comparator(num_levels, UserComparator::BYTEWISE)
     }
@@ -150,7 +151,8 @@ impl Version {
         let Some(files) = self.levels.get(level) else { return Vec::new() };
         let cmp = &self.cmp;
         let overlaps = |f: &FileMetaData| {
-            begin.is_none_or(|b| cmp.le(b, f.largest_user_key())) && end.is_none_or(|e| cmp.le(f.smallest_user_key(), e))
+            begin.is_none_or(|b| cmp.le(b, f.largest_user_key()))
+                && end.is_none_or(|e| cmp.le(f.smallest_user_key(), e))
         };
         if level == 0 {
             return files.iter().filter(|f| overlaps(f)).cloned().collect();
@@ -806,11 +808,6 @@ impl VersionSet {
         fs.write_file_atomic(&filename::current_file(dir), b"MANIFEST-000001\n")
     }
 
-    /// The live version of the default column family.
-    pub fn current(&self) -> Arc<Version> {
-        self.version(0).unwrap_or_default()
-    }
-
     /// The live version of column family `id`, `None` if there is no such family.
     pub fn version(&self, id: u32) -> Option<Arc<Version>> {
         self.families.get(&id).map(|f| Arc::clone(&f.current))
@@ -1338,7 +1335,8 @@ mod tests {
             fs.create_dir_all(dir).unwrap();
             VersionSet::create_new(dir, fs.as_ref(), &UserComparator::BYTEWISE).unwrap();
             let shape = |_: &str| FamilyShape::levels(LEVELS);
-            let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &shape, max_manifest_size, false).unwrap();
+            let (mut versions, _) =
+                VersionSet::recover(dir, Arc::clone(&fs), &shape, max_manifest_size, false).unwrap();
             let add = VersionEdit {
                 column_family: 1,
                 column_family_add: Some("cf1".into()),
@@ -1418,7 +1416,8 @@ mod tests {
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
         VersionSet::create_new(dir, fs.as_ref(), &UserComparator::BYTEWISE).unwrap();
-        let (mut versions, _) = VersionSet::recover(dir, Arc::clone(&fs), &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
+        let (mut versions, _) =
+            VersionSet::recover(dir, Arc::clone(&fs), &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let key = |k: u16| k.to_be_bytes();
         let mut log = 1;
@@ -1502,7 +1501,8 @@ mod tests {
         assert!(built.iter().any(|(_, _, _, _, blobs)| !blobs.is_empty()), "the history kept no blob file");
         assert!(built.len() > 1, "the history kept no column family besides the default");
         drop(versions);
-        let (recovered, report) = VersionSet::recover(dir, fs, &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
+        let (recovered, report) =
+            VersionSet::recover(dir, fs, &|_| FamilyShape::levels(LEVELS), u64::MAX, false).unwrap();
         assert!(report.torn_tail.is_none());
         assert_eq!(state(&recovered), built);
     }

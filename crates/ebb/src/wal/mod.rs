@@ -150,8 +150,7 @@ pub fn replay(
     is_last_log: bool,
     mut f: impl FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<ReplayOutcome> {
-    let name = path.display().to_string();
-    let mut reader = LogReader::new(fs.open_sequential(path)?, name.clone());
+    let mut reader = LogReader::new(fs.open_sequential(path)?, path.display().to_string());
     let mut out = ReplayOutcome::default();
     // Start of the damage skipped since the last intact record (skip mode).
     let mut skipping_from: Option<u64> = None;
@@ -178,7 +177,7 @@ pub fn replay(
                     return Ok(out);
                 }
                 WalRecoveryMode::TolerateCorruptedTailRecords | WalRecoveryMode::AbsoluteConsistency => {
-                    return Err(Error::corruption(name, offset, reason));
+                    return Err(Error::corruption(reader.file_name(), offset, reason));
                 }
                 WalRecoveryMode::PointInTime => {
                     out.corrupted_bytes += dropped_to_end(offset)?;

@@ -48,6 +48,7 @@ impl LogWriter {
     }
 
     /// The name the writer was created with, for error messages.
+    #[cfg(test)]
     pub fn file_name(&self) -> &str {
         &self.file_name
     }
@@ -111,14 +112,6 @@ impl LogWriter {
     /// Bytes in the file, records appended by this writer included.
     pub fn file_size(&self) -> u64 {
         self.size
-    }
-
-    /// Asks the OS to start writing back what was appended (RocksDB
-    /// `wal_bytes_per_sync`); not a durability point.
-    pub fn range_sync_hint(&mut self) -> Result<()> {
-        self.check()?;
-        let result = self.file.range_sync_hint();
-        self.guard(result)
     }
 
     fn check(&self) -> Result<()> {
