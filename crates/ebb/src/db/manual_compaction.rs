@@ -3,7 +3,6 @@
 //! job steps as automatic ones, and the wait for background work to settle
 //! (`wait_for_compact`).
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::MutexGuard;
@@ -114,7 +113,7 @@ impl DbInner {
             // A deferral is compaction put off, not compaction done: wait
             // for the tuner to end it (it ends when writes stop) and for
             // the catch-up that follows.
-            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.jobs.is_shutting_down();
+            let deferred = self.tuning.is_deferred() && !st.jobs.is_shutting_down();
             let needs = deferred
                 || st.families.iter().any(|(id, f)| {
                     let opts = self.family_opts(f.data());
