@@ -251,10 +251,14 @@ impl DbInner {
     /// (the family's options), if any. Requires the db mutex.
     pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> Option<Compaction> {
         let version = st.versions.version(cf)?;
-        picker::pick_compaction(&version, opts, st.jobs.being_compacted(), &|f| self.creation_time(f, &version.cmp))
+        let now = self.opts().clock.now_secs();
+        picker::pick_compaction(&version, opts, st.jobs.being_compacted(), now, &|f| {
+            self.creation_time(f, &version.cmp)
+        })
     }
 
-    /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
+    /// When `f` was written: its `creation_time` table property, stamped on
+    /// the database's clock (FIFO's `ttl`, `ttl`, periodic compaction).
     pub(crate) fn creation_time(&self, f: &FileMetaData, cmp: &crate::comparator::UserComparator) -> Option<u64> {
         self.tables.get(f, 0, cmp).ok().map(|t| t.properties().creation_time)
     }

@@ -46,7 +46,8 @@ impl DbInner {
         let version = st.versions.version(cf).ok_or_else(dropped)?;
         if opts.compaction_style != crate::CompactionStyle::Level {
             let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
-            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), &created);
+            let now = self.opts().clock.now_secs();
+            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), now, &created);
             return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
         }
         let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
