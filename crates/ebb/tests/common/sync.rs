@@ -1,14 +1,13 @@
 //! Waiting on events instead of sleeping: a value that threads change and
-//! announce ([`Watched`]), a gate that holds callers until the test opens
-//! it and tells the test who waits there ([`Gate`]), and a lock that runs a
-//! file's tests one at a time ([`serial`]), for tests that configure fail
-//! points (process-wide). Every wait has a watchdog ([`STUCK`]): a wait that
+//! announce ([`Watched`]), and a gate that holds callers until the test
+//! opens it and tells the test who waits there ([`Gate`]). Every wait has a
+//! watchdog ([`STUCK`]): a wait that
 //! never ends fails naming what it waited for instead of hanging; it is no
 //! speed limit.
 
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Condvar, Mutex};
 
 /// How long a test waits for something that must happen before calling it
 /// stuck (a watchdog: what is awaited takes milliseconds).
@@ -60,7 +59,7 @@ impl<T> Watched<T> {
 }
 
 /// Callers of [`Gate::pass`] wait while the gate is closed; the test knows
-/// how many wait and how many went through.
+/// how many wait there.
 #[derive(Default)]
 pub struct Gate {
     state: Watched<GateState>,
@@ -70,7 +69,6 @@ pub struct Gate {
 struct GateState {
     closed: bool,
     waiting: usize,
-    passed: usize,
 }
 
 impl Gate {
@@ -92,8 +90,6 @@ impl Gate {
             }
             st.waiting -= 1;
         }
-        st.passed += 1;
-        self.state.changed.notify_all();
     }
 
     pub fn close(&self) {
@@ -104,30 +100,8 @@ impl Gate {
         self.state.update(|st| st.closed = false);
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.state.with(|st| st.closed)
-    }
-
-    /// Callers waiting at the gate now.
-    pub fn waiting(&self) -> usize {
-        self.state.with(|st| st.waiting)
-    }
-
     /// Waits until `n` callers wait at the gate (`what` names them).
     pub fn wait_for_waiting(&self, n: usize, what: &str) {
         self.state.wait_until(what, |st| st.waiting >= n);
     }
-
-    /// Waits until `n` callers went through the gate in all.
-    pub fn wait_for_passed(&self, n: usize, what: &str) {
-        self.state.wait_until(what, |st| st.passed >= n);
-    }
-}
-
-/// Runs the tests of a file one at a time: the fail points a test
-/// configures are the process's, and another test's database running
-/// meanwhile would reach them too.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock()
 }
