@@ -5,7 +5,8 @@
 //!
 //! Two readings, as RocksDB has: wall-clock time ([`Clock::now_micros`],
 //! [`Clock::now_secs`]: what a TTL database stamps its values with and
-//! judges them expired by), and monotonic time ([`Clock::monotonic`]: the
+//! judges them expired by, and what tables' `creation_time` is stamped
+//! with and file ages are judged by), and monotonic time ([`Clock::monotonic`]: the
 //! tuner's windows and idle detection, the rate limiter's refills, the
 //! pacing of delayed writes, the period of the statistics dump). Timers
 //! that only measure how long something took (latency histograms, a job's

@@ -166,8 +166,10 @@ fn checkpoints_under_concurrent_writes_flushes_and_compactions_hold_one_point_in
     let names = ["a", "b"];
     let db = Arc::new(create_with(DB, &o, &names));
     let stop = Arc::new(AtomicBool::new(false));
+    // How many operations the writer has done, for the checkpoints to wait on.
+    let written = Arc::new(common::sync::Watched::new(0usize));
     let writer = {
-        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        let (db, stop, written) = (Arc::clone(&db), Arc::clone(&stop), Arc::clone(&written));
         std::thread::spawn(move || {
             let cfs = [db.cf_handle("default").unwrap(), db.cf_handle("a").unwrap(), db.cf_handle("b").unwrap()];
             let mut ops: Vec<Op> = Vec::new();
@@ -188,13 +190,16 @@ fn checkpoints_under_concurrent_writes_flushes_and_compactions_hold_one_point_in
                     ops.push((cf, k, Some(v)));
                 }
                 i += 1;
+                written.update(|n| *n = i);
             }
             ops
         })
     };
     let mut taken = Vec::new();
     for n in 0..6u32 {
-        std::thread::sleep(std::time::Duration::from_millis(15));
+        // Each checkpoint a hundred operations after the last.
+        let at = written.with(|n| *n) + 100;
+        written.wait_until("the writer to go on", |n| *n >= at);
         let dir = format!("/ckpt{n}");
         // Half flush first, half copy the WALs as they are.
         let log_size_for_flush = if n.is_multiple_of(2) { 0 } else { u64::MAX };

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::sync::{Gate, Watched};
 use common::{scan, tiny_options};
 use ebb::fs::MemFs;
 use ebb::StallCause;
@@ -20,9 +21,9 @@ struct Recorder {
     compactions: Mutex<Vec<CompactionJobInfo>>,
     begun: AtomicUsize,
     flushes: AtomicUsize,
-    /// While set, a compaction that begins waits in `on_compaction_begin`
+    /// While closed, a compaction that begins waits in `on_compaction_begin`
     /// (the job is already registered as running, so it can be cancelled).
-    hold_begin: AtomicBool,
+    hold_begin: Gate,
 }
 
 impl EventListener for Recorder {
@@ -31,9 +32,7 @@ impl EventListener for Recorder {
     }
     fn on_compaction_begin(&self, _info: &CompactionJobInfo) {
         self.begun.fetch_add(1, Ordering::SeqCst);
-        while self.hold_begin.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.hold_begin.pass();
     }
     fn on_compaction_completed(&self, info: &CompactionJobInfo) {
         self.compactions.lock().unwrap().push(info.clone());
@@ -128,19 +127,46 @@ fn random_inserts_compact_and_keep_levels_sorted() {
 
 /// Stalls engage at their triggers and release when compaction catches up;
 /// a `set_options` change applies to the next decision.
-/// Holds every compaction at its first output sync while `held` is set
+/// Holds every compaction at its first output sync while `held` is closed
 /// (compactions run on the `ebb-compact-N` threads; flushes do not).
-#[derive(Default)]
 struct HoldCompactions {
-    held: AtomicBool,
+    held: Gate,
 }
 
 impl common::hooked_fs::FsHooks for HoldCompactions {
     fn before_sync(&self, _path: &std::path::Path) {
-        let compaction = std::thread::current().name().is_some_and(|n| n.starts_with("ebb-compact"));
-        while compaction && self.held.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(1));
+        if std::thread::current().name().is_some_and(|n| n.starts_with("ebb-compact")) {
+            self.held.pass();
         }
+    }
+}
+
+/// A manual clock that tells the test when a thread waits for a long span
+/// of it (ten seconds or more): a write delayed by the controller waits out
+/// its delay so (the statistics dump's waits are shorter).
+struct DelayWatch {
+    clock: ebb::ManualClock,
+    long_waits: Watched<usize>,
+}
+
+impl ebb::Clock for DelayWatch {
+    fn now_micros(&self) -> u64 {
+        self.clock.now_micros()
+    }
+    fn monotonic(&self) -> Duration {
+        self.clock.monotonic()
+    }
+    fn monotonic_coarse(&self) -> Duration {
+        self.clock.monotonic_coarse()
+    }
+    fn sleep_for(&self, d: Duration) {
+        self.clock.sleep_for(d)
+    }
+    fn real_wait(&self, d: Duration) -> Duration {
+        if d >= Duration::from_secs(10) {
+            self.long_waits.update(|n| *n += 1);
+        }
+        self.clock.real_wait(d)
     }
 }
 
@@ -148,7 +174,7 @@ impl common::hooked_fs::FsHooks for HoldCompactions {
 fn l0_stalls_engage_and_release() {
     let fs = MemFs::new();
     let rec = Arc::new(Recorder::default());
-    let hold = Arc::new(HoldCompactions { held: AtomicBool::new(true) });
+    let hold = Arc::new(HoldCompactions { held: Gate::closed() });
     let mut o = tiny_options(None);
     o.fs = Arc::new(common::hooked_fs::HookedFs::new(fs, hold.clone()));
     o.listeners.push(rec.clone());
@@ -176,7 +202,7 @@ fn l0_stalls_engage_and_release() {
     assert!(!done.load(Ordering::SeqCst));
     assert!(db.metrics().files_per_level[0] >= 5);
     // Letting compaction run releases the stall and the writer finishes.
-    hold.held.store(false, Ordering::SeqCst);
+    hold.held.open();
     writer.join().unwrap();
     db.wait_for_compact().unwrap();
     let conditions = rec.conditions.lock().unwrap().clone();
@@ -191,14 +217,20 @@ fn l0_stalls_engage_and_release() {
 
 /// A write delayed by the controller waits no longer than its condition
 /// lasts: here the delay worked out is 100 s (a 100 KB value at 1,000
-/// bytes a second), and raising the slowdown trigger 300 ms in ends it. The
-/// leader once slept its whole delay at once, every writer queued behind
-/// it, whatever happened meanwhile.
+/// bytes a second), and raising the slowdown trigger while the write waits
+/// ends it. The database runs on a manual clock that never moves, so only
+/// the condition's end can let the write go. The leader once slept its
+/// whole delay at once, every writer queued behind it, whatever happened
+/// meanwhile.
 #[test]
 fn a_delayed_write_ends_when_its_condition_does() {
     let fs = MemFs::new();
-    let hold = Arc::new(HoldCompactions { held: AtomicBool::new(true) });
-    let mut o = tiny_options(None);
+    let hold = Arc::new(HoldCompactions { held: Gate::closed() });
+    let clock = Arc::new(DelayWatch {
+        clock: ebb::ManualClock::new(Duration::from_secs(1_700_000_000)),
+        long_waits: Watched::new(0),
+    });
+    let mut o = tiny_options(None).with_clock(clock.clone());
     o.fs = Arc::new(common::hooked_fs::HookedFs::new(fs, hold.clone()));
     o.level0_file_num_compaction_trigger = 2;
     o.max_subcompactions = 1;
@@ -219,13 +251,13 @@ fn a_delayed_write_ends_when_its_condition_does() {
             done.store(true, Ordering::SeqCst);
         })
     };
-    std::thread::sleep(Duration::from_millis(300));
+    clock.long_waits.wait_until("the write to wait out its delay", |n| *n > 0);
     assert!(!done.load(Ordering::SeqCst), "the write was not delayed");
     assert!(matches!(db.metrics().stall_condition, Some(StallCondition::Delayed(_))));
     db.set_options(&[("level0_slowdown_writes_trigger", "50")]).unwrap();
     wait_until("the delayed write to end with its condition", || done.load(Ordering::SeqCst));
     writer.join().unwrap();
-    hold.held.store(false, Ordering::SeqCst);
+    hold.held.open();
     db.wait_for_compact().unwrap();
     assert_eq!(db.get(b"big").unwrap().map(|v| v.len()), Some(100_000));
 }
@@ -353,12 +385,12 @@ fn cancelled_compaction_leaves_a_consistent_database_and_no_orphans() {
     let l0_before = db.metrics().files_per_level[0];
     // Start compaction, and cancel it while it is held at its beginning, so
     // it cannot finish first however fast the machine is.
-    rec.hold_begin.store(true, Ordering::SeqCst);
+    rec.hold_begin.close();
     db.set_options(&[("disable_auto_compactions", "false")]).unwrap();
-    wait_until("a compaction to begin", || rec.begun.load(Ordering::SeqCst) > 0);
+    rec.hold_begin.wait_for_waiting(1, "a compaction held at its beginning");
     db.set_options(&[("disable_auto_compactions", "true")]).unwrap();
     db.cancel_compactions();
-    rec.hold_begin.store(false, Ordering::SeqCst);
+    rec.hold_begin.open();
     wait_until("the compaction to end", || !rec.compactions.lock().unwrap().is_empty());
     db.wait_for_compact().unwrap();
     let cancelled = rec.compactions.lock().unwrap().iter().all(|c| c.cancelled);
@@ -435,14 +467,19 @@ fn concurrent_writers_and_snapshot_readers() {
     assert_eq!(scan(&db, ReadOptions::default()), expected);
 }
 
-/// Holds every compaction out of L1 or deeper for a while, so L0→L1 is
-/// blocked on busy L1 files.
-struct SlowDeepCompactions;
+/// Holds the first compaction out of L1 or deeper at its beginning while
+/// the gate is closed, so L0→L1 is blocked on busy L1 files; the other
+/// compaction thread goes on.
+#[derive(Default)]
+struct HoldDeepCompactions {
+    gate: Gate,
+    holding: AtomicBool,
+}
 
-impl EventListener for SlowDeepCompactions {
+impl EventListener for HoldDeepCompactions {
     fn on_compaction_begin(&self, info: &CompactionJobInfo) {
-        if info.input_level >= 1 {
-            std::thread::sleep(Duration::from_millis(200));
+        if info.input_level >= 1 && !self.holding.swap(true, Ordering::SeqCst) {
+            self.gate.pass();
         }
     }
 }
@@ -464,7 +501,9 @@ fn l0_to_l0_runs_while_the_base_level_is_busy() {
     let fs = MemFs::new();
     let mut o = tiny_options(Some(fs));
     let outputs = Arc::new(IntraL0Outputs::default());
-    o.listeners.push(Arc::new(SlowDeepCompactions));
+    let deep = Arc::new(HoldDeepCompactions::default());
+    deep.gate.close();
+    o.listeners.push(deep.clone());
     o.listeners.push(outputs.clone());
     o.max_background_compactions = 2;
     o.level0_slowdown_writes_trigger = 40;
@@ -483,6 +522,7 @@ fn l0_to_l0_runs_while_the_base_level_is_busy() {
             model.insert(k, v);
         }
     }
+    deep.gate.open();
     assert!(db.metrics().intra_l0_compactions > 0, "no L0→L0 compaction: {:?}", db.metrics().files_per_level);
     // The count above moves when a job is picked; its completion event comes
     // when it ends.

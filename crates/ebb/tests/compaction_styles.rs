@@ -269,7 +269,9 @@ fn fifo_model_drops_the_oldest_data() {
 #[test]
 fn fifo_ttl_drops_expired_files() {
     let fs = MemFs::new();
-    let mut o = fifo_options(&fs, 1 << 30);
+    // File ages are on the database's clock, moved by hand below.
+    let clock = std::sync::Arc::new(ebb::ManualClock::new(std::time::Duration::from_secs(1_700_000_000)));
+    let mut o = fifo_options(&fs, 1 << 30).with_clock(clock.clone());
     o.ttl = 1;
     let db = Db::open("/ttl", o).unwrap();
     for i in 0..100 {
@@ -280,7 +282,7 @@ fn fifo_ttl_drops_expired_files() {
     assert!(db.get(b"old000").unwrap().is_some(), "not expired yet");
     // creation_time has one-second resolution: two seconds make the file
     // more than one second old whatever the rounding.
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    clock.advance(std::time::Duration::from_secs(2));
     for i in 0..100 {
         db.put(format!("new{i:03}").as_bytes(), b"n").unwrap();
     }

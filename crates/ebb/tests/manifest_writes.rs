@@ -66,6 +66,8 @@ impl Gate {
         let mut closed = self.closed.lock();
         if *closed == Some(what) {
             self.waiting.fetch_add(1, Ordering::SeqCst);
+            // Tells `wait_for_a_caller` (under the lock, so it cannot miss it).
+            self.opened.notify_all();
             while *closed == Some(what) {
                 self.opened.wait(&mut closed);
             }
@@ -84,10 +86,10 @@ impl Gate {
 
     /// Waits until a caller is held at the gate.
     fn wait_for_a_caller(&self) {
-        let start = std::time::Instant::now();
+        let deadline = std::time::Instant::now() + STUCK;
+        let mut closed = self.closed.lock();
         while self.waiting.load(Ordering::SeqCst) == 0 {
-            assert!(start.elapsed() < STUCK, "nothing reached the gate");
-            std::thread::sleep(Duration::from_millis(1));
+            assert!(!self.opened.wait_until(&mut closed, deadline).timed_out(), "nothing reached the gate");
         }
     }
 }

@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,8 +28,8 @@ const STUCK: Duration = Duration::from_secs(30);
 #[derive(Default)]
 struct Gate {
     state: Mutex<GateState>,
+    /// Notified when the gate opens, and when a sync is held or passes.
     opened: Condvar,
-    passed: AtomicU64,
 }
 
 #[derive(Default)]
@@ -38,6 +37,8 @@ struct GateState {
     closed: bool,
     /// The path of the table whose sync is held.
     holding: Option<String>,
+    /// Table syncs that passed.
+    passed: u64,
 }
 
 impl Gate {
@@ -45,12 +46,14 @@ impl Gate {
         let mut st = self.state.lock();
         if st.closed && st.holding.is_none() {
             st.holding = Some(path.to_string());
+            self.opened.notify_all();
             while st.closed {
                 self.opened.wait(&mut st);
             }
             return;
         }
-        self.passed.fetch_add(1, Ordering::SeqCst);
+        st.passed += 1;
+        self.opened.notify_all();
     }
 
     fn close(&self) {
@@ -66,22 +69,22 @@ impl Gate {
 
     /// Waits until a table sync is held, and returns its path.
     fn wait_for_held(&self) -> String {
-        let start = Instant::now();
+        let deadline = Instant::now() + STUCK;
+        let mut st = self.state.lock();
         loop {
-            if let Some(p) = self.state.lock().holding.clone() {
+            if let Some(p) = st.holding.clone() {
                 return p;
             }
-            assert!(start.elapsed() < STUCK, "no table sync reached the gate");
-            std::thread::sleep(Duration::from_millis(1));
+            assert!(!self.opened.wait_until(&mut st, deadline).timed_out(), "no table sync reached the gate");
         }
     }
 
     /// Waits until `n` table syncs passed the closed gate.
     fn wait_for_passed(&self, n: u64, what: &str) {
-        let start = Instant::now();
-        while self.passed.load(Ordering::SeqCst) < n {
-            assert!(start.elapsed() < STUCK, "{what}");
-            std::thread::sleep(Duration::from_millis(1));
+        let deadline = Instant::now() + STUCK;
+        let mut st = self.state.lock();
+        while st.passed < n {
+            assert!(!self.opened.wait_until(&mut st, deadline).timed_out(), "{what}");
         }
     }
 }

@@ -82,8 +82,10 @@ fn under_load_every_catch_up_shows_a_state_the_primary_had() {
     let primary = Arc::new(create(&o));
     let secondary = Db::open_as_secondary(DB, "/secondary", o.clone()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    // How many operations the primary's writer has done.
+    let written = Arc::new(common::sync::Watched::new(0usize));
     let writer = {
-        let (db, stop) = (Arc::clone(&primary), Arc::clone(&stop));
+        let (db, stop, written) = (Arc::clone(&primary), Arc::clone(&stop), Arc::clone(&written));
         std::thread::spawn(move || {
             let cfs = [db.cf_handle("default").unwrap(), db.cf_handle("other").unwrap()];
             let mut ops: Vec<Op> = Vec::new();
@@ -104,6 +106,7 @@ fn under_load_every_catch_up_shows_a_state_the_primary_had() {
                     ops.push((cf, k, Some(v)));
                 }
                 i += 1;
+                written.update(|n| *n = i);
             }
             ops
         })
@@ -119,7 +122,9 @@ fn under_load_every_catch_up_shows_a_state_the_primary_had() {
         }
         let contents = family_contents(&secondary);
         views.push(vec![contents["default"].clone(), contents["other"].clone()]);
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        // The next catch-up twenty operations of the primary later.
+        let at = written.with(|n| *n) + 20;
+        written.wait_until("the primary's writer to go on", |n| *n >= at);
     }
     stop.store(true, Ordering::Release);
     let ops = writer.join().unwrap();

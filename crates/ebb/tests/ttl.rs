@@ -284,13 +284,9 @@ fn periodic_compaction_removes_expired_values_no_other_compaction_reaches() {
     db.flush(true).unwrap();
     db.base_db().wait_for_compact().unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    // A table's age is on the database's clock too: its `creation_time`
+    // was stamped at 1 000, and the flush below has the scheduler look again.
     set(&clk, 2_000);
-    // Kept: a table's age is not on the database's clock. The table
-    // builder stamps its `creation_time` (a second's resolution) from the
-    // system's clock (sst/table_builder.rs), and the picker reads the
-    // system's time against it, so the table must really grow more than a
-    // second old before the scheduler looks again.
-    std::thread::sleep(Duration::from_millis(2_100));
     db.put(b"c", b"fresh").unwrap();
     db.flush(true).unwrap();
     db.base_db().wait_for_compact().unwrap();

@@ -1,5 +1,7 @@
 //! Background tuning wired into the engine: options, deferral during bursts,
-//! catch-up afterwards, and correctness under every mode.
+//! catch-up afterwards, and correctness under every mode. The tests that
+//! need time to pass run the database on a manual clock (`Options::clock`)
+//! and move it; they wait for the tuner's events, never for time.
 
 mod common;
 
@@ -7,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::sync::{Watched, STUCK};
 use common::{scan, tiny_options};
 use ebb::fs::MemFs;
 use ebb::{
@@ -16,31 +19,32 @@ use ebb::{
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// The tuner's actions, as its listeners are told them.
 #[derive(Default)]
-struct Events(Mutex<Vec<String>>);
+struct Events(Watched<Vec<String>>);
 
 impl Events {
-    /// Waits (up to 10 s) until an event matching each of `wanted` was
-    /// seen, and panics naming `what` and the events seen otherwise. A tuner
-    /// acts (options, flags) before it tells the listeners, so an event may
-    /// trail the state a test waited for by a moment.
+    /// Waits until an event matching each of `wanted` was seen, and panics
+    /// naming `what` and the events seen otherwise. A tuner acts (options,
+    /// flags) before it tells the listeners, so an event may trail the
+    /// state a test waited for by a moment.
     fn wait_for(&self, what: &str, wanted: &[&dyn Fn(&str) -> bool]) {
-        let start = Instant::now();
-        loop {
-            let seen = self.0.lock().unwrap().clone();
-            if wanted.iter().all(|w| seen.iter().any(|e| w(e))) {
-                return;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "wanted {what}, saw {seen:?}");
-            std::thread::sleep(Duration::from_millis(5));
+        let seen_all = |seen: &Vec<String>| wanted.iter().all(|w| seen.iter().any(|e| w(e)));
+        if !self.0.wait_for(STUCK, seen_all) {
+            panic!("wanted {what}, saw {:?}", self.0.with(Vec::clone));
         }
     }
 }
 
 impl EventListener for Events {
     fn on_background_tuning(&self, event: &TuningEvent) {
-        self.0.lock().unwrap().push(event.action.clone());
+        self.0.update(|seen| seen.push(event.action.clone()));
     }
+}
+
+/// A manual clock for a database: its time moves when the test says.
+fn manual_clock() -> Arc<ebb::ManualClock> {
+    Arc::new(ebb::ManualClock::new(Duration::from_secs(1_700_000_000)))
 }
 
 #[test]
@@ -115,7 +119,8 @@ fn adaptive_mode_puts_a_stall_backstop_above_its_l0_bound() {
 /// (RocksDB's controller), and by its backstop again once writes run alone.
 #[test]
 fn adaptive_holds_writes_as_configured_while_clients_read() {
-    let mut o = tiny_options(Some(MemFs::new()));
+    let clock = manual_clock();
+    let mut o = tiny_options(Some(MemFs::new())).with_clock(clock.clone());
     o.background_tuning = BackgroundTuning::Adaptive;
     o.tuning_max_l0_files = 40;
     o.level0_slowdown_writes_trigger = 20;
@@ -126,13 +131,17 @@ fn adaptive_holds_writes_as_configured_while_clients_read() {
     let db = Db::open("/db", o).unwrap();
     let triggers = |db: &Db| (db.options().level0_slowdown_writes_trigger, db.options().level0_stop_writes_trigger);
     assert_eq!(triggers(&db), (60, 80));
-    // Runs `op` until the triggers are `want` (or 10 s pass).
+    // Runs `op` a hundred times per 20 ms of clock time (the tuner's
+    // interval: it looks once each), until the triggers are `want`.
     let until = |want: (i32, i32), op: &mut dyn FnMut(u64)| {
         let start = Instant::now();
         let mut i = 0u64;
-        while triggers(&db) != want && start.elapsed() < Duration::from_secs(10) {
-            op(i);
-            i += 1;
+        while triggers(&db) != want && start.elapsed() < STUCK {
+            for _ in 0..100 {
+                op(i);
+                i += 1;
+            }
+            clock.advance(Duration::from_millis(20));
         }
         triggers(&db)
     };
@@ -265,53 +274,64 @@ fn auto_tuned_compactions_takes_the_place_of_the_default_tuner() {
     assert!(e.to_string().contains("auto_tuned_compactions"), "{e}");
 }
 
-/// The idle mode on a memory file system, quiet after 150 ms without a
-/// write (probed every 20 ms), with room for L0 to pile up in a burst.
-fn idle_after_150ms() -> Options {
-    let mut o = tiny_options(Some(MemFs::new()));
+/// The idle mode on a memory file system and `clock`, quiet after ten
+/// minutes without a write (probed every 20 ms), with room for L0 to pile
+/// up in a burst. Ten minutes: the tests move the clock past them, and on
+/// the system's time the release would never come within a test.
+fn idle_after_ten_minutes(clock: &Arc<ebb::ManualClock>) -> Options {
+    let mut o = tiny_options(Some(MemFs::new())).with_clock(clock.clone());
     o.background_tuning = BackgroundTuning::Idle;
     o.idle_policy = IdlePolicyKind::SinceLastWrite;
-    o.idle_quiet_ms = 150;
+    o.idle_quiet_ms = 600_000;
     o.idle_probe_interval_ms = 20;
     o.tuning_max_l0_files = 200;
     o.max_write_buffer_number = 8;
     o
 }
 
-/// Idle-time scheduling (seed 002): compaction is deferred while the client
-/// writes, and runs once it has been quiet, leaving L0 under its trigger.
-#[test]
-fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
-    let events = Arc::new(Events::default());
-    let mut o = idle_after_150ms();
-    o.listeners.push(events.clone());
-    let db = Db::open("/db", o).unwrap();
+/// Writes 200 keys every 20 ms of `clock`'s time (a probe interval) until
+/// the tuner defers compaction and L0 holds `l0_files` files; returns what
+/// was written.
+fn burst_until_deferred(db: &Db, clock: &ebb::ManualClock, l0_files: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut rng = StdRng::seed_from_u64(3);
     let mut model = BTreeMap::new();
     let start = Instant::now();
     let mut saw_deferred = false;
-    // A burst: write until the tuner has deferred compaction and L0 has piled up.
-    while start.elapsed() < Duration::from_secs(20) {
+    while start.elapsed() < STUCK {
         for _ in 0..200 {
             let k = format!("key{:05}", rng.gen_range(0..20_000)).into_bytes();
             db.put(&k, &[7u8; 80]).unwrap();
             model.insert(k, vec![7u8; 80]);
         }
+        clock.advance(Duration::from_millis(20));
         let m = db.metrics();
         saw_deferred |= m.tuning.compaction_deferred;
-        if saw_deferred && m.files_per_level[0] >= 6 {
-            break;
+        if m.tuning.compaction_deferred && m.files_per_level[0] >= l0_files {
+            return model;
         }
     }
-    assert!(saw_deferred, "compaction was never deferred during the burst");
-    assert!(db.metrics().files_per_level[0] >= 6, "L0 did not pile up: {:?}", db.metrics().files_per_level);
-    // Quiet: the tuner releases compaction and L0 drains below its trigger.
-    let quiet = Instant::now();
-    while db.metrics().files_per_level[0] >= 2 || db.metrics().tuning.compaction_deferred {
-        assert!(quiet.elapsed() < Duration::from_secs(30), "no catch-up: {:?}", db.metrics().tuning);
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    panic!("deferred during the burst: {saw_deferred}; L0 {:?}", db.metrics().files_per_level);
+}
+
+/// Idle-time scheduling (seed 002): compaction is deferred while the client
+/// writes, and runs once it has been quiet, leaving L0 under its trigger.
+#[test]
+fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
+    let clock = manual_clock();
+    let events = Arc::new(Events::default());
+    let mut o = idle_after_ten_minutes(&clock);
+    o.listeners.push(events.clone());
+    let db = Db::open("/db", o).unwrap();
+    let model = burst_until_deferred(&db, &clock, 6);
+    // Quiet for eleven minutes of clock time: at its next look the tuner
+    // releases compaction, and the catch-up drains L0 below its trigger.
+    assert!(!events.0.with(|seen| seen.iter().any(|e| e == "enable compaction")), "released during the burst");
+    clock.advance(Duration::from_secs(660));
     events.wait_for("a deferral and its end", &[&|e| e == "defer compaction", &|e| e == "enable compaction"]);
+    db.wait_for_compact().unwrap();
+    let m = db.metrics();
+    assert!(!m.tuning.compaction_deferred, "{:?}", m.tuning);
+    assert!(m.files_per_level[0] < 2, "no catch-up: {:?}", m.files_per_level);
     assert_eq!(scan(&db, ReadOptions::default()), model);
 }
 
@@ -320,38 +340,43 @@ fn idle_mode_defers_during_a_burst_and_compacts_after_it() {
 /// `off`, not with the deferral's L0.
 #[test]
 fn wait_for_compact_waits_out_a_deferral() {
-    let o = idle_after_150ms();
+    let clock = manual_clock();
+    let o = idle_after_ten_minutes(&clock);
     let trigger = o.level0_file_num_compaction_trigger as usize;
-    let db = Db::open("/db", o).unwrap();
-    let start = Instant::now();
-    let mut i = 0u32;
-    loop {
-        assert!(start.elapsed() < Duration::from_secs(20), "never deferred with L0 piled up");
-        for _ in 0..200 {
-            db.put(format!("key{:05}", i % 20_000).as_bytes(), &[7u8; 80]).unwrap();
-            i += 1;
-        }
-        let m = db.metrics();
-        if m.tuning.compaction_deferred && m.files_per_level[0] >= trigger + 2 {
-            break;
-        }
+    let db = Arc::new(Db::open("/db", o).unwrap());
+    burst_until_deferred(&db, &clock, trigger + 2);
+    // The deferral lasts until the clock moves past the quiet time, which
+    // this thread does once the other is on its way into `wait_for_compact`.
+    let calling = Arc::new(Watched::new(false));
+    let (done, waited) = mpsc::channel();
+    {
+        let (db, calling) = (Arc::clone(&db), Arc::clone(&calling));
+        std::thread::spawn(move || {
+            calling.update(|c| *c = true);
+            let _ = done.send(db.wait_for_compact());
+        });
     }
-    db.wait_for_compact().unwrap();
+    calling.wait_until("the call of wait_for_compact", |c| *c);
+    clock.advance(Duration::from_secs(660));
+    waited.recv_timeout(STUCK).expect("wait_for_compact never returned").unwrap();
     let m = db.metrics();
     assert!(!m.tuning.compaction_deferred, "returned during the deferral");
     assert!(m.files_per_level[0] < trigger, "returned before the catch-up: {:?}", m.files_per_level);
 }
 
 /// Every tuning mode keeps the database equal to the model through writes,
-/// deletes, flushes, deferrals, pauses and reopens.
+/// deletes, flushes, deferrals, pauses and reopens. The clock moves a
+/// millisecond every 20 operations, and 30 ms without a write every 1500,
+/// so that the tuners see busy and quiet intervals and act on them.
 #[test]
 fn every_mode_keeps_the_model() {
     for mode in [BackgroundTuning::Thesis, BackgroundTuning::Adaptive, BackgroundTuning::Idle] {
         let fs = MemFs::new();
+        let clock = manual_clock();
         let mut rng = StdRng::seed_from_u64(mode as u64);
         let mut model = BTreeMap::new();
         for epoch in 0..3 {
-            let mut o = tiny_options(Some(fs.clone()));
+            let mut o = tiny_options(Some(fs.clone())).with_clock(clock.clone());
             o.background_tuning = mode;
             o.rate_limiter_bytes_per_sec = 32 << 20;
             o.idle_probe_interval_ms = 10;
@@ -369,8 +394,11 @@ fn every_mode_keeps_the_model() {
                     db.delete(&k).unwrap();
                     model.remove(&k);
                 }
+                if i % 20 == 0 {
+                    clock.advance(Duration::from_millis(1));
+                }
                 if i % 1500 == 0 {
-                    std::thread::sleep(Duration::from_millis(30));
+                    clock.advance(Duration::from_millis(30));
                 }
             }
             assert_eq!(scan(&db, ReadOptions::default()), model, "{mode:?} epoch {epoch}");

@@ -121,6 +121,7 @@ impl<'a> CompactionJob<'a> {
         let db_opts = env.db_opts;
         let ranges = run::subcompaction_ranges(c, db_opts.max_subcompactions as usize, &opts.user_comparator());
         let mut table_options = TableBuilderOptions::from_options(opts, c.compression);
+        table_options.clock = Arc::clone(&db_opts.clock);
         if c.level == 0 && c.output_level == 0 {
             table_options.bloom_bits_per_key = start.l0_filter_bits;
         }

@@ -23,17 +23,11 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::picker::{any_busy, intra_l0_span, total};
 use super::{Compaction, CompactionReason, CreationTime};
 use crate::options::ColumnFamilyOptions;
 use crate::version::{FileMetaData, Version};
-
-/// Seconds since the Unix epoch, the clock of the `creation_time` property.
-pub fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
 
 /// Picks a FIFO compaction at time `now` (seconds), or `None`.
 pub fn pick(

@@ -105,16 +105,18 @@ fn finish(
 
 /// Picks the most urgent compaction of `opts.compaction_style`, or `None`
 /// when none is needed or every candidate's files are busy. `created` tells
-/// FIFO's `ttl` how old each file is.
+/// how old each file is at `now` (seconds since the Unix epoch, on the
+/// database's clock), for FIFO's `ttl`, `ttl` and periodic compaction.
 pub fn pick_compaction(
     version: &Version,
     opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
+    now: u64,
     created: CreationTime<'_>,
 ) -> Option<Compaction> {
     match opts.compaction_style {
         CompactionStyle::Universal => return universal::pick(version, opts, busy),
-        CompactionStyle::Fifo => return fifo::pick(version, opts, busy, fifo::now_secs(), created),
+        CompactionStyle::Fifo => return fifo::pick(version, opts, busy, now, created),
         CompactionStyle::Level => {}
     }
     let shape = StorageInfoOptions::from_options(opts);
@@ -129,7 +131,7 @@ pub fn pick_compaction(
             return picked;
         }
     }
-    pick_by_age(version, opts, busy, fifo::now_secs(), created).or_else(|| pick_forced_blob_gc(version, opts, busy))
+    pick_by_age(version, opts, busy, now, created).or_else(|| pick_forced_blob_gc(version, opts, busy))
 }
 
 /// Leveled compaction of old files (RocksDB's `ttl` and
@@ -455,17 +457,19 @@ pub fn range_compaction(
 /// The manual compaction `compact_range` runs for universal and FIFO, which
 /// ignore its key range as RocksDB does: universal merges every sorted run
 /// into the last level; FIFO runs its automatic picker. `None` for leveled
-/// (see [`range_compaction`]) or when there is nothing to do.
+/// (see [`range_compaction`]) or when there is nothing to do. `now` and
+/// `created` as for [`pick_compaction`].
 pub fn manual_compaction_for_style(
     version: &Version,
     opts: &ColumnFamilyOptions,
     busy: &HashSet<u64>,
+    now: u64,
     created: CreationTime<'_>,
 ) -> Option<Compaction> {
     match opts.compaction_style {
         CompactionStyle::Level => None,
         CompactionStyle::Universal => universal::compact_all(version, opts, busy),
-        CompactionStyle::Fifo => fifo::pick(version, opts, busy, fifo::now_secs(), created),
+        CompactionStyle::Fifo => fifo::pick(version, opts, busy, now, created),
     }
 }
 
@@ -485,7 +489,7 @@ mod tests {
     use crate::version::VersionEdit;
 
     fn pick(v: &Version, o: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {
-        pick_compaction(v, o, busy, &|_| None)
+        pick_compaction(v, o, busy, 0, &|_| None)
     }
 
     fn level_targets(v: &Version, o: &ColumnFamilyOptions) -> LevelTargets {

@@ -153,8 +153,8 @@ impl DbInner {
     fn maybe_compact(&self, st: &mut MutexGuard<'_, DbState>, opts: &crate::Options) -> bool {
         // Deferred by the tuner: trivial moves (a MANIFEST edit, no data
         // written) and, while the tuner asks for them, L0 run merges.
-        let deferred = self.tuning.deferred.load(Ordering::Relaxed);
-        let run_merges = self.tuning.merge_l0_runs.load(Ordering::Relaxed);
+        let deferred = self.tuning.is_deferred();
+        let run_merges = self.tuning.merges_l0_runs();
         if st.jobs.manual_compactions() > 0 {
             return false;
         }
@@ -216,7 +216,7 @@ impl DbInner {
     /// holds more files than its trigger ([`crate::tuning::l0_filter_bits`]).
     /// Requires the db mutex.
     pub(super) fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> u32 {
-        if !self.tuning.deferred.load(Ordering::Relaxed) {
+        if !self.tuning.is_deferred() {
             return opts.bloom_bits_per_key;
         }
         let l0 = st.versions.version(cf).map_or(0, |v| v.num_files(0));
@@ -251,10 +251,14 @@ impl DbInner {
     /// (the family's options), if any. Requires the db mutex.
     pub(crate) fn pick_compaction(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> Option<Compaction> {
         let version = st.versions.version(cf)?;
-        picker::pick_compaction(&version, opts, st.jobs.being_compacted(), &|f| self.creation_time(f, &version.cmp))
+        let now = self.opts().clock.now_secs();
+        picker::pick_compaction(&version, opts, st.jobs.being_compacted(), now, &|f| {
+            self.creation_time(f, &version.cmp)
+        })
     }
 
-    /// When `f` was written: its `creation_time` table property (FIFO's `ttl`).
+    /// When `f` was written: its `creation_time` table property, stamped on
+    /// the database's clock (FIFO's `ttl`, `ttl`, periodic compaction).
     pub(crate) fn creation_time(&self, f: &FileMetaData, cmp: &crate::comparator::UserComparator) -> Option<u64> {
         self.tables.get(f, 0, cmp).ok().map(|t| t.properties().creation_time)
     }
@@ -365,7 +369,7 @@ impl DbInner {
             db_opts: &db_opts,
             opts: &opts,
         };
-        let deferred = self.tuning.deferred.load(Ordering::Relaxed);
+        let deferred = self.tuning.is_deferred();
         let job = CompactionJob::prepare(
             c,
             &env,
@@ -499,7 +503,7 @@ mod tests {
         o.max_write_buffer_number = 8;
         let db = crate::Db::open(dir.path(), o).unwrap();
         let hooks = &db.inner.tuning;
-        hooks.deferred.store(true, Ordering::Relaxed);
+        hooks.set_deferred(true);
         let value = |round: usize, i: usize| format!("round {round} key {i} ").repeat(8).into_bytes();
         for round in 0..12 {
             for i in 0..60 {
@@ -510,7 +514,7 @@ mod tests {
         let files_at = |level: usize| db.inner.state.lock().versions.version(0).unwrap().levels[level].len();
         let below_l0 = || (1..7).map(files_at).sum::<usize>();
         assert_eq!((files_at(0), below_l0()), (12, 0), "deferred: nothing compacted");
-        hooks.merge_l0_runs.store(true, Ordering::Relaxed);
+        hooks.set_merge_l0_runs(true);
         db.inner.work_cv.notify_all();
         let start = Instant::now();
         while files_at(0) > 3 && start.elapsed() < Duration::from_secs(20) {
@@ -522,8 +526,8 @@ mod tests {
             assert_eq!(db.get(format!("k{i:03}").as_bytes()).unwrap(), Some(value(11, i)), "key {i}");
         }
         // The deferral ends: leveled compaction takes over.
-        hooks.merge_l0_runs.store(false, Ordering::Relaxed);
-        hooks.deferred.store(false, Ordering::Relaxed);
+        hooks.set_merge_l0_runs(false);
+        hooks.set_deferred(false);
         for round in 12..14 {
             for i in 0..60 {
                 db.put(format!("k{i:03}").as_bytes(), &value(round, i)).unwrap();
@@ -546,7 +550,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let o = hand_tuned_options();
         let db = crate::Db::open(dir.path(), o).unwrap();
-        db.inner.tuning.deferred.store(true, Ordering::Relaxed);
+        db.inner.tuning.set_deferred(true);
         let files_at = |level: usize| db.inner.state.lock().versions.version(0).unwrap().levels[level].len();
         let below_l0 = || (1..7).map(files_at).sum::<usize>();
         let wait_until = |done: &dyn Fn() -> bool| {
@@ -576,10 +580,12 @@ mod tests {
             }
             db.flush(true).unwrap();
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // Asked now, the scheduler has nothing to run: no merge while deferred.
+        let opts = db.inner.opts();
+        assert!(!db.inner.maybe_compact(&mut db.inner.state.lock(), &opts), "a merge was picked while deferred");
         assert!(files_at(0) >= 4, "overlapping files stay in L0 while deferred: {}", files_at(0));
         assert_eq!(db.metrics().compaction_bytes_written, 0);
-        db.inner.tuning.deferred.store(false, Ordering::Relaxed);
+        db.inner.tuning.set_deferred(false);
         db.inner.work_cv.notify_all();
         db.inner.wait_for_compact().unwrap();
         assert!(files_at(0) < 2 && db.metrics().compaction_bytes_written > 0, "merged once undeferred");
@@ -604,7 +610,7 @@ mod tests {
         assert_eq!(o.bytes_per_sync, 0);
         let db = crate::Db::open("/db", o).unwrap();
         let hooks = &db.inner.tuning;
-        hooks.deferred.store(true, Ordering::Relaxed);
+        hooks.set_deferred(true);
         // Every write-behind of a table fails from here on: the flushes
         // below must ask for none.
         fs.inject(crate::fs::FaultRule::new(crate::fs::FaultOp::Flush).path_contains(".sst").persistent());
@@ -619,7 +625,7 @@ mod tests {
             db.flush(true).unwrap();
         }
         assert_eq!(fs.faults_injected(), 0, "a flush asked for write-behind");
-        hooks.merge_l0_runs.store(true, Ordering::Relaxed);
+        hooks.set_merge_l0_runs(true);
         db.inner.work_cv.notify_all();
         let start = Instant::now();
         while !db.inner.state.lock().bg_error.is_set() && start.elapsed() < Duration::from_secs(20) {
@@ -657,14 +663,14 @@ mod tests {
         flush_round(0);
         let configured = bits_of_newest_l0();
         assert!((9.0..=12.0).contains(&configured), "10 bits per key configured: {configured}");
-        db.inner.tuning.deferred.store(true, Ordering::Relaxed);
+        db.inner.tuning.set_deferred(true);
         for round in 1..=16 {
             flush_round(round);
         }
         // 17 L0 files against a trigger of 2: 2.08 x ln(16 / 2) -> 5 more bits.
         let deferred = bits_of_newest_l0();
         assert!(deferred >= configured + 3.5, "deferred with 16 L0 files: {deferred} bits, configured {configured}");
-        db.inner.tuning.deferred.store(false, Ordering::Relaxed);
+        db.inner.tuning.set_deferred(false);
         flush_round(17);
         let after = bits_of_newest_l0();
         assert!(after < configured + 1.0, "the deferral over: {after}");

@@ -221,7 +221,7 @@ impl DbInner {
     pub(crate) fn install_super_version(&self, st: &mut DbState) {
         st.controller.invalidate();
         let waiting = st.families.most_immutable();
-        self.tuning.immutable_memtables.store(waiting, Ordering::Relaxed);
+        self.tuning.set_immutable_memtables(waiting);
         st.files.forget_dropped_versions();
         for (id, family) in st.families.iter() {
             let Some(version) = st.versions.version(id) else { continue };

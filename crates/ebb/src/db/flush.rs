@@ -14,6 +14,7 @@ use parking_lot::MutexGuard;
 use super::job_guard::{JobGuard, NewTables};
 use super::jobs::Hold;
 use super::{DbInner, DbState, FlushJobInfo};
+use crate::clock::Clock;
 use crate::compaction::job::{self, BlobSettings};
 use crate::compaction::run;
 use crate::error::{Error, Result};
@@ -206,13 +207,15 @@ impl DbInner {
         new_blob_number: &dyn Fn() -> u64,
     ) -> Result<job::JobOutput> {
         let mut on_bytes = |b: u64| self.tuning.on_flush_bytes(b);
+        let db_opts = self.opts();
         let target = TableTarget {
             dir: &self.dir,
             fs: &self.fs,
             opts,
+            clock: &db_opts.clock,
             cf: family.id,
             cf_name: &family.name,
-            bytes_per_sync: self.opts().bytes_per_sync,
+            bytes_per_sync: db_opts.bytes_per_sync,
             new_blob_number: Some(new_blob_number),
             merge: opts.merge_operator.as_deref().map(|operator| job::MergeSettings {
                 operator,
@@ -271,6 +274,8 @@ pub(crate) struct TableTarget<'a> {
     pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
     /// The column family's options (table format, level-0 compression).
     pub(crate) opts: &'a ColumnFamilyOptions,
+    /// The database's clock, whose time the table is stamped with.
+    pub(crate) clock: &'a Arc<dyn Clock>,
     /// The column family and its name, recorded in the table's properties.
     pub(crate) cf: u32,
     pub(crate) cf_name: &'a str,
@@ -300,6 +305,7 @@ pub(crate) fn write_memtables(
 ) -> Result<job::JobOutput> {
     let mut table_options = TableBuilderOptions::from_options(target.opts, target.opts.compression_for_level(0, false));
     table_options.column_family = target.cf;
+    table_options.clock = Arc::clone(target.clock);
     table_options.column_family_name = Some(Arc::from(target.cf_name));
     let children: Vec<Box<dyn InternalIterator>> =
         mems.iter().rev().map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>).collect();

@@ -136,7 +136,12 @@ mod tests {
         for i in 0..5 {
             let log = InfoLog::open(&fs, dir, 2).unwrap();
             log.log(Level::Warn, &format!("run {i}"));
-            std::thread::sleep(Duration::from_millis(2));
+            // The old logs are named by the microsecond they were set
+            // aside: the next open comes once the clock has ticked.
+            let set_aside = micros_since_epoch();
+            while micros_since_epoch() == set_aside {
+                std::thread::yield_now();
+            }
         }
         let text = String::from_utf8(fs.file_bytes(&dir.join("LOG")).unwrap()).unwrap();
         assert!(text.contains("[WARN] run 4"), "{text}");

@@ -33,6 +33,7 @@ use super::column_family::ColumnFamilyData;
 use super::job_guard::JobGuard;
 use super::jobs::Hold;
 use super::{ColumnFamilyHandle, Db, DbInner, DbState};
+use crate::clock::Clock;
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -54,6 +55,8 @@ use crate::version::{filename, FileMetaData, VersionEdit};
 pub struct SstFileWriter {
     options: ColumnFamilyOptions,
     fs: Arc<dyn FileSystem>,
+    /// Stamps the files' `creation_time` (`Options::clock`).
+    clock: Arc<dyn Clock>,
     writing: Option<Writing>,
 }
 
@@ -92,12 +95,22 @@ impl SstFileWriter {
     /// `options` (its comparator, block and filter settings, compression and
     /// filesystem).
     pub fn create(options: &Options) -> Self {
-        SstFileWriter { options: options.cf_options(), fs: Arc::clone(&options.fs), writing: None }
+        SstFileWriter {
+            options: options.cf_options(),
+            fs: Arc::clone(&options.fs),
+            clock: Arc::clone(&options.clock),
+            writing: None,
+        }
     }
 
     /// A writer of tables for a column family with `cf` options, on `options`' filesystem.
     pub fn create_for(options: &Options, cf: &ColumnFamilyOptions) -> Self {
-        SstFileWriter { options: cf.clone(), fs: Arc::clone(&options.fs), writing: None }
+        SstFileWriter {
+            options: cf.clone(),
+            fs: Arc::clone(&options.fs),
+            clock: Arc::clone(&options.clock),
+            writing: None,
+        }
     }
 
     /// Starts a new file at `path` (replacing one there).
@@ -105,7 +118,8 @@ impl SstFileWriter {
         let path = path.as_ref().to_path_buf();
         let o = &self.options;
         let bottom = o.num_levels.saturating_sub(1);
-        let table = TableBuilderOptions::from_options(o, o.compression_for_level(bottom, true));
+        let mut table = TableBuilderOptions::from_options(o, o.compression_for_level(bottom, true));
+        table.clock = Arc::clone(&self.clock);
         // Writeback starts every MiB, as RocksDB's SstFileWriter drops the
         // pages it wrote: a bulk load writes far more than the page cache
         // should keep dirty.
@@ -641,6 +655,7 @@ impl DbInner {
         let bottom = level + 1 == opts.num_levels;
         let mut table_options = TableBuilderOptions::from_options(opts, opts.compression_for_level(level, bottom));
         table_options.column_family = data.id;
+        table_options.clock = Arc::clone(&self.opts().clock);
         table_options.column_family_name = Some(Arc::from(data.name.as_str()));
         let mut builder = TableBuilder::new(self.fs.new_writable(to)?, table_options, to.display().to_string());
         let rs = ReadSettings { verify_checksums: true, fill_cache: false, ..ReadSettings::default() };

@@ -3,7 +3,6 @@
 //! job steps as automatic ones, and the wait for background work to settle
 //! (`wait_for_compact`).
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::MutexGuard;
@@ -47,7 +46,8 @@ impl DbInner {
         let version = st.versions.version(cf).ok_or_else(dropped)?;
         if opts.compaction_style != crate::CompactionStyle::Level {
             let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
-            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), &created);
+            let now = self.opts().clock.now_secs();
+            let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), now, &created);
             return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
         }
         let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
@@ -114,7 +114,7 @@ impl DbInner {
             // A deferral is compaction put off, not compaction done: wait
             // for the tuner to end it (it ends when writes stop) and for
             // the catch-up that follows.
-            let deferred = self.tuning.deferred.load(Ordering::Relaxed) && !st.jobs.is_shutting_down();
+            let deferred = self.tuning.is_deferred() && !st.jobs.is_shutting_down();
             let needs = deferred
                 || st.families.iter().any(|(id, f)| {
                     let opts = self.family_opts(f.data());

@@ -4,7 +4,6 @@
 //! the thread that writes `ebb.stats` to the info log periodically.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -165,9 +164,7 @@ impl DbInner {
                 .estimate_pending_compaction_bytes(&StorageInfoOptions::from_options(&opts)),
             running_compactions: st.jobs.compactions_running(),
             running_flushes: st.jobs.flushes_running(),
-            compaction_enabled: !opts.disable_auto_compactions
-                && !st.jobs.is_paused()
-                && !self.tuning.deferred.load(Ordering::Relaxed),
+            compaction_enabled: !opts.disable_auto_compactions && !st.jobs.is_paused() && !self.tuning.is_deferred(),
             block_cache_hits: hits,
             block_cache_misses: misses,
             memtable_bytes,

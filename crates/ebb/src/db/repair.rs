@@ -267,6 +267,7 @@ fn repair_locked(
                 dir,
                 fs,
                 opts: &cf_options,
+                clock: &options.clock,
                 cf,
                 cf_name: &name,
                 bytes_per_sync: options.bytes_per_sync,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::DbInner;
 use crate::clock::{micros, Clock};
@@ -64,6 +64,14 @@ pub struct TuningMetrics {
 }
 
 /// The tuning state shared by the write path, the jobs and the tuning thread.
+///
+/// Owns the switches the tuner sets and the engine obeys (the deferral, L0
+/// run merges, the pause gate), the count of memtables waiting for flush
+/// that run merges yield to, the time of the last client write and the
+/// tuner's counters. The switches are atomics read without a lock by the
+/// picker and the jobs; they change only through this type's methods, so
+/// every change that may open the pause gate wakes the compactions waiting
+/// there (`gate`).
 pub(crate) struct TuningHooks {
     pub(crate) mode: BackgroundTuning,
     /// The database's clock (`Options::clock`).
@@ -72,25 +80,32 @@ pub(crate) struct TuningHooks {
     /// Compaction-only limit set by the adaptive tuner's pacing.
     pub(crate) pacer: Option<Arc<RateLimiter>>,
     /// The tuner asks for no new automatic compactions.
-    pub(crate) deferred: AtomicBool,
+    deferred: AtomicBool,
     /// While deferred, the tuner asks for L0 run merges only
     /// (`compaction::picker::pick_l0_run_merge`).
-    pub(crate) merge_l0_runs: AtomicBool,
+    merge_l0_runs: AtomicBool,
     /// The tuner asks running compactions below L0 to wait at a block boundary.
-    pub(crate) paused: AtomicBool,
+    paused: AtomicBool,
     /// Immutable memtables waiting for flush in the family with the most
     /// (kept by `install_super_version`): each family's writes stall on its
     /// own memtables, so one flush in progress in each of three families is
     /// no backlog.
-    pub(crate) immutable_memtables: AtomicUsize,
+    immutable_memtables: AtomicUsize,
     /// Waiting memtables at which L0 run merges yield at once, without
     /// waiting for the tuner's next observation (adaptive and idle modes:
     /// `pause_immutable_memtables`; 0 never).
     merge_yield_memtables: usize,
     /// Set by `close`: nothing waits at a gate any more.
     closed: AtomicBool,
-    pub(crate) last_write_micros: AtomicU64,
-    pub(crate) metrics: Mutex<TuningMetrics>,
+    /// Compactions waiting at the pause gate (`on_compaction_bytes`), and
+    /// the condition variable they wait on, notified by every change that
+    /// may let them go on.
+    gate_waiting: Mutex<usize>,
+    gate: Condvar,
+    /// The database clock's coarse time of the last client write, µs (0:
+    /// none yet).
+    last_write_micros: AtomicU64,
+    metrics: Mutex<TuningMetrics>,
     /// What each family tuned was configured with, by family id, before the
     /// mode's changes at open ([`family_options_at_open`]): what a tuner
     /// puts back.
@@ -126,6 +141,8 @@ impl TuningHooks {
             paused: AtomicBool::new(false),
             immutable_memtables: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            gate_waiting: Mutex::new(0),
+            gate: Condvar::new(),
             merge_yield_memtables: match mode {
                 BackgroundTuning::Adaptive | BackgroundTuning::Idle => adaptive_config(opts).pause_immutable_memtables,
                 BackgroundTuning::Off | BackgroundTuning::Thesis => 0,
@@ -175,11 +192,87 @@ impl TuningHooks {
         if let Some(p) = &self.pacer {
             let _ = p.request(bytes, IoPriority::Low);
         }
-        while !cancel.load(Ordering::Relaxed)
-            && ((!from_l0 && self.paused.load(Ordering::Relaxed)) || (run_merge && self.merge_must_yield()))
-        {
-            std::thread::sleep(Duration::from_millis(5));
+        let held = || {
+            !cancel.load(Ordering::Relaxed)
+                && ((!from_l0 && self.paused.load(Ordering::Relaxed)) || (run_merge && self.merge_must_yield()))
+        };
+        if held() {
+            let mut waiting = self.gate_waiting.lock();
+            *waiting += 1;
+            self.gate.notify_all();
+            // Every change of the switches notifies the gate; a cancelled
+            // job (its flag is the job's, not ours) is seen within 5 ms.
+            while held() {
+                self.gate.wait_for(&mut waiting, Duration::from_millis(5));
+            }
+            *waiting -= 1;
         }
+    }
+
+    /// Wakes the compactions waiting at the pause gate to look at the
+    /// switches again. Under the gate's lock, so a compaction about to wait
+    /// cannot miss it.
+    fn open_gate(&self) {
+        drop(self.gate_waiting.lock());
+        self.gate.notify_all();
+    }
+
+    /// Whether the tuner defers automatic compactions now.
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred.load(Ordering::Relaxed)
+    }
+
+    /// Starts (true) or ends (false) a deferral of automatic compactions.
+    pub(crate) fn set_deferred(&self, deferred: bool) {
+        self.deferred.store(deferred, Ordering::Relaxed);
+        self.open_gate();
+    }
+
+    /// Whether L0 run merges are asked for during a deferral.
+    pub(crate) fn merges_l0_runs(&self) -> bool {
+        self.merge_l0_runs.load(Ordering::Relaxed)
+    }
+
+    /// Asks for L0 run merges during a deferral (true), or no longer.
+    pub(crate) fn set_merge_l0_runs(&self, on: bool) {
+        self.merge_l0_runs.store(on, Ordering::Relaxed);
+    }
+
+    /// Holds running compactions below L0 at the pause gate (true), or lets
+    /// them go on.
+    pub(crate) fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+        self.open_gate();
+    }
+
+    /// Lifts every hold the tuner puts on compaction: the deferral and the
+    /// pause gate (a tuner that is gone can lift neither).
+    pub(crate) fn lift_holds(&self) {
+        self.deferred.store(false, Ordering::Relaxed);
+        self.paused.store(false, Ordering::Relaxed);
+        self.open_gate();
+    }
+
+    /// Records that the family with the most immutable memtables has `n`
+    /// waiting for flush.
+    pub(crate) fn set_immutable_memtables(&self, n: usize) {
+        self.immutable_memtables.store(n, Ordering::Relaxed);
+        self.open_gate();
+    }
+
+    /// The database clock's coarse time of the last client write, µs.
+    fn last_write_micros(&self) -> Option<u64> {
+        Some(self.last_write_micros.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    /// Changes the tuner's counters with `f`.
+    fn count(&self, f: impl FnOnce(&mut TuningMetrics)) {
+        f(&mut self.metrics.lock());
+    }
+
+    /// The tuner's phase now.
+    fn phase(&self) -> &'static str {
+        self.metrics.lock().phase
     }
 
     /// Whether an L0 run merge waits now: a deferral is on and flushes are
@@ -195,6 +288,7 @@ impl TuningHooks {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Relaxed);
         self.paused.store(false, Ordering::Relaxed);
+        self.open_gate();
         if let Some(l) = &self.limiter {
             l.close();
         }
@@ -348,8 +442,7 @@ impl DbInner {
             }
         };
         if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(tune)) {
-            self.tuning.deferred.store(false, Ordering::Relaxed);
-            self.tuning.paused.store(false, Ordering::Relaxed);
+            self.tuning.lift_holds();
             let e = self.panic_error("tuning thread", payload);
             self.set_bg_error(e);
             self.work_cv.notify_all();
@@ -428,15 +521,14 @@ impl DbInner {
                 return;
             }
             let enabled = decision.compaction_enabled;
-            {
-                let mut m = self.tuning.metrics.lock();
+            self.tuning.count(|m| {
                 m.phase = if enabled { "enabled" } else { "disabled" };
                 if enabled {
                     m.enables += 1;
                 } else {
                     m.disables += 1;
                 }
-            }
+            });
             self.tuning_event(if enabled { "enable compaction" } else { "disable compaction" }.into());
         }
     }
@@ -458,7 +550,6 @@ impl DbInner {
             }
             let m = self.metrics();
             let (mut families, names) = self.family_gauges();
-            let last = self.tuning.last_write_micros.load(Ordering::Relaxed);
             let default = if families.first().is_some_and(|f| f.family == FamilyId::DEFAULT) {
                 families.remove(0)
             } else {
@@ -472,7 +563,7 @@ impl DbInner {
                 wal_bytes: m.wal_bytes,
                 flush_bytes: m.flush_bytes_written,
                 compaction_bytes: m.compaction_bytes_written,
-                last_write_micros: (last > 0).then_some(last),
+                last_write_micros: self.tuning.last_write_micros(),
                 l0_files: default.l0_files,
                 immutable_memtables: default.immutable_memtables,
                 pending_compaction_bytes: default.pending_compaction_bytes,
@@ -484,7 +575,7 @@ impl DbInner {
                 other_families: families,
             };
             let decision = tuner.observe(&obs);
-            self.tuning.metrics.lock().phase = decision.phase.name();
+            self.tuning.count(|m| m.phase = decision.phase.name());
             // A bound crossed in a family other than the default one is
             // told with the family's name.
             let family = decision.bound_family.filter(|f| *f != FamilyId::DEFAULT).and_then(|f| names.get(&f));
@@ -533,27 +624,28 @@ impl DbInner {
         let done = self.carry_out(commands);
         let text = match action {
             Action::EnableAutoCompactions => {
-                self.tuning.metrics.lock().enables += 1;
+                self.tuning.count(|m| m.enables += 1);
                 "enable compaction".to_string()
             }
             Action::DisableAutoCompactions => {
-                self.tuning.metrics.lock().disables += 1;
+                self.tuning.count(|m| m.disables += 1);
                 "defer compaction".to_string()
             }
             Action::PauseCompactions => {
-                self.tuning.metrics.lock().pauses += 1;
+                self.tuning.count(|m| m.pauses += 1);
                 "pause compactions".to_string()
             }
             Action::ContinueCompactions => "continue compactions".to_string(),
             Action::SetCompactionRateLimit(rate) => {
-                let mut m = self.tuning.metrics.lock();
-                m.rate_changes += 1;
-                m.compaction_rate_limit = rate;
+                self.tuning.count(|m| {
+                    m.rate_changes += 1;
+                    m.compaction_rate_limit = rate;
+                });
                 format!("compaction rate {rate} B/s")
             }
             Action::SetSubcompactions(n) => format!("subcompactions {n}"),
             Action::CatchUp => {
-                self.tuning.metrics.lock().catch_ups += 1;
+                self.tuning.count(|m| m.catch_ups += 1);
                 self.work_cv.notify_all();
                 "catch up".to_string()
             }
@@ -569,7 +661,7 @@ impl DbInner {
                 }
             }
             Action::ForceCompaction(bound) => {
-                self.tuning.metrics.lock().forced += 1;
+                self.tuning.count(|m| m.forced += 1);
                 match family {
                     Some(name) => format!("force compaction ({bound:?}) in column family '{name}'"),
                     None => format!("force compaction ({bound:?})"),
@@ -580,7 +672,7 @@ impl DbInner {
     }
 
     fn tuning_event(&self, action: String) {
-        let phase = self.tuning.metrics.lock().phase;
+        let phase = self.tuning.phase();
         let event = TuningEvent { mode: self.tuning.mode.name(), action, phase };
         self.notify_event("on_background_tuning", |l| l.on_background_tuning(&event));
     }
@@ -598,14 +690,14 @@ impl DbInner {
         for command in commands {
             match *command {
                 TuningCommand::DeferCompactions(deferred) => {
-                    hooks.deferred.store(deferred, Ordering::Relaxed);
+                    hooks.set_deferred(deferred);
                     if !deferred {
                         self.work_cv.notify_all();
                     }
                 }
-                TuningCommand::PauseCompactions(paused) => hooks.paused.store(paused, Ordering::Relaxed),
+                TuningCommand::PauseCompactions(paused) => hooks.set_paused(paused),
                 TuningCommand::MergeL0Runs(on) => {
-                    hooks.merge_l0_runs.store(on, Ordering::Relaxed);
+                    hooks.set_merge_l0_runs(on);
                     self.work_cv.notify_all();
                 }
                 TuningCommand::SetCompactionRateLimit(rate) => {
@@ -744,49 +836,57 @@ mod tests {
     #[test]
     fn run_merges_yield_at_once_while_memtables_wait_in_a_deferral() {
         let h = hooks(BackgroundTuning::Adaptive);
-        h.deferred.store(true, Ordering::Relaxed);
-        h.immutable_memtables.store(1, Ordering::Relaxed);
+        h.set_deferred(true);
+        h.set_immutable_memtables(1);
         assert!(!h.merge_must_yield(), "one memtable waiting is a flush in progress");
-        h.immutable_memtables.store(2, Ordering::Relaxed);
+        h.set_immutable_memtables(2);
         assert!(h.merge_must_yield());
-        h.deferred.store(false, Ordering::Relaxed);
+        h.set_deferred(false);
         assert!(!h.merge_must_yield(), "outside a deferral an L0 merge is the engine's own intra-L0 work");
         // `off` never holds a merge back.
         let off = hooks(BackgroundTuning::Off);
-        off.deferred.store(true, Ordering::Relaxed);
-        off.immutable_memtables.store(5, Ordering::Relaxed);
+        off.set_deferred(true);
+        off.set_immutable_memtables(5);
         assert!(!off.merge_must_yield());
+    }
+
+    /// Waits until a compaction waits at `h`'s pause gate.
+    fn wait_at_the_gate(h: &TuningHooks) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut waiting = h.gate_waiting.lock();
+        while *waiting == 0 {
+            assert!(!h.gate.wait_until(&mut waiting, deadline).timed_out(), "no compaction reached the gate");
+        }
     }
 
     #[test]
     fn a_yielding_run_merge_goes_on_when_flushes_catch_up_or_at_close() {
         let h = Arc::new(hooks(BackgroundTuning::Adaptive));
-        h.deferred.store(true, Ordering::Relaxed);
-        h.immutable_memtables.store(3, Ordering::Relaxed);
+        h.set_deferred(true);
+        h.set_immutable_memtables(3);
         let cancel = AtomicBool::new(false);
         // An L0→base compaction never waits here.
         h.on_compaction_bytes(4096, true, false, &cancel);
-        let done = Arc::new(AtomicBool::new(false));
-        let merge = {
-            let (h, done) = (Arc::clone(&h), Arc::clone(&done));
+        // A run merge on another thread, which says when it goes on.
+        let merge = |h: &Arc<TuningHooks>| {
+            let (done, went_on) = std::sync::mpsc::channel();
+            let h = Arc::clone(h);
             std::thread::spawn(move || {
                 h.on_compaction_bytes(4096, false, true, &AtomicBool::new(false));
-                done.store(true, Ordering::SeqCst);
-            })
+                let _ = done.send(());
+            });
+            went_on
         };
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!done.load(Ordering::SeqCst), "the merge went on while three memtables waited");
-        h.immutable_memtables.store(1, Ordering::Relaxed);
-        merge.join().unwrap();
-        assert!(done.load(Ordering::SeqCst));
+        let went_on = merge(&h);
+        wait_at_the_gate(&h);
+        assert!(went_on.try_recv().is_err(), "the merge went on while three memtables waited");
+        h.set_immutable_memtables(1);
+        went_on.recv_timeout(Duration::from_secs(60)).expect("the merge went on once flushes caught up");
         // Waiting again, then the database closes: the gate opens.
-        h.immutable_memtables.store(3, Ordering::Relaxed);
-        let merge = {
-            let h = Arc::clone(&h);
-            std::thread::spawn(move || h.on_compaction_bytes(4096, false, true, &AtomicBool::new(false)))
-        };
-        std::thread::sleep(Duration::from_millis(20));
+        h.set_immutable_memtables(3);
+        let went_on = merge(&h);
+        wait_at_the_gate(&h);
         h.close();
-        merge.join().unwrap();
+        went_on.recv_timeout(Duration::from_secs(60)).expect("the merge went on at close");
     }
 }

@@ -252,10 +252,10 @@ define_options! {
         /// the tuner's looks and idle detection and `stats_dump_period_sec`.
         /// A test sets a [`ManualClock`](crate::ManualClock) and moves time
         /// with `advance` instead of sleeping (docs/operations.md, "Time").
-        /// File ages (periodic compaction, FIFO's `ttl`) are judged by the
-        /// system's clock, which stamps each table's creation time; the info
-        /// log's timestamps and the latency statistics read it too. Not in
-        /// the OPTIONS file, as `fs` is not.
+        /// Its wall-clock time also stamps each table's creation time and
+        /// judges file ages by it (periodic compaction, `ttl`, FIFO's
+        /// `ttl`). The info log's timestamps and the latency statistics
+        /// read the system's clock. Not in the OPTIONS file, as `fs` is not.
         clock: Arc<dyn Clock> = Arc::new(SystemClock::new()),
         /// Receivers of background events (flushes, compactions, stalls, errors).
         listeners: Vec<Arc<dyn crate::events::EventListener>> = Vec::new(),
@@ -932,6 +932,8 @@ impl TableBuilderOptions {
             prefix_extractor: o.prefix_extractor.clone().map(crate::prefix::Extractor),
             comparator: o.user_comparator(),
             collectors: crate::table_properties::Collectors(o.table_properties_collector_factories.clone()),
+            // A family's options hold no clock: the database sets its own.
+            clock: Arc::new(SystemClock::new()),
         }
     }
 }

@@ -10,7 +10,6 @@
 //! harming the table being built.
 
 use std::cmp::Ordering;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::block_builder::BlockBuilder;
 use super::filter::BloomFilterBuilder;
@@ -23,6 +22,7 @@ use std::sync::Arc;
 
 use super::properties::TableProperties;
 use super::{FILTER_BLOCK_NAME, PARTITIONED_FILTER_BLOCK_NAME, PROPERTIES_BLOCK_NAME, RANGE_DEL_BLOCK_NAME};
+use crate::clock::{Clock, SystemClock};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -39,7 +39,7 @@ use crate::util::compression::CompressionType;
 const MAX_BLOCK_SIZE: usize = 1 << 30;
 
 /// How tables are written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct TableBuilderOptions {
     /// Target uncompressed size of a data block (RocksDB `block_size`).
     pub block_size: usize,
@@ -89,6 +89,36 @@ pub struct TableBuilderOptions {
     /// Makers of the user's table property collectors (the family's
     /// `table_properties_collector_factories`).
     pub collectors: Collectors,
+    /// Whose wall-clock seconds the table's `creation_time` property is
+    /// stamped with when it is finished: the database's clock
+    /// (`Options::clock`), so file ages (periodic compaction, `ttl`, FIFO's
+    /// `ttl`) are read on the time line the engine judges them by. Default
+    /// the system's.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for TableBuilderOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The clock is a time source, not a setting: left out.
+        f.debug_struct("TableBuilderOptions")
+            .field("block_size", &self.block_size)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("index_block_restart_interval", &self.index_block_restart_interval)
+            .field("block_size_deviation", &self.block_size_deviation)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("checksum", &self.checksum)
+            .field("compression", &self.compression)
+            .field("column_family", &self.column_family)
+            .field("column_family_name", &self.column_family_name)
+            .field("index_partition_size", &self.index_partition_size)
+            .field("partition_filters", &self.partition_filters)
+            .field("user_key_index", &self.user_key_index)
+            .field("whole_key_filtering", &self.whole_key_filtering)
+            .field("prefix_extractor", &self.prefix_extractor)
+            .field("comparator", &self.comparator)
+            .field("collectors", &self.collectors)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for TableBuilderOptions {
@@ -110,6 +140,7 @@ impl Default for TableBuilderOptions {
             prefix_extractor: None,
             comparator: UserComparator::BYTEWISE,
             collectors: Collectors::default(),
+            clock: Arc::new(SystemClock::new()),
         }
     }
 }
@@ -539,7 +570,7 @@ impl TableBuilder {
             meta.push((RANGE_DEL_BLOCK_NAME, self.write_block(&block.finish(), false)?));
         }
 
-        self.props.creation_time = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        self.props.creation_time = self.opts.clock.now_secs();
         if !self.collectors.is_empty() {
             self.props.user_collected_properties = self.collected_properties();
         }

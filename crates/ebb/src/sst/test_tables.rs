@@ -99,6 +99,7 @@ pub(crate) fn opts(compression: CompressionType, checksum: ChecksumType, block_s
         prefix_extractor: None,
         comparator: UserComparator::BYTEWISE,
         collectors: Default::default(),
+        ..TableBuilderOptions::default()
     }
 }
 

@@ -19,9 +19,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// When the last trim started, in milliseconds since [`epoch`], plus one (0:
-/// never).
-static LAST_TRIM: AtomicU64 = AtomicU64::new(0);
+/// When the last trim started, in milliseconds since an origin, plus one (0:
+/// never): who may trim now.
+struct TrimSchedule {
+    last: AtomicU64,
+}
+
+impl TrimSchedule {
+    const fn new() -> TrimSchedule {
+        TrimSchedule { last: AtomicU64::new(0) }
+    }
+
+    /// Whether a trim is due at `now_ms` (milliseconds since the origin)
+    /// with `period_ms` (0: never); if so, marks it started, so that one
+    /// caller per period gets true.
+    fn due(&self, period_ms: u64, now_ms: u64) -> bool {
+        if period_ms == 0 {
+            return false;
+        }
+        let now = now_ms.min(u64::MAX - 1) + 1;
+        let last = self.last.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < period_ms {
+            return false;
+        }
+        // One caller per period: the one that moves the mark.
+        self.last.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+}
+
+/// The process's schedule: the heap is the process's.
+static SCHEDULE: TrimSchedule = TrimSchedule::new();
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -31,16 +58,8 @@ fn epoch() -> Instant {
 /// Trims the allocator's free pages if `period_ms` (0: never) has passed
 /// since the last trim in this process; returns whether this call trimmed.
 pub(crate) fn trim_if_due(period_ms: u64) -> bool {
-    if period_ms == 0 {
-        return false;
-    }
-    let now = u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1;
-    let last = LAST_TRIM.load(Ordering::Relaxed);
-    if last != 0 && now.saturating_sub(last) < period_ms {
-        return false;
-    }
-    // One caller per period: the one that moves the mark.
-    if LAST_TRIM.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+    let now_ms = u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX);
+    if !SCHEDULE.due(period_ms, now_ms) {
         return false;
     }
     release_free_pages();
@@ -66,19 +85,22 @@ mod tests {
 
     #[test]
     fn a_trim_comes_at_most_once_a_period_and_never_at_zero() {
+        // A schedule of its own, on made-up times: no other test's trims,
+        // no waiting for a period to pass.
+        let schedule = TrimSchedule::new();
+        assert!(!schedule.due(0, 5));
+        assert!(schedule.due(1_000, 5), "the first trim is due at once");
+        assert!(!schedule.due(1_000, 5));
+        assert!(!schedule.due(1_000, 1_004), "within the period");
+        assert!(schedule.due(1_000, 1_005), "a period after the last");
+        assert!(!schedule.due(1_000, 1_005), "one caller per period");
+        assert!(schedule.due(1, 1_006));
+        assert!(!schedule.due(3_600_000, 1_007));
+        // The process's: a period far longer than the test trims at most once
+        // (other tests' databases share it), then never again.
         assert!(!trim_if_due(0));
-        // A period far longer than the test: whatever trimmed before (other
-        // tests' databases share the process), at most one call of these
-        // trims, and once one has, none of the rest does.
         let results: Vec<bool> = (0..5).map(|_| trim_if_due(3_600_000)).collect();
         assert!(results.iter().filter(|&&t| t).count() <= 1, "{results:?}");
-        assert!(!trim_if_due(3_600_000));
-        // A period of a millisecond is due again once a millisecond passes
-        // (a few tries: another test's database may trim in between).
-        assert!((0..100).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-            trim_if_due(1)
-        }));
         assert!(!trim_if_due(3_600_000));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod hooked_fs;
 pub mod prefix_cursor;
+pub mod sync;
 pub mod workload;
 
 use std::collections::BTreeMap;
