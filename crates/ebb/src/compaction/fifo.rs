@@ -123,8 +123,8 @@ fn compaction(opts: &ColumnFamilyOptions, inputs: Vec<Arc<FileMetaData>>, reason
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_file;
     use crate::options::CompactionStyle;
+    use crate::version::test_file;
     use crate::version::VersionEdit;
 
     /// L0 files numbered 1..=sizes.len(), file n written at time 1000 + n.

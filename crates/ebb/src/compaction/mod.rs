@@ -140,25 +140,6 @@ impl Compaction {
     }
 }
 
-/// A table of `size` bytes spanning user keys `[lo, hi]` at sequence `seq`,
-/// for the pickers' tests.
-#[cfg(test)]
-pub(crate) fn test_file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
-    use crate::key::{make_internal_key, ValueKind};
-    FileMetaData {
-        number,
-        file_size: size,
-        smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-        largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-        smallest_seq: seq,
-        largest_seq: seq,
-        num_entries: 1,
-        num_deletions: 0,
-        oldest_blob_file: 0,
-        num_range_deletions: 0,
-    }
-}
-
 #[cfg(test)]
 mod readahead_tests {
     use super::*;
@@ -181,7 +162,9 @@ mod readahead_tests {
 
     #[test]
     fn files_read_at_once_count_each_l0_input_and_one_file_a_level() {
-        let files = |n: u64| (0..n).map(|i| Arc::new(test_file(i + 1, "a", "z", 10, i + 1))).collect::<Vec<_>>();
+        let files = |n: u64| {
+            (0..n).map(|i| Arc::new(crate::version::test_file(i + 1, "a", "z", 10, i + 1))).collect::<Vec<_>>()
+        };
         let mut c = Compaction {
             level: 0,
             output_level: 1,

@@ -485,7 +485,7 @@ pub(super) fn files_disjoint<'a>(cmp: &UserComparator, files: impl Iterator<Item
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_file as file;
+    use crate::version::test_file as file;
     use crate::version::VersionEdit;
 
     fn pick(v: &Version, o: &ColumnFamilyOptions, busy: &HashSet<u64>) -> Option<Compaction> {

@@ -343,7 +343,7 @@ mod tests {
     use crate::compaction::CompactionReason;
 
     fn file(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMetaData> {
-        Arc::new(crate::compaction::test_file(number, lo, hi, size, 1))
+        Arc::new(crate::version::test_file(number, lo, hi, size, 1))
     }
 
     fn compaction(inputs: Vec<Arc<FileMetaData>>, outputs: Vec<Arc<FileMetaData>>) -> Compaction {

@@ -182,8 +182,8 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::test_file as file;
     use crate::options::CompactionStyle;
+    use crate::version::test_file as file;
     use crate::version::VersionEdit;
 
     fn opts() -> ColumnFamilyOptions {

@@ -14,7 +14,6 @@ use super::properties::TableProperties;
 use super::table_builder::{TableBuilder, TableBuilderOptions};
 use super::table_reader::Table;
 use crate::cache::{new_cache, BlockCache, CacheKey, CacheOptions, CacheType, CacheValue, Priority};
-use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::{Access, RandomAccessFile, WritableFile};
 use crate::iter::InternalIterator;
@@ -85,20 +84,8 @@ pub(crate) fn opts(compression: CompressionType, checksum: ChecksumType, block_s
     TableBuilderOptions {
         block_size,
         block_restart_interval: 4,
-        index_block_restart_interval: 16,
-        block_size_deviation: 10,
-        bloom_bits_per_key: 10,
         checksum,
         compression,
-        column_family: 0,
-        column_family_name: None,
-        index_partition_size: None,
-        partition_filters: false,
-        user_key_index: true,
-        whole_key_filtering: true,
-        prefix_extractor: None,
-        comparator: UserComparator::BYTEWISE,
-        collectors: Default::default(),
         ..TableBuilderOptions::default()
     }
 }

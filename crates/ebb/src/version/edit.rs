@@ -316,6 +316,25 @@ impl VersionEdit {
     }
 }
 
+/// A one-entry table of `size` bytes spanning user keys `[lo, hi]` at
+/// sequence `seq`, for the version layer's and the pickers' tests.
+#[cfg(test)]
+pub(crate) fn test_file(number: u64, lo: impl AsRef<[u8]>, hi: impl AsRef<[u8]>, size: u64, seq: u64) -> FileMetaData {
+    use crate::key::{make_internal_key, ValueKind};
+    FileMetaData {
+        number,
+        file_size: size,
+        smallest: make_internal_key(lo.as_ref(), seq, ValueKind::Value),
+        largest: make_internal_key(hi.as_ref(), seq, ValueKind::Value),
+        smallest_seq: seq,
+        largest_seq: seq,
+        num_entries: 1,
+        num_deletions: 0,
+        oldest_blob_file: 0,
+        num_range_deletions: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 pub use builder::VersionBuilder;
+#[cfg(test)]
+pub(crate) use edit::test_file;
 pub use edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit};
 pub use get::{BatchAnswer, Found, KeyBatch, KeyVersions};
 pub(crate) use level_iter::{LevelFiles, LevelIterator};
@@ -1210,22 +1212,10 @@ fn write_manifest_records(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
 
     /// A one-entry table's metadata: `lo`..`hi` at `seq`.
     pub(super) fn file(number: u64, lo: &[u8], hi: &[u8], seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: 100,
-            smallest: make_internal_key(lo, seq, ValueKind::Value),
-            largest: make_internal_key(hi, seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            num_range_deletions: 0,
-        }
+        test_file(number, lo, hi, 100, seq)
     }
 
     #[test]

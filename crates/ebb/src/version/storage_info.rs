@@ -373,24 +373,8 @@ impl Version {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::version::test_file as file;
     use crate::version::VersionEdit;
-
-    /// A one-entry table of `size` bytes over `lo`..`hi` at `seq`.
-    fn file(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            num_entries: 1,
-            num_deletions: 0,
-            oldest_blob_file: 0,
-            num_range_deletions: 0,
-        }
-    }
 
     /// Leveled, static targets from a 1000-byte base, L0 trigger 2.
     fn opts() -> StorageInfoOptions {
