@@ -35,8 +35,34 @@ pub enum Error {
     },
     /// An argument, option or input was refused. The message names it.
     InvalidArgument(String),
-    /// The database directory is locked by another process or another open handle.
+    /// The resource is held by someone else: the database directory is
+    /// locked by another process or handle, or a transaction's key was
+    /// written by another since the transaction read it, or is locked by
+    /// another transaction (RocksDB `Status::Busy`). Retrying the whole
+    /// transaction may succeed.
     Busy(String),
+    /// A transaction found a deadlock waiting for a lock (RocksDB
+    /// `Status::Busy` with the subcode `kDeadlock`); it took no lock and may
+    /// be retried. [`Error::is_busy`] is true for it too.
+    Deadlock(String),
+    /// A transaction could not be checked for conflicts because the history
+    /// it needs is no longer kept in memory (RocksDB `Status::TryAgain`);
+    /// retrying the transaction may succeed. Keep more with
+    /// `max_write_buffer_size_to_maintain`.
+    TryAgain(String),
+    /// A transaction waited `lock_timeout` for a lock and did not get it
+    /// (RocksDB `Status::TimedOut`).
+    TimedOut(String),
+    /// A transaction outlived its `expiration` and another took its locks;
+    /// it can no longer commit (RocksDB `Status::Expired`).
+    Expired(String),
+    /// A read from a write batch found merge operands for a key and nothing
+    /// they apply to in the batch: the database holds the value (RocksDB
+    /// `Status::MergeInProgress`).
+    MergeInProgress(String),
+    /// A thing asked for by name or position does not exist: a savepoint, a
+    /// prepared transaction (RocksDB `Status::NotFound`).
+    NotFound(String),
     /// A feature or option value that this build does not support.
     NotSupported(String),
     /// An earlier background flush, compaction or fsync failed (or panicked:
@@ -91,6 +117,32 @@ impl Error {
         }
     }
 
+    /// True for [`Error::Busy`] and [`Error::Deadlock`] (a deadlock is a
+    /// kind of busy in RocksDB too).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Busy(_) | Error::Deadlock(_))
+    }
+
+    /// True for [`Error::Deadlock`].
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, Error::Deadlock(_))
+    }
+
+    /// True for [`Error::TryAgain`].
+    pub fn is_try_again(&self) -> bool {
+        matches!(self, Error::TryAgain(_))
+    }
+
+    /// True for [`Error::TimedOut`].
+    pub fn is_timed_out(&self) -> bool {
+        matches!(self, Error::TimedOut(_))
+    }
+
+    /// True for [`Error::Expired`].
+    pub fn is_expired(&self) -> bool {
+        matches!(self, Error::Expired(_))
+    }
+
     /// True when the underlying OS error is "no space left on device".
     pub fn is_no_space(&self) -> bool {
         match self {
@@ -117,6 +169,12 @@ impl Error {
             }
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Busy(m) => Error::Busy(m.clone()),
+            Error::Deadlock(m) => Error::Deadlock(m.clone()),
+            Error::TryAgain(m) => Error::TryAgain(m.clone()),
+            Error::TimedOut(m) => Error::TimedOut(m.clone()),
+            Error::Expired(m) => Error::Expired(m.clone()),
+            Error::MergeInProgress(m) => Error::MergeInProgress(m.clone()),
+            Error::NotFound(m) => Error::NotFound(m.clone()),
             Error::NotSupported(m) => Error::NotSupported(m.clone()),
             Error::Background(e) => Error::Background(e.clone()),
             Error::Panicked { job, message } => Error::Panicked { job, message: message.clone() },
@@ -148,6 +206,12 @@ impl fmt::Display for Error {
             }
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::Busy(m) => write!(f, "busy: {m}"),
+            Error::Deadlock(m) => write!(f, "deadlock: {m}"),
+            Error::TryAgain(m) => write!(f, "try again: {m}"),
+            Error::TimedOut(m) => write!(f, "timed out: {m}"),
+            Error::Expired(m) => write!(f, "expired: {m}"),
+            Error::MergeInProgress(m) => write!(f, "merge in progress: {m}"),
+            Error::NotFound(m) => write!(f, "not found: {m}"),
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
             Error::Background(e) => {
                 write!(f, "background error, database is read-only until reopened: {e}")

@@ -34,7 +34,9 @@
 //!     settings each layer below takes from them.
 //! 24. `compaction`: picking and running compactions.
 //! 25. `db`: the public handle, the write and read paths, background jobs.
-//! 26. `internals`: what Ebb's own tests, tools, fuzz targets and benchmarks
+//! 26. `txn`: write batches with an index, optimistic and pessimistic
+//!     transactions (RocksDB's `utilities/transactions`).
+//! 27. `internals`: what Ebb's own tests, tools, fuzz targets and benchmarks
 //!     use of the layers above (feature `internals`; not a stable API).
 
 #![deny(unsafe_code)]
@@ -80,6 +82,8 @@ pub(crate) mod util;
 pub(crate) mod version;
 pub(crate) mod wal;
 
+mod txn;
+
 #[cfg(feature = "internals")]
 pub mod internals;
 
@@ -105,4 +109,5 @@ pub use options::{
 pub use sst::{PinnableSlice, TableProperties};
 pub use stats::{LevelCompactionStats, StallCause};
 pub use table_properties::{CollectorContext, EntryType, TablePropertiesCollector, TablePropertiesCollectorFactory};
+pub use txn::{BaseDeltaIterator, WriteBatchWithIndex};
 pub use util::checksum::ChecksumType;

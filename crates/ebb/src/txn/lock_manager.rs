@@ -1,0 +1,1 @@
+//! The pessimistic transaction database's per-key locks.
