@@ -33,6 +33,28 @@ const TAG_CF_SINGLE_DELETION: u8 = 0x08;
 const TAG_CF_MERGE: u8 = 0x06;
 // RocksDB's kTypeColumnFamilyRangeDeletion.
 const TAG_CF_RANGE_DELETION: u8 = 0x0E;
+// Two-phase commit markers, RocksDB's kTypeBeginPrepareXID,
+// kTypeEndPrepareXID (with the transaction's name), kTypeCommitXID and
+// kTypeRollbackXID. They are not updates: the count leaves them out.
+const TAG_BEGIN_PREPARE: u8 = 0x09;
+const TAG_END_PREPARE: u8 = 0x0A;
+const TAG_COMMIT: u8 = 0x0B;
+const TAG_ROLLBACK: u8 = 0x0C;
+
+/// What a batch is to two-phase commit (docs/format.md, "Write batch"):
+/// a prepared transaction's updates, written to the WAL but not applied
+/// until a commit names it; a commit of a prepared transaction, whose
+/// records are its updates, applied as any batch's; or the rollback of one,
+/// with no updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TwoPhase<'a> {
+    /// `BeginPrepare`, the updates, `EndPrepare(name)`.
+    Prepare(&'a [u8]),
+    /// The updates, then `Commit(name)`.
+    Commit(&'a [u8]),
+    /// `Rollback(name)` alone.
+    Rollback(&'a [u8]),
+}
 
 /// An atomic group of puts and deletes.
 #[derive(Clone, PartialEq, Eq)]
@@ -44,6 +66,8 @@ pub struct WriteBatch {
     /// Some record is a merge or a range deletion: checked against its
     /// family (an operator; a range in the family's order) when written.
     family_checks: bool,
+    /// The batch carries two-phase commit markers ([`TwoPhase`]).
+    markers: bool,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -113,7 +137,7 @@ impl<'a> BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, family_checks: false }
+        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, family_checks: false, markers: false }
     }
 
     /// An empty batch with room for `bytes` of records, so filling it does
@@ -121,7 +145,7 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, other_families: false, family_checks: false }
+        WriteBatch { rep, other_families: false, family_checks: false, markers: false }
     }
 
     /// Room for one put or delete of `key` and `value` in family `cf`: tag,
@@ -261,6 +285,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.other_families = false;
         self.family_checks = false;
+        self.markers = false;
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
     }
@@ -301,6 +326,72 @@ impl WriteBatch {
         ids
     }
 
+    /// Marks the batch as a prepared transaction's, named `name`
+    /// ([`TwoPhase::Prepare`]). A batch already marked is refused.
+    pub(crate) fn mark_prepare(&mut self, name: &[u8]) -> Result<()> {
+        self.refuse_marked()?;
+        self.rep.insert(HEADER_LEN, TAG_BEGIN_PREPARE);
+        self.rep.push(TAG_END_PREPARE);
+        put_length_prefixed(&mut self.rep, name);
+        self.markers = true;
+        Ok(())
+    }
+
+    /// Marks the batch as the commit of the prepared transaction `name`
+    /// ([`TwoPhase::Commit`]).
+    pub(crate) fn mark_commit(&mut self, name: &[u8]) -> Result<()> {
+        self.refuse_marked()?;
+        self.rep.push(TAG_COMMIT);
+        put_length_prefixed(&mut self.rep, name);
+        self.markers = true;
+        Ok(())
+    }
+
+    /// The rollback of the prepared transaction `name` ([`TwoPhase::Rollback`]).
+    pub(crate) fn rollback_marker(name: &[u8]) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.rep.push(TAG_ROLLBACK);
+        put_length_prefixed(&mut b.rep, name);
+        b.markers = true;
+        b
+    }
+
+    fn refuse_marked(&self) -> Result<()> {
+        if self.markers {
+            return Err(Error::invalid("the write batch is already marked for two-phase commit"));
+        }
+        Ok(())
+    }
+
+    /// What the batch is to two-phase commit, when it carries markers.
+    pub(crate) fn two_phase(&self) -> Option<TwoPhase<'_>> {
+        if !self.markers {
+            return None;
+        }
+        let mut found = None;
+        let mut it = self.records();
+        // Walk the records with their markers; the last marker decides.
+        while let Some(step) = it.next_with_markers() {
+            match step {
+                Ok(Step::Marker(m)) => found = Some(m),
+                Ok(Step::Update(..)) => {}
+                Err(_) => return None,
+            }
+        }
+        match found? {
+            Marker::EndPrepare(name) => Some(TwoPhase::Prepare(name)),
+            Marker::Commit(name) => Some(TwoPhase::Commit(name)),
+            Marker::Rollback(name) => Some(TwoPhase::Rollback(name)),
+            Marker::BeginPrepare => None,
+        }
+    }
+
+    /// True when the batch carries two-phase commit markers: it is written
+    /// alone, never in a group, and even with no update.
+    pub(crate) fn has_markers(&self) -> bool {
+        self.markers
+    }
+
     fn bump_count(&mut self) {
         let n = self.len() as u32 + 1;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
@@ -320,8 +411,10 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Appends the updates of `other` (the group-commit leader merges batches).
+    /// Appends the updates of `other` (the group-commit leader merges
+    /// batches; never one with markers).
     pub(crate) fn append(&mut self, other: &WriteBatch) {
+        debug_assert!(!self.markers && !other.markers, "two-phase commit batches are written alone");
         let n = (self.len() + other.len()) as u32;
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.other_families |= other.other_families;
@@ -336,17 +429,26 @@ impl WriteBatch {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }
-        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, family_checks: false };
+        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, family_checks: false, markers: false };
         let mut seen = 0;
-        let (mut other_families, mut family_checks) = (false, false);
-        for op in b.iter_cf() {
-            let (cf, op) = op.map_err(|reason| Error::corruption(file, offset, reason))?;
-            other_families |= cf != 0;
-            family_checks |= matches!(op, BatchOp::Merge { .. } | BatchOp::DeleteRange { .. });
-            seen += 1;
+        let (mut other_families, mut family_checks, mut markers) = (false, false, Vec::new());
+        let mut it = b.records();
+        while let Some(step) = it.next_with_markers() {
+            match step.map_err(|reason| Error::corruption(file, offset, reason))? {
+                Step::Update(cf, op) => {
+                    other_families |= cf != 0;
+                    family_checks |= matches!(op, BatchOp::Merge { .. } | BatchOp::DeleteRange { .. });
+                    seen += 1;
+                }
+                Step::Marker(m) => markers.push(m),
+            }
         }
+        check_markers(&markers, seen).map_err(|reason| Error::corruption(file, offset, reason))?;
+        let has_markers = !markers.is_empty();
+        drop(it);
         b.other_families = other_families;
         b.family_checks = family_checks;
+        b.markers = has_markers;
         if seen != b.len() {
             return Err(Error::corruption(file, offset, "write batch count does not match its records"));
         }
@@ -404,6 +506,32 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
+/// A two-phase commit marker as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker<'a> {
+    BeginPrepare,
+    EndPrepare(&'a [u8]),
+    Commit(&'a [u8]),
+    Rollback(&'a [u8]),
+}
+
+/// A record: an update, or a marker.
+enum Step<'a> {
+    Update(u32, BatchOp<'a>),
+    Marker(Marker<'a>),
+}
+
+/// The markers a batch may carry, in the only orders it is written in:
+/// `BeginPrepare` first and `EndPrepare` last; `Commit` last; `Rollback`
+/// alone, with no update.
+fn check_markers(markers: &[Marker<'_>], updates: usize) -> std::result::Result<(), String> {
+    match markers {
+        [] | [Marker::BeginPrepare, Marker::EndPrepare(_)] | [Marker::Commit(_)] => Ok(()),
+        [Marker::Rollback(_)] if updates == 0 => Ok(()),
+        _ => Err("write batch has two-phase commit markers out of order".to_string()),
+    }
+}
+
 /// As [`BatchIter`], with each update's column family id.
 pub(crate) struct CfBatchIter<'a> {
     d: Decoder<'a>,
@@ -414,8 +542,51 @@ pub(crate) struct CfBatchIter<'a> {
 impl<'a> Iterator for CfBatchIter<'a> {
     type Item = std::result::Result<(u32, BatchOp<'a>), String>;
 
+    /// The next update; two-phase commit markers are passed over.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || (self.remaining == 0 && self.d.is_empty()) {
+        loop {
+            match self.next_with_markers()? {
+                Ok(Step::Update(cf, op)) => return Some(Ok((cf, op))),
+                Ok(Step::Marker(_)) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl<'a> CfBatchIter<'a> {
+    fn marker(&mut self) -> Option<std::result::Result<Marker<'a>, String>> {
+        let tag = *self.d.remaining().first()?;
+        if !matches!(tag, TAG_BEGIN_PREPARE | TAG_END_PREPARE | TAG_COMMIT | TAG_ROLLBACK) {
+            return None;
+        }
+        self.d.u8();
+        if tag == TAG_BEGIN_PREPARE {
+            return Some(Ok(Marker::BeginPrepare));
+        }
+        let Some(name) = self.d.length_prefixed() else {
+            return Some(Err("write batch two-phase commit marker truncated".into()));
+        };
+        Some(Ok(match tag {
+            TAG_END_PREPARE => Marker::EndPrepare(name),
+            TAG_COMMIT => Marker::Commit(name),
+            _ => Marker::Rollback(name),
+        }))
+    }
+
+    fn next_with_markers(&mut self) -> Option<std::result::Result<Step<'a>, String>> {
+        if self.failed {
+            return None;
+        }
+        match self.marker() {
+            Some(Ok(m)) => return Some(Ok(Step::Marker(m))),
+            Some(Err(e)) => {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            None => {}
+        }
+        if self.remaining == 0 && self.d.is_empty() {
             return None;
         }
         if self.remaining == 0 {
@@ -473,7 +644,7 @@ impl<'a> Iterator for CfBatchIter<'a> {
         if op.is_err() {
             self.failed = true;
         }
-        Some(op)
+        Some(op.map(|(cf, op)| Step::Update(cf, op)))
     }
 }
 
@@ -603,6 +774,60 @@ mod tests {
         for cut in HEADER_LEN + 1..data.len() {
             assert!(WriteBatch::from_data(&data[..cut], "wal", 0).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn two_phase_markers_round_trip_and_leave_the_count_alone() {
+        let mut p = WriteBatch::new();
+        p.put(b"a", b"1");
+        p.put_in(3, b"b", b"2");
+        p.mark_prepare(b"xid").unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(p.mark_commit(b"xid").is_err(), "one marking per batch");
+        // RocksDB's tags: begin prepare right after the header, end prepare last.
+        assert_eq!(p.data()[HEADER_LEN], 0x09);
+        assert_eq!(&p.data()[p.data().len() - 5..], &[0x0A, 3, b'x', b'i', b'd']);
+        let back = WriteBatch::from_data(p.data(), "wal", 0).unwrap();
+        assert_eq!(back.two_phase(), Some(TwoPhase::Prepare(b"xid")));
+        let ops: Vec<_> = back.iter_cf().map(|o| o.unwrap()).collect();
+        assert_eq!(ops, vec![(0, BatchOp::Put { key: b"a", value: b"1" }), (3, BatchOp::Put { key: b"b", value: b"2" })]);
+
+        let mut c = WriteBatch::new();
+        c.delete(b"a");
+        c.mark_commit(b"xid").unwrap();
+        let back = WriteBatch::from_data(c.data(), "wal", 0).unwrap();
+        assert_eq!(back.two_phase(), Some(TwoPhase::Commit(b"xid")));
+        assert_eq!(back.iter().count(), 1);
+
+        let r = WriteBatch::rollback_marker(b"xid");
+        assert!(r.is_empty() && r.has_markers());
+        let back = WriteBatch::from_data(r.data(), "wal", 0).unwrap();
+        assert_eq!(back.two_phase(), Some(TwoPhase::Rollback(b"xid")));
+
+        let plain = WriteBatch::from_data(WriteBatch::new().data(), "wal", 0).unwrap();
+        assert_eq!(plain.two_phase(), None);
+    }
+
+    #[test]
+    fn markers_out_of_order_or_cut_are_corruption() {
+        let mut p = WriteBatch::new();
+        p.put(b"a", b"1");
+        p.mark_prepare(b"xid").unwrap();
+        let data = p.data().to_vec();
+        for cut in HEADER_LEN + 1..data.len() {
+            assert!(WriteBatch::from_data(&data[..cut], "wal", 0).is_err(), "cut at {cut}");
+        }
+        // A begin prepare without its end.
+        let mut begin_only = WriteBatch::new();
+        begin_only.put(b"a", b"1");
+        begin_only.rep.insert(HEADER_LEN, TAG_BEGIN_PREPARE);
+        assert!(WriteBatch::from_data(begin_only.data(), "wal", 0).unwrap_err().is_corruption());
+        // A rollback with updates.
+        let mut rollback = WriteBatch::new();
+        rollback.put(b"a", b"1");
+        rollback.rep.push(TAG_ROLLBACK);
+        put_length_prefixed(&mut rollback.rep, b"x");
+        assert!(WriteBatch::from_data(rollback.data(), "wal", 0).unwrap_err().is_corruption());
     }
 
     #[test]

@@ -32,8 +32,8 @@ use super::blob_cache::BlobFileCache;
 use super::column_family::ColumnFamilyData;
 use super::super_version::SuperVersion;
 use super::{
-    bg, bg_error, close, current_wal, files, info_log, jobs, manifest_queue, memtables, sequence, snapshots, tuning,
-    wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
+    bg, bg_error, close, current_wal, files, info_log, jobs, manifest_queue, memtables, prepared, sequence, snapshots,
+    tuning, wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
 };
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
@@ -91,6 +91,9 @@ pub(crate) struct DbInner {
     pub(crate) wal: current_wal::CurrentWal,
     /// WALs closed by memtable switches whose sync is still owed.
     pub(crate) wal_sealer: wal_seal::WalSealer,
+    /// Transactions prepared and not yet committed or rolled back
+    /// (db/prepared.rs).
+    pub(crate) prepared: prepared::PreparedSections,
     /// The default column family (also in `DbState::families`).
     pub(crate) default_cf: Arc<ColumnFamilyData>,
     /// The newest sequence number visible to readers (db/sequence.rs).

@@ -59,6 +59,7 @@ impl DbInner {
             return Err(self.set_bg_error_locked(&mut st, e));
         }
         let mem = Arc::new(super::write::new_memtable(&options, current_wal));
+        mem.set_earliest_sequence(last);
         // The tuning mode's changes, as at open (the backstop, or the
         // thesis's lifted stalls); the tuner learns of the family from there.
         self.tuning.track_family(FamilyId(id), &options);

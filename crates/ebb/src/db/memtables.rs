@@ -17,6 +17,14 @@
 //!    family comes or goes, so a write takes it with one reference count.
 //! 5. `wal_full_flushed` is the oldest WAL for which `max_total_wal_size`
 //!    already forced a switch; it only grows.
+//! 6. A family's memtables, newest first (the mutable one, the immutable
+//!    ones, then its `history` of flushed ones), each begin where the next
+//!    one ends: every write to the family after a memtable's earliest
+//!    sequence is in it or a newer one (`MemTable::earliest_sequence`; an
+//!    empty memtable renumbered to a new WAL keeps its predecessor's). The
+//!    history is what `max_write_buffer_size_to_maintain` keeps of flushed
+//!    memtables, for transactions to check for conflicts; reads never see
+//!    it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -34,6 +42,8 @@ pub(crate) struct Family {
     mem: Arc<MemTable>,
     /// Waiting for flush, oldest first.
     imm: Vec<Arc<MemTable>>,
+    /// Flushed and kept for conflict checks, oldest first (invariant 6).
+    history: VecDeque<Arc<MemTable>>,
 }
 
 impl Family {
@@ -62,6 +72,32 @@ impl Family {
         !self.mem.is_empty() || !self.imm.is_empty()
     }
 
+    /// Every memtable of the family, newest first: the mutable one, the
+    /// immutable ones, the flushed ones kept (invariant 6).
+    pub(crate) fn newest_first(&self) -> Vec<Arc<MemTable>> {
+        std::iter::once(&self.mem).chain(self.imm.iter().rev()).chain(self.history.iter().rev()).cloned().collect()
+    }
+
+    /// Drops the oldest flushed memtables kept until those left fit in
+    /// `max_write_buffer_size_to_maintain` beside the unflushed ones; the
+    /// newest flushed one stays while the option keeps any (RocksDB's
+    /// `TrimHistory` likewise leaves the last).
+    fn trim_history(&mut self) {
+        let limit = self.data.options().memtable_history_bytes();
+        if limit == 0 {
+            self.history.clear();
+            return;
+        }
+        let size = |m: &Arc<MemTable>| m.approximate_memory_usage() as u64;
+        let unflushed: u64 = size(&self.mem) + self.imm.iter().map(size).sum::<u64>();
+        let mut kept: u64 = self.history.iter().map(size).sum();
+        while self.history.len() > 1 && unflushed + kept > limit {
+            if let Some(old) = self.history.pop_front() {
+                kept -= size(&old);
+            }
+        }
+    }
+
     /// Whether any memtable holds writes made without the WAL.
     pub(crate) fn has_unlogged(&self) -> bool {
         self.mem.has_unlogged() || self.imm.iter().any(|m| m.has_unlogged())
@@ -87,7 +123,7 @@ impl Memtables {
             .into_iter()
             .map(|data| {
                 let mem = Arc::new(MemTable::new(0, data.cmp.clone()));
-                (data.id, Family { data, mem, imm: Vec::new() })
+                (data.id, Family { data, mem, imm: Vec::new(), history: VecDeque::new() })
             })
             .collect();
         let mut m = Memtables {
@@ -141,7 +177,7 @@ impl Memtables {
 
     /// Adds a family created now, with `mem` (on the current WAL).
     pub(crate) fn add_family(&mut self, data: Arc<ColumnFamilyData>, mem: Arc<MemTable>) {
-        self.families.insert(data.id, Family { data, mem, imm: Vec::new() });
+        self.families.insert(data.id, Family { data, mem, imm: Vec::new(), history: VecDeque::new() });
         self.rebuild_writable();
     }
 
@@ -194,12 +230,19 @@ impl Memtables {
 
     /// After recovery: WAL `number` is the one being written, and every
     /// family starts an empty memtable on it (what recovery replayed is in
-    /// tables, or read only).
-    pub(crate) fn start_wal(&mut self, number: u64, new_mem: impl Fn(&ColumnFamilyOptions, u64) -> MemTable) {
+    /// tables, or read only) after `last_seq`, the last sequence recovered.
+    pub(crate) fn start_wal(
+        &mut self,
+        number: u64,
+        last_seq: u64,
+        new_mem: impl Fn(&ColumnFamilyOptions, u64) -> MemTable,
+    ) {
         self.current_wal = number;
         for family in self.families.values_mut() {
             family.mem = Arc::new(new_mem(&family.data.options(), number));
+            family.mem.set_earliest_sequence(last_seq);
             family.imm.clear();
+            family.history.clear();
         }
         self.rebuild_writable();
     }
@@ -230,15 +273,16 @@ impl Memtables {
         self.rebuild_writable();
     }
 
-    /// A switch to WAL `new_wal` (the one before it `old_wal_bytes` long):
-    /// the mutable memtables of the families `ids` become immutable and new
-    /// ones start; every other family's empty memtable is renumbered to the
-    /// new WAL (invariant 3).
+    /// A switch to WAL `new_wal` (the one before it `old_wal_bytes` long)
+    /// after sequence `last_seq`: the mutable memtables of the families
+    /// `ids` become immutable and new ones start; every other family's
+    /// empty memtable is renumbered to the new WAL (invariants 3 and 6).
     pub(crate) fn switch(
         &mut self,
         ids: &[u32],
         new_wal: u64,
         old_wal_bytes: u64,
+        last_seq: u64,
         new_mem: impl Fn(&ColumnFamilyOptions, u64) -> MemTable,
     ) {
         let old = std::mem::replace(&mut self.current_wal, new_wal);
@@ -246,10 +290,14 @@ impl Memtables {
         for (id, family) in self.families.iter_mut() {
             if ids.contains(id) {
                 let fresh = Arc::new(new_mem(&family.data.options(), new_wal));
+                fresh.set_earliest_sequence(last_seq);
                 let full = std::mem::replace(&mut family.mem, fresh);
                 family.imm.push(full);
+                family.trim_history();
             } else if family.mem.is_empty() {
-                family.mem = Arc::new(new_mem(&family.data.options(), new_wal));
+                let fresh = Arc::new(new_mem(&family.data.options(), new_wal));
+                fresh.set_earliest_sequence(family.mem.earliest_sequence());
+                family.mem = fresh;
             }
         }
         self.rebuild_writable();
@@ -269,10 +317,29 @@ impl Memtables {
             .min_by_key(|(_, run)| run[0].log_number())
     }
 
-    /// `mems`, flushed and installed, leave family `cf`'s immutable memtables.
+    /// `mems`, flushed and installed, leave family `cf`'s immutable
+    /// memtables, for its history when `max_write_buffer_size_to_maintain`
+    /// keeps any (invariant 6).
     pub(crate) fn remove_flushed(&mut self, cf: u32, mems: &[Arc<MemTable>]) {
         if let Some(family) = self.families.get_mut(&cf) {
-            family.imm.retain(|m| !mems.iter().any(|x| Arc::ptr_eq(x, m)));
+            let keep = family.data.options().memtable_history_bytes() > 0;
+            let mut flushed = Vec::new();
+            family.imm.retain(|m| {
+                let gone = mems.iter().any(|x| Arc::ptr_eq(x, m));
+                if gone {
+                    flushed.push(Arc::clone(m));
+                }
+                !gone
+            });
+            if keep {
+                // Flushes take the oldest memtables, and may finish out of
+                // order: the history is kept in the order of its sequences.
+                family.history.extend(flushed);
+                family.history.make_contiguous().sort_by_key(|m| m.earliest_sequence());
+                family.trim_history();
+            } else {
+                family.history.clear();
+            }
         }
     }
 

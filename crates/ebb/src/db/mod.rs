@@ -18,7 +18,8 @@
 //!    `column_family`, `batch`, `current_wal`.
 //! 2. Subsystems, each owning one part of the state under the db mutex,
 //!    fields private, invariants in its opening comment: `jobs`,
-//!    `memtables`, `files`, `manifest_queue`, `wal_seal`, `write_controller`.
+//!    `memtables`, `files`, `manifest_queue`, `wal_seal`, `write_controller`,
+//!    `prepared`.
 //! 3. The engine and its operations, methods of `DbInner` that carry out
 //!    writes, reads, flushes, compactions and the rest over the subsystems:
 //!    `engine`, `job_guard`, `purge`, `version_edits`, `stalls`,
@@ -51,6 +52,7 @@ mod manifest_queue;
 mod manual_compaction;
 mod memtables;
 mod open;
+mod prepared;
 mod properties;
 mod purge;
 mod read;
@@ -75,6 +77,7 @@ pub use crate::events::{
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub(crate) use batch::TwoPhase;
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
 pub use debug::KeyVersion;
@@ -95,6 +98,7 @@ use crate::sst::PinnableSlice;
 use column_family::ColumnFamilyData;
 pub(crate) use engine::{next_instance, DbInner, DbState};
 pub use read::ReadOptions;
+pub(crate) use read::WrittenSince;
 pub(crate) use super_version::SuperVersion;
 pub use write::WriteOptions;
 
@@ -142,6 +146,15 @@ impl<'a> Snapshot<'a> {
     /// An iterator over the database as of this snapshot.
     pub fn iter(&self) -> DbIterator<'_> {
         self.db.iter(self.read_options())
+    }
+}
+
+/// A second hold on the same read view: both read at the same sequence,
+/// and the view lasts until both are dropped.
+impl Clone for Snapshot<'_> {
+    fn clone(&self) -> Self {
+        self.db.inner.state.lock().snapshots.acquire(self.seq);
+        Snapshot { db: self.db, seq: self.seq }
     }
 }
 
@@ -287,6 +300,12 @@ impl Db {
     /// Errors: `InvalidArgument` for the default family or a family already dropped.
     pub fn drop_column_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
         self.inner.drop_column_family(&cf.data)
+    }
+
+    /// A handle on the live column family with id `id`.
+    pub(crate) fn cf_handle_by_id(&self, id: u32) -> Option<ColumnFamilyHandle> {
+        let st = self.inner.state.lock();
+        st.families.data(id).map(|data| ColumnFamilyHandle { data })
     }
 
     /// A handle on the live column family `name`, `None` if there is none.
@@ -518,8 +537,20 @@ impl Db {
 
     /// Applies `batch` atomically with write options.
     pub fn write_opt(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
+        if batch.has_markers() {
+            return Err(Error::invalid(
+                "the write batch carries two-phase commit markers, which only a transaction database writes",
+            ));
+        }
         batch.validate()?;
         self.inner.write(Some(batch.clone()), wo, None)
+    }
+
+    /// Writes `batch`, taken (the transaction databases', whose batches may
+    /// carry two-phase commit markers).
+    pub(crate) fn write_owned(&self, batch: WriteBatch, wo: &WriteOptions) -> Result<()> {
+        batch.validate()?;
+        self.inner.write(Some(batch), wo, None)
     }
 
     /// Reads `key`.

@@ -303,6 +303,7 @@ pub(super) fn open_locked(
         queue: Default::default(),
         wal: Default::default(),
         wal_sealer: Default::default(),
+        prepared: Default::default(),
         default_cf,
         last_sequence: Default::default(),
         tables,

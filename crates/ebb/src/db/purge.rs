@@ -138,8 +138,18 @@ impl DbInner {
     /// Deletes `files` (from [`DbInner::obsolete_files`]). Needs no db mutex;
     /// two purges deleting the same file are harmless. Returns whether every
     /// file went: one left is for the next listing to find.
-    pub(crate) fn purge(&self, files: Vec<ObsoleteFile>) -> bool {
+    pub(crate) fn purge(&self, mut files: Vec<ObsoleteFile>) -> bool {
         let mut all_gone = true;
+        // The copies of the prepared transactions in the current WAL are
+        // made durable before an older WAL goes (db/prepared.rs, invariant
+        // 3); should that fail, the WALs stay for a later listing.
+        if files.iter().any(|f| f.kind == filename::FileType::Wal)
+            && !self.prepared.is_empty()
+            && self.sync_current_wal().is_err()
+        {
+            files.retain(|f| f.kind != filename::FileType::Wal);
+            all_gone = false;
+        }
         for f in files {
             kill_point!("obsolete_delete" => false);
             match f.kind {

@@ -30,7 +30,52 @@ fn lookup_sequence(lookup: &[u8]) -> SequenceNumber {
     parse_internal_key(lookup).map_or(0, |p| p.seq)
 }
 
+/// What a family's memtables say of a key's writes after a sequence
+/// (RocksDB's `TransactionUtil::CheckKey`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WrittenSince {
+    /// Written at this sequence, after the one asked about.
+    Yes(SequenceNumber),
+    /// Not written since.
+    No,
+    /// The memtables kept begin after the sequence asked about: they cannot
+    /// tell. The earliest sequence they cover is given.
+    Unknown(SequenceNumber),
+}
+
 impl DbInner {
+    /// For each of `keys` of family `cf`, whether it was written (put,
+    /// deleted, merged, covered by a range deletion) after the sequence
+    /// given with it, as the family's memtables tell: the mutable and
+    /// immutable ones and the flushed ones `max_write_buffer_size_to_maintain`
+    /// keeps. `InvalidArgument` when the family is gone. What ingestion put
+    /// straight into tables is not seen, as in RocksDB.
+    pub(crate) fn written_since(&self, cf: u32, keys: &[(&[u8], SequenceNumber)]) -> Result<Vec<WrittenSince>> {
+        self.check_open()?;
+        let mems = {
+            let st = self.state.lock();
+            match st.families.get(cf) {
+                Some(f) => f.newest_first(),
+                None => return Err(Error::invalid(format!("column family {cf} does not exist (dropped?)"))),
+            }
+        };
+        Ok(keys
+            .iter()
+            .map(|&(key, since)| {
+                for m in &mems {
+                    let latest = m.latest_sequence(key);
+                    if latest > 0 {
+                        return if latest > since { WrittenSince::Yes(latest) } else { WrittenSince::No };
+                    }
+                    if m.earliest_sequence() <= since {
+                        return WrittenSince::No;
+                    }
+                }
+                WrittenSince::Unknown(mems.last().map_or(0, |m| m.earliest_sequence()))
+            })
+            .collect())
+    }
+
     /// Reads `key` in `cf` as `ro` says, timed and counted.
     pub(super) fn get_in<V: ReadValue>(
         &self,

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use parking_lot::MutexGuard;
 
 use super::info_log::Level;
+use super::batch::TwoPhase;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
 use crate::events::{self, LogDamage, RecoveryReport, SetAside, WalDamage, LOST_DIR};
@@ -115,6 +116,9 @@ pub(super) fn recover(
     let best_efforts = options.best_efforts_recovery;
     let manifest_file = report.manifest.file.clone();
     let mut unknown_family_writes = 0u64;
+    // Transactions prepared and not finished in the WALs replayed, by name
+    // (db/prepared.rs), with their records.
+    let mut prepared: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     // Replay stopped in this WAL, at this damage.
     let mut stopped: Option<(u64, LogDamage)> = None;
     for (i, &(number, pending)) in wal_names.iter().enumerate() {
@@ -158,6 +162,17 @@ pub(super) fn recover(
         let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record, offset| {
             ends_whole = record == super::batch::END_OF_LOG;
             let batch = WriteBatch::from_data(record, &name, offset)?;
+            match batch.two_phase() {
+                // Prepared, not applied: kept for the transaction database.
+                Some(TwoPhase::Prepare(xid)) => {
+                    prepared.insert(xid.to_vec(), record.to_vec());
+                    return Ok(());
+                }
+                Some(TwoPhase::Commit(xid) | TwoPhase::Rollback(xid)) => {
+                    prepared.remove(xid);
+                }
+                None => {}
+            }
             let mut seq = batch.sequence();
             for op in batch.iter_cf() {
                 let (cf, op) = op.map_err(|reason| Error::corruption(&name, offset, reason))?;
@@ -276,6 +291,9 @@ pub(super) fn recover(
     }
     inner.last_sequence.publish(last_seq);
     st.versions.set_last_sequence(last_seq);
+    for (xid, record) in &prepared {
+        inner.prepared.add(xid, record);
+    }
     if read_only {
         // The replayed memtables are read as they are, never flushed; no
         // WAL, table or MANIFEST is written and nothing is moved.
@@ -302,10 +320,15 @@ pub(super) fn recover(
     let path = filename::wal_file(&inner.dir, wal_number);
     let file = crate::fs::WriteBehindFile::wrap(inner.fs.new_writable(&pending_path)?, options.wal_bytes_per_sync);
     let mut writer = LogWriter::new(file, path.display().to_string());
+    // The prepared transactions found move into it, synced before the WALs
+    // they were in can go (db/prepared.rs, invariants 2 and 3).
+    for record in prepared.values() {
+        writer.add_record(record)?;
+    }
     writer.sync()?;
     inner.fs.sync_dir(&inner.dir)?;
     inner.wal.start(writer);
-    st.families.start_wal(wal_number, super::write::new_memtable);
+    st.families.start_wal(wal_number, last_seq, super::write::new_memtable);
 
     // Promise 4: every recovered memtable into a table, then one new MANIFEST.
     let smallest_snapshot = last_seq;

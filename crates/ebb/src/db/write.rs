@@ -22,6 +22,7 @@ use super::column_family::ColumnFamilyData;
 use super::current_wal::Durability;
 use super::memtables::Writable;
 use super::StallCondition;
+use super::batch::TwoPhase;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueKind};
@@ -59,6 +60,8 @@ struct WriterSlot {
     /// Taken by the leader (its own) or read in place (a follower's).
     batch: Mutex<Option<WriteBatch>>,
     has_batch: bool,
+    /// The batch carries two-phase commit markers: it is written alone.
+    alone: bool,
     batch_bytes: usize,
     sync: bool,
     disable_wal: bool,
@@ -76,6 +79,7 @@ impl WriterSlot {
         WriterSlot {
             batch: Mutex::new(None),
             has_batch: false,
+            alone: false,
             batch_bytes: 0,
             sync: false,
             disable_wal: false,
@@ -175,8 +179,13 @@ impl DbInner {
             bump(&self.stats.user_writes, 1);
         }
         let batch_bytes = batch.as_ref().map_or(0, |b| b.size_in_bytes());
+        let alone = batch.as_ref().is_some_and(|b| b.has_markers());
+        if alone && wo.disable_wal {
+            return Err(Error::invalid("two-phase commit writes to the WAL: disable_wal cannot be set"));
+        }
         let slot = Arc::new(WriterSlot {
             has_batch: batch.is_some(),
+            alone,
             batch_bytes,
             batch: Mutex::new(batch),
             sync: wo.sync,
@@ -227,11 +236,12 @@ impl DbInner {
         let mut group = 1;
         let mut merged: Option<WriteBatch> = leader.batch.lock().take();
         let mut sync = leader.sync;
-        if let Some(m) = merged.as_mut() {
+        if let Some(m) = merged.as_mut().filter(|_| !leader.alone) {
             let limit = if leader_bytes <= SMALL_BATCH { leader_bytes + SMALL_BATCH } else { MAX_GROUP_BYTES };
             let mut bytes = leader_bytes;
             for w in q.iter().skip(1) {
                 if !w.has_batch
+                    || w.alone
                     || w.force_switch.is_some()
                     || w.disable_wal != leader.disable_wal
                     || (w.sync && !leader.sync)
@@ -251,7 +261,7 @@ impl DbInner {
         }
         let result = match merged {
             None => Ok(()),
-            Some(mut batch) if !batch.is_empty() => {
+            Some(mut batch) if !batch.is_empty() || batch.has_markers() => {
                 // Release the queue while doing I/O so followers can enqueue.
 
                 MutexGuard::unlocked(q, || self.commit_group(&mut batch, &mems, sync, leader.disable_wal))
@@ -294,6 +304,21 @@ impl DbInner {
     /// lock. Entries of a family dropped since the batch was checked are not
     /// inserted anywhere (recovery skips them too).
     fn commit_group(&self, batch: &mut WriteBatch, mems: &Writable, sync: bool, disable_wal: bool) -> Result<()> {
+        if let Some(TwoPhase::Prepare(name)) = batch.two_phase() {
+            // Logged, not applied: no sequence number, no memtable
+            // (db/prepared.rs, invariant 1).
+            let name = name.to_vec();
+            batch.set_sequence(self.last_sequence.get());
+            if sync {
+                self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
+            }
+            let durability = if sync { Durability::Sync } else { Durability::Flush };
+            self.wal.append(batch.data(), durability).map_err(|e| self.set_bg_error(e))?;
+            bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
+            bump(&self.stats.wal_writes, 1);
+            self.prepared.add(&name, batch.data());
+            return Ok(());
+        }
         self.tuning.on_client_write();
         let first = self.last_sequence.get() + 1;
         let count = batch.len() as u64;
@@ -325,6 +350,11 @@ impl DbInner {
             };
             if let Err(e) = self.wal.append(batch.data(), durability) {
                 return Err(self.set_bg_error(e));
+            }
+            // The commit or rollback of a prepared transaction leaves the
+            // prepared set with its record (db/prepared.rs, invariant 1).
+            if let Some(TwoPhase::Commit(name) | TwoPhase::Rollback(name)) = batch.two_phase() {
+                self.prepared.remove(name);
             }
             if sync {
                 bump(&self.stats.wal_syncs, 1);
@@ -638,7 +668,14 @@ impl DbInner {
             }
             Err(e) => return Err(self.set_bg_error_locked(st, e)),
         };
-        st.families.switch(ids, number, old_size, new_memtable);
+        // The prepared transactions move into the new WAL before any write
+        // (db/prepared.rs, invariant 2).
+        for (_, record) in self.prepared.records() {
+            if let Err(e) = self.wal.append(&record, Durability::Flush) {
+                return Err(self.set_bg_error_locked(st, e));
+            }
+        }
+        st.families.switch(ids, number, old_size, self.last_sequence.get(), new_memtable);
         self.install_super_version(st);
         self.work_cv.notify_all();
         Ok(())
@@ -698,6 +735,17 @@ impl DbInner {
             }
             self.work_cv.notify_all();
             self.bg_cv.wait(st);
+        }
+    }
+
+    /// Seals the closed WALs and syncs the current one (a purge's, with
+    /// transactions prepared: db/prepared.rs, invariant 3).
+    pub(crate) fn sync_current_wal(&self) -> Result<()> {
+        loop {
+            self.seal_closed_wals()?;
+            if let Some(r) = self.wal.flush_when(true, || self.wal_sealer.all_sealed()) {
+                return r;
+            }
         }
     }
 

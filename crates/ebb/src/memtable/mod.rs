@@ -74,6 +74,11 @@ pub struct MemTable {
     has_unlogged: AtomicBool,
     /// Sequence number of the first entry (0 while empty).
     first_seq: AtomicU64,
+    /// The database's last sequence number when this memtable began to take
+    /// its family's writes: every later write to the family is in it or in
+    /// a newer memtable (RocksDB `MemTable::earliest_seq_`). Set once, by
+    /// whoever makes the memtable, before any write reaches it.
+    earliest_seq: AtomicU64,
     /// Set while a flush job has taken this (immutable) memtable, so a
     /// second flush running beside it takes only the ones after it. Changed
     /// with the db mutex held.
@@ -179,6 +184,7 @@ impl MemTable {
             log_number,
             has_unlogged: AtomicBool::new(false),
             first_seq: AtomicU64::new(0),
+            earliest_seq: AtomicU64::new(0),
             flush_claimed: AtomicBool::new(false),
             flush_done: AtomicBool::new(false),
             range_dels: Mutex::new(Vec::new()),
@@ -285,6 +291,32 @@ impl MemTable {
     /// `read_seq` sees (0: none).
     pub fn max_covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
         self.range_tombstones().map_or(0, |t| t.max_covering(key, read_seq))
+    }
+
+    /// Sets the sequence after which every write to the family is in this
+    /// memtable or a newer one.
+    pub fn set_earliest_sequence(&self, seq: SequenceNumber) {
+        self.earliest_seq.store(seq, AtomicOrdering::Relaxed);
+    }
+
+    /// See [`MemTable::set_earliest_sequence`].
+    pub fn earliest_sequence(&self) -> SequenceNumber {
+        self.earliest_seq.load(AtomicOrdering::Relaxed)
+    }
+
+    /// The sequence number of the newest write to `key` in this memtable:
+    /// its newest version of any kind, or a range tombstone covering it,
+    /// whichever is newer; 0 when none (RocksDB's
+    /// `GetLatestSequenceForKey` over one memtable).
+    pub fn latest_sequence(&self, key: &[u8]) -> SequenceNumber {
+        let covering = self.max_covering(key, crate::key::MAX_SEQUENCE);
+        if self.prefix_bloom.as_ref().is_some_and(|b| !b.may_contain(key)) {
+            return covering;
+        }
+        let mut c = self.list.cursor();
+        with_internal_key(key, crate::key::MAX_SEQUENCE, crate::key::KIND_FOR_SEEK, |lookup| c.seek_versions(lookup));
+        let point = parse_internal_key(c.key()).filter(|p| c.valid() && p.user_key == key).map_or(0, |p| p.seq);
+        point.max(covering)
     }
 
     /// Records that a write reached this memtable without the WAL.

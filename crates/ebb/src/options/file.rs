@@ -275,7 +275,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("bloom_locality", "0"),
     ("optimize_filters_for_hits", "false"),
     ("inplace_update_support", "false"),
-    ("max_write_buffer_size_to_maintain", "0"),
     ("memtable_factory", "SkipListFactory"),
     ("memtable_insert_with_hint_prefix_extractor", "nullptr"),
     ("force_consistency_checks", "true"),

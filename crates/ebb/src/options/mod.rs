@@ -267,6 +267,14 @@ define_options! {
         /// Memtables (the mutable one and the immutable ones awaiting flush) before
         /// writes stop. RocksDB `max_write_buffer_number`; default 2. Dynamic.
         max_write_buffer_number: usize = 2,
+        /// Bytes of memtables kept in memory after they are flushed, with the
+        /// mutable and immutable ones, so that transactions can check what
+        /// was written since they read (RocksDB
+        /// `max_write_buffer_size_to_maintain`): 0 keeps none; -1 keeps
+        /// `write_buffer_size x max_write_buffer_number`. The transaction
+        /// databases open families that leave it 0 with -1, as RocksDB's
+        /// do. Reads never look at the memtables kept. Default 0.
+        max_write_buffer_size_to_maintain: i64 = 0,
         /// RocksDB's minimum of immutable memtables merged per flush; default 1.
         /// Accepted and checked, but a flush does not wait for that many: it
         /// takes every immutable memtable no running flush has taken.
@@ -489,6 +497,15 @@ impl std::fmt::Debug for Options {
 }
 
 impl ColumnFamilyOptions {
+    /// The bytes of memtables kept after their flush
+    /// (`max_write_buffer_size_to_maintain`, -1 resolved).
+    pub(crate) fn memtable_history_bytes(&self) -> u64 {
+        match self.max_write_buffer_size_to_maintain {
+            -1 => (self.write_buffer_size as u64).saturating_mul(self.max_write_buffer_number as u64),
+            n => n.max(0) as u64,
+        }
+    }
+
     /// The family's key order, as the layers below compare through it.
     pub fn user_comparator(&self) -> crate::comparator::UserComparator {
         crate::comparator::UserComparator::from_option(self.comparator.as_ref())
@@ -780,6 +797,9 @@ impl Options {
         }
         if self.max_write_buffer_number < 2 || self.max_write_buffer_number > MAX_WRITE_BUFFER_NUMBER {
             return bad("max_write_buffer_number", "must be between 2 and 1024");
+        }
+        if self.max_write_buffer_size_to_maintain < -1 {
+            return bad("max_write_buffer_size_to_maintain", "must be -1 (automatic), 0 (none) or a byte count");
         }
         if self.min_write_buffer_number_to_merge == 0 {
             return bad("min_write_buffer_number_to_merge", "must be at least 1");

@@ -145,7 +145,7 @@ macro_rules! numeric_option_value {
         }
     )*};
 }
-numeric_option_value!(i32, u32, u64, usize);
+numeric_option_value!(i32, i64, u32, u64, usize);
 
 impl OptionValue for f64 {
     fn format(&self) -> String {
@@ -482,6 +482,7 @@ option_table! {
     write_buffer_size: Cf, true;
     max_write_buffer_number: Cf, true;
     min_write_buffer_number_to_merge: Cf, false;
+    max_write_buffer_size_to_maintain: Cf, false;
     compaction_style: Cf, false;
     compaction_options_universal.size_ratio: Cf, true;
     compaction_options_universal.min_merge_width: Cf, true;
