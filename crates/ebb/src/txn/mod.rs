@@ -7,4 +7,4 @@
 pub(crate) mod lock_manager;
 mod wbwi;
 
-pub use wbwi::{BaseDeltaIterator, WriteBatchWithIndex};
+pub use wbwi::{BaseDeltaIterator, BatchEntries, BatchValue, WriteBatchWithIndex};
