@@ -110,8 +110,8 @@ pub use sst::{PinnableSlice, TableProperties};
 pub use stats::{LevelCompactionStats, StallCause};
 pub use table_properties::{CollectorContext, EntryType, TablePropertiesCollector, TablePropertiesCollectorFactory};
 pub use txn::{
-    BaseDeltaIterator, DeadlockInfo, DeadlockPath, KeyLockInfo, OccValidationPolicy, OptimisticTransactionDb,
-    OptimisticTransactionDbOptions, OptimisticTransactionOptions, Transaction, TransactionDb, TransactionDbOptions,
-    TransactionOptions, TransactionState, WriteBatchWithIndex,
+    BaseDeltaIterator, BatchEntries, BatchValue, DeadlockInfo, DeadlockPath, KeyLockInfo, OccValidationPolicy,
+    OptimisticTransactionDb, OptimisticTransactionDbOptions, OptimisticTransactionOptions, Transaction, TransactionDb,
+    TransactionDbOptions, TransactionOptions, TransactionState, WriteBatchWithIndex,
 };
 pub use util::checksum::ChecksumType;

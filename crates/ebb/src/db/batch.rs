@@ -311,7 +311,9 @@ impl WriteBatch {
         self.records()
     }
 
-    fn records(&self) -> CfBatchIter<'_> {
+    /// The records in order, each with its column family id; the
+    /// iterator tells each record's offset ([`CfBatchIter::offset`]).
+    pub(crate) fn records(&self) -> CfBatchIter<'_> {
         CfBatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
     }
 
@@ -390,6 +392,31 @@ impl WriteBatch {
     /// alone, never in a group, and even with no update.
     pub(crate) fn has_markers(&self) -> bool {
         self.markers
+    }
+
+    /// Where the batch stands now, for [`WriteBatch::truncate_to`] (the
+    /// savepoints of a `WriteBatchWithIndex`, txn/wbwi.rs).
+    pub(crate) fn mark(&self) -> BatchMark {
+        BatchMark {
+            bytes: self.rep.len(),
+            count: self.len(),
+            other_families: self.other_families,
+            family_checks: self.family_checks,
+        }
+    }
+
+    /// Drops every update added since `mark` was taken (RocksDB's
+    /// `WriteBatch::RollbackToSavePoint`). A mark past the batch's end (it
+    /// was cleared since) changes nothing.
+    pub(crate) fn truncate_to(&mut self, mark: BatchMark) {
+        if mark.bytes < HEADER_LEN || mark.bytes > self.rep.len() {
+            return;
+        }
+        self.rep.truncate(mark.bytes);
+        self.rep[8..12].copy_from_slice(&(mark.count as u32).to_le_bytes());
+        // Both only ever turn on between clears: as they were at the mark.
+        self.other_families = mark.other_families;
+        self.family_checks = mark.family_checks;
     }
 
     fn bump_count(&mut self) {
@@ -492,6 +519,15 @@ impl WriteBatch {
     }
 }
 
+/// Where a [`WriteBatch`] stood ([`WriteBatch::mark`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchMark {
+    bytes: usize,
+    count: usize,
+    other_families: bool,
+    family_checks: bool,
+}
+
 /// Iterator over the updates of a [`WriteBatch`]; yields an error string on a
 /// malformed record and then stops.
 pub struct BatchIter<'a> {
@@ -537,6 +573,14 @@ pub(crate) struct CfBatchIter<'a> {
     d: Decoder<'a>,
     remaining: usize,
     failed: bool,
+}
+
+impl CfBatchIter<'_> {
+    /// The offset in the batch's bytes ([`WriteBatch::data`]) where the
+    /// next record starts (the batch's size after the last).
+    pub(crate) fn offset(&self) -> usize {
+        HEADER_LEN + self.d.position()
+    }
 }
 
 impl<'a> Iterator for CfBatchIter<'a> {
@@ -842,6 +886,26 @@ mod tests {
         assert_eq!(a.iter().count(), 3);
         a.clear();
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn truncating_to_a_mark_restores_the_batch() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        let at_one = b.clone();
+        let mark = b.mark();
+        b.merge_in(3, b"m", b"x");
+        b.delete_range(b"a", b"b");
+        assert!(b.has_other_families() && b.needs_family_checks());
+        b.truncate_to(mark);
+        assert_eq!(b, at_one, "bytes, count and flags as at the mark");
+        b.clear();
+        b.truncate_to(mark);
+        assert!(b.is_empty(), "a mark past a cleared batch's end changes nothing");
+        let mut r = at_one.records();
+        assert_eq!(r.offset(), HEADER_LEN);
+        assert!(r.next().is_some());
+        assert_eq!(r.offset(), at_one.size_in_bytes());
     }
 
     #[test]

@@ -191,11 +191,16 @@ impl<'a> DbIterator<'a> {
     /// landed on (RocksDB's `DBIter` with `prefix_same_as_start` does the
     /// same).
     fn bound_to_current_prefix(&mut self) {
-        if let (true, Some((x, _))) = (self.valid, &self.prefix_mode) {
-            let key = self.key();
-            if x.in_domain(key) {
-                self.bound_prefix = Some(x.transform(key).to_vec());
-            }
+        if self.valid {
+            self.bound_prefix = self.prefix_of(self.key());
+        }
+    }
+
+    /// In a bounded prefix mode, `key`'s prefix when it has one.
+    fn prefix_of(&self, key: &[u8]) -> Option<Vec<u8>> {
+        match &self.prefix_mode {
+            Some((x, _)) if x.in_domain(key) => Some(x.transform(key).to_vec()),
+            _ => None,
         }
     }
 
@@ -212,18 +217,16 @@ impl<'a> DbIterator<'a> {
     /// prefix of `prefix_of` when given, else to the upper bound's, else to
     /// the landing key's.
     fn seek_before_upper(&mut self, prefix_of: Option<&[u8]>) {
-        self.count_seek();
-        self.error = None;
-        self.bound_prefix = None;
-        self.direction = Direction::Reverse;
         match self.upper.clone() {
             Some(upper) => {
-                self.begin_prefix_seek(prefix_of.unwrap_or(&upper));
-                self.iter.seek_for_prev(&make_internal_key(&upper, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK));
-                self.end_prefix_seek();
-                self.find_prev_user_entry();
+                let prefix = self.prefix_of(prefix_of.unwrap_or(&upper));
+                self.seek_for_prev_in(&upper, prefix);
             }
             None => {
+                self.count_seek();
+                self.error = None;
+                self.bound_prefix = None;
+                self.direction = Direction::Reverse;
                 self.iter.seek_to_last();
                 self.find_prev_user_entry();
                 self.bound_to_current_prefix();
@@ -235,10 +238,16 @@ impl<'a> DbIterator<'a> {
     /// bound). In a bounded prefix mode the prefix is `target`'s, the lower
     /// bound's only when `target` is the bound (RocksDB's `DBIter::Seek`).
     pub fn seek(&mut self, target: &[u8]) {
+        let prefix = self.prefix_of(target);
+        self.seek_in(target, prefix);
+    }
+
+    /// [`Self::seek`], bounded (in a bounded prefix mode) to `prefix`.
+    fn seek_in(&mut self, target: &[u8], prefix: Option<Vec<u8>>) {
         self.count_seek();
         self.error = None;
         self.direction = Direction::Forward;
-        self.begin_prefix_seek(target);
+        self.begin_prefix_seek(prefix);
         let from = match &self.lower {
             Some(l) if self.cmp.lt(target, l) => l.as_slice(),
             _ => target,
@@ -248,19 +257,14 @@ impl<'a> DbIterator<'a> {
         self.find_next_user_entry(false);
     }
 
-    /// For a seek to `target`: bounds the iterator to its prefix in a
-    /// bounded prefix mode, and lets the tables skip by it during the seek.
-    fn begin_prefix_seek(&mut self, target: &[u8]) {
-        self.bound_prefix = None;
-        if let Some((x, shared)) = &self.prefix_mode {
-            if x.in_domain(target) {
-                let prefix = x.transform(target).to_vec();
-                if let Some(shared) = shared {
-                    shared.set(Some(prefix.clone()));
-                }
-                self.bound_prefix = Some(prefix);
-            }
+    /// For a seek: bounds the iterator to `prefix` (a prefix of the
+    /// bounded prefix mode; `None`, total order), and lets the tables skip
+    /// by it during the seek.
+    fn begin_prefix_seek(&mut self, prefix: Option<Vec<u8>>) {
+        if let (Some(p), Some((_, Some(shared)))) = (&prefix, &self.prefix_mode) {
+            shared.set(Some(p.clone()));
         }
+        self.bound_prefix = prefix;
     }
 
     fn end_prefix_seek(&self) {
@@ -285,19 +289,74 @@ impl<'a> DbIterator<'a> {
     /// In a bounded prefix mode the prefix is `target`'s (RocksDB's
     /// `DBIter::SeekForPrev`).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
-        if let Some(u) = &self.upper {
-            if !self.cmp.lt(target, u) {
-                self.seek_before_upper(Some(target));
-                return;
-            }
-        }
+        let prefix = self.prefix_of(target);
+        self.seek_for_prev_in(target, prefix);
+    }
+
+    /// [`Self::seek_for_prev`], bounded (in a bounded prefix mode) to
+    /// `prefix`; a `target` at or past the upper bound is the last key
+    /// before the bound.
+    fn seek_for_prev_in(&mut self, target: &[u8], prefix: Option<Vec<u8>>) {
+        let from = match &self.upper {
+            Some(u) if !self.cmp.lt(target, u) => make_internal_key(u, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK),
+            _ => make_internal_key(target, 0, ValueKind::Deletion),
+        };
         self.count_seek();
         self.error = None;
         self.direction = Direction::Reverse;
-        self.begin_prefix_seek(target);
-        self.iter.seek_for_prev(&make_internal_key(target, 0, ValueKind::Deletion));
+        self.begin_prefix_seek(prefix);
+        self.iter.seek_for_prev(&from);
         self.end_prefix_seek();
         self.find_prev_user_entry();
+    }
+
+    /// For an iterator layered over this one (a write batch's
+    /// `BaseDeltaIterator`, txn/wbwi.rs), which moves it to keys of its
+    /// own choosing: [`Self::seek`] (`reverse` false) or
+    /// [`Self::seek_for_prev`] (`reverse` true) to `target`, staying
+    /// bounded to the prefix it is bounded to (or to none: total order)
+    /// rather than taking `target`'s.
+    pub(crate) fn reseek(&mut self, target: &[u8], reverse: bool) {
+        let prefix = self.bound_prefix.clone();
+        if reverse {
+            self.seek_for_prev_in(target, prefix);
+        } else {
+            self.seek_in(target, prefix);
+        }
+    }
+
+    /// For a layered iterator (see [`Self::reseek`]): bounds the iterator
+    /// from here on to `prefix` (`None`: total order), as a seek in a
+    /// bounded prefix mode would. Without a prefix extractor it stays
+    /// unbounded.
+    pub(crate) fn set_bound_prefix(&mut self, prefix: Option<Vec<u8>>) {
+        self.bound_prefix = prefix.filter(|_| self.prefix_mode.is_some());
+    }
+
+    /// The read options' lower bound (inclusive).
+    pub(crate) fn lower_bound(&self) -> Option<&[u8]> {
+        self.lower.as_deref()
+    }
+
+    /// The read options' upper bound (exclusive).
+    pub(crate) fn upper_bound(&self) -> Option<&[u8]> {
+        self.upper.as_deref()
+    }
+
+    /// The order of the family's keys.
+    pub(crate) fn comparator(&self) -> &UserComparator {
+        &self.cmp
+    }
+
+    /// The family's merge operator.
+    pub(crate) fn merge_operator(&self) -> Option<&Arc<dyn MergeOperator>> {
+        self.merge_operator.as_ref()
+    }
+
+    /// The prefix extractor of a bounded prefix mode
+    /// (`ReadOptions::prefix_same_as_start` with the family's extractor).
+    pub(crate) fn prefix_extractor(&self) -> Option<&Arc<dyn crate::prefix::SliceTransform>> {
+        self.prefix_mode.as_ref().map(|(x, _)| x)
     }
 
     /// Moves to the next key. Requires `valid()`.

@@ -76,6 +76,7 @@ pub use crate::events::{
 };
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};
+pub(crate) use batch::BatchMark;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub(crate) use batch::TwoPhase;
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
@@ -312,6 +313,12 @@ impl Db {
     pub fn cf_handle(&self, name: &str) -> Option<ColumnFamilyHandle> {
         let st = self.inner.state.lock();
         st.families.find(name).map(|f| ColumnFamilyHandle { data: Arc::clone(f.data()) })
+    }
+
+    /// A handle on the default family, without the lookup by name (the
+    /// reads of a `WriteBatchWithIndex` in the default family, txn/wbwi.rs).
+    pub(crate) fn default_family(&self) -> ColumnFamilyHandle {
+        ColumnFamilyHandle { data: Arc::clone(&self.inner.default_cf) }
     }
 
     /// The names of the live column families, by id (the default first).

@@ -17,4 +17,4 @@ pub use optimistic::{
 };
 pub use pessimistic::{TransactionDb, TransactionDbOptions, TransactionOptions};
 pub use transaction::{Transaction, TransactionState};
-pub use wbwi::{BaseDeltaIterator, WriteBatchWithIndex};
+pub use wbwi::{BaseDeltaIterator, BatchEntries, BatchValue, WriteBatchWithIndex};

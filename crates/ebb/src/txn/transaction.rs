@@ -117,7 +117,7 @@ pub(crate) struct Begin<'db> {
 impl<'db> Transaction<'db> {
     pub(crate) fn begin(b: Begin<'db>) -> Self {
         let default_cf = ColumnFamilyHandle { data: Arc::clone(&b.db.inner.default_cf) };
-        let batch = WriteBatchWithIndex::for_family(&default_cf, true);
+        let batch = WriteBatchWithIndex::for_db(b.db, true);
         let snapshot = b.set_snapshot.then(|| b.db.snapshot());
         Transaction {
             owner: b.owner,
