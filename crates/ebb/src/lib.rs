@@ -109,5 +109,5 @@ pub use options::{
 pub use sst::{PinnableSlice, TableProperties};
 pub use stats::{LevelCompactionStats, StallCause};
 pub use table_properties::{CollectorContext, EntryType, TablePropertiesCollector, TablePropertiesCollectorFactory};
-pub use txn::{BaseDeltaIterator, WriteBatchWithIndex};
+pub use txn::{BaseDeltaIterator, DeadlockInfo, DeadlockPath, KeyLockInfo, WriteBatchWithIndex};
 pub use util::checksum::ChecksumType;

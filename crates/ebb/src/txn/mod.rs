@@ -7,4 +7,5 @@
 pub(crate) mod lock_manager;
 mod wbwi;
 
+pub use lock_manager::{DeadlockInfo, DeadlockPath, KeyLockInfo};
 pub use wbwi::{BaseDeltaIterator, WriteBatchWithIndex};
