@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use ebb::merge_operator::StringAppendOperator;
 use ebb::{
-    ColumnFamilyOptions, Error, OptimisticTransactionDb, OptimisticTransactionDbOptions,
-    OptimisticTransactionOptions, Options, ReadOptions, TransactionDb, TransactionDbOptions, TransactionOptions,
-    TransactionState, WriteBatch, WriteOptions,
+    ColumnFamilyOptions, Error, OptimisticTransactionDb, OptimisticTransactionDbOptions, OptimisticTransactionOptions,
+    Options, ReadOptions, TransactionDb, TransactionDbOptions, TransactionOptions, TransactionState, WriteBatch,
+    WriteOptions,
 };
 
 fn options() -> Options {
@@ -302,9 +302,6 @@ fn pessimistic_locks_time_out_and_are_released_at_commit_and_rollback() {
     let mut c = db.begin_transaction(&wo(), &TransactionOptions { lock_timeout: 20, ..TransactionOptions::default() });
     assert!(c.put(b"k", b"c").unwrap_err().is_timed_out());
     assert!(prop(&db, "ebb.txn.lock-timeouts") >= 1);
-    // A plain write through the database waits for the lock too.
-    let mut quick = TransactionDbOptions::default();
-    quick.default_lock_timeout = 0;
     drop((b, c));
     a.rollback().unwrap();
     assert_eq!(prop(&db, "ebb.txn.num-locks"), 0);
@@ -361,7 +358,8 @@ fn plain_writes_through_a_transaction_db_wait_for_transaction_locks() {
 fn pessimistic_snapshot_validation_is_busy_for_a_key_written_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = pessimistic(dir.path());
-    let mut t = db.begin_transaction(&wo(), &TransactionOptions { set_snapshot: true, ..TransactionOptions::default() });
+    let mut t =
+        db.begin_transaction(&wo(), &TransactionOptions { set_snapshot: true, ..TransactionOptions::default() });
     db.put(b"k", b"outside").unwrap();
     let e = t.get_for_update(b"k").unwrap_err();
     assert!(e.is_busy(), "{e}");
@@ -392,12 +390,9 @@ fn deadlock_cycle(n: usize) {
     let last = txns.pop().unwrap();
     let last_id = last.id();
     let ids: Vec<u64> = txns.iter().map(|t| t.id()).collect();
-    let waits = Arc::new(AtomicUsize::new(0));
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (i, mut t) in txns.into_iter().enumerate() {
-            let db = &db;
-            let _ = db;
             handles.push(s.spawn(move || {
                 let r = t.put(&key(i + 1), b"next");
                 (t, r)
@@ -412,8 +407,11 @@ fn deadlock_cycle(n: usize) {
         assert_eq!(buffer.len(), 1);
         let path = &buffer[0].path;
         assert_eq!(path.len(), n, "{path:?}");
-        assert_eq!(path[0].txn_id, last_id);
-        assert_eq!(path[0].waiting_key, key(0));
+        // RocksDB's order: from the transaction the one told waits for,
+        // round to the one told.
+        assert_eq!(path[n - 1].txn_id, last_id);
+        assert_eq!(path[n - 1].waiting_key, key(0));
+        assert_eq!(path[0].waiting_key, key(1));
         let mut in_path: Vec<u64> = path.iter().map(|d| d.txn_id).collect();
         in_path.sort_unstable();
         let mut want = ids.clone();
@@ -423,7 +421,6 @@ fn deadlock_cycle(n: usize) {
         assert!(!buffer[0].limit_exceeded);
         // The one told rolls back; the cycle unwinds.
         last.rollback().unwrap();
-        waits.fetch_add(1, Ordering::Relaxed);
         for h in handles {
             let (mut t, r) = h.join().unwrap();
             r.unwrap();
@@ -675,7 +672,8 @@ fn bank(pessimistic_db: bool, threads: usize, seed: u64) {
         base.put(&account(i), START.to_string().as_bytes()).unwrap();
     }
     let committed = AtomicUsize::new(0);
-    let moved: Vec<std::sync::atomic::AtomicI64> = (0..ACCOUNTS).map(|_| std::sync::atomic::AtomicI64::new(0)).collect();
+    let moved: Vec<std::sync::atomic::AtomicI64> =
+        (0..ACCOUNTS).map(|_| std::sync::atomic::AtomicI64::new(0)).collect();
     std::thread::scope(|s| {
         for th in 0..threads {
             let (db, committed, moved) = (&db, &committed, &moved);
@@ -703,8 +701,10 @@ fn bank(pessimistic_db: bool, threads: usize, seed: u64) {
                         ),
                     };
                     let result = (|| -> ebb::Result<()> {
-                        let a: i64 = String::from_utf8(t.get_for_update(&account(from))?.unwrap()).unwrap().parse().unwrap();
-                        let b: i64 = String::from_utf8(t.get_for_update(&account(to))?.unwrap()).unwrap().parse().unwrap();
+                        let a: i64 =
+                            String::from_utf8(t.get_for_update(&account(from))?.unwrap()).unwrap().parse().unwrap();
+                        let b: i64 =
+                            String::from_utf8(t.get_for_update(&account(to))?.unwrap()).unwrap().parse().unwrap();
                         t.put(&account(from), (a - amount).to_string().as_bytes())?;
                         t.put(&account(to), (b + amount).to_string().as_bytes())?;
                         t.commit()

@@ -834,7 +834,10 @@ mod tests {
         let back = WriteBatch::from_data(p.data(), "wal", 0).unwrap();
         assert_eq!(back.two_phase(), Some(TwoPhase::Prepare(b"xid")));
         let ops: Vec<_> = back.iter_cf().map(|o| o.unwrap()).collect();
-        assert_eq!(ops, vec![(0, BatchOp::Put { key: b"a", value: b"1" }), (3, BatchOp::Put { key: b"b", value: b"2" })]);
+        assert_eq!(
+            ops,
+            vec![(0, BatchOp::Put { key: b"a", value: b"1" }), (3, BatchOp::Put { key: b"b", value: b"2" })]
+        );
 
         let mut c = WriteBatch::new();
         c.delete(b"a");

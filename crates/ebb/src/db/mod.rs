@@ -78,7 +78,6 @@ pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};
 pub(crate) use batch::BatchMark;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
-pub(crate) use batch::TwoPhase;
 pub use checkpoint::{Checkpoint, CheckpointInfo, CheckpointOptions};
 pub use column_family::ColumnFamilyHandle;
 pub use debug::KeyVersion;

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use parking_lot::MutexGuard;
 
-use super::info_log::Level;
 use super::batch::TwoPhase;
+use super::info_log::Level;
 use super::{DbInner, DbState, WriteBatch};
 use crate::error::{Error, Result};
 use crate::events::{self, LogDamage, RecoveryReport, SetAside, WalDamage, LOST_DIR};

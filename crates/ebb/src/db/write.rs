@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use super::batch::TwoPhase;
 use super::column_family::ColumnFamilyData;
 use super::current_wal::Durability;
 use super::memtables::Writable;
 use super::StallCondition;
-use super::batch::TwoPhase;
 use super::{DbInner, DbState, ReadOptions, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SequenceNumber, ValueKind};

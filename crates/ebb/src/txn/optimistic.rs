@@ -38,7 +38,10 @@ pub struct OptimisticTransactionDbOptions {
 
 impl Default for OptimisticTransactionDbOptions {
     fn default() -> Self {
-        OptimisticTransactionDbOptions { validate_policy: OccValidationPolicy::ValidateParallel, occ_lock_buckets: 1 << 20 }
+        OptimisticTransactionDbOptions {
+            validate_policy: OccValidationPolicy::ValidateParallel,
+            occ_lock_buckets: 1 << 20,
+        }
     }
 }
 
@@ -112,7 +115,11 @@ impl OptimisticTransactionDb {
     /// A `max_write_buffer_size_to_maintain` of 0 becomes -1 (RocksDB's
     /// transaction databases do the same), so that commits can look back
     /// over flushed memtables.
-    pub fn open(path: impl AsRef<Path>, mut options: Options, txn_options: OptimisticTransactionDbOptions) -> Result<Self> {
+    pub fn open(
+        path: impl AsRef<Path>,
+        mut options: Options,
+        txn_options: OptimisticTransactionDbOptions,
+    ) -> Result<Self> {
         keep_history(&mut options.max_write_buffer_size_to_maintain);
         Ok(Self::wrap(Db::open(path, options)?, txn_options))
     }
@@ -136,7 +143,7 @@ impl OptimisticTransactionDb {
                 (*n, o)
             })
             .collect();
-        Ok(Self::wrap(Db::open_cf(path, options, &families)?, txn_options))
+        Ok(Self::wrap(Db::open_cf::<ColumnFamilyOptions>(path, options, &families)?, txn_options))
     }
 
     fn wrap(db: Db, o: OptimisticTransactionDbOptions) -> Self {
@@ -144,7 +151,13 @@ impl OptimisticTransactionDb {
             OccValidationPolicy::ValidateParallel => (0..o.occ_lock_buckets.max(1)).map(|_| Mutex::new(())).collect(),
             OccValidationPolicy::ValidateSerial => Vec::new(),
         };
-        OptimisticTransactionDb { db, policy: o.validate_policy, buckets, serial: Mutex::new(()), next_id: AtomicU64::new(1) }
+        OptimisticTransactionDb {
+            db,
+            policy: o.validate_policy,
+            buckets,
+            serial: Mutex::new(()),
+            next_id: AtomicU64::new(1),
+        }
     }
 
     /// The database beneath (RocksDB `GetBaseDB`).

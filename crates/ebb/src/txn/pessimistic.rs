@@ -180,7 +180,7 @@ impl TransactionDb {
                 (*n, o)
             })
             .collect();
-        Self::wrap(Db::open_cf(path, options, &families)?, txn_options)
+        Self::wrap(Db::open_cf::<ColumnFamilyOptions>(path, options, &families)?, txn_options)
     }
 
     fn wrap(db: Db, o: TransactionDbOptions) -> Result<Self> {
@@ -216,7 +216,12 @@ impl TransactionDb {
                 .collect();
             keys.sort();
             keys.dedup();
-            let req = LockRequest { txn: &lock, timeout: Some(Duration::ZERO), deadlock_detect: false, deadlock_detect_depth: 0 };
+            let req = LockRequest {
+                txn: &lock,
+                timeout: Some(Duration::ZERO),
+                deadlock_detect: false,
+                deadlock_detect_depth: 0,
+            };
             // Two prepared transactions never hold one key (each locked it
             // until it finished); should the WAL say otherwise, the second
             // goes without that lock rather than keep the database shut.
@@ -248,11 +253,8 @@ impl TransactionDb {
         let expires_at = u64::try_from(o.expiration)
             .ok()
             .map(|ms| self.db.options().clock.now_micros().saturating_add(ms.saturating_mul(1000)));
-        let lock_timeout = if o.lock_timeout == -1 {
-            timeout(self.options.transaction_lock_timeout)
-        } else {
-            timeout(o.lock_timeout)
-        };
+        let lock_timeout =
+            if o.lock_timeout == -1 { timeout(self.options.transaction_lock_timeout) } else { timeout(o.lock_timeout) };
         Transaction::begin(Begin {
             owner: Owner::Pessimistic(self),
             db: &self.db,
@@ -310,7 +312,9 @@ impl TransactionDb {
                     Ok(t) => Some(t),
                     Err(_) => {
                         // Not a batch transactions write: left prepared.
-                        self.recovered.lock().insert(name, Recovered { batch: r.batch, lock: r.lock, keys: Vec::new() });
+                        self.recovered
+                            .lock()
+                            .insert(name, Recovered { batch: r.batch, lock: r.lock, keys: Vec::new() });
                         None
                     }
                 }
@@ -363,7 +367,11 @@ impl TransactionDb {
 
     /// Creates column family `name` as [`Db::create_column_family`], with a
     /// `max_write_buffer_size_to_maintain` of 0 made -1 as at open.
-    pub fn create_column_family(&self, name: &str, options: impl Into<ColumnFamilyOptions>) -> Result<ColumnFamilyHandle> {
+    pub fn create_column_family(
+        &self,
+        name: &str,
+        options: impl Into<ColumnFamilyOptions>,
+    ) -> Result<ColumnFamilyHandle> {
         let mut o = options.into();
         keep_history(&mut o.max_write_buffer_size_to_maintain);
         self.db.create_column_family(name, o)

@@ -141,7 +141,12 @@ impl<'db> Transaction<'db> {
 
     /// A transaction recovered prepared at open: `batch` holds its updates,
     /// `keys` are locked under `lock`.
-    pub(crate) fn recovered(b: Begin<'db>, name: Vec<u8>, batch: &WriteBatch, keys: Vec<(u32, Vec<u8>)>) -> Result<Self> {
+    pub(crate) fn recovered(
+        b: Begin<'db>,
+        name: Vec<u8>,
+        batch: &WriteBatch,
+        keys: Vec<(u32, Vec<u8>)>,
+    ) -> Result<Self> {
         let mut t = Transaction::begin(b);
         for op in batch.iter_cf() {
             let (cf, op) = op.map_err(Error::invalid)?;
@@ -219,10 +224,7 @@ impl<'db> Transaction<'db> {
 
     fn check_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
         if cf.data.owner != self.db.inner.instance {
-            return Err(Error::invalid(format!(
-                "column family handle '{}' belongs to another database",
-                cf.name()
-            )));
+            return Err(Error::invalid(format!("column family handle '{}' belongs to another database", cf.name())));
         }
         cf.data.check_live()
     }
@@ -503,10 +505,7 @@ impl<'db> Transaction<'db> {
     pub fn merge_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
         if cf.data.options().merge_operator.is_none() {
             self.check_family(cf)?;
-            return Err(Error::invalid(format!(
-                "merge in column family '{}', which has no merge operator",
-                cf.name()
-            )));
+            return Err(Error::invalid(format!("merge in column family '{}', which has no merge operator", cf.name())));
         }
         self.write_op(cf, key, |b| b.merge_cf(cf, key, value))
     }
@@ -565,7 +564,11 @@ impl<'db> Transaction<'db> {
     /// Marks a savepoint (RocksDB `SetSavePoint`).
     pub fn set_save_point(&mut self) {
         self.batch.set_save_point();
-        self.save_points.push(SavePoint { new_keys: Vec::new(), upgraded: Vec::new(), snapshot: self.snapshot.clone() });
+        self.save_points.push(SavePoint {
+            new_keys: Vec::new(),
+            upgraded: Vec::new(),
+            snapshot: self.snapshot.clone(),
+        });
     }
 
     /// Undoes everything since the newest savepoint and forgets it
