@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb::merge_operator::StringAppendOperator;
 use ebb::{
     ColumnFamilyOptions, Error, OptimisticTransactionDb, OptimisticTransactionDbOptions, OptimisticTransactionOptions,
     Options, ReadOptions, TransactionDb, TransactionDbOptions, TransactionOptions, TransactionState, WriteBatch,
@@ -18,7 +17,7 @@ use ebb::{
 fn options() -> Options {
     let mut o = Options::default();
     o.create_if_missing = true;
-    o.merge_operator = Some(Arc::new(StringAppendOperator::new(b",")));
+    o.merge_operator = Some(ebb::merge_operator::from_name("stringappend").unwrap());
     o
 }
 
@@ -393,10 +392,9 @@ fn deadlock_cycle(n: usize) {
     std::thread::scope(|s| {
         let mut handles = Vec::new();
         for (i, mut t) in txns.into_iter().enumerate() {
-            handles.push(s.spawn(move || {
-                let r = t.put(&key(i + 1), b"next");
-                (t, r)
-            }));
+            // Each commits as soon as it has its second key, releasing
+            // both: the chain unwinds from the end the one told left.
+            handles.push(s.spawn(move || t.put(&key(i + 1), b"next").and_then(|()| t.commit())));
         }
         wait_until("every other transaction waits", || prop(&db, "ebb.txn.lock-waits") as usize >= n - 1);
         let mut last = last;
@@ -422,9 +420,7 @@ fn deadlock_cycle(n: usize) {
         // The one told rolls back; the cycle unwinds.
         last.rollback().unwrap();
         for h in handles {
-            let (mut t, r) = h.join().unwrap();
-            r.unwrap();
-            t.commit().unwrap();
+            h.join().unwrap().unwrap();
         }
     });
     assert_eq!(prop(&db, "ebb.txn.deadlocks"), 1);
@@ -493,7 +489,7 @@ fn one_commit_writes_several_column_families_atomically() {
 
 // ---------------------------------------------------------------- two-phase commit
 
-fn named(db: &TransactionDb, name: &[u8]) -> ebb::Transaction<'_> {
+fn named<'a>(db: &'a TransactionDb, name: &[u8]) -> ebb::Transaction<'a> {
     let mut t = db.begin_transaction(&common::SYNCED, &TransactionOptions::default());
     t.set_name(name).unwrap();
     t
@@ -548,6 +544,7 @@ fn prepared_writes_are_invisible_until_commit_and_survive_reopen() {
     assert_eq!(db.get(b"m").unwrap().as_deref(), Some(&b"op"[..]));
     assert_eq!(prop(&db, "ebb.txn.num-prepared"), 0);
     drop(t);
+    drop(found);
     drop(cf);
     drop(db);
     let db = TransactionDb::open_cf(
