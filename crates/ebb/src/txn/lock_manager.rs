@@ -936,7 +936,7 @@ mod tests {
         assert_eq!(
             mgr.deadlock_info(),
             vec![DeadlockPath {
-                path: vec![info(2, b"k1"), info(1, b"k2")],
+                path: vec![info(1, b"k2"), info(2, b"k1")],
                 limit_exceeded: false,
                 deadlock_time: EPOCH.as_secs() + 7,
             }]
@@ -964,7 +964,7 @@ mod tests {
             assert_eq!(path.len(), 1);
             assert!(!path[0].limit_exceeded);
             let shared_k1 = DeadlockInfo { exclusive: false, ..info(3, b"k1") };
-            assert_eq!(path[0].path, vec![shared_k1, info(1, b"k2"), info(2, b"k3")]);
+            assert_eq!(path[0].path, vec![info(1, b"k2"), info(2, b"k3"), shared_k1]);
 
             mgr.unlock_all(3, [(0, &b"k3"[..])]);
             two.join().unwrap().unwrap();
@@ -982,8 +982,9 @@ mod tests {
         for round in 0..4u64 {
             two_cycle(&mgr, 10 * round + 1, 10 * round + 2, b"a", b"b");
         }
-        let requesters =
-            |mgr: &LockManager| -> Vec<u64> { mgr.deadlock_info().iter().map(|p| p.path[0].txn_id).collect() };
+        let requesters = |mgr: &LockManager| -> Vec<u64> {
+            mgr.deadlock_info().iter().filter_map(|p| p.path.last()).map(|d| d.txn_id).collect()
+        };
         assert_eq!(requesters(&mgr), vec![32, 22, 12], "newest first, at most max_deadlocks");
         mgr.set_deadlock_info_buffer_size(2);
         assert_eq!(requesters(&mgr), vec![32, 22]);
