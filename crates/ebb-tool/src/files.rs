@@ -183,6 +183,10 @@ fn print_batch(
     let batch = WriteBatch::from_data(data, file, offset)?;
     let sequence = batch.sequence();
     say!(out, "@{offset} sequence {sequence} count {} bytes {}", batch.len(), data.len())?;
+    if let Some((what, name)) = batch.two_phase_marker() {
+        let note = if what == "prepare" { " (logged, not applied until its commit)" } else { "" };
+        say!(out, "  two-phase {what} of transaction {}{note}", enc.key(name))?;
+    }
     for (update, seq) in batch.iter_cf().zip(sequence..) {
         let (cf, op) = update.map_err(|r| Error::corruption(file, offset, r))?;
         let (kind, key, value) = match op {

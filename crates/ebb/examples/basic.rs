@@ -4,7 +4,7 @@
 
 use ebb::{
     merge_operator, prefix, BackupEngine, Checkpoint, Db, IteratorMode, Options, ReadOptions, RestoreOptions,
-    WriteBatch, WriteOptions,
+    TransactionDb, TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
 };
 
 fn main() -> ebb::Result<()> {
@@ -48,6 +48,23 @@ fn main() -> ebb::Result<()> {
         println!("{} = {}", String::from_utf8_lossy(&key), String::from_utf8_lossy(&value));
     }
     drop(snapshot);
+
+    // Transactions (docs/transactions.md): a pessimistic one locks the keys
+    // it reads for update or writes; no one else sees its writes until it
+    // commits, and then all of them at once.
+    let txn_path = path.with_extension("txn");
+    let txn_db = TransactionDb::open(&txn_path, opts.clone(), TransactionDbOptions::default())?;
+    txn_db.put(b"alice", b"100")?;
+    let mut txn = txn_db.begin_transaction(&WriteOptions::default(), &TransactionOptions::default());
+    assert_eq!(txn.get_for_update(b"alice")?, Some(b"100".to_vec())); // locked until the commit
+    txn.put(b"alice", b"90")?;
+    txn.put(b"bob", b"10")?;
+    assert_eq!(txn_db.get(b"bob")?, None);
+    txn.commit()?;
+    assert_eq!(txn_db.get(b"bob")?, Some(b"10".to_vec()));
+    drop(txn);
+    txn_db.close()?;
+    Db::destroy(&txn_path, &opts)?;
 
     // An openable copy made while the database runs: tables hard-linked.
     let copy_path = path.with_extension("checkpoint");

@@ -559,6 +559,31 @@ fn prepared_writes_are_invisible_until_commit_and_survive_reopen() {
 }
 
 #[test]
+fn a_prepared_transaction_left_alone_stays_prepared_across_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = pessimistic(dir.path());
+        let mut t = named(&db, b"patient");
+        t.put(b"a", b"1").unwrap();
+        t.prepare().unwrap();
+    }
+    for open in 0..3 {
+        let db = pessimistic(dir.path());
+        assert_eq!(db.prepared_transaction_names(), vec![b"patient".to_vec()], "open {open}");
+        assert_eq!(db.get(b"a").unwrap(), None);
+        // Opens with writes and flushes between, and without.
+        if open == 1 {
+            db.put(format!("between{open}").as_bytes(), b"x").unwrap();
+            db.flush(true).unwrap();
+        }
+    }
+    let db = pessimistic(dir.path());
+    let mut found = db.get_all_prepared_transactions();
+    found[0].commit().unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+#[test]
 fn a_prepared_transaction_rolled_back_after_reopen_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -652,13 +677,15 @@ fn bank(pessimistic_db: bool, threads: usize, seed: u64) {
     let mut o = options();
     o.write_buffer_size = 16 << 10;
     enum Either {
-        O(OptimisticTransactionDb),
-        P(TransactionDb),
+        O(Box<OptimisticTransactionDb>),
+        P(Box<TransactionDb>),
     }
     let db = if pessimistic_db {
-        Either::P(TransactionDb::open(dir.path(), o, TransactionDbOptions::default()).unwrap())
+        Either::P(Box::new(TransactionDb::open(dir.path(), o, TransactionDbOptions::default()).unwrap()))
     } else {
-        Either::O(OptimisticTransactionDb::open(dir.path(), o, OptimisticTransactionDbOptions::default()).unwrap())
+        Either::O(Box::new(
+            OptimisticTransactionDb::open(dir.path(), o, OptimisticTransactionDbOptions::default()).unwrap(),
+        ))
     };
     let base: &ebb::Db = match &db {
         Either::O(d) => d.db(),

@@ -388,6 +388,18 @@ impl WriteBatch {
         }
     }
 
+    /// For a batch read from a WAL that two-phase commit wrote: what it is
+    /// (`"prepare"`: logged, not applied until a commit names it;
+    /// `"commit"`; `"rollback"`) and the transaction's name
+    /// (docs/format.md, "Two-phase commit markers").
+    pub fn two_phase_marker(&self) -> Option<(&'static str, &[u8])> {
+        Some(match self.two_phase()? {
+            TwoPhase::Prepare(n) => ("prepare", n),
+            TwoPhase::Commit(n) => ("commit", n),
+            TwoPhase::Rollback(n) => ("rollback", n),
+        })
+    }
+
     /// True when the batch carries two-phase commit markers: it is written
     /// alone, never in a group, and even with no update.
     pub(crate) fn has_markers(&self) -> bool {
@@ -472,7 +484,6 @@ impl WriteBatch {
         }
         check_markers(&markers, seen).map_err(|reason| Error::corruption(file, offset, reason))?;
         let has_markers = !markers.is_empty();
-        drop(it);
         b.other_families = other_families;
         b.family_checks = family_checks;
         b.markers = has_markers;

@@ -398,6 +398,9 @@ impl<'db> Transaction<'db> {
     /// one fails to commit if the key is written by another meanwhile.
     /// Errors: `TimedOut` after `lock_timeout`, `Deadlock`, `Busy`,
     /// `TryAgain` (the history kept in memory does not reach the snapshot).
+    /// To read at the transaction's own snapshot, hold a clone of it apart
+    /// (`let s = txn.snapshot().cloned();`) and name that in `ro`, or use
+    /// [`Transaction::get_for_update`].
     pub fn get_for_update_opt(&mut self, ro: &ReadOptions<'_>, key: &[u8], exclusive: bool) -> Result<Option<Vec<u8>>> {
         let cf = self.default_cf.clone();
         self.get_for_update_cf_opt(&cf, ro, key, exclusive)
