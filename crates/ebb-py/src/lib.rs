@@ -12,8 +12,13 @@
 //! - Iterators and snapshots keep the database open (they hold it through an
 //!   `Arc`); `close` waits for none of them and later calls through them
 //!   fail with the engine's "closed" error.
+//! - Transactions (`txn.rs`): `TransactionDb` and `OptimisticTransactionDb`
+//!   are subclasses of `Db` whose handle ([`DbRef`]) routes writes through
+//!   the transaction database.
 
-use std::sync::Arc;
+mod txn;
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyError, PyStopIteration, PyTypeError};
@@ -22,7 +27,33 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 create_exception!(_ebb, EbbError, PyException, "An error of the Ebb engine.");
 create_exception!(_ebb, CorruptionError, EbbError, "Stored data failed a check (a checksum, a length, ...).");
-create_exception!(_ebb, BusyError, EbbError, "The database is locked by another process or handle.");
+create_exception!(
+    _ebb,
+    BusyError,
+    EbbError,
+    "The database is locked by another process or handle, or a transaction conflicts with another: roll it back \
+     and run it again."
+);
+create_exception!(
+    _ebb,
+    DeadlockError,
+    BusyError,
+    "A transaction would wait for a lock in a cycle of waits (a kind of busy, as in RocksDB): it took no lock."
+);
+create_exception!(
+    _ebb,
+    TimedOutError,
+    EbbError,
+    "A transaction waited its lock timeout for a lock and did not get it."
+);
+create_exception!(
+    _ebb,
+    TryAgainError,
+    EbbError,
+    "A transaction could not be checked for conflicts (the memtable history kept is too short): run it again."
+);
+create_exception!(_ebb, ExpiredError, EbbError, "A transaction outlived its expiration and lost its locks.");
+create_exception!(_ebb, NotFoundError, EbbError, "What was asked for does not exist (a savepoint).");
 create_exception!(_ebb, InvalidArgumentError, EbbError, "An argument, option or input was refused.");
 create_exception!(_ebb, NotSupportedError, EbbError, "The operation or option is not supported here.");
 create_exception!(_ebb, IOError, EbbError, "An operating-system I/O call failed.");
@@ -37,9 +68,21 @@ fn to_py(e: ebb::Error) -> PyErr {
     match inner {
         ebb::Error::Corruption { .. } => CorruptionError::new_err(message),
         ebb::Error::Busy(_) => BusyError::new_err(message),
+        ebb::Error::Deadlock(_) => DeadlockError::new_err(message),
+        ebb::Error::TimedOut(_) => TimedOutError::new_err(message),
+        ebb::Error::TryAgain(_) => TryAgainError::new_err(message),
+        ebb::Error::Expired(_) => ExpiredError::new_err(message),
+        ebb::Error::NotFound(_) => NotFoundError::new_err(message),
         ebb::Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
         ebb::Error::NotSupported(_) => NotSupportedError::new_err(message),
         ebb::Error::Io { .. } => IOError::new_err(message),
+        // Only the batch-alone reads of a `WriteBatchWithIndex` raise
+        // `MergeInProgress`, and the package has none of them.
+        ebb::Error::MergeInProgress(_)
+        | ebb::Error::Background(_)
+        | ebb::Error::Panicked { .. }
+        | ebb::Error::Cancelled
+        | ebb::Error::Closed => EbbError::new_err(message),
         _ => EbbError::new_err(message),
     }
 }
@@ -285,10 +328,116 @@ impl ColumnFamily {
     }
 }
 
+/// The database a `Db` opened: a plain one, or one of the two transaction
+/// databases (`TransactionDb`, `OptimisticTransactionDb`, subclasses of
+/// `Db`). Reads go to the `ebb::Db` beneath ([`DbRef::base`]); writes go
+/// through [`DbRef`]'s own methods, because a pessimistic database's writes
+/// must lock their keys as its transactions do (docs/transactions.md).
+#[derive(Clone)]
+enum DbRef {
+    Plain(Arc<ebb::Db>),
+    Optimistic(Arc<ebb::OptimisticTransactionDb>),
+    Pessimistic(Arc<ebb::TransactionDb>),
+}
+
+impl DbRef {
+    /// The database beneath, for reads and for what takes no lock.
+    fn base(&self) -> &ebb::Db {
+        match self {
+            DbRef::Plain(db) => db,
+            DbRef::Optimistic(db) => db.db(),
+            DbRef::Pessimistic(db) => db.db(),
+        }
+    }
+
+    fn put(
+        &self,
+        cf: Option<&ebb::ColumnFamilyHandle>,
+        key: &[u8],
+        value: &[u8],
+        wo: &ebb::WriteOptions,
+    ) -> ebb::Result<()> {
+        match (self, cf) {
+            (DbRef::Pessimistic(db), Some(cf)) => db.put_cf_opt(cf, key, value, wo),
+            (DbRef::Pessimistic(db), None) => db.put_opt(key, value, wo),
+            (_, Some(cf)) => self.base().put_cf_opt(cf, key, value, wo),
+            (_, None) => self.base().put_opt(key, value, wo),
+        }
+    }
+
+    fn delete(&self, cf: Option<&ebb::ColumnFamilyHandle>, key: &[u8], wo: &ebb::WriteOptions) -> ebb::Result<()> {
+        match (self, cf) {
+            (DbRef::Pessimistic(db), Some(cf)) => db.delete_cf_opt(cf, key, wo),
+            (DbRef::Pessimistic(db), None) => db.delete_opt(key, wo),
+            (_, Some(cf)) => self.base().delete_cf_opt(cf, key, wo),
+            (_, None) => self.base().delete_opt(key, wo),
+        }
+    }
+
+    fn merge(
+        &self,
+        cf: Option<&ebb::ColumnFamilyHandle>,
+        key: &[u8],
+        operand: &[u8],
+        wo: &ebb::WriteOptions,
+    ) -> ebb::Result<()> {
+        match (self, cf) {
+            (DbRef::Pessimistic(db), Some(cf)) => db.merge_cf_opt(cf, key, operand, wo),
+            (DbRef::Pessimistic(db), None) => db.merge_opt(key, operand, wo),
+            (_, Some(cf)) => self.base().merge_cf_opt(cf, key, operand, wo),
+            (_, None) => self.base().merge_opt(key, operand, wo),
+        }
+    }
+
+    fn write(&self, batch: &ebb::WriteBatch, wo: &ebb::WriteOptions) -> ebb::Result<()> {
+        match self {
+            DbRef::Pessimistic(db) => db.write_opt(batch, wo),
+            _ => self.base().write_opt(batch, wo),
+        }
+    }
+
+    /// A new family; a transaction database's keeps the memtable history
+    /// its conflict checks need.
+    fn create_column_family(&self, name: &str, options: &ebb::Options) -> ebb::Result<ebb::ColumnFamilyHandle> {
+        match self {
+            DbRef::Plain(db) => db.create_column_family(name, options),
+            DbRef::Optimistic(db) => db.create_column_family(name, options),
+            DbRef::Pessimistic(db) => db.create_column_family(name, options),
+        }
+    }
+
+    fn drop_column_family(&self, cf: &ebb::ColumnFamilyHandle) -> ebb::Result<()> {
+        match self {
+            DbRef::Pessimistic(db) => db.drop_column_family(cf),
+            _ => self.base().drop_column_family(cf),
+        }
+    }
+
+    /// A property; a pessimistic database adds those of its locks
+    /// (`ebb.txn.num-locks`, ...).
+    fn get_property(&self, name: &str, cf: Option<&ebb::ColumnFamilyHandle>) -> Option<String> {
+        match (self, cf) {
+            (_, Some(cf)) => self.base().get_property_cf(cf, name),
+            (DbRef::Pessimistic(db), None) => db.get_property(name),
+            (_, None) => self.base().get_property(name),
+        }
+    }
+
+    /// Closes the database if this is the last handle to it; otherwise the
+    /// last one to go closes it (dropping an `ebb::Db` closes it).
+    fn close(self) -> ebb::Result<()> {
+        match self {
+            DbRef::Plain(db) => Arc::try_unwrap(db).map_or(Ok(()), ebb::Db::close),
+            DbRef::Optimistic(db) => Arc::try_unwrap(db).map_or(Ok(()), ebb::OptimisticTransactionDb::close),
+            DbRef::Pessimistic(db) => Arc::try_unwrap(db).map_or(Ok(()), ebb::TransactionDb::close),
+        }
+    }
+}
+
 self_cell::self_cell!(
     /// A snapshot owning the database it reads.
     struct SnapshotCell {
-        owner: Arc<ebb::Db>,
+        owner: DbRef,
         #[covariant]
         dependent: SnapshotOf,
     }
@@ -297,7 +446,7 @@ type SnapshotOf<'a> = ebb::Snapshot<'a>;
 
 /// What an iterator reads from: the database, and the snapshot it reads at.
 struct IterOwner {
-    db: Arc<ebb::Db>,
+    db: DbRef,
     snapshot: Option<Arc<SnapshotCell>>,
 }
 
@@ -348,9 +497,10 @@ impl Snapshot {
             .allow_threads(|| {
                 let snap = cell.borrow_dependent();
                 let ro = snap.read_options();
+                let db = cell.borrow_owner().base();
                 match &handle {
-                    Some(h) => cell.borrow_owner().get_cf_opt(h, &k, &ro),
-                    None => cell.borrow_owner().get_opt(&k, &ro),
+                    Some(h) => db.get_cf_opt(h, &k, &ro),
+                    None => db.get_opt(&k, &ro),
                 }
             })
             .map_err(to_py)?;
@@ -370,7 +520,7 @@ impl Snapshot {
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
         let cell = Arc::clone(self.cell()?);
-        let owner = IterOwner { db: Arc::clone(cell.borrow_owner()), snapshot: Some(cell) };
+        let owner = IterOwner { db: cell.borrow_owner().clone(), snapshot: Some(cell) };
         let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
         Iterator::open(py, owner, cf, bounds, self.mode)
     }
@@ -398,18 +548,39 @@ enum Yield {
     Items,
 }
 
-/// An iterator over a database or snapshot (RocksDB's `Iterator`):
-/// `seek_to_first`, `seek_to_last`, `seek`, `seek_for_prev`, `next`, `prev`,
-/// `valid`, `key`, `value`, `status`. `Db.keys()`, `values()` and `items()`
-/// return one positioned and set to yield as a Python iterator.
+/// An iterator over a database, a snapshot or a transaction (RocksDB's
+/// `Iterator`): `seek_to_first`, `seek_to_last`, `seek`, `seek_for_prev`,
+/// `next`, `prev`, `valid`, `key`, `value`, `status`. `keys()`, `values()`
+/// and `items()` return one positioned and set to yield as a Python
+/// iterator.
 #[pyclass(module = "ebb", unsendable)]
 struct Iterator {
-    cell: IterCell,
+    cursor: Cursor,
     mode: Mode,
     yields: Yield,
     backwards: bool,
     /// The next `__next__` moves first (the current entry was yielded).
     started: bool,
+}
+
+/// What an iterator moves over: the database (or a snapshot of it), or a
+/// transaction's writes over the database.
+enum Cursor {
+    Db(IterCell),
+    Txn(txn::TxnIterCell),
+}
+
+/// Evaluates `$body` with `$it` bound to the iterator's engine iterator,
+/// whichever kind it is. The two kinds have the same methods; the body is
+/// compiled for each, so that stepping a database's iterator costs no
+/// virtual call.
+macro_rules! with_cursor {
+    ($iter:expr, |$it:ident| $body:expr) => {
+        match &mut $iter.cursor {
+            Cursor::Db(cell) => cell.with_dependent_mut(|_, $it| $body),
+            Cursor::Txn(cell) => cell.with_dependent_mut(|_, $it| $body),
+        }
+    };
 }
 
 impl Iterator {
@@ -430,33 +601,50 @@ impl Iterator {
                 ro.iterate_lower_bound = lower;
                 ro.iterate_upper_bound = upper;
                 match &handle {
-                    Some(h) => o.db.iter_cf(h, ro),
-                    None => o.db.iter(ro),
+                    Some(h) => o.db.base().iter_cf(h, ro),
+                    None => o.db.base().iter(ro),
                 }
             })
         });
-        Ok(Iterator { cell, mode, yields: Yield::Items, backwards: false, started: false })
+        Ok(Iterator::over(Cursor::Db(cell), mode))
     }
 
-    fn with<R>(&mut self, f: impl FnOnce(&mut ebb::DbIterator<'_>) -> R) -> R {
-        self.cell.with_dependent_mut(|_, it| f(it))
+    /// An iterator, not positioned, yielding `(key, value)` pairs.
+    fn over(cursor: Cursor, mode: Mode) -> Iterator {
+        Iterator { cursor, mode, yields: Yield::Items, backwards: false, started: false }
+    }
+
+    /// Positions the iterator at `from_key` (inclusive; the first or,
+    /// `backwards`, the last key when not given) and sets what `__next__`
+    /// yields: `keys()`, `values()` and `items()`.
+    fn walk_from(mut self, from_key: Option<Vec<u8>>, backwards: bool, yields: Yield) -> PyResult<Iterator> {
+        match (from_key, backwards) {
+            (Some(k), false) => with_cursor!(self, |i| i.seek(&k)),
+            (Some(k), true) => with_cursor!(self, |i| i.seek_for_prev(&k)),
+            (None, false) => with_cursor!(self, |i| i.seek_to_first()),
+            (None, true) => with_cursor!(self, |i| i.seek_to_last()),
+        }
+        self.check()?;
+        self.yields = yields;
+        self.backwards = backwards;
+        Ok(self)
     }
 
     fn check(&mut self) -> PyResult<()> {
-        self.with(|it| it.status()).map_err(to_py)
+        with_cursor!(self, |it| it.status()).map_err(to_py)
     }
 }
 
 #[pymethods]
 impl Iterator {
     fn seek_to_first(&mut self) -> PyResult<()> {
-        self.with(|it| it.seek_to_first());
+        with_cursor!(self, |it| it.seek_to_first());
         self.started = false;
         self.check()
     }
 
     fn seek_to_last(&mut self) -> PyResult<()> {
-        self.with(|it| it.seek_to_last());
+        with_cursor!(self, |it| it.seek_to_last());
         self.started = false;
         self.check()
     }
@@ -464,7 +652,7 @@ impl Iterator {
     /// Positions at the first key at or after `key`.
     fn seek(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
-        self.with(|it| it.seek(&k));
+        with_cursor!(self, |it| it.seek(&k));
         self.started = false;
         self.check()
     }
@@ -472,20 +660,20 @@ impl Iterator {
     /// Positions at the last key at or before `key`.
     fn seek_for_prev(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
-        self.with(|it| it.seek_for_prev(&k));
+        with_cursor!(self, |it| it.seek_for_prev(&k));
         self.started = false;
         self.check()
     }
 
     fn valid(&mut self) -> bool {
-        self.with(|it| it.valid())
+        with_cursor!(self, |it| it.valid())
     }
 
     fn next(&mut self) -> PyResult<()> {
         if !self.valid() {
             return Err(InvalidArgumentError::new_err("next on an iterator that is not valid"));
         }
-        self.with(|it| it.next());
+        with_cursor!(self, |it| it.next());
         self.check()
     }
 
@@ -493,7 +681,7 @@ impl Iterator {
         if !self.valid() {
             return Err(InvalidArgumentError::new_err("prev on an iterator that is not valid"));
         }
-        self.with(|it| it.prev());
+        with_cursor!(self, |it| it.prev());
         self.check()
     }
 
@@ -502,7 +690,7 @@ impl Iterator {
             return Err(InvalidArgumentError::new_err("key of an iterator that is not valid"));
         }
         let mode = self.mode;
-        self.with(|it| mode.dec(py, it.key()))
+        with_cursor!(self, |it| mode.dec(py, it.key()))
     }
 
     fn value(&mut self, py: Python<'_>) -> PyResult<PyObject> {
@@ -510,7 +698,7 @@ impl Iterator {
             return Err(InvalidArgumentError::new_err("value of an iterator that is not valid"));
         }
         let mode = self.mode;
-        self.with(|it| mode.dec(py, it.value()))
+        with_cursor!(self, |it| mode.dec(py, it.value()))
     }
 
     /// Raises the error that stopped the iterator, if any.
@@ -526,7 +714,7 @@ impl Iterator {
         // One pass through the iterator per item: step, check, decode.
         let (step, back, yields, mode) = (self.started, self.backwards, self.yields, self.mode);
         self.started = true;
-        self.with(|it| {
+        with_cursor!(self, |it| {
             if step && it.valid() {
                 if back {
                     it.prev()
@@ -556,28 +744,33 @@ impl Iterator {
 /// `db[key] = value`, `db[key]`, `del db[key]`, `key in db`, `get`,
 /// `keys()`, `values()`, `items()`, plus batches, snapshots, iterators,
 /// column families, `flush`, `compact_range`, `get_property`, `set_options`.
-/// A context manager that closes the database.
-#[pyclass(module = "ebb")]
+/// A context manager that closes the database. `TransactionDb` and
+/// `OptimisticTransactionDb` (txn.rs) are its subclasses.
+#[pyclass(module = "ebb", subclass)]
 struct Db {
-    db: Option<Arc<ebb::Db>>,
+    db: Option<DbRef>,
     path: String,
     mode: Mode,
+    /// The transactions begun on a transaction database, which `close`
+    /// ends (an empty list for a plain database).
+    transactions: Mutex<Vec<Weak<txn::TxnShared>>>,
 }
 
 impl Db {
-    fn db(&self) -> PyResult<&Arc<ebb::Db>> {
+    fn db(&self) -> PyResult<&DbRef> {
         self.db.as_ref().ok_or_else(|| EbbError::new_err(format!("the database at {} is closed", self.path)))
     }
-}
 
-#[pymethods]
-impl Db {
-    /// Opens (by default creating) the database at `path`, with the column
-    /// families it has (each with `options`); keys and values cross in
-    /// `mode`: `"bytes"`, `"str"` or `"pickle"` (see `Mode` in docs/python.md).
-    #[new]
-    #[pyo3(signature = (path, options = None, mode = "bytes"))]
-    fn new(py: Python<'_>, path: &str, options: Option<&Options>, mode: &str) -> PyResult<Self> {
+    /// Opens the database at `path` with the column families it has (each
+    /// with `options`), through `open` (`ebb::Db::open_cf`, or a
+    /// transaction database's).
+    fn open_with(
+        py: Python<'_>,
+        path: &str,
+        options: Option<&Options>,
+        mode: &str,
+        open: impl FnOnce(&str, ebb::Options, &[(&str, ebb::Options)]) -> ebb::Result<DbRef> + Send,
+    ) -> PyResult<Db> {
         let mode = Mode::parse(mode)?;
         let options = options.map_or_else(|| Options::new(None).map(|o| o.inner), |o| Ok(o.inner.clone()))?;
         let p = path.to_string();
@@ -594,10 +787,31 @@ impl Db {
                     .filter(|n| *n != ebb::DEFAULT_COLUMN_FAMILY)
                     .map(|n| (n, options.clone()))
                     .collect();
-                ebb::Db::open_cf(&p, options.clone(), &families)
+                open(&p, options.clone(), &families)
             })
             .map_err(to_py)?;
-        Ok(Db { db: Some(Arc::new(db)), path: path.to_string(), mode })
+        Ok(Db { db: Some(db), path: path.to_string(), mode, transactions: Mutex::new(Vec::new()) })
+    }
+
+    /// Keeps `shared` (a group of transactions) to be ended at `close`.
+    fn register(&self, shared: &Arc<txn::TxnShared>) {
+        let mut list = self.transactions.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(shared));
+    }
+}
+
+#[pymethods]
+impl Db {
+    /// Opens (by default creating) the database at `path`, with the column
+    /// families it has (each with `options`); keys and values cross in
+    /// `mode`: `"bytes"`, `"str"` or `"pickle"` (see `Mode` in docs/python.md).
+    #[new]
+    #[pyo3(signature = (path, options = None, mode = "bytes"))]
+    fn new(py: Python<'_>, path: &str, options: Option<&Options>, mode: &str) -> PyResult<Self> {
+        Db::open_with(py, path, options, mode, |p, o, families| {
+            ebb::Db::open_cf(p, o, families).map(|db| DbRef::Plain(Arc::new(db)))
+        })
     }
 
     #[pyo3(signature = (key, value, cf = None, sync = false))]
@@ -611,10 +825,8 @@ impl Db {
     ) -> PyResult<()> {
         let db = self.db()?;
         let wo = ebb::WriteOptions { sync, disable_wal: false };
-        let put = |k: &[u8], v: &[u8]| match cf {
-            Some(cf) => db.put_cf_opt(&cf.handle, k, v, &wo),
-            None => db.put_opt(k, v, &wo),
-        };
+        let handle = cf.map(|cf| &cf.handle);
+        let put = |k: &[u8], v: &[u8]| db.put(handle, k, v, &wo);
         // `bytes` objects are immutable: their contents are read in place,
         // without the GIL, while the arguments keep them alive.
         if let (Mode::Bytes, Ok(k), Ok(v)) = (self.mode, key.downcast::<PyBytes>(), value.downcast::<PyBytes>()) {
@@ -643,13 +855,10 @@ impl Db {
     #[pyo3(signature = (key, cf = None, sync = false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>, sync: bool) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         let wo = ebb::WriteOptions { sync, disable_wal: false };
-        py.allow_threads(|| match cf {
-            Some(cf) => db.delete_cf_opt(&cf.handle, &k, &wo),
-            None => db.delete_opt(&k, &wo),
-        })
-        .map_err(to_py)
+        let handle = cf.map(|cf| &cf.handle);
+        py.allow_threads(|| db.delete(handle, &k, &wo)).map_err(to_py)
     }
 
     /// Merges `operand` into `key` with the family's merge operator
@@ -663,13 +872,10 @@ impl Db {
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
         let (k, v) = (self.mode.enc(key, "key")?, self.mode.enc(operand, "operand")?);
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         let wo = ebb::WriteOptions::default();
-        py.allow_threads(|| match cf {
-            Some(cf) => db.merge_cf_opt(&cf.handle, &k, &v, &wo),
-            None => db.merge_opt(&k, &v, &wo),
-        })
-        .map_err(to_py)
+        let handle = cf.map(|cf| &cf.handle);
+        py.allow_threads(|| db.merge(handle, &k, &v, &wo)).map_err(to_py)
     }
 
     /// Deletes every key in `[begin, end)`.
@@ -682,11 +888,13 @@ impl Db {
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
         let (b, e) = (self.mode.enc(begin, "begin")?, self.mode.enc(end, "end")?);
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         let wo = ebb::WriteOptions::default();
+        // A range deletion takes no lock, in a pessimistic database too
+        // (docs/transactions.md).
         py.allow_threads(|| match cf {
-            Some(cf) => db.delete_range_cf_opt(&cf.handle, &b, &e, &wo),
-            None => db.delete_range_opt(&b, &e, &wo),
+            Some(cf) => db.base().delete_range_cf_opt(&cf.handle, &b, &e, &wo),
+            None => db.base().delete_range_opt(&b, &e, &wo),
         })
         .map_err(to_py)
     }
@@ -694,10 +902,10 @@ impl Db {
     /// Applies `batch` atomically.
     #[pyo3(signature = (batch, sync = false))]
     fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         let wo = ebb::WriteOptions { sync, disable_wal: false };
         let b = &batch.inner;
-        py.allow_threads(|| db.write_opt(b, &wo)).map_err(to_py)
+        py.allow_threads(|| db.write(b, &wo)).map_err(to_py)
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
@@ -732,7 +940,7 @@ impl Db {
         lower_bound: Option<&Bound<'_, PyAny>>,
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
-        let owner = IterOwner { db: Arc::clone(self.db()?), snapshot: None };
+        let owner = IterOwner { db: self.db()?.clone(), snapshot: None };
         let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
         Iterator::open(py, owner, cf, bounds, self.mode)
     }
@@ -786,17 +994,17 @@ impl Db {
 
     /// A snapshot of the newest state (a context manager).
     fn snapshot(&self) -> PyResult<Snapshot> {
-        let db = Arc::clone(self.db()?);
-        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.snapshot()))), mode: self.mode })
+        let db = self.db()?.clone();
+        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.base().snapshot()))), mode: self.mode })
     }
 
     /// Flushes the memtables (of `cf`, or the default family) and waits.
     #[pyo3(signature = (cf = None))]
     fn flush(&self, py: Python<'_>, cf: Option<&ColumnFamily>) -> PyResult<()> {
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         py.allow_threads(|| match cf {
-            Some(cf) => db.flush_cf(&cf.handle, true),
-            None => db.flush(true),
+            Some(cf) => db.base().flush_cf(&cf.handle, true),
+            None => db.base().flush(true),
         })
         .map_err(to_py)
     }
@@ -811,10 +1019,10 @@ impl Db {
         cf: Option<&ColumnFamily>,
     ) -> PyResult<()> {
         let (b, e) = (self.mode.enc_opt(begin, "begin")?, self.mode.enc_opt(end, "end")?);
-        let db = Arc::clone(self.db()?);
+        let db = self.db()?.clone();
         py.allow_threads(|| match cf {
-            Some(cf) => db.compact_range_cf(&cf.handle, b.as_deref(), e.as_deref()),
-            None => db.compact_range(b.as_deref(), e.as_deref()),
+            Some(cf) => db.base().compact_range_cf(&cf.handle, b.as_deref(), e.as_deref()),
+            None => db.base().compact_range(b.as_deref(), e.as_deref()),
         })
         .map_err(to_py)
     }
@@ -822,11 +1030,7 @@ impl Db {
     /// A property (`ebb.stats`, `ebb.num-files-at-level0`, ...), or None.
     #[pyo3(signature = (name, cf = None))]
     fn get_property(&self, name: &str, cf: Option<&ColumnFamily>) -> PyResult<Option<String>> {
-        let db = self.db()?;
-        Ok(match cf {
-            Some(cf) => db.get_property_cf(&cf.handle, name),
-            None => db.get_property(name),
-        })
+        Ok(self.db()?.get_property(name, cf.map(|cf| &cf.handle)))
     }
 
     /// Changes dynamic options: `set_options({"write_buffer_size": 1 << 20})`.
@@ -836,7 +1040,7 @@ impl Db {
             pairs.push((name.extract::<String>()?, option_text(&value)?));
         }
         let refs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        self.db()?.set_options(&refs).map_err(to_py)
+        self.db()?.base().set_options(&refs).map_err(to_py)
     }
 
     /// Creates column family `name` (with `options`, or the defaults).
@@ -850,6 +1054,7 @@ impl Db {
     /// The column family `name`.
     fn get_column_family(&self, name: &str) -> PyResult<ColumnFamily> {
         self.db()?
+            .base()
             .cf_handle(name)
             .map(|handle| ColumnFamily { handle })
             .ok_or_else(|| InvalidArgumentError::new_err(format!("no column family {name:?}")))
@@ -861,14 +1066,14 @@ impl Db {
 
     /// The names of the column families.
     fn column_families(&self) -> PyResult<Vec<String>> {
-        Ok(self.db()?.column_family_names())
+        Ok(self.db()?.base().column_family_names())
     }
 
     /// Makes an openable copy of the database in `dir`, which must not
     /// exist, while it runs (docs/operations.md, "Checkpoints").
     fn checkpoint(&self, py: Python<'_>, dir: &str) -> PyResult<()> {
-        let db = Arc::clone(self.db()?);
-        py.allow_threads(|| ebb::Checkpoint::create(&db, dir)).map(drop).map_err(to_py)
+        let db = self.db()?.clone();
+        py.allow_threads(|| ebb::Checkpoint::create(db.base(), dir)).map(drop).map_err(to_py)
     }
 
     /// The database directory.
@@ -877,13 +1082,18 @@ impl Db {
         self.path.clone()
     }
 
-    /// Closes the database; later calls fail. Iterators and snapshots still
-    /// open keep it open until they are gone.
+    /// Closes the database; later calls fail. Transactions not committed
+    /// end as if dropped (rolled back; prepared ones stay prepared, found
+    /// again at the next open). Iterators and snapshots still open, and a
+    /// transaction busy in another thread or with an iterator open over
+    /// it, keep the database open until they are gone.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let transactions = std::mem::take(&mut *self.transactions.lock().unwrap_or_else(PoisonError::into_inner));
+        for shared in transactions.iter().filter_map(Weak::upgrade) {
+            shared.end();
+        }
         if let Some(db) = self.db.take() {
-            if let Ok(db) = Arc::try_unwrap(db) {
-                py.allow_threads(|| db.close()).map_err(to_py)?;
-            }
+            py.allow_threads(|| db.close()).map_err(to_py)?;
         }
         Ok(())
     }
@@ -897,8 +1107,8 @@ impl Db {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!("Db({:?})", self.path)
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        Ok(format!("{}({:?})", slf.get_type().name()?, slf.borrow().path))
     }
 }
 
@@ -912,7 +1122,7 @@ impl Db {
     /// point read is short, and handing the GIL over and back costs more
     /// than it does (docs/python.md, "Threads").
     fn read(&self, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<Option<ebb::PinnableSlice>> {
-        let db = self.db()?;
+        let db = self.db()?.base();
         let ro = ebb::ReadOptions::default();
         let get = |k: &[u8]| match cf {
             Some(cf) => db.get_pinned_cf_opt(&cf.handle, k, &ro),
@@ -936,17 +1146,8 @@ impl Db {
         lower_bound: Option<&Bound<'_, PyAny>>,
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
-        let mut it = self.iter(py, cf, lower_bound, upper_bound)?;
-        match (self.mode.enc_opt(from_key, "from_key")?, backwards) {
-            (Some(k), false) => it.with(|i| i.seek(&k)),
-            (Some(k), true) => it.with(|i| i.seek_for_prev(&k)),
-            (None, false) => it.with(|i| i.seek_to_first()),
-            (None, true) => it.with(|i| i.seek_to_last()),
-        }
-        it.check()?;
-        it.yields = yields;
-        it.backwards = backwards;
-        Ok(it)
+        let from_key = self.mode.enc_opt(from_key, "from_key")?;
+        self.iter(py, cf, lower_bound, upper_bound)?.walk_from(from_key, backwards, yields)
     }
 }
 
@@ -971,9 +1172,9 @@ impl BackupEngine {
     /// Backs `db` up; returns the new backup's id.
     #[pyo3(signature = (db, flush_before_backup = true))]
     fn create_new_backup(&mut self, py: Python<'_>, db: &Db, flush_before_backup: bool) -> PyResult<u32> {
-        let handle = Arc::clone(db.db()?);
+        let handle = db.db()?.clone();
         let inner = &mut self.inner;
-        py.allow_threads(|| inner.create_new_backup(&handle, flush_before_backup)).map_err(to_py)
+        py.allow_threads(|| inner.create_new_backup(handle.base(), flush_before_backup)).map_err(to_py)
     }
 
     /// One dict per backup, oldest first: `backup_id`, `timestamp`,
@@ -1038,10 +1239,18 @@ fn _ebb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Iterator>()?;
     m.add_class::<ColumnFamily>()?;
     m.add_class::<BackupEngine>()?;
+    m.add_class::<txn::TransactionDb>()?;
+    m.add_class::<txn::OptimisticTransactionDb>()?;
+    m.add_class::<txn::Transaction>()?;
     m.add_function(wrap_pyfunction!(destroy, m)?)?;
     m.add("EbbError", py.get_type::<EbbError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
     m.add("BusyError", py.get_type::<BusyError>())?;
+    m.add("DeadlockError", py.get_type::<DeadlockError>())?;
+    m.add("TimedOutError", py.get_type::<TimedOutError>())?;
+    m.add("TryAgainError", py.get_type::<TryAgainError>())?;
+    m.add("ExpiredError", py.get_type::<ExpiredError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
     m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
     m.add("NotSupportedError", py.get_type::<NotSupportedError>())?;
     m.add("IOError", py.get_type::<IOError>())?;

@@ -10,7 +10,14 @@ A dict-like face on the engine, as rocksdict's ``Rdict``::
             print(key, value)
 
 Keys and values are ``bytes`` (a ``str`` given is UTF-8 encoded). Engine
-errors are ``EbbError`` and its subclasses. See docs/python.md.
+errors are ``EbbError`` and its subclasses. Transactions::
+
+    with ebb.TransactionDb("/tmp/accounts") as db:
+        with db.transaction() as txn:        # commits at the end of the block
+            balance = int(txn.get_for_update(b"alice") or b"0")
+            txn.put(b"alice", b"%d" % (balance - 10))
+
+See docs/python.md.
 """
 
 from ._ebb import (
@@ -19,13 +26,21 @@ from ._ebb import (
     ColumnFamily,
     CorruptionError,
     Db,
+    DeadlockError,
     EbbError,
+    ExpiredError,
     InvalidArgumentError,
     IOError,
     Iterator,
+    NotFoundError,
     NotSupportedError,
+    OptimisticTransactionDb,
     Options,
     Snapshot,
+    TimedOutError,
+    Transaction,
+    TransactionDb,
+    TryAgainError,
     WriteBatch,
     destroy,
 )
@@ -36,13 +51,21 @@ __all__ = [
     "ColumnFamily",
     "CorruptionError",
     "Db",
+    "DeadlockError",
     "EbbError",
+    "ExpiredError",
     "InvalidArgumentError",
     "IOError",
     "Iterator",
+    "NotFoundError",
     "NotSupportedError",
+    "OptimisticTransactionDb",
     "Options",
     "Snapshot",
+    "TimedOutError",
+    "Transaction",
+    "TransactionDb",
+    "TryAgainError",
     "WriteBatch",
     "destroy",
 ]
