@@ -278,6 +278,9 @@ fn finished_transactions_refuse_everything_with_clear_errors() {
     // A family of another database; a dropped family; a merge without an operator.
     let cf = odb.create_column_family("other", ColumnFamilyOptions::default()).unwrap();
     assert!(matches!(p.put_cf(&cf, b"k", b"v"), Err(Error::InvalidArgument(m)) if m.contains("another database")));
+    // A locking write with it neither: it would land in this database's
+    // family of the same id.
+    assert!(matches!(db.put_cf(&cf, b"k", b"v"), Err(Error::InvalidArgument(m)) if m.contains("another database")));
     let mine = db.create_column_family("mine", ColumnFamilyOptions::default()).unwrap();
     assert!(matches!(p.merge_cf(&mine, b"k", b"v"), Err(Error::InvalidArgument(m)) if m.contains("merge operator")));
     db.drop_column_family(&mine).unwrap();

@@ -458,6 +458,7 @@ impl TransactionDb {
 
     /// [`TransactionDb::put_cf`] with write options.
     pub fn put_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        self.db.inner.check_family(&cf.data)?;
         self.one(wo, |b| b.put_cf(cf, key, value))
     }
 
@@ -478,6 +479,7 @@ impl TransactionDb {
 
     /// [`TransactionDb::delete_cf`] with write options.
     pub fn delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
+        self.db.inner.check_family(&cf.data)?;
         self.one(wo, |b| b.delete_cf(cf, key))
     }
 
@@ -498,6 +500,7 @@ impl TransactionDb {
 
     /// [`TransactionDb::single_delete_cf`] with write options.
     pub fn single_delete_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], wo: &WriteOptions) -> Result<()> {
+        self.db.inner.check_family(&cf.data)?;
         self.one(wo, |b| b.single_delete_cf(cf, key))
     }
 
@@ -518,6 +521,7 @@ impl TransactionDb {
 
     /// [`TransactionDb::merge_cf`] with write options.
     pub fn merge_cf_opt(&self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8], wo: &WriteOptions) -> Result<()> {
+        self.db.inner.check_family(&cf.data)?;
         self.one(wo, |b| b.merge_cf(cf, key, value))
     }
 
