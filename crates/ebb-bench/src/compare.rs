@@ -68,6 +68,8 @@ pub const EBB_ONLY_FLAGS: &[&str] = &[
     "idle_throughput_threshold",
     "malloc_trim_period_ms",
     "readers",
+    "transaction_deadlock_detect",
+    "transfer_accounts",
 ];
 
 /// The peer engine.

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::bail;
+use crate::engine::transaction::{kind_from_flags, TransactionDbKind};
 use crate::error::Result;
 use crate::flags::{table, Flags};
 use crate::keys::KeyFormat;
@@ -155,6 +156,77 @@ pub struct Config {
     pub mixgraph: MixGraphParams,
     /// `--block_size` (checksum benchmarks).
     pub block_size: usize,
+    /// The transaction database and the transaction benchmarks' settings.
+    pub transactions: Transactions,
+}
+
+/// `--transaction_db` / `--optimistic_transaction_db` and the flags of
+/// randomtransaction and transfertransaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transactions {
+    /// The transaction database the engine is opened as; `None` for a plain one.
+    pub db: Option<TransactionDbKind>,
+    /// `--transaction_sets`: randomtransaction's sets of keys (1 to 9999).
+    pub sets: u16,
+    /// `--transaction_set_snapshot`.
+    pub set_snapshot: bool,
+    /// `--transaction_sleep`: microseconds (exclusive bound) to sleep
+    /// between a read and its write; 0 = none.
+    pub sleep_micros: u64,
+    /// `--transaction_lock_timeout` in milliseconds.
+    pub lock_timeout_ms: i64,
+    /// `--transaction_deadlock_detect`.
+    pub deadlock_detect: bool,
+    /// `--transfer_accounts`.
+    pub transfer_accounts: u64,
+}
+
+impl Transactions {
+    fn from_flags(flags: &Flags, benchmarks: &[String]) -> Result<Transactions> {
+        let db = kind_from_flags(flags)?;
+        let sets = flags.u64("transaction_sets")?;
+        if !(1..=9999).contains(&sets) {
+            bail!(
+                "flag --transaction_sets must be between 1 and 9999 (db_bench's keys have 4 digits of set), got {sets}"
+            );
+        }
+        let sleep = flags.i64("transaction_sleep");
+        if sleep < 0 {
+            bail!("flag --transaction_sleep must not be negative, got {sleep}");
+        }
+        let accounts = flags.i64("transfer_accounts");
+        if accounts < 2 {
+            bail!("flag --transfer_accounts must be at least 2 (a transfer moves money between two accounts), got {accounts}");
+        }
+        let has = |name: &str| benchmarks.iter().any(|b| b == name);
+        if has("transfertransaction") && db.is_none() {
+            bail!(
+                "benchmark transfertransaction runs transactions: give --transaction_db (pessimistic) or \
+                 --optimistic_transaction_db"
+            );
+        }
+        if has("randomtransaction") && db == Some(TransactionDbKind::Pessimistic) && flags.bool("disable_wal") {
+            bail!(
+                "benchmark randomtransaction prepares most of its pessimistic transactions (two-phase commit, as \
+                 db_bench does), and a prepare writes the WAL: leave out --disable_wal"
+            );
+        }
+        if has("randomtransaction") && db.is_some() && flags.bool("prefix_same_as_start") {
+            bail!(
+                "benchmark randomtransaction checks its sets by scanning each set's keys, which \
+                 --prefix_same_as_start would cut at the prefix extractor's prefix: leave it out"
+            );
+        }
+        Ok(Transactions {
+            db,
+            sets: sets as u16,
+            set_snapshot: flags.bool("transaction_set_snapshot"),
+            sleep_micros: sleep as u64,
+            lock_timeout_ms: i64::try_from(flags.u64("transaction_lock_timeout")?).unwrap_or(i64::MAX),
+            deadlock_detect: flags.bool("transaction_deadlock_detect"),
+            transfer_accounts: accounts as u64,
+        })
+    }
 }
 
 /// db_bench's range deletions inside the write benchmarks (`DoWrite`, and
@@ -368,6 +440,7 @@ impl Config {
             None
         };
         let json = Some(flags.str("json")).filter(|s| !s.is_empty()).map(PathBuf::from);
+        let transactions = Transactions::from_flags(flags, &benchmarks)?;
         Ok(Config {
             benchmarks,
             engine,
@@ -437,6 +510,7 @@ impl Config {
                 iter_sigma: flags.f64("iter_sigma"),
             },
             block_size: positive(flags, "block_size")? as usize,
+            transactions,
         })
     }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
+pub use crate::stats::TransactionCounts;
 
 /// The schema version written to `schema_version`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -96,6 +97,10 @@ pub struct BenchResult {
     /// at the end of the benchmark; null without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySummary>,
+    /// randomtransaction and transfertransaction: what their transactions
+    /// came to, summed over the threads; absent for other benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<TransactionCounts>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -330,6 +335,7 @@ pub fn synthetic_report(engine: &str, seconds: usize) -> Report {
             )]),
             burst: None,
             memory: None,
+            transactions: None,
             range_deletions: 0,
             readers: Some(ReadersSummary {
                 threads: 2,

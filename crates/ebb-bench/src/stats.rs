@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 
+use crate::engine::transaction::TransactionError;
 use crate::histogram::Histogram;
 
 /// db_bench's `OperationType`, for histogram titles.
@@ -80,6 +82,63 @@ impl IntervalTally {
     }
 }
 
+/// What the transaction benchmarks' transactions came to (RocksDB's
+/// `Status` codes of the failures), summed over the threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransactionCounts {
+    /// Transactions begun (batches, without a transaction database).
+    pub attempts: u64,
+    /// Committed.
+    pub committed: u64,
+    /// Committed after a prepare (two-phase commit), among `committed`.
+    pub prepared: u64,
+    /// Rolled back by choice (randomtransaction rolls back 1 in 20, as
+    /// db_bench does), not for a failure.
+    pub rolled_back: u64,
+    /// Failed with `Busy`: a conflict.
+    pub busy: u64,
+    /// Failed with `Busy` of subcode `kDeadlock`.
+    pub deadlock: u64,
+    /// Failed with `TimedOut` waiting for a lock.
+    pub timed_out: u64,
+    /// Failed with `TryAgain`: the memtable history could not tell.
+    pub try_again: u64,
+    /// Failed with `Expired`.
+    pub expired: u64,
+}
+
+impl TransactionCounts {
+    /// Counts one failed transaction.
+    pub fn count_failure(&mut self, e: &TransactionError) {
+        match e {
+            TransactionError::Busy => self.busy += 1,
+            TransactionError::Deadlock => self.deadlock += 1,
+            TransactionError::TimedOut => self.timed_out += 1,
+            TransactionError::TryAgain => self.try_again += 1,
+            TransactionError::Expired => self.expired += 1,
+            TransactionError::Other(_) => {}
+        }
+    }
+
+    /// Transactions that failed (db_bench's `aborts`).
+    pub fn aborted(&self) -> u64 {
+        self.busy + self.deadlock + self.timed_out + self.try_again + self.expired
+    }
+
+    /// Adds `other`.
+    pub fn add(&mut self, other: &TransactionCounts) {
+        self.attempts += other.attempts;
+        self.committed += other.committed;
+        self.prepared += other.prepared;
+        self.rolled_back += other.rolled_back;
+        self.busy += other.busy;
+        self.deadlock += other.deadlock;
+        self.timed_out += other.timed_out;
+        self.try_again += other.try_again;
+        self.expired += other.expired;
+    }
+}
+
 /// One thread's statistics.
 #[derive(Debug)]
 pub struct ThreadStats {
@@ -94,6 +153,8 @@ pub struct ThreadStats {
     hists: BTreeMap<OpType, Histogram>,
     message: String,
     range_deletions: u64,
+    /// The transaction benchmarks' outcomes.
+    pub transactions: TransactionCounts,
     live: Arc<LiveCounters>,
     exclude_from_merge: bool,
 }
@@ -113,6 +174,7 @@ impl ThreadStats {
             hists: BTreeMap::new(),
             message: String::new(),
             range_deletions: 0,
+            transactions: TransactionCounts::default(),
             live,
             exclude_from_merge: false,
         }
@@ -232,6 +294,8 @@ pub struct Merged {
     pub hists: BTreeMap<OpType, Histogram>,
     /// Messages of the threads (identical messages once).
     pub message: String,
+    /// The transaction benchmarks' outcomes, summed.
+    pub transactions: TransactionCounts,
 }
 
 impl Merged {
@@ -249,6 +313,7 @@ impl Merged {
             m.done += t.done;
             m.found += t.found;
             m.bytes += t.bytes;
+            m.transactions.add(&t.transactions);
             m.thread_seconds += t.finish.duration_since(t.start).as_secs_f64();
             for (op, h) in &t.hists {
                 m.hists.entry(*op).or_default().merge(h);
@@ -353,6 +418,7 @@ mod tests {
             elapsed: 10.0,
             hists: BTreeMap::new(),
             message: String::new(),
+            transactions: TransactionCounts::default(),
         };
         assert_eq!(
             result_line("fillrandom", &m),

@@ -8,6 +8,7 @@
 //! is killed).
 
 pub mod ops;
+pub mod transactions;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,8 @@ enum Kind {
     ReadRandomMergeRandom,
     MixGraph,
     Mix,
+    RandomTransaction,
+    TransferTransaction,
     Checksum { xxh3: bool },
     Stats,
     LevelStats,
@@ -95,6 +98,8 @@ fn kind_of(name: &str) -> Option<Kind> {
         "readrandommergerandom" => Kind::ReadRandomMergeRandom,
         "mixgraph" => Kind::MixGraph,
         "mix" => Kind::Mix,
+        "randomtransaction" => Kind::RandomTransaction,
+        "transfertransaction" => Kind::TransferTransaction,
         "crc32c" => Kind::Checksum { xxh3: false },
         "xxh3" => Kind::Checksum { xxh3: true },
         "stats" => Kind::Stats,
@@ -371,6 +376,32 @@ impl Runner<'_> {
                 let _ = std::fs::remove_dir_all(&dir);
                 return result;
             }
+            Kind::RandomTransaction => {
+                let result = self.run_threads(index, name, kind)?;
+                // db_bench's `RandomTransactionVerify`, which it runs only
+                // on a transaction database (concurrent batches need not
+                // keep the sums).
+                if self.cfg.transactions.db.is_some() {
+                    match transactions::verify_sets(engine, self.cfg.transactions.sets) {
+                        Ok(_) => println!("RandomTransactionVerify Success."),
+                        Err(e) => {
+                            println!("RandomTransactionVerify FAILED!!");
+                            return Err(e);
+                        }
+                    }
+                }
+                return Ok(result);
+            }
+            Kind::TransferTransaction => {
+                let accounts = self.cfg.transactions.transfer_accounts;
+                let total = transactions::open_accounts(engine, accounts)?;
+                let result = self.run_threads(index, name, kind)?;
+                transactions::check_accounts(engine, accounts, total)?;
+                println!(
+                    "TransferTransactionVerify Success: the {accounts} accounts hold {total} in total, as before."
+                );
+                return Ok(result);
+            }
             _ => {}
         }
         self.run_threads(index, name, kind)
@@ -462,9 +493,12 @@ impl Runner<'_> {
         let expected_ops = match kind {
             Kind::Write { .. } => Some(write_count * clients as u64),
             Kind::Delete { .. } => Some(cfg.deletes.unwrap_or(cfg.num) * clients as u64),
-            Kind::ReadRandomWriteRandom | Kind::UpdateRandom | Kind::MergeRandom | Kind::ReadRandomMergeRandom => {
-                Some(cfg.readwrites() * clients as u64)
-            }
+            Kind::ReadRandomWriteRandom
+            | Kind::UpdateRandom
+            | Kind::MergeRandom
+            | Kind::ReadRandomMergeRandom
+            | Kind::RandomTransaction
+            | Kind::TransferTransaction => Some(cfg.readwrites() * clients as u64),
             Kind::Checksum { .. } => Some((500 * 1048576 / cfg.block_size as u64 + 1) * clients as u64),
             _ => Some(cfg.reads_or_num() * clients as u64),
         };
@@ -585,8 +619,15 @@ impl Runner<'_> {
             println!("Number of range deletions: {}", s.range_deletions());
         }
         let range_deletions = stats.iter().map(ThreadStats::range_deletions).sum();
-        let merged = Merged::from_threads(&stats);
+        let mut merged = Merged::from_threads(&stats);
+        let transactions = matches!(kind, Kind::RandomTransaction | Kind::TransferTransaction).then(|| {
+            merged.message = transaction_message(kind, &merged.transactions, cfg.transactions.db.is_some());
+            merged.transactions
+        });
         println!("{}", result_line(name, &merged));
+        if let Some(counts) = transactions.filter(|_| cfg.transactions.db.is_some()) {
+            println!("{}", transaction_line(name, &counts, merged.elapsed));
+        }
         let burst = if writes { self.burst_summary(name, &merged, &stats, shared) } else { None };
         let readers = (!reader_stats.is_empty()).then(|| readers_summary(name, &reader_stats));
         if cfg.histogram {
@@ -599,7 +640,12 @@ impl Runner<'_> {
         }
         let _ = std::io::stdout().flush();
         let measured = stats.iter().filter(|s| !s.is_excluded()).count();
-        Ok(BenchResult { readers, range_deletions, ..bench_result(name, measured, &merged, burst, series) })
+        Ok(BenchResult {
+            readers,
+            range_deletions,
+            transactions,
+            ..bench_result(name, measured, &merged, burst, series)
+        })
     }
 
     fn burst_summary(
@@ -692,6 +738,42 @@ fn readers_summary(name: &str, readers: &[ThreadStats]) -> ReadersSummary {
     summary
 }
 
+/// The message after a transaction benchmark's result line: db_bench's
+/// `( transactions:N aborts:M)` for randomtransaction (`( batches:N )`
+/// without a transaction database), and the like for transfertransaction.
+/// The counts are the threads' sums (db_bench prints one thread's).
+fn transaction_message(kind: Kind, counts: &crate::stats::TransactionCounts, transactional: bool) -> String {
+    match (kind, transactional) {
+        (Kind::RandomTransaction, false) => format!("( batches:{} )", counts.attempts),
+        (Kind::RandomTransaction, true) => {
+            format!("( transactions:{} aborts:{})", counts.attempts, counts.aborted())
+        }
+        _ => format!("( transfers:{} committed:{} aborts:{})", counts.attempts, counts.committed, counts.aborted()),
+    }
+}
+
+/// The second line under a transaction benchmark's result line: how its
+/// transactions ended, by RocksDB's status code. Like the readers' line it
+/// has no `micros/op`, so parsers of result lines pass over it.
+fn transaction_line(name: &str, c: &crate::stats::TransactionCounts, elapsed: f64) -> String {
+    let per_sec = if elapsed > 0.0 { c.committed as f64 / elapsed } else { 0.0 };
+    format!(
+        "{name:<12} : {} transactions: {} committed ({} after a prepare), {} rolled back, {} aborted (busy {}, \
+         deadlock {}, timed out {}, try again {}, expired {}); {} commits/sec",
+        c.attempts,
+        c.committed,
+        c.prepared,
+        c.rolled_back,
+        c.aborted(),
+        c.busy,
+        c.deadlock,
+        c.timed_out,
+        c.try_again,
+        c.expired,
+        per_sec as i64
+    )
+}
+
 /// `1 reader`, `2 readers`.
 fn plural(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
@@ -736,6 +818,8 @@ fn run_body(
             Some(spec) => ops::mix(w, spec),
             None => Err(BenchError::new("the mix benchmark has no mix defined")),
         },
+        Kind::RandomTransaction => transactions::random_transaction(w),
+        Kind::TransferTransaction => transactions::transfer_transaction(w),
         Kind::Checksum { xxh3 } => ops::checksum(w, xxh3),
         Kind::Stats
         | Kind::LevelStats
@@ -766,6 +850,7 @@ fn skipped(name: &str) -> BenchResult {
         readers: None,
         intervals: Vec::new(),
         memory: None,
+        transactions: None,
     }
 }
 
@@ -793,6 +878,7 @@ fn bench_result(
         readers: None,
         intervals,
         memory: None,
+        transactions: None,
     }
 }
 
@@ -1081,7 +1167,7 @@ mod tests {
         let report = run_with(&[
             "--benchmarks=fillseq,fillrandom,filluniquerandom,overwrite,readrandom,readmissing,readhot,readseq,\
               readreverse,seekrandom,multireadrandom,readwhilewriting,readrandomwriterandom,updaterandom,mixgraph,\
-              deleteseq,deleterandom,stats,levelstats,compact,waitforcompaction,flush",
+              deleteseq,deleterandom,randomtransaction,stats,levelstats,compact,waitforcompaction,flush",
             "--num=2000",
             "--threads=2",
             "--batch_size=3",
@@ -1098,6 +1184,9 @@ mod tests {
         assert_eq!(get("readseq").ops, 2 * 2000);
         assert_eq!(get("readwhilewriting").threads, 2);
         assert!(get("mixgraph").message.contains("Gets:"));
+        // Without a transaction database, db_bench's batches.
+        assert_eq!(get("randomtransaction").message, "( batches:4000 )");
+        assert_eq!(get("randomtransaction").transactions.map(|t| t.attempts), Some(4000));
         assert!(!get("fillrandom").intervals.is_empty(), "a final interval sample is taken");
     }
 

@@ -5,18 +5,66 @@
 
 use std::path::Path;
 
-use ebb::{ColumnFamilyHandle, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use ebb::{
+    ColumnFamilyHandle, Db, OptimisticTransactionDb, OptimisticTransactionDbOptions, OptimisticTransactionOptions,
+    Options, ReadOptions, TransactionDbOptions, TransactionOptions, WriteBatch, WriteOptions,
+};
 
 use super::options_map;
 use super::slow_fs::{SlowManifestFs, SlowedSyncs};
+use super::transaction::{
+    kind_from_flags, Transaction, TransactionDb, TransactionDbKind, TransactionError, TransactionOpts,
+    TransactionResult,
+};
 use super::{BatchOp, Direction, Engine, EngineMetrics, JobCounts, ScanStart, TunerActivity, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
 use crate::flags::{missing_in_ebb, not_in_ebb, spec, Flags, Support, Value};
 
+/// The database as it was opened: plain, or as one of the transaction
+/// databases (`--optimistic_transaction_db`, `--transaction_db`), each of
+/// which is a [`Db`] beneath.
+enum Handle {
+    Plain(Db),
+    Optimistic(OptimisticTransactionDb),
+    /// Boxed: its lock manager makes it ten times the others' size.
+    Pessimistic(Box<ebb::TransactionDb>),
+}
+
+impl std::ops::Deref for Handle {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        match self {
+            Handle::Plain(db) => db,
+            Handle::Optimistic(db) => db.db(),
+            Handle::Pessimistic(db) => db.db(),
+        }
+    }
+}
+
+impl Handle {
+    /// The pessimistic database, whose own writes lock their keys as a
+    /// transaction's do (db_bench's writes on a `TransactionDB` go through
+    /// it too); `None` for the others, whose writes go to the [`Db`].
+    fn locking(&self) -> Option<&ebb::TransactionDb> {
+        match self {
+            Handle::Pessimistic(db) => Some(db),
+            _ => None,
+        }
+    }
+
+    fn close(self) -> ebb::Result<()> {
+        match self {
+            Handle::Plain(db) => db.close(),
+            Handle::Optimistic(db) => db.close(),
+            Handle::Pessimistic(db) => db.close(),
+        }
+    }
+}
+
 /// An open Ebb database.
 pub struct EbbEngine {
-    db: Db,
+    db: Handle,
     /// `--num_column_families` above 1: the families after the default one
     /// (db_bench's names). A key's family is its hash modulo the count, 0
     /// being the default family; scans read the default family only.
@@ -239,7 +287,28 @@ impl EbbEngine {
             if path.exists() { Db::list_column_families(path, &opts).unwrap_or_default() } else { Vec::new() };
         let listed: Vec<(&str, Options)> =
             existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), opts.clone())).collect();
-        let db = Db::open_cf(path, opts.clone(), &listed).map_err(cannot_open)?;
+        let db = match kind_from_flags(flags)? {
+            None => Handle::Plain(Db::open_cf(path, opts.clone(), &listed).map_err(cannot_open)?),
+            Some(kind) => {
+                if count > 1 || !listed.is_empty() {
+                    bail!(
+                        "--{} with column families: the transaction benchmarks write the default family only, \
+                         so ebb-bench opens a transaction database with that family alone (--num_column_families=1)",
+                        kind.flag()
+                    );
+                }
+                match kind {
+                    TransactionDbKind::Optimistic => Handle::Optimistic(
+                        OptimisticTransactionDb::open(path, opts.clone(), OptimisticTransactionDbOptions::default())
+                            .map_err(cannot_open)?,
+                    ),
+                    TransactionDbKind::Pessimistic => Handle::Pessimistic(Box::new(
+                        ebb::TransactionDb::open(path, opts.clone(), TransactionDbOptions::default())
+                            .map_err(cannot_open)?,
+                    )),
+                }
+            }
+        };
         let mut families = Vec::new();
         for name in (1..count).map(family_name) {
             let handle = match db.cf_handle(&name) {
@@ -274,23 +343,32 @@ impl Engine for EbbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
-        match self.family(key) {
-            None => Ok(self.db.put_opt(key, value, &write_options(wo))?),
-            Some(cf) => Ok(self.db.put_cf_opt(cf, key, value, &write_options(wo))?),
+        let wo = write_options(wo);
+        match (self.family(key), self.db.locking()) {
+            (None, None) => Ok(self.db.put_opt(key, value, &wo)?),
+            (Some(cf), None) => Ok(self.db.put_cf_opt(cf, key, value, &wo)?),
+            (None, Some(tdb)) => Ok(tdb.put_opt(key, value, &wo)?),
+            (Some(cf), Some(tdb)) => Ok(tdb.put_cf_opt(cf, key, value, &wo)?),
         }
     }
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
-        match self.family(key) {
-            None => Ok(self.db.delete_opt(key, &write_options(wo))?),
-            Some(cf) => Ok(self.db.delete_cf_opt(cf, key, &write_options(wo))?),
+        let wo = write_options(wo);
+        match (self.family(key), self.db.locking()) {
+            (None, None) => Ok(self.db.delete_opt(key, &wo)?),
+            (Some(cf), None) => Ok(self.db.delete_cf_opt(cf, key, &wo)?),
+            (None, Some(tdb)) => Ok(tdb.delete_opt(key, &wo)?),
+            (Some(cf), Some(tdb)) => Ok(tdb.delete_cf_opt(cf, key, &wo)?),
         }
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
-        match self.family(key) {
-            None => Ok(self.db.merge_opt(key, value, &write_options(wo))?),
-            Some(cf) => Ok(self.db.merge_cf_opt(cf, key, value, &write_options(wo))?),
+        let wo = write_options(wo);
+        match (self.family(key), self.db.locking()) {
+            (None, None) => Ok(self.db.merge_opt(key, value, &wo)?),
+            (Some(cf), None) => Ok(self.db.merge_cf_opt(cf, key, value, &wo)?),
+            (None, Some(tdb)) => Ok(tdb.merge_opt(key, value, &wo)?),
+            (Some(cf), Some(tdb)) => Ok(tdb.merge_cf_opt(cf, key, value, &wo)?),
         }
     }
 
@@ -314,7 +392,10 @@ impl Engine for EbbEngine {
                 (BatchOp::DeleteRange(b, e), Some(cf)) => batch.delete_range_cf(cf, b, e),
             }
         }
-        Ok(self.db.write_opt(&batch, &write_options(wo))?)
+        match self.db.locking() {
+            None => Ok(self.db.write_opt(&batch, &write_options(wo))?),
+            Some(tdb) => Ok(tdb.write_opt(&batch, &write_options(wo))?),
+        }
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -393,8 +474,12 @@ impl Engine for EbbEngine {
         Ok(self.db.wait_for_compact()?)
     }
 
+    /// A pessimistic database adds its locks' (`ebb.txn.num-locks`, ...).
     fn property(&self, name: &str) -> Option<String> {
-        self.db.get_property(name)
+        match self.db.locking() {
+            Some(tdb) => tdb.get_property(name),
+            None => self.db.get_property(name),
+        }
     }
 
     fn effective_options(&self) -> Vec<(&'static str, Value)> {
@@ -455,8 +540,99 @@ impl Engine for EbbEngine {
         Ok(())
     }
 
+    fn transactions(&self) -> Option<&dyn TransactionDb> {
+        match &self.db {
+            Handle::Plain(_) => None,
+            Handle::Optimistic(db) => Some(db),
+            Handle::Pessimistic(db) => Some(db.as_ref()),
+        }
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         Ok(self.db.close()?)
+    }
+}
+
+impl TransactionDb for OptimisticTransactionDb {
+    fn kind(&self) -> TransactionDbKind {
+        TransactionDbKind::Optimistic
+    }
+
+    fn begin(&self, wo: WriteOpts, o: &TransactionOpts) -> Box<dyn Transaction + '_> {
+        let options = OptimisticTransactionOptions { set_snapshot: o.set_snapshot };
+        Box::new(EbbTransaction(self.begin_transaction(&write_options(wo), &options)))
+    }
+}
+
+impl TransactionDb for ebb::TransactionDb {
+    fn kind(&self) -> TransactionDbKind {
+        TransactionDbKind::Pessimistic
+    }
+
+    fn begin(&self, wo: WriteOpts, o: &TransactionOpts) -> Box<dyn Transaction + '_> {
+        let options = TransactionOptions {
+            set_snapshot: o.set_snapshot,
+            lock_timeout: o.lock_timeout_ms,
+            deadlock_detect: o.deadlock_detect,
+            ..TransactionOptions::default()
+        };
+        Box::new(EbbTransaction(self.begin_transaction(&write_options(wo), &options)))
+    }
+}
+
+/// The outcome a transaction benchmark counts, from Ebb's error (a
+/// deadlock is also busy: asked first).
+fn transaction_error(e: ebb::Error) -> TransactionError {
+    if e.is_deadlock() {
+        TransactionError::Deadlock
+    } else if e.is_busy() {
+        TransactionError::Busy
+    } else if e.is_timed_out() {
+        TransactionError::TimedOut
+    } else if e.is_try_again() {
+        TransactionError::TryAgain
+    } else if e.is_expired() {
+        TransactionError::Expired
+    } else {
+        TransactionError::Other(e.into())
+    }
+}
+
+/// One of Ebb's transactions behind the [`Transaction`] trait.
+struct EbbTransaction<'db>(ebb::Transaction<'db>);
+
+impl Transaction for EbbTransaction<'_> {
+    fn set_name(&mut self, name: &[u8]) -> TransactionResult<()> {
+        self.0.set_name(name).map_err(transaction_error)
+    }
+
+    fn get(&mut self, key: &[u8]) -> TransactionResult<Option<Vec<u8>>> {
+        self.0.get_opt(&self.0.read_options(), key).map_err(transaction_error)
+    }
+
+    /// Ebb's `get_for_update` reads at the transaction's snapshot already.
+    fn get_for_update(&mut self, key: &[u8]) -> TransactionResult<Option<Vec<u8>>> {
+        self.0.get_for_update(key).map_err(transaction_error)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> TransactionResult<()> {
+        self.0.put(key, value).map_err(transaction_error)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> TransactionResult<()> {
+        self.0.delete(key).map_err(transaction_error)
+    }
+
+    fn prepare(&mut self) -> TransactionResult<()> {
+        self.0.prepare().map_err(transaction_error)
+    }
+
+    fn commit(mut self: Box<Self>) -> TransactionResult<()> {
+        self.0.commit().map_err(transaction_error)
+    }
+
+    fn rollback(mut self: Box<Self>) -> TransactionResult<()> {
+        self.0.rollback().map_err(transaction_error)
     }
 }
 

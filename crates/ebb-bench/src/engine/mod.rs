@@ -11,6 +11,7 @@ pub mod options_map;
 #[cfg(feature = "rocksdb-peer")]
 pub mod rocksdb;
 pub mod slow_fs;
+pub mod transaction;
 
 use std::path::Path;
 
@@ -201,6 +202,12 @@ pub trait Engine: Send + Sync {
     /// (RocksDB's `IngestExternalFile` with `move_files`). The default refuses.
     fn ingest(&self, paths: &[std::path::PathBuf]) -> Result<()> {
         Err(BenchError::new(format!("{} ingests no SST file ({} given)", self.name(), paths.len())))
+    }
+    /// The database's transactions, when it was opened as a transaction
+    /// database (`--transaction_db`, `--optimistic_transaction_db`);
+    /// `None` for a plain one.
+    fn transactions(&self) -> Option<&dyn transaction::TransactionDb> {
+        None
     }
     /// Makes a checkpoint of the database in `dir` (RocksDB's `Checkpoint`).
     /// The default refuses.

@@ -1,4 +1,4 @@
-//! RocksDB behind the [`Engine`] trait, through the `rocksdb` crate (0.22),
+//! RocksDB behind the [`Engine`] trait, through the `rocksdb` crate (0.24),
 //! for side-by-side runs with the same flags (`--engine=rocksdb`). Compiled
 //! only with the `rocksdb-peer` feature, which builds RocksDB from source.
 //!
@@ -10,16 +10,29 @@
 //! so what RocksDB actually has is what `compare` shows.
 //! Statistics (needed for the interval series) are enabled with
 //! `--statistics` or `--json`.
+//!
+//! With `--optimistic_transaction_db` or `--transaction_db` the database is
+//! opened as the crate's `OptimisticTransactionDB` or `TransactionDB`, as
+//! db_bench opens it, and every benchmark runs on it. The optimistic one is
+//! a database like `DB` in the crate; the pessimistic one has fewer calls
+//! there (no flush, compaction, range deletion, ingestion, checkpoint or
+//! `SetOptions`), so those benchmarks are refused on it with the reason.
 
 use std::path::Path;
 use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ChecksumType, DBCompactionStyle, DBCompressionType, FifoCompactOptions, LruCacheOptions,
-    Options, ReadOptions, SliceTransform, UniversalCompactOptions, WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, ChecksumType, DBAccess, DBCompactionStyle, DBCompressionType,
+    DBRawIteratorWithThreadMode, ErrorKind, FifoCompactOptions, LruCacheOptions, MultiThreaded,
+    OptimisticTransactionDB, Options, ReadOptions, SliceTransform, TransactionDB, UniversalCompactOptions, WriteBatch,
+    WriteBatchWithTransaction, WriteOptions, DB,
 };
 
 use super::options_map::{self, engine_flags, given_value};
+use super::transaction::{
+    kind_from_flags, Transaction, TransactionDb, TransactionDbKind, TransactionError, TransactionOpts,
+    TransactionResult,
+};
 use super::{BatchOp, Direction, Engine, EngineMetrics, ScanStart, WriteOpts};
 use crate::bail;
 use crate::error::{BenchError, Result};
@@ -29,9 +42,50 @@ fn rocks_error(e: rocksdb::Error) -> BenchError {
     BenchError::new(format!("rocksdb: {e}"))
 }
 
+/// The database as it was opened: plain, or as one of the transaction
+/// databases.
+enum Handle {
+    Plain(DB),
+    Optimistic(OptimisticTransactionDB),
+    /// Multi-threaded: the crate reads a `TransactionDB`'s properties in
+    /// that mode only.
+    Pessimistic(TransactionDB<MultiThreaded>),
+}
+
+/// Runs `$body` with `$db` bound to the database, whichever kind it is: for
+/// the calls the crate has, under one name, on all three.
+macro_rules! on_any {
+    ($handle:expr, $db:ident => $body:expr) => {
+        match $handle {
+            Handle::Plain($db) => $body,
+            Handle::Optimistic($db) => $body,
+            Handle::Pessimistic($db) => $body,
+        }
+    };
+}
+
+/// Runs `$body` on a plain or optimistic database (the crate's `DBCommon`),
+/// and refuses on a pessimistic one, which has no `$what` in the crate.
+macro_rules! on_common {
+    ($handle:expr, $what:expr, $db:ident => $body:expr) => {
+        match $handle {
+            Handle::Plain($db) => $body,
+            Handle::Optimistic($db) => $body,
+            Handle::Pessimistic(_) => Err(not_in_transaction_db($what)),
+        }
+    };
+}
+
+fn not_in_transaction_db(what: &str) -> BenchError {
+    BenchError::new(format!(
+        "the rocksdb crate's TransactionDB has no {what} (RocksDB's has, through its base database, which the \
+         crate does not reach), so the rocksdb peer cannot do it with --transaction_db"
+    ))
+}
+
 /// An open RocksDB database.
 pub struct RocksDbEngine {
-    db: DB,
+    db: Handle,
     path: std::path::PathBuf,
     opts: Options,
     compaction_enabled: bool,
@@ -414,10 +468,32 @@ impl RocksDbEngine {
         // The default family opened by name, so `cf_handle("default")` finds
         // it (the batched MultiGet takes a handle); the same options.
         let default = rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
-        let db = DB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?;
+        let db = match kind_from_flags(flags)? {
+            None => Handle::Plain(DB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?),
+            Some(TransactionDbKind::Optimistic) => Handle::Optimistic(
+                OptimisticTransactionDB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?,
+            ),
+            Some(TransactionDbKind::Pessimistic) => Handle::Pessimistic(
+                TransactionDB::open_cf_descriptors(&opts, &transaction_db_options(), path, [default])
+                    .map_err(rocks_error)?,
+            ),
+        };
         if let Some(ttl) = ttl {
             // RocksDB's leveled default is 30 days; Ebb's is none.
-            db.set_options(&[("ttl", &ttl.to_string())]).map_err(rocks_error)?;
+            let ttl = ttl.to_string();
+            if let Handle::Pessimistic(_) = db {
+                // Said once, not at every reopen of a fill.
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "ebb-bench: note: the rocksdb crate's TransactionDB cannot set ttl={ttl} (it has no \
+                         SetOptions); RocksDB keeps its own default (30 days under leveled compaction), which \
+                         compacts only files older than that"
+                    )
+                });
+            } else {
+                on_common!(&db, "SetOptions", db => db.set_options(&[("ttl", &ttl)]).map_err(rocks_error))?;
+            }
         }
         Ok(RocksDbEngine {
             db,
@@ -450,8 +526,69 @@ impl RocksDbEngine {
     }
 
     fn int_property(&self, name: &str) -> u64 {
-        self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+        on_any!(&self.db, db => db.property_int_value(name)).ok().flatten().unwrap_or(0)
     }
+}
+
+/// The pessimistic database's options: Ebb's defaults
+/// (`ebb::TransactionDbOptions`), which are RocksDB's, set explicitly so
+/// that both engines lock alike.
+fn transaction_db_options() -> rocksdb::TransactionDBOptions {
+    let ebb = ebb::TransactionDbOptions::default();
+    let mut o = rocksdb::TransactionDBOptions::new();
+    o.set_max_num_locks(ebb.max_num_locks);
+    o.set_num_stripes(ebb.num_stripes);
+    o.set_txn_lock_timeout(ebb.transaction_lock_timeout);
+    o.set_default_lock_timeout(ebb.default_lock_timeout);
+    o
+}
+
+/// A transaction database's write batch (the crate's transactional
+/// `WriteBatch`, which has no range deletion).
+fn transaction_batch(ops: &[BatchOp<'_>]) -> Result<WriteBatchWithTransaction<true>> {
+    let mut batch = WriteBatchWithTransaction::<true>::default();
+    for op in ops {
+        match op {
+            BatchOp::Put(k, v) => batch.put(k, v),
+            BatchOp::Delete(k) => batch.delete(k),
+            BatchOp::DeleteRange(..) => {
+                bail!(
+                    "the rocksdb crate's transactional write batch has no range deletion (with a transaction database)"
+                )
+            }
+        }
+    }
+    Ok(batch)
+}
+
+/// Visits up to `limit` entries from where `it` was positioned.
+fn drive<D: DBAccess>(
+    mut it: DBRawIteratorWithThreadMode<'_, D>,
+    start: ScanStart<'_>,
+    direction: Direction,
+    limit: u64,
+    visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<u64> {
+    match (start, direction) {
+        (ScanStart::First, _) => it.seek_to_first(),
+        (ScanStart::Last, _) => it.seek_to_last(),
+        (ScanStart::At(k), Direction::Forward) => it.seek(k),
+        (ScanStart::At(k), Direction::Backward) => it.seek_for_prev(k),
+    }
+    let mut seen = 0;
+    while seen < limit && it.valid() {
+        let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+        seen += 1;
+        if !visit(k, v) {
+            break;
+        }
+        match direction {
+            Direction::Forward => it.next(),
+            Direction::Backward => it.prev(),
+        }
+    }
+    it.status().map_err(rocks_error)?;
+    Ok(seen)
 }
 
 fn write_options(wo: WriteOpts) -> WriteOptions {
@@ -477,57 +614,70 @@ impl Engine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
-        self.db.put_opt(key, value, &write_options(wo)).map_err(rocks_error)
+        on_any!(&self.db, db => db.put_opt(key, value, &write_options(wo))).map_err(rocks_error)
     }
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
-        self.db.delete_opt(key, &write_options(wo)).map_err(rocks_error)
+        on_any!(&self.db, db => db.delete_opt(key, &write_options(wo))).map_err(rocks_error)
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
-        self.db.merge_opt(key, value, &write_options(wo)).map_err(rocks_error)
+        on_any!(&self.db, db => db.merge_opt(key, value, &write_options(wo))).map_err(rocks_error)
     }
 
     fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
-        let cf = self
-            .db
-            .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
-        self.db.delete_range_cf_opt(cf, begin, end, &write_options(wo)).map_err(rocks_error)
+        on_common!(&self.db, "DeleteRange", db => {
+            let cf = db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+            db.delete_range_cf_opt(cf, begin, end, &write_options(wo)).map_err(rocks_error)
+        })
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        for op in ops {
-            match op {
-                BatchOp::Put(k, v) => batch.put(k, v),
-                BatchOp::Delete(k) => batch.delete(k),
-                BatchOp::DeleteRange(b, e) => batch.delete_range(b, e),
+        let wo = write_options(wo);
+        match &self.db {
+            Handle::Plain(db) => {
+                let mut batch = WriteBatch::default();
+                for op in ops {
+                    match op {
+                        BatchOp::Put(k, v) => batch.put(k, v),
+                        BatchOp::Delete(k) => batch.delete(k),
+                        BatchOp::DeleteRange(b, e) => batch.delete_range(b, e),
+                    }
+                }
+                db.write_opt(batch, &wo)
             }
+            Handle::Optimistic(db) => db.write_opt(transaction_batch(ops)?, &wo),
+            Handle::Pessimistic(db) => db.write_opt(transaction_batch(ops)?, &wo),
         }
-        self.db.write_opt(batch, &write_options(wo)).map_err(rocks_error)
+        .map_err(rocks_error)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get(key).map_err(rocks_error)
+        on_any!(&self.db, db => db.get(key)).map_err(rocks_error)
     }
 
     fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
-        self.db.get_pinned(key).map(|v| v.map(|v| v.len())).map_err(rocks_error)
+        on_any!(&self.db, db => db.get_pinned(key).map(|v| v.map(|v| v.len()))).map_err(rocks_error)
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if let Handle::Pessimistic(db) = &self.db {
+            // The crate's TransactionDB has only the vector API.
+            return db.multi_get(keys.iter()).into_iter().map(|r| r.map_err(rocks_error)).collect();
+        }
         // The batched MultiGet (what db_bench's multireadrandom calls), not
         // the vector API.
-        let cf = self
-            .db
-            .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
-            .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
-        self.db
-            .batched_multi_get_cf(cf, keys.iter(), false)
-            .into_iter()
-            .map(|r| r.map(|v| v.map(|v| v.to_vec())).map_err(rocks_error))
-            .collect()
+        on_common!(&self.db, "MultiGet", db => {
+            let cf = db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+            db.batched_multi_get_cf(cf, keys.iter(), false)
+                .into_iter()
+                .map(|r| r.map(|v| v.map(|v| v.to_vec())).map_err(rocks_error))
+                .collect()
+        })
     }
 
     fn scan(
@@ -540,36 +690,18 @@ impl Engine for RocksDbEngine {
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(self.prefix_same_as_start);
         ro.set_total_order_seek(self.total_order_seek);
-        let mut it = self.db.raw_iterator_opt(ro);
-        match (start, direction) {
-            (ScanStart::First, _) => it.seek_to_first(),
-            (ScanStart::Last, _) => it.seek_to_last(),
-            (ScanStart::At(k), Direction::Forward) => it.seek(k),
-            (ScanStart::At(k), Direction::Backward) => it.seek_for_prev(k),
-        }
-        let mut seen = 0;
-        while seen < limit && it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-            seen += 1;
-            if !visit(k, v) {
-                break;
-            }
-            match direction {
-                Direction::Forward => it.next(),
-                Direction::Backward => it.prev(),
-            }
-        }
-        it.status().map_err(rocks_error)?;
-        Ok(seen)
+        on_any!(&self.db, db => drive(db.raw_iterator_opt(ro), start, direction, limit, visit))
     }
 
     fn flush(&self) -> Result<()> {
-        self.db.flush().map_err(rocks_error)
+        on_common!(&self.db, "Flush", db => db.flush().map_err(rocks_error))
     }
 
     fn compact_range(&self) -> Result<()> {
-        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
-        Ok(())
+        on_common!(&self.db, "CompactRange", db => {
+            db.compact_range(None::<&[u8]>, None::<&[u8]>);
+            Ok(())
+        })
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
@@ -590,7 +722,7 @@ impl Engine for RocksDbEngine {
     }
 
     fn property(&self, name: &str) -> Option<String> {
-        self.db.property_value(name).ok().flatten()
+        on_any!(&self.db, db => db.property_value(name)).ok().flatten()
     }
 
     fn metrics(&self) -> EngineMetrics {
@@ -643,16 +775,122 @@ impl Engine for RocksDbEngine {
     fn ingest(&self, paths: &[std::path::PathBuf]) -> Result<()> {
         let mut opts = rocksdb::IngestExternalFileOptions::default();
         opts.set_move_files(true);
-        self.db.ingest_external_file_opts(&opts, paths.to_vec()).map_err(rocks_error)
+        on_common!(&self.db, "IngestExternalFile", db => {
+            db.ingest_external_file_opts(&opts, paths.to_vec()).map_err(rocks_error)
+        })
     }
 
     fn checkpoint(&self, dir: &Path) -> Result<()> {
-        let c = rocksdb::checkpoint::Checkpoint::new(&self.db).map_err(rocks_error)?;
-        c.create_checkpoint(dir).map_err(rocks_error)
+        on_common!(&self.db, "Checkpoint", db => {
+            let c = rocksdb::checkpoint::Checkpoint::new(db).map_err(rocks_error)?;
+            c.create_checkpoint(dir).map_err(rocks_error)
+        })
+    }
+
+    fn transactions(&self) -> Option<&dyn TransactionDb> {
+        match &self.db {
+            Handle::Plain(_) => None,
+            Handle::Optimistic(db) => Some(db),
+            Handle::Pessimistic(db) => Some(db),
+        }
     }
 
     fn close(self: Box<Self>) -> Result<()> {
         drop(self.db);
         Ok(())
+    }
+}
+
+impl TransactionDb for OptimisticTransactionDB {
+    fn kind(&self) -> TransactionDbKind {
+        TransactionDbKind::Optimistic
+    }
+
+    fn begin(&self, wo: WriteOpts, o: &TransactionOpts) -> Box<dyn Transaction + '_> {
+        let mut options = rocksdb::OptimisticTransactionOptions::new();
+        options.set_snapshot(o.set_snapshot);
+        Box::new(RocksTransaction { txn: self.transaction_opt(&write_options(wo), &options), snapshot: o.set_snapshot })
+    }
+}
+
+impl TransactionDb for TransactionDB<MultiThreaded> {
+    fn kind(&self) -> TransactionDbKind {
+        TransactionDbKind::Pessimistic
+    }
+
+    fn begin(&self, wo: WriteOpts, o: &TransactionOpts) -> Box<dyn Transaction + '_> {
+        let mut options = rocksdb::TransactionOptions::new();
+        options.set_snapshot(o.set_snapshot);
+        options.set_lock_timeout(o.lock_timeout_ms);
+        options.set_deadlock_detect(o.deadlock_detect);
+        Box::new(RocksTransaction { txn: self.transaction_opt(&write_options(wo), &options), snapshot: o.set_snapshot })
+    }
+}
+
+/// The outcome a transaction benchmark counts, from RocksDB's status text
+/// (a deadlock is `Busy` with subcode `kDeadlock`: "Resource busy: Deadlock").
+fn transaction_error(e: rocksdb::Error) -> TransactionError {
+    match e.kind() {
+        ErrorKind::Busy if e.as_ref().contains("Deadlock") => TransactionError::Deadlock,
+        ErrorKind::Busy => TransactionError::Busy,
+        ErrorKind::TimedOut => TransactionError::TimedOut,
+        ErrorKind::TryAgain => TransactionError::TryAgain,
+        ErrorKind::Expired => TransactionError::Expired,
+        _ => TransactionError::Other(rocks_error(e)),
+    }
+}
+
+/// One of the crate's transactions (of either database) behind the
+/// [`Transaction`] trait.
+struct RocksTransaction<'db, D> {
+    txn: rocksdb::Transaction<'db, D>,
+    /// Began with a snapshot, which its reads then read at.
+    snapshot: bool,
+}
+
+impl<D> RocksTransaction<'_, D> {
+    /// Reads `key` at the transaction's snapshot, if it has one.
+    fn read(&self, key: &[u8], for_update: bool) -> TransactionResult<Option<Vec<u8>>> {
+        let snapshot = self.snapshot.then(|| self.txn.snapshot());
+        let mut ro = ReadOptions::default();
+        if let Some(s) = &snapshot {
+            ro.set_snapshot(s);
+        }
+        let value = if for_update { self.txn.get_for_update_opt(key, true, &ro) } else { self.txn.get_opt(key, &ro) };
+        value.map_err(transaction_error)
+    }
+}
+
+impl<D> Transaction for RocksTransaction<'_, D> {
+    fn set_name(&mut self, name: &[u8]) -> TransactionResult<()> {
+        self.txn.set_name(name).map_err(transaction_error)
+    }
+
+    fn get(&mut self, key: &[u8]) -> TransactionResult<Option<Vec<u8>>> {
+        self.read(key, false)
+    }
+
+    fn get_for_update(&mut self, key: &[u8]) -> TransactionResult<Option<Vec<u8>>> {
+        self.read(key, true)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> TransactionResult<()> {
+        self.txn.put(key, value).map_err(transaction_error)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> TransactionResult<()> {
+        self.txn.delete(key).map_err(transaction_error)
+    }
+
+    fn prepare(&mut self) -> TransactionResult<()> {
+        self.txn.prepare().map_err(transaction_error)
+    }
+
+    fn commit(self: Box<Self>) -> TransactionResult<()> {
+        self.txn.commit().map_err(transaction_error)
+    }
+
+    fn rollback(self: Box<Self>) -> TransactionResult<()> {
+        self.txn.rollback().map_err(transaction_error)
     }
 }

@@ -710,8 +710,66 @@ pub const FLAGS: &[FlagSpec] = &[
     f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
     f("readonly", Bool, "false", Refused("read-only open is not implemented"), "Open read-only"),
-    f("transaction_db", Bool, "false", Refused("Ebb has no transactions"), "TransactionDB"),
-    f("optimistic_transaction_db", Bool, "false", Refused("Ebb has no transactions"), "OptimisticTransactionDB"),
+    // ---- transactions ----
+    f(
+        "transaction_db",
+        Bool,
+        "false",
+        Client,
+        "Open the database as a (pessimistic) TransactionDB; every benchmark runs on it, and \
+         randomtransaction and transfertransaction run transactions",
+    ),
+    f(
+        "optimistic_transaction_db",
+        Bool,
+        "false",
+        Client,
+        "Open the database as an OptimisticTransactionDB; every benchmark runs on it, and \
+         randomtransaction and transfertransaction run transactions",
+    ),
+    f(
+        "transaction_sets",
+        UInt,
+        "2",
+        Client,
+        "randomtransaction: sets of keys each transaction increments one key of (1 to 9999)",
+    ),
+    f(
+        "transaction_set_snapshot",
+        Bool,
+        "false",
+        Client,
+        "transfertransaction's transactions take a snapshot as they begin (randomtransaction's always do)",
+    ),
+    f(
+        "transaction_sleep",
+        Int,
+        "0",
+        Client,
+        "Sleep a random 0 to N-1 microseconds between a transaction's reads and its writes (0 = none)",
+    ),
+    f(
+        "transaction_lock_timeout",
+        UInt,
+        "100",
+        Client,
+        "Milliseconds a pessimistic transaction waits for a lock before it fails with TimedOut",
+    ),
+    f(
+        "transaction_deadlock_detect",
+        Bool,
+        "false",
+        Client,
+        "Pessimistic transactions look for a deadlock before waiting for a lock, and fail with Deadlock \
+         on one (RocksDB's TransactionOptions::deadlock_detect; off: a deadlock waits out the lock timeout)",
+    ),
+    f(
+        "transfer_accounts",
+        Int,
+        "100",
+        Client,
+        "transfertransaction: accounts that the transfers move money between (at least 2)",
+    ),
     f("user_timestamp_size", Int, "0", Refused("user-defined timestamps are not implemented"), "Timestamp size"),
     f("finish_after_writes", Bool, "false", Refused("not implemented"), "Writer thread finishes after --writes"),
 ];
@@ -743,6 +801,16 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
     ),
     ("mixgraph", "Get/Put/Seek mix with mixgraph's key, value and scan distributions"),
     ("mix", "custom mix of point reads, scans, inserts, updates and deletes (--mix_* or --workload_file)"),
+    (
+        "randomtransaction",
+        "db_bench's: each transaction adds one amount to a random key in each of --transaction_sets sets; \
+         the sets' sums are checked at the end",
+    ),
+    (
+        "transfertransaction",
+        "Ebb's own: each transaction moves a random amount between two of --transfer_accounts accounts; \
+         the total is checked at the end",
+    ),
     ("stats", "print the engine's stats property"),
     ("levelstats", "print the engine's files and bytes per level"),
     ("options", "print the value each engine flag has in the open engine (read back from it)"),
