@@ -33,6 +33,12 @@ fn pessimistic(dir: &std::path::Path) -> TransactionDb {
     TransactionDb::open(dir, options(), TransactionDbOptions::default()).unwrap()
 }
 
+/// [`pessimistic`] with the family "cf" beside the default.
+fn pessimistic_with_cf(dir: &std::path::Path) -> TransactionDb {
+    let families = [("default", ColumnFamilyOptions::default()), ("cf", ColumnFamilyOptions::default())];
+    TransactionDb::open_cf(dir, options(), TransactionDbOptions::default(), &families).unwrap()
+}
+
 fn no_wait() -> TransactionOptions {
     TransactionOptions { lock_timeout: 0, ..TransactionOptions::default() }
 }
@@ -520,13 +526,7 @@ fn prepared_writes_are_invisible_until_commit_and_survive_reopen() {
         assert_eq!(db.get(b"z").unwrap().as_deref(), Some(&b"9"[..]));
         // t is left prepared: dropped with the database, its locks released.
     }
-    let db = TransactionDb::open_cf(
-        dir.path(),
-        options(),
-        TransactionDbOptions::default(),
-        &[("default", ColumnFamilyOptions::default()), ("cf", ColumnFamilyOptions::default())],
-    )
-    .unwrap();
+    let db = pessimistic_with_cf(dir.path());
     let cf = db.cf_handle("cf").unwrap();
     assert_eq!(db.get(b"a").unwrap(), None);
     assert_eq!(db.get(b"z").unwrap().as_deref(), Some(&b"9"[..]));
@@ -550,13 +550,7 @@ fn prepared_writes_are_invisible_until_commit_and_survive_reopen() {
     drop(found);
     drop(cf);
     drop(db);
-    let db = TransactionDb::open_cf(
-        dir.path(),
-        options(),
-        TransactionDbOptions::default(),
-        &[("default", ColumnFamilyOptions::default()), ("cf", ColumnFamilyOptions::default())],
-    )
-    .unwrap();
+    let db = pessimistic_with_cf(dir.path());
     assert!(db.get_all_prepared_transactions().is_empty(), "committed once, not again");
     assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
 }

@@ -738,8 +738,11 @@ impl DbInner {
         }
     }
 
-    /// Seals the closed WALs and syncs the current one (a purge's, with
-    /// transactions prepared: db/prepared.rs, invariant 3).
+    /// Seals the closed WALs and syncs the current one (`flush_wal(true)`;
+    /// a purge's, with transactions prepared: db/prepared.rs, invariant 3).
+    /// Every write made before the call is durable on return, also those in
+    /// a WAL a switch closed meanwhile: seal until, with the WAL locked
+    /// (switches are then excluded), no closed WAL is owed.
     pub(crate) fn sync_current_wal(&self) -> Result<()> {
         loop {
             self.seal_closed_wals()?;
@@ -751,16 +754,9 @@ impl DbInner {
 
     pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {
         self.check_writable("flush_wal")?;
-        // Every write made before the call is durable on return, also those
-        // in a WAL a switch closed meanwhile: seal until, with the WAL
-        // locked (switches are then excluded), no closed WAL is owed.
-        let r = loop {
-            if sync {
-                self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
-            }
-            if let Some(r) = self.wal.flush_when(sync, || !sync || self.wal_sealer.all_sealed()) {
-                break r;
-            }
+        let r = match sync {
+            true => self.sync_current_wal(),
+            false => self.wal.flush_when(false, || true).unwrap_or(Ok(())),
         };
         if sync && r.is_ok() {
             bump(&self.stats.wal_syncs, 1);

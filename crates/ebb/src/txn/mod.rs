@@ -18,3 +18,50 @@ pub use optimistic::{
 pub use pessimistic::{TransactionDb, TransactionDbOptions, TransactionOptions};
 pub use transaction::{Transaction, TransactionState};
 pub use wbwi::{BaseDeltaIterator, BatchEntries, BatchValue, WriteBatchWithIndex};
+
+use std::path::Path;
+
+use crate::db::{ColumnFamilyHandle, Db};
+use crate::error::Result;
+use crate::options::{ColumnFamilyOptions, Options};
+
+/// A `max_write_buffer_size_to_maintain` of 0 becomes -1 (the whole write
+/// buffer) in a transaction database, as RocksDB's transaction databases
+/// make it, so that conflict checks can look back over flushed memtables.
+fn keep_history(max_write_buffer_size_to_maintain: &mut i64) {
+    if *max_write_buffer_size_to_maintain == 0 {
+        *max_write_buffer_size_to_maintain = -1;
+    }
+}
+
+/// [`Db::open`] for a transaction database (memtable history kept).
+fn open_db(path: &Path, mut options: Options) -> Result<Db> {
+    keep_history(&mut options.max_write_buffer_size_to_maintain);
+    Db::open(path, options)
+}
+
+/// [`Db::open_cf`] for a transaction database (memtable history kept in
+/// every family).
+fn open_db_cf<F>(path: &Path, mut options: Options, families: &[(&str, F)]) -> Result<Db>
+where
+    for<'a> &'a F: Into<ColumnFamilyOptions>,
+{
+    keep_history(&mut options.max_write_buffer_size_to_maintain);
+    let families: Vec<(&str, ColumnFamilyOptions)> = families
+        .iter()
+        .map(|(n, o)| {
+            let mut o: ColumnFamilyOptions = o.into();
+            keep_history(&mut o.max_write_buffer_size_to_maintain);
+            (*n, o)
+        })
+        .collect();
+    Db::open_cf::<ColumnFamilyOptions>(path, options, &families)
+}
+
+/// [`Db::create_column_family`] for a transaction database (memtable
+/// history kept).
+fn create_family(db: &Db, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamilyHandle> {
+    let mut o = options;
+    keep_history(&mut o.max_write_buffer_size_to_maintain);
+    db.create_column_family(name, o)
+}

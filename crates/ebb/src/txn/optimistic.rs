@@ -102,48 +102,26 @@ pub(crate) enum CommitHold<'a> {
     Buckets(#[allow(dead_code)] Vec<MutexGuard<'a, ()>>),
 }
 
-/// Families that keep no memtable history keep, in a transaction
-/// database, as much as RocksDB's do: `-1`, the whole write buffer.
-pub(crate) fn keep_history(max_write_buffer_size_to_maintain: &mut i64) {
-    if *max_write_buffer_size_to_maintain == 0 {
-        *max_write_buffer_size_to_maintain = -1;
-    }
-}
-
 impl OptimisticTransactionDb {
     /// Opens (or creates) the database at `path` as [`Db::open`] does.
     /// A `max_write_buffer_size_to_maintain` of 0 becomes -1 (RocksDB's
     /// transaction databases do the same), so that commits can look back
     /// over flushed memtables.
-    pub fn open(
-        path: impl AsRef<Path>,
-        mut options: Options,
-        txn_options: OptimisticTransactionDbOptions,
-    ) -> Result<Self> {
-        keep_history(&mut options.max_write_buffer_size_to_maintain);
-        Ok(Self::wrap(Db::open(path, options)?, txn_options))
+    pub fn open(path: impl AsRef<Path>, options: Options, txn_options: OptimisticTransactionDbOptions) -> Result<Self> {
+        Ok(Self::wrap(super::open_db(path.as_ref(), options)?, txn_options))
     }
 
     /// Opens the database with its column families, as [`Db::open_cf`].
     pub fn open_cf<F>(
         path: impl AsRef<Path>,
-        mut options: Options,
+        options: Options,
         txn_options: OptimisticTransactionDbOptions,
         families: &[(&str, F)],
     ) -> Result<Self>
     where
         for<'a> &'a F: Into<ColumnFamilyOptions>,
     {
-        keep_history(&mut options.max_write_buffer_size_to_maintain);
-        let families: Vec<(&str, ColumnFamilyOptions)> = families
-            .iter()
-            .map(|(n, o)| {
-                let mut o: ColumnFamilyOptions = o.into();
-                keep_history(&mut o.max_write_buffer_size_to_maintain);
-                (*n, o)
-            })
-            .collect();
-        Ok(Self::wrap(Db::open_cf::<ColumnFamilyOptions>(path, options, &families)?, txn_options))
+        Ok(Self::wrap(super::open_db_cf(path.as_ref(), options, families)?, txn_options))
     }
 
     fn wrap(db: Db, o: OptimisticTransactionDbOptions) -> Self {
@@ -172,9 +150,7 @@ impl OptimisticTransactionDb {
         name: &str,
         options: impl Into<ColumnFamilyOptions>,
     ) -> Result<crate::db::ColumnFamilyHandle> {
-        let mut o = options.into();
-        keep_history(&mut o.max_write_buffer_size_to_maintain);
-        self.db.create_column_family(name, o)
+        super::create_family(&self.db, name, options.into())
     }
 
     /// Begins a transaction whose commit writes with `wo` (RocksDB

@@ -15,7 +15,6 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::lock_manager::{DeadlockPath, KeyLockInfo, LockManager, LockRequest, TxnLockState};
-use super::optimistic::keep_history;
 use super::transaction::{Begin, Owner, Transaction};
 use crate::db::{BatchOp, ColumnFamilyHandle, Db, WriteBatch, WriteOptions};
 use crate::error::{Error, Result};
@@ -156,31 +155,21 @@ impl TransactionDb {
     /// snapshot can check what was written since over flushed memtables.
     /// Transactions found prepared in the WAL are recovered with their
     /// keys locked: [`TransactionDb::get_all_prepared_transactions`].
-    pub fn open(path: impl AsRef<Path>, mut options: Options, txn_options: TransactionDbOptions) -> Result<Self> {
-        keep_history(&mut options.max_write_buffer_size_to_maintain);
-        Self::wrap(Db::open(path, options)?, txn_options)
+    pub fn open(path: impl AsRef<Path>, options: Options, txn_options: TransactionDbOptions) -> Result<Self> {
+        Self::wrap(super::open_db(path.as_ref(), options)?, txn_options)
     }
 
     /// Opens the database with its column families, as [`Db::open_cf`].
     pub fn open_cf<F>(
         path: impl AsRef<Path>,
-        mut options: Options,
+        options: Options,
         txn_options: TransactionDbOptions,
         families: &[(&str, F)],
     ) -> Result<Self>
     where
         for<'a> &'a F: Into<ColumnFamilyOptions>,
     {
-        keep_history(&mut options.max_write_buffer_size_to_maintain);
-        let families: Vec<(&str, ColumnFamilyOptions)> = families
-            .iter()
-            .map(|(n, o)| {
-                let mut o: ColumnFamilyOptions = o.into();
-                keep_history(&mut o.max_write_buffer_size_to_maintain);
-                (*n, o)
-            })
-            .collect();
-        Self::wrap(Db::open_cf::<ColumnFamilyOptions>(path, options, &families)?, txn_options)
+        Self::wrap(super::open_db_cf(path.as_ref(), options, families)?, txn_options)
     }
 
     fn wrap(db: Db, o: TransactionDbOptions) -> Result<Self> {
@@ -372,9 +361,7 @@ impl TransactionDb {
         name: &str,
         options: impl Into<ColumnFamilyOptions>,
     ) -> Result<ColumnFamilyHandle> {
-        let mut o = options.into();
-        keep_history(&mut o.max_write_buffer_size_to_maintain);
-        self.db.create_column_family(name, o)
+        super::create_family(&self.db, name, options.into())
     }
 
     /// Drops a column family as [`Db::drop_column_family`]; its locks go.
