@@ -183,11 +183,31 @@ fn print_batch(
     let batch = WriteBatch::from_data(data, file, offset)?;
     let sequence = batch.sequence();
     say!(out, "@{offset} sequence {sequence} count {} bytes {}", batch.len(), data.len())?;
-    if let Some((what, name)) = batch.two_phase_marker() {
+    // The applied updates, each at its sequence number; then each prepared
+    // section's, which take theirs when committed.
+    let applied = batch.applied_cf().zip(sequence..).map(|(u, seq)| (u, seq.to_string()));
+    print_updates(out, applied, file, offset, print_values, enc)?;
+    for (what, name, section) in batch.two_phase_markers() {
         let note = if what == "prepare" { " (logged, not applied until its commit)" } else { "" };
-        say!(out, "  two-phase {what} of transaction {}{note}", enc.key(name))?;
+        say!(out, "  two-phase {what} of transaction {}{note}", enc.key(&name))?;
+        if let Some(section) = section {
+            let updates = section.iter_cf().map(|u| (u, "prepared".to_string()));
+            print_updates(out, updates, file, offset, print_values, enc)?;
+        }
     }
-    for (update, seq) in batch.iter_cf().zip(sequence..) {
+    Ok(())
+}
+
+/// Prints updates of a WAL record, each `cf CF KEY @ AT : TYPE [==> VALUE]`.
+fn print_updates<'a>(
+    out: &mut dyn Write,
+    updates: impl Iterator<Item = (std::result::Result<(u32, BatchOp<'a>), String>, String)>,
+    file: &str,
+    offset: u64,
+    print_values: bool,
+    enc: Encoding,
+) -> ebb::Result<()> {
+    for (update, at) in updates {
         let (cf, op) = update.map_err(|r| Error::corruption(file, offset, r))?;
         let (kind, key, value) = match op {
             BatchOp::Put { key, value } => (ValueKind::Value, key, value),
@@ -196,7 +216,7 @@ fn print_batch(
             BatchOp::Merge { key, value } => (ValueKind::Merge, key, value),
             BatchOp::DeleteRange { begin, end } => (ValueKind::RangeDeletion, begin, end),
         };
-        let mut line = format!("  cf {cf} {} @ {seq} : {}", enc.key(key), kind_name(kind));
+        let mut line = format!("  cf {cf} {} @ {at} : {}", enc.key(key), kind_name(kind));
         match kind {
             ValueKind::RangeDeletion => line.push_str(&format!(" ==> {}", enc.key(value))),
             ValueKind::Value | ValueKind::Merge if print_values => line.push_str(&format!(" ==> {}", enc.value(value))),

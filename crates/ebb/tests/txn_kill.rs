@@ -8,6 +8,9 @@
 //! then commits half of the prepared ones and rolls back the rest, and the
 //! next cycle checks that those decisions held too.
 //!
+//! The child runs its transactions on several threads, so prepares,
+//! commits and filler writes share write groups (and WAL records).
+//!
 //! The child is this test binary run again with `EBB_TXN_KILL_DIR` set.
 
 mod common;
@@ -22,6 +25,9 @@ use ebb::{Options, TransactionDb, TransactionDbOptions, TransactionOptions, Writ
 
 const CHILD_ENV: &str = "EBB_TXN_KILL_DIR";
 const START_ENV: &str = "EBB_TXN_KILL_START";
+/// The child's threads: thread `k` runs transactions `start + k`,
+/// `start + k + THREADS`, ...
+const THREADS: u64 = 3;
 
 fn options() -> Options {
     let mut o = common::tiny_options(None);
@@ -41,7 +47,8 @@ fn value(i: u64) -> Vec<u8> {
     format!("value {i} {}", "v".repeat((i % 41) as usize)).into_bytes()
 }
 
-/// The child: transaction `i` for `i` from `START_ENV` on, forever.
+/// The child: transaction `i` for `i` from `START_ENV` on, forever, on
+/// [`THREADS`] threads.
 #[test]
 fn child_transactions() {
     let Ok(dir) = std::env::var(CHILD_ENV) else { return };
@@ -53,33 +60,41 @@ fn child_transactions() {
         writeln!(o, "{line}").unwrap();
         o.flush().unwrap();
     };
-    for i in start.. {
-        let wo = WriteOptions { sync: i % 4 == 0, disable_wal: false };
-        let mut t = db.begin_transaction(&wo, &TransactionOptions::default());
-        t.set_name(&name(i)).unwrap();
-        for k in keys(i) {
-            t.put(&k, &value(i)).unwrap();
+    std::thread::scope(|s| {
+        for k in 0..THREADS {
+            let (db, say) = (&db, &say);
+            s.spawn(move || {
+                for i in (start + k..).step_by(THREADS as usize) {
+                    let wo = WriteOptions { sync: i % 4 == 0, disable_wal: false };
+                    let mut t = db.begin_transaction(&wo, &TransactionOptions::default());
+                    t.set_name(&name(i)).unwrap();
+                    for k in keys(i) {
+                        t.put(&k, &value(i)).unwrap();
+                    }
+                    t.prepare().unwrap();
+                    say(format!("prepared {i}"));
+                    // Filler between prepare and commit: the memtable and the
+                    // WAL switch under prepared transactions.
+                    for j in 0..(i % 7) {
+                        db.put(format!("filler{i:06}-{j}").as_bytes(), &[b'f'; 300]).unwrap();
+                    }
+                    if i % 5 == 3 {
+                        // Left prepared, for the parent to find.
+                        std::mem::forget(t);
+                        continue;
+                    }
+                    t.commit().unwrap();
+                    say(format!("committed {i}"));
+                }
+            });
         }
-        t.prepare().unwrap();
-        say(format!("prepared {i}"));
-        // Filler between prepare and commit: the memtable and the WAL switch
-        // under prepared transactions.
-        for j in 0..(i % 7) {
-            db.put(format!("filler{i:06}-{j}").as_bytes(), &[b'f'; 300]).unwrap();
-        }
-        if i % 5 == 3 {
-            // Left prepared, for the parent to find.
-            std::mem::forget(t);
-            continue;
-        }
-        t.commit().unwrap();
-        say(format!("committed {i}"));
-    }
+    });
 }
 
 struct Acks {
     prepared: BTreeSet<u64>,
     committed: BTreeSet<u64>,
+    /// The largest transaction acknowledged as prepared.
     last: Option<u64>,
 }
 
@@ -99,7 +114,7 @@ fn run_and_kill(dir: &Path, start: u64, lines_wanted: u64) -> Acks {
         if let Some(n) = line.strip_prefix("prepared ") {
             let n = n.parse().unwrap();
             acks.prepared.insert(n);
-            acks.last = Some(n);
+            acks.last = acks.last.max(Some(n));
         } else if let Some(n) = line.strip_prefix("committed ") {
             acks.committed.insert(n.parse().unwrap());
         }
@@ -145,8 +160,9 @@ fn sigkill_during_two_phase_commit_leaves_every_transaction_whole() {
             .iter()
             .map(|n| std::str::from_utf8(&n[3..]).unwrap().parse().unwrap())
             .collect();
-        // Every transaction so far, by what is visible.
-        for i in 0..=last + 1 {
+        // Every transaction so far, by what is visible (each thread may
+        // have started one past its last acknowledged).
+        for i in 0..=last + THREADS {
             let [a, b] = keys(i);
             let (va, vb) = (db.get(&a).unwrap(), db.get(&b).unwrap());
             assert_eq!(va.is_some(), vb.is_some(), "cycle {cycle}: transaction {i} is half applied");
@@ -187,6 +203,6 @@ fn sigkill_during_two_phase_commit_leaves_every_transaction_whole() {
         }
         drop(found);
         db.close().unwrap();
-        next = last + 2;
+        next = last + THREADS + 1;
     }
 }

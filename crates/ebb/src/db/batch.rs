@@ -41,19 +41,32 @@ const TAG_END_PREPARE: u8 = 0x0A;
 const TAG_COMMIT: u8 = 0x0B;
 const TAG_ROLLBACK: u8 = 0x0C;
 
-/// What a batch is to two-phase commit (docs/format.md, "Write batch"):
-/// a prepared transaction's updates, written to the WAL but not applied
-/// until a commit names it; a commit of a prepared transaction, whose
-/// records are its updates, applied as any batch's; or the rollback of one,
-/// with no updates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TwoPhase<'a> {
-    /// `BeginPrepare`, the updates, `EndPrepare(name)`.
-    Prepare(&'a [u8]),
-    /// The updates, then `Commit(name)`.
-    Commit(&'a [u8]),
-    /// `Rollback(name)` alone.
-    Rollback(&'a [u8]),
+/// A two-phase commit step a batch records (docs/format.md, "Write
+/// batch"): a prepared transaction's section, its updates written to the WAL
+/// but not applied until a commit names it; the commit of a prepared
+/// transaction, whose updates come before its marker and are applied as any
+/// batch's; or the rollback of one. A write group's record may hold several,
+/// among plain updates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TwoPhase {
+    /// `BeginPrepare`, the updates, `EndPrepare(name)`: `record` is the
+    /// section as a batch of its own (what a prepare written alone would
+    /// have logged), which is kept and logged again while it is prepared.
+    Prepare { name: Vec<u8>, record: Vec<u8> },
+    /// `Commit(name)`, after the commit's updates.
+    Commit(Vec<u8>),
+    /// `Rollback(name)`.
+    Rollback(Vec<u8>),
+}
+
+/// What a batch holds for two-phase commit ([`WriteBatch::two_phase`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct TwoPhaseSteps {
+    /// The steps in the batch's order.
+    pub(crate) steps: Vec<TwoPhase>,
+    /// Updates outside prepared sections: those applied, each taking a
+    /// sequence number ([`WriteBatch::applied_cf`]).
+    pub(crate) applied: usize,
 }
 
 /// An atomic group of puts and deletes.
@@ -314,7 +327,21 @@ impl WriteBatch {
     /// The records in order, each with its column family id; the
     /// iterator tells each record's offset ([`CfBatchIter::offset`]).
     pub(crate) fn records(&self) -> CfBatchIter<'_> {
-        CfBatchIter { d: Decoder::new(&self.rep[HEADER_LEN..]), remaining: self.len(), failed: false }
+        CfBatchIter {
+            d: Decoder::new(&self.rep[HEADER_LEN..]),
+            remaining: self.len(),
+            failed: false,
+            skip_prepared: false,
+            in_prepare: false,
+        }
+    }
+
+    /// The updates a write of the batch applies, in order, each with its
+    /// column family id: all but those inside prepared sections
+    /// ([`TwoPhase::Prepare`]), which wait for their commit. The i-th takes
+    /// the batch's sequence number plus i.
+    pub fn applied_cf(&self) -> impl Iterator<Item = std::result::Result<(u32, BatchOp<'_>), String>> + '_ {
+        CfBatchIter { skip_prepared: true, ..self.records() }
     }
 
     /// The column family ids the batch writes to, ascending, without repeats.
@@ -365,43 +392,66 @@ impl WriteBatch {
         Ok(())
     }
 
-    /// What the batch is to two-phase commit, when it carries markers.
-    pub(crate) fn two_phase(&self) -> Option<TwoPhase<'_>> {
+    /// The batch's two-phase commit steps in order, and how many of its
+    /// updates are applied (all of them when it carries no marker).
+    pub(crate) fn two_phase(&self) -> TwoPhaseSteps {
         if !self.markers {
-            return None;
+            return TwoPhaseSteps { steps: Vec::new(), applied: self.len() };
         }
-        let mut found = None;
+        let mut out = TwoPhaseSteps::default();
         let mut it = self.records();
-        // Walk the records with their markers; the last marker decides.
-        while let Some(step) = it.next_with_markers() {
-            match step {
-                Ok(Step::Marker(m)) => found = Some(m),
-                Ok(Step::Update(..)) => {}
-                Err(_) => return None,
+        // The open prepared section: where its begin marker starts, and its
+        // updates so far.
+        let mut open: Option<(usize, u32)> = None;
+        loop {
+            let at = it.offset();
+            let Some(step) = it.next_with_markers() else { break };
+            // `from_data` checked the records and their order.
+            let Ok(step) = step else { break };
+            match (step, open.as_mut()) {
+                (Step::Update(..), Some((_, n))) => *n += 1,
+                (Step::Update(..), None) => out.applied += 1,
+                (Step::Marker(Marker::BeginPrepare), _) => open = Some((at, 0)),
+                (Step::Marker(Marker::EndPrepare(name)), Some(&mut (start, n))) => {
+                    let mut record = Vec::with_capacity(HEADER_LEN + it.offset() - start);
+                    record.extend_from_slice(&self.rep[..8]);
+                    record.extend_from_slice(&n.to_le_bytes());
+                    record.extend_from_slice(&self.rep[start..it.offset()]);
+                    out.steps.push(TwoPhase::Prepare { name: name.to_vec(), record });
+                    open = None;
+                }
+                (Step::Marker(Marker::EndPrepare(_)), None) => {}
+                (Step::Marker(Marker::Commit(name)), _) => out.steps.push(TwoPhase::Commit(name.to_vec())),
+                (Step::Marker(Marker::Rollback(name)), _) => out.steps.push(TwoPhase::Rollback(name.to_vec())),
             }
         }
-        match found? {
-            Marker::EndPrepare(name) => Some(TwoPhase::Prepare(name)),
-            Marker::Commit(name) => Some(TwoPhase::Commit(name)),
-            Marker::Rollback(name) => Some(TwoPhase::Rollback(name)),
-            Marker::BeginPrepare => None,
-        }
+        out
     }
 
-    /// For a batch read from a WAL that two-phase commit wrote: what it is
-    /// (`"prepare"`: logged, not applied until a commit names it;
-    /// `"commit"`; `"rollback"`) and the transaction's name
-    /// (docs/format.md, "Two-phase commit markers").
-    pub fn two_phase_marker(&self) -> Option<(&'static str, &[u8])> {
-        Some(match self.two_phase()? {
-            TwoPhase::Prepare(n) => ("prepare", n),
-            TwoPhase::Commit(n) => ("commit", n),
-            TwoPhase::Rollback(n) => ("rollback", n),
-        })
+    /// For a batch read from a WAL that two-phase commit wrote: its steps,
+    /// each as what it is (`"prepare"`: logged, not applied until a commit
+    /// names it; `"commit"`; `"rollback"`) and the transaction's name, in
+    /// the record's order (docs/format.md, "Two-phase commit markers").
+    ///
+    /// A prepare comes with its section's updates as a batch of their own;
+    /// a commit or a rollback with none.
+    pub fn two_phase_markers(&self) -> Vec<(&'static str, Vec<u8>, Option<WriteBatch>)> {
+        self.two_phase()
+            .steps
+            .into_iter()
+            .map(|step| match step {
+                TwoPhase::Prepare { name, record } => {
+                    let section = WriteBatch { rep: record, markers: true, ..WriteBatch::new() };
+                    ("prepare", name, Some(section))
+                }
+                TwoPhase::Commit(name) => ("commit", name, None),
+                TwoPhase::Rollback(name) => ("rollback", name, None),
+            })
+            .collect()
     }
 
     /// True when the batch carries two-phase commit markers: it is written
-    /// alone, never in a group, and even with no update.
+    /// even with no update.
     pub(crate) fn has_markers(&self) -> bool {
         self.markers
     }
@@ -450,14 +500,14 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Appends the updates of `other` (the group-commit leader merges
-    /// batches; never one with markers).
+    /// Appends the records of `other`, its two-phase commit markers
+    /// included (the group-commit leader merges batches).
     pub(crate) fn append(&mut self, other: &WriteBatch) {
-        debug_assert!(!self.markers && !other.markers, "two-phase commit batches are written alone");
         let n = (self.len() + other.len()) as u32;
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.other_families |= other.other_families;
         self.family_checks |= other.family_checks;
+        self.markers |= other.markers;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
@@ -482,7 +532,7 @@ impl WriteBatch {
                 Step::Marker(m) => markers.push(m),
             }
         }
-        check_markers(&markers, seen).map_err(|reason| Error::corruption(file, offset, reason))?;
+        check_markers(&markers).map_err(|reason| Error::corruption(file, offset, reason))?;
         let has_markers = !markers.is_empty();
         b.other_families = other_families;
         b.family_checks = family_checks;
@@ -568,15 +618,24 @@ enum Step<'a> {
     Marker(Marker<'a>),
 }
 
-/// The markers a batch may carry, in the only orders it is written in:
-/// `BeginPrepare` first and `EndPrepare` last; `Commit` last; `Rollback`
-/// alone, with no update.
-fn check_markers(markers: &[Marker<'_>], updates: usize) -> std::result::Result<(), String> {
-    match markers {
-        [] | [Marker::BeginPrepare, Marker::EndPrepare(_)] | [Marker::Commit(_)] => Ok(()),
-        [Marker::Rollback(_)] if updates == 0 => Ok(()),
-        _ => Err("write batch has two-phase commit markers out of order".to_string()),
+/// The markers of a batch (of a write group's record, which joins several)
+/// are in the only order they are written in: each `BeginPrepare` closed by
+/// an `EndPrepare` before any other marker, and `Commit` and `Rollback`
+/// outside prepared sections.
+fn check_markers(markers: &[Marker<'_>]) -> std::result::Result<(), String> {
+    let mut in_prepare = false;
+    for m in markers {
+        in_prepare = match (m, in_prepare) {
+            (Marker::BeginPrepare, false) => true,
+            (Marker::EndPrepare(_), true) => false,
+            (Marker::Commit(_) | Marker::Rollback(_), false) => false,
+            _ => return Err("write batch has two-phase commit markers out of order".to_string()),
+        };
     }
+    if in_prepare {
+        return Err("write batch has a prepared section without its end marker".to_string());
+    }
+    Ok(())
 }
 
 /// As [`BatchIter`], with each update's column family id.
@@ -584,6 +643,10 @@ pub(crate) struct CfBatchIter<'a> {
     d: Decoder<'a>,
     remaining: usize,
     failed: bool,
+    /// Pass over the updates of prepared sections ([`WriteBatch::applied_cf`]).
+    skip_prepared: bool,
+    /// Inside a prepared section (between its markers).
+    in_prepare: bool,
 }
 
 impl CfBatchIter<'_> {
@@ -597,11 +660,15 @@ impl CfBatchIter<'_> {
 impl<'a> Iterator for CfBatchIter<'a> {
     type Item = std::result::Result<(u32, BatchOp<'a>), String>;
 
-    /// The next update; two-phase commit markers are passed over.
+    /// The next update; two-phase commit markers are passed over, and so
+    /// are prepared sections' updates when the iterator skips them.
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             match self.next_with_markers()? {
+                Ok(Step::Update(_, _)) if self.skip_prepared && self.in_prepare => continue,
                 Ok(Step::Update(cf, op)) => return Some(Ok((cf, op))),
+                Ok(Step::Marker(Marker::BeginPrepare)) => self.in_prepare = true,
+                Ok(Step::Marker(Marker::EndPrepare(_))) => self.in_prepare = false,
                 Ok(Step::Marker(_)) => continue,
                 Err(e) => return Some(Err(e)),
             }
@@ -843,7 +910,14 @@ mod tests {
         assert_eq!(p.data()[HEADER_LEN], 0x09);
         assert_eq!(&p.data()[p.data().len() - 5..], &[0x0A, 3, b'x', b'i', b'd']);
         let back = WriteBatch::from_data(p.data(), "wal", 0).unwrap();
-        assert_eq!(back.two_phase(), Some(TwoPhase::Prepare(b"xid")));
+        assert_eq!(
+            back.two_phase(),
+            TwoPhaseSteps {
+                steps: vec![TwoPhase::Prepare { name: b"xid".to_vec(), record: p.data().to_vec() }],
+                applied: 0
+            }
+        );
+        assert_eq!(back.applied_cf().count(), 0, "a prepared section is not applied");
         let ops: Vec<_> = back.iter_cf().map(|o| o.unwrap()).collect();
         assert_eq!(
             ops,
@@ -854,16 +928,16 @@ mod tests {
         c.delete(b"a");
         c.mark_commit(b"xid").unwrap();
         let back = WriteBatch::from_data(c.data(), "wal", 0).unwrap();
-        assert_eq!(back.two_phase(), Some(TwoPhase::Commit(b"xid")));
+        assert_eq!(back.two_phase(), TwoPhaseSteps { steps: vec![TwoPhase::Commit(b"xid".to_vec())], applied: 1 });
         assert_eq!(back.iter().count(), 1);
 
         let r = WriteBatch::rollback_marker(b"xid");
         assert!(r.is_empty() && r.has_markers());
         let back = WriteBatch::from_data(r.data(), "wal", 0).unwrap();
-        assert_eq!(back.two_phase(), Some(TwoPhase::Rollback(b"xid")));
+        assert_eq!(back.two_phase(), TwoPhaseSteps { steps: vec![TwoPhase::Rollback(b"xid".to_vec())], applied: 0 });
 
         let plain = WriteBatch::from_data(WriteBatch::new().data(), "wal", 0).unwrap();
-        assert_eq!(plain.two_phase(), None);
+        assert_eq!(plain.two_phase(), TwoPhaseSteps::default());
     }
 
     #[test]
@@ -880,12 +954,77 @@ mod tests {
         begin_only.put(b"a", b"1");
         begin_only.rep.insert(HEADER_LEN, TAG_BEGIN_PREPARE);
         assert!(WriteBatch::from_data(begin_only.data(), "wal", 0).unwrap_err().is_corruption());
-        // A rollback with updates.
-        let mut rollback = WriteBatch::new();
-        rollback.put(b"a", b"1");
-        rollback.rep.push(TAG_ROLLBACK);
-        put_length_prefixed(&mut rollback.rep, b"x");
-        assert!(WriteBatch::from_data(rollback.data(), "wal", 0).unwrap_err().is_corruption());
+        // A rollback inside a prepared section.
+        let mut inside = WriteBatch::new();
+        inside.put(b"a", b"1");
+        inside.rep.push(TAG_ROLLBACK);
+        put_length_prefixed(&mut inside.rep, b"x");
+        inside.mark_prepare(b"xid").unwrap();
+        assert!(WriteBatch::from_data(inside.data(), "wal", 0).unwrap_err().is_corruption());
+        // An end without its begin.
+        let mut end_only = WriteBatch::new();
+        end_only.put(b"a", b"1");
+        end_only.rep.push(TAG_END_PREPARE);
+        put_length_prefixed(&mut end_only.rep, b"x");
+        assert!(WriteBatch::from_data(end_only.data(), "wal", 0).unwrap_err().is_corruption());
+    }
+
+    #[test]
+    fn a_group_record_applies_all_but_its_prepared_sections() {
+        // A write group's record: a plain batch, a prepare, a commit, a
+        // rollback and another prepare, joined as a leader joins them.
+        let mut plain = WriteBatch::new();
+        plain.put(b"p", b"0");
+        let mut prep1 = WriteBatch::new();
+        prep1.put(b"a", b"1");
+        prep1.put_in(3, b"b", b"2");
+        prep1.mark_prepare(b"t1").unwrap();
+        let mut commit = WriteBatch::new();
+        commit.delete(b"c");
+        commit.mark_commit(b"t0").unwrap();
+        let rollback = WriteBatch::rollback_marker(b"t9");
+        let mut prep2 = WriteBatch::new();
+        prep2.merge(b"d", b"3");
+        prep2.mark_prepare(b"t2").unwrap();
+        let mut group = plain.clone();
+        for b in [&prep1, &commit, &rollback, &prep2] {
+            group.append(b);
+        }
+        group.set_sequence(100);
+        assert_eq!(group.len(), 5, "every update counts in the header");
+        let back = WriteBatch::from_data(group.data(), "wal", 0).unwrap();
+        let applied: Vec<_> = back.applied_cf().map(|o| o.unwrap()).collect();
+        assert_eq!(applied, vec![(0, BatchOp::Put { key: b"p", value: b"0" }), (0, BatchOp::Delete { key: b"c" })]);
+        assert_eq!(back.iter_cf().count(), 5);
+        let steps = back.two_phase();
+        assert_eq!(steps.applied, 2);
+        // Each prepared section comes back as the batch it was prepared as
+        // (the sequence number is the record's).
+        let alone = |b: &WriteBatch| {
+            let mut b = b.clone();
+            b.set_sequence(100);
+            b.data().to_vec()
+        };
+        assert_eq!(
+            steps.steps,
+            vec![
+                TwoPhase::Prepare { name: b"t1".to_vec(), record: alone(&prep1) },
+                TwoPhase::Commit(b"t0".to_vec()),
+                TwoPhase::Rollback(b"t9".to_vec()),
+                TwoPhase::Prepare { name: b"t2".to_vec(), record: alone(&prep2) },
+            ]
+        );
+        let markers: Vec<_> =
+            back.two_phase_markers().into_iter().map(|(w, n, s)| (w, n, s.map(|s| s.len()))).collect();
+        assert_eq!(
+            markers,
+            vec![
+                ("prepare", b"t1".to_vec(), Some(2)),
+                ("commit", b"t0".to_vec(), None),
+                ("rollback", b"t9".to_vec(), None),
+                ("prepare", b"t2".to_vec(), Some(1)),
+            ]
+        );
     }
 
     #[test]

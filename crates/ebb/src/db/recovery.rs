@@ -162,19 +162,20 @@ pub(super) fn recover(
         let outcome = crate::wal::replay(inner.fs.as_ref(), &path, mode, is_last, |record, offset| {
             ends_whole = record == super::batch::END_OF_LOG;
             let batch = WriteBatch::from_data(record, &name, offset)?;
-            match batch.two_phase() {
-                // Prepared, not applied: kept for the transaction database.
-                Some(TwoPhase::Prepare(xid)) => {
-                    prepared.insert(xid.to_vec(), record.to_vec());
-                    return Ok(());
+            // Prepared sections are kept for the transaction database, not
+            // applied; commits and rollbacks end them.
+            for step in batch.two_phase().steps {
+                match step {
+                    TwoPhase::Prepare { name, record } => {
+                        prepared.insert(name, record);
+                    }
+                    TwoPhase::Commit(name) | TwoPhase::Rollback(name) => {
+                        prepared.remove(&name);
+                    }
                 }
-                Some(TwoPhase::Commit(xid) | TwoPhase::Rollback(xid)) => {
-                    prepared.remove(xid);
-                }
-                None => {}
             }
             let mut seq = batch.sequence();
-            for op in batch.iter_cf() {
+            for op in batch.applied_cf() {
                 let (cf, op) = op.map_err(|reason| Error::corruption(&name, offset, reason))?;
                 // Ids are never reused, so a family above every id the
                 // MANIFEST handed out is one whose creation it lost.

@@ -523,10 +523,7 @@ fn replay_wal(
                 records += 1;
                 // A prepared transaction's updates are not applied until its
                 // commit, which carries them again.
-                if matches!(batch.two_phase(), Some(super::batch::TwoPhase::Prepare(_))) {
-                    continue;
-                }
-                for (seq, op) in (batch.sequence()..).zip(batch.iter_cf()) {
+                for (seq, op) in (batch.sequence()..).zip(batch.applied_cf()) {
                     let Ok((cf, op)) = op else { break };
                     let in_tables = remembered.log_numbers.get(&cf).is_some_and(|n| *n > wal);
                     if !remembered.dropped.contains(&cf) && !in_tables {

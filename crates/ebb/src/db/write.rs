@@ -13,6 +13,7 @@
 //! `SwitchWAL`, flush reason `kWalFull`).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,15 @@ use crate::wal::LogWriter;
 const MAX_GROUP_BYTES: usize = 1 << 20;
 /// A small leader batch only gathers this much more, so its latency stays low.
 const SMALL_BATCH: usize = 128 << 10;
+/// Times a writer behind a group yields its core, checking its slot after
+/// each, before it sleeps. RocksDB's `WriteThread::AwaitState` first spins
+/// 200 times; on two cores busy-waiting took the leader's core and lost
+/// throughput, while a few yields (which give the core to the leader when
+/// it is waiting for one) won over both spinning and sleeping at once.
+const AWAIT_YIELDS: u32 = 8;
+/// The longest a writer yields before it sleeps (RocksDB's
+/// `write_thread_max_yield_usec`, 100 µs).
+const AWAIT_YIELD: Duration = Duration::from_micros(100);
 
 /// The writers waiting to write, oldest first: the one at the front leads
 /// (db/mod.rs, invariant 1). The first lock in the lock order.
@@ -60,18 +70,44 @@ struct WriterSlot {
     /// Taken by the leader (its own) or read in place (a follower's).
     batch: Mutex<Option<WriteBatch>>,
     has_batch: bool,
-    /// The batch carries two-phase commit markers: it is written alone.
-    alone: bool,
     batch_bytes: usize,
     sync: bool,
     disable_wal: bool,
     /// Switch this family's memtable even if it is not full (a flush request).
     force_switch: Option<u32>,
     done: Mutex<Option<Result<()>>>,
+    /// Set (under the queue lock) when the slot's writer has something to
+    /// look at: its result, or the front of the queue. A waiting writer
+    /// watches it a short while before it sleeps on `cv`.
+    woken: AtomicBool,
     cv: Condvar,
 }
 
 impl WriterSlot {
+    /// Tells the slot's writer to look again (its result is in, or it
+    /// leads). Called with the queue lock held, which the writer takes
+    /// before it sleeps: no wake-up is lost.
+    fn wake(&self) {
+        self.woken.store(true, AtomicOrdering::Release);
+        self.cv.notify_one();
+    }
+
+    /// Waits, without the queue lock, a bounded while for [`WriterSlot::wake`]
+    /// (RocksDB's `WriteThread::AwaitState`): a group's write takes a few
+    /// microseconds, less than a sleep and a wake-up on the condition
+    /// variable cost, so a writer behind it yields its core a few times
+    /// ([`AWAIT_YIELDS`]), and only then returns to sleep on `cv` under the
+    /// lock.
+    fn await_wake(&self) {
+        let start = Instant::now();
+        for _ in 0..AWAIT_YIELDS {
+            if self.woken.load(AtomicOrdering::Acquire) || start.elapsed() >= AWAIT_YIELD {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
     /// A slot that writes nothing and is never grouped with others: its
     /// owner, once at the front of the queue, has writes stopped until it
     /// pops itself (`DbInner::with_writes_stopped`).
@@ -79,12 +115,12 @@ impl WriterSlot {
         WriterSlot {
             batch: Mutex::new(None),
             has_batch: false,
-            alone: false,
             batch_bytes: 0,
             sync: false,
             disable_wal: false,
             force_switch: None,
             done: Mutex::new(None),
+            woken: AtomicBool::new(false),
             cv: Condvar::new(),
         }
     }
@@ -132,7 +168,7 @@ impl Drop for Leading<'_, '_> {
             self.q.remove(i);
         }
         if let Some(front) = self.q.front() {
-            front.cv.notify_one();
+            front.wake();
         }
     }
 }
@@ -179,19 +215,18 @@ impl DbInner {
             bump(&self.stats.user_writes, 1);
         }
         let batch_bytes = batch.as_ref().map_or(0, |b| b.size_in_bytes());
-        let alone = batch.as_ref().is_some_and(|b| b.has_markers());
-        if alone && wo.disable_wal {
+        if batch.as_ref().is_some_and(|b| b.has_markers()) && wo.disable_wal {
             return Err(Error::invalid("two-phase commit writes to the WAL: disable_wal cannot be set"));
         }
         let slot = Arc::new(WriterSlot {
             has_batch: batch.is_some(),
-            alone,
             batch_bytes,
             batch: Mutex::new(batch),
             sync: wo.sync,
             disable_wal: wo.disable_wal,
             force_switch,
             done: Mutex::new(None),
+            woken: AtomicBool::new(false),
             cv: Condvar::new(),
         });
         let start = self.stats.start_timer();
@@ -201,6 +236,17 @@ impl DbInner {
         };
         let mut q = self.queue.0.lock();
         q.push_back(Arc::clone(&slot));
+        if q.len() > 1 {
+            // Queued behind another writer (the tests that build write
+            // groups wait for this point; it takes callbacks only).
+            #[cfg(feature = "failpoints")]
+            fail::fail_point!("write_queued_behind");
+            // Behind a group being written: watch for the answer or the
+            // lead without the lock first.
+            drop(q);
+            slot.await_wake();
+            q = self.queue.0.lock();
+        }
         loop {
             if let Some(r) = slot.done.lock().take() {
                 return record(r);
@@ -217,7 +263,7 @@ impl DbInner {
         drop(leading);
         // `lead` popped the group and answered the followers; wake the next leader.
         if let Some(front) = q.front() {
-            front.cv.notify_one();
+            front.wake();
         }
         drop(q);
         record(result)
@@ -236,12 +282,11 @@ impl DbInner {
         let mut group = 1;
         let mut merged: Option<WriteBatch> = leader.batch.lock().take();
         let mut sync = leader.sync;
-        if let Some(m) = merged.as_mut().filter(|_| !leader.alone) {
+        if let Some(m) = merged.as_mut() {
             let limit = if leader_bytes <= SMALL_BATCH { leader_bytes + SMALL_BATCH } else { MAX_GROUP_BYTES };
             let mut bytes = leader_bytes;
             for w in q.iter().skip(1) {
                 if !w.has_batch
-                    || w.alone
                     || w.force_switch.is_some()
                     || w.disable_wal != leader.disable_wal
                     || (w.sync && !leader.sync)
@@ -275,7 +320,7 @@ impl DbInner {
                     Ok(()) => Ok(()),
                     Err(e) => Err(e.duplicate()),
                 });
-                w.cv.notify_one();
+                w.wake();
             }
         }
         q.pop_front();
@@ -294,7 +339,7 @@ impl DbInner {
         let result = MutexGuard::unlocked(&mut q, f);
         q.pop_front();
         if let Some(front) = q.front() {
-            front.cv.notify_one();
+            front.wake();
         }
         result
     }
@@ -304,10 +349,21 @@ impl DbInner {
     /// lock. Entries of a family dropped since the batch was checked are not
     /// inserted anywhere (recovery skips them too).
     fn commit_group(&self, batch: &mut WriteBatch, mems: &Writable, sync: bool, disable_wal: bool) -> Result<()> {
-        if let Some(TwoPhase::Prepare(name)) = batch.two_phase() {
-            // Logged, not applied: no sequence number, no memtable
-            // (db/prepared.rs, invariant 1).
-            let name = name.to_vec();
+        // Two-phase commit steps (db/prepared.rs, invariant 1): the
+        // updates of prepared sections are logged, not applied, and take no
+        // sequence number.
+        let phases = batch.has_markers().then(|| batch.two_phase());
+        let count = phases.as_ref().map_or(batch.len(), |p| p.applied) as u64;
+        let record_phases = |phases: &Option<super::batch::TwoPhaseSteps>| {
+            for step in phases.iter().flat_map(|p| &p.steps) {
+                match step {
+                    TwoPhase::Prepare { name, record } => self.prepared.add(name, record),
+                    TwoPhase::Commit(name) | TwoPhase::Rollback(name) => self.prepared.remove(name),
+                }
+            }
+        };
+        if count == 0 && phases.is_some() {
+            // Prepares (and rollbacks) alone: logged, nothing applied.
             batch.set_sequence(self.last_sequence.get());
             if sync {
                 self.seal_closed_wals().map_err(|e| self.set_bg_error(e))?;
@@ -316,12 +372,14 @@ impl DbInner {
             self.wal.append(batch.data(), durability).map_err(|e| self.set_bg_error(e))?;
             bump(&self.stats.wal_bytes, batch.size_in_bytes() as u64);
             bump(&self.stats.wal_writes, 1);
-            self.prepared.add(&name, batch.data());
+            if sync {
+                bump(&self.stats.wal_syncs, 1);
+            }
+            record_phases(&phases);
             return Ok(());
         }
         self.tuning.on_client_write();
         let first = self.last_sequence.get() + 1;
-        let count = batch.len() as u64;
         batch.set_sequence(first);
         // A family created after the leader made room is looked up now; its
         // memtable cannot have been switched since (only a leader switches).
@@ -351,11 +409,9 @@ impl DbInner {
             if let Err(e) = self.wal.append(batch.data(), durability) {
                 return Err(self.set_bg_error(e));
             }
-            // The commit or rollback of a prepared transaction leaves the
-            // prepared set with its record (db/prepared.rs, invariant 1).
-            if let Some(TwoPhase::Commit(name) | TwoPhase::Rollback(name)) = batch.two_phase() {
-                self.prepared.remove(name);
-            }
+            // Prepares join the prepared set with their records, commits
+            // and rollbacks leave it (db/prepared.rs, invariant 1).
+            record_phases(&phases);
             if sync {
                 bump(&self.stats.wal_syncs, 1);
             }
@@ -388,7 +444,7 @@ impl DbInner {
         // are logged, and a merge that cannot be made in place is stored as
         // its operand, so this takes a broken invariant.
         let inserted = (|| -> Result<()> {
-            let mut ops = (first..).zip(batch.iter_cf());
+            let mut ops = (first..).zip(batch.applied_cf());
             if count <= 1 {
                 for (seq, op) in ops {
                     let (cf, op) = op.map_err(Error::invalid)?;

@@ -1520,13 +1520,36 @@ impl SkipList {
     /// most of its lower levels; this is most of an insert's time. Reads
     /// only: the list is unchanged, and a key's insert is correct whatever
     /// this did.
+    ///
+    /// A key whose newest version the key index names is not descended: its
+    /// insert is most likely a splice before that node
+    /// ([`SkipList::insert_before_newest`]), which reads that node alone, and
+    /// the node is prefetched instead (overwrites of a few hot keys would
+    /// otherwise pay a whole descent twice).
     pub(crate) fn warm(&self, keys: &[&[u8]]) {
-        if let Some(index) = &self.index {
-            for key in keys {
-                index.prefetch(crate::key::user_key(key));
+        let keys = &keys[..keys.len().min(WARM_LANES)];
+        let Some(index) = &self.index else {
+            self.descend_together(keys);
+            return;
+        };
+        let mut hashes = [0u64; WARM_LANES];
+        for (hash, key) in hashes.iter_mut().zip(keys) {
+            *hash = index.prefetch(crate::key::user_key(key));
+        }
+        let mut descend: [&[u8]; WARM_LANES] = [&[]; WARM_LANES];
+        let mut n = 0;
+        for (&hash, &key) in hashes.iter().zip(keys) {
+            match index.lookup_hashed(crate::key::user_key(key), hash) {
+                Indexed::Newest(node) => prefetch_node(node),
+                Indexed::Absent | Indexed::Unknown => {
+                    descend[n] = key;
+                    n += 1;
+                }
             }
         }
-        self.descend_together(keys);
+        if n > 0 {
+            self.descend_together(&descend[..n]);
+        }
     }
 
     /// The descents of [`SkipList::warm`]; for each key (up to
