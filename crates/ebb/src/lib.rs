@@ -92,10 +92,11 @@ pub use compaction_filter::{CompactionFilter, CompactionFilterContext, Compactio
 pub use comparator::Comparator;
 pub use db::{
     BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
-    CheckpointOptions, ColumnFamilyHandle, CompactionJobInfo, Db, DbIterator, DbMetrics, Direction, Entries,
-    EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode, KeyVersion, ReadOptions,
-    RecoveryReport, RepairReport, RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, Snapshot,
-    SstFileWriter, StallCondition, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions,
+    CheckpointOptions, ColumnFamilyHandle, ColumnFamilyMetaData, CompactionJobInfo, Db, DbIterator, DbMetrics,
+    Direction, Entries, EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode,
+    KeyVersion, LevelMetaData, LiveFileMetaData, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
+    RepairedTable, RepairedWal, RestoreOptions, SetAside, SizeApproximationOptions, Snapshot, SstFileWriter,
+    StallCondition, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WriteBatch, WriteOptions,
     DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};

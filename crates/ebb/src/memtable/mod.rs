@@ -27,7 +27,10 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use parking_lot::Mutex;
 
-use crate::key::{parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind};
+use crate::key::{
+    make_internal_key, parse_internal_key, user_key, with_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK,
+    MAX_SEQUENCE,
+};
 use crate::prefix::SliceTransform;
 use crate::range_del::{FragmentedTombstones, RangeTombstone};
 pub(crate) use skiplist::WARM_LANES;
@@ -401,6 +404,26 @@ impl MemTable {
         n
     }
 
+    /// About how many entries of user keys in `[start, limit)` the
+    /// memtable holds, and their bytes (RocksDB's
+    /// `MemTable::ApproximateStats`): the range's share of the skiplist
+    /// ([`SkipList::approximate_range_count`]: a few percent off, exact for
+    /// small lists and ranges), and that share of the memtable's bytes. A
+    /// range with `limit <= start` holds nothing.
+    pub fn approximate_stats(&self, start: &[u8], limit: &[u8]) -> (u64, u64) {
+        if !self.list.comparator().lt(start, limit) {
+            return (0, 0);
+        }
+        let entries = self.num_entries().saturating_sub(self.range_del_count.load(AtomicOrdering::Acquire) as u64);
+        if entries == 0 {
+            return (0, 0);
+        }
+        let key = |k: &[u8]| make_internal_key(k, MAX_SEQUENCE, KIND_FOR_SEEK);
+        let count = self.list.approximate_range_count(&key(start), &key(limit), entries).min(entries);
+        let bytes = (u128::from(count) * self.approximate_memory_usage() as u128 / u128::from(entries)) as u64;
+        (count, bytes)
+    }
+
     /// Bytes charged against `write_buffer_size`: entries, range
     /// tombstones and the prefix bloom filter (not the key index).
     pub fn approximate_memory_usage(&self) -> usize {
@@ -567,6 +590,31 @@ mod tests {
         assert_eq!(m.first_sequence(), 1);
         // Each node: 16-byte header, a tower of at least one link, key, value.
         assert!(m.approximate_memory_usage() >= 4 * (16 + 8 + 9));
+    }
+
+    #[test]
+    fn approximate_stats_estimate_a_range_share_of_the_entries() {
+        for n in [500u32, 20_000, 200_000] {
+            let m = MemTable::new(1, UserComparator::BYTEWISE);
+            for i in 0..n {
+                m.add(u64::from(i) + 1, ValueKind::Value, format!("k{i:06}").as_bytes(), b"v");
+            }
+            let count = |a: u32, b: u32| {
+                m.approximate_stats(format!("k{a:06}").as_bytes(), format!("k{b:06}").as_bytes()).0 as f64
+            };
+            let near = |got: f64, want: u32, ctx: &str| {
+                let want = f64::from(want);
+                assert!((got - want).abs() <= want * 0.15 + 1.0, "n {n}, {ctx}: {got} for {want}");
+            };
+            assert_eq!(count(0, n), f64::from(n), "n {n}: the whole list");
+            near(count(0, n / 2), n / 2, "half");
+            near(count(n / 4, n / 2), n / 4, "a quarter");
+            near(count(n / 3, n / 3 + 40), 40, "a few (counted exactly)");
+            assert_eq!(count(n / 2, n / 2), 0.0, "n {n}: empty range");
+            assert_eq!(count(n, n + 10), 0.0, "n {n}: past the end");
+            let (c, bytes) = m.approximate_stats(b"k", b"l");
+            assert_eq!(bytes, m.approximate_memory_usage() as u64, "n {n}: every entry's bytes ({c})");
+        }
     }
 
     #[test]

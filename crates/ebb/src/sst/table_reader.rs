@@ -719,7 +719,6 @@ impl Table {
     /// offset of the data block that would hold it, or the end of the data
     /// blocks when it is past the last key; 0 when a cached index block has
     /// been evicted and cannot be read again.
-    #[cfg(any(test, feature = "internals"))]
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         if internal_key.len() < TRAILER_LEN {
             return 0;
