@@ -50,15 +50,19 @@ pub fn set(key: &str, value: &str) -> Request {
     Request::Set { key: key.into(), value: value.into() }
 }
 
-/// Opens the database under a closed store as a plain Ebb database, every
-/// family listed, and puts `value` under `key` in `family`.
-pub fn put_raw(path: &Path, family: &str, key: &[u8], value: &[u8]) {
+/// Opens the database under a closed store as a plain Ebb database (every
+/// family listed) and replaces the value under `key` in `family` (`None`
+/// if there is none) by what `damage` makes of it (`None`: deleted).
+pub fn rewrite_raw(path: &Path, family: &str, key: &[u8], damage: impl FnOnce(Option<Vec<u8>>) -> Option<Vec<u8>>) {
     let options = ebb::Options::default();
     let names = ebb::Db::list_column_families(path, &options).expect("list families");
     let families: Vec<(&str, ebb::ColumnFamilyOptions)> =
         names.iter().map(|n| (n.as_str(), options.cf_options())).collect();
     let db = ebb::Db::open_cf(path, options, &families).expect("open as plain Ebb");
     let cf = db.cf_handle(family).expect("family exists");
-    db.put_cf(&cf, key, value).expect("put");
+    match damage(db.get_cf(&cf, key).expect("get")) {
+        Some(value) => db.put_cf(&cf, key, &value).expect("put"),
+        None => db.delete_cf(&cf, key).expect("delete"),
+    }
     db.close().expect("close");
 }
