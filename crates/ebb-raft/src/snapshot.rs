@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use ebb::{ColumnFamilyHandle, Db, IteratorMode, WriteBatch, WriteOptions};
-use openraft::{ErrorSubject, SnapshotMeta};
+use openraft::{BasicNode, ErrorSubject, SnapshotMeta};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,12 @@ pub(crate) const SNAPSHOT_FORMAT_VERSION: u8 = 1;
 
 /// Bytes before the records: the version and the record count.
 const HEADER_LEN: usize = 1 + 8;
+
+/// A snapshot's records, keys and values, borrowed from its data.
+pub(crate) type Records<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// openraft's snapshot metadata, for this crate's node ids and nodes.
+type Meta = SnapshotMeta<NodeId, BasicNode>;
 
 /// Writes a snapshot's data, record by record.
 pub(crate) struct SnapshotWriter {
@@ -61,7 +67,7 @@ impl SnapshotWriter {
 
 /// The records of a snapshot's data, checked whole: the version, the
 /// count against the records present, each record, nothing left over.
-pub(crate) fn decode_records(data: &[u8]) -> Result<Vec<(&[u8], &[u8])>, CodecError> {
+pub(crate) fn decode_records(data: &[u8]) -> Result<Records<'_>, CodecError> {
     let (&version, rest) = data.split_first().ok_or(CodecError::Empty)?;
     if version != SNAPSHOT_FORMAT_VERSION {
         return Err(CodecError::UnknownVersion(version));
@@ -107,7 +113,7 @@ const CHUNK_SIZE: usize = 4 << 20;
 /// What the `meta` key holds.
 #[derive(Serialize, Deserialize)]
 struct StoredSnapshot {
-    meta: SnapshotMeta<NodeId, openraft::BasicNode>,
+    meta: Meta,
     /// Bytes of data, over all chunks.
     len: u64,
     /// Number of chunks.
@@ -152,7 +158,7 @@ impl SnapshotStore {
     pub(crate) fn replace(
         &self,
         mut batch: WriteBatch,
-        meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
+        meta: &Meta,
         data: &[u8],
         replace: Replace,
     ) -> Result<bool, StoreError> {
@@ -191,7 +197,7 @@ impl SnapshotStore {
     /// The current snapshot's metadata and data, read at one Ebb snapshot;
     /// `None` if there is none. The chunks are checked against the
     /// metadata.
-    pub(crate) fn current(&self) -> Result<Option<(SnapshotMeta<NodeId, openraft::BasicNode>, Vec<u8>)>, StoreError> {
+    pub(crate) fn current(&self) -> Result<Option<(Meta, Vec<u8>)>, StoreError> {
         let view = self.db.snapshot();
         let ro = view.read_options();
         let Some(value) = self

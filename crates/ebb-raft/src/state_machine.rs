@@ -154,6 +154,9 @@ impl ApplyBatch<'_> {
     }
 }
 
+/// The last applied log id and the last membership.
+type AppliedState = (Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>);
+
 /// Why [`StateMachine::get`] failed.
 #[derive(Debug)]
 pub enum ReadError {
@@ -200,10 +203,7 @@ impl StateMachine {
     }
 
     /// The last applied log id and the last membership, as `ro` reads them.
-    fn read_applied(
-        &self,
-        ro: &ReadOptions<'_>,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StoreError> {
+    fn read_applied(&self, ro: &ReadOptions<'_>) -> Result<AppliedState, StoreError> {
         let read = |key: &[u8]| {
             self.db.get_cf_opt(&self.meta, key, ro).map_err(|e| read_error(ErrorSubject::StateMachine, &e))
         };
@@ -284,9 +284,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
 impl RaftStateMachine<TypeConfig> for StateMachine {
     type SnapshotBuilder = StateMachine;
 
-    async fn applied_state(
-        &mut self,
-    ) -> Result<(Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>), StoreError> {
+    async fn applied_state(&mut self) -> Result<AppliedState, StoreError> {
         let view = self.db.snapshot();
         self.read_applied(&view.read_options())
     }

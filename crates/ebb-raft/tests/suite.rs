@@ -22,6 +22,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, TempDir> for EbbStoreBuild
 }
 
 #[test]
-fn openraft_storage_suite() -> Result<(), StoreError> {
-    Suite::test_all(EbbStoreBuilder)
+fn openraft_storage_suite() {
+    if let Err(e) = Suite::test_all(EbbStoreBuilder) {
+        panic!("the suite failed: {e}");
+    }
 }
