@@ -39,6 +39,7 @@ mod close;
 mod column_family;
 mod current_wal;
 mod debug;
+mod delete_files;
 mod engine;
 mod family_admin;
 mod files;
