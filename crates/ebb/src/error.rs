@@ -39,7 +39,8 @@ pub enum Error {
     /// locked by another process or handle, or a transaction's key was
     /// written by another since the transaction read it, or is locked by
     /// another transaction (RocksDB `Status::Busy`). Retrying the whole
-    /// transaction may succeed.
+    /// transaction may succeed. Also: a file `compact_files` needs is being
+    /// compacted (RocksDB's `Status::Aborted` there); retry once that ends.
     Busy(String),
     /// A transaction found a deadlock waiting for a lock (RocksDB
     /// `Status::Busy` with the subcode `kDeadlock`); it took no lock and may

@@ -454,6 +454,106 @@ pub fn range_compaction(
     Some(finish(version, opts, level, output_level, inputs, output_inputs, reason))
 }
 
+/// The compaction `compact_files` runs (RocksDB's `CompactFiles` with its
+/// `SanitizeCompactionInputFiles`): the files numbered `named` (live files
+/// of `version`), compacted into `output_level`, with every file that must
+/// go with them for the result to read as before: from the shallowest named
+/// level down to the output level, each level's files overlapping the
+/// inputs' key range, widened until the range holds still. So a level's
+/// inputs are contiguous and cut cleanly at user keys, no older version is
+/// left above a newer one moved beneath it, and level 0's overlapping files
+/// go together. Always rewritten (no trivial move). Errors:
+/// `InvalidArgument` for a number `version` does not hold or an output
+/// level above an input's; `Busy` when a running compaction holds a file
+/// it needs.
+pub fn files_compaction(
+    version: &Version,
+    opts: &ColumnFamilyOptions,
+    busy: &HashSet<u64>,
+    named: &[u64],
+    output_level: usize,
+) -> crate::error::Result<Compaction> {
+    use crate::error::Error;
+    if named.is_empty() {
+        return Err(Error::invalid("compact_files: no input file named"));
+    }
+    if output_level >= version.num_levels() {
+        return Err(Error::invalid(format!(
+            "compact_files: output level {output_level} does not exist (the family has {} levels)",
+            version.num_levels()
+        )));
+    }
+    let mut chosen: Vec<Vec<Arc<FileMetaData>>> = vec![Vec::new(); version.num_levels()];
+    for &n in named {
+        let found = version
+            .levels
+            .iter()
+            .enumerate()
+            .find_map(|(l, files)| files.iter().find(|f| f.number == n).map(|f| (l, f)));
+        let Some((level, f)) = found else {
+            return Err(Error::invalid(format!(
+                "compact_files: file {n:06}.sst is not a live table of the column family"
+            )));
+        };
+        if level > output_level {
+            return Err(Error::invalid(format!(
+                "compact_files: file {n:06}.sst is in level {level}, below output level {output_level} (compactions go down)"
+            )));
+        }
+        if !chosen[level].iter().any(|c| c.number == n) {
+            chosen[level].push(Arc::clone(f));
+        }
+    }
+    let first = chosen.iter().position(|files| !files.is_empty()).unwrap_or(0);
+    let (lo, hi) = loop {
+        let all: Vec<_> = chosen.iter().flatten().cloned().collect();
+        let (lo, hi) = range_of(&version.cmp, &all);
+        let mut changed = false;
+        for (level, files) in chosen.iter_mut().enumerate().take(output_level + 1).skip(first) {
+            // A superset of what the level gave so far, in the level's
+            // order (a level iterator reads its files in it).
+            let over = version.overlapping_files(level, Some(&lo), Some(&hi));
+            changed |= over.len() > files.len();
+            *files = over;
+        }
+        if !changed {
+            break (lo, hi);
+        }
+    };
+    if let Some(f) = chosen.iter().flatten().find(|f| busy.contains(&f.number)) {
+        return Err(Error::Busy(format!(
+            "compact_files: a running compaction holds file {:06}.sst, which the compaction needs; retry once it ends",
+            f.number
+        )));
+    }
+    let inputs = std::mem::take(&mut chosen[first]);
+    let output_inputs = if output_level == first { Vec::new() } else { std::mem::take(&mut chosen[output_level]) };
+    let middle_inputs: Vec<_> = (first + 1..output_level)
+        .map(|l| (l, std::mem::take(&mut chosen[l])))
+        .filter(|(_, files)| !files.is_empty())
+        .collect();
+    let grandparents = if output_level + 1 < version.num_levels() {
+        version.overlapping_files(output_level + 1, Some(&lo), Some(&hi))
+    } else {
+        Vec::new()
+    };
+    let bottommost = is_bottommost(version, output_level, &lo, &hi);
+    let deepest = version.deepest_nonempty_level().max(output_level);
+    Ok(Compaction {
+        level: first,
+        output_level,
+        inputs,
+        output_inputs,
+        middle_inputs,
+        grandparents,
+        trivial_move: false,
+        bottommost,
+        target_file_size: if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) },
+        compression: opts.compression_for_level(output_level, output_level >= deepest && bottommost),
+        reason: CompactionReason::Manual,
+    })
+}
+
 /// The manual compaction `compact_range` runs for universal and FIFO, which
 /// ignore its key range as RocksDB does: universal merges every sorted run
 /// into the last level; FIFO runs its automatic picker. `None` for leveled

@@ -202,7 +202,7 @@ impl DbInner {
             return false;
         };
         st.jobs.set_last_compacted_family(cf);
-        let r = self.run_compaction(st, cf, c);
+        let r = self.run_compaction(st, cf, c).map(|_| ());
         if let Err(e) = r {
             if !matches!(e, Error::Cancelled) {
                 self.set_bg_error_locked(st, e);
@@ -265,7 +265,9 @@ impl DbInner {
 
     /// Runs `c`: marks its inputs busy, merges (without the mutex), installs
     /// the result. Requires the db mutex.
-    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, c: Compaction) -> Result<()> {
+    /// Runs compaction `c`; returns the numbers of the tables it wrote
+    /// (moved, for a trivial move).
+    pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, c: Compaction) -> Result<Vec<u64>> {
         let cancel = Arc::new(AtomicBool::new(false));
         let listening = !self.opts().listeners.is_empty();
         let mut info = CompactionJobInfo {
@@ -321,7 +323,7 @@ impl DbInner {
             // were left for it.
             self.delete_obsolete_files(st);
         }
-        result.map(|_| ())
+        result.map(|out| out.iter().map(|f| f.number).collect())
     }
 
     /// Returns the files the compaction installed.

@@ -48,7 +48,7 @@ impl DbInner {
             let created = |f: &FileMetaData| self.creation_time(f, &data.cmp);
             let now = self.opts().clock.now_secs();
             let c = picker::manual_compaction_for_style(&version, &opts, st.jobs.being_compacted(), now, &created);
-            return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c));
+            return c.map_or(Ok(()), |c| self.run_compaction(st, cf, c).map(|_| ()));
         }
         let (deepest, num_levels) = (version.deepest_nonempty_level(), version.num_levels());
         // Versions held here would keep the files each compaction makes

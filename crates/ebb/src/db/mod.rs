@@ -37,6 +37,7 @@ mod blob_cache;
 mod checkpoint;
 mod close;
 mod column_family;
+mod compact_files;
 mod current_wal;
 mod debug;
 mod delete_files;
