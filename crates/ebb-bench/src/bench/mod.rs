@@ -114,7 +114,45 @@ fn kind_of(name: &str) -> Option<Kind> {
     })
 }
 
+/// `--readonly` opens an existing database read-only (db_bench's
+/// `--readonly`): it needs `--use_existing_db`, and every benchmark must
+/// only read.
+fn check_readonly(cfg: &Config, flags: &Flags) -> Result<()> {
+    if !flags.bool("readonly") {
+        return Ok(());
+    }
+    if !cfg.use_existing_db {
+        crate::bail!("--readonly opens an existing database: give --use_existing_db and --db");
+    }
+    if flags.bool("transaction_db") || flags.bool("optimistic_transaction_db") {
+        crate::bail!("--readonly with a transaction database: transactions write; open it without --readonly");
+    }
+    for name in &cfg.benchmarks {
+        if kind_of(name).is_some_and(|kind| !kind.reads_only()) {
+            crate::bail!(
+                "benchmark {name} changes the database, which --readonly opens read-only; run only reading \
+                 benchmarks (readrandom, readseq, seekrandom, multireadrandom, stats ...)"
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Kind {
+    /// Runs on a database opened read-only (changes nothing on disk).
+    fn reads_only(self) -> bool {
+        !self.writes()
+            && !matches!(
+                self,
+                Kind::RandomTransaction
+                    | Kind::TransferTransaction
+                    | Kind::Compact
+                    | Kind::Flush
+                    | Kind::BulkLoad
+                    | Kind::Checkpoint
+            )
+    }
+
     fn writes(self) -> bool {
         matches!(
             self,
@@ -165,6 +203,7 @@ pub fn run(flags: &Flags) -> Result<()> {
     if cfg.use_existing_db && cfg.db.is_none() {
         crate::bail!("--use_existing_db needs --db (the default database is a fresh temporary directory)");
     }
+    check_readonly(&cfg, flags)?;
     // Held until the end of this function: dropping it deletes the directory.
     let (db_path, _temp_dir) = match &cfg.db {
         Some(p) => (p.clone(), None),

@@ -288,6 +288,9 @@ impl EbbEngine {
         let listed: Vec<(&str, Options)> =
             existing.iter().filter(|n| *n != "default").map(|n| (n.as_str(), opts.clone())).collect();
         let db = match kind_from_flags(flags)? {
+            None if flags.bool("readonly") => {
+                Handle::Plain(Db::open_cf_read_only(path, opts.clone(), &listed).map_err(cannot_open)?)
+            }
             None => Handle::Plain(Db::open_cf(path, opts.clone(), &listed).map_err(cannot_open)?),
             Some(kind) => {
                 if count > 1 || !listed.is_empty() {
@@ -313,6 +316,9 @@ impl EbbEngine {
         for name in (1..count).map(family_name) {
             let handle = match db.cf_handle(&name) {
                 Some(h) => h,
+                None if flags.bool("readonly") => {
+                    bail!("--readonly: the database has no column family {name} (--num_column_families={count})")
+                }
                 None => db.create_column_family(&name, &opts).map_err(cannot_open)?,
             };
             families.push(handle);

@@ -469,6 +469,9 @@ impl RocksDbEngine {
         // it (the batched MultiGet takes a handle); the same options.
         let default = rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
         let db = match kind_from_flags(flags)? {
+            None if flags.bool("readonly") => {
+                Handle::Plain(DB::open_cf_descriptors_read_only(&opts, path, [default], false).map_err(rocks_error)?)
+            }
             None => Handle::Plain(DB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?),
             Some(TransactionDbKind::Optimistic) => Handle::Optimistic(
                 OptimisticTransactionDB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?,
@@ -478,7 +481,8 @@ impl RocksDbEngine {
                     .map_err(rocks_error)?,
             ),
         };
-        if let Some(ttl) = ttl {
+        // (Read-only, nothing compacts: the ttl does not matter.)
+        if let Some(ttl) = ttl.filter(|_| !flags.bool("readonly")) {
             // RocksDB's leveled default is 30 days; Ebb's is none.
             let ttl = ttl.to_string();
             if let Handle::Pessimistic(_) = db {

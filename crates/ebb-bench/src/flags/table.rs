@@ -709,7 +709,13 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
-    f("readonly", Bool, "false", Refused("read-only open is not implemented"), "Open read-only"),
+    f(
+        "readonly",
+        Bool,
+        "false",
+        Client,
+        "Open the existing database (--use_existing_db) read-only; only benchmarks that read may run",
+    ),
     // ---- transactions ----
     f(
         "transaction_db",
