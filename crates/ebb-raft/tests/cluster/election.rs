@@ -22,8 +22,8 @@ async fn three_nodes_elect_a_leader_and_replicate_writes() {
             let key = format!("k{}", i % 10);
             let response = nodes.write_on(leader, set(key, format!("v{i}"))).await.expect("the leader takes the write");
             let previous = (i >= 10).then(|| format!("v{}", i - 10).into_bytes());
-            assert_eq!(response.previous, previous, "write {i} answers the key's previous value");
-            last = nodes.get(leader).raft.metrics().borrow().last_applied.map_or(0, |l| l.index);
+            assert_eq!(response.data.previous, previous, "write {i} answers the key's previous value");
+            last = response.log_id.index;
         }
         nodes.wait_applied(&cluster.ids(), last).await;
         for id in cluster.ids() {

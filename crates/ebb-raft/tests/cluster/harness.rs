@@ -21,12 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb_raft::{NodeId, Request, Response, StateMachine, TypeConfig};
+use ebb_raft::{NodeId, Request, StateMachine, TypeConfig};
 use openraft::error::{InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable};
 use openraft::network::{Backoff, RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
-    VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, ClientWriteResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Config, ServerState, SnapshotPolicy};
 use parking_lot::Mutex;
@@ -35,6 +35,10 @@ use rand::{Rng, SeedableRng};
 use tempfile::TempDir;
 
 pub type Raft = openraft::Raft<TypeConfig>;
+
+/// An acknowledged write: its log id, and the state machine's `Response`
+/// in `data`.
+pub type Written = ClientWriteResponse<TypeConfig>;
 
 /// How long one client request may take before the client gives up on it
 /// (an election with the timeouts of [`fast_config`] takes well under this).
@@ -289,11 +293,13 @@ impl Nodes {
         }
     }
 
-    /// Proposes `request` on `id`; its response once applied there, or
-    /// why not (an error, or no answer within [`REQUEST_TIMEOUT`]).
-    pub async fn write_on(&self, id: NodeId, request: Request) -> Result<Response, String> {
+    /// Proposes `request` on `id`; its log id and response once applied
+    /// there, or why not (an error, or no answer within
+    /// [`REQUEST_TIMEOUT`]). Wait for the returned index rather than read
+    /// the metrics: they may not show the entry applied yet.
+    pub async fn write_on(&self, id: NodeId, request: Request) -> Result<Written, String> {
         match tokio::time::timeout(REQUEST_TIMEOUT, self.get(id).raft.client_write(request)).await {
-            Ok(Ok(response)) => Ok(response.data),
+            Ok(Ok(response)) => Ok(response),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("no answer within {REQUEST_TIMEOUT:?}")),
         }
@@ -302,7 +308,7 @@ impl Nodes {
     /// Proposes `request` to the leader, trying again (at most `attempts`
     /// times) with whichever node leads then. `None` if no attempt was
     /// acknowledged: the write may or may not have been committed.
-    pub async fn write(&self, request: Request, attempts: usize) -> Option<Response> {
+    pub async fn write(&self, request: Request, attempts: usize) -> Option<Written> {
         let ids = self.ids();
         for _ in 0..attempts {
             let Some(leader) = self.leader_among(&ids, WAIT).await else { continue };
@@ -326,11 +332,6 @@ impl Nodes {
     /// `key`'s value in `id`'s applied state.
     pub fn read(&self, id: NodeId, key: &[u8]) -> Option<Vec<u8>> {
         self.get(id).state.get(key).unwrap_or_else(|e| panic!("node {id} cannot read its state: {e}"))
-    }
-
-    /// The index of the last entry `id` applied.
-    pub fn applied_index(&self, id: NodeId) -> u64 {
-        self.get(id).raft.metrics().borrow().last_applied.map_or(0, |log_id| log_id.index)
     }
 }
 

@@ -13,10 +13,11 @@ async fn a_restarted_follower_catches_up_and_keeps_every_write() {
         let mut cluster = Cluster::start(3).await;
         let leader = cluster.leader().await;
         let follower = cluster.ids().into_iter().find(|&id| id != leader).expect("a follower");
+        let mut applied = 0;
         for i in 0..10 {
-            cluster.nodes().write_on(leader, set(format!("a{i}"), "1")).await.expect("write before the stop");
+            let written = cluster.nodes().write_on(leader, set(format!("a{i}"), "1")).await;
+            applied = written.expect("write before the stop").log_id.index;
         }
-        let applied = cluster.nodes().applied_index(leader);
         cluster.nodes().wait_applied(&[follower], applied).await;
 
         cluster.stop(follower).await;

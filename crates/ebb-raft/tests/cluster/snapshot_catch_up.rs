@@ -20,17 +20,19 @@ async fn a_follower_behind_a_purged_log_catches_up_by_snapshot() {
         let nodes = cluster.nodes();
         let leader = cluster.leader().await;
         let lagging = cluster.ids().into_iter().find(|&id| id != leader).expect("a follower");
-        nodes.write_on(leader, set("k0", "old")).await.expect("a first write");
-        nodes.wait_applied(&[lagging], nodes.applied_index(leader)).await;
+        let first = nodes.write_on(leader, set("k0", "old")).await.expect("a first write");
+        nodes.wait_applied(&[lagging], first.log_id.index).await;
 
         cluster.router.isolate(lagging);
+        let mut applied = 0;
         for i in 0..KEYS {
-            nodes
+            applied = nodes
                 .write_on(leader, set(format!("k{i}"), format!("v{i}")))
                 .await
-                .expect("the leader and one follower commit");
+                .expect("the leader and one follower commit")
+                .log_id
+                .index;
         }
-        let applied = nodes.applied_index(leader);
         let leader_raft = &nodes.get(leader).raft;
         leader_raft.trigger().snapshot().await.expect("trigger a snapshot");
         let snapshot = leader_raft
