@@ -48,6 +48,9 @@ async fn a_follower_behind_a_purged_log_catches_up_by_snapshot() {
             .await
             .expect("the leader purges the log the snapshot covers");
 
+        let behind = nodes.get(lagging).raft.metrics().borrow().last_applied;
+        assert!(behind.is_some_and(|l| l.index < snapshot.index), "the follower is not behind: {behind:?}");
+
         cluster.router.heal();
         nodes.wait_applied(&[lagging], applied).await;
         let installed = nodes.get(lagging).raft.metrics().borrow().snapshot;
