@@ -1,7 +1,9 @@
 //! A follower shut down, its database closed and reopened from the same
 //! directory, started again: it catches up and keeps every acknowledged
 //! write, those from before the stop (read back from its own disk) and
-//! those made while it was down.
+//! those made while it was down. Ebb refuses to open a database this
+//! process already holds, so the reopen also checks that shutting the node
+//! down released every handle on it.
 
 use std::time::Duration;
 
