@@ -27,7 +27,8 @@
 //!    `close`, `recovery`, `properties`, `tuning`, `read`, `iter`.
 //! 4. The facade: `mod` (the handle) and the files that add to the
 //!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
-//!    `repair`, `secondary`, `ttl`.
+//!    `repair`, `secondary`, `ttl`, `metadata`, `delete_files`,
+//!    `compact_files`.
 
 mod backup;
 mod batch;
