@@ -224,6 +224,14 @@ impl StateMachine {
         Ok(items)
     }
 
+    /// Whether this is the last handle on the database: no clone of this
+    /// state machine, no log store, log reader or snapshot builder is left
+    /// (the snapshot store, shared by the clones, holds one more). Dropping
+    /// the last handle closes the database.
+    pub fn is_last_handle(&self) -> bool {
+        Arc::strong_count(&self.snapshots) == 1 && Arc::strong_count(&self.db) == 2
+    }
+
     /// Ebb's property `name` (as `ebb::Db::get_property_cf`) of the column
     /// family that holds the applied keys and values; `None` for a name
     /// Ebb does not know.

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ebb_raft::{NodeId, TypeConfig};
+use ebb_raft::{NodeId, StateMachine, TypeConfig};
 use openraft::Raft;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -178,6 +178,8 @@ pub fn claim_directory(dir: &Path, id: NodeId) -> Result<(), StartError> {
 pub struct RunningNode {
     addr: std::net::SocketAddr,
     raft: Raft<TypeConfig>,
+    /// A handle on the database, to know when the others are gone.
+    state_machine: StateMachine,
     stop_http: Option<oneshot::Sender<()>>,
     /// The server's task; `None` once awaited.
     http: Option<JoinHandle<std::io::Result<()>>>,
@@ -195,8 +197,9 @@ impl RunningNode {
     }
 
     /// Stops Raft and the HTTP server (idle connections are closed, requests
-    /// in flight answered, for at most 5 s); the
-    /// database closes when the last handle on it is gone.
+    /// in flight answered, for at most 5 s), then waits (at most 5 s more)
+    /// until the database is closed, so that the node can start again at
+    /// once.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop_http.take() {
             let _ = stop.send(());
@@ -208,6 +211,13 @@ impl RunningNode {
             if tokio::time::timeout(Duration::from_secs(5), &mut http).await.is_err() {
                 http.abort();
             }
+        }
+        // openraft's state machine worker and replication tasks end after
+        // `Raft::shutdown` returns, each holding a handle on the database.
+        let RunningNode { state_machine, .. } = self;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !state_machine.is_last_handle() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -239,7 +249,7 @@ pub async fn start(config: NodeConfig, listener: TcpListener) -> Result<RunningN
         addr: addr.to_string(),
         max_body_bytes: config.max_body_bytes,
         raft: raft.clone(),
-        state_machine,
+        state_machine: state_machine.clone(),
     };
     let app = crate::http::router(state);
     let (stop_http, stopped) = oneshot::channel::<()>();
@@ -250,5 +260,5 @@ pub async fn start(config: NodeConfig, listener: TcpListener) -> Result<RunningN
             })
             .await
     });
-    Ok(RunningNode { addr, raft, stop_http: Some(stop_http), http: Some(http) })
+    Ok(RunningNode { addr, raft, state_machine, stop_http: Some(stop_http), http: Some(http) })
 }
