@@ -42,5 +42,5 @@ mod types;
 pub use error::StoreError;
 pub use log_store::LogStore;
 pub use open::open;
-pub use state_machine::{ReadError, StateMachine};
+pub use state_machine::{KeyValues, ReadError, StateMachine};
 pub use types::{InvalidRequest, NodeId, Operation, Request, Response, TypeConfig};

@@ -157,6 +157,9 @@ impl ApplyBatch<'_> {
 /// The last applied log id and the last membership.
 type AppliedState = (Option<LogId<NodeId>>, StoredMembership<NodeId, BasicNode>);
 
+/// Keys and their values, in key order: what [`StateMachine::scan`] reads.
+pub type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Why [`StateMachine::get`] failed.
 #[derive(Debug)]
 pub enum ReadError {
@@ -200,6 +203,40 @@ impl StateMachine {
         let Some(value) = self.db.get_cf(&self.data, key).map_err(ReadError::Ebb)? else { return Ok(None) };
         let bytes = codec::strip_version(&value).map_err(|e| ReadError::Format(e.to_string()))?;
         Ok(Some(bytes.to_vec()))
+    }
+
+    /// At most `limit` keys and values of the applied state, in key order,
+    /// from `start` (included) to `end` (excluded; `None`: to the last
+    /// key), read by one iterator bounded to the range. Like [`Self::get`],
+    /// it reads what this replica has applied.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<KeyValues, ReadError> {
+        let ro = ReadOptions {
+            iterate_lower_bound: Some(start.to_vec()),
+            iterate_upper_bound: end.map(<[u8]>::to_vec),
+            ..ReadOptions::default()
+        };
+        let mut items = Vec::new();
+        for item in self.db.iterator_cf(&self.data, ro, IteratorMode::Start).take(limit) {
+            let (key, value) = item.map_err(ReadError::Ebb)?;
+            let bytes = codec::strip_version(&value).map_err(|e| ReadError::Format(e.to_string()))?;
+            items.push((key, bytes.to_vec()));
+        }
+        Ok(items)
+    }
+
+    /// Whether this is the last handle on the database: no clone of this
+    /// state machine, no log store, log reader or snapshot builder is left
+    /// (the snapshot store, shared by the clones, holds one more). Dropping
+    /// the last handle closes the database.
+    pub fn is_last_handle(&self) -> bool {
+        Arc::strong_count(&self.snapshots) == 1 && Arc::strong_count(&self.db) == 2
+    }
+
+    /// Ebb's property `name` (as `ebb::Db::get_property_cf`) of the column
+    /// family that holds the applied keys and values; `None` for a name
+    /// Ebb does not know.
+    pub fn data_property(&self, name: &str) -> Option<String> {
+        self.db.get_property_cf(&self.data, name)
     }
 
     /// The last applied log id and the last membership, as `ro` reads them.
