@@ -56,6 +56,32 @@ fn is_bottommost(version: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -
     ((output_level + 1)..version.num_levels()).all(|l| version.overlapping_files(l, Some(lo), Some(hi)).is_empty())
 }
 
+/// What a compaction into `output_level` of the keys `[lo, hi]` writes
+/// against: the next level's overlapping files, whether no deeper level
+/// holds those keys, the output file size and the compression.
+struct Output {
+    grandparents: Vec<Arc<FileMetaData>>,
+    bottommost: bool,
+    target_file_size: u64,
+    compression: crate::options::CompressionType,
+}
+
+fn output_of(version: &Version, opts: &ColumnFamilyOptions, output_level: usize, lo: &[u8], hi: &[u8]) -> Output {
+    let grandparents = if output_level + 1 < version.num_levels() {
+        version.overlapping_files(output_level + 1, Some(lo), Some(hi))
+    } else {
+        Vec::new()
+    };
+    let bottommost = is_bottommost(version, output_level, lo, hi);
+    let deepest = version.deepest_nonempty_level().max(output_level);
+    let compression = opts.compression_for_level(output_level, output_level >= deepest && bottommost);
+    // An L0 output is one file, as RocksDB's intra-L0 (max output file size
+    // unlimited): cut into target-sized pieces it would be several newest L0
+    // files, which the next intra-L0 pick would merge again, forever.
+    let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
+    Output { grandparents, bottommost, target_file_size, compression }
+}
+
 fn finish(
     version: &Version,
     opts: &ColumnFamilyOptions,
@@ -68,18 +94,8 @@ fn finish(
     let mut all = inputs.clone();
     all.extend(output_inputs.iter().cloned());
     let (lo, hi) = range_of(&version.cmp, &all);
-    let grandparents = if output_level + 1 < version.num_levels() {
-        version.overlapping_files(output_level + 1, Some(&lo), Some(&hi))
-    } else {
-        Vec::new()
-    };
-    let bottommost = is_bottommost(version, output_level, &lo, &hi);
-    let deepest = version.deepest_nonempty_level().max(output_level);
-    let compression = opts.compression_for_level(output_level, output_level >= deepest && bottommost);
-    // An L0 output is one file, as RocksDB's intra-L0 (max output file size
-    // unlimited): cut into target-sized pieces it would be several newest L0
-    // files, which the next intra-L0 pick would merge again, forever.
-    let target_file_size = if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) };
+    let Output { grandparents, bottommost, target_file_size, compression } =
+        output_of(version, opts, output_level, &lo, &hi);
     let inputs_disjoint = level > 0 || files_disjoint(&version.cmp, inputs.iter());
     let source_compression = opts.compression_for_level(level, false);
     let trivial_move = level != output_level
@@ -532,13 +548,8 @@ pub fn files_compaction(
         .map(|l| (l, std::mem::take(&mut chosen[l])))
         .filter(|(_, files)| !files.is_empty())
         .collect();
-    let grandparents = if output_level + 1 < version.num_levels() {
-        version.overlapping_files(output_level + 1, Some(&lo), Some(&hi))
-    } else {
-        Vec::new()
-    };
-    let bottommost = is_bottommost(version, output_level, &lo, &hi);
-    let deepest = version.deepest_nonempty_level().max(output_level);
+    let Output { grandparents, bottommost, target_file_size, compression } =
+        output_of(version, opts, output_level, &lo, &hi);
     Ok(Compaction {
         level: first,
         output_level,
@@ -548,8 +559,8 @@ pub fn files_compaction(
         grandparents,
         trivial_move: false,
         bottommost,
-        target_file_size: if output_level == 0 { u64::MAX } else { opts.target_file_size(output_level) },
-        compression: opts.compression_for_level(output_level, output_level >= deepest && bottommost),
+        target_file_size,
+        compression,
         reason: CompactionReason::Manual,
     })
 }
