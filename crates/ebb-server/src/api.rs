@@ -179,4 +179,8 @@ pub struct Status {
     /// Ebb properties of the column family that holds the data (`sm_data`),
     /// by name.
     pub ebb: BTreeMap<String, String>,
+    /// Why this node's Raft stopped (a storage error), if it did: it then
+    /// serves nothing until restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }

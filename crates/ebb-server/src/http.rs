@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
@@ -33,7 +33,7 @@ use crate::api::{
     batch_request, BatchOp, ChangeMembershipRequest, DeleteRange, ErrorBody, GetResponse, InitRequest, KeyValue,
     Member, ScanResponse, Status, WriteResponse, DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT,
 };
-use crate::network::{APPEND_PATH, SNAPSHOT_PATH, VOTE_PATH};
+use crate::network::{APPEND_PATH, SNAPSHOT_PATH, TARGET_HEADER, VOTE_PATH};
 
 /// What the HTTP handlers share: the node's Raft and a handle on its
 /// state machine for local reads.
@@ -202,10 +202,21 @@ async fn write(state: &NodeState, uri: &Uri, request: Request) -> ApiResult<Json
 /// linearizable (this node is the leader and has applied every entry
 /// committed before now).
 async fn read_barrier(state: &NodeState, uri: &Uri, stale: bool) -> ApiResult<()> {
+    // A node whose Raft stopped (a storage error) serves nothing, not even
+    // stale reads: its state would never catch up again.
+    stopped(state)?;
     if !stale {
         state.raft.ensure_linearizable().await.map_err(|e| ApiError::from_read(state, uri, e))?;
     }
     Ok(())
+}
+
+/// A 500 if this node's Raft has stopped on a fatal error.
+fn stopped(state: &NodeState) -> ApiResult<()> {
+    match &state.raft.metrics().borrow().running_state {
+        Ok(()) => Ok(()),
+        Err(e) => Err(ApiError::fatal(e)),
+    }
 }
 
 fn read_failed(e: ebb_raft::ReadError) -> ApiError {
@@ -329,6 +340,7 @@ async fn status(State(state): State<NodeState>) -> Json<Status> {
         learners: membership.learner_ids().collect(),
         nodes: membership.nodes().map(|(id, n)| Member { id: *id, addr: n.addr.clone() }).collect(),
         ebb,
+        stopped: metrics.running_state.as_ref().err().map(ToString::to_string),
     })
 }
 
@@ -351,6 +363,16 @@ async fn init(State(state): State<NodeState>, raw: Result<Bytes, BytesRejection>
     if !members.contains_key(&state.id) {
         return Err(ApiError::bad_request(format!("members must include this node, node {}", state.id)));
     }
+    let mut by_addr: BTreeMap<&str, NodeId> = BTreeMap::new();
+    for (id, node) in &members {
+        if let Some(other) = by_addr.insert(node.addr.as_str(), *id) {
+            return Err(ApiError::bad_request(format!(
+                "nodes {other} and {id} are both given address {}: each member needs its own",
+                node.addr
+            )));
+        }
+    }
+
     state.raft.initialize(members).await.map_err(|e| match e {
         RaftError::APIError(InitializeError::NotAllowed(e)) => {
             ApiError::new(StatusCode::CONFLICT, format!("already initialized or holding a log: {e}"))
@@ -367,6 +389,7 @@ async fn add_learner(
     raw: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<WriteResponse>> {
     let member: Member = json_body(&state, raw, "a learner ({\"id\": 4, \"addr\": \"host:port\"})")?;
+    check_new_member(&state, &member)?;
     // Blocking: answers once the learner has caught up with the log.
     let answer = state
         .raft
@@ -374,6 +397,32 @@ async fn add_learner(
         .await
         .map_err(|e| ApiError::from_write(&state, &uri, e))?;
     Ok(Json(WriteResponse { log_index: answer.log_id.index, previous: None }))
+}
+
+/// Refuses a learner whose id is a member at another address, or whose
+/// address is another member's: openraft would keep the old address (or
+/// count one process twice). The same id at the same address is a retry.
+fn check_new_member(state: &NodeState, new: &Member) -> ApiResult<()> {
+    let metrics = state.raft.metrics().borrow().clone();
+    let membership = metrics.membership_config.membership();
+    for (id, node) in membership.nodes() {
+        if *id == new.id && node.addr != new.addr {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "node {id} is already a member at {}: remove it first (change-membership), or give the new node another id",
+                    node.addr
+                ),
+            ));
+        }
+        if *id != new.id && node.addr == new.addr {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("{} is already node {id}'s address: two members cannot share one", new.addr),
+            ));
+        }
+    }
+    Ok(())
 }
 
 async fn change_membership(
@@ -392,17 +441,52 @@ async fn change_membership(
     Ok(Json(WriteResponse { log_index: answer.log_id.index, previous: None }))
 }
 
-async fn raft_append(State(state): State<NodeState>, raw: Result<Bytes, BytesRejection>) -> ApiResult<Response> {
+/// Refuses a Raft message meant for another node (docs/cluster.md,
+/// "Bad input"): one sent without the header (by hand, with curl) is
+/// taken.
+fn check_target(state: &NodeState, headers: &HeaderMap) -> ApiResult<()> {
+    let Some(target) = headers.get(TARGET_HEADER) else { return Ok(()) };
+    let target = target.to_str().ok().and_then(|t| t.trim().parse::<NodeId>().ok()).ok_or_else(|| {
+        ApiError::bad_request(format!("the {TARGET_HEADER} header does not hold a node id: {target:?}"))
+    })?;
+    if target != state.id {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "this is node {}, not node {target}: the cluster has node {target} at {}, where node {} is serving (two nodes given one id, or a member's address reused)",
+                state.id, state.addr, state.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn raft_append(
+    State(state): State<NodeState>,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    check_target(&state, &headers)?;
     let rpc: openraft::raft::AppendEntriesRequest<TypeConfig> = json_body(&state, raw, "append entries")?;
     Ok(Json(state.raft.append_entries(rpc).await).into_response())
 }
 
-async fn raft_vote(State(state): State<NodeState>, raw: Result<Bytes, BytesRejection>) -> ApiResult<Response> {
+async fn raft_vote(
+    State(state): State<NodeState>,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    check_target(&state, &headers)?;
     let rpc: openraft::raft::VoteRequest<NodeId> = json_body(&state, raw, "vote")?;
     Ok(Json(state.raft.vote(rpc).await).into_response())
 }
 
-async fn raft_snapshot(State(state): State<NodeState>, raw: Result<Bytes, BytesRejection>) -> ApiResult<Response> {
+async fn raft_snapshot(
+    State(state): State<NodeState>,
+    headers: HeaderMap,
+    raw: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    check_target(&state, &headers)?;
     let rpc: openraft::raft::InstallSnapshotRequest<TypeConfig> = json_body(&state, raw, "install snapshot")?;
     Ok(Json(state.raft.install_snapshot(rpc).await).into_response())
 }

@@ -33,6 +33,14 @@ struct ServeArgs {
     /// Build a snapshot after this many applied entries.
     #[arg(long, default_value_t = 5000)]
     snapshot_every: u64,
+    /// Leader heartbeat period, in milliseconds.
+    #[arg(long, default_value_t = 150)]
+    heartbeat_ms: u64,
+    /// A follower that hears no leader for a random time between this and
+    /// twice this (milliseconds) starts an election; keep it several
+    /// heartbeats long.
+    #[arg(long, default_value_t = 750)]
+    election_timeout_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -110,6 +118,8 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|e| format!("listening on {listen}: {e}"))?;
     let mut config = NodeConfig::new(id, dir);
     config.snapshot_every = args.snapshot_every;
+    config.heartbeat = std::time::Duration::from_millis(args.heartbeat_ms);
+    config.election_timeout = std::time::Duration::from_millis(args.election_timeout_ms);
     let mut node = ebb_server::start(config, listener).await.map_err(|e| e.to_string())?;
     eprintln!("ebb-server: node {id} serving on http://{}", node.addr());
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

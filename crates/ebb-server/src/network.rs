@@ -28,6 +28,12 @@ pub(crate) const APPEND_PATH: &str = "/raft/append";
 pub(crate) const VOTE_PATH: &str = "/raft/vote";
 pub(crate) const SNAPSHOT_PATH: &str = "/raft/snapshot";
 
+/// The header naming the node a Raft message is for. A node that gets a
+/// message for another id refuses it (409): two nodes given one id, or a
+/// member's address now served by another node, would otherwise let one
+/// process vote or log as two members.
+pub(crate) const TARGET_HEADER: &str = "ebb-target-node";
+
 /// Longest wait to open a connection to another node: a node that does not
 /// answer within it is treated as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -61,7 +67,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
-        Connection { http: self.http.clone(), target, node: node.clone() }
+        Connection { http: self.http.clone(), target, node: node.clone(), warned: false }
     }
 }
 
@@ -70,19 +76,28 @@ pub struct Connection {
     http: reqwest::Client,
     target: NodeId,
     node: BasicNode,
+    /// Whether a refusal for being sent to the wrong node was reported.
+    warned: bool,
 }
 
 type RpcError<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
 
 impl Connection {
-    async fn call<Req, Resp, E>(&self, path: &str, request: &Req, option: &RPCOption) -> Result<Resp, RpcError<E>>
+    async fn call<Req, Resp, E>(&mut self, path: &str, request: &Req, option: &RPCOption) -> Result<Resp, RpcError<E>>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}{path}", self.node.addr);
-        let sent = self.http.post(url).timeout(option.hard_ttl()).json(request).send().await;
+        let sent = self
+            .http
+            .post(url)
+            .timeout(option.hard_ttl())
+            .header(TARGET_HEADER, self.target.to_string())
+            .json(request)
+            .send()
+            .await;
         let answer = match sent {
             Ok(answer) => answer,
             Err(e) if e.is_connect() => return Err(RPCError::Unreachable(Unreachable::new(&e))),
@@ -91,6 +106,12 @@ impl Connection {
         if !answer.status().is_success() {
             let status = answer.status();
             let text = answer.text().await.unwrap_or_default();
+            // Another node at the member's address: nothing openraft can
+            // retry its way out of, so say it where an operator looks.
+            if status == reqwest::StatusCode::CONFLICT && !self.warned {
+                self.warned = true;
+                eprintln!("ebb-server: node {} at {} refused a raft message: {text}", self.target, self.node.addr);
+            }
             let e = std::io::Error::other(format!("node {} answered {status}: {text}", self.target));
             return Err(RPCError::Network(NetworkError::new(&e)));
         }

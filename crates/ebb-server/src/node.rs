@@ -31,7 +31,7 @@ pub const NODE_ID_FILE: &str = "node-id";
 pub const DATABASE_DIR: &str = "db";
 
 /// How to run a node.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NodeConfig {
     /// This node's id (not 0-special: any `u64`).
     pub id: NodeId,
@@ -53,6 +53,23 @@ pub struct NodeConfig {
     /// Ebb takes values up to 256 MiB, but a request body is held in
     /// memory whole, several times over on its way to the log.
     pub max_body_bytes: usize,
+    /// The options the database is opened with (its filesystem among
+    /// them). Default `ebb::Options::default()`.
+    pub ebb_options: ebb::Options,
+}
+
+impl fmt::Debug for NodeConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("id", &self.id)
+            .field("dir", &self.dir)
+            .field("heartbeat", &self.heartbeat)
+            .field("election_timeout", &self.election_timeout)
+            .field("snapshot_every", &self.snapshot_every)
+            .field("logs_to_keep", &self.logs_to_keep)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl NodeConfig {
@@ -66,6 +83,7 @@ impl NodeConfig {
             snapshot_every: 5000,
             logs_to_keep: 1000,
             max_body_bytes: 64 << 20,
+            ebb_options: ebb::Options::default(),
         }
     }
 
@@ -239,7 +257,7 @@ pub async fn start(config: NodeConfig, listener: TcpListener) -> Result<RunningN
     claim_directory(&config.dir, config.id)?;
     let raft_config = Arc::new(config.raft_config()?);
     let (log_store, state_machine) =
-        ebb_raft::open(config.dir.join(DATABASE_DIR), ebb::Options::default()).map_err(StartError::Database)?;
+        ebb_raft::open(config.dir.join(DATABASE_DIR), config.ebb_options.clone()).map_err(StartError::Database)?;
     let addr = listener.local_addr().map_err(|e| StartError::Io(config.dir.clone(), e))?;
     let raft = Raft::new(config.id, raft_config, Network::new(), log_store, state_machine.clone())
         .await

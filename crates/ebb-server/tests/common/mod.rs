@@ -57,6 +57,17 @@ impl Cluster {
         self.nodes.insert(id, Some(node));
     }
 
+    /// Starts node `id` again, stopped before, on the address it had (its
+    /// address in the membership).
+    pub async fn restart(&mut self, id: u64, tune: impl Fn(&mut NodeConfig)) {
+        let mut config = config(id, self.dir.path());
+        tune(&mut config);
+        let addr = self.addrs[&id].clone();
+        let listener = TcpListener::bind(&addr).await.unwrap_or_else(|e| panic!("bind {addr} again: {e}"));
+        let node = ebb_server::start(config, listener).await.expect("restart node");
+        self.nodes.insert(id, Some(node));
+    }
+
     pub fn client(&self, id: u64) -> Client {
         Client::new(self.addrs[&id].clone())
     }
