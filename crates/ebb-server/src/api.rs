@@ -183,4 +183,8 @@ pub struct Status {
     /// serves nothing until restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The cluster this node's directory belongs to (`None` until it is
+    /// initialized or hears from a member).
+    #[serde(default)]
+    pub cluster_id: Option<String>,
 }

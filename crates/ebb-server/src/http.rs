@@ -33,6 +33,7 @@ use crate::api::{
     batch_request, BatchOp, ChangeMembershipRequest, DeleteRange, ErrorBody, GetResponse, InitRequest, KeyValue,
     Member, ScanResponse, Status, WriteResponse, DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT,
 };
+use crate::identity::{ClusterIdentity, Refusal, CLUSTER_HEADER};
 use crate::network::{APPEND_PATH, SNAPSHOT_PATH, TARGET_HEADER, VOTE_PATH};
 
 /// What the HTTP handlers share: the node's Raft and a handle on its
@@ -50,6 +51,8 @@ pub(crate) struct NodeState {
     /// The applied state (a clone sharing the database with the one
     /// openraft drives).
     pub(crate) state_machine: StateMachine,
+    /// The cluster its directory belongs to.
+    pub(crate) identity: ClusterIdentity,
 }
 
 /// Ebb properties `GET /status` reports, of the data column family.
@@ -341,6 +344,7 @@ async fn status(State(state): State<NodeState>) -> Json<Status> {
         nodes: membership.nodes().map(|(id, n)| Member { id: *id, addr: n.addr.clone() }).collect(),
         ebb,
         stopped: metrics.running_state.as_ref().err().map(ToString::to_string),
+        cluster_id: state.identity.get(),
     })
 }
 
@@ -380,6 +384,10 @@ async fn init(State(state): State<NodeState>, raw: Result<Bytes, BytesRejection>
         RaftError::APIError(InitializeError::NotInMembers(e)) => ApiError::bad_request(e.to_string()),
         RaftError::Fatal(e) => ApiError::fatal(&e),
     })?;
+    state
+        .identity
+        .create()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("recording the cluster id: {e}")))?;
     Ok(status(State(state)).await)
 }
 
@@ -445,6 +453,7 @@ async fn change_membership(
 /// "Bad input"): one sent without the header (by hand, with curl) is
 /// taken.
 fn check_target(state: &NodeState, headers: &HeaderMap) -> ApiResult<()> {
+    check_cluster(state, headers)?;
     let Some(target) = headers.get(TARGET_HEADER) else { return Ok(()) };
     let target = target.to_str().ok().and_then(|t| t.trim().parse::<NodeId>().ok()).ok_or_else(|| {
         ApiError::bad_request(format!("the {TARGET_HEADER} header does not hold a node id: {target:?}"))
@@ -459,6 +468,27 @@ fn check_target(state: &NodeState, headers: &HeaderMap) -> ApiResult<()> {
         ));
     }
     Ok(())
+}
+
+/// Refuses a Raft message from another cluster (the sender's cluster id
+/// is not this node's); a node without one yet adopts the sender's.
+fn check_cluster(state: &NodeState, headers: &HeaderMap) -> ApiResult<()> {
+    let Some(theirs) = headers.get(CLUSTER_HEADER) else { return Ok(()) };
+    let theirs =
+        theirs.to_str().map_err(|_| ApiError::bad_request(format!("the {CLUSTER_HEADER} header is not text")))?.trim();
+    state.identity.admit(theirs).map_err(|refusal| match refusal {
+        Refusal::Malformed(id) => {
+            ApiError::bad_request(format!("the {CLUSTER_HEADER} header does not hold a cluster id: {id:?}"))
+        }
+        Refusal::OtherCluster { ours } => ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "node {}'s directory belongs to cluster {ours}, not to cluster {theirs} that sent this message: a directory of another cluster; start this node with a fresh directory",
+                state.id
+            ),
+        ),
+        Refusal::Io(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("recording the cluster id: {e}")),
+    })
 }
 
 async fn raft_append(

@@ -23,6 +23,8 @@ use openraft::BasicNode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::identity::{ClusterIdentity, CLUSTER_HEADER};
+
 /// Paths of the Raft messages on every node.
 pub(crate) const APPEND_PATH: &str = "/raft/append";
 pub(crate) const VOTE_PATH: &str = "/raft/vote";
@@ -43,17 +45,25 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct Network {
     http: reqwest::Client,
+    /// The node's cluster id, sent with every message once it has one.
+    identity: Option<ClusterIdentity>,
 }
 
 impl Network {
-    /// A network with a fresh connection pool.
+    /// A network with a fresh connection pool, whose messages carry no
+    /// cluster id.
     pub fn new() -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_else(|_| reqwest::Client::new());
-        Network { http }
+        Network { http, identity: None }
+    }
+
+    /// A network whose messages carry `identity`'s cluster id.
+    pub(crate) fn with_identity(identity: ClusterIdentity) -> Self {
+        Network { identity: Some(identity), ..Network::new() }
     }
 }
 
@@ -67,13 +77,20 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> Connection {
-        Connection { http: self.http.clone(), target, node: node.clone(), warned: false }
+        Connection {
+            http: self.http.clone(),
+            identity: self.identity.clone(),
+            target,
+            node: node.clone(),
+            warned: false,
+        }
     }
 }
 
 /// Sends one member's Raft messages.
 pub struct Connection {
     http: reqwest::Client,
+    identity: Option<ClusterIdentity>,
     target: NodeId,
     node: BasicNode,
     /// Whether a refusal for being sent to the wrong node was reported.
@@ -83,21 +100,18 @@ pub struct Connection {
 type RpcError<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
 
 impl Connection {
-    async fn call<Req, Resp, E>(&mut self, path: &str, request: &Req, option: &RPCOption) -> Result<Resp, RpcError<E>>
+    async fn call<Req, Resp, E>(&mut self, path: &str, message: &Req, option: &RPCOption) -> Result<Resp, RpcError<E>>
     where
         Req: Serialize,
         Resp: DeserializeOwned,
         E: std::error::Error + DeserializeOwned,
     {
         let url = format!("http://{}{path}", self.node.addr);
-        let sent = self
-            .http
-            .post(url)
-            .timeout(option.hard_ttl())
-            .header(TARGET_HEADER, self.target.to_string())
-            .json(request)
-            .send()
-            .await;
+        let mut request = self.http.post(url).timeout(option.hard_ttl()).header(TARGET_HEADER, self.target.to_string());
+        if let Some(cluster) = self.identity.as_ref().and_then(ClusterIdentity::get) {
+            request = request.header(CLUSTER_HEADER, cluster);
+        }
+        let sent = request.json(message).send().await;
         let answer = match sent {
             Ok(answer) => answer,
             Err(e) if e.is_connect() => return Err(RPCError::Unreachable(Unreachable::new(&e))),

@@ -10,7 +10,6 @@
 //! count twice).
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +21,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::http::NodeState;
+use crate::identity::{write_durably, ClusterIdentity};
 use crate::network::Network;
 
 /// DO NOT CHANGE: on-disk layout. The file naming the node a directory
@@ -123,6 +123,8 @@ pub enum StartError {
     Database(ebb::Error),
     /// openraft refused the configuration or failed to start.
     Config(String),
+    /// The directory's `cluster-id` cannot be read.
+    ClusterId(String),
 }
 
 impl fmt::Display for StartError {
@@ -137,6 +139,7 @@ impl fmt::Display for StartError {
             StartError::Io(path, e) => write!(f, "{}: {e}", path.display()),
             StartError::Database(e) => write!(f, "opening the database: {e}"),
             StartError::Config(e) => write!(f, "raft: {e}"),
+            StartError::ClusterId(e) => f.write_str(e),
         }
     }
 }
@@ -178,13 +181,7 @@ pub fn claim_directory(dir: &Path, id: NodeId) -> Result<(), StartError> {
                 )));
             }
             std::fs::create_dir_all(dir).map_err(io(dir))?;
-            let tmp = dir.join(format!("{NODE_ID_FILE}.tmp"));
-            let mut file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-            writeln!(file, "{id}").map_err(io(&tmp))?;
-            file.sync_all().map_err(io(&tmp))?;
-            std::fs::rename(&tmp, &id_file).map_err(io(&id_file))?;
-            // The rename is durable once the directory is synced.
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
+            write_durably(dir, NODE_ID_FILE, &format!("{id}\n")).map_err(io(&id_file))?;
             Ok(())
         }
         Err(e) => Err(StartError::Io(id_file, e)),
@@ -255,19 +252,22 @@ impl RunningNode {
 /// `add-learner`, which should be `listener`'s.
 pub async fn start(config: NodeConfig, listener: TcpListener) -> Result<RunningNode, StartError> {
     claim_directory(&config.dir, config.id)?;
+    let identity = ClusterIdentity::load(&config.dir).map_err(StartError::ClusterId)?;
     let raft_config = Arc::new(config.raft_config()?);
     let (log_store, state_machine) =
         ebb_raft::open(config.dir.join(DATABASE_DIR), config.ebb_options.clone()).map_err(StartError::Database)?;
     let addr = listener.local_addr().map_err(|e| StartError::Io(config.dir.clone(), e))?;
-    let raft = Raft::new(config.id, raft_config, Network::new(), log_store, state_machine.clone())
-        .await
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    let raft =
+        Raft::new(config.id, raft_config, Network::with_identity(identity.clone()), log_store, state_machine.clone())
+            .await
+            .map_err(|e| StartError::Config(e.to_string()))?;
     let state = NodeState {
         id: config.id,
         addr: addr.to_string(),
         max_body_bytes: config.max_body_bytes,
         raft: raft.clone(),
         state_machine: state_machine.clone(),
+        identity,
     };
     let app = crate::http::router(state);
     let (stop_http, stopped) = oneshot::channel::<()>();

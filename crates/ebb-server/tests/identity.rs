@@ -1,5 +1,6 @@
-//! Two nodes given one id, and members given one address: refused with a
-//! clear error, and the impostor never counts as a member.
+//! Two nodes given one id, members given one address, and a node started
+//! with another cluster's directory: refused with a clear error, and the
+//! impostor never counts as a member.
 
 mod common;
 
@@ -101,6 +102,64 @@ async fn a_node_refuses_raft_messages_for_another_id() {
     assert!(message.contains("this is node 2, not node 3"), "{message}");
 
     for node in [one, two, impostor] {
+        node.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_another_clusters_directory_is_refused() {
+    // Cluster A writes, and stops.
+    let a = common::Cluster::start(3, |_| {}).await;
+    let written = a.client(a.leader().await).put("from", "cluster a").await.unwrap();
+    a.wait_applied(3, written.log_index).await;
+    let a_id = a.client(1).status().await.unwrap().cluster_id.expect("cluster a has an id");
+    let a3_applied = a.node(3).raft().metrics().borrow().last_applied;
+    let a_dir = a.dir.path().to_path_buf();
+    let mut a = a;
+    let ids: Vec<u64> = a.nodes.keys().copied().collect();
+    for id in ids {
+        a.stop(id).await;
+    }
+
+    // Cluster B: two fresh nodes, and a node 3 started (by mistake) with
+    // A's node 3 directory.
+    let dir = tempfile::tempdir().unwrap();
+    let one = ebb_server::start(common::config(1, dir.path()), common::listener().await).await.unwrap();
+    let two = ebb_server::start(common::config(2, dir.path()), common::listener().await).await.unwrap();
+    let stray = ebb_server::start(common::config(3, &a_dir), common::listener().await).await.unwrap();
+    let members =
+        BTreeMap::from([(1, one.addr().to_string()), (2, two.addr().to_string()), (3, stray.addr().to_string())]);
+    let client = ebb_server::Client::new(one.addr().to_string());
+    let status = client.init(&members).await.expect("init cluster b");
+    let b_id = status.cluster_id.expect("init gives cluster b an id");
+    assert_ne!(a_id, b_id);
+
+    // B goes on with nodes 1 and 2 ...
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    while client.put("from", "cluster b").await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "cluster b acknowledged no write");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let two_status = ebb_server::Client::new(two.addr().to_string()).status().await.unwrap();
+    assert_eq!(two_status.cluster_id.as_deref(), Some(b_id.as_str()), "node 2 adopted b's id");
+    // ... and A's node 3 refused every message of B: its log and state are
+    // still A's.
+    let metrics = stray.raft().metrics().borrow().clone();
+    assert_eq!(metrics.last_applied, a3_applied, "the stray node took entries of cluster b");
+    let stale = ebb_server::Client::new(stray.addr().to_string()).get_stale("from").await.unwrap();
+    assert_eq!(stale.as_deref(), Some("cluster a"));
+    let answer = reqwest::Client::new()
+        .post(format!("http://{}/raft/vote", stray.addr()))
+        .header("ebb-cluster-id", b_id.as_str())
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::CONFLICT);
+    let message = answer.text().await.unwrap();
+    assert!(message.contains(&format!("belongs to cluster {a_id}, not to cluster {b_id}")), "{message}");
+
+    for node in [one, two, stray] {
         node.shutdown().await;
     }
 }
