@@ -12,11 +12,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::{stale_contents, writer, Acknowledged};
 use ebb_server::Client;
 use tokio::time::Instant;
+
+mod common;
 
 /// The whole test's bound.
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -114,50 +117,10 @@ impl Cluster {
     }
 }
 
-type Acknowledged = Arc<Mutex<Vec<(String, String)>>>;
-
-/// Writes fresh keys until `stop`, moving to the next node on any error
-/// (a write without an answer may or may not have happened: its key is
-/// not used again and not counted).
-async fn writer(t: usize, addrs: Vec<String>, acknowledged: Acknowledged, stop: Arc<AtomicBool>) {
-    let mut at = t % addrs.len();
-    let mut client = Client::new(addrs[at].clone());
-    let mut i = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let (key, value) = (format!("w{t}-{i:05}"), format!("value {t} {i}"));
-        i += 1;
-        match client.put(&key, &value).await {
-            Ok(_) => acknowledged.lock().unwrap().push((key, value)),
-            Err(_) => {
-                at = (at + 1) % addrs.len();
-                client = Client::new(addrs[at].clone());
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-    }
-}
-
 async fn wait_acknowledged(cluster: &Cluster, acknowledged: &Acknowledged, at_least: usize) {
     while acknowledged.lock().unwrap().len() < at_least {
         cluster.check_time(&format!("{at_least} acknowledged writes"));
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Every key and value of node `addr`'s applied state.
-async fn stale_contents(addr: &str) -> BTreeMap<String, String> {
-    let client = Client::new(addr.to_string());
-    let mut all = BTreeMap::new();
-    let mut start = String::new();
-    loop {
-        let page = client.scan(&start, None, Some(1000), true).await.expect("stale scan");
-        if let Some(last) = page.items.last() {
-            start = format!("{}\u{0}", last.key);
-        }
-        all.extend(page.items.into_iter().map(|kv| (kv.key, kv.value)));
-        if !page.more {
-            return all;
-        }
     }
 }
 

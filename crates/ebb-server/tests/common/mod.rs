@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ebb_server::{Client, NodeConfig, RunningNode};
@@ -116,5 +118,71 @@ impl Cluster {
         for id in ids {
             self.stop(id).await;
         }
+    }
+}
+
+/// Writes every client saw acknowledged, key and value.
+pub type Acknowledged = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A client writing fresh keys (`w{t}-{i}`) until `stop`, moving to the
+/// next node of `addrs` on any error: a write without an answer may or may
+/// not have happened, so its key is not used again and not recorded.
+pub async fn writer(t: usize, addrs: Vec<String>, acknowledged: Acknowledged, stop: Arc<AtomicBool>) {
+    let mut at = t % addrs.len();
+    let mut client = Client::new(addrs[at].clone());
+    let mut i = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let (key, value) = (format!("w{t}-{i:05}"), format!("value {t} {i}"));
+        i += 1;
+        match client.put(&key, &value).await {
+            Ok(_) => acknowledged.lock().unwrap().push((key, value)),
+            Err(_) => {
+                at = (at + 1) % addrs.len();
+                client = Client::new(addrs[at].clone());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// Waits until at least `at_least` writes are acknowledged, failing after
+/// `limit`.
+pub async fn wait_acknowledged(acknowledged: &Acknowledged, at_least: usize, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while acknowledged.lock().unwrap().len() < at_least {
+        assert!(tokio::time::Instant::now() < deadline, "{at_least} acknowledged writes not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every key and value of the applied state of the node at `addr` (stale
+/// scans, page by page).
+pub async fn stale_contents(addr: &str) -> BTreeMap<String, String> {
+    let client = Client::new(addr.to_string());
+    let mut all = BTreeMap::new();
+    let mut start = String::new();
+    loop {
+        let page = client.scan(&start, None, Some(1000), true).await.expect("stale scan");
+        if let Some(last) = page.items.last() {
+            start = format!("{}\u{0}", last.key);
+        }
+        all.extend(page.items.into_iter().map(|kv| (kv.key, kv.value)));
+        if !page.more {
+            return all;
+        }
+    }
+}
+
+/// Waits until the node at `addr` has applied `index`, failing after
+/// `limit`.
+pub async fn wait_applied_at(addr: &str, index: u64, limit: Duration) {
+    let client = Client::new(addr.to_string());
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if client.status().await.ok().and_then(|s| s.last_applied) >= Some(index) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{addr} did not apply {index} within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
