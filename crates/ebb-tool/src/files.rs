@@ -160,6 +160,56 @@ pub fn dump_wal(out: &mut dyn Write, wal: &Path, print_values: bool, enc: Encodi
     Ok(say!(out, "records: {records}")?)
 }
 
+/// What `ebb dump_wal --db` reads.
+pub struct Tailing {
+    /// The first sequence number wanted.
+    pub since: u64,
+    /// Keep reading new writes as they are made.
+    pub follow: bool,
+    /// Stop after this many batches.
+    pub count: Option<u64>,
+}
+
+/// How long `dump_wal --tail` waits before looking for new writes again.
+const TAIL_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// `ebb dump_wal --db`: the write batches of a database's WALs, live and
+/// archived, from `since` on (`ebb::WalUpdates`), then how many; with
+/// `follow`, new ones as they are written.
+pub fn dump_wal_since(
+    out: &mut dyn Write,
+    db: &Path,
+    tailing: &Tailing,
+    print_values: bool,
+    enc: Encoding,
+) -> Result<(), Failure> {
+    let options = ebb::Options::default();
+    if !db.join("CURRENT").exists() {
+        return Err(Error::NotFound(format!("{}: no database here (no CURRENT file)", db.display())).into());
+    }
+    let mut next = tailing.since;
+    let mut batches = 0u64;
+    loop {
+        let mut updates = ebb::WalUpdates::read_dir(db, &options, next)?;
+        for update in updates.by_ref() {
+            let update = update?;
+            let name = db.display().to_string();
+            let header = format!("sequence {} count {}", update.sequence, update.batch.len());
+            print_decoded(out, &update.batch, &header, (&name, 0), print_values, enc)?;
+            batches += 1;
+            if tailing.count.is_some_and(|count| batches >= count) {
+                return Ok(say!(out, "batches: {batches}")?);
+            }
+        }
+        next = updates.next_sequence();
+        if !tailing.follow {
+            return Ok(say!(out, "batches: {batches}")?);
+        }
+        out.flush().map_err(crate::format::stdout_error)?;
+        std::thread::sleep(TAIL_POLL);
+    }
+}
+
 /// Bytes of a write batch's header: fixed64 sequence, fixed32 count.
 const BATCH_HEADER_LEN: usize = 12;
 
@@ -181,8 +231,21 @@ fn print_batch(
     }
     // The engine's decoder checks every record and the count.
     let batch = WriteBatch::from_data(data, file, offset)?;
+    let header = format!("@{offset} sequence {} count {} bytes {}", batch.sequence(), batch.len(), data.len());
+    print_decoded(out, &batch, &header, (file, offset), print_values, enc)
+}
+
+/// A decoded batch: `header`, then its updates as [`print_batch`] says.
+fn print_decoded(
+    out: &mut dyn Write,
+    batch: &WriteBatch,
+    header: &str,
+    (file, offset): (&str, u64),
+    print_values: bool,
+    enc: Encoding,
+) -> ebb::Result<()> {
     let sequence = batch.sequence();
-    say!(out, "@{offset} sequence {sequence} count {} bytes {}", batch.len(), data.len())?;
+    say!(out, "{header}")?;
     // The applied updates, each at its sequence number; then each prepared
     // section's, which take theirs when committed.
     let applied = batch.applied_cf().zip(sequence..).map(|(u, seq)| (u, seq.to_string()));

@@ -298,12 +298,28 @@ enum Command {
         encoding: Encoding,
     },
     /// Print every write batch of a WAL file: its sequence, count and
-    /// updates (ldb dump_wal). Reads the file only.
+    /// updates (ldb dump_wal). Reads the file only. With --db instead, the
+    /// batches of a database's WALs (live and archived) from --since on, in
+    /// order; --tail keeps printing new writes as they are made.
     #[command(name = "dump_wal")]
     DumpWal {
         /// The WAL file (`NNNNNN.log`).
+        #[arg(long, required_unless_present = "db", conflicts_with = "db")]
+        walfile: Option<PathBuf>,
+        /// A database directory: its WALs from --since on (the database may
+        /// be open in another process).
         #[arg(long)]
-        walfile: PathBuf,
+        db: Option<PathBuf>,
+        /// With --db: the first sequence number wanted.
+        #[arg(long, requires = "db", default_value_t = 1)]
+        since: u64,
+        /// With --db: go on printing writes as they are made (until
+        /// interrupted, or --count batches).
+        #[arg(long, requires = "db")]
+        tail: bool,
+        /// With --db: stop after this many batches.
+        #[arg(long, requires = "db")]
+        count: Option<u64>,
         /// Print the values of puts and merges too.
         #[arg(long = "print_values")]
         print_values: bool,
@@ -446,8 +462,15 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
         Command::ManifestDump { db, path, encoding } => {
             return files::manifest_dump(out, db.as_deref(), path.as_deref(), encoding)
         }
-        Command::DumpWal { walfile, print_values, encoding } => {
-            return files::dump_wal(out, &walfile, print_values, encoding)
+        Command::DumpWal { walfile, db, since, tail, count, print_values, encoding } => {
+            return match (walfile, db) {
+                (Some(walfile), _) => files::dump_wal(out, &walfile, print_values, encoding),
+                (None, Some(db)) => {
+                    let tailing = files::Tailing { since, follow: tail, count };
+                    files::dump_wal_since(out, &db, &tailing, print_values, encoding)
+                }
+                (None, None) => Err(Failure::from(ebb::Error::invalid("dump_wal needs --walfile or --db"))),
+            };
         }
         Command::SstDump { file, command, limit, comparator, encoding } => {
             return files::sst_dump(out, &file, command, limit, &comparator, encoding)

@@ -761,3 +761,43 @@ fn load_refuses_bad_hex_an_empty_delimiter_ttl_databases_and_a_file_in_its_way()
     let ttl = Db::open_with_ttl(&ttl_dir, o, 3600).unwrap();
     assert_eq!(ttl.get(b"a").unwrap(), None);
 }
+
+#[test]
+fn dump_wal_db_prints_the_writes_since_a_sequence_across_live_and_archived_wals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = create(&dir);
+    o.wal_ttl_seconds = 3600;
+    let d = Db::open(&dir, o.clone()).unwrap();
+    for i in 0..6u32 {
+        d.put(format!("key{i}").as_bytes(), b"v").unwrap();
+        if i == 2 {
+            d.flush(true).unwrap();
+        }
+    }
+    d.close().unwrap();
+    assert!(dir.join(ebb::ARCHIVE_DIR).exists(), "a flushed WAL is archived");
+    let db = dir.to_str().unwrap();
+
+    let out = stdout(&expect(0, &["dump_wal", "--db", db, "--since", "2"]));
+    let headers: Vec<&str> = out.lines().filter(|l| l.starts_with("sequence ")).collect();
+    assert_eq!(
+        headers,
+        ["sequence 2 count 1", "sequence 3 count 1", "sequence 4 count 1", "sequence 5 count 1", "sequence 6 count 1"],
+        "{out}"
+    );
+    assert!(out.contains("cf 0 key1 @ 2 : put") && out.contains("cf 0 key5 @ 6 : put"), "{out}");
+    assert_eq!(field(&out, "batches"), "5");
+    // --tail stops after --count batches.
+    let out = stdout(&expect(0, &["dump_wal", "--db", db, "--since", "5", "--tail", "--count", "2"]));
+    assert_eq!(field(&out, "batches"), "2");
+
+    // Without the archive the flushed writes are gone, and the error says so.
+    std::fs::remove_dir_all(dir.join(ebb::ARCHIVE_DIR)).unwrap();
+    let gone = expect(1, &["dump_wal", "--db", db, "--since", "1"]);
+    let err = String::from_utf8_lossy(&gone.stderr);
+    assert!(err.contains("updates since sequence 1") && err.contains("wal_ttl_seconds"), "{err}");
+    // --since without --db, and neither --walfile nor --db: usage errors.
+    assert_eq!(ebb(&["dump_wal", "--since", "1"]).status.code(), Some(2));
+    assert_eq!(ebb(&["dump_wal"]).status.code(), Some(2));
+}

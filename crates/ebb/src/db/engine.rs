@@ -33,7 +33,7 @@ use super::column_family::ColumnFamilyData;
 use super::super_version::SuperVersion;
 use super::{
     bg, bg_error, close, current_wal, files, info_log, jobs, manifest_queue, memtables, prepared, sequence, snapshots,
-    tuning, wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
+    tuning, wal_archive, wal_seal, write, write_controller, EventListener, ReadOptions, RecoveryReport,
 };
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
@@ -91,6 +91,8 @@ pub(crate) struct DbInner {
     pub(crate) wal: current_wal::CurrentWal,
     /// WALs closed by memtable switches whose sync is still owed.
     pub(crate) wal_sealer: wal_seal::WalSealer,
+    /// WALs kept for `get_updates_since` (db/wal_archive.rs).
+    pub(crate) wal_archive: wal_archive::WalArchive,
     /// Transactions prepared and not yet committed or rolled back
     /// (db/prepared.rs).
     pub(crate) prepared: prepared::PreparedSections,

@@ -15,7 +15,7 @@
 //!
 //! 1. Helpers, holding no engine state: `info_log`, `sequence`,
 //!    `bg_error`, `snapshots`, `blob_cache`, `super_version`,
-//!    `column_family`, `batch`, `current_wal`.
+//!    `column_family`, `batch`, `current_wal`, `wal_archive`.
 //! 2. Subsystems, each owning one part of the state under the db mutex,
 //!    fields private, invariants in its opening comment: `jobs`,
 //!    `memtables`, `files`, `manifest_queue`, `wal_seal`, `write_controller`,
@@ -28,7 +28,7 @@
 //! 4. The facade: `mod` (the handle) and the files that add to the
 //!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
 //!    `repair`, `secondary`, `ttl`, `metadata`, `delete_files`,
-//!    `compact_files`.
+//!    `compact_files`, `wal_updates`.
 
 mod backup;
 mod batch;
@@ -70,7 +70,9 @@ mod super_version;
 mod ttl;
 mod tuning;
 mod version_edits;
+mod wal_archive;
 mod wal_seal;
+mod wal_updates;
 mod write;
 mod write_controller;
 
@@ -92,6 +94,8 @@ pub use properties::DbMetrics;
 pub use repair::{RepairReport, RepairedBlobFile, RepairedTable, RepairedWal};
 pub use ttl::{TtlDb, TtlIterator, TTL_MARKER};
 pub use tuning::TuningMetrics;
+pub use wal_archive::ARCHIVE_DIR;
+pub use wal_updates::{WalUpdate, WalUpdates};
 
 use std::path::Path;
 use std::sync::Arc;

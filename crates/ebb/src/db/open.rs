@@ -303,6 +303,7 @@ pub(super) fn open_locked(
         queue: Default::default(),
         wal: Default::default(),
         wal_sealer: Default::default(),
+        wal_archive: super::wal_archive::WalArchive::new(dir),
         prepared: Default::default(),
         default_cf,
         last_sequence: Default::default(),
@@ -327,6 +328,8 @@ pub(super) fn open_locked(
     if read_only {
         return Ok(Db { inner });
     }
+    inner.wal_archive.load(inner.fs.as_ref(), options.clock.now_secs())?;
+    inner.clean_wal_archive();
     inner.write_options_file()?;
     // From here on background threads hold the database: a failure must shut
     // them down, or they would keep the directory locked.
@@ -396,6 +399,15 @@ pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {
                 fs.remove_file(&dir.join(&name))?;
             }
         }
+    }
+    let archive = super::wal_archive::archive_dir(dir);
+    if fs.exists(&archive) {
+        for name in fs.list_dir(&archive)? {
+            if let Some((filename::FileType::Wal, _)) = filename::parse_file_name(&name) {
+                fs.remove_file(&archive.join(&name))?;
+            }
+        }
+        let _ = fs.remove_dir(&archive);
     }
     drop(lock);
     let _ = fs.remove_file(&filename::lock_file(dir));

@@ -150,6 +150,9 @@ impl DbInner {
             files.retain(|f| f.kind != filename::FileType::Wal);
             all_gone = false;
         }
+        let opts = self.opts();
+        let archiving = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
+        let now = opts.clock.now_secs();
         for f in files {
             kill_point!("obsolete_delete" => false);
             match f.kind {
@@ -169,9 +172,29 @@ impl DbInner {
                 (None, _) => Vec::new(),
             };
             for path in paths.iter().filter(|p| f.name.is_some() || self.fs.exists(p)) {
-                all_gone &= self.fs.remove_file(path).is_ok();
+                let gone = if archiving && f.kind == filename::FileType::Wal {
+                    // Kept for `get_updates_since` (db/wal_archive.rs).
+                    self.wal_archive.archive(self.fs.as_ref(), path, f.number, now).is_ok()
+                } else {
+                    self.fs.remove_file(path).is_ok()
+                };
+                all_gone &= gone;
             }
         }
+        all_gone &= self.clean_wal_archive();
         all_gone
+    }
+
+    /// Deletes the archived WALs past `wal_ttl_seconds` or over
+    /// `wal_size_limit_mb`, and every one once both are 0. Returns whether
+    /// every deletion succeeded.
+    pub(crate) fn clean_wal_archive(&self) -> bool {
+        let opts = self.opts();
+        let now = opts.clock.now_secs();
+        if opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0 {
+            self.wal_archive.clean(self.fs.as_ref(), opts.wal_ttl_seconds, opts.wal_size_limit_mb << 20, now)
+        } else {
+            self.wal_archive.clear(self.fs.as_ref())
+        }
     }
 }

@@ -521,7 +521,15 @@ fn clean_directory(
                     filename::FileType::Blob => inner.blobs.evict(number),
                     _ => {}
                 }
-                let _ = inner.fs.remove_file(&inner.dir.join(&name));
+                let path = inner.dir.join(&name);
+                let opts = inner.opts();
+                if kind == filename::FileType::Wal && (opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0) {
+                    // Kept for `get_updates_since` (db/wal_archive.rs).
+                    let now = opts.clock.now_secs();
+                    let _ = inner.wal_archive.archive(inner.fs.as_ref(), &path, number, now);
+                } else {
+                    let _ = inner.fs.remove_file(&path);
+                }
             }
         }
     }

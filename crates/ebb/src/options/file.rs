@@ -151,6 +151,9 @@ fn set_rocksdb(
             }
             Ok(())
         }
+        // RocksDB spells these two with capitals.
+        "WAL_ttl_seconds" => opts.set("wal_ttl_seconds", value).map_err(bad),
+        "WAL_size_limit_MB" => opts.set("wal_size_limit_mb", value).map_err(bad),
         // RocksDB's -1 is "decided from max_background_jobs", as Ebb's 0.
         "max_background_flushes" | "max_background_compactions" if value == "-1" => Ok(()),
         _ if Options::names().any(|n| n == name) => opts.set(name, value).map_err(bad),
@@ -212,7 +215,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("use_direct_io_for_flush_and_compaction", "false"),
     ("background_close_inactive_wals", "false"),
     ("create_missing_column_families", "false"),
-    ("WAL_size_limit_MB", "0"),
     ("use_direct_reads", "false"),
     ("persist_stats_to_disk", "false"),
     ("allow_2pc", "false"),
@@ -235,7 +237,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("log_file_time_to_roll", "0"),
     ("manifest_preallocation_size", "4194304"),
     ("enable_write_thread_adaptive_yield", "true"),
-    ("WAL_ttl_seconds", "0"),
     ("enable_pipelined_write", "false"),
     ("write_thread_slow_yield_usec", "3"),
     ("unordered_write", "false"),

@@ -129,6 +129,15 @@ define_options! {
         /// it applies only with more than one column family (one family's WALs
         /// are bounded by its memtables). Dynamic.
         max_total_wal_size: u64 = 0,
+        /// Keep WALs no longer needed for recovery in `archive/` for this
+        /// many seconds, for [`Db::get_updates_since`](crate::Db::get_updates_since);
+        /// 0 keeps none by age (docs/operations.md, "WAL tailing").
+        /// RocksDB `WAL_ttl_seconds`. Dynamic.
+        wal_ttl_seconds: u64 = 0,
+        /// Keep archived WALs (see `wal_ttl_seconds`) up to this many MiB in
+        /// all, deleting the oldest first; 0: no size limit. With both 0 no
+        /// WAL is archived. RocksDB `WAL_size_limit_MB`. Dynamic.
+        wal_size_limit_mb: u64 = 0,
         /// Ask the OS to write back the WAL every this many bytes; 0 disables. RocksDB `wal_bytes_per_sync`.
         wal_bytes_per_sync: u64 = 0,
         /// Ask the OS to write back SSTs and blob files every this many bytes;

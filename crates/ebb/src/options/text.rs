@@ -449,6 +449,8 @@ option_table! {
     wal_recovery_mode: Db, false;
     manual_wal_flush: Db, false;
     max_total_wal_size: Db, true;
+    wal_ttl_seconds: Db, true;
+    wal_size_limit_mb: Db, true;
     wal_bytes_per_sync: Db, true;
     bytes_per_sync: Db, true;
     max_manifest_file_size: Db, false;
