@@ -19,8 +19,9 @@
 //!
 //! Nothing that a crash could leave half done is visible: the snapshot
 //! file and the tables are synced, and their directory too, before the
-//! ingestion names them; a failure before it removes them (or leaves them
-//! to the snapshot store's clean-up at open). Memory is bounded by the
+//! ingestion names them; a failure before the ingestion removes them, and
+//! the snapshot store's clean-up at open removes what a crash, or a failed
+//! ingestion, left. Memory is bounded by the
 //! reader's buffer and the table writer's index and filter, not by the
 //! snapshot's size.
 
@@ -151,8 +152,12 @@ impl Install<'_> {
         let _replacing = snapshots.lock();
         // A record that does not decode names no file to remove.
         let replaced = snapshots.read_record().ok().flatten();
-        self.db.ingest_external_files(&families, &ingest).map_err(write)?;
+        // Kept from here whatever the outcome: a failure after Ebb wrote
+        // the MANIFEST edit (its sync failed, say) may leave a record
+        // naming the file after a restart. If none does, the next open
+        // removes it.
         file.keep();
+        self.db.ingest_external_files(&families, &ingest).map_err(write)?;
         snapshots.remove_replaced(replaced, number);
         Ok(())
     }

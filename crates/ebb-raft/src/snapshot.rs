@@ -1,6 +1,6 @@
 //! The snapshot data format, written and read as a stream.
 //!
-//! The format (docs/cluster.md, "Snapshot format"): one format version
+//! The format (docs/cluster.md, "Snapshot format", with a worked example): one format version
 //! byte; the records, each a key and its value as a postcard varint length
 //! and the bytes, keys in strictly ascending order; a 12-byte trailer, the
 //! number of records (8 bytes big-endian) and the masked CRC-32C of every
@@ -381,7 +381,8 @@ mod tests {
         let data = write(&MemFs::new(), &[(b"ab", b"xyz"), (b"k", b"v")]);
         assert_eq!(&data[..12], &[0x02, 0x02, 0x61, 0x62, 0x03, 0x78, 0x79, 0x7a, 0x01, 0x6b, 0x01, 0x76]);
         assert_eq!(&data[12..20], &[0, 0, 0, 0, 0, 0, 0, 2]);
-        assert_eq!(data[20..], mask(crc32c::crc32c(&data[..12])).to_be_bytes());
+        assert_eq!(crc32c::crc32c(&data[..12]), 0xad1c_3055);
+        assert_eq!(data[20..], [0x03, 0x2e, 0x45, 0x10], "masked");
     }
 
     #[test]

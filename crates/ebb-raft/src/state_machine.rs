@@ -322,8 +322,15 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let mut file =
             SnapshotFile::open(Arc::clone(self.snapshots.fs()), pending.path().to_path_buf(), true).map_err(write)?;
         pending.done();
-        if self.snapshots.replace_built(&meta, number, len)? {
-            file.keep();
+        match self.snapshots.replace_built(&meta, number, len) {
+            Ok(true) => file.keep(),
+            Ok(false) => {}
+            Err(e) => {
+                // The record may have reached the WAL (a failed sync): the
+                // file stays for it, or for the next open to remove.
+                file.keep();
+                return Err(e);
+            }
         }
         Ok(Snapshot { meta, snapshot: Box::new(file) })
     }
