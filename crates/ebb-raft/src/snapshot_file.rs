@@ -33,8 +33,14 @@ use crate::snapshot::IO_SIZE;
 
 /// A snapshot's data in a file: openraft's `SnapshotData` for
 /// [`crate::TypeConfig`]. It implements tokio's `AsyncRead`, `AsyncWrite`
-/// and `AsyncSeek` as openraft's chunked transport needs (module
-/// documentation of `snapshot_file` in the source for the rules).
+/// and `AsyncSeek` as openraft's chunked transport needs.
+///
+/// One from `get_current_snapshot` or `build_snapshot` is read-only, and
+/// seeks anywhere. One from `begin_receiving_snapshot` is written in
+/// order: a seek may go to its end (no move) or to its start (the file is
+/// emptied, for a transfer sent again); shutting it down syncs it. Its I/O
+/// is synchronous: a poll is never pending. A file that did not become the
+/// current snapshot is removed when this is dropped.
 pub struct SnapshotFile {
     fs: Arc<dyn FileSystem>,
     path: PathBuf,
