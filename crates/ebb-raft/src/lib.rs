@@ -12,13 +12,17 @@
 //!
 //! Bottom up; a module uses only those listed before it.
 //!
-//! 1. `types`: the requests, responses and openraft type configuration.
-//! 2. `codec`: the version byte, value and key encodings.
-//! 3. `error`: Ebb's and decoding errors as openraft's `StorageError`.
-//! 4. `log_store`: the log, the vote and the log pointers.
-//! 5. `snapshot`: the snapshot format and the current snapshot's store.
-//! 6. `state_machine`: applying entries, building and installing snapshots.
-//! 7. `open`: the database, its column families, which store owns which.
+//! 1. `snapshot_file`: [`SnapshotFile`], a snapshot's bytes in a file
+//!    (openraft's `SnapshotData`).
+//! 2. `types`: the requests, responses and openraft type configuration.
+//! 3. `codec`: the version byte, value and key encodings.
+//! 4. `error`: Ebb's and decoding errors as openraft's `StorageError`.
+//! 5. `log_store`: the log, the vote and the log pointers.
+//! 6. `snapshot`: the snapshot data format, written and read as a stream.
+//! 7. `snapshot_store`: the snapshot files and the current snapshot's record.
+//! 8. `install`: installing a snapshot by ingesting tables.
+//! 9. `state_machine`: applying entries, building and installing snapshots.
+//! 10. `open`: the database, its column families, which store owns which.
 //!
 //! Errors are values: a damaged or unknown stored value is a
 //! `StorageError` naming what could not be read (openraft then stops the
@@ -33,14 +37,18 @@
 
 mod codec;
 mod error;
+mod install;
 mod log_store;
 mod open;
 mod snapshot;
+mod snapshot_file;
+mod snapshot_store;
 mod state_machine;
 mod types;
 
 pub use error::StoreError;
 pub use log_store::LogStore;
 pub use open::open;
+pub use snapshot_file::SnapshotFile;
 pub use state_machine::{KeyValues, ReadError, StateMachine};
 pub use types::{InvalidRequest, NodeId, Operation, Request, Response, TypeConfig};

@@ -4,7 +4,8 @@
 //! The families (docs/cluster.md, "Storage layout"): the log store owns
 //! [`LOG_FAMILY`] and [`LOG_META_FAMILY`]; the state machine owns
 //! [`DATA_FAMILY`] and [`SM_META_FAMILY`]; its snapshot store owns
-//! [`SNAPSHOT_FAMILY`]. No store reads or writes another's families; the
+//! [`SNAPSHOT_FAMILY`] and the snapshot directory inside the database's
+//! (`raft-snapshots`). No store reads or writes another's families; the
 //! default family is left to the application.
 
 use std::path::Path;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use ebb::{ColumnFamilyOptions, Db, Error, Options};
 
 use crate::log_store::LogStore;
-use crate::snapshot::SnapshotStore;
+use crate::snapshot_store::SnapshotStore;
 use crate::state_machine::StateMachine;
 
 /// DO NOT CHANGE: on-disk format. Log entries, by index.
@@ -40,14 +41,16 @@ const FAMILIES: [&str; 5] = [LOG_FAMILY, LOG_META_FAMILY, DATA_FAMILY, SM_META_F
 /// last of them (and of the log readers and snapshot builders made from
 /// them) is dropped.
 ///
-/// Errors: Ebb's, from opening the database or creating a family.
+/// Errors: Ebb's, from opening the database, creating a family, or
+/// creating the snapshot directory and removing the files left in it by a
+/// build, transfer or install that did not finish.
 pub fn open(path: impl AsRef<Path>, options: Options) -> ebb::Result<(LogStore, StateMachine)> {
     let db = Arc::new(open_database(path.as_ref(), options)?);
     let handle = |name: &str| {
         db.cf_handle(name).ok_or_else(|| Error::NotFound(format!("column family '{name}' after creating it")))
     };
     let log_store = LogStore::new(Arc::clone(&db), handle(LOG_FAMILY)?, handle(LOG_META_FAMILY)?);
-    let snapshots = SnapshotStore::new(Arc::clone(&db), handle(SNAPSHOT_FAMILY)?);
+    let snapshots = SnapshotStore::open(Arc::clone(&db), handle(SNAPSHOT_FAMILY)?)?;
     let state_machine = StateMachine::new(Arc::clone(&db), handle(DATA_FAMILY)?, handle(SM_META_FAMILY)?, snapshots);
     Ok((log_store, state_machine))
 }

@@ -6,9 +6,10 @@
 //! machine metadata (`sm_meta`: the last applied log id and the last
 //! membership). An `apply` call is one `WriteBatch` holding the updates of
 //! all its entries and the metadata that covers them, so after a crash the
-//! metadata names exactly the entries whose updates are there. Installing
-//! a snapshot is one batch too: the data replaced, the metadata and the
-//! current snapshot (kept by [`SnapshotStore`]) with it.
+//! metadata names exactly the entries whose updates are there. A snapshot
+//! is built by streaming the data into a file of the [`SnapshotStore`];
+//! installing one ingests tables that replace the data, the metadata and
+//! the current snapshot in one atomic step (`crate::install`).
 //!
 //! Durability (docs/cluster.md, "Durability"): `apply` does not sync.
 //! Ebb recovers a prefix of the writes it was given, so every apply is on
@@ -22,7 +23,6 @@
 //! the data and the metadata of the same apply.
 
 use std::collections::HashMap;
-use std::io::Cursor;
 use std::sync::Arc;
 
 use ebb::{ColumnFamilyHandle, Db, IteratorMode, ReadOptions, WriteBatch};
@@ -34,7 +34,10 @@ use openraft::{
 
 use crate::codec;
 use crate::error::{read_error, write_error, StoreError};
-use crate::snapshot::{decode_records, Replace, SnapshotStore, SnapshotWriter};
+use crate::install::Install;
+use crate::snapshot::SnapshotWriter;
+use crate::snapshot_file::SnapshotFile;
+use crate::snapshot_store::SnapshotStore;
 use crate::types::{check_key, check_range, check_set, NodeId, Operation, Request, Response, TypeConfig};
 
 /// DO NOT CHANGE: on-disk format. Keys in the state machine metadata family.
@@ -292,19 +295,22 @@ impl StateMachine {
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
-    /// Reads every data key and the metadata at one Ebb snapshot, writes
-    /// them in the snapshot format, and keeps the result as the current
-    /// snapshot (synced) unless a newer one was installed meanwhile.
+    /// Reads every data key and the metadata at one Ebb snapshot and
+    /// streams them into a new snapshot file (synced), then makes it the
+    /// current snapshot (a synced write of its record) unless a newer one
+    /// was installed meanwhile.
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StoreError> {
+        let write = |e: ebb::Error| write_error(ErrorSubject::Snapshot(None), &e);
         let view = self.db.snapshot();
         let (last_log_id, last_membership) = self.read_applied(&view.read_options())?;
-        let mut writer = SnapshotWriter::new();
+        let (number, file, pending) = self.snapshots.create().map_err(write)?;
+        let mut writer = SnapshotWriter::new(file);
         for item in self.db.iterator_cf(&self.data, view.read_options(), IteratorMode::Start) {
             let (key, value) = item.map_err(|e| read_error(ErrorSubject::StateMachine, &e))?;
             let value = codec::strip_version(&value).map_err(|e| read_error(ErrorSubject::StateMachine, &e))?;
-            writer.push(&key, value).map_err(|e| write_error(ErrorSubject::Snapshot(None), &e))?;
+            writer.push(&key, value).map_err(write)?;
         }
-        let data = writer.finish();
+        let len = writer.finish().map_err(write)?;
         // The sequence number tells apart snapshots of the same last log id
         // taken at different states (after an install, say).
         let snapshot_id = match &last_log_id {
@@ -313,8 +319,20 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         };
         drop(view);
         let meta = SnapshotMeta { last_log_id, last_membership, snapshot_id };
-        self.snapshots.replace(WriteBatch::new(), &meta, &data, Replace::UnlessNewer)?;
-        Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(data)) })
+        let mut file =
+            SnapshotFile::open(Arc::clone(self.snapshots.fs()), pending.path().to_path_buf(), true).map_err(write)?;
+        pending.done();
+        match self.snapshots.replace_built(&meta, number, len) {
+            Ok(true) => file.keep(),
+            Ok(false) => {}
+            Err(e) => {
+                // The record may have reached the WAL (a failed sync): the
+                // file stays for it, or for the next open to remove.
+                file.keep();
+                return Err(e);
+            }
+        }
+        Ok(Snapshot { meta, snapshot: Box::new(file) })
     }
 }
 
@@ -361,36 +379,41 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         self.clone()
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StoreError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    /// A new file in the snapshot directory; removed if it is dropped
+    /// before an install takes it.
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotFile>, StoreError> {
+        let file = self.snapshots.receive().map_err(|e| write_error(ErrorSubject::Snapshot(None), &e))?;
+        Ok(Box::new(file))
     }
 
-    /// Checks the whole snapshot, then replaces the data, the metadata and
-    /// the current snapshot in one synced batch: a range deletion over
-    /// every data key, the snapshot's keys, the snapshot's last log id and
-    /// membership. A crash before the batch is in the WAL leaves the old
-    /// state whole.
+    /// Replaces the data, the metadata and the current snapshot by
+    /// ingesting tables written from the snapshot (`crate::install`). A
+    /// snapshot that does not decode, or any failure before the ingestion,
+    /// changes nothing.
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<NodeId, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotFile>,
     ) -> Result<(), StoreError> {
         let subject = || ErrorSubject::Snapshot(Some(meta.signature()));
-        let data = snapshot.into_inner();
-        let records = decode_records(&data).map_err(|e| read_error(subject(), &e))?;
-        let mut batch = WriteBatch::new();
-        if let Some(end) = self.data_keys_end(subject)? {
-            batch.delete_range_cf(&self.data, b"", &end);
-        }
-        for (key, value) in records {
-            batch.put_cf(&self.data, key, &codec::encode_raw(value));
-        }
-        self.put_applied(&mut batch, meta.last_log_id.as_ref(), Some(&meta.last_membership), subject)?;
-        self.snapshots.replace(batch, meta, &data, Replace::Always)?;
-        Ok(())
+        let last_applied = match &meta.last_log_id {
+            Some(log_id) => Some(codec::encode(log_id).map_err(|e| write_error(subject(), &e))?),
+            None => None,
+        };
+        let membership = codec::encode(&meta.last_membership).map_err(|e| write_error(subject(), &e))?;
+        let install = Install {
+            db: &self.db,
+            data: &self.data,
+            data_end: self.data_keys_end(subject)?,
+            meta: &self.meta,
+            // In key order, as a table takes them.
+            meta_records: vec![(LAST_APPLIED_KEY, last_applied), (LAST_MEMBERSHIP_KEY, Some(membership))],
+            snapshots: &self.snapshots,
+        };
+        install.run(meta, *snapshot)
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StoreError> {
-        Ok(self.snapshots.current()?.map(|(meta, data)| Snapshot { meta, snapshot: Box::new(Cursor::new(data)) }))
+        Ok(self.snapshots.current()?.map(|(meta, file)| Snapshot { meta, snapshot: Box::new(file) }))
     }
 }

@@ -5,10 +5,10 @@
 //! clients) share with this crate. Requests travel in log entries, so their
 //! serde form is part of the stored format (docs/cluster.md, "Log entries").
 
-use std::io::Cursor;
-
 use openraft::BasicNode;
 use serde::{Deserialize, Serialize};
+
+use crate::snapshot_file::SnapshotFile;
 
 /// A member's id in the cluster.
 pub type NodeId = u64;
@@ -17,14 +17,14 @@ openraft::declare_raft_types!(
     /// openraft's type configuration for a replicated Ebb key-value store:
     /// requests are [`Request`]s, responses [`Response`]s, members are
     /// numbered by [`NodeId`] and reached at a [`BasicNode`] address, and a
-    /// snapshot is a byte buffer in the format of docs/cluster.md.
+    /// snapshot is a [`SnapshotFile`] in the format of docs/cluster.md.
     pub TypeConfig:
         D = Request,
         R = Response,
         NodeId = u64,
         Node = BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

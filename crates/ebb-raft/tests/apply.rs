@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::io::Cursor;
-
-use common::{log_id, membership, normal, open, set};
+use common::{log_id, membership, normal, open, receive, set, snapshot_bytes};
 use ebb_raft::{Operation, Request, Response, StateMachine};
 use openraft::storage::RaftStateMachine;
 use openraft::RaftSnapshotBuilder;
@@ -119,7 +117,8 @@ async fn an_installed_snapshot_replaces_every_key() {
         .apply([membership(1, 1, &[1, 2]), normal(1, 2, set("b", "new")), normal(1, 3, set("", "empty key"))])
         .await
         .unwrap();
-    let snapshot = leader.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    let mut snapshot = leader.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    let sent = snapshot_bytes(&mut snapshot.snapshot).await;
 
     let (_, mut follower) = open(&dir.path().join("follower"));
     follower
@@ -130,13 +129,13 @@ async fn an_installed_snapshot_replaces_every_key() {
         ])
         .await
         .unwrap();
-    let data = Box::new(Cursor::new(snapshot.snapshot.get_ref().clone()));
+    let data = receive(&mut follower, &sent, 5).await.unwrap();
     follower.install_snapshot(&snapshot.meta, data).await.unwrap();
     assert_eq!(follower.get(b"a").unwrap(), None);
     assert_eq!(follower.get(b"b").unwrap(), Some(b"new".to_vec()));
     assert_eq!(follower.get(b"").unwrap(), Some(b"empty key".to_vec()));
     assert_eq!(follower.get("\u{ff}\u{ff}".as_bytes()).unwrap(), None, "the last key too");
     assert_eq!(follower.applied_state().await.unwrap(), leader.applied_state().await.unwrap());
-    let rebuilt = follower.get_snapshot_builder().await.build_snapshot().await.unwrap();
-    assert_eq!(rebuilt.snapshot.get_ref(), snapshot.snapshot.get_ref(), "the same keys and values");
+    let mut rebuilt = follower.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    assert_eq!(snapshot_bytes(&mut rebuilt.snapshot).await, sent, "the same keys and values");
 }

@@ -7,10 +7,9 @@
 
 mod common;
 
-use std::io::Cursor;
 use std::path::Path;
 
-use common::{blank, log_id, membership, normal, open, rewrite_raw, set};
+use common::{blank, log_id, membership, normal, open, receive, rewrite_raw, set, snapshot_bytes};
 use ebb_raft::{ReadError, StoreError};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
 use openraft::{RaftLogReader, RaftSnapshotBuilder, SnapshotMeta, Vote};
@@ -124,30 +123,37 @@ async fn damaged_state_machine_values_are_errors() {
     assert_storage_error(sm.get_snapshot_builder().await.build_snapshot().await, "StateMachine", "data value");
 }
 
+/// The path of the current snapshot's file of the store at `path` (the only
+/// file in its snapshot directory after an open).
+fn snapshot_file(path: &Path) -> std::path::PathBuf {
+    let dir = path.join("raft-snapshots");
+    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
 #[tokio::test]
 async fn a_damaged_current_snapshot_is_a_storage_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     populate(&path).await;
-    let meta = stored(&path, "sm_snapshot", b"meta");
-    for (case, value) in damaged(&meta) {
-        rewrite_raw(&path, "sm_snapshot", b"meta", |_| Some(value));
+    let record = stored(&path, "sm_snapshot", b"current");
+    let file = snapshot_file(&path);
+    for (case, value) in damaged(&record) {
+        rewrite_raw(&path, "sm_snapshot", b"current", |_| Some(value));
         let (_, mut sm) = open(&path);
         assert_storage_error(sm.get_current_snapshot().await, "Snapshot", case);
+        assert!(file.exists(), "{case}: no file is removed on the strength of a damaged record");
     }
-    rewrite_raw(&path, "sm_snapshot", b"meta", |_| Some(meta));
-    let chunk = b"chunk/\0\0\0\0\0\0\0\0";
-    let good = stored(&path, "sm_snapshot", chunk);
-    let mut cases = damaged(&good);
-    cases.retain(|(case, _)| *case == "unknown version byte" || *case == "no bytes at all" || *case == "cut short");
-    for (case, value) in cases {
-        rewrite_raw(&path, "sm_snapshot", chunk, |_| Some(value));
-        let (_, mut sm) = open(&path);
-        assert_storage_error(sm.get_current_snapshot().await, "Snapshot", case);
-    }
-    rewrite_raw(&path, "sm_snapshot", chunk, |_| None);
+    rewrite_raw(&path, "sm_snapshot", b"current", |_| Some(record));
+    let good = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &good[..good.len() - 1]).unwrap();
     let (_, mut sm) = open(&path);
-    assert_storage_error(sm.get_current_snapshot().await, "Snapshot", "chunk missing");
+    assert_storage_error(sm.get_current_snapshot().await, "Snapshot", "file cut short");
+    drop(sm);
+    std::fs::remove_file(&file).unwrap();
+    let (_, mut sm) = open(&path);
+    assert_storage_error(sm.get_current_snapshot().await, "Snapshot", "file missing");
 }
 
 #[tokio::test]
@@ -157,19 +163,26 @@ async fn a_snapshot_that_does_not_decode_is_refused_and_the_state_stays() {
     populate(&path).await;
     let (_, mut sm) = open(&path);
     let before = sm.applied_state().await.unwrap();
-    let current = sm.get_current_snapshot().await.unwrap().expect("populated").meta;
-    let good = sm.get_snapshot_builder().await.build_snapshot().await.unwrap().snapshot.into_inner();
+    let mut built = sm.get_snapshot_builder().await.build_snapshot().await.unwrap();
+    let good = snapshot_bytes(&mut built.snapshot).await;
+    drop(built);
+    let current = sm.get_current_snapshot().await.unwrap().expect("just built").meta;
     let meta = SnapshotMeta { last_log_id: Some(log_id(5, 50)), snapshot_id: "sent".into(), ..current.clone() };
     let mut cut = good.clone();
     cut.pop();
     let mut version = good.clone();
     version[0] = 9;
-    for (case, data) in [("cut short", cut), ("unknown version", version), ("empty", Vec::new())] {
-        let result = sm.install_snapshot(&meta, Box::new(Cursor::new(data))).await;
+    let mut flipped = good.clone();
+    flipped[3] ^= 0x20;
+    let cases = [("cut short", cut), ("unknown version", version), ("empty", Vec::new()), ("a byte changed", flipped)];
+    for (case, data) in cases {
+        let received = receive(&mut sm, &data, 7).await.unwrap();
+        let result = sm.install_snapshot(&meta, received).await;
         let text = result.expect_err(case).to_string();
         assert!(text.starts_with("when Read Snapshot"), "{case}: {text}");
         assert_eq!(sm.applied_state().await.unwrap(), before, "{case}");
         assert_eq!(sm.get(b"k").unwrap(), Some(b"value".to_vec()), "{case}");
-        assert_eq!(sm.get_current_snapshot().await.unwrap().map(|s| s.meta.last_log_id), Some(current.last_log_id));
+        assert_eq!(sm.get_current_snapshot().await.unwrap().map(|s| s.meta), Some(current.clone()), "{case}");
+        assert_eq!(std::fs::read_dir(path.join("raft-snapshots")).unwrap().count(), 1, "{case}: no file left");
     }
 }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use openraft::storage::RaftStateMachine;
+use tokio::io::AsyncReadExt;
 
 use crate::harness::{bounded, fast_config, set, Cluster, WAIT};
 
@@ -14,8 +15,14 @@ const KEYS: usize = 30;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follower_behind_a_purged_log_catches_up_by_snapshot() {
     bounded(Duration::from_secs(20), async {
-        // Purge every entry a snapshot covers.
-        let config = openraft::Config { max_in_snapshot_log_to_keep: 0, purge_batch_size: 1, ..fast_config() };
+        // Purge every entry a snapshot covers; send the snapshot in many
+        // chunks (it is a few hundred bytes).
+        let config = openraft::Config {
+            max_in_snapshot_log_to_keep: 0,
+            purge_batch_size: 1,
+            snapshot_max_chunk_size: 64,
+            ..fast_config()
+        };
         let cluster = Cluster::start_with(3, config).await;
         let nodes = cluster.nodes();
         let leader = cluster.leader().await;
@@ -62,11 +69,14 @@ async fn a_follower_behind_a_purged_log_catches_up_by_snapshot() {
             "the follower caught up without the snapshot: its snapshot is {installed:?}"
         );
         let mut state = nodes.get(lagging).state.clone();
-        let current = state.get_current_snapshot().await.expect("read the current snapshot").expect("a snapshot");
+        let mut current = state.get_current_snapshot().await.expect("read the current snapshot").expect("a snapshot");
         assert!(current.meta.last_log_id.is_some_and(|l| l.index >= snapshot.index), "{:?}", current.meta);
-        let sent = nodes.get(leader).state.clone().get_current_snapshot().await.expect("read").expect("a snapshot");
+        let mut sent = nodes.get(leader).state.clone().get_current_snapshot().await.expect("read").expect("a snapshot");
         assert_eq!(current.meta, sent.meta, "the follower holds the leader's snapshot");
-        assert_eq!(current.snapshot.get_ref(), sent.snapshot.get_ref(), "with the same keys and values");
+        let (mut current_bytes, mut sent_bytes) = (Vec::new(), Vec::new());
+        current.snapshot.read_to_end(&mut current_bytes).await.expect("read the follower's snapshot");
+        sent.snapshot.read_to_end(&mut sent_bytes).await.expect("read the leader's snapshot");
+        assert_eq!(current_bytes, sent_bytes, "with the same keys and values");
         for i in 0..KEYS {
             let key = format!("k{i}");
             assert_eq!(nodes.read(lagging, key.as_bytes()), nodes.read(leader, key.as_bytes()), "{key}");

@@ -3,13 +3,16 @@
 
 #![allow(dead_code)] // each scenario file uses a part
 
+use std::io::SeekFrom;
 use std::path::Path;
 use std::sync::Arc;
 
 use ebb::fs::MemFs;
 
-use ebb_raft::{LogStore, Request, StateMachine, TypeConfig};
+use ebb_raft::{LogStore, Request, SnapshotFile, StateMachine, TypeConfig};
+use openraft::storage::RaftStateMachine;
 use openraft::{BasicNode, Entry, EntryPayload, LogId, Membership};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 pub fn open(path: &Path) -> (LogStore, StateMachine) {
     ebb_raft::open(path, ebb::Options::default()).expect("open the raft store")
@@ -65,4 +68,23 @@ pub fn rewrite_raw(path: &Path, family: &str, key: &[u8], damage: impl FnOnce(Op
         None => db.delete_cf(&cf, key).expect("delete"),
     }
     db.close().expect("close");
+}
+
+/// The bytes of a snapshot's data, read from its start.
+pub async fn snapshot_bytes(file: &mut SnapshotFile) -> Vec<u8> {
+    file.seek(SeekFrom::Start(0)).await.expect("seek to the start");
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).await.expect("read the snapshot");
+    bytes
+}
+
+/// `bytes` received into a new snapshot file of `sm`, as openraft's
+/// transport writes them (in chunks of `chunk` bytes, then shut down).
+pub async fn receive(sm: &mut StateMachine, bytes: &[u8], chunk: usize) -> std::io::Result<Box<SnapshotFile>> {
+    let mut file = sm.begin_receiving_snapshot().await.map_err(std::io::Error::other)?;
+    for piece in bytes.chunks(chunk.max(1)) {
+        file.write_all(piece).await?;
+    }
+    file.shutdown().await?;
+    Ok(file)
 }
