@@ -20,9 +20,14 @@ use std::path::PathBuf;
 use crate::stats::{StallCause, COMPACTION_REASONS};
 use crate::wal::WalRecoveryMode;
 
-/// Facts about a finished flush.
+/// Facts about a flush, at its start (file number and counts 0) or its
+/// end.
 #[derive(Debug, Clone)]
 pub struct FlushJobInfo {
+    /// The column family flushed: its id ...
+    pub cf_id: u32,
+    /// ... and its name (RocksDB's `cf_name`).
+    pub cf_name: String,
     /// The new L0 file's number (0 when the flush wrote nothing).
     pub file_number: u64,
     /// Bytes written.
@@ -36,6 +41,10 @@ pub struct FlushJobInfo {
 /// Facts about a compaction, at its start (byte counts 0) or its end.
 #[derive(Debug, Clone)]
 pub struct CompactionJobInfo {
+    /// The column family compacted: its id ...
+    pub cf_id: u32,
+    /// ... and its name (RocksDB's `cf_name`).
+    pub cf_name: String,
     /// Level of the first inputs.
     pub input_level: usize,
     /// Level of the outputs.
@@ -56,6 +65,17 @@ pub struct CompactionJobInfo {
     pub micros: u64,
     /// Why the compaction was chosen.
     pub reason: CompactionReason,
+}
+
+/// A deleted table file.
+#[derive(Debug, Clone)]
+pub struct TableFileDeletionInfo {
+    /// Its path.
+    pub file_path: PathBuf,
+    /// Its number.
+    pub file_number: u64,
+    /// Whether the deletion succeeded (a file left is deleted later).
+    pub deleted: bool,
 }
 
 /// The write-stall condition after a change.
@@ -80,8 +100,8 @@ pub enum StallCondition {
 /// in the write group's leader, so a write or flush from it waits for
 /// itself. Both never return.
 pub trait EventListener: Send + Sync {
-    /// A flush is about to start.
-    fn on_flush_begin(&self) {}
+    /// A flush of `info.cf_name` is about to start (counts 0).
+    fn on_flush_begin(&self, _info: &FlushJobInfo) {}
     /// A flush finished and its file is installed.
     fn on_flush_completed(&self, _info: &FlushJobInfo) {}
     /// A compaction is about to start.
@@ -94,6 +114,9 @@ pub trait EventListener: Send + Sync {
     /// A background error became sticky; writes fail until reopen. Called
     /// with the database's mutex held: it must not call the database.
     fn on_background_error(&self, _error: &crate::Error) {}
+    /// A table file was deleted (obsolete: no version lists it and no
+    /// reader holds it). RocksDB's `OnTableFileDeleted`.
+    fn on_table_file_deleted(&self, _info: &TableFileDeletionInfo) {}
     /// A background tuner changed something (docs/tuning.md).
     fn on_background_tuning(&self, _event: &TuningEvent) {}
     /// The open that is finishing accepted damage (a WAL record or the

@@ -96,8 +96,8 @@ pub use db::{
     Direction, Entries, EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode,
     KeyVersion, LevelMetaData, LiveFileMetaData, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
     RepairedTable, RepairedWal, RestoreOptions, SetAside, SizeApproximationOptions, Snapshot, SstFileWriter,
-    StallCondition, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WalUpdate, WalUpdates, WriteBatch,
-    WriteOptions, ARCHIVE_DIR, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
+    StallCondition, TableFileDeletionInfo, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WalUpdate,
+    WalUpdates, WriteBatch, WriteOptions, ARCHIVE_DIR, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

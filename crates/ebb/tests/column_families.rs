@@ -662,6 +662,69 @@ fn families_run_with_column_family_options_and_the_database_listeners() {
     assert_eq!(db.get_cf(&c, b"k").unwrap(), Some(b"v".to_vec()));
 }
 
+/// Every flush and compaction event names the family it is about, and a
+/// table a compaction made obsolete is reported deleted, by number.
+#[test]
+fn events_name_their_column_family() {
+    use ebb::{CompactionJobInfo, EventListener, FlushJobInfo, TableFileDeletionInfo};
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Events(Mutex<Vec<String>>, Mutex<Vec<u64>>);
+    impl EventListener for Events {
+        fn on_flush_begin(&self, info: &FlushJobInfo) {
+            self.0.lock().unwrap().push(format!("flush_begin {} {}", info.cf_id, info.cf_name));
+        }
+        fn on_flush_completed(&self, info: &FlushJobInfo) {
+            self.0.lock().unwrap().push(format!("flush_completed {} {}", info.cf_id, info.cf_name));
+        }
+        fn on_compaction_begin(&self, info: &CompactionJobInfo) {
+            self.0.lock().unwrap().push(format!("compaction_begin {} {}", info.cf_id, info.cf_name));
+        }
+        fn on_compaction_completed(&self, info: &CompactionJobInfo) {
+            self.0.lock().unwrap().push(format!("compaction_completed {} {}", info.cf_id, info.cf_name));
+            if !info.trivial_move {
+                self.1.lock().unwrap().extend(&info.input_files);
+            }
+        }
+        fn on_table_file_deleted(&self, info: &TableFileDeletionInfo) {
+            assert!(info.deleted, "{info:?}");
+            assert!(info.file_path.to_string_lossy().ends_with(&format!("{:06}.sst", info.file_number)));
+            self.0.lock().unwrap().push(format!("deleted {}", info.file_number));
+        }
+    }
+    let fs = MemFs::new();
+    let events = Arc::new(Events::default());
+    let mut o = big_buffers(&fs);
+    o.listeners.push(events.clone());
+    let db = Db::open(DB, o).unwrap();
+    let logs = db.create_column_family("logs", ebb::ColumnFamilyOptions::default()).unwrap();
+    for round in 0..2u32 {
+        db.put(format!("d{round}").as_bytes(), b"v").unwrap();
+        db.flush(true).unwrap();
+        db.put_cf(&logs, format!("l{round}").as_bytes(), b"v").unwrap();
+        db.flush_cf(&logs, true).unwrap();
+    }
+    let before = events.0.lock().unwrap().clone();
+    for (id, name) in [(0, "default"), (1, "logs")] {
+        for what in ["flush_begin", "flush_completed"] {
+            let n = before.iter().filter(|e| **e == format!("{what} {id} {name}")).count();
+            assert_eq!(n, 2, "{what} of {name}: {before:?}");
+        }
+    }
+    db.compact_range_cf(&logs, None, None).unwrap();
+    db.wait_for_compact().unwrap();
+    let after = events.0.lock().unwrap().clone();
+    assert!(after.contains(&"compaction_begin 1 logs".to_string()), "{after:?}");
+    assert!(after.contains(&"compaction_completed 1 logs".to_string()), "{after:?}");
+    assert!(!after.iter().any(|e| e.starts_with("compaction") && e.contains("default")), "{after:?}");
+    let inputs = events.1.lock().unwrap().clone();
+    assert!(!inputs.is_empty());
+    for number in inputs {
+        assert!(after.contains(&format!("deleted {number}")), "input {number} not reported deleted: {after:?}");
+    }
+}
+
 /// Large batches go into the memtables in runs whose skiplist descents are
 /// warmed together (`MemTable::warm`): batches of up to 70 entries spread
 /// over three families in any order, with repeated keys, long keys (not

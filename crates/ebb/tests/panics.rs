@@ -151,7 +151,7 @@ impl PanickingListener {
 }
 
 impl EventListener for PanickingListener {
-    fn on_flush_begin(&self) {
+    fn on_flush_begin(&self, _info: &FlushJobInfo) {
         self.called(Callback::FlushBegin)
     }
     fn on_flush_completed(&self, _info: &FlushJobInfo) {

@@ -30,7 +30,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::job_guard::{JobGuard, NewTables};
 use super::jobs::Hold;
-use super::{CompactionJobInfo, DbInner, DbState};
+use super::{CompactionJobInfo, DbInner, DbState, FlushJobInfo};
 use crate::compaction::compaction_job::{self, CompactionJob, JobEnv, JobHooks, JobStart};
 use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
@@ -135,9 +135,11 @@ impl DbInner {
         let Some((cf, mems)) = st.families.pick_flush() else {
             return false;
         };
+        let cf_name = st.families.data(cf).map(|d| d.name.clone()).unwrap_or_default();
         let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
         if !self.opts().listeners.is_empty() {
-            MutexGuard::unlocked(&mut st, || self.notify_event("on_flush_begin", |l| l.on_flush_begin()));
+            let info = FlushJobInfo { cf_id: cf, cf_name, file_number: 0, bytes_written: 0, entries: 0, micros: 0 };
+            MutexGuard::unlocked(&mut st, || self.notify_event("on_flush_begin", |l| l.on_flush_begin(&info)));
         }
         if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
             self.set_bg_error_locked(&mut st, e);
@@ -270,7 +272,10 @@ impl DbInner {
     pub(crate) fn run_compaction(&self, st: &mut MutexGuard<'_, DbState>, cf: u32, c: Compaction) -> Result<Vec<u64>> {
         let cancel = Arc::new(AtomicBool::new(false));
         let listening = !self.opts().listeners.is_empty();
+        let cf_name = st.families.data(cf).map(|d| d.name.clone()).unwrap_or_default();
         let mut info = CompactionJobInfo {
+            cf_id: cf,
+            cf_name,
             input_level: c.level,
             output_level: c.output_level,
             input_files: c.all_inputs().map(|f| f.number).collect(),

@@ -154,6 +154,8 @@ impl DbInner {
         // of any family is told to them).
         if !self.opts().listeners.is_empty() {
             let info = FlushJobInfo {
+                cf_id: cf,
+                cf_name: st.families.data(cf).map(|d| d.name.clone()).unwrap_or_default(),
                 file_number,
                 bytes_written: written,
                 entries: mems.iter().map(|m| m.num_entries()).sum(),

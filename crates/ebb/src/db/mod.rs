@@ -77,8 +77,8 @@ mod write;
 mod write_controller;
 
 pub use crate::events::{
-    CompactionJobInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition, TuningEvent, WalDamage,
-    LOST_DIR,
+    CompactionJobInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition, TableFileDeletionInfo,
+    TuningEvent, WalDamage, LOST_DIR,
 };
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};

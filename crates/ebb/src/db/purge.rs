@@ -12,6 +12,7 @@ use parking_lot::MutexGuard;
 use super::job_guard::JobGuard;
 use super::jobs::Hold;
 use super::{DbInner, DbState};
+use crate::events::TableFileDeletionInfo;
 use crate::version::filename;
 
 /// A file chosen for deletion: its kind, number and, when a listing found
@@ -178,6 +179,10 @@ impl DbInner {
                 } else {
                     self.fs.remove_file(path).is_ok()
                 };
+                if f.kind == filename::FileType::Table && !opts.listeners.is_empty() {
+                    let info = TableFileDeletionInfo { file_path: path.clone(), file_number: f.number, deleted: gone };
+                    self.notify_event("on_table_file_deleted", |l| l.on_table_file_deleted(&info));
+                }
                 all_gone &= gone;
             }
         }
