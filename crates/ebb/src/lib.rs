@@ -15,7 +15,8 @@
 //! 6. `comparator`: the order of user keys (RocksDB's `Comparator`).
 //! 7. `key`: internal keys, sequence numbers, size limits.
 //! 8. `range_del`: range tombstones and their fragments.
-//! 9. `prefix`: prefix extractors (RocksDB's `SliceTransform`).
+//! 9. `prefix`, `sst_partitioner`: prefix extractors (RocksDB's
+//!    `SliceTransform`) and SST partitioners (RocksDB's `SstPartitioner`).
 //! 10. `table_properties`: entry types and the table property collectors
 //!     users implement.
 //! 11. `iter`: the internal iterator and the merging heap.
@@ -60,6 +61,7 @@ pub mod events;
 pub mod fs;
 pub mod merge_operator;
 pub mod prefix;
+pub mod sst_partitioner;
 pub mod table_properties;
 
 mod db;

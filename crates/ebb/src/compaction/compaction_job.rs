@@ -108,6 +108,9 @@ pub(crate) struct CompactionJob<'a> {
     ranges: Vec<KeyRange>,
     rs: ReadSettings,
     bytes_per_sync: u64,
+    /// The family's SST partitioner factory, whether the compaction is
+    /// full, and whether it is manual.
+    partitioner: Option<(&'a Arc<dyn crate::sst_partitioner::SstPartitionerFactory>, bool, bool)>,
     /// Input bytes from the first input level and from the output level.
     bytes_level: u64,
     bytes_next: u64,
@@ -180,6 +183,10 @@ impl<'a> CompactionJob<'a> {
             },
             bytes_level: c.input_bytes() - bytes_next,
             bytes_next,
+            partitioner: opts
+                .sst_partitioner_factory
+                .as_ref()
+                .map(|factory| (factory, c.all_inputs().count() == total_files, c.reason == CompactionReason::Manual)),
         }
     }
 
@@ -208,6 +215,7 @@ impl<'a> CompactionJob<'a> {
             on_bytes: hooks.on_bytes,
             bytes_per_sync: self.bytes_per_sync,
             on_panic: hooks.on_panic,
+            partitioner: self.partitioner,
         };
         merge.run(&self.ranges)
     }

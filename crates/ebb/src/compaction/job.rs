@@ -103,6 +103,9 @@ pub struct JobContext<'a> {
     pub target_file_size: u64,
     /// Files of the level below the output (to bound overlap).
     pub grandparents: &'a [Arc<FileMetaData>],
+    /// Where outputs must be cut whatever their size (the family's SST
+    /// partitioner); `None` for flushes and families without one.
+    pub partitioner: Option<Box<dyn crate::sst_partitioner::SstPartitioner>>,
     /// The oldest sequence number a live snapshot (or the present) reads at.
     pub smallest_snapshot: SequenceNumber,
     /// Drop tombstones (rule 2): the output is bottommost.
@@ -295,10 +298,26 @@ fn merge(
             }
             seen_key = true;
             // Cut the output between user keys when it is big enough.
-            let cut = current.as_ref().is_some_and(|o| {
-                (o.builder.estimated_file_size() >= ctx.target_file_size || overlapped_bytes > grandparent_limit)
-                    && range_dels.can_cut_after(&o.last_user_key)
-            });
+            let partition =
+                |o: &OpenOutput, partitioner: &mut Option<Box<dyn crate::sst_partitioner::SstPartitioner>>| {
+                    partitioner.as_mut().is_some_and(|p| {
+                        let request = crate::sst_partitioner::PartitionerRequest {
+                            prev_user_key: &o.last_user_key,
+                            current_user_key: parsed.user_key,
+                            current_output_file_size: o.builder.estimated_file_size(),
+                        };
+                        p.should_partition(&request) == crate::sst_partitioner::PartitionerResult::Required
+                    })
+                };
+            let cut = match current.as_ref() {
+                Some(o) => {
+                    (o.builder.estimated_file_size() >= ctx.target_file_size
+                        || overlapped_bytes > grandparent_limit
+                        || partition(o, &mut ctx.partitioner))
+                        && range_dels.can_cut_after(&o.last_user_key)
+                }
+                None => false,
+            };
             if cut {
                 if let Some(mut o) = current.take() {
                     range_dels.add_to(&mut o, true);
@@ -930,6 +949,7 @@ mod tests {
                 table_options: TableBuilderOptions::default(),
                 target_file_size: u64::MAX,
                 grandparents: &[],
+                partitioner: None,
                 smallest_snapshot,
                 drop_tombstones: bottom,
                 drop_hidden: true,

@@ -103,7 +103,8 @@ fn finish(
         && inputs_disjoint
         && source_compression == compression
         && total(&grandparents) <= target_file_size.saturating_mul(10)
-        && reason != CompactionReason::Manual;
+        && reason != CompactionReason::Manual
+        && partitioner_allows_move(opts, output_level, &inputs, (&lo, &hi));
     Compaction {
         level,
         output_level,
@@ -117,6 +118,26 @@ fn finish(
         compression,
         reason,
     }
+}
+
+/// Whether the family's SST partitioner, if any, lets every input move
+/// down as it is (none would be cut).
+pub(super) fn partitioner_allows_move(
+    opts: &ColumnFamilyOptions,
+    output_level: usize,
+    inputs: &[Arc<FileMetaData>],
+    (lo, hi): (&[u8], &[u8]),
+) -> bool {
+    let Some(factory) = &opts.sst_partitioner_factory else { return true };
+    let context = crate::sst_partitioner::SstPartitionerContext {
+        is_full_compaction: false,
+        is_manual_compaction: false,
+        output_level,
+        smallest_user_key: lo,
+        largest_user_key: hi,
+    };
+    let mut partitioner = factory.create_partitioner(&context);
+    inputs.iter().all(|f| partitioner.can_do_trivial_move(f.smallest_user_key(), f.largest_user_key()))
 }
 
 /// Picks the most urgent compaction of `opts.compaction_style`, or `None`

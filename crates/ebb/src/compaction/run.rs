@@ -26,6 +26,7 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, user_key, KIND_FOR_SEEK, MAX_SEQUENCE};
 use crate::range_del::FragmentedTombstones;
 use crate::sst::{ReadSettings, TableBuilderOptions};
+use crate::sst_partitioner::{SstPartitionerContext, SstPartitionerFactory};
 use crate::version::{
     BlobFileAddition, BlobFileGarbage, FileMetaData, LevelFiles, LevelIterator, TableCache, VersionEdit,
 };
@@ -81,6 +82,9 @@ pub(crate) struct CompactionRun<'a> {
     pub(crate) bytes_per_sync: u64,
     /// The error for a subcompaction thread's panic.
     pub(crate) on_panic: &'a (dyn Fn(Box<dyn Any + Send>) -> Error + Sync),
+    /// The family's SST partitioner factory, with whether the compaction
+    /// is full and manual (for the partitioners' context).
+    pub(crate) partitioner: Option<(&'a Arc<dyn SstPartitionerFactory>, bool, bool)>,
 }
 
 impl CompactionRun<'_> {
@@ -167,6 +171,15 @@ impl CompactionRun<'_> {
             level: c.level,
             blobs: self.filter.blobs,
         });
+        let partitioner = self.partitioner.map(|(factory, is_full_compaction, is_manual_compaction)| {
+            factory.create_partitioner(&SstPartitionerContext {
+                is_full_compaction,
+                is_manual_compaction,
+                output_level: c.output_level,
+                smallest_user_key: range.0.as_deref().unwrap_or_default(),
+                largest_user_key: range.1.as_deref().unwrap_or_default(),
+            })
+        });
         let mut alloc = || (self.new_file_number)();
         let mut alloc_blob = || (self.new_file_number)();
         let mut on_bytes = |b: u64| (self.on_bytes)(b);
@@ -178,6 +191,7 @@ impl CompactionRun<'_> {
                 table_options: self.table_options.clone(),
                 target_file_size: c.target_file_size,
                 grandparents: &c.grandparents,
+                partitioner,
                 smallest_snapshot: self.smallest_snapshot,
                 drop_tombstones: c.bottommost,
                 drop_hidden: true,

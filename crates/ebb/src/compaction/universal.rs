@@ -176,6 +176,11 @@ fn build(
     c.trivial_move = opts.compaction_options_universal.allow_trivial_move
         && output_level > 0
         && files_disjoint(&version.cmp, c.all_inputs());
+    if c.trivial_move {
+        let all: Vec<Arc<FileMetaData>> = c.all_inputs().cloned().collect();
+        let (lo, hi) = super::picker::range_of(&version.cmp, &all);
+        c.trivial_move = super::picker::partitioner_allows_move(opts, output_level, &all, (&lo, &hi));
+    }
     c
 }
 

@@ -339,6 +339,7 @@ pub(crate) fn write_memtables(
             table_options,
             target_file_size: u64::MAX,
             grandparents: &[],
+            partitioner: None,
             smallest_snapshot,
             drop_tombstones: false,
             drop_hidden: true,

@@ -279,7 +279,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("memtable_factory", "SkipListFactory"),
     ("memtable_insert_with_hint_prefix_extractor", "nullptr"),
     ("force_consistency_checks", "true"),
-    ("sst_partitioner_factory", "nullptr"),
     ("default_temperature", "kUnknown"),
     ("disallow_memtable_writes", "false"),
     ("compression_opts.checksum", "false"),

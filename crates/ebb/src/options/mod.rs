@@ -366,6 +366,11 @@ define_options! {
         /// `prefix::capped(n)` or user code. Recorded by name in the OPTIONS
         /// file and in each table. Default none.
         prefix_extractor: Option<Arc<dyn crate::prefix::SliceTransform>> = None,
+        /// Where compactions must cut their output tables, whatever their
+        /// size (RocksDB `sst_partitioner_factory`; docs/compaction.md,
+        /// "SST partitioners"): `sst_partitioner::fixed_prefix(n)` or user
+        /// code. Recorded by name in the OPTIONS file. Default none.
+        sst_partitioner_factory: Option<Arc<dyn crate::sst_partitioner::SstPartitionerFactory>> = None,
         /// Size of each memtable's prefix bloom filter as a fraction of
         /// `write_buffer_size` (RocksDB `memtable_prefix_bloom_size_ratio`),
         /// in `[0, 0.25]`; 0, the default, builds none. Needs a prefix

@@ -334,6 +334,23 @@ impl OptionValue for Option<std::sync::Arc<dyn crate::prefix::SliceTransform>> {
     }
 }
 
+/// An SST partitioner factory is written by name; the built-in ones read
+/// back (`SstPartitionerFixedPrefixFactory:N`).
+impl OptionValue for Option<std::sync::Arc<dyn crate::sst_partitioner::SstPartitionerFactory>> {
+    fn format(&self) -> String {
+        self.as_ref().map_or_else(|| "nullptr".into(), |p| p.name().to_string())
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "" | "nullptr" => Ok(None),
+            name => crate::sst_partitioner::from_name(name).map(Some).map_err(|e| match e {
+                crate::Error::InvalidArgument(m) => m,
+                other => other.to_string(),
+            }),
+        }
+    }
+}
+
 /// A compaction filter (or factory) is written by name, for the record: it
 /// is user code, set in code, so only `nullptr` (none) reads back.
 macro_rules! named_user_object {
@@ -511,6 +528,7 @@ option_table! {
     comparator: Cf, false;
     merge_operator: Cf, false;
     prefix_extractor: Cf, false;
+    sst_partitioner_factory: Cf, false;
     memtable_prefix_bloom_size_ratio: Cf, false;
     max_successive_merges: Cf, true;
     compaction_filter: Cf, false;
