@@ -22,7 +22,8 @@
 //! 11. `iter`: the internal iterator and the merging heap.
 //! 12. `stats`: tickers and histograms in RocksDB's format.
 //! 13. `tuning`: rate limiter, the tuners' decisions.
-//! 14. `cache`: the block cache, holding values of any type.
+//! 14. `cache`, `write_buffer_manager`: the block cache, holding values of
+//!     any type, and the memtable budget shared by families and databases.
 //! 15. `wal`: the write-ahead log format.
 //! 16. `memtable`: the skip list.
 //! 17. `sst`: block-based tables (blocks, filters, indexes, reader, builder).
@@ -63,6 +64,7 @@ pub mod merge_operator;
 pub mod prefix;
 pub mod sst_partitioner;
 pub mod table_properties;
+pub mod write_buffer_manager;
 
 mod db;
 mod error;
@@ -118,3 +120,4 @@ pub use txn::{
     TransactionDbOptions, TransactionOptions, TransactionState, WriteBatchWithIndex,
 };
 pub use util::checksum::ChecksumType;
+pub use write_buffer_manager::WriteBufferManager;

@@ -89,6 +89,11 @@ impl DbInner {
         }
         self.wal.close();
         self.info_log.close();
+        // Its memtables no longer count against a shared budget (every
+        // background thread has stopped, so nothing reports after this).
+        if let Some(wbm) = &self.write_buffer_manager {
+            wbm.leave(self.instance);
+        }
         result
     }
 }

@@ -93,6 +93,9 @@ pub(crate) struct DbInner {
     pub(crate) wal_sealer: wal_seal::WalSealer,
     /// WALs kept for `get_updates_since` (db/wal_archive.rs).
     pub(crate) wal_archive: wal_archive::WalArchive,
+    /// The memtable budget this database shares (`write_buffer_manager`,
+    /// or its own of `db_write_buffer_size`), if any.
+    pub(crate) write_buffer_manager: Option<Arc<crate::write_buffer_manager::WriteBufferManager>>,
     /// Transactions prepared and not yet committed or rolled back
     /// (db/prepared.rs).
     pub(crate) prepared: prepared::PreparedSections,

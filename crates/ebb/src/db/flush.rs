@@ -150,6 +150,8 @@ impl DbInner {
             },
         );
         self.delete_obsolete_files(st);
+        // The flushed memtables no longer count against a shared budget.
+        self.report_memtable_usage(st);
         // The database's listeners (a family's options have none: a flush
         // of any family is told to them).
         if !self.opts().listeners.is_empty() {

@@ -304,6 +304,10 @@ pub(super) fn open_locked(
         wal: Default::default(),
         wal_sealer: Default::default(),
         wal_archive: super::wal_archive::WalArchive::new(dir),
+        write_buffer_manager: options.write_buffer_manager.clone().or_else(|| {
+            (options.db_write_buffer_size > 0)
+                .then(|| crate::write_buffer_manager::WriteBufferManager::new(options.db_write_buffer_size, false))
+        }),
         prepared: Default::default(),
         default_cf,
         last_sequence: Default::default(),

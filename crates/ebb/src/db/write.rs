@@ -667,6 +667,32 @@ impl DbInner {
             if let Some((_, ids)) = &wal_full {
                 switch.extend(ids);
             }
+            if let Some(wbm) = &self.write_buffer_manager {
+                self.report_memtable_usage(&st);
+                if switch.is_empty() && wbm.should_flush() {
+                    // The shared budget: this database's family holding the
+                    // most in its mutable memtable goes to a flush.
+                    let biggest = st
+                        .families
+                        .iter()
+                        .filter(|(_, f)| !f.mem().is_empty())
+                        .max_by_key(|(_, f)| f.mem().allocated_bytes())
+                        .map(|(id, _)| id);
+                    switch.extend(biggest);
+                }
+                // Over the budget with flushes of ours under way: wait for
+                // them to give memory back. With none, the memory is another
+                // database's (whose own writes flush it): waiting would not
+                // help, so the write goes on.
+                let flushing = st.families.iter().any(|(_, f)| !f.imm().is_empty());
+                if switch.is_empty() && force.is_none() && flushing && wbm.should_stall() {
+                    let start = Instant::now();
+                    self.work_cv.notify_all();
+                    MutexGuard::unlocked(&mut st, || wbm.wait_for_room(Duration::from_millis(100)));
+                    self.stats.record_stall(StallCause::MemtableLimit, start.elapsed().as_micros() as u64);
+                    continue;
+                }
+            }
             if switch.is_empty() {
                 return Ok(st.families.writable());
             }
@@ -704,6 +730,26 @@ impl DbInner {
     /// new ones with a new WAL. Every other family's empty memtable is
     /// renumbered to the new WAL, so an idle family pins no old WAL. Requires
     /// the db mutex (and the queue, held by the caller).
+    /// Tells the shared memtable budget, if any, what this database's
+    /// memtables hold now: the mutable ones and all.
+    pub(crate) fn report_memtable_usage(&self, st: &DbState) {
+        let Some(wbm) = &self.write_buffer_manager else { return };
+        // Once closed (`close` has left the count), a late flush reports
+        // nothing.
+        if self.closed.is_set() {
+            return;
+        }
+        // What the memtables hold, their key indexes included (as
+        // `ebb.cur-size-all-mem-tables` counts).
+        let (mut mutable, mut total) = (0u64, 0u64);
+        for (_, f) in st.families.iter() {
+            let m = f.mem().allocated_bytes() as u64;
+            mutable += m;
+            total += m + f.imm().iter().map(|i| i.allocated_bytes() as u64).sum::<u64>();
+        }
+        wbm.report(self.instance, mutable, total);
+    }
+
     pub(crate) fn switch_memtables(&self, st: &mut DbState, ids: &[u32]) -> Result<()> {
         let number = st.versions.new_file_number();
         // Neither the old WAL nor the directory is synced here: the new WAL

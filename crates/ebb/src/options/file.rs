@@ -230,7 +230,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("use_fsync", "false"),
     ("table_cache_numshardbits", "6"),
     ("dump_malloc_stats", "false"),
-    ("db_write_buffer_size", "0"),
     ("max_bgerror_resume_count", "2147483647"),
     ("allow_concurrent_memtable_write", "true"),
     ("recycle_log_file_num", "0"),

@@ -129,6 +129,16 @@ define_options! {
         /// it applies only with more than one column family (one family's WALs
         /// are bounded by its memtables). Dynamic.
         max_total_wal_size: u64 = 0,
+        /// One memtable budget shared by every family of this database and
+        /// by the other databases given the same manager (RocksDB
+        /// `write_buffer_manager`; docs/column_families.md, "One memtable
+        /// budget for many families"). Default none.
+        write_buffer_manager: Option<Arc<crate::write_buffer_manager::WriteBufferManager>> = None,
+        /// A memtable budget for every family of this database alone, when
+        /// no `write_buffer_manager` is given: the database makes its own
+        /// manager of this size, without stalls (RocksDB
+        /// `db_write_buffer_size`). 0, the default, sets none.
+        db_write_buffer_size: usize = 0,
         /// Keep WALs no longer needed for recovery in `archive/` for this
         /// many seconds, for [`Db::get_updates_since`](crate::Db::get_updates_since);
         /// 0 keeps none by age (docs/operations.md, "WAL tailing").

@@ -351,6 +351,31 @@ impl OptionValue for Option<std::sync::Arc<dyn crate::sst_partitioner::SstPartit
     }
 }
 
+/// A shared write buffer manager is an object made in code, written as
+/// `WriteBufferManager:BUDGET[:stall]`; read back, that makes a manager of
+/// the database's own with that budget (shared with no other database).
+impl OptionValue for Option<std::sync::Arc<crate::write_buffer_manager::WriteBufferManager>> {
+    fn format(&self) -> String {
+        self.as_ref().map_or_else(
+            || "nullptr".into(),
+            |m| format!("WriteBufferManager:{}{}", m.buffer_size(), if m.allow_stall() { ":stall" } else { "" }),
+        )
+    }
+    fn parse(s: &str) -> std::result::Result<Self, String> {
+        if matches!(s, "" | "nullptr") {
+            return Ok(None);
+        }
+        let bad = || format!("{s:?}: want nullptr or WriteBufferManager:BUDGET[:stall]");
+        let rest = s.strip_prefix("WriteBufferManager:").ok_or_else(bad)?;
+        let (size, stall) = match rest.strip_suffix(":stall") {
+            Some(size) => (size, true),
+            None => (rest, false),
+        };
+        let size: usize = size.parse().map_err(|_| bad())?;
+        Ok(Some(crate::write_buffer_manager::WriteBufferManager::new(size, stall)))
+    }
+}
+
 /// A compaction filter (or factory) is written by name, for the record: it
 /// is user code, set in code, so only `nullptr` (none) reads back.
 macro_rules! named_user_object {
@@ -466,6 +491,8 @@ option_table! {
     wal_recovery_mode: Db, false;
     manual_wal_flush: Db, false;
     max_total_wal_size: Db, true;
+    write_buffer_manager: Db, false;
+    db_write_buffer_size: Db, false;
     wal_ttl_seconds: Db, true;
     wal_size_limit_mb: Db, true;
     wal_bytes_per_sync: Db, true;
