@@ -42,7 +42,7 @@ for rep in $(seq 1 "$reps"); do
   for clients in 1 8 64; do
     for store in "${stores[@]}"; do
       echo "== rep $rep cluster $store clients $clients $(date +%T)" >&2
-      "$bin" cluster --store "$store" --clients "$clients" --seconds "$secs" --reads --dir "$tmp" | tag "$rep"
+      "$bin" cluster --store "$store" --clients "$clients" --keys 10000 --seconds "$secs" --reads --dir "$tmp" | tag "$rep"
     done
   done
   for store in "${waves[@]}"; do
