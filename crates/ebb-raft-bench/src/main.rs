@@ -105,6 +105,16 @@ impl Store {
         }
     }
 
+    /// The RocksDB stores' write pattern.
+    #[cfg(feature = "rocksdb-peer")]
+    fn rocks_pattern(self) -> rocks::Pattern {
+        if self == Store::Rocksstore {
+            rocks::Pattern::RocksStore
+        } else {
+            rocks::Pattern::Batch
+        }
+    }
+
     fn open_ebb(self, path: &Path) -> Result<(ebb_raft::LogStore, ebb_raft::StateMachine), String> {
         let mut options = ebb::Options::default();
         if self == Store::EbbOff {
@@ -166,11 +176,7 @@ async fn run(command: Command) -> Result<Vec<serde_json::Value>, String> {
                 }
                 #[cfg(feature = "rocksdb-peer")]
                 Store::Rocksstore | Store::RocksBatch => {
-                    let pattern = if common.store == Store::Rocksstore {
-                        rocks::Pattern::RocksStore
-                    } else {
-                        rocks::Pattern::Batch
-                    };
+                    let pattern = common.store.rocks_pattern();
                     let (log, _sm) = rocks::open(&path, pattern)?;
                     log_bench::run(log, &path, &params).await?
                 }
@@ -213,11 +219,7 @@ async fn run(command: Command) -> Result<Vec<serde_json::Value>, String> {
                 }
                 #[cfg(feature = "rocksdb-peer")]
                 Store::Rocksstore | Store::RocksBatch => {
-                    let pattern = if common.store == Store::Rocksstore {
-                        rocks::Pattern::RocksStore
-                    } else {
-                        rocks::Pattern::Batch
-                    };
+                    let pattern = common.store.rocks_pattern();
                     let mut stores = Vec::new();
                     for dir in dirs {
                         let (log, sm) = rocks::open(&dir, pattern)?;
