@@ -152,8 +152,6 @@ impl DbInner {
             all_gone = false;
         }
         let opts = self.opts();
-        let archiving = opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0;
-        let now = opts.clock.now_secs();
         for f in files {
             kill_point!("obsolete_delete" => false);
             match f.kind {
@@ -173,9 +171,9 @@ impl DbInner {
                 (None, _) => Vec::new(),
             };
             for path in paths.iter().filter(|p| f.name.is_some() || self.fs.exists(p)) {
-                let gone = if archiving && f.kind == filename::FileType::Wal {
-                    // Kept for `get_updates_since` (db/wal_archive.rs).
-                    self.wal_archive.archive(self.fs.as_ref(), path, f.number, now).is_ok()
+                let gone = if f.kind == filename::FileType::Wal {
+                    // Archived for `get_updates_since` when the options say so.
+                    self.wal_archive.retire(self.fs.as_ref(), path, f.number, &opts).is_ok()
                 } else {
                     self.fs.remove_file(path).is_ok()
                 };
@@ -194,12 +192,6 @@ impl DbInner {
     /// `wal_size_limit_mb`, and every one once both are 0. Returns whether
     /// every deletion succeeded.
     pub(crate) fn clean_wal_archive(&self) -> bool {
-        let opts = self.opts();
-        let now = opts.clock.now_secs();
-        if opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0 {
-            self.wal_archive.clean(self.fs.as_ref(), opts.wal_ttl_seconds, opts.wal_size_limit_mb << 20, now)
-        } else {
-            self.wal_archive.clear(self.fs.as_ref())
-        }
+        self.wal_archive.clean_for(self.fs.as_ref(), &self.opts())
     }
 }

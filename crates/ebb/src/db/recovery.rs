@@ -522,11 +522,9 @@ fn clean_directory(
                     _ => {}
                 }
                 let path = inner.dir.join(&name);
-                let opts = inner.opts();
-                if kind == filename::FileType::Wal && (opts.wal_ttl_seconds > 0 || opts.wal_size_limit_mb > 0) {
-                    // Kept for `get_updates_since` (db/wal_archive.rs).
-                    let now = opts.clock.now_secs();
-                    let _ = inner.wal_archive.archive(inner.fs.as_ref(), &path, number, now);
+                if kind == filename::FileType::Wal {
+                    // Archived for `get_updates_since` when the options say so.
+                    let _ = inner.wal_archive.retire(inner.fs.as_ref(), &path, number, &inner.opts());
                 } else {
                     let _ = inner.fs.remove_file(&path);
                 }

@@ -27,6 +27,7 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::fs::FileSystem;
+use crate::options::Options;
 use crate::version::filename;
 
 /// DO NOT CHANGE: on-disk layout. The archive directory, under the
@@ -56,6 +57,12 @@ pub(crate) fn archive_dir(db_dir: &Path) -> PathBuf {
 /// WAL `number`'s path in the archive of the database at `db_dir`.
 pub(crate) fn archived_wal(db_dir: &Path, number: u64) -> PathBuf {
     filename::wal_file(&archive_dir(db_dir), number)
+}
+
+/// Whether `options` keep WALs no longer needed for recovery in the
+/// archive (`wal_ttl_seconds` or `wal_size_limit_mb` set).
+fn keeps_wals(options: &Options) -> bool {
+    options.wal_ttl_seconds > 0 || options.wal_size_limit_mb > 0
 }
 
 impl WalArchive {
@@ -104,6 +111,28 @@ impl WalArchive {
         }
         files.insert(number, Archived { size, since: now });
         Ok(())
+    }
+
+    /// Disposes of WAL `number` at `from`, no longer needed for recovery:
+    /// archived when `options` keep WALs, deleted otherwise.
+    pub(crate) fn retire(&self, fs: &dyn FileSystem, from: &Path, number: u64, options: &Options) -> Result<()> {
+        if keeps_wals(options) {
+            self.archive(fs, from, number, options.clock.now_secs())
+        } else {
+            fs.remove_file(from)
+        }
+    }
+
+    /// Cleans the archive as `options` say: past `wal_ttl_seconds` or over
+    /// `wal_size_limit_mb`, and everything once both are 0. Returns whether
+    /// every deletion succeeded.
+    pub(crate) fn clean_for(&self, fs: &dyn FileSystem, options: &Options) -> bool {
+        if keeps_wals(options) {
+            let now = options.clock.now_secs();
+            self.clean(fs, options.wal_ttl_seconds, options.wal_size_limit_mb << 20, now)
+        } else {
+            self.clear(fs)
+        }
     }
 
     /// Deletes archived WALs older than `ttl_secs` (0: no age limit), then
