@@ -74,6 +74,8 @@ struct Faults {
     isolated: BTreeSet<NodeId>,
     /// Nodes that reach each other but none of the others.
     cut_off: Option<BTreeSet<NodeId>>,
+    /// Groups cut off from everyone outside them ([`Router::split`]).
+    groups: Vec<BTreeSet<NodeId>>,
     loss_rate: f64,
     rng: Option<StdRng>,
 }
@@ -83,6 +85,7 @@ impl Faults {
         self.isolated.contains(&from)
             || self.isolated.contains(&to)
             || self.cut_off.as_ref().is_some_and(|side| side.contains(&from) != side.contains(&to))
+            || self.groups.iter().any(|group| group.contains(&from) != group.contains(&to))
     }
 
     fn lose(&mut self) -> bool {
@@ -133,6 +136,13 @@ impl Router {
     /// `side` reaches only itself, the others only themselves.
     pub fn partition(&self, side: impl IntoIterator<Item = NodeId>) {
         self.faults.lock().cut_off = Some(side.into_iter().collect());
+    }
+
+    /// Each of `groups` reaches only itself: `split(&[&[1, 2], &[3, 4], &[5]])`
+    /// leaves no side with a majority of five. Replaces an earlier split;
+    /// other faults stay.
+    pub fn split(&self, groups: &[&[NodeId]]) {
+        self.faults.lock().groups = groups.iter().map(|group| group.iter().copied().collect()).collect();
     }
 
     /// Loses each message (each way) with probability `rate`.
@@ -293,6 +303,17 @@ impl Nodes {
         }
     }
 
+    /// Every node whose metrics say it leads, in any term: an old leader
+    /// cut off from the majority is among them until it hears of a newer
+    /// term.
+    pub fn claimants(&self) -> Vec<NodeId> {
+        let leads = |node: &Node| {
+            let metrics = node.raft.metrics().borrow().clone();
+            metrics.state == ServerState::Leader && metrics.current_leader == Some(metrics.id)
+        };
+        self.0.iter().filter(|(_, node)| leads(node)).map(|(&id, _)| id).collect()
+    }
+
     /// Proposes `request` on `id`; its log id and response once applied
     /// there, or why not (an error, or no answer within
     /// [`REQUEST_TIMEOUT`]). Wait for the returned index rather than read
@@ -351,14 +372,20 @@ impl Cluster {
     }
 
     pub async fn start_with(n: u64, config: Config) -> Cluster {
+        Cluster::start_some(n, n, config).await
+    }
+
+    /// Starts `running` nodes with `config` and makes the first `members`
+    /// of them the members; the others run without a membership until they
+    /// are added ([`Cluster::add_learner`]). Waits for a leader.
+    pub async fn start_some(running: u64, members: u64, config: Config) -> Cluster {
         let config = Arc::new(config.validate().expect("a valid openraft config"));
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut cluster = Cluster { router: Router::default(), nodes: Nodes(BTreeMap::new()), config, dir };
-        for id in 1..=n {
+        for id in 1..=running {
             cluster.start_node(id).await;
         }
-        let members: BTreeMap<NodeId, BasicNode> =
-            (1..=n).map(|id| (id, BasicNode { addr: format!("node-{id}") })).collect();
+        let members: BTreeMap<NodeId, BasicNode> = (1..=members).map(|id| (id, node_address(id))).collect();
         cluster.nodes.get(1).raft.initialize(members).await.expect("initialize the cluster");
         cluster.leader().await;
         cluster
@@ -414,15 +441,23 @@ impl Cluster {
 
     /// Writes through the leader, waiting for one; the log index of the
     /// write. A barrier: once every node applied that index, each has
-    /// every write acknowledged before it.
+    /// every write acknowledged before it. Tries again with the next leader
+    /// when the one it asked stepped down (a healed partition may bring a
+    /// newer term), for at most [`WAIT`].
     pub async fn write_barrier(&self) -> u64 {
-        let leader = self.leader().await;
-        let raft = &self.nodes.get(leader).raft;
-        let request = Request::Set { key: b"barrier".to_vec(), value: Vec::new() };
-        match tokio::time::timeout(WAIT, raft.client_write(request)).await {
-            Ok(Ok(response)) => response.log_id.index,
-            Ok(Err(e)) => panic!("the barrier write failed: {e}"),
-            Err(_) => panic!("the barrier write took more than {WAIT:?}"),
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let leader = self.leader().await;
+            let raft = &self.nodes.get(leader).raft;
+            let request = Request::Set { key: b"barrier".to_vec(), value: Vec::new() };
+            let why = match tokio::time::timeout_at(deadline, raft.client_write(request)).await {
+                Ok(Ok(response)) => return response.log_id.index,
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no answer from node {leader}"),
+            };
+            if tokio::time::Instant::now() >= deadline {
+                panic!("the barrier write failed for {WAIT:?}, last: {why}");
+            }
         }
     }
 
@@ -432,6 +467,33 @@ impl Cluster {
             self.stop(id).await;
         }
     }
+}
+
+/// The address a node is known by in the membership (the router finds
+/// nodes by id; the address is only recorded).
+pub fn node_address(id: NodeId) -> BasicNode {
+    BasicNode { addr: format!("node-{id}") }
+}
+
+/// The voters of the membership `id` has applied or appended last, by its
+/// metrics.
+pub fn voters(nodes: &Nodes, id: NodeId) -> BTreeSet<NodeId> {
+    nodes.get(id).raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+}
+
+/// Every key and value `id` has applied, in key order.
+pub fn contents(nodes: &Nodes, id: NodeId) -> Vec<(Vec<u8>, Vec<u8>)> {
+    nodes.get(id).state.scan(b"", None, usize::MAX).unwrap_or_else(|e| panic!("node {id} cannot scan its state: {e}"))
+}
+
+/// Fails the test unless every node of `ids` has applied the same keys and
+/// values; returns how many there are.
+pub fn assert_same_contents(nodes: &Nodes, ids: &[NodeId]) -> usize {
+    let first = contents(nodes, ids[0]);
+    for &id in &ids[1..] {
+        assert!(contents(nodes, id) == first, "node {id} applied other keys or values than node {}", ids[0]);
+    }
+    first.len()
 }
 
 /// A `Set` of `key` to `value`.

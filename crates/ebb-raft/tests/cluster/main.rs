@@ -9,10 +9,13 @@
 
 mod checker;
 mod harness;
+mod register;
 
 mod election;
+mod five_nodes;
 mod isolated_leader;
 mod linearizability;
+mod membership;
 mod message_loss;
 mod restart;
 mod snapshot_catch_up;
