@@ -51,7 +51,7 @@ use ebb::{
     BackupEngine, Checkpoint, CheckpointOptions, Db, IngestExternalFileOptions, Options, RestoreOptions, SstFileWriter,
 };
 use files::SstCommand;
-use format::Encoding;
+use format::{say, Encoding};
 
 #[derive(Parser)]
 #[command(name = "ebb", version, about = "Look after an Ebb database from the shell")]
@@ -361,6 +361,15 @@ impl From<ebb::Error> for Failure {
     }
 }
 
+impl Failure {
+    /// Whether this is a write to standard output that failed because the
+    /// reading end of the pipe was closed.
+    fn is_closed_pipe(&self) -> bool {
+        matches!(self, Failure::Engine(ebb::Error::Io { op: "write", source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -379,27 +388,44 @@ fn main() -> ExitCode {
     let flushed = out.flush().map_err(|e| Failure::from(format::stdout_error(e)));
     match result.and(flushed) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`ebb scan ... | head`): what it wanted
+        // was printed; nothing to report.
+        Err(e) if e.is_closed_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ebb: {e}");
+            eprintln!("ebb: {}", for_the_shell(&e.to_string()));
             ExitCode::FAILURE
         }
     }
 }
 
+/// The engine's advice in `message`, which names its API (an option to
+/// set), said as what to type at the shell instead.
+fn for_the_shell(message: &str) -> String {
+    const REPAIR: &str = "`ebb load` creates a database; if this one lost its CURRENT file, \
+                          `ebb repair --db` on this directory rebuilds it";
+    let advice = [
+        ("set RestoreOptions::overwrite to replace", "pass --overwrite to replace"),
+        ("(set create_if_missing to create one)", &format!("({REPAIR})")),
+        ("(a read-only open creates nothing)", &format!("({REPAIR})")),
+        ("(set create_if_missing to create a database)", "(`ebb load` creates a database)"),
+    ];
+    advice.iter().fold(message.to_string(), |message, (api, shell)| message.replace(api, shell))
+}
+
 fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
     let result = match command {
-        Command::Repair { db, comparator } => {
-            options_with(&comparator).and_then(|o| Db::repair(&db, &o)).map(|report| print!("{report}"))
-        }
+        Command::Repair { db, comparator } => options_with(&comparator)
+            .and_then(|o| Db::repair(&db, &o))
+            .and_then(|report| write!(out, "{report}").map_err(format::stdout_error)),
         // What recovery found, then every table of every family read whole
         // with its checksums verified: damage in a table no open reads is
         // damage all the same.
         Command::Check { db, best_efforts, comparator } => options_with(&comparator).and_then(|mut options| {
             options.best_efforts_recovery = best_efforts;
             with_every_family(&db, options, |d| {
-                print!("{}", d.recovery_report());
+                write!(out, "{}", d.recovery_report()).map_err(format::stdout_error)?;
                 let tables = d.verify_checksum()?;
-                println!("tables: {tables} read whole, every checksum verified");
+                say!(out, "tables: {tables} read whole, every checksum verified")?;
                 Ok(())
             })
         }),
@@ -407,12 +433,12 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             options_with(&comparator).and_then(|options| {
                 with_every_family(&db, options, |d| {
                     let info = Checkpoint::create_with(d, &to, &CheckpointOptions { log_size_for_flush })?;
-                    println!("checkpoint of {} made in {}", db.display(), to.display());
-                    println!("tables and blob files linked: {}", info.files_linked);
-                    println!("tables and blob files copied: {}", info.files_copied);
-                    println!("WAL files copied: {}", info.wal_files);
-                    println!("bytes copied: {}", info.bytes_copied);
-                    println!("memtables flushed first: {}", if info.flushed { "yes" } else { "no" });
+                    say!(out, "checkpoint of {} made in {}", db.display(), to.display())?;
+                    say!(out, "tables and blob files linked: {}", info.files_linked)?;
+                    say!(out, "tables and blob files copied: {}", info.files_copied)?;
+                    say!(out, "WAL files copied: {}", info.wal_files)?;
+                    say!(out, "bytes copied: {}", info.bytes_copied)?;
+                    say!(out, "memtables flushed first: {}", if info.flushed { "yes" } else { "no" })?;
                     Ok(())
                 })
             })
@@ -421,14 +447,19 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
             let mut engine = BackupEngine::open_dir(&backup_dir)?;
             with_every_family(&db, options, |d| {
                 let id = engine.create_new_backup(d, !no_flush)?;
-                println!("backup {id} of {} made in {}", db.display(), backup_dir.display());
+                say!(out, "backup {id} of {} made in {}", db.display(), backup_dir.display())?;
                 Ok(())
             })?;
             for b in engine.backup_info() {
-                println!(
+                say!(
+                    out,
                     "backup {}: timestamp {} sequence {} files {} bytes {}",
-                    b.backup_id, b.timestamp, b.sequence, b.number_files, b.size
-                );
+                    b.backup_id,
+                    b.timestamp,
+                    b.sequence,
+                    b.number_files,
+                    b.size
+                )?;
             }
             Ok(())
         }),
@@ -445,11 +476,11 @@ fn run(command: Command, out: &mut dyn Write) -> Result<(), Failure> {
                 };
                 e.verify_backup(id)?;
                 e.restore_db_from_backup(id, &db, &options)?;
-                println!("backup {id} restored into {}", db.display());
+                say!(out, "backup {id} restored into {}", db.display())?;
                 Ok(())
             })
         }
-        Command::Load { db, file, delimiter, hex } => load(&db, &file, &delimiter, hex),
+        Command::Load { db, file, delimiter, hex } => load(out, &db, &file, &delimiter, hex),
         Command::Get { db, key, cf, encoding } => return data::get(out, &db, &cf, &key, encoding),
         Command::Put { db, key, value, cf, encoding } => return data::put(out, &db, &cf, &key, &value, encoding),
         Command::Delete { db, key, cf, encoding } => return data::delete(out, &db, &cf, &key, encoding),
@@ -506,7 +537,13 @@ fn with_every_family(
 
 /// `ebb load`: parses the lines, writes one sorted SST next to the database
 /// and ingests it.
-fn load(dir: &std::path::Path, file: &std::path::Path, delimiter: &str, hex: bool) -> ebb::Result<()> {
+fn load(
+    out: &mut dyn Write,
+    dir: &std::path::Path,
+    file: &std::path::Path,
+    delimiter: &str,
+    hex: bool,
+) -> ebb::Result<()> {
     let text = std::fs::read_to_string(file).map_err(|e| ebb::Error::io("read", file, e))?;
     let decode = |s: &str, line: usize| -> ebb::Result<Vec<u8>> {
         if !hex {
@@ -571,7 +608,7 @@ fn load(dir: &std::path::Path, file: &std::path::Path, delimiter: &str, hex: boo
                 )));
             }
             w.base().ingest_external_file(&[&sst], &IngestExternalFileOptions::default())?;
-            println!("loaded {} entries from {} into {}", info.num_entries, file.display(), dir.display());
+            say!(out, "loaded {} entries from {} into {}", info.num_entries, file.display(), dir.display())?;
             Ok(())
         })
     });

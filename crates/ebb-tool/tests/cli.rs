@@ -208,7 +208,8 @@ fn backup_and_restore_round_trip_from_the_shell() {
     // The newest, over the first: only with --overwrite.
     let refused = ebb(&["restore", "--backup_dir", backups.to_str().unwrap(), "--db", restored.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
-    assert!(text(&refused).contains("overwrite"), "{}", text(&refused));
+    assert!(text(&refused).contains("pass --overwrite"), "{}", text(&refused));
+    assert!(!text(&refused).contains("RestoreOptions"), "the shell's advice names a flag: {}", text(&refused));
     let r =
         ebb(&["restore", "--backup_dir", backups.to_str().unwrap(), "--db", restored.to_str().unwrap(), "--overwrite"]);
     assert_eq!(r.status.code(), Some(0), "{}", text(&r));
@@ -831,4 +832,61 @@ fn check_reads_every_table_and_fails_on_a_damaged_one() {
     let damaged = expect(1, &["check", "--db", db]);
     let err = String::from_utf8_lossy(&damaged.stderr);
     assert!(err.contains("corruption") && err.contains(table.file_name().unwrap().to_str().unwrap()), "{err}");
+}
+
+/// Runs `ebb args` with its standard output a pipe whose reading end is
+/// closed before `ebb` writes anything (as `ebb scan ... | head` leaves it
+/// once `head` has read its lines).
+fn ebb_into_a_closed_pipe(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ebb"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run ebb");
+    drop(child.stdout.take());
+    child.wait_with_output().expect("wait for ebb")
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, create(&dir)).unwrap();
+    for i in 0..2_000u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[b'v'; 40]).unwrap();
+    }
+    db.close().unwrap();
+    let path = dir.to_str().unwrap();
+    for args in [
+        vec!["scan", "--db", path],
+        vec!["dump", "--db", path],
+        vec!["repair", "--db", path],
+        vec!["check", "--db", path],
+    ] {
+        let o = ebb_into_a_closed_pipe(&args);
+        assert_eq!(o.status.code(), Some(0), "ebb {args:?} into a closed pipe: {}", text(&o));
+        assert!(o.stderr.is_empty(), "ebb {args:?} into a closed pipe said: {}", text(&o));
+    }
+    // The output was cut, not the work: the repair left a database that
+    // still holds every key.
+    let db = Db::open(&dir, Options::default()).unwrap();
+    assert_eq!(db.get(b"key01999").unwrap(), Some(vec![b'v'; 40]));
+}
+
+#[test]
+fn errors_give_advice_in_commands_and_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let empty = empty.to_str().unwrap();
+    for args in [vec!["put", "--db", empty, "k", "v"], vec!["get", "--db", empty, "k"]] {
+        let o = expect(1, &args);
+        assert!(text(&o).contains("`ebb repair --db`"), "ebb {args:?}: {}", text(&o));
+        assert!(!text(&o).contains("create_if_missing"), "ebb {args:?} names an API option: {}", text(&o));
+    }
+    let missing = tmp.path().join("missing");
+    let o = expect(1, &["put", "--db", missing.to_str().unwrap(), "k", "v"]);
+    assert!(text(&o).contains("does not exist"), "{}", text(&o));
+    assert!(!text(&o).contains("create_if_missing"), "names an API option: {}", text(&o));
 }
