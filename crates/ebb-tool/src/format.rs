@@ -1,9 +1,10 @@
 //! How the tool reads keys and values from its command line and prints them
 //! (ldb's conventions; docs/ebb-tool.md, "Keys and values").
 //!
-//! - Text: input bytes are the argument's UTF-8 bytes; on output every byte
+//! - Text: input bytes are the argument's UTF-8 bytes, with each `\xNN`
+//!   (two hex digits, either case) the byte it names; on output every byte
 //!   that is not printable ASCII, and the backslash itself, is `\xNN`
-//!   (uppercase digits), so a printed key reads back unambiguously.
+//!   (uppercase digits), so a printed key pasted back names the same bytes.
 //! - Hex (`--hex` for both sides, `--key_hex` or `--value_hex` for one):
 //!   input is pairs of hex digits, `0x` optional; output is `0x` and
 //!   uppercase digits, as ldb prints them.
@@ -69,7 +70,7 @@ impl Encoding {
 
 fn parse(hex: bool, what: &str, arg: &str) -> ebb::Result<Vec<u8>> {
     if !hex {
-        return Ok(arg.as_bytes().to_vec());
+        return Ok(unescape(arg));
     }
     let digits = arg.strip_prefix("0x").or_else(|| arg.strip_prefix("0X")).unwrap_or(arg);
     if !digits.len().is_multiple_of(2) {
@@ -80,6 +81,43 @@ fn parse(hex: bool, what: &str, arg: &str) -> ebb::Result<Vec<u8>> {
         .map(|i| digits.get(i..i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok()))
         .collect::<Option<Vec<u8>>>()
         .ok_or_else(|| ebb::Error::invalid(format!("{what} {arg:?} is not hex")))
+}
+
+/// `arg`'s bytes with every `\xNN` replaced by the byte it names (what
+/// [`show`] prints a byte as); a backslash not followed by `x` and two hex
+/// digits stays itself.
+fn unescape(arg: &str) -> Vec<u8> {
+    let bytes = arg.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = match bytes.get(i..i + 4) {
+            Some([b'\\', b'x', hi, lo]) if hi.is_ascii_hexdigit() && lo.is_ascii_hexdigit() => {
+                Some(hex_digit(*hi) << 4 | hex_digit(*lo))
+            }
+            _ => None,
+        };
+        match escaped {
+            Some(b) => {
+                out.push(b);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The value of an ASCII hex digit (either case).
+fn hex_digit(d: u8) -> u8 {
+    match d {
+        b'0'..=b'9' => d - b'0',
+        b'a'..=b'f' => d - b'a' + 10,
+        _ => d - b'A' + 10,
+    }
 }
 
 fn show(hex: bool, bytes: &[u8]) -> String {
@@ -135,6 +173,17 @@ mod tests {
     fn text_escapes_what_is_not_printable_and_the_backslash() {
         assert_eq!(show(false, b"a b~"), "a b~");
         assert_eq!(show(false, &[0, b'\\', 0xff, b'\n']), "\\x00\\x5C\\xFF\\x0A");
+    }
+
+    #[test]
+    fn printed_text_reads_back_as_the_same_bytes() {
+        let every: Vec<u8> = (0..=255).collect();
+        assert_eq!(parse(false, "KEY", &show(false, &every)).unwrap(), every);
+        assert_eq!(parse(false, "KEY", "\\x01a\\x5c").unwrap(), vec![1, b'a', b'\\']);
+        // A backslash that starts no escape is itself.
+        for literal in ["a\\b", "\\x", "\\x4", "\\x+1", "\\xg0", "end\\"] {
+            assert_eq!(parse(false, "KEY", literal).unwrap(), literal.as_bytes(), "{literal}");
+        }
     }
 
     #[test]

@@ -890,3 +890,20 @@ fn errors_give_advice_in_commands_and_flags() {
     assert!(text(&o).contains("does not exist"), "{}", text(&o));
     assert!(!text(&o).contains("create_if_missing"), "names an API option: {}", text(&o));
 }
+
+#[test]
+fn printed_keys_paste_back_into_get() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, create(&dir)).unwrap();
+    db.put(&[1, b'a', b'\\', 0xff], b"found").unwrap();
+    db.close().unwrap();
+    let path = dir.to_str().unwrap();
+    let scan = stdout(&expect(0, &["scan", "--db", path]));
+    let printed = scan.lines().next().expect("one line").split(" ==> ").next().expect("a key").to_string();
+    assert_eq!(printed, "\\x01a\\x5C\\xFF", "{scan}");
+    assert_eq!(stdout(&expect(0, &["get", "--db", path, &printed])), "found\n");
+    // A key not there is named as it would print: escaped once.
+    let missing = expect(1, &["get", "--db", path, "\\x02b"]);
+    assert!(text(&missing).contains("key \\x02b not found"), "{}", text(&missing));
+}
