@@ -376,7 +376,10 @@ impl Config {
             flags.str("benchmarks").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
         for b in &benchmarks {
             if !table::BENCHMARKS.iter().any(|(name, _)| name == b) {
-                bail!("unknown benchmark {b:?} in --benchmarks (see --help for the list)");
+                match crate::flags::nearest(b, table::BENCHMARKS.iter().map(|(name, _)| *name)) {
+                    Some(near) => bail!("unknown benchmark {b:?} in --benchmarks (did you mean {near:?}?)"),
+                    None => bail!("unknown benchmark {b:?} in --benchmarks (see --help for the list)"),
+                }
             }
         }
         let engine = match flags.str("engine") {

@@ -358,3 +358,18 @@ fn report_memory_prints_and_records_resident_and_engine_memory() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && !out.contains("Memory:"), "{out}");
 }
+
+#[test]
+fn a_misspelt_benchmark_gets_the_nearest_name() {
+    let o = ebb_bench(&["--benchmarks=fillseq,readrandon", "--num=10"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(r#"unknown benchmark "readrandon" in --benchmarks (did you mean "readrandom"?)"#),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing near: the list is where to look.
+    let o = ebb_bench(&["--benchmarks=zzzzzzzzzzzz", "--num=10"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("see --help for the list"), "{}", stderr(&o));
+}

@@ -13,7 +13,8 @@
 //! Bottom up; a module uses only those listed before it.
 //!
 //! 1. `snapshot_file`: [`SnapshotFile`], a snapshot's bytes in a file
-//!    (openraft's `SnapshotData`).
+//!    (openraft's `SnapshotData`); [`bytes`]: byte strings as base64 in
+//!    JSON and as bytes in the stored format.
 //! 2. `types`: the requests, responses and openraft type configuration.
 //! 3. `codec`: the version byte, value and key encodings.
 //! 4. `error`: Ebb's and decoding errors as openraft's `StorageError`.
@@ -35,6 +36,7 @@
 // build it return it as the traits do rather than box it for one hop.
 #![allow(clippy::result_large_err)]
 
+pub mod bytes;
 mod codec;
 mod error;
 mod install;

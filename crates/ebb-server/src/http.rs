@@ -34,7 +34,7 @@ use crate::api::{
     Member, ScanResponse, Status, WriteResponse, DEFAULT_SCAN_LIMIT, MAX_SCAN_LIMIT,
 };
 use crate::identity::{ClusterIdentity, Refusal, CLUSTER_HEADER};
-use crate::network::{APPEND_PATH, SNAPSHOT_PATH, TARGET_HEADER, VOTE_PATH};
+use crate::network::{SnapshotChunk, APPEND_PATH, SNAPSHOT_PATH, TARGET_HEADER, VOTE_PATH};
 
 /// What the HTTP handlers share: the node's Raft and a handle on its
 /// state machine for local reads.
@@ -517,8 +517,8 @@ async fn raft_snapshot(
     raw: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     check_target(&state, &headers)?;
-    let rpc: openraft::raft::InstallSnapshotRequest<TypeConfig> = json_body(&state, raw, "install snapshot")?;
-    Ok(Json(state.raft.install_snapshot(rpc).await).into_response())
+    let chunk: SnapshotChunk = json_body(&state, raw, "install snapshot")?;
+    Ok(Json(state.raft.install_snapshot(chunk.into()).await).into_response())
 }
 
 async fn unknown_path(uri: Uri) -> ApiError {

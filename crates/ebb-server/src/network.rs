@@ -1,7 +1,9 @@
 //! openraft's network (`RaftNetworkFactory`, `RaftNetwork`) over HTTP: each
 //! Raft message is a `POST /raft/{append,vote,snapshot}` to the target's
 //! address with the request as JSON; the answer is the JSON of the target
-//! Raft's `Result`.
+//! Raft's `Result`. Byte strings travel as base64 text: the keys and values
+//! of requests (`ebb_raft::bytes`), and a snapshot's chunk, sent as a
+//! [`SnapshotChunk`].
 //!
 //! Every request carries a timeout, openraft's `hard_ttl` for that RPC.
 //! A connection that fails is reported as `Unreachable` (openraft backs
@@ -19,9 +21,9 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, VoteRequest,
     VoteResponse,
 };
-use openraft::BasicNode;
+use openraft::{BasicNode, SnapshotMeta, Vote};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::identity::{ClusterIdentity, CLUSTER_HEADER};
 
@@ -83,6 +85,36 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             target,
             node: node.clone(),
             warned: false,
+        }
+    }
+}
+
+/// openraft's `InstallSnapshotRequest` as it travels: the same fields, the
+/// chunk's bytes as base64 text rather than an array of numbers.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SnapshotChunk {
+    vote: Vote<NodeId>,
+    meta: SnapshotMeta<NodeId, BasicNode>,
+    offset: u64,
+    #[serde(with = "ebb_raft::bytes")]
+    data: Vec<u8>,
+    done: bool,
+}
+
+impl From<InstallSnapshotRequest<TypeConfig>> for SnapshotChunk {
+    fn from(rpc: InstallSnapshotRequest<TypeConfig>) -> Self {
+        SnapshotChunk { vote: rpc.vote, meta: rpc.meta, offset: rpc.offset, data: rpc.data, done: rpc.done }
+    }
+}
+
+impl From<SnapshotChunk> for InstallSnapshotRequest<TypeConfig> {
+    fn from(chunk: SnapshotChunk) -> Self {
+        InstallSnapshotRequest {
+            vote: chunk.vote,
+            meta: chunk.meta,
+            offset: chunk.offset,
+            data: chunk.data,
+            done: chunk.done,
         }
     }
 }
@@ -149,10 +181,48 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<InstallSnapshotResponse<NodeId>, RpcError<InstallSnapshotError>> {
-        self.call(SNAPSHOT_PATH, &rpc, &option).await
+        self.call(SNAPSHOT_PATH, &SnapshotChunk::from(rpc), &option).await
     }
 
     async fn vote(&mut self, rpc: VoteRequest<NodeId>, option: RPCOption) -> Result<VoteResponse<NodeId>, RpcError> {
         self.call(VOTE_PATH, &rpc, &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ebb_raft::Request;
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
+
+    use super::*;
+
+    #[test]
+    fn raft_messages_carry_bytes_as_base64() {
+        let entry: Entry<TypeConfig> = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(2, 1), 7),
+            payload: EntryPayload::Normal(Request::Set { key: vec![0xff; 3], value: b"v".to_vec() }),
+        };
+        let append = AppendEntriesRequest::<TypeConfig> {
+            vote: Vote::new_committed(2, 1),
+            prev_log_id: None,
+            entries: vec![entry],
+            leader_commit: None,
+        };
+        let json = serde_json::to_string(&append).unwrap();
+        assert!(json.contains(r#""key":"////""#) && json.contains(r#""value":"dg==""#), "{json}");
+        let back: AppendEntriesRequest<TypeConfig> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, append.entries);
+
+        let rpc = InstallSnapshotRequest::<TypeConfig> {
+            vote: Vote::new_committed(2, 1),
+            meta: SnapshotMeta::default(),
+            offset: 4096,
+            data: (0..=255).collect(),
+            done: false,
+        };
+        let json = serde_json::to_string(&SnapshotChunk::from(rpc.clone())).unwrap();
+        assert!(json.contains(r#""data":"AAECAw"#) && json.len() < 800, "{json}");
+        let back: InstallSnapshotRequest<TypeConfig> = serde_json::from_str::<SnapshotChunk>(&json).unwrap().into();
+        assert_eq!((back.offset, back.data, back.done), (rpc.offset, rpc.data, rpc.done));
     }
 }

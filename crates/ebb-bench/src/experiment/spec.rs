@@ -76,7 +76,7 @@ pub fn resolve_knob(name: &str) -> Result<Knob> {
         Target::EngineOption(option)
     } else {
         let known = table::FLAGS.iter().map(|s| s.name).chain(ebb::Options::names());
-        return Err(match closest(name, known) {
+        return Err(match crate::flags::nearest(name, known) {
             Some(near) => BenchError::new(format!(
                 "unknown option {name:?}: not an ebb-bench flag nor an Ebb option (did you mean {near:?}?)"
             )),
@@ -89,14 +89,6 @@ pub fn resolve_knob(name: &str) -> Result<Knob> {
         }
     }
     Ok(Knob { name: name.to_string(), target })
-}
-
-fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .map(|k| (crate::flags::edit_distance(name, k), k))
-        .filter(|(d, _)| *d <= 3)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
 }
 
 /// Parses a byte size: a number with an optional binary suffix (`K`, `KB`,

@@ -370,21 +370,16 @@ impl Flags {
 }
 
 fn unknown_flag(name: &str) -> BenchError {
-    let mut best: Option<(usize, &str)> = None;
-    for s in table::FLAGS {
-        let d = edit_distance(name, s.name);
-        let better = match best {
-            None => true,
-            Some((bd, _)) => d < bd,
-        };
-        if better {
-            best = Some((d, s.name));
-        }
+    match nearest(name, table::FLAGS.iter().map(|s| s.name)) {
+        Some(near) => BenchError::new(format!("unknown flag --{name} (did you mean --{near}?)")),
+        None => BenchError::new(format!("unknown flag --{name} (see --help for the list)")),
     }
-    match best {
-        Some((d, near)) if d <= 3 => BenchError::new(format!("unknown flag --{name} (did you mean --{near}?)")),
-        _ => BenchError::new(format!("unknown flag --{name} (see --help for the list)")),
-    }
+}
+
+/// The name of `known` nearest to the mistyped `name`, if one is within
+/// three edits (the first of equally near ones).
+pub(crate) fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    known.map(|k| (edit_distance(name, k), k)).filter(|(d, _)| *d <= 3).min_by_key(|(d, _)| *d).map(|(_, k)| k)
 }
 
 /// Levenshtein distance between `a` and `b`, in characters: how near a

@@ -87,7 +87,16 @@ async fn five_nodes_commit_only_on_a_majority_side() {
     .await;
 }
 
-const LOAD: Load = Load { clients: 4, ops_per_client: 25, keys: 2 };
+const LOAD: Load = Load { clients: 4, ops_per_client: 25, keys: 2, epoch: 0 };
+
+/// How many runs of [`LOAD`] the moving-partitions test makes, one after
+/// another on one cluster, each on its own keys and through the four
+/// faults twice: `EBB_CLUSTER_EPOCHS` (default 1). A long soak is
+/// `EBB_CLUSTER_EPOCHS=100 cargo test --release -p ebb-raft --test cluster
+/// partitions_move`; the test's time limit grows with it.
+fn epochs() -> u64 {
+    std::env::var("EBB_CLUSTER_EPOCHS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(1)
+}
 
 /// The faults the nemesis moves through.
 #[derive(Clone, Copy, Debug)]
@@ -107,48 +116,53 @@ const FAULTS: [Fault; 4] =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_nodes_stay_linearizable_while_partitions_move() {
-    bounded(Duration::from_secs(90), async {
+    let epochs = epochs();
+    bounded(Duration::from_secs(90 * epochs), async {
         let cluster = Cluster::start(5).await;
         let ids = cluster.ids();
-        let (done, mut progress) = watch::channel(0u64);
-        let clients = LOAD.spawn(cluster.nodes(), Instant::now(), &Arc::new(done));
-
-        // Every fault twice, in a seeded order, each for a ninth of the
-        // operations, around whichever node leads when it starts.
         let mut rng = StdRng::seed_from_u64(0xf17e);
-        let mut faults = Vec::new();
-        for _ in 0..2 {
-            let mut round = FAULTS;
-            round.shuffle(&mut rng);
-            faults.extend(round);
-        }
-        let total = LOAD.total();
-        let steps = faults.len() as u64;
-        for (step, fault) in (1..).zip(faults) {
-            progress.wait_for(|&n| n >= total * step / (steps + 1)).await.expect("clients running");
-            let leader = cluster.nodes().leader_among(&ids, REQUEST_TIMEOUT).await.unwrap_or(ids[0]);
-            let mut others: Vec<NodeId> = ids.iter().copied().filter(|&id| id != leader).collect();
-            others.shuffle(&mut rng);
-            eprintln!("step {step}: {fault:?} around node {leader}");
-            cluster.router.heal();
-            match fault {
-                Fault::LeaderInMinority => cluster.router.split(&[&[leader, others[0]], &others[1..]]),
-                Fault::LeaderInMajority => cluster.router.split(&[&[leader, others[0], others[1]], &others[2..]]),
-                Fault::NoMajority => cluster.router.split(&[&[leader, others[0]], &others[1..3], &others[3..]]),
-                Fault::IsolatedAndLossy => {
-                    cluster.router.isolate(others[0]);
-                    cluster.router.lose_messages(0.1, rng.gen());
+        for epoch in 0..epochs {
+            let load = Load { epoch, ..LOAD };
+            let (done, mut progress) = watch::channel(0u64);
+            let clients = load.spawn(cluster.nodes(), Instant::now(), &Arc::new(done));
+
+            // Every fault twice, in a seeded order, each for a ninth of the
+            // operations, around whichever node leads when it starts.
+            let mut faults = Vec::new();
+            for _ in 0..2 {
+                let mut round = FAULTS;
+                round.shuffle(&mut rng);
+                faults.extend(round);
+            }
+            let total = load.total();
+            let steps = faults.len() as u64;
+            for (step, fault) in (1..).zip(faults) {
+                progress.wait_for(|&n| n >= total * step / (steps + 1)).await.expect("clients running");
+                let leader = cluster.nodes().leader_among(&ids, REQUEST_TIMEOUT).await.unwrap_or(ids[0]);
+                let mut others: Vec<NodeId> = ids.iter().copied().filter(|&id| id != leader).collect();
+                others.shuffle(&mut rng);
+                eprintln!("epoch {epoch} step {step}: {fault:?} around node {leader}");
+                cluster.router.heal();
+                match fault {
+                    Fault::LeaderInMinority => cluster.router.split(&[&[leader, others[0]], &others[1..]]),
+                    Fault::LeaderInMajority => cluster.router.split(&[&[leader, others[0], others[1]], &others[2..]]),
+                    Fault::NoMajority => cluster.router.split(&[&[leader, others[0]], &others[1..3], &others[3..]]),
+                    Fault::IsolatedAndLossy => {
+                        cluster.router.isolate(others[0]);
+                        cluster.router.lose_messages(0.1, rng.gen());
+                    }
                 }
             }
-        }
-        progress.wait_for(|&n| n >= total).await.expect("clients running");
-        cluster.router.heal();
+            progress.wait_for(|&n| n >= total).await.expect("clients running");
+            cluster.router.heal();
 
-        let answered = register::check(clients).await;
-        assert!(answered as u64 >= total / 4, "only {answered} of {total} operations answered");
-        let barrier = cluster.write_barrier().await;
-        cluster.nodes().wait_applied(&ids, barrier).await;
-        assert_same_contents(cluster.nodes(), &ids);
+            let answered = register::check(clients).await;
+            assert!(answered as u64 >= total / 4, "epoch {epoch}: only {answered} of {total} operations answered");
+            let barrier = cluster.write_barrier().await;
+            cluster.nodes().wait_applied(&ids, barrier).await;
+            let keys = assert_same_contents(cluster.nodes(), &ids);
+            eprintln!("epoch {epoch}: linearizable, five equal states of {keys} keys");
+        }
         cluster.shutdown().await;
     })
     .await;

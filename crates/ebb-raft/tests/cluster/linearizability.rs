@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::harness::{bounded, Cluster};
 use crate::register::{self, Load};
 
-const LOAD: Load = Load { clients: 3, ops_per_client: 30, keys: 2 };
+const LOAD: Load = Load { clients: 3, ops_per_client: 30, keys: 2, epoch: 0 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_clients_see_a_linearizable_register_across_a_partition() {

@@ -33,6 +33,9 @@ pub struct Load {
     pub clients: u64,
     pub ops_per_client: u64,
     pub keys: u64,
+    /// Names this run's keys (`e{epoch}-key{n}`) and seeds its clients, so
+    /// that runs one after another on one cluster touch different keys.
+    pub epoch: u64,
 }
 
 impl Load {
@@ -54,12 +57,12 @@ impl Load {
 
 async fn client(id: u64, load: Load, nodes: Nodes, start: Instant, done: Arc<watch::Sender<u64>>) -> ClientHistory {
     let now = || start.elapsed().as_nanos() as u64;
-    let mut rng = StdRng::seed_from_u64(id);
+    let mut rng = StdRng::seed_from_u64(load.epoch << 16 | id);
     let mut target: NodeId = nodes.ids()[0];
     let mut history = Vec::new();
     for n in 0..load.ops_per_client {
         let key = rng.gen_range(0..load.keys);
-        let key_bytes = format!("key{key}").into_bytes();
+        let key_bytes = format!("e{}-key{key}", load.epoch).into_bytes();
         let node = nodes.get(target);
         let invoked = now();
         let ok = if rng.gen_bool(0.5) {
