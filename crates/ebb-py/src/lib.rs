@@ -464,13 +464,87 @@ type IteratorOf<'a> = ebb::DbIterator<'a>;
 /// as of its creation. A context manager; `release()` ends it early.
 #[pyclass(module = "ebb")]
 struct Snapshot {
-    cell: Option<Arc<SnapshotCell>>,
+    /// The engine's snapshot; emptied by `release()` or when the database
+    /// closes ([`Handles::close_all`]).
+    slot: Arc<SnapshotSlot>,
     mode: Mode,
+    handles: Arc<Handles>,
+}
+
+/// A snapshot's place, shared with its database's [`Handles`].
+type SnapshotSlot = Mutex<Option<Arc<SnapshotCell>>>;
+
+/// An iterator's place, shared with its database's [`Handles`].
+type CursorSlot = Mutex<Option<Cursor>>;
+
+/// The iterators and snapshots made from one database (through it, its
+/// snapshots or its transactions), so that `Db.close` can end them: each
+/// holds the database open while it lives.
+///
+/// Invariant: after [`Handles::close_all`], every slot registered before
+/// is empty, and a slot registered after is emptied at once (the database
+/// is gone), so nothing made from a closed database holds it.
+#[derive(Default)]
+pub(crate) struct Handles {
+    closed: std::sync::atomic::AtomicBool,
+    cursors: Mutex<Vec<Weak<CursorSlot>>>,
+    snapshots: Mutex<Vec<Weak<SnapshotSlot>>>,
+}
+
+impl Handles {
+    /// Keeps `slot` to be emptied at close; drops the entries of slots
+    /// already gone whenever the list doubles.
+    fn keep<T>(&self, list: &Mutex<Vec<Weak<Mutex<Option<T>>>>>, slot: &Arc<Mutex<Option<T>>>) {
+        let mut list = list.lock().unwrap_or_else(PoisonError::into_inner);
+        if list.len() >= 64 && list.len().is_power_of_two() {
+            list.retain(|w| w.strong_count() > 0);
+        }
+        list.push(Arc::downgrade(slot));
+    }
+
+    fn keep_cursor(&self, cursor: Cursor) -> Arc<CursorSlot> {
+        let slot = Arc::new(Mutex::new(Some(cursor)));
+        self.keep(&self.cursors, &slot);
+        slot
+    }
+
+    fn keep_snapshot(&self, cell: SnapshotCell) -> Arc<SnapshotSlot> {
+        let slot = Arc::new(Mutex::new(Some(Arc::new(cell))));
+        self.keep(&self.snapshots, &slot);
+        slot
+    }
+
+    /// Ends every iterator, then every snapshot (iterators at a snapshot
+    /// hold it too): their later use raises "closed".
+    fn close_all(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
+        empty_all(&self.cursors);
+        empty_all(&self.snapshots);
+    }
+}
+
+/// Empties every slot of `list` still alive, and the list.
+fn empty_all<T>(list: &Mutex<Vec<Weak<Mutex<Option<T>>>>>) {
+    for slot in std::mem::take(&mut *list.lock().unwrap_or_else(PoisonError::into_inner)) {
+        if let Some(slot) = slot.upgrade() {
+            drop(slot.lock().unwrap_or_else(PoisonError::into_inner).take());
+        }
+    }
+}
+
+/// The error of an iterator or snapshot used after its database closed.
+fn closed_db() -> PyErr {
+    EbbError::new_err("the database this was made from is closed")
 }
 
 impl Snapshot {
-    fn cell(&self) -> PyResult<&Arc<SnapshotCell>> {
-        self.cell.as_ref().ok_or_else(|| InvalidArgumentError::new_err("the snapshot was released"))
+    fn cell(&self) -> PyResult<Arc<SnapshotCell>> {
+        let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(cell) => Ok(Arc::clone(cell)),
+            None if self.handles.closed.load(std::sync::atomic::Ordering::Acquire) => Err(closed_db()),
+            None => Err(InvalidArgumentError::new_err("the snapshot was released")),
+        }
     }
 }
 
@@ -491,7 +565,7 @@ impl Snapshot {
         cf: Option<&ColumnFamily>,
     ) -> PyResult<PyObject> {
         let k = self.mode.enc(key, "key")?;
-        let cell = Arc::clone(self.cell()?);
+        let cell = self.cell()?;
         let handle = cf.map(|c| c.handle.clone());
         let got = py
             .allow_threads(|| {
@@ -519,15 +593,15 @@ impl Snapshot {
         lower_bound: Option<&Bound<'_, PyAny>>,
         upper_bound: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Iterator> {
-        let cell = Arc::clone(self.cell()?);
+        let cell = self.cell()?;
         let owner = IterOwner { db: cell.borrow_owner().clone(), snapshot: Some(cell) };
         let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
-        Iterator::open(py, owner, cf, bounds, self.mode)
+        Iterator::open(py, owner, cf, bounds, self.mode, &self.handles)
     }
 
     /// Ends the snapshot (also at the end of a `with` block).
     fn release(&mut self) {
-        self.cell = None;
+        drop(self.slot.lock().unwrap_or_else(PoisonError::into_inner).take());
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -555,7 +629,8 @@ enum Yield {
 /// iterator.
 #[pyclass(module = "ebb", unsendable)]
 struct Iterator {
-    cursor: Cursor,
+    /// Emptied when the database closes ([`Handles::close_all`]).
+    cursor: Arc<CursorSlot>,
     mode: Mode,
     yields: Yield,
     backwards: bool,
@@ -571,16 +646,19 @@ enum Cursor {
 }
 
 /// Evaluates `$body` with `$it` bound to the iterator's engine iterator,
-/// whichever kind it is. The two kinds have the same methods; the body is
-/// compiled for each, so that stepping a database's iterator costs no
-/// virtual call.
+/// whichever kind it is, as `Ok`; `Err` (closed) once its database closed.
+/// The two kinds have the same methods; the body is compiled for each, so
+/// that stepping a database's iterator costs no virtual call (the slot's
+/// lock is uncontended: only `Db.close` takes it from elsewhere).
 macro_rules! with_cursor {
-    ($iter:expr, |$it:ident| $body:expr) => {
-        match &mut $iter.cursor {
-            Cursor::Db(cell) => cell.with_dependent_mut(|_, $it| $body),
-            Cursor::Txn(cell) => cell.with_dependent_mut(|_, $it| $body),
+    ($iter:expr, |$it:ident| $body:expr) => {{
+        let mut slot = $iter.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_mut() {
+            Some(Cursor::Db(cell)) => Ok(cell.with_dependent_mut(|_, $it| $body)),
+            Some(Cursor::Txn(cell)) => Ok(cell.with_dependent_mut(|_, $it| $body)),
+            None => Err(closed_db()),
         }
-    };
+    }};
 }
 
 impl Iterator {
@@ -590,6 +668,7 @@ impl Iterator {
         cf: Option<&ColumnFamily>,
         (lower, upper): (Option<Vec<u8>>, Option<Vec<u8>>),
         mode: Mode,
+        handles: &Handles,
     ) -> PyResult<Iterator> {
         let handle = cf.map(|c| c.handle.clone());
         let cell = py.allow_threads(move || {
@@ -606,11 +685,16 @@ impl Iterator {
                 }
             })
         });
-        Ok(Iterator::over(Cursor::Db(cell), mode))
+        Ok(Iterator::over(Cursor::Db(cell), mode, handles))
     }
 
-    /// An iterator, not positioned, yielding `(key, value)` pairs.
-    fn over(cursor: Cursor, mode: Mode) -> Iterator {
+    /// An iterator, not positioned, yielding `(key, value)` pairs, kept in
+    /// `handles` to end when its database closes.
+    fn over(cursor: Cursor, mode: Mode, handles: &Handles) -> Iterator {
+        let cursor = handles.keep_cursor(cursor);
+        if handles.closed.load(std::sync::atomic::Ordering::Acquire) {
+            drop(cursor.lock().unwrap_or_else(PoisonError::into_inner).take());
+        }
         Iterator { cursor, mode, yields: Yield::Items, backwards: false, started: false }
     }
 
@@ -619,10 +703,10 @@ impl Iterator {
     /// yields: `keys()`, `values()` and `items()`.
     fn walk_from(mut self, from_key: Option<Vec<u8>>, backwards: bool, yields: Yield) -> PyResult<Iterator> {
         match (from_key, backwards) {
-            (Some(k), false) => with_cursor!(self, |i| i.seek(&k)),
-            (Some(k), true) => with_cursor!(self, |i| i.seek_for_prev(&k)),
-            (None, false) => with_cursor!(self, |i| i.seek_to_first()),
-            (None, true) => with_cursor!(self, |i| i.seek_to_last()),
+            (Some(k), false) => with_cursor!(self, |i| i.seek(&k))?,
+            (Some(k), true) => with_cursor!(self, |i| i.seek_for_prev(&k))?,
+            (None, false) => with_cursor!(self, |i| i.seek_to_first())?,
+            (None, true) => with_cursor!(self, |i| i.seek_to_last())?,
         }
         self.check()?;
         self.yields = yields;
@@ -631,20 +715,20 @@ impl Iterator {
     }
 
     fn check(&mut self) -> PyResult<()> {
-        with_cursor!(self, |it| it.status()).map_err(to_py)
+        with_cursor!(self, |it| it.status())?.map_err(to_py)
     }
 }
 
 #[pymethods]
 impl Iterator {
     fn seek_to_first(&mut self) -> PyResult<()> {
-        with_cursor!(self, |it| it.seek_to_first());
+        with_cursor!(self, |it| it.seek_to_first())?;
         self.started = false;
         self.check()
     }
 
     fn seek_to_last(&mut self) -> PyResult<()> {
-        with_cursor!(self, |it| it.seek_to_last());
+        with_cursor!(self, |it| it.seek_to_last())?;
         self.started = false;
         self.check()
     }
@@ -652,7 +736,7 @@ impl Iterator {
     /// Positions at the first key at or after `key`.
     fn seek(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
-        with_cursor!(self, |it| it.seek(&k));
+        with_cursor!(self, |it| it.seek(&k))?;
         self.started = false;
         self.check()
     }
@@ -660,45 +744,45 @@ impl Iterator {
     /// Positions at the last key at or before `key`.
     fn seek_for_prev(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
-        with_cursor!(self, |it| it.seek_for_prev(&k));
+        with_cursor!(self, |it| it.seek_for_prev(&k))?;
         self.started = false;
         self.check()
     }
 
-    fn valid(&mut self) -> bool {
+    fn valid(&mut self) -> PyResult<bool> {
         with_cursor!(self, |it| it.valid())
     }
 
     fn next(&mut self) -> PyResult<()> {
-        if !self.valid() {
+        if !self.valid()? {
             return Err(InvalidArgumentError::new_err("next on an iterator that is not valid"));
         }
-        with_cursor!(self, |it| it.next());
+        with_cursor!(self, |it| it.next())?;
         self.check()
     }
 
     fn prev(&mut self) -> PyResult<()> {
-        if !self.valid() {
+        if !self.valid()? {
             return Err(InvalidArgumentError::new_err("prev on an iterator that is not valid"));
         }
-        with_cursor!(self, |it| it.prev());
+        with_cursor!(self, |it| it.prev())?;
         self.check()
     }
 
     fn key(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        if !self.valid() {
+        if !self.valid()? {
             return Err(InvalidArgumentError::new_err("key of an iterator that is not valid"));
         }
         let mode = self.mode;
-        with_cursor!(self, |it| mode.dec(py, it.key()))
+        with_cursor!(self, |it| mode.dec(py, it.key()))?
     }
 
     fn value(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        if !self.valid() {
+        if !self.valid()? {
             return Err(InvalidArgumentError::new_err("value of an iterator that is not valid"));
         }
         let mode = self.mode;
-        with_cursor!(self, |it| mode.dec(py, it.value()))
+        with_cursor!(self, |it| mode.dec(py, it.value()))?
     }
 
     /// Raises the error that stopped the iterator, if any.
@@ -736,7 +820,7 @@ impl Iterator {
                     PyTuple::new(py, [mode.dec(py, it.key())?, mode.dec(py, it.value())?])?.into_any().unbind()
                 }
             })
-        })
+        })?
     }
 }
 
@@ -754,6 +838,8 @@ struct Db {
     /// The transactions begun on a transaction database, which `close`
     /// ends (an empty list for a plain database).
     transactions: Mutex<Vec<Weak<txn::TxnShared>>>,
+    /// The iterators and snapshots made from it, which `close` ends.
+    handles: Arc<Handles>,
 }
 
 impl Db {
@@ -790,7 +876,13 @@ impl Db {
                 open(&p, options.clone(), &families)
             })
             .map_err(to_py)?;
-        Ok(Db { db: Some(db), path: path.to_string(), mode, transactions: Mutex::new(Vec::new()) })
+        Ok(Db {
+            db: Some(db),
+            path: path.to_string(),
+            mode,
+            transactions: Mutex::new(Vec::new()),
+            handles: Arc::default(),
+        })
     }
 
     /// Keeps `shared` (a group of transactions) to be ended at `close`.
@@ -942,7 +1034,7 @@ impl Db {
     ) -> PyResult<Iterator> {
         let owner = IterOwner { db: self.db()?.clone(), snapshot: None };
         let bounds = (self.mode.enc_opt(lower_bound, "lower_bound")?, self.mode.enc_opt(upper_bound, "upper_bound")?);
-        Iterator::open(py, owner, cf, bounds, self.mode)
+        Iterator::open(py, owner, cf, bounds, self.mode, &self.handles)
     }
 
     /// The keys from `from_key` (inclusive; the first or, `backwards`, the
@@ -995,7 +1087,8 @@ impl Db {
     /// A snapshot of the newest state (a context manager).
     fn snapshot(&self) -> PyResult<Snapshot> {
         let db = self.db()?.clone();
-        Ok(Snapshot { cell: Some(Arc::new(SnapshotCell::new(db, |db| db.base().snapshot()))), mode: self.mode })
+        let slot = self.handles.keep_snapshot(SnapshotCell::new(db, |db| db.base().snapshot()));
+        Ok(Snapshot { slot, mode: self.mode, handles: Arc::clone(&self.handles) })
     }
 
     /// Flushes the memtables (of `cf`, or the default family) and waits.
@@ -1088,6 +1181,8 @@ impl Db {
     /// transaction busy in another thread or with an iterator open over
     /// it, keep the database open until they are gone.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        // Iterators first: a transaction's iterator holds its transaction.
+        self.handles.close_all();
         let transactions = std::mem::take(&mut *self.transactions.lock().unwrap_or_else(PoisonError::into_inner));
         for shared in transactions.iter().filter_map(Weak::upgrade) {
             shared.end();

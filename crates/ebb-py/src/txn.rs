@@ -57,6 +57,9 @@ pub(crate) struct TxnShared {
     /// Iterators open over the group's transactions (each holds `group`
     /// for reading).
     iterators: AtomicUsize,
+    /// The database's iterators and snapshots, where the transactions'
+    /// iterators are kept too, so that `Db.close` ends them first.
+    handles: Arc<crate::Handles>,
 }
 
 impl TxnShared {
@@ -109,7 +112,11 @@ where
 {
     let group = TxnGroup::new(db.db()?.clone(), build);
     let n = group.borrow_dependent().len();
-    let shared = Arc::new(TxnShared { group: Arc::new(RwLock::new(Some(group))), iterators: AtomicUsize::new(0) });
+    let shared = Arc::new(TxnShared {
+        group: Arc::new(RwLock::new(Some(group))),
+        iterators: AtomicUsize::new(0),
+        handles: Arc::clone(&db.handles),
+    });
     db.register(&shared);
     Ok((0..n).map(|index| Transaction { shared: Arc::clone(&shared), index, mode: db.mode }).collect())
 }
@@ -528,7 +535,7 @@ impl Transaction {
                 })
             })
         })?;
-        Ok(Iterator::over(Cursor::Txn(cell), self.mode))
+        Ok(Iterator::over(Cursor::Txn(cell), self.mode, &self.shared.handles))
     }
 
     /// The keys, in order or backwards, from `from_key` (inclusive; the

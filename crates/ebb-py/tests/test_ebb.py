@@ -306,3 +306,35 @@ def test_checkpoints_and_backups(path, tmp_path):
         assert copy[b"k000"] == b"v0" and len(list(copy.keys())) == 100
     with ebb.Db(str(tmp_path / "restored")) as restored:
         assert restored[b"k000"] == b"changed"
+
+
+def test_close_ends_the_iterators_and_snapshots_made_from_the_database(path):
+    db = ebb.Db(path)
+    for i in range(10):
+        db[b"k%d" % i] = b"v"
+    items = db.items()
+    next(items)  # half read
+    it = db.iter()
+    it.seek_to_first()
+    snap = db.snapshot()
+    at_snap = snap.iter()
+    db.close()
+    # Closed for real: the same process opens it again at once...
+    with ebb.Db(path) as again:
+        assert again[b"k2"] == b"v"
+    # ...and what was made from the closed one says so when used.
+    for use in (lambda: next(items), it.valid, it.next, lambda: snap.get(b"k1"), at_snap.seek_to_first, snap.iter):
+        with pytest.raises(ebb.EbbError, match="closed"):
+            use()
+    snap.release()  # harmless now
+
+
+def test_an_iterator_made_in_a_with_block_does_not_keep_the_database(path):
+    with ebb.Db(path) as db:
+        db[b"a"] = b"1"
+        keys = db.keys()
+        assert next(keys) == b"a"
+    with ebb.Db(path) as db:
+        assert db[b"a"] == b"1"
+    with pytest.raises(ebb.EbbError, match="closed"):
+        next(keys)

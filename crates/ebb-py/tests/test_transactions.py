@@ -518,3 +518,20 @@ def test_the_docs_example_runs(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["b'90'", "b'10'", "b'1'"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_close_ends_a_transactions_open_iterator(path, kind):
+    db = kind(path)
+    db[b"a"] = b"1"
+    txn = db.transaction()
+    txn.put(b"b", b"never committed")
+    it = txn.iter()
+    it.seek_to_first()
+    assert it.key() == b"a"
+    db.close()
+    # The iterator held the transaction, which held the database: all ended.
+    with kind(path) as again:
+        assert again[b"a"] == b"1" and b"b" not in again
+    with pytest.raises(ebb.EbbError, match="closed"):
+        it.valid()
