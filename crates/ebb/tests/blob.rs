@@ -476,3 +476,32 @@ fn jobs_that_fail_writing_blob_files_leave_none_behind() {
         assert_eq!(scan(&db, ReadOptions::default()), model, "{what}");
     }
 }
+
+/// A merge over a value kept in a blob file reads the blob as the base, in
+/// the memtable, after a flush and after a compaction (the merged result
+/// is written back).
+#[test]
+fn merges_over_values_in_blob_files_read_the_blob_as_their_base() {
+    let fs = MemFs::new();
+    let mut o = with_blobs(manual(&fs), 40);
+    o.merge_operator = Some(ebb::merge_operator::from_name("stringappend").unwrap());
+    let db = Db::open(DB, o).unwrap();
+    let base = vec![b'b'; 100];
+    db.put(b"k", &base).unwrap();
+    db.flush(true).unwrap();
+    assert_eq!(blob_files(&fs).len(), 1, "the base value went to a blob file");
+    db.merge(b"k", b"one").unwrap();
+    let mut expected = base.clone();
+    expected.extend_from_slice(b",one");
+    assert_eq!(db.get(b"k").unwrap(), Some(expected.clone()), "memtable operand over a blob");
+    db.flush(true).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(expected.clone()), "table operand over a blob");
+    db.merge(b"k", b"two").unwrap();
+    db.flush(true).unwrap();
+    db.compact_range(None, None).unwrap();
+    expected.extend_from_slice(b",two");
+    assert_eq!(db.get(b"k").unwrap(), Some(expected.clone()), "after the compaction merged them");
+    let all = scan(&db, ReadOptions::default());
+    assert_eq!(all.into_iter().collect::<Vec<_>>(), vec![(b"k".to_vec(), expected)]);
+    db.close().unwrap();
+}

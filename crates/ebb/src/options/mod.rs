@@ -657,7 +657,8 @@ impl Options {
     ///
     /// Sets `max_write_buffer_number = 5`; the block cache, memtable size and
     /// bloom filter keep their values, as in Manos. Manos also picked universal
-    /// compaction; Ebb compacts by level only, so the style is left alone.
+    /// compaction; the style is left as it is (set `compaction_style` to
+    /// [`CompactionStyle::Universal`] for his whole setting).
     /// RocksDB has no single counterpart: its `OptimizeLevelStyleCompaction`
     /// and `OptimizeUniversalStyleCompaction` also raise the memtable count.
     pub fn optimize_for_writes(mut self) -> Self {
