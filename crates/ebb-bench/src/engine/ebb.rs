@@ -664,9 +664,11 @@ mod tests {
             "--cache_size=1048576",
             "--checksum_type=4",
             "--disable_auto_compactions=true",
+            "--db_write_buffer_size=2097152",
         ]);
         let o = ebb_options(&f, true).unwrap();
         assert_eq!(o.write_buffer_size, 8 << 20);
+        assert_eq!(o.db_write_buffer_size, 2 << 20);
         assert_eq!(o.max_subcompactions, 2);
         assert_eq!(o.compression, ebb::CompressionType::None);
         assert_eq!(o.bloom_bits_per_key, Options::default().bloom_bits_per_key);

@@ -275,6 +275,7 @@ fn apply(setup: &mut Setup, flag: &str, v: &Value) -> Result<bool> {
             }
         }
         "max_total_wal_size" => opts.set_max_total_wal_size(u64_of(flag, v)?),
+        "db_write_buffer_size" => opts.set_db_write_buffer_size(u64_of(flag, v)? as usize),
         "wal_bytes_per_sync" => opts.set_wal_bytes_per_sync(u64_of(flag, v)?),
         "bytes_per_sync" => opts.set_bytes_per_sync(u64_of(flag, v)?),
         "manual_wal_flush" => opts.set_manual_wal_flush(bool_of(flag, v)?),

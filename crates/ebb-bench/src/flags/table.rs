@@ -461,6 +461,13 @@ pub const FLAGS: &[FlagSpec] = &[
     ),
     f("delayed_write_rate", UInt, "16777216", Engine("delayed_write_rate"), "Write rate while slowed, bytes/s"),
     f("max_total_wal_size", UInt, "0", Engine("max_total_wal_size"), "Live WAL bytes before forced flushes"),
+    f(
+        "db_write_buffer_size",
+        UInt,
+        "0",
+        Engine("db_write_buffer_size"),
+        "One memtable budget, in bytes, for every column family together (0 = none): past it the largest flushes",
+    ),
     f("wal_bytes_per_sync", UInt, "0", Engine("wal_bytes_per_sync"), "Write back the WAL every this many bytes"),
     f("bytes_per_sync", UInt, "0", Engine("bytes_per_sync"), "Write back SSTs every this many bytes"),
     f("manual_wal_flush", Bool, "false", Engine("manual_wal_flush"), "WAL reaches the file only on FlushWAL"),
