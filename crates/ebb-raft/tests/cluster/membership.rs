@@ -58,6 +58,28 @@ async fn writer(nodes: Nodes, stop: watch::Receiver<bool>) -> Vec<u64> {
     acknowledged
 }
 
+/// Once a barrier written through the leader is applied on every voter:
+/// each of `voters` has exactly `voters` as its voters, every write of
+/// `acknowledged` (`w{i}` = `i`), and the same state as the others.
+async fn all_kept(nodes: &Nodes, voters_wanted: &BTreeSet<NodeId>, acknowledged: &[u64], when: &str) {
+    let ids: Vec<NodeId> = voters_wanted.iter().copied().collect();
+    let barrier = on_leader(nodes, &format!("the barrier {when}"), 10, |raft| async move {
+        raft.client_write(set("barrier", "")).await
+    })
+    .await
+    .log_id
+    .index;
+    nodes.wait_applied(&ids, barrier).await;
+    for &id in &ids {
+        assert_eq!(&voters(nodes, id), voters_wanted, "node {id}'s voters {when}");
+        for i in acknowledged {
+            let value = nodes.read(id, format!("w{i}").as_bytes());
+            assert_eq!(value, Some(i.to_string().into_bytes()), "node {id} lacks acknowledged write w{i} {when}");
+        }
+    }
+    assert_same_contents(nodes, &ids);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn membership_changes_under_message_loss_keep_every_acknowledged_write() {
     bounded(Duration::from_secs(90), async {
@@ -118,20 +140,7 @@ async fn membership_changes_under_message_loss_keep_every_acknowledged_write() {
 
         cluster.router.heal();
         let ids: Vec<NodeId> = final_voters.iter().copied().collect();
-        let barrier =
-            on_leader(&nodes, "the barrier", 10, |raft| async move { raft.client_write(set("barrier", "")).await })
-                .await
-                .log_id
-                .index;
-        nodes.wait_applied(&ids, barrier).await;
-        for &id in &ids {
-            assert_eq!(voters(&nodes, id), final_voters, "node {id}'s voters");
-            for i in &acknowledged {
-                let value = nodes.read(id, format!("w{i}").as_bytes());
-                assert_eq!(value, Some(i.to_string().into_bytes()), "node {id} lacks acknowledged write w{i}");
-            }
-        }
-        assert_same_contents(&nodes, &ids);
+        all_kept(&nodes, &final_voters, &acknowledged, "after the changes").await;
 
         // The three voters restarted from their directories: the
         // membership and the writes are what the stores kept. (Every
@@ -146,21 +155,7 @@ async fn membership_changes_under_message_loss_keep_every_acknowledged_write() {
         let nodes = cluster.nodes().clone();
         let leader = cluster.leader_among(&ids).await;
         assert!(final_voters.contains(&leader), "node {leader} leads after the restart but is not a voter");
-        let barrier = on_leader(&nodes, "the barrier after the restart", 10, |raft| async move {
-            raft.client_write(set("barrier", "")).await
-        })
-        .await
-        .log_id
-        .index;
-        nodes.wait_applied(&ids, barrier).await;
-        for &id in &ids {
-            assert_eq!(voters(&nodes, id), final_voters, "node {id}'s voters after the restart");
-            for i in &acknowledged {
-                let value = nodes.read(id, format!("w{i}").as_bytes());
-                assert_eq!(value, Some(i.to_string().into_bytes()), "node {id} lost w{i} in the restart");
-            }
-        }
-        assert_same_contents(&nodes, &ids);
+        all_kept(&nodes, &final_voters, &acknowledged, "after the restart").await;
         cluster.shutdown().await;
     })
     .await;
