@@ -56,9 +56,10 @@ pub fn open(path: impl AsRef<Path>, options: Options) -> ebb::Result<(LogStore, 
 }
 
 /// Opens the database with every family it has, then creates those of
-/// [`FAMILIES`] it lacks. Ebb has no `create_missing_column_families`, so
-/// a new database takes two steps; a crash between them leaves a database
-/// the next open completes.
+/// [`FAMILIES`] it lacks (as `create_missing_column_families` would, with
+/// the families the database has left as they are): a new database takes
+/// two steps, and a crash between them leaves a database the next open
+/// completes.
 fn open_database(path: &Path, options: Options) -> ebb::Result<Db> {
     let options = options.create_if_missing(true);
     let family_options: ColumnFamilyOptions = options.cf_options();

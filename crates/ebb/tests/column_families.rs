@@ -838,3 +838,48 @@ fn a_handle_of_another_database_is_refused_everywhere() {
     assert_eq!(two.get_cf(&logs, b"k").unwrap(), None);
     assert_eq!(one.get_cf(&users, b"k").unwrap(), Some(b"in one".to_vec()));
 }
+
+/// `create_missing_column_families`: without it a listed family the
+/// database lacks fails the open, naming the family and the option, and
+/// changes nothing; with it the missing families are created with their
+/// listed options (a new database's too), hold writes, and are there to be
+/// listed at the next open.
+#[test]
+fn create_missing_column_families_creates_what_open_cf_lists() {
+    let fs = MemFs::new();
+    let o = options(&fs);
+    Db::open("/db", o.clone()).unwrap().close().unwrap();
+    let mut small = o.cf_options();
+    small.write_buffer_size = 1 << 16;
+    let listed = [("a", small.clone()), ("b", small.clone())];
+    let e = match Db::open_cf("/db", o.clone(), &listed) {
+        Ok(_) => panic!("a missing family opened without create_missing_column_families"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("'a'") && e.contains("create_missing_column_families"), "{e}");
+    assert_eq!(Db::list_column_families("/db", &o).unwrap(), vec!["default".to_string()]);
+
+    let mut create = o.clone();
+    create.create_missing_column_families = true;
+    let db = Db::open_cf("/db", create.clone(), &listed).unwrap();
+    for name in ["a", "b"] {
+        let cf = db.cf_handle(name).expect("created");
+        assert_eq!(db.cf_options(&cf).write_buffer_size, 1 << 16, "{name} has its listed options");
+        db.put_cf(&cf, b"k", name.as_bytes()).unwrap();
+    }
+    db.close().unwrap();
+    // Now they exist: listed, they open without the option.
+    let db = Db::open_cf("/db", o.clone(), &listed).unwrap();
+    assert_eq!(db.get_cf(&db.cf_handle("b").unwrap(), b"k").unwrap(), Some(b"b".to_vec()));
+    db.close().unwrap();
+
+    // A new database: created with its families in one open.
+    let mut fresh = create.clone();
+    fresh.create_if_missing = true;
+    let db = Db::open_cf("/fresh", fresh, &[("logs", small)]).unwrap();
+    assert!(db.cf_handle("logs").is_some());
+    db.close().unwrap();
+    let mut names = Db::list_column_families("/fresh", &o).unwrap();
+    names.sort();
+    assert_eq!(names, vec!["default".to_string(), "logs".to_string()]);
+}

@@ -237,10 +237,18 @@ pub(super) fn open_locked(
             )));
         }
     }
-    for (name, _) in families {
+    // Listed families the database lacks: created once it is open when
+    // `create_missing_column_families` asks, refused otherwise.
+    let mut missing = Vec::new();
+    for (name, family_options) in families {
         if *name != DEFAULT_COLUMN_FAMILY && !versions.families().values().any(|f| f.name == *name) {
+            if options.create_missing_column_families && !read_only {
+                missing.push((*name, family_options.clone()));
+                continue;
+            }
             return Err(Error::invalid(format!(
-                "column family '{name}' does not exist in {} (create it with create_column_family)",
+                "column family '{name}' does not exist in {} (create it with create_column_family, \
+                 or set create_missing_column_families)",
                 dir.display()
             )));
         }
@@ -341,7 +349,14 @@ pub(super) fn open_locked(
         let _ = inner.close();
         return Err(e);
     }
-    Ok(Db { inner })
+    let db = Db { inner };
+    for (name, family_options) in missing {
+        if let Err(e) = db.create_column_family(name, family_options) {
+            let _ = db.close();
+            return Err(e);
+        }
+    }
+    Ok(db)
 }
 
 fn start_threads(inner: &Arc<DbInner>, dir: &Path) -> Result<()> {

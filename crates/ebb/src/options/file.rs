@@ -214,7 +214,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("allow_data_in_errors", "false"),
     ("use_direct_io_for_flush_and_compaction", "false"),
     ("background_close_inactive_wals", "false"),
-    ("create_missing_column_families", "false"),
     ("use_direct_reads", "false"),
     ("persist_stats_to_disk", "false"),
     ("allow_2pc", "false"),

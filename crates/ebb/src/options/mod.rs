@@ -106,6 +106,12 @@ define_options! {
         create_if_missing: bool = false,
         /// Fail to open if the database already exists. RocksDB `error_if_exists`; default false.
         error_if_exists: bool = false,
+        /// Create the column families listed in `Db::open_cf` that the
+        /// database does not have, each with its listed options, once the
+        /// rest is open (as `create_column_family` does, one after another).
+        /// RocksDB `create_missing_column_families`; default false: a listed
+        /// family the database lacks fails the open.
+        create_missing_column_families: bool = false,
         /// Verify checksums of every block read during open and compaction. RocksDB `paranoid_checks`; default true.
         paranoid_checks: bool = true,
         /// Total background threads for flushes and compactions when the two limits

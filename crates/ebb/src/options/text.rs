@@ -483,6 +483,7 @@ macro_rules! option_table {
 option_table! {
     create_if_missing: Db, false;
     error_if_exists: Db, false;
+    create_missing_column_families: Db, false;
     paranoid_checks: Db, false;
     max_background_jobs: Db, true;
     max_background_flushes: Db, true;
