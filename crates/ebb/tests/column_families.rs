@@ -883,3 +883,25 @@ fn create_missing_column_families_creates_what_open_cf_lists() {
     names.sort();
     assert_eq!(names, vec!["default".to_string(), "logs".to_string()]);
 }
+
+/// A transaction database opened with `create_missing_column_families`
+/// creates the family as its own `create_column_family` would: a
+/// transaction writes there and commits, and the write reads back after a
+/// reopen.
+#[test]
+fn a_transaction_database_creates_missing_families_too() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.create_missing_column_families = true;
+    let listed = [("orders", o.cf_options())];
+    let db = ebb::TransactionDb::open_cf("/txn", o.clone(), ebb::TransactionDbOptions::default(), &listed).unwrap();
+    let cf = db.db().cf_handle("orders").expect("created");
+    let mut t = db.begin_transaction(&WriteOptions::default(), &ebb::TransactionOptions::default());
+    t.put_cf(&cf, b"k", b"v").unwrap();
+    t.commit().unwrap();
+    drop(t);
+    db.close().unwrap();
+    let db = ebb::TransactionDb::open_cf("/txn", o, ebb::TransactionDbOptions::default(), &listed).unwrap();
+    assert_eq!(db.db().get_cf(&db.db().cf_handle("orders").unwrap(), b"k").unwrap(), Some(b"v".to_vec()));
+    db.close().unwrap();
+}
