@@ -492,14 +492,20 @@ pub(crate) struct Handles {
 }
 
 impl Handles {
-    /// Keeps `slot` to be emptied at close; drops the entries of slots
-    /// already gone whenever the list doubles.
+    /// Keeps `slot` to be emptied at close, or empties it now if the
+    /// database closed meanwhile (made on another thread, from a snapshot
+    /// or a transaction); drops the entries of slots already gone whenever
+    /// the list doubles.
     fn keep<T>(&self, list: &Mutex<Vec<Weak<Mutex<Option<T>>>>>, slot: &Arc<Mutex<Option<T>>>) {
         let mut list = list.lock().unwrap_or_else(PoisonError::into_inner);
         if list.len() >= 64 && list.len().is_power_of_two() {
             list.retain(|w| w.strong_count() > 0);
         }
         list.push(Arc::downgrade(slot));
+        drop(list);
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            drop(slot.lock().unwrap_or_else(PoisonError::into_inner).take());
+        }
     }
 
     fn keep_cursor(&self, cursor: Cursor) -> Arc<CursorSlot> {
@@ -691,11 +697,7 @@ impl Iterator {
     /// An iterator, not positioned, yielding `(key, value)` pairs, kept in
     /// `handles` to end when its database closes.
     fn over(cursor: Cursor, mode: Mode, handles: &Handles) -> Iterator {
-        let cursor = handles.keep_cursor(cursor);
-        if handles.closed.load(std::sync::atomic::Ordering::Acquire) {
-            drop(cursor.lock().unwrap_or_else(PoisonError::into_inner).take());
-        }
-        Iterator { cursor, mode, yields: Yield::Items, backwards: false, started: false }
+        Iterator { cursor: handles.keep_cursor(cursor), mode, yields: Yield::Items, backwards: false, started: false }
     }
 
     /// Positions the iterator at `from_key` (inclusive; the first or,

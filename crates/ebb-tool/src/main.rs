@@ -401,12 +401,12 @@ fn main() -> ExitCode {
 /// The engine's advice in `message`, which names its API (an option to
 /// set), said as what to type at the shell instead.
 fn for_the_shell(message: &str) -> String {
-    const REPAIR: &str = "`ebb load` creates a database; if this one lost its CURRENT file, \
-                          `ebb repair --db` on this directory rebuilds it";
+    const REPAIR: &str = "(`ebb load` creates a database; if this one lost its CURRENT file, \
+                          `ebb repair --db` on this directory rebuilds it)";
     let advice = [
         ("set RestoreOptions::overwrite to replace", "pass --overwrite to replace"),
-        ("(set create_if_missing to create one)", &format!("({REPAIR})")),
-        ("(a read-only open creates nothing)", &format!("({REPAIR})")),
+        ("(set create_if_missing to create one)", REPAIR),
+        ("(a read-only open creates nothing)", REPAIR),
         ("(set create_if_missing to create a database)", "(`ebb load` creates a database)"),
     ];
     advice.iter().fold(message.to_string(), |message, (api, shell)| message.replace(api, shell))

@@ -383,8 +383,8 @@ pub(crate) fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> O
 }
 
 /// Levenshtein distance between `a` and `b`, in characters: how near a
-/// mistyped name is (flags here, experiment knobs in `experiment::spec`).
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+/// mistyped name is ([`nearest`]).
+fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -43,6 +43,16 @@ where
     panic!("{what}: not acknowledged in {attempts} attempts, last: {last}");
 }
 
+/// Asks the leader (as [`on_leader`]) to make `voters` the voters, the
+/// others leaving the membership.
+async fn change_voters(nodes: &Nodes, what: &str, voters: &BTreeSet<NodeId>) {
+    on_leader(nodes, what, 10, |raft| {
+        let voters = voters.clone();
+        async move { raft.change_membership(voters, false).await }
+    })
+    .await;
+}
+
 /// Writes `w0`, `w1`, ... through the leader until told to stop (at most
 /// 2,000); the indexes acknowledged.
 async fn writer(nodes: Nodes, stop: watch::Receiver<bool>) -> Vec<u64> {
@@ -59,7 +69,7 @@ async fn writer(nodes: Nodes, stop: watch::Receiver<bool>) -> Vec<u64> {
 }
 
 /// Once a barrier written through the leader is applied on every voter:
-/// each of `voters` has exactly `voters` as its voters, every write of
+/// each of `voters_wanted` has exactly those as its voters, every write of
 /// `acknowledged` (`w{i}` = `i`), and the same state as the others.
 async fn all_kept(nodes: &Nodes, voters_wanted: &BTreeSet<NodeId>, acknowledged: &[u64], when: &str) {
     let ids: Vec<NodeId> = voters_wanted.iter().copied().collect();
@@ -100,22 +110,12 @@ async fn membership_changes_under_message_loss_keep_every_acknowledged_write() {
             .await;
         }
         let all: BTreeSet<NodeId> = (1..=5).collect();
-        let five = all.clone();
-        on_leader(&nodes, "five voters", 10, |raft| {
-            let five = five.clone();
-            async move { raft.change_membership(five, false).await }
-        })
-        .await;
+        change_voters(&nodes, "five voters", &all).await;
 
         // The leader removes itself; the others elect a leader among them.
         let old = cluster.leader().await;
         let without_old: BTreeSet<NodeId> = all.iter().copied().filter(|&id| id != old).collect();
-        let four = without_old.clone();
-        on_leader(&nodes, "remove the leader", 10, |raft| {
-            let four = four.clone();
-            async move { raft.change_membership(four, false).await }
-        })
-        .await;
+        change_voters(&nodes, "remove the leader", &without_old).await;
         let remaining: Vec<NodeId> = without_old.iter().copied().collect();
         let new = cluster.leader_among(&remaining).await;
         assert_ne!(new, old, "the removed leader still leads");
@@ -125,13 +125,8 @@ async fn membership_changes_under_message_loss_keep_every_acknowledged_write() {
         cluster.stop(down).await;
         drop(nodes);
         let nodes = cluster.nodes().clone();
-        let three: BTreeSet<NodeId> = without_old.iter().copied().filter(|&id| id != down).collect();
-        let final_voters = three.clone();
-        on_leader(&nodes, "remove the node that is down", 10, |raft| {
-            let three = three.clone();
-            async move { raft.change_membership(three, false).await }
-        })
-        .await;
+        let final_voters: BTreeSet<NodeId> = without_old.iter().copied().filter(|&id| id != down).collect();
+        change_voters(&nodes, "remove the node that is down", &final_voters).await;
 
         stop.send_replace(true);
         let acknowledged = client.await.expect("the writer");
