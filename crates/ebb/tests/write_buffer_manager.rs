@@ -86,6 +86,7 @@ fn without_a_budget_the_same_writes_stay_in_the_memtables() {
     let db = Db::open("/db", o).unwrap();
     let fams = families(&db, &cf);
     write(&db, &fams, 40, || {});
+    db.wait_for_compact().unwrap();
     assert!(db.get_live_files_metadata().unwrap().is_empty(), "nothing flushed");
     assert!(memtable_bytes(&db, &fams) > 20 << 20);
 }
@@ -105,6 +106,9 @@ fn two_databases_share_one_budget() {
     let b_bytes = memtable_bytes(&b, &fb);
     assert!(b_bytes > 2 << 20, "{b_bytes}");
     write(&a, &fa, 4, || {});
+    // The flushes A's writes asked for run in the background: wait for them
+    // rather than racing them.
+    a.wait_for_compact().unwrap();
     assert!(!a.get_live_files_metadata().unwrap().is_empty(), "A flushed under the shared budget");
     let both = memtable_bytes(&a, &fa) + memtable_bytes(&b, &fb);
     assert!((wbm.memory_usage() as u64).abs_diff(both) < 1 << 20, "{} against {both}", wbm.memory_usage());
@@ -127,6 +131,7 @@ fn db_write_buffer_size_gives_a_database_its_own_budget_and_the_cache_can_be_cha
     let db = Db::open("/db", o).unwrap();
     let fams = families(&db, &cf);
     write(&db, &fams, 20, || {});
+    db.wait_for_compact().unwrap();
     assert!(!db.get_live_files_metadata().unwrap().is_empty(), "flushed under db_write_buffer_size");
     read_back(&db, &fams, 20);
     drop(fams);
