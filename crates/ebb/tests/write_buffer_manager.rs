@@ -93,19 +93,23 @@ fn without_a_budget_the_same_writes_stay_in_the_memtables() {
 
 #[test]
 fn two_databases_share_one_budget() {
-    let wbm = WriteBufferManager::new(4 << 20, false);
+    // A budget well above the memtables' 2 MiB arena blocks, so that what
+    // B holds is set by its writes, not by the blocks' granularity.
+    let wbm = WriteBufferManager::new(16 << 20, false);
     let (fs_a, fs_b) = (MemFs::new(), MemFs::new());
     let (oa, cfa) = options(&fs_a, Some(Arc::clone(&wbm)));
     let (ob, cfb) = options(&fs_b, Some(Arc::clone(&wbm)));
     let a = Db::open("/a", oa).unwrap();
     let b = Db::open("/b", ob).unwrap();
     let (fa, fb) = (families(&a, &cfa), families(&b, &cfb));
-    // B's writes leave about as much unflushed as the budget holds; A's
-    // writes then find it spent and flush.
-    write(&b, &fb[..1], 30, || {});
+    // B's writes leave more than half the budget unflushed, below the 7/8
+    // of it that would flush them; A's writes then find it spent and flush.
+    write(&b, &fb[..1], 60, || {});
+    b.wait_for_compact().unwrap();
+    assert!(b.get_live_files_metadata().unwrap().is_empty(), "B stayed under the flush trigger");
     let b_bytes = memtable_bytes(&b, &fb);
-    assert!(b_bytes > 2 << 20, "{b_bytes}");
-    write(&a, &fa, 4, || {});
+    assert!(b_bytes > 8 << 20, "{b_bytes}");
+    write(&a, &fa, 12, || {});
     // The flushes A's writes asked for run in the background: wait for them
     // rather than racing them.
     a.wait_for_compact().unwrap();
@@ -120,7 +124,7 @@ fn two_databases_share_one_budget() {
         "B's memtables left the count: {} against A's {a_bytes}",
         wbm.memory_usage()
     );
-    read_back(&a, &fa, 4);
+    read_back(&a, &fa, 12);
 }
 
 #[test]
@@ -152,3 +156,4 @@ fn db_write_buffer_size_gives_a_database_its_own_budget_and_the_cache_can_be_cha
     db.close().unwrap();
     assert!(cache.pinned_usage() < 1 << 20, "released at close: {}", cache.pinned_usage());
 }
+
