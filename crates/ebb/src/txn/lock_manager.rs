@@ -1206,6 +1206,10 @@ mod tests {
     /// timeouts: each tracks what it holds in a per-key counter (-1 for an
     /// exclusive holder, else the number of shared ones) that a second
     /// exclusive holder, or a holder beside an exclusive one, would trip.
+    /// The threads start together and yield while they hold their locks;
+    /// each goes on past its 300 rounds (to at most 30,000) until some
+    /// request has waited, so that a build fast enough to finish a thread's
+    /// rounds in one time slice still contends.
     #[test]
     fn hammering_never_breaks_exclusion_nor_leaks() {
         const KEYS: usize = 6;
@@ -1213,12 +1217,17 @@ mod tests {
         let mgr = LockManager::new(2, None, 5, Arc::new(SystemClock::new()));
         let inside: Vec<AtomicI64> = (0..2 * KEYS).map(|_| AtomicI64::new(0)).collect();
         let keys: Vec<Vec<u8>> = (0..KEYS).map(|k| format!("key{k}").into_bytes()).collect();
+        let start = std::sync::Barrier::new(THREADS as usize);
         thread::scope(|s| {
             for thread in 0..THREADS {
-                let (mgr, inside, keys) = (&mgr, &inside, &keys);
+                let (mgr, inside, keys, start) = (&mgr, &inside, &keys, &start);
                 s.spawn(move || {
                     let mut rng = StdRng::seed_from_u64(thread);
-                    for round in 0..300 {
+                    start.wait();
+                    for round in 0..30_000 {
+                        if round >= 300 && mgr.counters().waits > 0 {
+                            break;
+                        }
                         let t = txn(round * THREADS + thread + 1);
                         let request = LockRequest {
                             txn: &t,
@@ -1260,6 +1269,7 @@ mod tests {
                                 }
                             }
                         }
+                        thread::yield_now();
                         assert!(t.try_begin_commit());
                         for (&(cf, k), &exclusive) in &mine {
                             let count = &inside[cf as usize * KEYS + k];
