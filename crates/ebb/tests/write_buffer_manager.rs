@@ -156,4 +156,3 @@ fn db_write_buffer_size_gives_a_database_its_own_budget_and_the_cache_can_be_cha
     db.close().unwrap();
     assert!(cache.pinned_usage() < 1 << 20, "released at close: {}", cache.pinned_usage());
 }
-
