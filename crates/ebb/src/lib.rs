@@ -61,6 +61,7 @@ pub mod comparator;
 pub mod events;
 pub mod fs;
 pub mod merge_operator;
+pub mod perf;
 pub mod prefix;
 pub mod sst_partitioner;
 pub mod table_properties;

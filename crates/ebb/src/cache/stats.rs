@@ -62,11 +62,20 @@ impl CacheStats {
     /// A lookup of a `kind` block found it.
     pub fn record_hit(&self, kind: BlockKind) {
         self.add(kind, HITS, 1);
+        crate::perf::count(|c| {
+            c.block_cache_hit_count += 1;
+            match kind {
+                BlockKind::Index => c.block_cache_index_hit_count += 1,
+                BlockKind::Filter => c.block_cache_filter_hit_count += 1,
+                BlockKind::Data => {}
+            }
+        });
     }
 
     /// A lookup of a `kind` block missed.
     pub fn record_miss(&self, kind: BlockKind) {
         self.add(kind, MISSES, 1);
+        crate::perf::count(|c| c.block_cache_miss_count += 1);
     }
 
     /// A `kind` block of `bytes` was inserted.

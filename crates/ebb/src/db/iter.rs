@@ -131,6 +131,16 @@ impl<'a> DbIterator<'a> {
         if let Some(stats) = &self.stats {
             stats.reads.record_seek();
         }
+        crate::perf::count(|c| c.iter_seek_count += 1);
+    }
+
+    /// After a move: the bytes of the entry it stopped on, for the calling
+    /// thread's `PerfContext` (`iter_read_bytes`).
+    fn count_landing(&self) {
+        if self.valid && crate::perf::counting() {
+            let bytes = (self.key().len() + self.value().len()) as u64;
+            crate::perf::count(|c| c.iter_read_bytes += bytes);
+        }
     }
 
     /// True when positioned at an entry.
@@ -184,6 +194,7 @@ impl<'a> DbIterator<'a> {
         self.iter.seek_to_first();
         self.find_next_user_entry(false);
         self.bound_to_current_prefix();
+        self.count_landing();
     }
 
     /// In a bounded prefix mode, after `seek_to_first` or `seek_to_last`
@@ -211,6 +222,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek_to_last(&mut self) {
         let upper = self.upper.clone();
         self.seek_before_upper(upper.as_deref());
+        self.count_landing();
     }
 
     /// [`Self::seek_to_last`], bounded (in a bounded prefix mode) to the
@@ -240,6 +252,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek(&mut self, target: &[u8]) {
         let prefix = self.prefix_of(target);
         self.seek_in(target, prefix);
+        self.count_landing();
     }
 
     /// [`Self::seek`], bounded (in a bounded prefix mode) to `prefix`.
@@ -291,6 +304,7 @@ impl<'a> DbIterator<'a> {
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         let prefix = self.prefix_of(target);
         self.seek_for_prev_in(target, prefix);
+        self.count_landing();
     }
 
     /// [`Self::seek_for_prev`], bounded (in a bounded prefix mode) to
@@ -364,6 +378,12 @@ impl<'a> DbIterator<'a> {
         if !self.valid {
             return;
         }
+        crate::perf::count(|c| c.iter_next_count += 1);
+        self.next_in();
+        self.count_landing();
+    }
+
+    fn next_in(&mut self) {
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
             // The inner iterator is before the entries of key() (in
@@ -398,6 +418,12 @@ impl<'a> DbIterator<'a> {
         if !self.valid {
             return;
         }
+        crate::perf::count(|c| c.iter_prev_count += 1);
+        self.prev_in();
+        self.count_landing();
+    }
+
+    fn prev_in(&mut self) {
         if self.direction == Direction::Forward {
             // Step back before every entry of the current key: the inner
             // iterator's, or (a merge result) `saved_key`, the inner
@@ -455,9 +481,11 @@ impl<'a> DbIterator<'a> {
             if self.out_of_prefix(p.user_key) {
                 break;
             }
-            if p.seq <= self.sequence {
+            let recent = p.seq > self.sequence;
+            if !recent {
                 match self.kind_seen(&p) {
                     ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
+                        crate::perf::count(|c| c.internal_delete_skipped_count += 1);
                         // Keys up to `saved_key` stay hidden: after a
                         // reverse scan skipped older sources past deleted
                         // keys, a step forwards meets those again, below
@@ -496,6 +524,7 @@ impl<'a> DbIterator<'a> {
                     }
                 }
             }
+            count_skip(recent);
             self.iter.next();
         }
         self.valid = false;
@@ -520,7 +549,8 @@ impl<'a> DbIterator<'a> {
             if self.out_of_prefix(p.user_key) {
                 break;
             }
-            if p.seq <= self.sequence {
+            let recent = p.seq > self.sequence;
+            if !recent {
                 if !kind.is_deletion() && self.cmp.lt(p.user_key, &self.saved_key) {
                     break;
                 }
@@ -552,15 +582,23 @@ impl<'a> DbIterator<'a> {
                     }
                 }
                 kind = seen;
+                if seen.is_deletion() {
+                    crate::perf::count(|c| c.internal_delete_skipped_count += 1);
+                }
                 if covered && self.skip_covered(Direction::Reverse) {
                     continue;
                 }
             }
+            count_skip(recent);
             self.iter.prev();
         }
         // Stopped by an error, the scan may have missed newer versions of
         // the key collected (they come after the older ones backwards).
         let failed = !self.iter.valid() && self.iter.status().is_err();
+        if !(failed || kind.is_deletion()) {
+            // The version stopped on was stepped over too.
+            crate::perf::count(|c| c.internal_key_skipped_count = c.internal_key_skipped_count.saturating_sub(1));
+        }
         if failed || kind.is_deletion() || self.lower.as_ref().is_some_and(|l| self.cmp.lt(&self.saved_key, l)) {
             self.valid = false;
             self.saved_key.clear();
@@ -777,6 +815,16 @@ impl<'a> DbIterator<'a> {
     pub(crate) fn into_entries_with_prefix(self, prefix: &[u8]) -> Entries<'a> {
         Entries { it: self, reverse: false, done: false, prefix: Some(prefix.to_vec()) }
     }
+}
+
+/// Counts an entry a scan steps over for the calling thread's
+/// `PerfContext`: newer than the read's sequence (`recent`), or an older
+/// version or a deleted key's.
+fn count_skip(recent: bool) {
+    crate::perf::count(|c| match recent {
+        true => c.internal_recent_skipped_count += 1,
+        false => c.internal_key_skipped_count += 1,
+    });
 }
 
 impl DbInner {

@@ -85,15 +85,22 @@ impl DbInner {
     ) -> Result<Option<V>> {
         self.check_open()?;
         self.check_family(cf)?;
+        let snapshot_time = crate::perf::PerfTimer::start();
         let sv = cf.super_version_guard();
         kill_point!("read_between_its_two_steps");
         let seq = self.read_sequence(ro)?;
+        snapshot_time.stop(|c| &mut c.get_snapshot_time);
         let start = self.stats.start_timer();
         // The lookup key on the stack (for keys up to 56 bytes): a copied
         // value is then the read's one allocation.
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
         let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len()));
+        let found = r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len());
+        crate::perf::count(|c| {
+            c.get_count += 1;
+            c.get_read_bytes += found.unwrap_or(0) as u64;
+        });
+        s.reads.record_get(found);
         s.time_since(|h| &h.get_micros, start);
         r
     }
@@ -117,20 +124,28 @@ impl DbInner {
         let mut floor = 0;
         // A merge operand's versions, collected by the search that found it.
         let mut versions = Vec::new();
+        let memtable_time = crate::perf::PerfTimer::start();
+        let mut in_memtable = None;
         for (i, mem) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
             floor = floor.max(mem.max_covering(key, seq));
-            match mem.get_entry_or_versions(lookup, &mut versions) {
-                Some((s, _)) if s < floor => return Ok(None),
-                Some((_, MemLookup::Value(v))) => return Ok(Some(V::owned(v))),
-                Some((_, MemLookup::Deleted)) => return Ok(None),
-                Some((_, MemLookup::BlobIndex(v))) => {
-                    return self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v)))
-                }
-                Some((_, MemLookup::Merge)) => return slow(Some((i, versions))),
-                None => {}
+            if let Some(entry) = mem.get_entry_or_versions(lookup, &mut versions) {
+                in_memtable = Some((i, entry));
+                break;
             }
         }
+        memtable_time.stop(|c| &mut c.get_from_memtable_time);
+        if let Some((i, entry)) = in_memtable {
+            crate::perf::count(|c| c.get_from_memtable_count += 1);
+            return match entry {
+                (s, _) if s < floor => Ok(None),
+                (_, MemLookup::Value(v)) => Ok(Some(V::owned(v))),
+                (_, MemLookup::Deleted) => Ok(None),
+                (_, MemLookup::BlobIndex(v)) => self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v))),
+                (_, MemLookup::Merge) => slow(Some((i, versions))),
+            };
+        }
         if floor > 0 {
+            crate::perf::count(|c| c.get_from_memtable_count += 1);
             return Ok(None);
         }
         // The tables, through the version: each asked once, checking its
@@ -142,7 +157,10 @@ impl DbInner {
             rs: ReadSettings::from_read_options(ro),
             prefix_extractor: &|| cf.options().prefix_extractor.clone(),
         };
-        match sv.version.get::<V>(&self.tables, &read, &self.stats.reads)? {
+        let files_time = crate::perf::PerfTimer::start();
+        let found = sv.version.get::<V>(&self.tables, &read, &self.stats.reads);
+        files_time.stop(|c| &mut c.get_from_output_files_time);
+        match found? {
             Some(found) if found.kind == ValueKind::Merge => slow(None),
             found => found.map_or(Ok(None), |found| self.finish(key, found, ro)),
         }
@@ -303,7 +321,12 @@ impl DbInner {
         }
         let results: Vec<_> = results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
         for r in &results {
-            self.stats.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
+            let found = r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len);
+            crate::perf::count(|c| {
+                c.get_count += 1;
+                c.get_read_bytes += found.unwrap_or(0) as u64;
+            });
+            self.stats.reads.record_get(found);
         }
         self.stats.time_since(|h| &h.get_micros, start);
         results

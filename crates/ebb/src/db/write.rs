@@ -406,9 +406,11 @@ impl DbInner {
                 (false, false) => Durability::Flush,
                 (false, true) => Durability::Buffer,
             };
+            let wal_time = crate::perf::PerfTimer::start();
             if let Err(e) = self.wal.append(batch.data(), durability) {
                 return Err(self.set_bg_error(e));
             }
+            wal_time.stop(|c| &mut c.write_wal_time);
             // Prepares join the prepared set with their records, commits
             // and rollbacks leave it (db/prepared.rs, invariant 1).
             record_phases(&phases);
@@ -443,6 +445,7 @@ impl DbInner {
         // `MemTableInsertStatusCheck`). Batches are validated before they
         // are logged, and a merge that cannot be made in place is stored as
         // its operand, so this takes a broken invariant.
+        let memtable_time = crate::perf::PerfTimer::start();
         let inserted = (|| -> Result<()> {
             let mut ops = (first..).zip(batch.applied_cf());
             if count <= 1 {
@@ -504,6 +507,8 @@ impl DbInner {
             }
             Ok(())
         })();
+        memtable_time.stop(|c| &mut c.write_memtable_time);
+        crate::perf::count(|c| c.write_group_count += 1);
         inserted.map_err(|e| self.set_bg_error(e))?;
         self.last_sequence.publish(first + count - 1);
         bump(&self.stats.user_keys, count);

@@ -50,7 +50,11 @@ struct PosixWritable {
 impl PosixWritable {
     fn write_out(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
+            let timer = crate::perf::PerfTimer::start();
             self.file.write_all(&self.buf).map_err(|e| Error::io("write", &self.path, e))?;
+            timer.stop_io(|c| &mut c.write_nanos);
+            let bytes = self.buf.len() as u64;
+            crate::perf::count_io(|c| c.bytes_written += bytes);
             self.buf.clear();
         }
         Ok(())
@@ -62,6 +66,8 @@ impl WritableFile for PosixWritable {
         self.size += data.len() as u64;
         if data.len() > WRITE_BUFFER {
             // What is buffered and `data` in one `writev`, `data` not copied.
+            let bytes = (self.buf.len() + data.len()) as u64;
+            let timer = crate::perf::PerfTimer::start();
             let mut parts = [std::io::IoSlice::new(&self.buf), std::io::IoSlice::new(data)];
             let mut parts = &mut parts[..];
             while !parts.is_empty() {
@@ -75,6 +81,8 @@ impl WritableFile for PosixWritable {
                     Err(e) => return Err(Error::io("writev", &self.path, e)),
                 }
             }
+            timer.stop_io(|c| &mut c.write_nanos);
+            crate::perf::count_io(|c| c.bytes_written += bytes);
             self.buf.clear();
             return Ok(());
         }
@@ -89,7 +97,9 @@ impl WritableFile for PosixWritable {
     }
     fn sync(&mut self) -> Result<()> {
         self.write_out()?;
+        let timer = crate::perf::PerfTimer::start();
         self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))?;
+        timer.stop_io(|c| &mut c.fsync_nanos);
         self.synced_through = self.size;
         Ok(())
     }
@@ -154,15 +164,11 @@ impl PosixRandom {
     }
 }
 
-impl RandomAccessFile for PosixRandom {
-    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.read_at_append(offset, len, &mut buf)?;
-        Ok(buf)
-    }
-    /// `pread` into `out`'s spare capacity: no zeroing, no copy.
+impl PosixRandom {
+    /// `pread` until `len` bytes or the end of the file, into `out`'s spare
+    /// capacity.
     #[allow(unsafe_code)]
-    fn read_at_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
+    fn pread_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
         out.reserve(len);
         let base = out.len();
         let mut done = 0usize;
@@ -182,10 +188,27 @@ impl RandomAccessFile for PosixRandom {
         }
         Ok(done)
     }
+}
+
+impl RandomAccessFile for PosixRandom {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.read_at_append(offset, len, &mut buf)?;
+        Ok(buf)
+    }
+    /// `pread` into `out`'s spare capacity: no zeroing, no copy.
+    fn read_at_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
+        let timer = crate::perf::PerfTimer::start();
+        let done = self.pread_append(offset, len, out)?;
+        timer.stop_io(|c| &mut c.read_nanos);
+        crate::perf::count_io(|c| c.bytes_read += done as u64);
+        Ok(done)
+    }
     /// One `preadv` into `head` and the returned vector's spare capacity:
     /// no copy and no zeroing of the tail.
     #[allow(unsafe_code)]
     fn read_split_at(&self, offset: u64, head: &mut [u8], tail_len: usize) -> Result<(usize, Vec<u8>)> {
+        let timer = crate::perf::PerfTimer::start();
         let mut tail: Vec<u8> = Vec::with_capacity(tail_len);
         let want = head.len().saturating_add(tail_len);
         let mut done = 0usize;
@@ -210,6 +233,8 @@ impl RandomAccessFile for PosixRandom {
             // bytes, all within capacity.
             unsafe { tail.set_len(done.saturating_sub(head.len())) };
         }
+        timer.stop_io(|c| &mut c.read_nanos);
+        crate::perf::count_io(|c| c.bytes_read += done as u64);
         Ok((done.min(head.len()), tail))
     }
     fn size(&self) -> Result<u64> {

@@ -162,8 +162,14 @@ impl BlockReader {
             .map_err(|_| self.corruption(handle.offset, "block too large for this platform"))?;
         let truncated =
             |got: usize| self.corruption(handle.offset, format!("truncated block: read {got} of {len} bytes"));
+        crate::perf::count(|c| {
+            c.block_read_count += 1;
+            c.block_read_byte += len as u64;
+        });
+        let read_time = crate::perf::PerfTimer::start();
         if let Some(mapped) = self.file.read_mapped(handle.offset, len) {
             let raw = mapped?;
+            read_time.stop(|c| &mut c.block_read_time);
             if raw.len() != len {
                 return Err(truncated(raw.len()));
             }
@@ -173,6 +179,7 @@ impl BlockReader {
             Some(p) => p.read(self.file.as_ref(), handle.offset, len, self.blocks_end)?,
             None => self.file.read_at(handle.offset, len)?,
         };
+        read_time.stop(|c| &mut c.block_read_time);
         if raw.len() != len {
             return Err(truncated(raw.len()));
         }

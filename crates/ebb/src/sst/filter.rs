@@ -152,6 +152,16 @@ impl BloomFilter {
 
     /// [`BloomFilter::may_match`] for a precomputed [`filter_hash`].
     pub fn may_match_hash(&self, hash: u64) -> bool {
+        let answer = self.probe(hash);
+        crate::perf::count(|c| match answer {
+            true => c.bloom_sst_hit_count += 1,
+            false => c.bloom_sst_miss_count += 1,
+        });
+        answer
+    }
+
+    /// The probe of [`BloomFilter::may_match_hash`], uncounted.
+    fn probe(&self, hash: u64) -> bool {
         let start = line_index(hash, self.num_lines) * LINE_BYTES;
         let Some(line) = self.data.get(start..start + LINE_BYTES) else {
             return true;

@@ -153,8 +153,17 @@ pub fn unwrap_block(mut raw: Vec<u8>, checksum: ChecksumType, verify: bool) -> R
             raw.truncate(size);
             Ok(raw)
         }
-        c => c.decompress(&raw[..size]).map_err(|e| format!("cannot decompress block: {e}")),
+        c => decompress(c, &raw[..size]),
     }
+}
+
+/// The contents of a compressed block, timed for the calling thread's
+/// `PerfContext` (`block_decompress_time`).
+fn decompress(c: CompressionType, stored: &[u8]) -> Result<Vec<u8>, String> {
+    let timer = crate::perf::PerfTimer::start();
+    let out = c.decompress(stored).map_err(|e| format!("cannot decompress block: {e}"));
+    timer.stop(|c| &mut c.block_decompress_time);
+    out
 }
 
 /// [`unwrap_block`] for a view of a memory-mapped file: an uncompressed
@@ -164,7 +173,7 @@ pub fn unwrap_mapped_block(raw: Bytes, checksum: ChecksumType, verify: bool) -> 
     let (size, ctype) = check_block(&raw, checksum, verify)?;
     match ctype {
         CompressionType::None => Ok(BlockContents::Mapped(raw.slice(..size))),
-        c => c.decompress(&raw[..size]).map(BlockContents::Owned).map_err(|e| format!("cannot decompress block: {e}")),
+        c => decompress(c, &raw[..size]).map(BlockContents::Owned),
     }
 }
 
@@ -177,7 +186,9 @@ fn check_block(raw: &[u8], checksum: ChecksumType, verify: bool) -> Result<(usiz
     let type_byte = raw[size];
     if verify {
         let stored = decode_fixed32(&raw[size + 1..]).ok_or("short block trailer")?;
+        let timer = crate::perf::PerfTimer::start();
         let actual = checksum.compute(&[&raw[..size + 1]]);
+        timer.stop(|c| &mut c.block_checksum_time);
         if unmask(stored) != actual {
             return Err(format!(
                 "block checksum mismatch: stored {:#010x}, computed {:#010x} ({})",

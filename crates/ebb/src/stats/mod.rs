@@ -291,6 +291,7 @@ impl Stats {
 
     /// Adds `micros` of stall for `cause`.
     pub fn record_stall(&self, cause: StallCause, micros: u64) {
+        crate::perf::add_time(|c| &mut c.write_delay_time, micros.saturating_mul(1000));
         self.time(|h| &h.stall_micros, micros);
         self.stall_micros[cause.index()].fetch_add(micros, Ordering::Relaxed);
         self.stall_count[cause.index()].fetch_add(1, Ordering::Relaxed);
