@@ -120,6 +120,9 @@ pub struct Config {
     pub range_tombstones: RangeTombstones,
     /// `--histogram`.
     pub histogram: bool,
+    /// `--perf_level`: RocksDB's `PerfLevel` number for the benchmark
+    /// threads (1 = off).
+    pub perf_level: u32,
     /// `--report_open_timing`.
     pub report_open_timing: bool,
     /// `--report_memory`.
@@ -369,6 +372,15 @@ fn positive(flags: &Flags, name: &str) -> Result<u64> {
     Ok(v as u64)
 }
 
+/// `--perf_level`, one of RocksDB's `PerfLevel` numbers (0 and 1 are off).
+fn perf_level(flags: &Flags) -> Result<u32> {
+    let v = flags.i64("perf_level");
+    if !(0..=6).contains(&v) {
+        bail!("flag --perf_level must be a RocksDB PerfLevel from 0 to 6 (1 = off, 2 = counts, 6 = times), got {v}");
+    }
+    Ok(v as u32)
+}
+
 impl Config {
     /// Reads and checks the flags.
     pub fn from_flags(flags: &Flags) -> Result<Config> {
@@ -475,6 +487,7 @@ impl Config {
             mergereadpercent: mergereadpercent as u32,
             range_tombstones,
             histogram: flags.bool("histogram"),
+            perf_level: perf_level(flags)?,
             report_open_timing: flags.bool("report_open_timing"),
             report_memory: flags.bool("report_memory"),
             statistics: flags.bool("statistics"),

@@ -41,6 +41,7 @@ fn bad_combinations_exit_1() {
         (vec!["--engine=rocksdb", "--manifest_sync_delay_ms=20"], "ebb engine only"),
         (vec!["--options_preset=fastest", "--benchmarks=fillseq", "--num=10"], "fastest"),
         (vec!["--use_existing_db=true", "--benchmarks=readrandom"], "--db"),
+        (vec!["--perf_level=7"], "--perf_level"),
     ] {
         let o = ebb_bench(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
@@ -372,4 +373,35 @@ fn a_misspelt_benchmark_gets_the_nearest_name() {
     let o = ebb_bench(&["--benchmarks=zzzzzzzzzzzz", "--num=10"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("see --help for the list"), "{}", stderr(&o));
+}
+
+/// `--perf_level` prints each benchmark thread's `PerfContext` (and Ebb's
+/// `IOStatsContext`) after the result line, as db_bench does; off (the
+/// default) prints none.
+#[test]
+fn perf_level_prints_each_threads_counters_after_its_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_flag = format!("--db={}", db.display());
+    let o = ebb_bench(&[
+        "--benchmarks=fillrandom,readrandom",
+        "--num=2000",
+        "--threads=2",
+        "--perf_level=2",
+        "--progress=false",
+        &db_flag,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}{out}", stderr(&o));
+    let readrandom = &out[out.find("readrandom ").expect("a readrandom line")..];
+    for tid in 0..2 {
+        let at = readrandom.find(&format!("PERF_CONTEXT (thread {tid}):\n")).expect("each thread's counters");
+        let line = readrandom[at..].lines().nth(1).unwrap();
+        // Each thread read 2,000 keys.
+        assert!(line.contains("get_count = 2000"), "{line}");
+    }
+    assert!(out[..out.find("readrandom ").unwrap()].contains("write_group_count = "), "the fill's writes: {out}");
+    let o = ebb_bench(&["--benchmarks=readrandom", "--num=2000", "--use_existing_db=true", "--progress=false", &db_flag]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("PERF_CONTEXT"));
 }

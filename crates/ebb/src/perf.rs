@@ -98,7 +98,8 @@ pub struct PerfContext {
     /// Time taking a point read's view of the database (its sequence and
     /// files).
     pub get_snapshot_time: u64,
-    /// Point reads answered by a memtable.
+    /// Memtables point reads searched (the mutable one and each immutable
+    /// one asked, until one held the key).
     pub get_from_memtable_count: u64,
     /// Time in the memtables.
     pub get_from_memtable_time: u64,

@@ -592,6 +592,10 @@ impl Runner<'_> {
             shared.writer_stop.store(true, Ordering::Relaxed);
             shared.side_readers_stop.store(true, Ordering::Relaxed);
         };
+        // Each benchmark thread's performance counters (`--perf_level`).
+        let perf_level = cfg.perf_level;
+        let perf_reports: std::sync::Mutex<Vec<(usize, Vec<(&'static str, String)>)>> = Default::default();
+        let perf_reports = &perf_reports;
         let (outcomes, reader_outcomes, series) = std::thread::scope(|scope| {
             let monitor_handle = scope.spawn(move || monitor.run(stop_rx));
             let handles: Vec<_> = (0..threads)
@@ -599,9 +603,16 @@ impl Runner<'_> {
                     let live = live[tid].clone();
                     scope.spawn(move || {
                         let mut w = worker(tid, live);
+                        if perf_level > 1 {
+                            engine.start_perf(perf_level);
+                        }
                         w.stats.start();
                         let outcome = run_body(&mut w, kind, write_count, value_size, mix);
                         w.stats.stop();
+                        if perf_level > 1 {
+                            let report = engine.end_perf();
+                            perf_reports.lock().unwrap_or_else(|e| e.into_inner()).push((tid, report));
+                        }
                         if outcome.is_err() {
                             abort();
                         }
@@ -664,6 +675,14 @@ impl Runner<'_> {
             merged.transactions
         });
         println!("{}", result_line(name, &merged));
+        // db_bench's per-thread message after the result line.
+        let mut perf_reports = perf_reports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        perf_reports.sort_by_key(|(tid, _)| *tid);
+        for (tid, reports) in perf_reports {
+            for (what, report) in reports {
+                println!("{what} (thread {tid}):\n{report}");
+            }
+        }
         if let Some(counts) = transactions.filter(|_| cfg.transactions.db.is_some()) {
             println!("{}", transaction_line(name, &counts, merged.elapsed));
         }

@@ -344,6 +344,19 @@ impl EbbEngine {
 }
 
 impl Engine for EbbEngine {
+    fn start_perf(&self, level: u32) {
+        ebb::perf::set_perf_level(ebb::perf::PerfLevel::from_number(level).unwrap_or_default());
+        ebb::perf::reset_perf_context();
+        ebb::perf::reset_iostats_context();
+    }
+
+    fn end_perf(&self) -> Vec<(&'static str, String)> {
+        let reports =
+            vec![("PERF_CONTEXT", ebb::perf::perf_context().report(true)), ("IO_STATS", ebb::perf::iostats_context().report(true))];
+        ebb::perf::set_perf_level(ebb::perf::PerfLevel::Disable);
+        reports
+    }
+
     fn name(&self) -> &'static str {
         "ebb"
     }

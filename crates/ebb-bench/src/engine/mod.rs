@@ -214,6 +214,19 @@ pub trait Engine: Send + Sync {
     fn checkpoint(&self, dir: &Path) -> Result<()> {
         Err(BenchError::new(format!("{} makes no checkpoint ({})", self.name(), dir.display())))
     }
+    /// Sets the calling thread's performance counters to RocksDB's
+    /// `PerfLevel` number `level` and zeroes them (`--perf_level`). The
+    /// default (an engine without counters) does nothing.
+    fn start_perf(&self, level: u32) {
+        let _ = level;
+    }
+    /// The calling thread's counters since [`Engine::start_perf`], each set
+    /// as `(name, report)` in the engine's own `ToString` form, zeros left
+    /// out (`PERF_CONTEXT`, and `IO_STATS` where the engine gives it); then
+    /// the thread counts no more.
+    fn end_perf(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
     /// Closes the database.
     fn close(self: Box<Self>) -> Result<()>;
 }

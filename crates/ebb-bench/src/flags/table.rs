@@ -164,6 +164,14 @@ pub const FLAGS: &[FlagSpec] = &[
     // ---- output ----
     f("histogram", Bool, "false", Client, "Print latency histograms (P50/P75/P95/P99/P99.9/P99.99, max)"),
     f(
+        "perf_level",
+        Int,
+        "1",
+        Client,
+        "Per-thread performance counters at this RocksDB PerfLevel (1 = off, 2 = counts, 3 = counts, 4 and 5 = \
+         times except mutexes, 6 = times): each thread's PERF_CONTEXT is printed after its benchmark",
+    ),
+    f(
         "report_memory",
         Bool,
         "false",

@@ -127,6 +127,7 @@ impl DbInner {
         let memtable_time = crate::perf::PerfTimer::start();
         let mut in_memtable = None;
         for (i, mem) in std::iter::once(&sv.mem).chain(sv.imm.iter()).enumerate() {
+            crate::perf::count(|c| c.get_from_memtable_count += 1);
             floor = floor.max(mem.max_covering(key, seq));
             if let Some(entry) = mem.get_entry_or_versions(lookup, &mut versions) {
                 in_memtable = Some((i, entry));
@@ -135,7 +136,6 @@ impl DbInner {
         }
         memtable_time.stop(|c| &mut c.get_from_memtable_time);
         if let Some((i, entry)) = in_memtable {
-            crate::perf::count(|c| c.get_from_memtable_count += 1);
             return match entry {
                 (s, _) if s < floor => Ok(None),
                 (_, MemLookup::Value(v)) => Ok(Some(V::owned(v))),
@@ -145,7 +145,6 @@ impl DbInner {
             };
         }
         if floor > 0 {
-            crate::perf::count(|c| c.get_from_memtable_count += 1);
             return Ok(None);
         }
         // The tables, through the version: each asked once, checking its
