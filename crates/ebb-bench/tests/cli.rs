@@ -401,7 +401,8 @@ fn perf_level_prints_each_threads_counters_after_its_benchmark() {
         assert!(line.contains("get_count = 2000"), "{line}");
     }
     assert!(out[..out.find("readrandom ").unwrap()].contains("write_group_count = "), "the fill's writes: {out}");
-    let o = ebb_bench(&["--benchmarks=readrandom", "--num=2000", "--use_existing_db=true", "--progress=false", &db_flag]);
+    let o =
+        ebb_bench(&["--benchmarks=readrandom", "--num=2000", "--use_existing_db=true", "--progress=false", &db_flag]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!String::from_utf8_lossy(&o.stdout).contains("PERF_CONTEXT"));
 }

@@ -351,8 +351,10 @@ impl Engine for EbbEngine {
     }
 
     fn end_perf(&self) -> Vec<(&'static str, String)> {
-        let reports =
-            vec![("PERF_CONTEXT", ebb::perf::perf_context().report(true)), ("IO_STATS", ebb::perf::iostats_context().report(true))];
+        let reports = vec![
+            ("PERF_CONTEXT", ebb::perf::perf_context().report(true)),
+            ("IO_STATS", ebb::perf::iostats_context().report(true)),
+        ];
         ebb::perf::set_perf_level(ebb::perf::PerfLevel::Disable);
         reports
     }

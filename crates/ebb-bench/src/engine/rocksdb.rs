@@ -622,10 +622,18 @@ fn ticker(stats: &str, name: &str) -> u64 {
 /// `kEnableTimeAndCPUTimeExceptForMutex` and `kEnableTime`.
 fn perf_stats_level(level: u32) -> rocksdb::perf::PerfStatsLevel {
     use rocksdb::perf::PerfStatsLevel as L;
-    [L::Uninitialized, L::Disable, L::EnableCount, L::EnableTimeExceptForMutex, L::EnableTimeAndCPUTimeExceptForMutex, L::EnableTime, L::OutOfBound]
-        .into_iter()
-        .find(|l| *l as u32 == level)
-        .unwrap_or(L::Disable)
+    [
+        L::Uninitialized,
+        L::Disable,
+        L::EnableCount,
+        L::EnableTimeExceptForMutex,
+        L::EnableTimeAndCPUTimeExceptForMutex,
+        L::EnableTime,
+        L::OutOfBound,
+    ]
+    .into_iter()
+    .find(|l| *l as u32 == level)
+    .unwrap_or(L::Disable)
 }
 
 impl Engine for RocksDbEngine {
