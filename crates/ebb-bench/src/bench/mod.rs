@@ -594,7 +594,7 @@ impl Runner<'_> {
         };
         // Each benchmark thread's performance counters (`--perf_level`).
         let perf_level = cfg.perf_level;
-        let perf_reports: std::sync::Mutex<Vec<(usize, Vec<(&'static str, String)>)>> = Default::default();
+        let perf_reports: std::sync::Mutex<Vec<(usize, crate::engine::PerfReports)>> = Default::default();
         let perf_reports = &perf_reports;
         let (outcomes, reader_outcomes, series) = std::thread::scope(|scope| {
             let monitor_handle = scope.spawn(move || monitor.run(stop_rx));

@@ -350,7 +350,7 @@ impl Engine for EbbEngine {
         ebb::perf::reset_iostats_context();
     }
 
-    fn end_perf(&self) -> Vec<(&'static str, String)> {
+    fn end_perf(&self) -> super::PerfReports {
         let reports = vec![
             ("PERF_CONTEXT", ebb::perf::perf_context().report(true)),
             ("IO_STATS", ebb::perf::iostats_context().report(true)),

@@ -137,6 +137,10 @@ pub struct TunerActivity {
     pub forced: u64,
 }
 
+/// A thread's performance counter reports: `(name, report)` pairs
+/// ([`Engine::end_perf`]).
+pub type PerfReports = Vec<(&'static str, String)>;
+
 /// A key-value store under test.
 pub trait Engine: Send + Sync {
     /// `ebb` or `rocksdb`: also the prefix of its property names (`ebb.stats`).
@@ -224,7 +228,7 @@ pub trait Engine: Send + Sync {
     /// as `(name, report)` in the engine's own `ToString` form, zeros left
     /// out (`PERF_CONTEXT`, and `IO_STATS` where the engine gives it); then
     /// the thread counts no more.
-    fn end_perf(&self) -> Vec<(&'static str, String)> {
+    fn end_perf(&self) -> PerfReports {
         Vec::new()
     }
     /// Closes the database.

@@ -644,7 +644,7 @@ impl Engine for RocksDbEngine {
 
     /// RocksDB's `PerfContext` (the `rocksdb` crate does not expose its
     /// `IOStatsContext`).
-    fn end_perf(&self) -> Vec<(&'static str, String)> {
+    fn end_perf(&self) -> super::PerfReports {
         let report = rocksdb::perf::PerfContext::default().report(true);
         rocksdb::perf::set_perf_stats(rocksdb::perf::PerfStatsLevel::Disable);
         vec![("PERF_CONTEXT", report)]
