@@ -10,7 +10,9 @@
 //! 1. `error`: the error type.
 //! 2. `util`: coding, checksums, compression, small helpers.
 //! 3. `kill_points`: crash points for the kill tests (feature `failpoints`).
-//! 4. `clock`: the database's clock (RocksDB's `SystemClock`), real or manual.
+//! 4. `clock`, `perf`: the database's clock (RocksDB's `SystemClock`), real or
+//!    manual, and the per-thread performance counters (RocksDB's
+//!    `PerfContext`, `IOStatsContext`).
 //! 5. `fs`: the filesystem boundary (POSIX, in memory, fault injection).
 //! 6. `comparator`: the order of user keys (RocksDB's `Comparator`).
 //! 7. `key`: internal keys, sequence numbers, size limits.
