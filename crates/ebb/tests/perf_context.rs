@@ -168,6 +168,10 @@ fn an_iterator_counts_its_moves_what_it_stopped_on_and_what_it_skipped() {
     assert_eq!((ctx.iter_seek_count, ctx.iter_prev_count, ctx.iter_next_count), (1, 2, 0));
     assert_eq!(ctx.iter_read_bytes, 2 + 3 + 2);
     assert_eq!(ctx.internal_delete_skipped_count, 1, "{ctx:?}");
+    // Backwards too: c's value and tombstone and b's older version skipped,
+    // the versions stopped on not; e too new.
+    assert_eq!(ctx.internal_key_skipped_count, 3, "{ctx:?}");
+    assert_eq!(ctx.internal_recent_skipped_count, 1, "{ctx:?}");
 }
 
 #[test]

@@ -595,7 +595,7 @@ impl Runner<'_> {
         // Each benchmark thread's performance counters (`--perf_level`).
         let perf_level = cfg.perf_level;
         let perf_reports: std::sync::Mutex<Vec<(usize, crate::engine::PerfReports)>> = Default::default();
-        let perf_reports = &perf_reports;
+        let reported = &perf_reports;
         let (outcomes, reader_outcomes, series) = std::thread::scope(|scope| {
             let monitor_handle = scope.spawn(move || monitor.run(stop_rx));
             let handles: Vec<_> = (0..threads)
@@ -611,7 +611,7 @@ impl Runner<'_> {
                         w.stats.stop();
                         if perf_level > 1 {
                             let report = engine.end_perf();
-                            perf_reports.lock().unwrap_or_else(|e| e.into_inner()).push((tid, report));
+                            reported.lock().unwrap_or_else(|e| e.into_inner()).push((tid, report));
                         }
                         if outcome.is_err() {
                             abort();
@@ -676,7 +676,7 @@ impl Runner<'_> {
         });
         println!("{}", result_line(name, &merged));
         // db_bench's per-thread message after the result line.
-        let mut perf_reports = perf_reports.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut perf_reports = perf_reports.into_inner().unwrap_or_else(|e| e.into_inner());
         perf_reports.sort_by_key(|(tid, _)| *tid);
         for (tid, reports) in perf_reports {
             for (what, report) in reports {

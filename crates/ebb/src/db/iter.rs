@@ -540,6 +540,9 @@ impl<'a> DbIterator<'a> {
         // value in `saved_value`), `None` when there is none.
         let mut base: Option<ValueKind> = None;
         self.operands.clear();
+        // Entries stepped over (`PerfContext`): at or below the sequence,
+        // and newer than it.
+        let (mut stepped, mut recent_stepped) = (0u64, 0u64);
         while self.iter.valid() {
             let Some(p) = parse_internal_key(self.iter.key()) else {
                 // It may be a newer version of the key collected so far.
@@ -589,16 +592,21 @@ impl<'a> DbIterator<'a> {
                     continue;
                 }
             }
-            count_skip(recent);
+            match recent {
+                true => recent_stepped += 1,
+                false => stepped += 1,
+            }
             self.iter.prev();
         }
         // Stopped by an error, the scan may have missed newer versions of
         // the key collected (they come after the older ones backwards).
         let failed = !self.iter.valid() && self.iter.status().is_err();
-        if !(failed || kind.is_deletion()) {
-            // The version stopped on was stepped over too.
-            crate::perf::count(|c| c.internal_key_skipped_count = c.internal_key_skipped_count.saturating_sub(1));
-        }
+        // The version stopped on was stepped over too, but not skipped.
+        let landed = u64::from(!(failed || kind.is_deletion()));
+        crate::perf::count(|c| {
+            c.internal_key_skipped_count += stepped.saturating_sub(landed);
+            c.internal_recent_skipped_count += recent_stepped;
+        });
         if failed || kind.is_deletion() || self.lower.as_ref().is_some_and(|l| self.cmp.lt(&self.saved_key, l)) {
             self.valid = false;
             self.saved_key.clear();

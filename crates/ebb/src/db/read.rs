@@ -95,12 +95,7 @@ impl DbInner {
         // value is then the read's one allocation.
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
         let s = &self.stats;
-        let found = r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len());
-        crate::perf::count(|c| {
-            c.get_count += 1;
-            c.get_read_bytes += found.unwrap_or(0) as u64;
-        });
-        s.reads.record_get(found);
+        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len()));
         s.time_since(|h| &h.get_micros, start);
         r
     }
@@ -320,12 +315,7 @@ impl DbInner {
         }
         let results: Vec<_> = results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect();
         for r in &results {
-            let found = r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len);
-            crate::perf::count(|c| {
-                c.get_count += 1;
-                c.get_read_bytes += found.unwrap_or(0) as u64;
-            });
-            self.stats.reads.record_get(found);
+            self.stats.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(Vec::len));
         }
         self.stats.time_since(|h| &h.get_micros, start);
         results

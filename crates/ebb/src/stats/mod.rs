@@ -396,8 +396,13 @@ const RANGE_SKIPS: usize = 7;
 pub struct ReadCounters(Striped<8>);
 
 impl ReadCounters {
-    /// Counts a point read, and the value it returned if any.
+    /// Counts a point read, and the value it returned if any (in the
+    /// calling thread's `PerfContext` too).
     pub fn record_get(&self, found: Option<usize>) {
+        crate::perf::count(|c| {
+            c.get_count += 1;
+            c.get_read_bytes += found.unwrap_or(0) as u64;
+        });
         self.0.add(KEYS_READ, 1);
         if let Some(bytes) = found {
             self.0.add(KEYS_FOUND, 1);
