@@ -115,26 +115,34 @@ impl Version {
             loop {
                 let mut batch: [Option<(&FileMetaData, TableRef)>; L0_PROBE_BATCH] = Default::default();
                 let mut opened = 0;
-                // A table that fails to open fails the read only if the read
-                // reaches it, as when the files are read one by one.
-                let mut failed: Option<(&FileMetaData, Error)> = None;
+                // Only the batch's first table may be opened here (a read of
+                // the file): the read needs it, as nothing newer was found,
+                // and its failure is the read's. A later one not open yet
+                // ends the batch and starts the next, which opens it only if
+                // the read still needs it, as when the files are read one by
+                // one: so no file is read that the answer does not need, and
+                // no failure to read one is dropped.
                 while opened < L0_PROBE_BATCH {
-                    let Some((_, f)) = files.next_if(|(level, _)| *level == 0) else { break };
+                    let Some(&(level, f)) = files.peek() else { break };
+                    if level != 0 {
+                        break;
+                    }
                     if newer_found(&best, f) {
+                        files.next();
                         continue;
                     }
-                    match tables.get(f, 0, &self.cmp) {
-                        Ok(table) => {
-                            batch[opened] = Some((f, table));
-                            opened += 1;
-                        }
-                        Err(e) => {
-                            failed = Some((f, e));
-                            break;
-                        }
-                    }
+                    let table = match opened {
+                        0 => tables.get(f, 0, &self.cmp)?,
+                        _ => match tables.get_if_open(f) {
+                            Some(table) => table,
+                            None => break,
+                        },
+                    };
+                    files.next();
+                    batch[opened] = Some((f, table));
+                    opened += 1;
                 }
-                if opened == 0 && failed.is_none() {
+                if opened == 0 {
                     break;
                 }
                 let hash = *hash.get_or_insert_with(|| filter_hash(key));
@@ -144,11 +152,6 @@ impl Version {
                     let (Some((f, table)), Some(probe)) = (slot, probe) else { break };
                     if !newer_found(&best, f) {
                         ask(&mut best, &mut floor, 0, f, table, Some(probe))?;
-                    }
-                }
-                if let Some((f, e)) = failed {
-                    if !newer_found(&best, f) {
-                        return Err(e);
                     }
                 }
             }

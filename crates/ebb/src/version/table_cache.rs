@@ -197,6 +197,16 @@ impl TableCache {
         Ok(TableRef(Reference::Shared(shard.load(), at)))
     }
 
+    /// The reader for `f` if it is open now, without any I/O; `None` when
+    /// it is not (a batched read leaves such a file for later, when it may
+    /// no longer need it).
+    pub fn get_if_open(&self, f: &FileMetaData) -> Option<TableRef> {
+        if self.capacity.is_some() {
+            return self.tables.lock().files.touch(f.number).map(|t| TableRef(Reference::Held(t)));
+        }
+        self.shared(f.number)
+    }
+
     /// Unbounded mode: the open table of file `number`, if any.
     fn shared(&self, number: u64) -> Option<TableRef> {
         let shard = self.shards[shard_of(number)].load();
