@@ -1104,6 +1104,15 @@ impl Db {
         .map_err(to_py)
     }
 
+    /// Recovers from a background error (a failed write, flush or
+    /// compaction, e.g. on a full disk) without a reopen, once its cause is
+    /// gone: every memtable is flushed and writes are accepted again
+    /// (RocksDB's `DB::Resume`). Raises the error when it cannot.
+    fn resume(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db()?.clone();
+        py.allow_threads(|| db.base().resume()).map_err(to_py)
+    }
+
     /// Compacts `[begin, end]` (everything when not given).
     #[pyo3(signature = (begin = None, end = None, cf = None))]
     fn compact_range(

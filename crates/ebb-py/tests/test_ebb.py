@@ -149,6 +149,8 @@ def test_options_have_rocksdb_names(path):
         db[b"k"] = b"v"
         db.flush()
         assert db.get_property("ebb.num-files-at-level0") == "1"
+        db.resume()  # no background error: nothing to recover, nothing changes
+        assert db[b"k"] == b"v" and db.get_property("ebb.background-errors") == "0"
         assert db.get_property("ebb.no-such-property") is None
         db.set_options({"disable_auto_compactions": False})
         db.compact_range()

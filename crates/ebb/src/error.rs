@@ -67,13 +67,16 @@ pub enum Error {
     /// A feature or option value that this build does not support.
     NotSupported(String),
     /// An earlier background flush, compaction or fsync failed (or panicked:
-    /// [`Error::Panicked`]); the database refuses writes until it is reopened.
+    /// [`Error::Panicked`]); the database refuses writes until
+    /// [`Db::resume`](crate::Db::resume) recovers from it (an I/O error) or
+    /// the database is reopened.
     Background(Arc<Error>),
     /// Code running for the database panicked: a background job (a flush,
     /// a compaction, the tuner), or the thread leading a group of writes.
     /// It is recorded as the sticky background error (so it reaches callers
     /// wrapped in [`Error::Background`]): what the panic interrupted may be
-    /// half done, so the database refuses writes until it is reopened, and
+    /// half done, so the database refuses writes until it is reopened (no
+    /// resume ends it), and
     /// the reopen recovers every acknowledged write.
     Panicked {
         /// What panicked (`"flush"`, `"compaction"`, `"subcompaction"`, ...).
@@ -215,7 +218,7 @@ impl fmt::Display for Error {
             Error::NotFound(m) => write!(f, "not found: {m}"),
             Error::NotSupported(m) => write!(f, "not supported: {m}"),
             Error::Background(e) => {
-                write!(f, "background error, database is read-only until reopened: {e}")
+                write!(f, "background error, database is read-only until resumed or reopened: {e}")
             }
             Error::Panicked { job, message } => write!(f, "{job} panicked: {message}"),
             Error::Cancelled => write!(f, "operation cancelled"),

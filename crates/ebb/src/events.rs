@@ -16,6 +16,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::stats::{StallCause, COMPACTION_REASONS};
 use crate::wal::WalRecoveryMode;
@@ -67,6 +68,17 @@ pub struct CompactionJobInfo {
     pub reason: CompactionReason,
 }
 
+/// How a [`Db::resume`](crate::Db::resume) ended (RocksDB's
+/// `BackgroundErrorRecoveryInfo`).
+#[derive(Debug, Clone)]
+pub struct ErrorRecoveryInfo {
+    /// The background error the resume started from.
+    pub old_error: Arc<crate::Error>,
+    /// `None` when the database recovered and takes writes again; else what
+    /// stopped the recovery (the old error still stands).
+    pub new_error: Option<Arc<crate::Error>>,
+}
+
 /// A deleted table file.
 #[derive(Debug, Clone)]
 pub struct TableFileDeletionInfo {
@@ -111,9 +123,20 @@ pub trait EventListener: Send + Sync {
     /// The write-stall condition changed. Called by the writer that found
     /// it, in its write group: it must not write to or flush the database.
     fn on_stall_conditions_changed(&self, _previous: StallCondition, _current: StallCondition) {}
-    /// A background error became sticky; writes fail until reopen. Called
+    /// A background error became sticky; writes fail until a resume or a
+    /// reopen ([`Db::resume`](crate::Db::resume)). Called
     /// with the database's mutex held: it must not call the database.
     fn on_background_error(&self, _error: &crate::Error) {}
+    /// [`Db::resume`](crate::Db::resume) starts recovering from `error`,
+    /// the sticky background error (RocksDB's `OnErrorRecoveryBegin`, which
+    /// Ebb calls only for a resume asked for: it has no automatic
+    /// recovery). Called with the database's mutex held: it must not call
+    /// the database.
+    fn on_error_recovery_begin(&self, _error: &crate::Error) {}
+    /// A resume ended (RocksDB's `OnErrorRecoveryEnd`): `info.new_error` is
+    /// `None` when writes are accepted again. Called with the database's
+    /// mutex held: it must not call the database.
+    fn on_error_recovery_end(&self, _info: &ErrorRecoveryInfo) {}
     /// A table file was deleted (obsolete: no version lists it and no
     /// reader holds it). RocksDB's `OnTableFileDeleted`.
     fn on_table_file_deleted(&self, _info: &TableFileDeletionInfo) {}

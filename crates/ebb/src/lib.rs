@@ -100,11 +100,11 @@ pub use comparator::Comparator;
 pub use db::{
     BackupEngine, BackupEngineOptions, BackupId, BackupInfo, BatchIter, BatchOp, Checkpoint, CheckpointInfo,
     CheckpointOptions, ColumnFamilyHandle, ColumnFamilyMetaData, CompactionJobInfo, Db, DbIterator, DbMetrics,
-    Direction, Entries, EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions, IteratorMode,
-    KeyVersion, LevelMetaData, LiveFileMetaData, ReadOptions, RecoveryReport, RepairReport, RepairedBlobFile,
-    RepairedTable, RepairedWal, RestoreOptions, SetAside, SizeApproximationOptions, Snapshot, SstFileWriter,
-    StallCondition, TableFileDeletionInfo, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage, WalUpdate,
-    WalUpdates, WriteBatch, WriteOptions, ARCHIVE_DIR, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
+    Direction, Entries, ErrorRecoveryInfo, EventListener, ExternalSstFileInfo, FlushJobInfo, IngestExternalFileOptions,
+    IteratorMode, KeyVersion, LevelMetaData, LiveFileMetaData, ReadOptions, RecoveryReport, RepairReport,
+    RepairedBlobFile, RepairedTable, RepairedWal, RestoreOptions, SetAside, SizeApproximationOptions, Snapshot,
+    SstFileWriter, StallCondition, TableFileDeletionInfo, TtlDb, TtlIterator, TuningEvent, TuningMetrics, WalDamage,
+    WalUpdate, WalUpdates, WriteBatch, WriteOptions, ARCHIVE_DIR, DEFAULT_COLUMN_FAMILY, LOST_DIR, TTL_MARKER,
 };
 pub use error::{Error, Result};
 pub use key::SequenceNumber;

@@ -378,6 +378,9 @@ mod injected {
             assert_panicked(&db.flush(true).unwrap_err(), on.job(), point, &ctx);
             assert_panicked(&db.wait_for_compact().unwrap_err(), on.job(), point, &ctx);
             assert_panicked(&db.compact_range(None, None).unwrap_err(), on.job(), point, &ctx);
+            // What the panic interrupted may be half done: no resume ends it.
+            assert_panicked(&db.resume().unwrap_err(), on.job(), point, &ctx);
+            assert_panicked(&db.put(b"after", b"resume").unwrap_err(), on.job(), point, &ctx);
             // Nothing is left running (this waits until no job runs).
             db.pause_background_work();
             let m = db.metrics();

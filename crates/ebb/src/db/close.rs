@@ -50,7 +50,8 @@ impl DbInner {
         };
         if needs_flush && result.is_ok() {
             let mut st = self.state.lock();
-            if let Err(e) = self.catch_job(&mut st, "flush at close", |st| self.flush_unlogged(st)).and_then(|r| r) {
+            let flushed = self.catch_job(&mut st, "flush at close", |st| self.flush_all_memtables(st, false));
+            if let Err(e) = flushed.and_then(|r| r.map_err(|e| self.set_bg_error_locked(&mut st, e))) {
                 result = Err(e);
             }
         }

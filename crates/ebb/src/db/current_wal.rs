@@ -7,7 +7,8 @@
 //! 1. There is a current WAL from the end of recovery until close (none on
 //!    a read-only instance): an append without one is `Closed`.
 //! 2. A WAL replaced by a switch ends with the end-of-log record (recovery
-//!    reads it as whole) and has its buffer written to the file.
+//!    reads it as whole) and has its buffer written to the file, unless a
+//!    call to it failed before (only a resume replaces that one).
 //!
 //! Thread safety: its own lock, the last in the lock order (the write
 //! queue, the db state, then this); held across the WAL's I/O.
@@ -89,14 +90,18 @@ impl CurrentWal {
     pub(crate) fn switch(&self, open: impl FnOnce() -> Result<LogWriter>) -> Result<(Option<LogWriter>, u64)> {
         let mut wal = self.writer.lock();
         let new = open()?;
-        let old_len = wal.as_ref().map_or(0, |w| w.file_size());
-        let Some(mut old) = wal.replace(new) else { return Ok((None, old_len)) };
         // What `manual_wal_flush` buffered goes to the OS with the end
         // mark, as RocksDB flushes at a switch: the old writer is written
-        // no more.
-        old.add_record(&END_OF_LOG)?;
-        old.flush()?;
-        Ok((Some(old), old_len))
+        // no more. If that fails, the old WAL stays the current one. A
+        // writer that failed before gets no end mark: it refuses every call,
+        // and only a resume switches away from it (db/resume.rs), which
+        // flushes every write it held to tables and never replays it.
+        if let Some(old) = wal.as_mut().filter(|w| !w.has_failed()) {
+            old.add_record(&END_OF_LOG)?;
+            old.flush()?;
+        }
+        let old_len = wal.as_ref().map_or(0, |w| w.file_size());
+        Ok((wal.replace(new), old_len))
     }
 
     /// Syncs the WAL, if there is one (at close).

@@ -19,8 +19,9 @@
 //!    db/jobs.rs).
 //! 4. After a failed WAL write, WAL sync, flush or MANIFEST write, or a panic
 //!    in a background job or a write group's leader, the error is sticky
-//!    (`bg_error`, db/bg_error.rs): every later write fails until the
-//!    database is reopened.
+//!    (`bg_error`, db/bg_error.rs): every later write fails until a resume
+//!    recovers from it (an I/O error, db/resume.rs) or the database is
+//!    reopened.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -60,7 +60,12 @@ impl DbInner {
         let new_blob_number = || new_tables.record(numbers.fetch_add(1, Ordering::SeqCst));
         let (written, file_number) = {
             let mut st = JobGuard::new(self, st, Hold::PendingOutputs(number));
-            let several_families = st.families.len() > 1;
+            // A resume's flush does not seal: the closed WAL whose write
+            // failed refuses every sync, and every family is flushed, and its
+            // log number moved past the closed WALs, before any write
+            // follows (db/resume.rs, contract 3).
+            let resuming = st.jobs.is_resume_flush();
+            let several_families = st.families.len() > 1 && !resuming;
             let output = MutexGuard::unlocked(&mut st, || {
                 let output = self.write_level0_table(
                     mems,
@@ -93,7 +98,7 @@ impl DbInner {
             // made, and the cap below relies on it. The mutex is held from
             // here to the edit, so no family appears after this check.
             let mut sealed = several_families;
-            if !sealed && st.families.len() > 1 {
+            if !sealed && st.families.len() > 1 && !resuming {
                 MutexGuard::unlocked(&mut st, || self.seal_closed_wals())?;
                 sealed = true;
             }
@@ -248,12 +253,15 @@ impl DbInner {
         bump(&self.stats.blob_gc_bytes_relocated, output.blobs_relocated.1);
     }
 
-    /// Flushes, at close, every memtable holding writes made without the
-    /// WAL (running background flushes finish first). Requires the db mutex.
-    pub(super) fn flush_unlogged(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+    /// Flushes every memtable holding writes (running background flushes
+    /// finish first): at close, those made without the WAL; in a resume
+    /// (`new_wal`), all of them, to a new WAL even if none holds any.
+    /// Failures are returned as they are, not made the sticky error.
+    /// Requires the db mutex.
+    pub(super) fn flush_all_memtables(&self, st: &mut MutexGuard<'_, DbState>, new_wal: bool) -> Result<()> {
         let switch: Vec<u32> = st.families.iter().filter(|(_, f)| !f.mem().is_empty()).map(|(id, _)| id).collect();
-        if !switch.is_empty() {
-            self.switch_memtables(st, &switch)?;
+        if new_wal || !switch.is_empty() {
+            self.try_switch_memtables(st, &switch)?;
         }
         loop {
             // With no flush running, no memtable is taken: the pick is all
@@ -262,9 +270,10 @@ impl DbInner {
                 None if st.jobs.flushes_running() == 0 => return Ok(()),
                 Some((cf, mems)) if st.jobs.flushes_running() == 0 => {
                     let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
-                    if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
-                        return Err(self.set_bg_error_locked(&mut st, e));
-                    }
+                    st.jobs.set_resume_flush(new_wal);
+                    let flushed = self.flush_memtables(&mut st, cf, &mems);
+                    st.jobs.set_resume_flush(false);
+                    flushed?;
                 }
                 _ => self.bg_cv.wait(st),
             }

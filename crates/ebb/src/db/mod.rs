@@ -24,7 +24,7 @@
 //!    writes, reads, flushes, compactions and the rest over the subsystems:
 //!    `engine`, `job_guard`, `purge`, `version_edits`, `stalls`,
 //!    `family_admin`, `write`, `flush`, `bg`, `manual_compaction`,
-//!    `close`, `recovery`, `properties`, `tuning`, `read`, `iter`.
+//!    `close`, `resume`, `recovery`, `properties`, `tuning`, `read`, `iter`.
 //! 4. The facade: `mod` (the handle) and the files that add to the
 //!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
 //!    `repair`, `secondary`, `ttl`, `metadata`, `delete_files`,
@@ -62,6 +62,7 @@ mod purge;
 mod read;
 mod recovery;
 mod repair;
+mod resume;
 mod secondary;
 mod sequence;
 mod snapshots;
@@ -77,8 +78,8 @@ mod write;
 mod write_controller;
 
 pub use crate::events::{
-    CompactionJobInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition, TableFileDeletionInfo,
-    TuningEvent, WalDamage, LOST_DIR,
+    CompactionJobInfo, ErrorRecoveryInfo, EventListener, FlushJobInfo, RecoveryReport, SetAside, StallCondition,
+    TableFileDeletionInfo, TuningEvent, WalDamage, LOST_DIR,
 };
 pub use crate::version::DEFAULT_COLUMN_FAMILY;
 pub use backup::{BackupEngine, BackupEngineOptions, BackupId, BackupInfo, RestoreOptions};
@@ -710,6 +711,21 @@ impl Db {
     /// with `sync` makes them durable.
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
         self.inner.flush_wal(sync)
+    }
+
+    /// Recovers from the sticky background error without a reopen
+    /// (RocksDB `DB::Resume`): every write in a memtable is flushed to a
+    /// table, through a new WAL and, when a MANIFEST write failed, a new
+    /// MANIFEST; then writes and background work start again. `Ok` at once
+    /// when no error is set. A panic, corrupt data, or a failure that may
+    /// have left part of a write in a memtable cannot be resumed: that
+    /// error is returned and only a reopen ends it. When the recovery
+    /// fails (the disk still refuses), its error is returned wrapped in
+    /// [`Error::Background`], the old error stays in force, and `resume`
+    /// may be called again. Writes made while it runs wait for it.
+    /// Listeners hear `on_error_recovery_begin` and `on_error_recovery_end`.
+    pub fn resume(&self) -> Result<()> {
+        self.inner.resume()
     }
 
     /// A property's value (`ebb.stats`, `ebb.num-files-at-level<N>`, ...);

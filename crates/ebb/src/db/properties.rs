@@ -245,7 +245,7 @@ impl DbInner {
             "ebb.blob-stats" => Some(blob_stats_text(&m)),
             "ebb.num-snapshots" => Some(self.state.lock().snapshots.count().to_string()),
             "ebb.recovery-report" => Some(self.recovery_report.get().cloned().unwrap_or_default().to_string()),
-            "ebb.background-errors" => Some(u8::from(self.state.lock().bg_error.is_set()).to_string()),
+            "ebb.background-errors" => Some(self.state.lock().bg_error.count().to_string()),
             "ebb.levelstats" => Some(self.level_stats_text(&m)),
             "ebb.options-statistics" => {
                 let cache = self.tables.block_cache().map(|c| c.stats().snapshot()).unwrap_or_default();

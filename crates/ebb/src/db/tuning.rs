@@ -517,7 +517,9 @@ impl DbInner {
                 continue;
             }
             if let Err(e) = self.carry_out(&decision.commands) {
-                self.set_bg_error(e);
+                // The tuning thread ends here: a resume would leave the
+                // database untuned, so only a reopen ends this error.
+                self.set_fatal_bg_error(e);
                 return;
             }
             let enabled = decision.compaction_enabled;

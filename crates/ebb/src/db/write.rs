@@ -408,7 +408,14 @@ impl DbInner {
             };
             let wal_time = crate::perf::PerfTimer::start();
             if let Err(e) = self.wal.append(batch.data(), durability) {
-                return Err(self.set_bg_error(e));
+                // The record may be in the WAL, in part or whole, with the
+                // group's sequence numbers: a resume must not hand them out
+                // again (db/bg_error.rs, invariant 3).
+                let mut st = self.state.lock();
+                if count > 0 {
+                    st.bg_error.burn(first + count - 1);
+                }
+                return Err(self.set_bg_error_locked(&mut st, e));
             }
             wal_time.stop(|c| &mut c.write_wal_time);
             // Prepares join the prepared set with their records, commits
@@ -509,7 +516,9 @@ impl DbInner {
         })();
         memtable_time.stop(|c| &mut c.write_memtable_time);
         crate::perf::count(|c| c.write_group_count += 1);
-        inserted.map_err(|e| self.set_bg_error(e))?;
+        // Part of the group may be in the memtable, at sequence numbers not
+        // published: only a reopen (which replays the WAL) recovers from that.
+        inserted.map_err(|e| self.set_fatal_bg_error(e))?;
         self.last_sequence.publish(first + count - 1);
         bump(&self.stats.user_keys, count);
         bump(&self.stats.user_bytes, user_bytes);
@@ -756,6 +765,12 @@ impl DbInner {
     }
 
     pub(crate) fn switch_memtables(&self, st: &mut DbState, ids: &[u32]) -> Result<()> {
+        self.try_switch_memtables(st, ids).map_err(|e| self.set_bg_error_locked(st, e))
+    }
+
+    /// [`DbInner::switch_memtables`], its failure returned as it is, not
+    /// made the sticky error (a resume's, db/resume.rs).
+    pub(crate) fn try_switch_memtables(&self, st: &mut DbState, ids: &[u32]) -> Result<()> {
         let number = st.versions.new_file_number();
         // Neither the old WAL nor the directory is synced here: the new WAL
         // starts under its pending name and the old one is sealed later, by
@@ -773,14 +788,12 @@ impl DbInner {
                 }
                 old_size
             }
-            Err(e) => return Err(self.set_bg_error_locked(st, e)),
+            Err(e) => return Err(e),
         };
         // The prepared transactions move into the new WAL before any write
         // (db/prepared.rs, invariant 2).
         for (_, record) in self.prepared.records() {
-            if let Err(e) = self.wal.append(&record, Durability::Flush) {
-                return Err(self.set_bg_error_locked(st, e));
-            }
+            self.wal.append(&record, Durability::Flush)?;
         }
         st.families.switch(ids, number, old_size, self.last_sequence.get(), new_memtable);
         self.install_super_version(st);
@@ -788,11 +801,23 @@ impl DbInner {
         Ok(())
     }
 
+    /// Records `e` as the sticky background error, one that
+    /// [`Db::resume`](crate::Db::resume) cannot end (db/bg_error.rs,
+    /// invariant 2), and returns it wrapped.
+    pub(crate) fn set_fatal_bg_error(&self, e: Error) -> Error {
+        let mut st = self.state.lock();
+        self.record_bg_error(&mut st, e, true)
+    }
+
     pub(crate) fn set_bg_error_locked(&self, st: &mut DbState, e: Error) -> Error {
+        self.record_bg_error(st, e, false)
+    }
+
+    fn record_bg_error(&self, st: &mut DbState, e: Error, fatal: bool) -> Error {
         if matches!(e, Error::Cancelled | Error::Closed) {
             return e;
         }
-        let (arc, first) = st.bg_error.set(e);
+        let (arc, first) = st.bg_error.set(e, fatal);
         self.bg_cv.notify_all();
         if first {
             // With the db mutex held: `notify_event` isolates a listener that panics.

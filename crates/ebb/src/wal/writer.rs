@@ -114,6 +114,11 @@ impl LogWriter {
         self.size
     }
 
+    /// Whether a call failed: the writer refuses every call since.
+    pub fn has_failed(&self) -> bool {
+        self.failed.is_some()
+    }
+
     fn check(&self) -> Result<()> {
         match &self.failed {
             Some(e) => Err(e.duplicate()),
