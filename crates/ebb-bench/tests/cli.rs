@@ -107,7 +107,7 @@ const HEADER: &str = "Ebb:        version";
 
 #[test]
 fn a_flag_ebb_cannot_take_is_refused_before_the_header() {
-    for flag in ["--use_direct_reads=true", "--enable_pipelined_write=true"] {
+    for flag in ["--optimize_filters_for_hits=true", "--enable_pipelined_write=true"] {
         let o = ebb_bench(&["--benchmarks=fillseq", "--num=10", flag]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert_eq!(o.status.code(), Some(1), "{flag}");

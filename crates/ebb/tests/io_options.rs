@@ -134,6 +134,18 @@ fn model_with_pread_and_small_auto_readahead() {
     run_model(3, &dir.path().join("db"), &opts, "pread, auto readahead 1-8 KiB");
 }
 
+#[test]
+fn model_with_direct_reads_and_writes() {
+    // On disk: a tmpfs may refuse O_DIRECT.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let opts = real_fs_options(|o| {
+        o.use_direct_reads = true;
+        o.use_direct_io_for_flush_and_compaction = true;
+        o.compaction_readahead_size = 16 << 10;
+    });
+    run_model(4, &dir.path().join("db"), &opts, "direct reads and writes");
+}
+
 /// A database on `fs` holding keys 0..n in several L0 files, no cache.
 fn layered_db(fs: &MemFs, configure: impl Fn(&mut Options)) -> (Db, Model) {
     let mut o = tiny_options(Some(fs.clone()));

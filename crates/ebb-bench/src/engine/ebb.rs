@@ -749,7 +749,8 @@ mod tests {
         assert_eq!(d.compaction_readahead_size, 2 << 20);
         let o = ebb_options(
             &flags(&[
-                "--mmap_read=true",
+                "--use_direct_reads=true",
+                "--use_direct_io_for_flush_and_compaction=true",
                 "--advise_random_on_open=false",
                 "--compaction_readahead_size=0",
                 "--initial_auto_readahead_size=4096",
@@ -758,7 +759,7 @@ mod tests {
             true,
         )
         .unwrap();
-        assert!(o.allow_mmap_reads && !o.advise_random_on_open);
+        assert!(o.use_direct_reads && o.use_direct_io_for_flush_and_compaction && !o.advise_random_on_open);
         assert_eq!(
             (o.compaction_readahead_size, o.initial_auto_readahead_size, o.max_auto_readahead_size),
             (0, 4096, 65536)
@@ -778,10 +779,9 @@ mod tests {
         assert!(ebb_options(&flags(&["--auto_tuned_compactions=false"]), true).is_ok());
         // `Flags::parse` refuses it; `Flags::set` (experiments) reaches the engine's own check.
         let mut f = flags(&[]);
-        f.set("use_direct_reads", "true").unwrap();
-        if !Options::names().any(|n| n == "use_direct_reads") {
-            assert!(ebb_options(&f, true).unwrap_err().to_string().contains("--use_direct_reads"));
-        }
+        f.set("optimize_filters_for_hits", "true").unwrap();
+        assert!(!Options::names().any(|n| n == "optimize_filters_for_hits"));
+        assert!(ebb_options(&f, true).unwrap_err().to_string().contains("--optimize_filters_for_hits"));
     }
 
     #[test]

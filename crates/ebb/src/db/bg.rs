@@ -371,7 +371,7 @@ impl DbInner {
         let env = JobEnv {
             tables: &self.tables,
             dir: &self.dir,
-            fs: &self.fs,
+            fs: &self.job_fs,
             blobs: &*self.blobs,
             db_opts: &db_opts,
             opts: &opts,

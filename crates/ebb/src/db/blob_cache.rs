@@ -30,12 +30,20 @@ pub(crate) struct BlobFileCache {
     stats: Arc<Stats>,
     /// Most readers kept; `None` keeps every file open until it is deleted.
     capacity: Option<usize>,
+    /// Read with direct I/O (`use_direct_reads`).
+    direct: bool,
     open: Mutex<OpenFiles<BlobFileReader>>,
 }
 
 impl BlobFileCache {
-    pub(crate) fn new(dir: PathBuf, fs: Arc<dyn FileSystem>, stats: Arc<Stats>, capacity: Option<usize>) -> Self {
-        BlobFileCache { dir, fs, stats, capacity, open: Mutex::new(OpenFiles::default()) }
+    pub(crate) fn new(
+        dir: PathBuf,
+        fs: Arc<dyn FileSystem>,
+        stats: Arc<Stats>,
+        capacity: Option<usize>,
+        direct: bool,
+    ) -> Self {
+        BlobFileCache { dir, fs, stats, capacity, direct, open: Mutex::new(OpenFiles::default()) }
     }
 
     /// The reader of blob file `number`, opening it on first use. A file
@@ -53,7 +61,8 @@ impl BlobFileCache {
             other => other,
         };
         let size = self.fs.file_size(&path).map_err(missing)?;
-        let file = self.fs.open_random(&path).map_err(missing)?;
+        let file = if self.direct { self.fs.open_random_direct(&path) } else { self.fs.open_random(&path) };
+        let file = file.map_err(missing)?;
         file.advise(Access::Random);
         let reader = Arc::new(BlobFileReader::open(file, size, name, number)?);
         // Another thread may have opened it meanwhile: one copy is kept.

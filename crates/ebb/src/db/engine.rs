@@ -76,6 +76,10 @@ pub(crate) struct DbInner {
     pub(crate) instance: u64,
     pub(crate) dir: PathBuf,
     pub(crate) fs: Arc<dyn FileSystem>,
+    /// What flushes and compactions create their files through: `fs`, or
+    /// with `use_direct_io_for_flush_and_compaction`, `fs` writing them
+    /// with direct I/O ([`crate::fs::DirectWrites`]).
+    pub(crate) job_fs: Arc<dyn FileSystem>,
     pub(crate) options: Mutex<Arc<Options>>,
     pub(crate) state: Mutex<DbState>,
     /// Signalled whenever background work finishes or the state changes in a

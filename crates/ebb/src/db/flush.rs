@@ -219,7 +219,7 @@ impl DbInner {
         let db_opts = self.opts();
         let target = TableTarget {
             dir: &self.dir,
-            fs: &self.fs,
+            fs: &self.job_fs,
             opts,
             clock: &db_opts.clock,
             cf: family.id,

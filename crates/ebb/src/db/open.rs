@@ -63,6 +63,7 @@ pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamily
         check_creatable(dir, fs.as_ref(), &options)?;
     }
     let lock = fs.lock_file(&filename::lock_file(dir))?;
+    check_direct_io(dir, fs.as_ref(), &options)?;
     if fs.exists(&current) {
         if options.error_if_exists {
             return Err(Error::invalid(format!("{} already exists (error_if_exists is set)", dir.display())));
@@ -267,6 +268,7 @@ pub(super) fn open_locked(
         Arc::clone(&fs),
         Arc::clone(&stats),
         options.table_cache_capacity(),
+        options.use_direct_reads,
     ));
     // The tuning mode's option changes (the thesis's PrepareAutoTunedCompactions,
     // or the adaptive tuner's stall backstop) are part of the options in force.
@@ -294,6 +296,11 @@ pub(super) fn open_locked(
         instance,
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
+        job_fs: if options.use_direct_io_for_flush_and_compaction {
+            Arc::new(crate::fs::DirectWrites(Arc::clone(&fs)))
+        } else {
+            Arc::clone(&fs)
+        },
         options: Mutex::new(Arc::clone(&options)),
         state: Mutex::new(DbState {
             versions,
@@ -404,6 +411,18 @@ impl DbInner {
         self.delete_obsolete_files(&mut st);
         Ok(())
     }
+}
+
+/// Direct I/O asked for (`use_direct_reads`,
+/// `use_direct_io_for_flush_and_compaction`) is refused at open, before
+/// recovery, where the filesystem refuses it, as RocksDB's open is: the
+/// LOCK file is opened for a direct read. `NotSupported`, naming the
+/// options.
+fn check_direct_io(dir: &Path, fs: &dyn crate::fs::FileSystem, options: &Options) -> Result<()> {
+    if !options.use_direct_reads && !options.use_direct_io_for_flush_and_compaction {
+        return Ok(());
+    }
+    fs.open_random_direct(&filename::lock_file(dir)).map(|_| ())
 }
 
 pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {

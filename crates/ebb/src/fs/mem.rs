@@ -762,6 +762,16 @@ impl FileSystem for MemFs {
         Ok(Arc::new(MemRandom { h: self.new_handle_parts(&st, path, inode) }))
     }
 
+    /// Memory has no page cache to bypass: as `open_random`.
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open_random(path)
+    }
+
+    /// Memory has no page cache to bypass: as `new_writable`.
+    fn new_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable(path)
+    }
+
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let mut st = self.state.lock();
         st.enter(FaultOp::Open, "open", path, None, self.bound())?;

@@ -14,6 +14,7 @@
 //! All implementations are `Send + Sync`; a single file handle is used by one
 //! thread at a time.
 
+mod direct;
 mod mem;
 mod posix;
 
@@ -26,6 +27,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::error::Result;
+
+/// The error of a filesystem without direct I/O.
+fn direct_io_unsupported(path: &Path) -> crate::Error {
+    crate::Error::NotSupported(format!(
+        "direct I/O: the file system holding {} does not support it; turn off use_direct_reads and \
+         use_direct_io_for_flush_and_compaction",
+        path.display()
+    ))
+}
 
 /// A file being written sequentially.
 pub trait WritableFile: Send {
@@ -128,6 +138,20 @@ pub trait FileSystem: Send + Sync + 'static {
     /// (and [`MemFs`]) opens it as [`FileSystem::open_random`] does.
     fn open_random_mmap(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.open_random(path)
+    }
+    /// Opens a file for positional reads that bypass the OS page cache
+    /// (`O_DIRECT`; RocksDB `use_direct_reads`). `NotSupported` where the
+    /// filesystem cannot: the default. [`MemFs`], which has no page cache,
+    /// opens it as [`FileSystem::open_random`] does.
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(direct_io_unsupported(path))
+    }
+    /// Creates (or truncates) a file written past the OS page cache
+    /// (`O_DIRECT`; RocksDB `use_direct_io_for_flush_and_compaction`).
+    /// `NotSupported` where the filesystem cannot: the default. [`MemFs`]
+    /// creates it as [`FileSystem::new_writable`] does.
+    fn new_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(direct_io_unsupported(path))
     }
     /// Opens a file for sequential reads.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
@@ -232,5 +256,65 @@ impl WritableFile for WriteBehindFile {
     }
     fn range_sync_hint(&mut self) -> Result<()> {
         self.inner.range_sync_hint()
+    }
+}
+
+/// `inner` with every new file written with direct I/O
+/// ([`FileSystem::new_writable_direct`]): what flushes and compactions
+/// write through under `use_direct_io_for_flush_and_compaction`. Every
+/// other call goes to `inner` as it is.
+pub(crate) struct DirectWrites(pub(crate) Arc<dyn FileSystem>);
+
+impl FileSystem for DirectWrites {
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        self.0.create_dir_all(path)
+    }
+    fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.0.new_writable_direct(path)
+    }
+    fn reopen_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.0.reopen_writable(path)
+    }
+    fn open_random(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.0.open_random(path)
+    }
+    fn open_random_mmap(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.0.open_random_mmap(path)
+    }
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.0.open_random_direct(path)
+    }
+    fn new_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.0.new_writable_direct(path)
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.0.open_sequential(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.0.exists(path)
+    }
+    fn list_dir(&self, path: &Path) -> Result<Vec<String>> {
+        self.0.list_dir(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.0.file_size(path)
+    }
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        self.0.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        self.0.remove_dir(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.0.rename(from, to)
+    }
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        self.0.link_file(from, to)
+    }
+    fn sync_dir(&self, path: &Path) -> Result<()> {
+        self.0.sync_dir(path)
+    }
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.0.lock_file(path)
     }
 }

@@ -434,6 +434,12 @@ impl FileSystem for PosixFs {
         };
         Ok(Arc::new(PosixMmapRandom { path: path.to_path_buf(), map: map.map(Arc::new) }))
     }
+    fn open_random_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(super::direct::DirectRandom::open(path)?))
+    }
+    fn new_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::direct::DirectWritable::create(path)?))
+    }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
         Ok(Box::new(PosixSequential { path: path.to_path_buf(), file }))

@@ -174,6 +174,18 @@ define_options! {
         /// `allow_mmap_reads`; default false. SSTs must not be truncated while
         /// open (a read of a lost page raises SIGBUS); see docs/io.md.
         allow_mmap_reads: bool = false,
+        /// Read SSTs and blob files with direct I/O (`O_DIRECT`), past the OS
+        /// page cache: the block cache is then the only cache. Refused with
+        /// `allow_mmap_reads`, and at open where the filesystem refuses
+        /// `O_DIRECT`. RocksDB `use_direct_reads`; default false; see
+        /// docs/io.md.
+        use_direct_reads: bool = false,
+        /// Write the SSTs and blob files of flushes and compactions with
+        /// direct I/O (`O_DIRECT`), so background writes do not fill the OS
+        /// page cache. Refused at open where the filesystem refuses
+        /// `O_DIRECT`. RocksDB `use_direct_io_for_flush_and_compaction`;
+        /// default false; see docs/io.md.
+        use_direct_io_for_flush_and_compaction: bool = false,
         /// Hint `POSIX_FADV_RANDOM` on SSTs when they are opened for reads, so
         /// point lookups do not pull in OS readahead. RocksDB `advise_random_on_open`; default true.
         advise_random_on_open: bool = true,
@@ -793,6 +805,12 @@ impl Options {
         fn bad(name: &str, why: &str) -> Result<()> {
             Err(Error::invalid(format!("option {name}: {why}")))
         }
+        if self.use_direct_reads && self.allow_mmap_reads {
+            return bad(
+                "use_direct_reads",
+                "conflicts with allow_mmap_reads (a mapped file is read through the page cache)",
+            );
+        }
         if self.auto_tuned_compactions && self.background_tuning == BackgroundTuning::Idle {
             return bad("auto_tuned_compactions", "is the thesis tuner; it conflicts with background_tuning=idle");
         }
@@ -997,6 +1015,7 @@ impl TableCacheOptions {
             cache_index_and_filter_blocks_with_high_priority: o.cache_index_and_filter_blocks_with_high_priority,
             pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
             allow_mmap_reads: o.allow_mmap_reads,
+            use_direct_reads: o.use_direct_reads,
             advise_random_on_open: o.advise_random_on_open,
             initial_auto_readahead_size: o.initial_auto_readahead_size,
             max_auto_readahead_size: o.max_auto_readahead_size,

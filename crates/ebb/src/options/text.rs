@@ -501,6 +501,8 @@ option_table! {
     max_manifest_file_size: Db, false;
     max_open_files: Db, false;
     allow_mmap_reads: Db, false;
+    use_direct_reads: Db, false;
+    use_direct_io_for_flush_and_compaction: Db, false;
     advise_random_on_open: Db, false;
     compaction_readahead_size: Db, true;
     delayed_write_rate: Db, true;

@@ -96,6 +96,8 @@ pub struct TableCacheOptions {
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// Read tables through `mmap`.
     pub allow_mmap_reads: bool,
+    /// Read tables with direct I/O (`use_direct_reads`).
+    pub use_direct_reads: bool,
     /// Hint every table random access when opened.
     pub advise_random_on_open: bool,
     /// Auto readahead's first size.
@@ -114,6 +116,7 @@ impl Default for TableCacheOptions {
             cache_index_and_filter_blocks_with_high_priority: true,
             pin_l0_filter_and_index_blocks_in_cache: false,
             allow_mmap_reads: false,
+            use_direct_reads: false,
             advise_random_on_open: true,
             initial_auto_readahead_size: 8 << 10,
             max_auto_readahead_size: 256 << 10,
@@ -131,6 +134,7 @@ pub struct TableCache {
     high_priority: bool,
     pin_l0: bool,
     allow_mmap_reads: bool,
+    use_direct_reads: bool,
     advise_random_on_open: bool,
     initial_auto_readahead_size: usize,
     max_auto_readahead_size: usize,
@@ -159,6 +163,7 @@ impl TableCache {
             high_priority: options.cache_index_and_filter_blocks_with_high_priority,
             pin_l0: options.pin_l0_filter_and_index_blocks_in_cache,
             allow_mmap_reads: options.allow_mmap_reads,
+            use_direct_reads: options.use_direct_reads,
             advise_random_on_open: options.advise_random_on_open,
             initial_auto_readahead_size: options.initial_auto_readahead_size,
             max_auto_readahead_size: options.max_auto_readahead_size,
@@ -238,7 +243,13 @@ impl TableCache {
     /// new id).
     fn open(&self, f: &FileMetaData, level: usize, cmp: &UserComparator, cache_id: Option<u64>) -> Result<Arc<Table>> {
         let path = filename::table_file(&self.dir, f.number);
-        let file = if self.allow_mmap_reads { self.fs.open_random_mmap(&path)? } else { self.fs.open_random(&path)? };
+        let file = if self.use_direct_reads {
+            self.fs.open_random_direct(&path)?
+        } else if self.allow_mmap_reads {
+            self.fs.open_random_mmap(&path)?
+        } else {
+            self.fs.open_random(&path)?
+        };
         // RocksDB `TableCache::GetTableReader`: tables are opened for point
         // reads; a compaction's iterator hints its inputs sequential later.
         if self.advise_random_on_open {
