@@ -53,10 +53,14 @@ fn open_error(op: &'static str, path: &Path, e: std::io::Error) -> Error {
     Error::io(op, path, e)
 }
 
-/// A zeroed, [`ALIGN`]-aligned heap buffer of a fixed capacity.
+/// An [`ALIGN`]-aligned heap buffer of a fixed capacity: zeroed (a
+/// writer's, whose whole capacity is read and written as a slice), or not
+/// (a read's, of which only the bytes the kernel wrote are ever read,
+/// through [`AlignedBuf::filled`]).
 struct AlignedBuf {
     ptr: NonNull<u8>,
     cap: usize,
+    zeroed: bool,
 }
 
 // SAFETY: the buffer is owned memory with no shared state.
@@ -70,27 +74,48 @@ impl AlignedBuf {
         std::alloc::Layout::from_size_align(cap, ALIGN).expect("an aligned buffer's layout")
     }
 
-    /// `cap` rounded up to [`ALIGN`] (at least one block).
+    /// `cap` rounded up to [`ALIGN`] (at least one block), zeroed or not.
     #[allow(unsafe_code)]
-    fn new(cap: usize) -> Self {
+    fn new(cap: usize, zeroed: bool) -> Self {
         let cap = round_up(cap.max(1));
         let layout = Self::layout(cap);
         // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let raw = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(layout)
+            } else {
+                std::alloc::alloc(layout)
+            }
+        };
         let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        AlignedBuf { ptr, cap }
+        AlignedBuf { ptr, cap, zeroed }
     }
 
+    /// The whole buffer; only a zeroed one.
     #[allow(unsafe_code)]
     fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` owns `cap` initialised (zeroed at allocation) bytes.
+        assert!(self.zeroed, "only a zeroed buffer is read whole");
+        // SAFETY: `ptr` owns `cap` bytes, initialised (zeroed) at allocation.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
     }
 
+    /// The whole buffer, mutably; only a zeroed one.
     #[allow(unsafe_code)]
     fn as_mut_slice(&mut self) -> &mut [u8] {
+        assert!(self.zeroed, "only a zeroed buffer is written as a slice");
         // SAFETY: as `as_slice`, borrowed mutably through `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) }
+    }
+
+    /// `range` of the first `filled` bytes, which the kernel wrote.
+    ///
+    /// # Safety
+    /// `buf[..filled]` must have been written (by `pread_aligned`).
+    #[allow(unsafe_code)]
+    unsafe fn filled(&self, filled: usize, range: std::ops::Range<usize>) -> &[u8] {
+        assert!(range.start <= range.end && range.end <= filled && filled <= self.cap);
+        // SAFETY: in bounds (asserted); initialised by the caller's promise.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(range.start), range.len()) }
     }
 }
 
@@ -112,9 +137,10 @@ fn pread_aligned(file: &File, path: &Path, buf: &mut AlignedBuf, len: usize, off
         let at = libc::off_t::try_from(offset + done as u64).map_err(|_| {
             Error::io("pread", path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "offset too large"))
         })?;
-        let out = &mut buf.as_mut_slice()[done..len];
-        // SAFETY: `out` is `len - done` writable bytes the buffer owns.
-        let n = unsafe { libc::pread(file.as_raw_fd(), out.as_mut_ptr().cast(), out.len(), at) };
+        assert!(len <= buf.cap);
+        // SAFETY: `[done, len)` is within the buffer, which this call owns
+        // exclusively (`&mut`); the kernel writes at most `len - done` bytes.
+        let n = unsafe { libc::pread(file.as_raw_fd(), buf.ptr.as_ptr().add(done).cast(), len - done, at) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -149,6 +175,7 @@ impl DirectRandom {
 }
 
 impl RandomAccessFile for DirectRandom {
+    #[allow(unsafe_code)]
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         if len == 0 {
             return Ok(Vec::new());
@@ -157,14 +184,15 @@ impl RandomAccessFile for DirectRandom {
         let skip = (offset - start) as usize;
         let span = round_up(skip + len);
         let timer = crate::perf::PerfTimer::start();
-        let mut buf = AlignedBuf::new(span);
+        let mut buf = AlignedBuf::new(span, false);
         let done = pread_aligned(&self.file, &self.path, &mut buf, span, start)?;
         timer.stop_io(|c| &mut c.read_nanos);
         crate::perf::count_io(|c| c.bytes_read += done as u64);
         if done <= skip {
             return Ok(Vec::new());
         }
-        Ok(buf.as_slice()[skip..skip + (done - skip).min(len)].to_vec())
+        // SAFETY: `pread_aligned` wrote the first `done` bytes.
+        Ok(unsafe { buf.filled(done, skip..skip + (done - skip).min(len)) }.to_vec())
     }
 
     fn size(&self) -> Result<u64> {
@@ -199,7 +227,7 @@ impl DirectWritable {
         Ok(DirectWritable {
             path: path.to_path_buf(),
             file,
-            buf: AlignedBuf::new(WRITE_BUFFER),
+            buf: AlignedBuf::new(WRITE_BUFFER, true),
             len: 0,
             at: 0,
             size: 0,
