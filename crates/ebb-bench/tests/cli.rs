@@ -321,6 +321,38 @@ fn column_families_spread_the_keys_and_reads_find_them() {
     assert!(stderr(&o).contains("--num_column_families"), "{}", stderr(&o));
 }
 
+/// The rocksdb peer spreads keys over the same families, by the same hash.
+#[cfg(feature = "rocksdb-peer")]
+#[test]
+fn the_rocksdb_peer_spreads_keys_over_column_families_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_flag = format!("--db={}", db.display());
+    let common =
+        ["--engine=rocksdb", "--num=3000", "--value_size=50", "--num_column_families=3", "--progress=false", &db_flag];
+    let o = ebb_bench(&[&["--benchmarks=fillseq,flush"], &common[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ebb_bench(&[&["--benchmarks=readrandom", "--use_existing_db=1", "--reads=3000"], &common[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(3000 of 3000 found)"), "{out}");
+    // RocksDB's OPTIONS file lists the three families.
+    let options = std::fs::read_dir(&db)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .last()
+        .unwrap();
+    for name in ["default", "column_family_name_000001", "column_family_name_000002"] {
+        assert!(options.contains(&format!("[CFOptions \"{name}\"]")), "{name} missing");
+    }
+    // A transaction database with families is refused, as Ebb's is.
+    let o = ebb_bench(&[&["--benchmarks=fillseq", "--optimistic_transaction_db=true"], &common[..]].concat());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--num_column_families"), "{}", stderr(&o));
+}
+
 #[test]
 fn report_memory_prints_and_records_resident_and_engine_memory() {
     let dir = tempfile::tempdir().unwrap();

@@ -80,7 +80,7 @@ pub struct EbbEngine {
 }
 
 /// db_bench's `ColumnFamilyName(i)`.
-fn family_name(i: usize) -> String {
+pub(crate) fn family_name(i: usize) -> String {
     if i == 0 {
         "default".to_string()
     } else {

@@ -97,6 +97,10 @@ pub struct RocksDbEngine {
     /// of every iterator (db_bench's `read_options_`).
     prefix_same_as_start: bool,
     total_order_seek: bool,
+    /// `--num_column_families` above 1: the families after the default one,
+    /// by name, as Ebb's engine has them (a key's family is its hash modulo
+    /// the count, 0 being the default; scans read the default family only).
+    families: Vec<String>,
 }
 
 fn int(flag: &str, v: &Value) -> Result<i64> {
@@ -407,8 +411,16 @@ fn block_cache(setup: &Setup) -> Result<Cache> {
 impl RocksDbEngine {
     /// Opens (after destroying, if `fresh`) the database at `path`.
     pub fn open(path: &Path, flags: &Flags, fresh: bool, create: bool) -> Result<RocksDbEngine> {
-        if flags.i64("num_column_families") != 1 {
-            bail!("flag --num_column_families: the rocksdb peer drives one family (use compare --peer=db_bench)");
+        let count = flags.i64("num_column_families");
+        if count < 1 {
+            bail!("flag --num_column_families={count}: at least 1");
+        }
+        let count = count as usize;
+        if count > 1 && kind_from_flags(flags)?.is_some() {
+            bail!(
+                "--num_column_families={count} with a transaction database: the transaction benchmarks write the \
+                 default family only (--num_column_families=1)"
+            );
         }
         let reference = super::ebb::peer_reference_options(flags)?;
         let mut setup = Setup {
@@ -469,11 +481,21 @@ impl RocksDbEngine {
         // The default family opened by name, so `cf_handle("default")` finds
         // it (the batched MultiGet takes a handle); the same options.
         let default = rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+        // `--num_column_families`: the others, with the same options, created
+        // when missing (as Ebb's engine creates them).
+        let families: Vec<String> = (1..count).map(super::ebb::family_name).collect();
+        if count > 1 {
+            opts.create_missing_column_families(true);
+        }
+        let all = || {
+            std::iter::once(rocksdb::ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone()))
+                .chain(families.iter().map(|name| rocksdb::ColumnFamilyDescriptor::new(name, opts.clone())))
+        };
         let db = match kind_from_flags(flags)? {
             None if flags.bool("readonly") => {
-                Handle::Plain(DB::open_cf_descriptors_read_only(&opts, path, [default], false).map_err(rocks_error)?)
+                Handle::Plain(DB::open_cf_descriptors_read_only(&opts, path, all(), false).map_err(rocks_error)?)
             }
-            None => Handle::Plain(DB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?),
+            None => Handle::Plain(DB::open_cf_descriptors(&opts, path, all()).map_err(rocks_error)?),
             Some(TransactionDbKind::Optimistic) => Handle::Optimistic(
                 OptimisticTransactionDB::open_cf_descriptors(&opts, path, [default]).map_err(rocks_error)?,
             ),
@@ -509,7 +531,21 @@ impl RocksDbEngine {
             configured,
             prefix_same_as_start: flags.bool("prefix_same_as_start"),
             total_order_seek: flags.bool("total_order_seek"),
+            families,
         })
+    }
+
+    /// The plain database and the family `key` lives in, under
+    /// `--num_column_families` above 1; `None` for the default family (and
+    /// for a transaction database, which has the default family only).
+    fn family(&self, key: &[u8]) -> Option<(&DB, &rocksdb::ColumnFamily)> {
+        let Handle::Plain(db) = &self.db else { return None };
+        if self.families.is_empty() {
+            return None;
+        }
+        let i = (xxhash_rust::xxh3::xxh3_64(key) % (self.families.len() as u64 + 1)) as usize;
+        let name = self.families.get(i.checked_sub(1)?)?;
+        db.cf_handle(name).map(|cf| (db, cf))
     }
 
     /// The newest OPTIONS file RocksDB wrote, parsed.
@@ -532,6 +568,13 @@ impl RocksDbEngine {
 
     fn int_property(&self, name: &str) -> u64 {
         on_any!(&self.db, db => db.property_int_value(name)).ok().flatten().unwrap_or(0)
+    }
+
+    /// The plain database and the families after the default one
+    /// (`--num_column_families`); none for one family.
+    fn other_families(&self) -> Vec<(&DB, &rocksdb::ColumnFamily)> {
+        let Handle::Plain(db) = &self.db else { return Vec::new() };
+        self.families.iter().filter_map(|name| db.cf_handle(name).map(|cf| (db, cf))).collect()
     }
 }
 
@@ -655,18 +698,31 @@ impl Engine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((db, cf)) = self.family(key) {
+            return db.put_cf_opt(cf, key, value, &write_options(wo)).map_err(rocks_error);
+        }
         on_any!(&self.db, db => db.put_opt(key, value, &write_options(wo))).map_err(rocks_error)
     }
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((db, cf)) = self.family(key) {
+            return db.delete_cf_opt(cf, key, &write_options(wo)).map_err(rocks_error);
+        }
         on_any!(&self.db, db => db.delete_opt(key, &write_options(wo))).map_err(rocks_error)
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((db, cf)) = self.family(key) {
+            return db.merge_cf_opt(cf, key, value, &write_options(wo)).map_err(rocks_error);
+        }
         on_any!(&self.db, db => db.merge_opt(key, value, &write_options(wo))).map_err(rocks_error)
     }
 
+    /// In the family of `begin`, as a batch's range deletion goes.
     fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((db, cf)) = self.family(begin) {
+            return db.delete_range_cf_opt(cf, begin, end, &write_options(wo)).map_err(rocks_error);
+        }
         on_common!(&self.db, "DeleteRange", db => {
             let cf = db
                 .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
@@ -681,10 +737,13 @@ impl Engine for RocksDbEngine {
             Handle::Plain(db) => {
                 let mut batch = WriteBatch::default();
                 for op in ops {
-                    match op {
-                        BatchOp::Put(k, v) => batch.put(k, v),
-                        BatchOp::Delete(k) => batch.delete(k),
-                        BatchOp::DeleteRange(b, e) => batch.delete_range(b, e),
+                    match (op, self.family(op.key())) {
+                        (BatchOp::Put(k, v), None) => batch.put(k, v),
+                        (BatchOp::Put(k, v), Some((_, cf))) => batch.put_cf(cf, k, v),
+                        (BatchOp::Delete(k), None) => batch.delete(k),
+                        (BatchOp::Delete(k), Some((_, cf))) => batch.delete_cf(cf, k),
+                        (BatchOp::DeleteRange(b, e), None) => batch.delete_range(b, e),
+                        (BatchOp::DeleteRange(b, e), Some((_, cf))) => batch.delete_range_cf(cf, b, e),
                     }
                 }
                 db.write_opt(batch, &wo)
@@ -696,14 +755,24 @@ impl Engine for RocksDbEngine {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some((db, cf)) = self.family(key) {
+            return db.get_cf(cf, key).map_err(rocks_error);
+        }
         on_any!(&self.db, db => db.get(key)).map_err(rocks_error)
     }
 
     fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        if let Some((db, cf)) = self.family(key) {
+            return db.get_pinned_cf(cf, key).map(|v| v.map(|v| v.len())).map_err(rocks_error);
+        }
         on_any!(&self.db, db => db.get_pinned(key).map(|v| v.map(|v| v.len()))).map_err(rocks_error)
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if !self.families.is_empty() {
+            // Each key in its family, as Ebb's engine reads them.
+            return keys.iter().map(|k| self.get(k)).collect();
+        }
         if let Handle::Pessimistic(db) = &self.db {
             // The crate's TransactionDB has only the vector API.
             return db.multi_get(keys.iter()).into_iter().map(|r| r.map_err(rocks_error)).collect();
@@ -734,15 +803,25 @@ impl Engine for RocksDbEngine {
         on_any!(&self.db, db => drive(db.raw_iterator_opt(ro), start, direction, limit, visit))
     }
 
+    /// Every family's memtables, as Ebb's engine flushes.
     fn flush(&self) -> Result<()> {
-        on_common!(&self.db, "Flush", db => db.flush().map_err(rocks_error))
+        on_common!(&self.db, "Flush", db => db.flush().map_err(rocks_error))?;
+        for (db, cf) in self.other_families() {
+            db.flush_cf(cf).map_err(rocks_error)?;
+        }
+        Ok(())
     }
 
+    /// Every family, as Ebb's engine compacts.
     fn compact_range(&self) -> Result<()> {
         on_common!(&self.db, "CompactRange", db => {
             db.compact_range(None::<&[u8]>, None::<&[u8]>);
             Ok(())
-        })
+        })?;
+        for (db, cf) in self.other_families() {
+            db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+        }
+        Ok(())
     }
 
     fn wait_for_compaction(&self) -> Result<()> {
@@ -755,7 +834,13 @@ impl Engine for RocksDbEngine {
             ]
             .iter()
             .any(|p| self.int_property(p) > 0);
-            if !busy {
+            // The pending figures are each family's own.
+            let others_busy = self.other_families().into_iter().any(|(db, cf)| {
+                ["rocksdb.compaction-pending", "rocksdb.mem-table-flush-pending"]
+                    .iter()
+                    .any(|p| db.property_int_value_cf(cf, *p).ok().flatten().unwrap_or(0) > 0)
+            });
+            if !busy && !others_busy {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(100));

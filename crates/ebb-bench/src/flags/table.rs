@@ -722,7 +722,7 @@ pub const FLAGS: &[FlagSpec] = &[
         Refused("the stacked (legacy) BlobDB is not implemented; use --enable_blob_files"),
         "Stacked BlobDB",
     ),
-    f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash (Ebb)"),
+    f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash"),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
     f(
         "readonly",
