@@ -121,6 +121,10 @@ fn draw_options(rng: &mut StdRng) -> (String, f64) {
         ("min_blob_size", "64".to_string()),
         ("blob_file_size", pick(rng, &["262144", "4194304"])),
         ("enable_blob_garbage_collection", pick(rng, &["false", "true"])),
+        // Direct I/O for table and blob reads, and for what flushes and
+        // compactions write (docs/io.md), each in one run of three.
+        ("use_direct_reads", pick(rng, &["false", "false", "true"])),
+        ("use_direct_io_for_flush_and_compaction", pick(rng, &["false", "false", "true"])),
     ];
     let text = settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let sync_ratio = *[0.0, 0.01, 0.1, 0.5].choose(rng).unwrap_or(&0.1);
