@@ -90,7 +90,7 @@ fn parse_line(log: &mut RunLog, line: &str) {
 
 /// Options drawn for one run, in the text form `name=value;...`, and the
 /// fraction of synced writes.
-fn draw_options(rng: &mut StdRng) -> (String, f64) {
+fn draw_options(rng: &mut StdRng, direct_io: bool) -> (String, f64) {
     let pick = |rng: &mut StdRng, xs: &[&str]| xs.choose(rng).copied().unwrap_or_default().to_string();
     let trigger: u32 = rng.gen_range(2..=8);
     let settings = [
@@ -123,9 +123,14 @@ fn draw_options(rng: &mut StdRng) -> (String, f64) {
         ("enable_blob_garbage_collection", pick(rng, &["false", "true"])),
         // Direct I/O for table and blob reads, and for what flushes and
         // compactions write (docs/io.md), each in one run of three.
+        // (Only where the directory's filesystem takes O_DIRECT.)
         ("use_direct_reads", pick(rng, &["false", "false", "true"])),
         ("use_direct_io_for_flush_and_compaction", pick(rng, &["false", "false", "true"])),
     ];
+    let settings = settings.map(|(k, v)| match k {
+        "use_direct_reads" | "use_direct_io_for_flush_and_compaction" if !direct_io => (k, "false".to_string()),
+        _ => (k, v),
+    });
     let text = settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
     let sync_ratio = *[0.0, 0.01, 0.1, 0.5].choose(rng).unwrap_or(&0.1);
     (text, sync_ratio)
@@ -195,6 +200,19 @@ impl Totals {
     }
 }
 
+/// Whether the filesystem holding `dir` takes `O_DIRECT` (a probe file is
+/// created, opened for a direct read, and removed).
+fn takes_direct_io(dir: &Path) -> bool {
+    use ebb::fs::FileSystem;
+    let probe = dir.join("direct-io-probe");
+    if std::fs::write(&probe, [0u8; 4096]).is_err() {
+        return false;
+    }
+    let ok = ebb::fs::PosixFs::new().open_random_direct(&probe).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
 /// Runs the crash test; returns the process exit code.
 pub fn run(cfg: &DriverConfig) -> i32 {
     let dir =
@@ -204,6 +222,10 @@ pub fn run(cfg: &DriverConfig) -> i32 {
         return 1;
     }
     let (db, expected) = (dir.join("db"), dir.join("expected"));
+    let direct_io = takes_direct_io(&dir);
+    if !direct_io {
+        println!("ebb-stress: {} refuses O_DIRECT: direct I/O is not drawn", dir.display());
+    }
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let mut totals = Totals::default();
     let start = Instant::now();
@@ -219,7 +241,7 @@ pub fn run(cfg: &DriverConfig) -> i32 {
         cfg.kill_after.1
     );
     while start.elapsed() < cfg.duration && totals.errors == 0 {
-        let (options, sync_ratio) = draw_options(&mut rng);
+        let (options, sync_ratio) = draw_options(&mut rng, direct_io);
         let left = cfg.duration.saturating_sub(start.elapsed());
         // One kill in five comes early, often while the worker recovers
         // or verifies; the rest while it runs.
@@ -281,7 +303,7 @@ pub fn run(cfg: &DriverConfig) -> i32 {
         );
     }
     if totals.errors == 0 {
-        let (options, _) = draw_options(&mut rng);
+        let (options, _) = draw_options(&mut rng, direct_io);
         match spawn_worker(&db, &expected, cfg, rng.gen(), &options, 0.0, true) {
             Ok((mut child, log, reader)) => {
                 let status = child.wait();

@@ -136,8 +136,14 @@ fn model_with_pread_and_small_auto_readahead() {
 
 #[test]
 fn model_with_direct_reads_and_writes() {
-    // On disk: a tmpfs may refuse O_DIRECT.
+    // On disk: a tmpfs may refuse O_DIRECT (then only the refusal is checked).
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(&probe, [0u8; 4096]).unwrap();
+    if let Err(e) = ebb::fs::FileSystem::open_random_direct(&ebb::fs::PosixFs::new(), &probe) {
+        assert!(matches!(e, ebb::Error::NotSupported(_)), "{e}");
+        return;
+    }
     let opts = real_fs_options(|o| {
         o.use_direct_reads = true;
         o.use_direct_io_for_flush_and_compaction = true;
