@@ -289,18 +289,28 @@ fn end_to_end_bursts_report_both_throughputs() {
     assert!(line.contains("over the whole run") && line.contains("over burst time"), "{line}");
 }
 
-#[test]
-fn column_families_spread_the_keys_and_reads_find_them() {
+/// Fills 3,000 keys over three column families with `fill` (with `engine`
+/// flags before), then reads every key back; returns the directory and the
+/// database's path in it.
+fn fill_three_families_and_find_every_key(engine: &[&str], fill: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db_flag = format!("--db={}", db.display());
     let common = ["--num=3000", "--value_size=50", "--num_column_families=3", "--progress=false", db_flag.as_str()];
-    let o = ebb_bench(&[&["--benchmarks=fillseq"], &common[..]].concat());
+    let common = [engine, &common[..]].concat();
+    let o = ebb_bench(&[&[fill], &common[..]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let o = ebb_bench(&[&["--benchmarks=readrandom", "--use_existing_db=1", "--reads=3000"], &common[..]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("(3000 of 3000 found)"), "{out}");
+    (dir, db)
+}
+
+#[test]
+fn column_families_spread_the_keys_and_reads_find_them() {
+    let (_dir, db) = fill_three_families_and_find_every_key(&[], "--benchmarks=fillseq");
+    let db_flag = format!("--db={}", db.display());
     // Three families, each holding about a third of the keys.
     let opts = ebb::Options::default();
     let mut names = ebb::Db::list_column_families(&db, &opts).unwrap();
@@ -325,17 +335,7 @@ fn column_families_spread_the_keys_and_reads_find_them() {
 #[cfg(feature = "rocksdb-peer")]
 #[test]
 fn the_rocksdb_peer_spreads_keys_over_column_families_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let db_flag = format!("--db={}", db.display());
-    let common =
-        ["--engine=rocksdb", "--num=3000", "--value_size=50", "--num_column_families=3", "--progress=false", &db_flag];
-    let o = ebb_bench(&[&["--benchmarks=fillseq,flush"], &common[..]].concat());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = ebb_bench(&[&["--benchmarks=readrandom", "--use_existing_db=1", "--reads=3000"], &common[..]].concat());
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("(3000 of 3000 found)"), "{out}");
+    let (_dir, db) = fill_three_families_and_find_every_key(&["--engine=rocksdb"], "--benchmarks=fillseq,flush");
     // RocksDB's OPTIONS file lists the three families.
     let options = std::fs::read_dir(&db)
         .unwrap()
@@ -348,7 +348,14 @@ fn the_rocksdb_peer_spreads_keys_over_column_families_too() {
         assert!(options.contains(&format!("[CFOptions \"{name}\"]")), "{name} missing");
     }
     // A transaction database with families is refused, as Ebb's is.
-    let o = ebb_bench(&[&["--benchmarks=fillseq", "--optimistic_transaction_db=true"], &common[..]].concat());
+    let db_flag = format!("--db={}", db.display());
+    let o = ebb_bench(&[
+        "--engine=rocksdb",
+        "--benchmarks=fillseq",
+        "--optimistic_transaction_db=true",
+        "--num_column_families=3",
+        &db_flag,
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--num_column_families"), "{}", stderr(&o));
 }

@@ -141,7 +141,7 @@ impl DbInner {
             let info = FlushJobInfo { cf_id: cf, cf_name, file_number: 0, bytes_written: 0, entries: 0, micros: 0 };
             MutexGuard::unlocked(&mut st, || self.notify_event("on_flush_begin", |l| l.on_flush_begin(&info)));
         }
-        if let Err(e) = self.flush_memtables(&mut st, cf, &mems) {
+        if let Err(e) = self.flush_memtables(&mut st, cf, &mems, false) {
             self.set_bg_error_locked(&mut st, e);
         }
         true

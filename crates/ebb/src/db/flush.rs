@@ -30,11 +30,14 @@ impl DbInner {
     /// Writes `mems` (oldest first) of column family `cf` into one L0 table
     /// and installs it. Requires the db mutex; releases it during I/O. A
     /// family dropped meanwhile is `Cancelled`; its table is deleted.
+    /// `resuming`: the flush is a resume's (db/resume.rs), which does not
+    /// seal the closed WALs.
     pub(crate) fn flush_memtables(
         &self,
         st: &mut MutexGuard<'_, DbState>,
         cf: u32,
         mems: &[Arc<MemTable>],
+        resuming: bool,
     ) -> Result<()> {
         let start = Instant::now();
         let data = st.families.data(cf).ok_or(Error::Cancelled)?;
@@ -64,7 +67,6 @@ impl DbInner {
             // failed refuses every sync, and every family is flushed, and its
             // log number moved past the closed WALs, before any write
             // follows (db/resume.rs, contract 3).
-            let resuming = st.jobs.is_resume_flush();
             let several_families = st.families.len() > 1 && !resuming;
             let output = MutexGuard::unlocked(&mut st, || {
                 let output = self.write_level0_table(
@@ -124,12 +126,7 @@ impl DbInner {
             // Other families whose memtables moved past old WALs (idle ones,
             // renumbered at WAL switches) record it now, so they do not keep
             // those WALs alive (RocksDB advances their log numbers likewise).
-            for (id, f) in st.families.iter() {
-                let keep = f.oldest_log_to_keep().min(unsealed);
-                if id != cf && keep > st.versions.family_log_number(id) {
-                    edits.push(VersionEdit { column_family: id, log_number: Some(keep), ..Default::default() });
-                }
-            }
+            edits.extend(advanced_log_numbers(&st, unsealed).into_iter().filter(|e| e.column_family != cf));
             let last = self.last_sequence.get();
             st.versions.set_last_sequence(last);
             new_tables.installing();
@@ -270,15 +267,30 @@ impl DbInner {
                 None if st.jobs.flushes_running() == 0 => return Ok(()),
                 Some((cf, mems)) if st.jobs.flushes_running() == 0 => {
                     let mut st = JobGuard::new(self, st, Hold::Flush(mems.clone()));
-                    st.jobs.set_resume_flush(new_wal);
-                    let flushed = self.flush_memtables(&mut st, cf, &mems);
-                    st.jobs.set_resume_flush(false);
-                    flushed?;
+                    self.flush_memtables(&mut st, cf, &mems, new_wal)?;
                 }
                 _ => self.bg_cv.wait(st),
             }
         }
     }
+}
+
+/// A log-number edit for each family whose memtables all moved past WALs
+/// its recorded log number still keeps (none at or past `cap`): what a
+/// flush records for the other families, and what a resume records for
+/// every family once all are flushed. Requires the db mutex.
+pub(super) fn advanced_log_numbers(st: &DbState, cap: u64) -> Vec<VersionEdit> {
+    st.families
+        .iter()
+        .filter_map(|(id, f)| {
+            let keep = f.oldest_log_to_keep().min(cap);
+            (keep > st.versions.family_log_number(id)).then(|| VersionEdit {
+                column_family: id,
+                log_number: Some(keep),
+                ..Default::default()
+            })
+        })
+        .collect()
 }
 
 /// Where and how a table written from memtables goes.

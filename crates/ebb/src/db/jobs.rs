@@ -45,8 +45,6 @@ pub(crate) struct Jobs {
     /// The column family the last automatic compaction was picked from.
     last_compacted_family: u32,
     shutting_down: bool,
-    /// The flush running is a resume's (db/resume.rs), the only one then.
-    resume_flush: bool,
 }
 
 impl Jobs {
@@ -77,17 +75,6 @@ impl Jobs {
     }
 
     /// Whether new jobs are held off (invariant 4).
-    /// Marks the flush about to run, and until `false`, as a resume's.
-    pub(crate) fn set_resume_flush(&mut self, on: bool) {
-        self.resume_flush = on;
-    }
-
-    /// Whether the flush running is a resume's: it leaves the closed WALs
-    /// unsealed (the one that failed refuses every sync; db/resume.rs).
-    pub(crate) fn is_resume_flush(&self) -> bool {
-        self.resume_flush
-    }
-
     pub(crate) fn is_paused(&self) -> bool {
         self.paused > 0
     }

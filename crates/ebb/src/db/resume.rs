@@ -12,10 +12,10 @@
 //! 3. The recovery, in order: (a) a new WAL, since the one being written
 //!    may end in part of a record that failed (every family's memtable
 //!    holding data is switched, the empty ones renumbered); (b) every
-//!    immutable memtable flushed, oldest WAL first; (c) the closed WALs
-//!    sealed and every family's log number moved past them, so that no
-//!    recovery replays a WAL written before the error, a failed record
-//!    included; (d) when an earlier MANIFEST write failed, a new MANIFEST
+//!    immutable memtable flushed, oldest WAL first; (c) every family's log
+//!    number moved past the closed WALs, which are not sealed (the one that
+//!    failed refuses every sync) but forgotten, so that no recovery replays
+//!    a WAL written before the error, a failed record included; (d) when an earlier MANIFEST write failed, a new MANIFEST
 //!    (any edit in (b) or (c) rolls one; with none, an edit of the default
 //!    family's log number as it stands does). Each step that fails ends
 //!    the resume with its error, and the old error stays in force: the
@@ -88,13 +88,7 @@ impl DbInner {
         // is in a table. They are not sealed (the one that failed refuses
         // every sync): every family's log number moves past them at once,
         // and then they are forgotten, and the new WAL takes its final name.
-        let mut edits = Vec::new();
-        for (id, f) in st.families.iter() {
-            let keep = f.oldest_log_to_keep();
-            if keep > st.versions.family_log_number(id) {
-                edits.push(VersionEdit { column_family: id, log_number: Some(keep), ..Default::default() });
-            }
-        }
+        let mut edits = super::flush::advanced_log_numbers(st, u64::MAX);
         // (d)
         if edits.is_empty() && st.versions.manifest_uncertain() {
             let log_number = Some(st.versions.family_log_number(0));
