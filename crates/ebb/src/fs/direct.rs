@@ -175,10 +175,18 @@ impl DirectRandom {
 }
 
 impl RandomAccessFile for DirectRandom {
-    #[allow(unsafe_code)]
     fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_at_append(offset, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// Copies the bytes asked for straight from the aligned buffer onto
+    /// `out` (one copy, as for `read_at`).
+    #[allow(unsafe_code)]
+    fn read_at_append(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> Result<usize> {
         if len == 0 {
-            return Ok(Vec::new());
+            return Ok(0);
         }
         let start = offset / ALIGN as u64 * ALIGN as u64;
         let skip = (offset - start) as usize;
@@ -189,10 +197,12 @@ impl RandomAccessFile for DirectRandom {
         timer.stop_io(|c| &mut c.read_nanos);
         crate::perf::count_io(|c| c.bytes_read += done as u64);
         if done <= skip {
-            return Ok(Vec::new());
+            return Ok(0);
         }
+        let n = (done - skip).min(len);
         // SAFETY: `pread_aligned` wrote the first `done` bytes.
-        Ok(unsafe { buf.filled(done, skip..skip + (done - skip).min(len)) }.to_vec())
+        out.extend_from_slice(unsafe { buf.filled(done, skip..skip + n) });
+        Ok(n)
     }
 
     fn size(&self) -> Result<u64> {
