@@ -101,6 +101,35 @@ fn to_bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     Err(PyTypeError::new_err(format!("{what} must be bytes or str, not {}", value.get_type().name()?)))
 }
 
+/// The columns of an entity as given from Python: a dict or an iterable
+/// of `(name, value)` pairs; names are `bytes` or `str` (UTF-8) in every
+/// mode, values cross as the mode says.
+fn entity_columns(mode: Mode, columns: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let pairs: Vec<(Bound<'_, PyAny>, Bound<'_, PyAny>)> = match columns.downcast::<PyDict>() {
+        Ok(d) => d.iter().collect(),
+        Err(_) => columns.try_iter()?.map(|p| p?.extract()).collect::<PyResult<_>>()?,
+    };
+    pairs.iter().map(|(n, v)| Ok((to_bytes(n, "column name")?, mode.enc(v, "column value")?))).collect()
+}
+
+/// An entity's columns as Python sees them: a dict by name ascending, names
+/// `str` in mode `"str"` and `bytes` otherwise.
+fn entity_dict(py: Python<'_>, mode: Mode, columns: &[ebb::WideColumn]) -> PyResult<PyObject> {
+    let d = PyDict::new(py);
+    for c in columns {
+        let name = match mode {
+            Mode::Str => Mode::Str.dec(py, &c.name)?,
+            _ => PyBytes::new(py, &c.name).into_any().unbind(),
+        };
+        d.set_item(name, mode.dec(py, &c.value)?)?;
+    }
+    Ok(d.into_any().unbind())
+}
+
+fn column_refs(columns: &[(Vec<u8>, Vec<u8>)]) -> Vec<(&[u8], &[u8])> {
+    columns.iter().map(|(n, v)| (n.as_slice(), v.as_slice())).collect()
+}
+
 /// How keys and values cross into Python (rocksdict's raw and pickle
 /// modes): `"bytes"` (the default: `bytes`, or a `str` UTF-8 encoded, in;
 /// `bytes` out), `"str"` (`str` in and out, stored as UTF-8) or `"pickle"`
@@ -264,6 +293,24 @@ impl WriteBatch {
         Ok(())
     }
 
+    /// Adds a put of a wide-column entity: `columns` a dict (or pairs) of
+    /// column name to value, the name `""` the key's plain value.
+    #[pyo3(signature = (key, columns, cf = None))]
+    fn put_entity(
+        &mut self,
+        key: &Bound<'_, PyAny>,
+        columns: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<()> {
+        let k = self.mode.enc(key, "key")?;
+        let cols = entity_columns(self.mode, columns)?;
+        match cf {
+            Some(cf) => self.inner.put_entity_cf(&cf.handle, &k, &column_refs(&cols)),
+            None => self.inner.put_entity(&k, &column_refs(&cols)),
+        }
+        .map_err(to_py)
+    }
+
     #[pyo3(signature = (key, cf = None))]
     fn delete(&mut self, key: &Bound<'_, PyAny>, cf: Option<&ColumnFamily>) -> PyResult<()> {
         let k = self.mode.enc(key, "key")?;
@@ -362,6 +409,21 @@ impl DbRef {
             (DbRef::Pessimistic(db), None) => db.put_opt(key, value, wo),
             (_, Some(cf)) => self.base().put_cf_opt(cf, key, value, wo),
             (_, None) => self.base().put_opt(key, value, wo),
+        }
+    }
+
+    fn put_entity(
+        &self,
+        cf: Option<&ebb::ColumnFamilyHandle>,
+        key: &[u8],
+        columns: &[(&[u8], &[u8])],
+        wo: &ebb::WriteOptions,
+    ) -> ebb::Result<()> {
+        match (self, cf) {
+            (DbRef::Pessimistic(db), Some(cf)) => db.put_entity_cf_opt(cf, key, columns, wo),
+            (DbRef::Pessimistic(db), None) => db.put_entity_opt(key, columns, wo),
+            (_, Some(cf)) => self.base().put_entity_cf_opt(cf, key, columns, wo),
+            (_, None) => self.base().put_entity_opt(key, columns, wo),
         }
     }
 
@@ -944,6 +1006,51 @@ impl Db {
             Some(v) => self.mode.dec(py, &v)?,
             None => default.unwrap_or_else(|| py.None()),
         })
+    }
+
+    /// Sets `key` to a wide-column entity: `columns` a dict (or pairs) of
+    /// column name (`bytes` or `str`) to value; the column named `""` is
+    /// what `get` reads.
+    #[pyo3(signature = (key, columns, cf = None, sync = false))]
+    fn put_entity(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        columns: &Bound<'_, PyAny>,
+        cf: Option<&ColumnFamily>,
+        sync: bool,
+    ) -> PyResult<()> {
+        let k = self.mode.enc(key, "key")?;
+        let cols = entity_columns(self.mode, columns)?;
+        let db = self.db()?.clone();
+        let wo = ebb::WriteOptions { sync, disable_wal: false };
+        let handle = cf.map(|cf| &cf.handle);
+        py.allow_threads(|| db.put_entity(handle, &k, &column_refs(&cols), &wo)).map_err(to_py)
+    }
+
+    /// The columns of `key` as a dict by name (a plain value is one column
+    /// named `""`), or `default` when it has none.
+    #[pyo3(signature = (key, default = None, cf = None))]
+    fn get_entity(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<PyObject>,
+        cf: Option<&ColumnFamily>,
+    ) -> PyResult<PyObject> {
+        let k = self.mode.enc(key, "key")?;
+        let db = self.db()?.clone();
+        let ro = ebb::ReadOptions::default();
+        let got = py
+            .allow_threads(|| match cf {
+                Some(cf) => db.base().get_entity_cf_opt(&cf.handle, &k, &ro),
+                None => db.base().get_entity(&k),
+            })
+            .map_err(to_py)?;
+        match got {
+            Some(cols) => entity_dict(py, self.mode, &cols),
+            None => Ok(default.unwrap_or_else(|| py.None())),
+        }
     }
 
     #[pyo3(signature = (key, cf = None, sync = false))]

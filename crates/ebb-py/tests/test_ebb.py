@@ -19,6 +19,31 @@ def path(tmp_path):
     return str(tmp_path / "db")
 
 
+def test_wide_column_entities(path):
+    with ebb.Db(path, ebb.Options(merge_operator="stringappend")) as db:
+        db.put_entity(b"user", {b"city": b"London", "": b"Ada"})
+        assert db.get(b"user") == b"Ada"  # the default column
+        assert db.get_entity(b"user") == {b"": b"Ada", b"city": b"London"}
+        assert list(db.get_entity(b"user")) == [b"", b"city"], "by name"
+        db.put(b"plain", b"v")
+        assert db.get_entity(b"plain") == {b"": b"v"}
+        assert db.get_entity(b"missing") is None
+        assert db.get_entity(b"missing", {}) == {}
+        db.merge(b"user", b"Lovelace")
+        assert db.get_entity(b"user") == {b"": b"Ada,Lovelace", b"city": b"London"}
+        batch = ebb.WriteBatch()
+        batch.put_entity(b"pairs", [(b"a", b"1"), (b"b", b"2")])
+        db.write(batch)
+        assert db.get(b"pairs") == b"" and db.get_entity(b"pairs") == {b"a": b"1", b"b": b"2"}
+        with pytest.raises(ebb.InvalidArgumentError, match="given twice"):
+            db.put_entity(b"bad", [(b"a", b"1"), ("a", b"2")])
+        with pytest.raises(TypeError):
+            db.put_entity(b"bad", [(1, b"1")])
+    with ebb.Db(path, mode="str") as db:
+        db.put_entity("s", {"": "x", "n": "y"})
+        assert db.get_entity("s") == {"": "x", "n": "y"}
+
+
 def test_the_dict_face(path):
     with ebb.Db(path) as db:
         db[b"apple"] = b"red"

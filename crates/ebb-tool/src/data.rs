@@ -211,7 +211,13 @@ pub fn dump(out: &mut dyn Write, args: &DbArgs, cf: &str, limit: Option<usize>, 
     let db = open_read_only(args)?;
     let handle = family(&db, &args.db, cf)?;
     for v in db.get_all_key_versions(&handle, None, None, limit.unwrap_or(usize::MAX))? {
-        say!(out, "{} @ {} : {} ==> {}", enc.key(&v.user_key), v.sequence, v.entry_type, enc.value(&v.value))?;
+        let value = match v.entry_type {
+            ebb::EntryType::WideColumnEntity => {
+                enc.stored_value(ebb::internals::key::ValueKind::WideColumnEntity, &v.value)
+            }
+            _ => enc.value(&v.value),
+        };
+        say!(out, "{} @ {} : {} ==> {}", enc.key(&v.user_key), v.sequence, v.entry_type, value)?;
     }
     Ok(())
 }

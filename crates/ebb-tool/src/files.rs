@@ -278,11 +278,14 @@ fn print_updates<'a>(
             BatchOp::SingleDelete { key } => (ValueKind::SingleDeletion, key, &[][..]),
             BatchOp::Merge { key, value } => (ValueKind::Merge, key, value),
             BatchOp::DeleteRange { begin, end } => (ValueKind::RangeDeletion, begin, end),
+            BatchOp::PutEntity { key, entity } => (ValueKind::WideColumnEntity, key, entity),
         };
         let mut line = format!("  cf {cf} {} @ {at} : {}", enc.key(key), kind_name(kind));
         match kind {
             ValueKind::RangeDeletion => line.push_str(&format!(" ==> {}", enc.key(value))),
-            ValueKind::Value | ValueKind::Merge if print_values => line.push_str(&format!(" ==> {}", enc.value(value))),
+            ValueKind::Value | ValueKind::Merge | ValueKind::WideColumnEntity if print_values => {
+                line.push_str(&format!(" ==> {}", enc.stored_value(kind, value)))
+            }
             _ => {}
         }
         say!(out, "{line}")?;
@@ -344,7 +347,8 @@ fn sst_scan(out: &mut dyn Write, table: &Arc<Table>, limit: usize, enc: Encoding
     it.seek_to_first();
     let mut printed = 0;
     while it.valid() && printed < limit {
-        say!(out, "{} ==> {}", enc.internal_key(it.key()), enc.value(it.value()))?;
+        let kind = ebb::internals::key::parse_internal_key(it.key()).map_or(ValueKind::Value, |p| p.kind);
+        say!(out, "{} ==> {}", enc.internal_key(it.key()), enc.stored_value(kind, it.value()))?;
         printed += 1;
         it.next();
     }

@@ -58,6 +58,20 @@ impl Encoding {
         show(self.values_hex(), bytes)
     }
 
+    /// A stored value of kind `kind` as printed: a wide-column entity's
+    /// columns as `NAME:VALUE` separated by spaces (ldb's form; the default
+    /// column's name is empty), any other value as [`Self::value`].
+    pub fn stored_value(&self, kind: ValueKind, bytes: &[u8]) -> String {
+        match (kind, ebb::wide_columns::decode_entity(bytes)) {
+            (ValueKind::WideColumnEntity, Ok(columns)) => columns
+                .iter()
+                .map(|c| format!("{}:{}", self.value(&c.name), self.value(&c.value)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => self.value(bytes),
+        }
+    }
+
     /// An internal key as printed: `KEY @ SEQ : TYPE`, or the raw bytes
     /// marked as such when they do not parse as an internal key.
     pub fn internal_key(&self, ikey: &[u8]) -> String {
@@ -149,6 +163,7 @@ pub fn kind_name(kind: ValueKind) -> &'static str {
         ValueKind::Merge => "merge",
         ValueKind::RangeDeletion => "range_delete",
         ValueKind::BlobIndex => "blob_index",
+        ValueKind::WideColumnEntity => "wide_column_entity",
     }
 }
 

@@ -401,6 +401,31 @@ fn dump_shows_every_version_newest_first_and_deletions() {
 }
 
 #[test]
+fn entities_print_as_their_columns_in_dumps_and_as_their_default_column_in_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = create(&dir);
+    let d = Db::open(&dir, o).unwrap();
+    d.put_entity(b"e", &[(b"n", b"2"), (b"", b"dflt")]).unwrap();
+    d.flush(true).unwrap();
+    d.put_entity(b"e", &[(b"m", b"1")]).unwrap();
+    d.close().unwrap();
+    let db = dir.to_str().unwrap();
+
+    let out = stdout(&expect(0, &["dump", "--db", db]));
+    let shape: Vec<(String, String)> = out.lines().map(version).map(|(_, _, t, v)| (t, v)).collect();
+    let want = [("wide_column_entity", "m:1"), ("wide_column_entity", ":dflt n:2")];
+    assert_eq!(shape, want.map(|(t, v)| (t.to_string(), v.to_string())), "{out}");
+    assert_eq!(stdout(&expect(0, &["get", "--db", db, "e"])), "\n");
+    let wal = files_ending(&dir, ".log").pop().expect("the entity is in a WAL");
+    let walout = stdout(&expect(0, &["dump_wal", "--walfile", wal.to_str().unwrap(), "--print_values"]));
+    assert!(walout.contains(" : wide_column_entity ==> m:1"), "{walout}");
+    let sst = files_ending(&dir, ".sst").pop().expect("the first entity is in a table");
+    let sstout = stdout(&expect(0, &["sst_dump", "--file", sst.to_str().unwrap()]));
+    assert!(sstout.contains(" : wide_column_entity ==> :dflt n:2"), "{sstout}");
+}
+
+#[test]
 fn reading_verbs_work_beside_a_live_database_and_writing_verbs_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");

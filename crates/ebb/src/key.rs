@@ -53,6 +53,10 @@ pub enum ValueKind {
     /// the same number). Only flushes and compactions write it, into SSTs;
     /// it is never in a WAL or a memtable.
     BlobIndex = 0x11,
+    /// A wide-column entity (RocksDB's `kTypeWideColumnEntity`, the same
+    /// number): the entry's value is the serialized columns
+    /// ([`crate::wide_columns`]), its default column the key's plain value.
+    WideColumnEntity = 0x16,
 }
 
 impl ValueKind {
@@ -65,13 +69,15 @@ impl ValueKind {
             0x7 => Some(ValueKind::SingleDeletion),
             0xF => Some(ValueKind::RangeDeletion),
             0x11 => Some(ValueKind::BlobIndex),
+            0x16 => Some(ValueKind::WideColumnEntity),
             _ => None,
         }
     }
 
-    /// True for the kinds that hold the key's value (inline or in a blob file).
+    /// True for the kinds that hold the key's value (inline, in a blob file,
+    /// or as the columns of an entity).
     pub fn is_value(self) -> bool {
-        matches!(self, ValueKind::Value | ValueKind::BlobIndex)
+        matches!(self, ValueKind::Value | ValueKind::BlobIndex | ValueKind::WideColumnEntity)
     }
 
     /// True for the tombstones: a deletion or a single deletion.
@@ -84,7 +90,7 @@ impl ValueKind {
 /// `(key, seq)` lands on the newest entry with sequence `<= seq` whatever
 /// its kind (RocksDB's `kValueTypeForSeek`, for the same reason: a lower
 /// kind would sort after, and so skip, an entry of a higher kind at `seq`).
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::BlobIndex;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::WideColumnEntity;
 
 /// Packs a sequence number and kind into the trailer value.
 pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {

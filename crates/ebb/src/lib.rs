@@ -33,7 +33,8 @@
 //! 19. `version`: MANIFEST, version edits and the set of live files.
 //! 20. `events`: what listeners are told (jobs, stalls, tuning, recovery).
 //! 21. `compaction_filter`: the compaction filter traits users implement.
-//! 22. `merge_operator`: the merge operator traits and the built-in ones.
+//! 22. `merge_operator`, `wide_columns`: the merge operator traits and the
+//!     built-in ones; wide-column entities and how merges apply to them.
 //! 23. `options`: the database's options, their text form, and the narrow
 //!     settings each layer below takes from them.
 //! 24. `compaction`: picking and running compactions.
@@ -67,6 +68,7 @@ pub mod perf;
 pub mod prefix;
 pub mod sst_partitioner;
 pub mod table_properties;
+pub mod wide_columns;
 pub mod write_buffer_manager;
 
 mod db;
@@ -123,4 +125,5 @@ pub use txn::{
     TransactionDbOptions, TransactionOptions, TransactionState, WriteBatchWithIndex,
 };
 pub use util::checksum::ChecksumType;
+pub use wide_columns::{WideColumn, DEFAULT_COLUMN_NAME};
 pub use write_buffer_manager::WriteBufferManager;

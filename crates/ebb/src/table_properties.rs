@@ -26,6 +26,8 @@ pub enum EntryType {
     Merge,
     /// A value kept in a blob file; the entry's value is the reference.
     BlobIndex,
+    /// A wide-column entity; the entry's value is its serialized columns.
+    WideColumnEntity,
 }
 
 impl EntryType {
@@ -36,6 +38,7 @@ impl EntryType {
             ValueKind::Deletion => EntryType::Delete,
             ValueKind::SingleDeletion => EntryType::SingleDelete,
             ValueKind::Merge => EntryType::Merge,
+            ValueKind::WideColumnEntity => EntryType::WideColumnEntity,
             _ => EntryType::BlobIndex,
         }
     }
@@ -49,6 +52,7 @@ impl std::fmt::Display for EntryType {
             EntryType::SingleDelete => "single_delete",
             EntryType::Merge => "merge",
             EntryType::BlobIndex => "blob_index",
+            EntryType::WideColumnEntity => "wide_column_entity",
         })
     }
 }

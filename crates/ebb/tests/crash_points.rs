@@ -129,6 +129,11 @@ fn crash_points_merges() {
 }
 
 #[test]
+fn crash_points_entities() {
+    explore_fault_points("entities", workload::entities, workload::as_is);
+}
+
+#[test]
 fn crash_points_range_deletions() {
     explore_fault_points("range deletions", workload::range_deletions, workload::as_is);
 }

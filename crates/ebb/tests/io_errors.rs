@@ -139,6 +139,11 @@ fn io_errors_range_deletions() {
 }
 
 #[test]
+fn io_errors_entities() {
+    fail_every_operation("entities", workload::entities, workload::as_is);
+}
+
+#[test]
 fn io_errors_in_reverse_order() {
     fail_every_operation("manifest rolls", workload::manifest_rolls, workload::reverse_order);
     fail_every_operation("merges", workload::merges, workload::reverse_order);

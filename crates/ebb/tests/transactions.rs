@@ -356,6 +356,10 @@ fn plain_writes_through_a_transaction_db_wait_for_transaction_locks() {
     batch.put(b"k", b"2");
     assert!(db.write(&batch).unwrap_err().is_timed_out());
     assert_eq!(db.get(b"free").unwrap(), None, "the batch is all or nothing");
+    assert!(db.put_entity(b"k", &[(b"", b"e")]).unwrap_err().is_timed_out(), "an entity locks its key too");
+    let mut batch = WriteBatch::new();
+    batch.put_entity(b"k", &[(b"c", b"e")]).unwrap();
+    assert!(db.write(&batch).unwrap_err().is_timed_out());
     db.put(b"free", b"1").unwrap();
     a.commit().unwrap();
     db.put(b"k", b"plain").unwrap();

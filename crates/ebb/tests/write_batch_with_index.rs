@@ -86,6 +86,7 @@ fn op_key(op: BatchOp<'_>) -> String {
         | BatchOp::Delete { key }
         | BatchOp::SingleDelete { key }
         | BatchOp::Merge { key, .. }
+        | BatchOp::PutEntity { key, .. }
         | BatchOp::DeleteRange { begin: key, .. } => show(key),
     }
 }
@@ -765,6 +766,7 @@ fn run_case(seed: u64, cov: &mut Coverage) -> Result<(), String> {
                     BatchOp::SingleDelete { key } => Update::SingleDelete(key.to_vec()),
                     BatchOp::Merge { key, value } => Update::Merge(key.to_vec(), value.to_vec()),
                     BatchOp::DeleteRange { .. } => panic!("a range deletion in the index"),
+                    BatchOp::PutEntity { .. } => panic!("an entity in the index"),
                 }
             )
         })

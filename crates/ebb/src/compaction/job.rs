@@ -593,7 +593,7 @@ impl<'a> SingleDeletePairs<'a> {
             return None;
         }
         match p.kind {
-            ValueKind::Value => Some(None),
+            ValueKind::Value | ValueKind::WideColumnEntity => Some(None),
             ValueKind::Merge if operands => Some(None),
             ValueKind::BlobIndex => {
                 let index = BlobIndex::decode(self.inner.value()).ok()?;

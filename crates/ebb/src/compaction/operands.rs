@@ -7,9 +7,10 @@
 //! (a stripe: the sequences whose oldest snapshot at or above them is the
 //! same one, or none):
 //! 1. When the entry below the run is a version of `k` in the same stripe
-//!    (a value, a blob index read back, a deletion or single deletion),
-//!    the run and that version become one value ([`MergeOperator::full_merge`]),
-//!    at the newest operand's sequence. The version below is passed on
+//!    (a value, a blob index read back, an entity, a deletion or single
+//!    deletion), the run and that version become one value
+//!    ([`MergeOperator::full_merge`]; an entity over an entity, its default
+//!    column merged), at the newest operand's sequence. The version below is passed on
 //!    unchanged after it; the job's hiding rules drop it where no reader
 //!    can see it.
 //! 2. Otherwise, when nothing older of `k` can exist (the output is the
@@ -37,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, SequenceNumber, ValueKind};
 use crate::merge_operator::MergeOperator;
+use crate::wide_columns::MergeBase;
 
 /// What a job needs to combine merge operands.
 #[derive(Clone, Copy)]
@@ -135,10 +137,12 @@ impl<'a> Operands<'a> {
             true => Some(parse_internal_key(self.inner.key()).ok_or_else(unparsable)?),
             false => None,
         };
-        let base: Option<Option<Vec<u8>>> = match below {
+        // The base's value, and whether it is an entity.
+        let base: Option<Option<(bool, Vec<u8>)>> = match below {
             Some(p) if p.user_key == key.as_slice() && snapshot_stripe(self.snapshots, p.seq) == stripe => match p.kind
             {
-                ValueKind::Value => Some(Some(self.inner.value().to_vec())),
+                ValueKind::Value => Some(Some((false, self.inner.value().to_vec()))),
+                ValueKind::WideColumnEntity => Some(Some((true, self.inner.value().to_vec()))),
                 ValueKind::BlobIndex => match settings.blobs {
                     Some(blobs) => {
                         let index = BlobIndex::decode(self.inner.value()).map_err(|r| {
@@ -148,7 +152,7 @@ impl<'a> Operands<'a> {
                                 format!("blob index of key {:?}: {r}", shown(&key)),
                             )
                         })?;
-                        Some(Some(blobs.fetch(&key, &index, settings.verify_checksums)?))
+                        Some(Some((false, blobs.fetch(&key, &index, settings.verify_checksums)?)))
                     }
                     None => None,
                 },
@@ -161,15 +165,15 @@ impl<'a> Operands<'a> {
         };
         let oldest_first: Vec<&[u8]> = run.iter().rev().map(|(_, v)| v.as_slice()).collect();
         if let Some(existing) = base {
-            let v = crate::merge_operator::full_merge(
-                settings.operator,
-                &key,
-                existing.as_deref(),
-                &oldest_first,
-                "compaction",
-            )?;
+            let base = match &existing {
+                None => MergeBase::None,
+                Some((false, v)) => MergeBase::Plain(v),
+                Some((true, e)) => MergeBase::Entity(e),
+            };
+            let (entity, v) = crate::wide_columns::merge(settings.operator, &key, base, &oldest_first, "compaction")?;
             self.absorbed += run.len() as u64 - 1;
-            self.out.push_back((make_internal_key(&key, newest, ValueKind::Value), v));
+            let kind = if entity { ValueKind::WideColumnEntity } else { ValueKind::Value };
+            self.out.push_back((make_internal_key(&key, newest, kind), v));
         } else if run.len() >= 2 {
             match settings.operator.partial_merge(&key, &oldest_first) {
                 Some(v) => {

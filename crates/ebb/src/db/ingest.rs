@@ -142,6 +142,13 @@ impl SstFileWriter {
         self.add(ValueKind::Value, key, value)
     }
 
+    /// Adds `key` holding a wide-column entity of `columns` (RocksDB
+    /// `SstFileWriter::PutEntity`; as [`crate::Db::put_entity`]).
+    pub fn put_entity(&mut self, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        let entity = crate::wide_columns::encode(columns)?;
+        self.add(ValueKind::WideColumnEntity, key, &entity)
+    }
+
     /// Adds a merge operand for `key` (the ingesting family needs a merge
     /// operator to read it).
     pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> Result<()> {
@@ -320,7 +327,14 @@ fn scan(fs: &dyn FileSystem, path: &Path, cmp: &UserComparator, verify: bool) ->
                 p.seq
             )));
         }
-        if !matches!(p.kind, ValueKind::Value | ValueKind::Merge | ValueKind::Deletion | ValueKind::SingleDeletion) {
+        if !matches!(
+            p.kind,
+            ValueKind::Value
+                | ValueKind::Merge
+                | ValueKind::Deletion
+                | ValueKind::SingleDeletion
+                | ValueKind::WideColumnEntity
+        ) {
             return Err(Error::invalid(format!("{name} holds a {:?} entry, which ingestion does not take", p.kind)));
         }
         if !largest.is_empty() && cmp.compare(user_key(&largest), p.user_key) != std::cmp::Ordering::Less {

@@ -67,6 +67,11 @@ pub struct DbIterator<'a> {
     /// `saved_key`, its value in `blob_value`, and the inner iterator is
     /// past the versions merged.
     merged: bool,
+    /// The current entry is a wide-column entity, serialized in `entity`
+    /// (checked when the iterator landed on it); its value (the default
+    /// column) is in `blob_value` going forwards, in `saved_value` backwards.
+    is_entity: bool,
+    entity: Vec<u8>,
     /// Combines merge operands (the family's `merge_operator`).
     merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Merge operands of the key being collected backwards, oldest first.
@@ -115,6 +120,8 @@ impl<'a> DbIterator<'a> {
             blob_value: Vec::new(),
             value_is_blob: false,
             merged: false,
+            is_entity: false,
+            entity: Vec::new(),
             merge_operator: None,
             operands: Vec::new(),
             tombstones: Vec::new(),
@@ -169,6 +176,21 @@ impl<'a> DbIterator<'a> {
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
         }
+    }
+
+    /// The current entry's columns (RocksDB `Iterator::columns`), by name
+    /// ascending: an entity's, or for a plain value (and a merge result
+    /// over one) one column named `""` holding [`Self::value`]. Empty when
+    /// not `valid()`.
+    pub fn columns(&self) -> Vec<crate::wide_columns::WideColumn> {
+        if !self.valid {
+            return Vec::new();
+        }
+        if self.is_entity {
+            // Decoded once already, when the iterator landed here.
+            return crate::wide_columns::columns(self.key(), &self.entity, "(db iterator)").unwrap_or_default();
+        }
+        vec![crate::wide_columns::WideColumn::new(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value())]
     }
 
     /// The error that made the iterator invalid, if any.
@@ -473,6 +495,7 @@ impl<'a> DbIterator<'a> {
     /// With `skipping`, entries of keys `<= saved_key` are hidden.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.merged = false;
+        self.is_entity = false;
         while self.iter.valid() {
             let Some(p) = parse_internal_key(self.iter.key()) else {
                 self.fail_unparsable();
@@ -499,16 +522,18 @@ impl<'a> DbIterator<'a> {
                             continue;
                         }
                     }
-                    ValueKind::Value | ValueKind::BlobIndex => {
+                    ValueKind::Value | ValueKind::BlobIndex | ValueKind::WideColumnEntity => {
                         if !(skipping && self.cmp.le(p.user_key, &self.saved_key)) {
                             if self.upper.as_ref().is_some_and(|u| !self.cmp.lt(p.user_key, u)) {
                                 break;
                             }
-                            self.value_is_blob = p.kind == ValueKind::BlobIndex;
+                            self.value_is_blob = p.kind != ValueKind::Value;
                             self.valid = true;
                             self.saved_key.clear();
-                            if self.value_is_blob {
-                                self.load_blob(Direction::Forward);
+                            match p.kind {
+                                ValueKind::BlobIndex => self.load_blob(Direction::Forward),
+                                ValueKind::WideColumnEntity => self.load_entity(Direction::Forward),
+                                _ => {}
                             }
                             return;
                         }
@@ -535,6 +560,7 @@ impl<'a> DbIterator<'a> {
     /// (with the merge operands above the version below them, merged).
     fn find_prev_user_entry(&mut self) {
         self.merged = false;
+        self.is_entity = false;
         let mut kind = ValueKind::Deletion;
         // Under merge operands: the kind of the version below them (its
         // value in `saved_value`), `None` when there is none.
@@ -565,7 +591,7 @@ impl<'a> DbIterator<'a> {
                         self.saved_value.clear();
                         self.operands.clear();
                     }
-                    ValueKind::Value | ValueKind::BlobIndex => {
+                    ValueKind::Value | ValueKind::BlobIndex | ValueKind::WideColumnEntity => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         self.saved_value.clear();
@@ -616,6 +642,8 @@ impl<'a> DbIterator<'a> {
             self.valid = true;
             if kind == ValueKind::BlobIndex {
                 self.load_blob(Direction::Reverse);
+            } else if kind == ValueKind::WideColumnEntity {
+                self.load_entity(Direction::Reverse);
             } else if kind == ValueKind::Merge {
                 if base == Some(ValueKind::BlobIndex) {
                     self.load_blob(Direction::Reverse);
@@ -623,9 +651,9 @@ impl<'a> DbIterator<'a> {
                         return;
                     }
                 }
-                let existing = base.map(|_| std::mem::take(&mut self.saved_value));
+                let existing = base.map(|k| (k == ValueKind::WideColumnEntity, std::mem::take(&mut self.saved_value)));
                 let operands = std::mem::take(&mut self.operands);
-                match self.merge(existing.as_deref(), &operands) {
+                match self.merge(existing.as_ref().map(|(e, v)| (*e, v.as_slice())), &operands) {
                     Ok(v) => self.saved_value = v,
                     Err(e) => self.fail(e),
                 }
@@ -655,7 +683,11 @@ impl<'a> DbIterator<'a> {
             match self.kind_seen(&p) {
                 ValueKind::Merge => operands.push(self.iter.value().to_vec()),
                 ValueKind::Value => {
-                    existing = Some(self.iter.value().to_vec());
+                    existing = Some((false, self.iter.value().to_vec()));
+                    break;
+                }
+                ValueKind::WideColumnEntity => {
+                    existing = Some((true, self.iter.value().to_vec()));
                     break;
                 }
                 ValueKind::BlobIndex => {
@@ -663,7 +695,7 @@ impl<'a> DbIterator<'a> {
                     if self.error.is_some() {
                         return;
                     }
-                    existing = Some(std::mem::take(&mut self.blob_value));
+                    existing = Some((false, std::mem::take(&mut self.blob_value)));
                     break;
                 }
                 ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => break,
@@ -677,7 +709,7 @@ impl<'a> DbIterator<'a> {
             return;
         }
         operands.reverse();
-        match self.merge(existing.as_deref(), &operands) {
+        match self.merge(existing.as_ref().map(|(e, v)| (*e, v.as_slice())), &operands) {
             Ok(v) => {
                 self.blob_value = v;
                 self.value_is_blob = false;
@@ -739,12 +771,28 @@ impl<'a> DbIterator<'a> {
         true
     }
 
-    /// `operands` (oldest first) applied to `existing` with the merge
-    /// operator, for the key in `saved_key`.
-    fn merge(&self, existing: Option<&[u8]>, operands: &[Vec<u8>]) -> Result<Vec<u8>> {
+    /// `operands` (oldest first) applied to `existing` (a plain value, or
+    /// with `true` an entity) with the merge operator, for the key in
+    /// `saved_key`: the merged value. Over an entity, the entity with its
+    /// default column merged goes to `entity`, and `is_entity` is set.
+    fn merge(&mut self, existing: Option<(bool, &[u8])>, operands: &[Vec<u8>]) -> Result<Vec<u8>> {
         let op = self.merge_operator.as_ref().ok_or_else(|| crate::merge_operator::missing(&self.saved_key))?;
         let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
-        crate::merge_operator::full_merge(op.as_ref(), &self.saved_key, existing, &refs, "(db iterator)")
+        let base = match existing {
+            None => crate::wide_columns::MergeBase::None,
+            Some((false, v)) => crate::wide_columns::MergeBase::Plain(v),
+            Some((true, e)) => crate::wide_columns::MergeBase::Entity(e),
+        };
+        let (entity, v) = crate::wide_columns::merge(op.as_ref(), &self.saved_key, base, &refs, "(db iterator)")?;
+        if !entity {
+            return Ok(v);
+        }
+        let value = crate::wide_columns::default_value(&v)
+            .map_err(|r| crate::wide_columns::damaged(&self.saved_key, "(db iterator)", r))?
+            .to_vec();
+        self.entity = v;
+        self.is_entity = true;
+        Ok(value)
     }
 
     /// Stops the iterator with `e`.
@@ -752,6 +800,7 @@ impl<'a> DbIterator<'a> {
         self.error = Some(e);
         self.valid = false;
         self.merged = false;
+        self.is_entity = false;
         self.value_is_blob = false;
         self.saved_key.clear();
         self.saved_value.clear();
@@ -791,6 +840,34 @@ impl<'a> DbIterator<'a> {
                 self.saved_key.clear();
                 self.saved_value.clear();
                 self.direction = Direction::Forward;
+            }
+        }
+    }
+
+    /// Takes the current entry's entity: going forwards the inner iterator
+    /// is on it, and its default column goes to `blob_value`; backwards it
+    /// was collected into `saved_value`, which the default column replaces.
+    /// The entity is kept in `entity`. A damaged entity stops the iterator
+    /// with a corruption error.
+    fn load_entity(&mut self, at: Direction) {
+        let (key, raw) = match at {
+            Direction::Forward => (user_key(self.iter.key()), self.iter.value()),
+            Direction::Reverse => (self.saved_key.as_slice(), self.saved_value.as_slice()),
+        };
+        match crate::wide_columns::default_value(raw) {
+            Ok(v) => {
+                let v = v.to_vec();
+                self.entity.clear();
+                self.entity.extend_from_slice(raw);
+                self.is_entity = true;
+                match at {
+                    Direction::Forward => self.blob_value = v,
+                    Direction::Reverse => self.saved_value = v,
+                }
+            }
+            Err(r) => {
+                let e = crate::wide_columns::damaged(key, "(db iterator)", r);
+                self.fail(e);
             }
         }
     }

@@ -28,7 +28,7 @@
 //! 4. The facade: `mod` (the handle) and the files that add to the
 //!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
 //!    `repair`, `secondary`, `ttl`, `metadata`, `delete_files`,
-//!    `compact_files`, `wal_updates`.
+//!    `compact_files`, `wal_updates`, `entities`.
 
 mod backup;
 mod batch;
@@ -43,6 +43,7 @@ mod current_wal;
 mod debug;
 mod delete_files;
 mod engine;
+mod entities;
 mod family_admin;
 mod files;
 mod flush;

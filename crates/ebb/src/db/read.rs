@@ -24,10 +24,44 @@ use crate::memtable::MemLookup;
 use crate::sst::ReadValue;
 use crate::sst::{PointLookup, ReadSettings, Readahead};
 use crate::version::{BatchAnswer, Found, KeyBatch, KeyVersions};
+use crate::wide_columns::MergeBase;
 
 /// The sequence a lookup key reads at.
 fn lookup_sequence(lookup: &[u8]) -> SequenceNumber {
     parse_internal_key(lookup).map_or(0, |p| p.seq)
+}
+
+/// A key's value as the read path finds it: a plain value, or a
+/// wide-column entity's serialized columns ([`crate::wide_columns`]).
+#[derive(Debug)]
+pub(crate) enum Got<V> {
+    /// A plain value.
+    Plain(V),
+    /// An entity.
+    Entity(V),
+}
+
+impl<V: ReadValue> Got<V> {
+    /// The plain value `get` returns: an entity's default column (empty
+    /// when it has none). A damaged entity is corruption naming `key`.
+    pub(crate) fn into_value(self, key: &[u8]) -> Result<V> {
+        match self {
+            Got::Plain(v) => Ok(v),
+            Got::Entity(e) => crate::wide_columns::default_value(e.bytes())
+                .map(|d| V::owned(d.to_vec()))
+                .map_err(|r| crate::wide_columns::damaged(key, "(read)", r)),
+        }
+    }
+
+    /// The columns `get_entity` returns: a plain value's one default column.
+    pub(crate) fn into_columns(self, key: &[u8]) -> Result<Vec<crate::wide_columns::WideColumn>> {
+        match self {
+            Got::Plain(v) => {
+                Ok(vec![crate::wide_columns::WideColumn::new(crate::wide_columns::DEFAULT_COLUMN_NAME, v.bytes())])
+            }
+            Got::Entity(e) => crate::wide_columns::columns(key, e.bytes(), "(read)"),
+        }
+    }
 }
 
 /// What a family's memtables say of a key's writes after a sequence
@@ -76,13 +110,34 @@ impl DbInner {
             .collect())
     }
 
-    /// Reads `key` in `cf` as `ro` says, timed and counted.
+    /// Reads `key` in `cf` as `ro` says, timed and counted: its plain value
+    /// (an entity's default column).
     pub(super) fn get_in<V: ReadValue>(
         &self,
         cf: &ColumnFamilyData,
         key: &[u8],
         ro: &ReadOptions<'_>,
     ) -> Result<Option<V>> {
+        self.get_got_in(cf, key, ro)?.map(|g| g.into_value(key)).transpose()
+    }
+
+    /// Reads `key` in `cf` as `ro` says, as columns (RocksDB `GetEntity`).
+    pub(super) fn get_entity_in(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<crate::wide_columns::WideColumn>>> {
+        self.get_got_in::<Vec<u8>>(cf, key, ro)?.map(|g| g.into_columns(key)).transpose()
+    }
+
+    /// Reads `key` in `cf` as `ro` says, timed and counted, as found.
+    fn get_got_in<V: ReadValue>(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Got<V>>> {
         self.check_open()?;
         self.check_family(cf)?;
         let snapshot_time = crate::perf::PerfTimer::start();
@@ -95,7 +150,9 @@ impl DbInner {
         // value is then the read's one allocation.
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
         let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<V>| v.as_ref()).map(|v| v.bytes().len()));
+        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<Got<V>>| v.as_ref()).map(|v| match v {
+            Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
+        }));
         s.time_since(|h| &h.get_micros, start);
         r
     }
@@ -108,9 +165,16 @@ impl DbInner {
         key: &[u8],
         lookup: &[u8],
         ro: &ReadOptions<'_>,
-    ) -> Result<Option<V>> {
+    ) -> Result<Option<Got<V>>> {
         let seq = lookup_sequence(lookup);
-        let slow = |pre| self.get_slow(cf, sv, key, lookup, ro, pre).map(|v| v.map(V::owned));
+        let slow = |pre| {
+            self.get_slow(cf, sv, key, lookup, ro, pre).map(|v| {
+                v.map(|g| match g {
+                    Got::Plain(v) => Got::Plain(V::owned(v)),
+                    Got::Entity(v) => Got::Entity(V::owned(v)),
+                })
+            })
+        };
         // The newest range tombstone covering the key that the read sees,
         // from the sources asked so far: a version below it is deleted. The
         // sources go newest first, and a tombstone in an older source is
@@ -133,9 +197,12 @@ impl DbInner {
         if let Some((i, entry)) = in_memtable {
             return match entry {
                 (s, _) if s < floor => Ok(None),
-                (_, MemLookup::Value(v)) => Ok(Some(V::owned(v))),
+                (_, MemLookup::Value(v)) => Ok(Some(Got::Plain(V::owned(v)))),
+                (_, MemLookup::Entity(v)) => Ok(Some(Got::Entity(V::owned(v)))),
                 (_, MemLookup::Deleted) => Ok(None),
-                (_, MemLookup::BlobIndex(v)) => self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(V::owned(v))),
+                (_, MemLookup::BlobIndex(v)) => {
+                    self.resolve_blob(key, &v, "memtable", ro).map(|v| Some(Got::Plain(V::owned(v))))
+                }
                 (_, MemLookup::Merge) => slow(Some((i, versions))),
             };
         }
@@ -181,7 +248,7 @@ impl DbInner {
         lookup: &[u8],
         ro: &ReadOptions<'_>,
         pre: Option<(usize, KeyVersions)>,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<Got<Vec<u8>>>> {
         let seq = lookup_sequence(lookup);
         let mems = || std::iter::once(&sv.mem).chain(sv.imm.iter());
         let mut tombstone = mems().map(|m| m.max_covering(key, seq)).max().unwrap_or(0);
@@ -237,8 +304,9 @@ impl DbInner {
             })?;
         }
         let existing = match base {
-            Some((ValueKind::Value, v, _)) => Some(v),
-            Some((ValueKind::BlobIndex, v, holder)) => Some(self.resolve_blob(key, &v, &holder, ro)?),
+            Some((ValueKind::Value, v, _)) => Some(Got::Plain(v)),
+            Some((ValueKind::WideColumnEntity, v, _)) => Some(Got::Entity(v)),
+            Some((ValueKind::BlobIndex, v, holder)) => Some(Got::Plain(self.resolve_blob(key, &v, &holder, ro)?)),
             _ => None,
         };
         if operands.is_empty() {
@@ -247,16 +315,23 @@ impl DbInner {
         let op = cf.options().merge_operator.clone().ok_or_else(|| crate::merge_operator::missing(key))?;
         operands.reverse();
         let refs: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
-        crate::merge_operator::full_merge(op.as_ref(), key, existing.as_deref(), &refs, "read").map(Some)
+        let base = match &existing {
+            None => MergeBase::None,
+            Some(Got::Plain(v)) => MergeBase::Plain(v),
+            Some(Got::Entity(e)) => MergeBase::Entity(e),
+        };
+        let (entity, v) = crate::wide_columns::merge(op.as_ref(), key, base, &refs, "read")?;
+        Ok(Some(if entity { Got::Entity(v) } else { Got::Plain(v) }))
     }
 
     /// What the newest entry found for `key` reads as.
-    fn finish<V: ReadValue>(&self, key: &[u8], found: Found<V>, ro: &ReadOptions<'_>) -> Result<Option<V>> {
+    fn finish<V: ReadValue>(&self, key: &[u8], found: Found<V>, ro: &ReadOptions<'_>) -> Result<Option<Got<V>>> {
         match found.kind {
-            ValueKind::Value => Ok(Some(found.value)),
+            ValueKind::Value => Ok(Some(Got::Plain(found.value))),
+            ValueKind::WideColumnEntity => Ok(Some(Got::Entity(found.value))),
             ValueKind::BlobIndex => self
                 .resolve_blob(key, found.value.bytes(), &format!("{:06}.sst", found.file), ro)
-                .map(|v| Some(V::owned(v))),
+                .map(|v| Some(Got::Plain(V::owned(v)))),
             _ => Ok(None),
         }
     }
@@ -345,6 +420,7 @@ impl DbInner {
                 }
                 let r = match mem.get(batch.lookup(i)) {
                     Some(MemLookup::Value(v)) => Ok(Some(v)),
+                    Some(MemLookup::Entity(e)) => Got::Entity(e).into_value(keys[i]).map(Some),
                     Some(MemLookup::Deleted) => Ok(None),
                     Some(MemLookup::BlobIndex(v)) => self.resolve_blob(keys[i], &v, "memtable", ro).map(Some),
                     Some(MemLookup::Merge) => {
@@ -366,7 +442,9 @@ impl DbInner {
                     merges.push(i);
                     Ok(None)
                 }
-                BatchAnswer::Found(found) => self.finish(keys[i], found, ro),
+                BatchAnswer::Found(found) => {
+                    self.finish(keys[i], found, ro).and_then(|g| g.map(|g| g.into_value(keys[i])).transpose())
+                }
                 BatchAnswer::Covered => {
                     merges.push(i);
                     Ok(None)
@@ -375,7 +453,8 @@ impl DbInner {
             });
         });
         for &i in &merges {
-            results[i] = Some(self.get_slow(cf, sv, keys[i], batch.lookup(i), ro, None));
+            let got = self.get_slow(cf, sv, keys[i], batch.lookup(i), ro, None);
+            results[i] = Some(got.and_then(|g| g.map(|g| g.into_value(keys[i])).transpose()));
         }
         results.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
     }

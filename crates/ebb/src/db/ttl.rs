@@ -327,6 +327,10 @@ impl TtlDb {
                 (cf, super::BatchOp::SingleDelete { key }) => stamped.single_delete_in(cf, key),
                 (cf, super::BatchOp::DeleteRange { begin, end }) => stamped.delete_range_in(cf, begin, end),
                 (cf, super::BatchOp::Merge { key, value }) => stamped.merge_in(cf, key, &self.stamp(value)),
+                // RocksDB's `DBWithTTL` has no stamp for an entity either.
+                (_, super::BatchOp::PutEntity { .. }) => {
+                    return Err(Error::NotSupported("a TtlDb does not take wide-column entities".into()))
+                }
             }
         }
         self.db.write_opt(&stamped, wo)

@@ -437,8 +437,8 @@ impl DbInner {
             user_bytes += (key.len() + value.len()) as u64;
             if kind == ValueKind::Merge {
                 if let Some((_, data)) = merging.iter().find(|(id, _)| *id == cf) {
-                    if let Some(merged) = self.merge_in_place(data, mem, key, value, seq) {
-                        mem.add(seq, ValueKind::Value, key, &merged);
+                    if let Some((kind, merged)) = self.merge_in_place(data, mem, key, value, seq) {
+                        mem.add(seq, kind, key, &merged);
                         return Ok(());
                     }
                 }
@@ -529,7 +529,8 @@ impl DbInner {
     /// With `max_successive_merges` reached by `key`'s operands on top of
     /// memtable `mem`, the value the merge at `seq` makes (everything
     /// before it read, the operand applied), to be written instead of the
-    /// operand (RocksDB's `MemTableInserter::MergeCF`); `None` otherwise.
+    /// operand (RocksDB's `MemTableInserter::MergeCF`), with its kind (an
+    /// entity when the merge was over one); `None` otherwise.
     /// The WAL keeps the operand: replaying it gives the same value. A read
     /// that fails, or a merge the operator refuses, is `None` too: the
     /// operand is stored as it came, and reads merge it (or report the
@@ -541,7 +542,7 @@ impl DbInner {
         key: &[u8],
         operand: &[u8],
         seq: SequenceNumber,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<(ValueKind, Vec<u8>)> {
         let opts = data.options();
         let (limit, Some(op)) = (opts.max_successive_merges, opts.merge_operator.clone()) else { return None };
         if limit == 0 || mem.successive_merges(key) < limit {
@@ -556,7 +557,13 @@ impl DbInner {
             self.get_with_lookup::<Vec<u8>>(data, &sv, key, lookup, &ro)
         })
         .ok()?;
-        crate::merge_operator::full_merge(op.as_ref(), key, before.as_deref(), &[operand], "write").ok()
+        let base = match &before {
+            None => crate::wide_columns::MergeBase::None,
+            Some(super::read::Got::Plain(v)) => crate::wide_columns::MergeBase::Plain(v),
+            Some(super::read::Got::Entity(e)) => crate::wide_columns::MergeBase::Entity(e),
+        };
+        let (entity, v) = crate::wide_columns::merge(op.as_ref(), key, base, &[operand], "write").ok()?;
+        Some((if entity { ValueKind::WideColumnEntity } else { ValueKind::Value }, v))
     }
 
     /// The families `batch` merges into that set `max_successive_merges`

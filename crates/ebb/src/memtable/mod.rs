@@ -51,6 +51,9 @@ pub enum MemLookup {
     /// The newest visible version is a merge operand: the reader collects
     /// the key's versions ([`MemTable::versions`]) and merges them.
     Merge,
+    /// The newest visible version is a wide-column entity (its serialized
+    /// columns).
+    Entity(Vec<u8>),
 }
 
 /// What a point entry of kind `kind` holding `value` reads as (`None` for
@@ -61,6 +64,7 @@ fn found(kind: ValueKind, value: &[u8]) -> Option<MemLookup> {
         ValueKind::Deletion | ValueKind::SingleDeletion => MemLookup::Deleted,
         ValueKind::BlobIndex => MemLookup::BlobIndex(value.to_vec()),
         ValueKind::Merge => MemLookup::Merge,
+        ValueKind::WideColumnEntity => MemLookup::Entity(value.to_vec()),
         ValueKind::RangeDeletion => return None,
     })
 }

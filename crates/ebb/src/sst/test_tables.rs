@@ -137,7 +137,7 @@ pub(crate) fn sample_entries(n: usize) -> Entries {
             let kind = if (i + seq as usize).is_multiple_of(7) { ValueKind::Deletion } else { ValueKind::Value };
             let value = match kind {
                 ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => Vec::new(),
-                ValueKind::Value | ValueKind::BlobIndex | ValueKind::Merge => {
+                ValueKind::Value | ValueKind::BlobIndex | ValueKind::Merge | ValueKind::WideColumnEntity => {
                     format!("value-{i}-{seq}-").repeat(1 + i % 5).into_bytes()
                 }
             };

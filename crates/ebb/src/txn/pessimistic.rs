@@ -512,6 +512,34 @@ impl TransactionDb {
         self.one(wo, |b| b.merge_cf(cf, key, value))
     }
 
+    /// Sets `key` to an entity of `columns` (as [`Db::put_entity`]),
+    /// locking it as a transaction would (RocksDB's
+    /// `PessimisticTransactionDB::PutEntity`).
+    pub fn put_entity(&self, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        self.put_entity_opt(key, columns, &WriteOptions::default())
+    }
+
+    /// [`TransactionDb::put_entity`] with write options.
+    pub fn put_entity_opt(&self, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_entity(key, columns)?;
+        self.write_opt(&b, wo)
+    }
+
+    /// [`TransactionDb::put_entity`] in column family `cf`, with write options.
+    pub fn put_entity_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        columns: &[(&[u8], &[u8])],
+        wo: &WriteOptions,
+    ) -> Result<()> {
+        self.db.inner.check_family(&cf.data)?;
+        let mut b = WriteBatch::new();
+        b.put_entity_cf(cf, key, columns)?;
+        self.write_opt(&b, wo)
+    }
+
     /// Closes the database, as [`Db::close`]. Transactions prepared and not
     /// finished stay prepared, found again at the next open.
     pub fn close(self) -> Result<()> {
@@ -525,7 +553,8 @@ fn op_key<'a>(op: &BatchOp<'a>) -> Option<&'a [u8]> {
         BatchOp::Put { key, .. }
         | BatchOp::Delete { key }
         | BatchOp::SingleDelete { key }
-        | BatchOp::Merge { key, .. } => Some(key),
+        | BatchOp::Merge { key, .. }
+        | BatchOp::PutEntity { key, .. } => Some(key),
         BatchOp::DeleteRange { .. } => None,
     }
 }
@@ -541,6 +570,7 @@ fn updates_of(batch: &WriteBatch) -> Result<WriteBatch> {
             BatchOp::SingleDelete { key } => out.single_delete_in(cf, key),
             BatchOp::Merge { key, value } => out.merge_in(cf, key, value),
             BatchOp::DeleteRange { begin, end } => out.delete_range_in(cf, begin, end),
+            BatchOp::PutEntity { key, entity } => out.put_entity_raw_in(cf, key, entity),
         }
     }
     Ok(out)

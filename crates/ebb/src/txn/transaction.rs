@@ -164,6 +164,13 @@ impl<'db> Transaction<'db> {
                         "a prepared transaction holds a range deletion, which transactions never write",
                     ))
                 }
+                crate::db::BatchOp::PutEntity { .. } => {
+                    return Err(Error::corruption(
+                        "WAL",
+                        0,
+                        "a prepared transaction holds a wide-column entity, which transactions never write",
+                    ))
+                }
             }
         }
         for key in keys {

@@ -453,6 +453,9 @@ impl WriteBatchWithIndex {
                 BatchOp::DeleteRange { .. } => {
                     return Err(Error::corruption(PLACE, end as u64, "a range deletion in a batch with an index"))
                 }
+                BatchOp::PutEntity { .. } => {
+                    return Err(Error::corruption(PLACE, end as u64, "an entity in a batch with an index"))
+                }
             };
             let Some(family) = self.families.get_mut(&cf) else {
                 return Err(Error::corruption(PLACE, end as u64, format!("an update of unindexed family {cf}")));

@@ -262,17 +262,34 @@ pub fn fs_holding(dir: &str, files: &[(String, Vec<u8>)]) -> MemFs {
     fs
 }
 
-/// Like [`scan`], but returns the iterator's error instead of panicking.
+/// Like [`scan`], but returns the iterator's error instead of panicking,
+/// and a key's wide columns as [`shown_columns`] writes them.
 pub fn try_scan(db: &Db, ro: ReadOptions) -> ebb::Result<Model> {
     let mut it = db.iter(ro);
     it.seek_to_first();
     let mut out = Model::new();
     while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
+        out.insert(it.key().to_vec(), shown_columns(&it.columns()));
         it.next();
     }
     it.status()?;
     Ok(out)
+}
+
+/// Marks a model value that stands for a wide-column entity.
+pub const ENTITY_MARK: &[u8] = b"\0E\0";
+
+/// How a [`Model`] holds a key's columns: one default column as its value
+/// (a plain value and such an entity read alike), any other entity as
+/// [`ENTITY_MARK`] and its serialized columns.
+pub fn shown_columns(columns: &[ebb::WideColumn]) -> Vec<u8> {
+    match columns {
+        [only] if only.name.is_empty() => only.value.clone(),
+        _ => {
+            let pairs: Vec<(&[u8], &[u8])> = columns.iter().map(|c| (c.name.as_slice(), c.value.as_slice())).collect();
+            [ENTITY_MARK, &ebb::wide_columns::encode(&pairs).expect("unique names")].concat()
+        }
+    }
 }
 
 /// Where each logical record of a log file starts, and the payload length

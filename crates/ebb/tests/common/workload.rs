@@ -186,11 +186,33 @@ impl Recorder {
         self.write(db, "delete_range", &b, WriteOptions { sync, disable_wal: false })
     }
 
+    /// Puts `key` as an entity of `columns` (names unique), with or without
+    /// a WAL sync; the model holds it as [`super::shown_columns`] does.
+    pub fn put_entity(&mut self, db: &Db, key: &[u8], columns: &[(&[u8], &[u8])], sync: bool) -> Result<()> {
+        let mut cols: Vec<ebb::WideColumn> = columns.iter().map(|(n, v)| ebb::WideColumn::new(*n, *v)).collect();
+        cols.sort();
+        self.history.attempt(|m| {
+            m.insert(key.to_vec(), super::shown_columns(&cols));
+        });
+        let mut b = WriteBatch::new();
+        b.put_entity(key, columns)?;
+        self.write(db, "put_entity", &b, WriteOptions { sync, disable_wal: false })
+    }
+
     /// Merges `operand` into `key` (the workload set a `stringappend`
-    /// merge operator: the model appends with a comma).
+    /// merge operator: the model appends with a comma; over an entity, to
+    /// its default column, an empty one when it has none).
     pub fn merge(&mut self, db: &Db, key: &[u8], operand: &[u8], sync: bool) -> Result<()> {
         self.history.attempt(|m| {
             let merged = match m.get(key) {
+                Some(v) if v.starts_with(super::ENTITY_MARK) => {
+                    let mut cols = ebb::wide_columns::decode_entity(&v[super::ENTITY_MARK.len()..]).unwrap();
+                    match cols.first_mut() {
+                        Some(c) if c.name.is_empty() => c.value = [c.value.as_slice(), b",", operand].concat(),
+                        _ => cols.insert(0, ebb::WideColumn::new("", [b",", operand].concat())),
+                    }
+                    super::shown_columns(&cols)
+                }
                 Some(v) => [v.as_slice(), b",", operand].concat(),
                 None => operand.to_vec(),
             };
@@ -221,11 +243,12 @@ impl Recorder {
         self.write(db, "batch", &b, WriteOptions { sync, disable_wal: false })
     }
 
-    /// Reads `key`; a value returned must be the model's.
+    /// Reads `key`; the columns returned must be the model's.
     pub fn get(&mut self, db: &Db, key: &[u8]) -> Result<()> {
-        let r = db.get(key);
+        let r = db.get_entity(key);
         if let Ok(v) = &r {
-            assert_eq!(v.as_ref(), self.history.latest().get(key), "get {} is wrong", String::from_utf8_lossy(key));
+            let got = v.as_deref().map(super::shown_columns);
+            assert_eq!(got.as_ref(), self.history.latest().get(key), "get {} is wrong", String::from_utf8_lossy(key));
         }
         self.done("get", r.map(|_| ()))
     }
@@ -393,6 +416,38 @@ pub fn merges(r: &mut Recorder) -> Result<()> {
     r.close(db)
 }
 
+/// Wide-column entities (some without a default column) among puts,
+/// merges over both and deletes, one write in four synced, through flushes
+/// and the compactions they start, then a full compaction.
+pub fn entities(r: &mut Recorder) -> Result<()> {
+    r.options.merge_operator = Some(ebb::merge_operator::from_name("stringappend")?);
+    let db = r.open()?;
+    let mut rng = StdRng::seed_from_u64(29);
+    for i in 0..300 {
+        let k = key(rng.gen_range(0..40));
+        let sync = i % 4 == 3;
+        match rng.gen_range(0..10) {
+            0..=3 => {
+                let v = value(i, rng.gen_range(10..120));
+                let (a, b) = (format!("a{i}"), format!("b{}", i % 7));
+                let columns: Vec<(&[u8], &[u8])> = match i % 3 {
+                    0 => vec![(b"", &v), (b"attr", a.as_bytes())],
+                    1 => vec![(b"x", b.as_bytes()), (b"attr", &v)],
+                    _ => vec![(b"", &v)],
+                };
+                r.put_entity(&db, &k, &columns, sync)?
+            }
+            4..=5 => r.merge(&db, &k, format!("m{i}").as_bytes(), sync)?,
+            6..=7 => r.put(&db, &k, &value(i, 60), sync)?,
+            8 => r.delete(&db, &k, sync)?,
+            _ => r.get(&db, &k)?,
+        }
+    }
+    r.wait_for_compact(&db)?;
+    r.compact(&db)?;
+    r.close(db)
+}
+
 /// Range deletions among puts, one write in four synced, through flushes
 /// and the compactions they start (tombstones cut at output files, dropped
 /// at the bottom with what they delete), then a full compaction.
@@ -497,6 +552,7 @@ pub fn all() -> Vec<(&'static str, Workload)> {
         ("single deletes", single_deletes),
         ("merges", merges),
         ("range deletions", range_deletions),
+        ("entities", entities),
     ]
 }
 

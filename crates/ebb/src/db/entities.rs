@@ -1,0 +1,79 @@
+//! The wide-column calls of the handle (RocksDB's `PutEntity` and
+//! `GetEntity`): a key holding named columns instead of one value
+//! (docs/data_model.md, "Wide columns"; the format in
+//! [`crate::wide_columns`]).
+
+use super::{ColumnFamilyHandle, Db, ReadOptions, WriteBatch, WriteOptions};
+use crate::error::Result;
+use crate::wide_columns::WideColumn;
+
+impl Db {
+    /// Sets `key` to an entity of `columns` (RocksDB `PutEntity`), given in
+    /// any order, names unique; the column named `""` is its plain value,
+    /// what [`Db::get`] returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let mut o = ebb::Options::default();
+    /// # o.create_if_missing = true;
+    /// # let db = ebb::Db::open(dir.path(), o).unwrap();
+    /// use ebb::WideColumn;
+    /// db.put_entity(b"user1", &[(b"", b"Ada"), (b"city", b"London")]).unwrap();
+    /// assert_eq!(db.get(b"user1").unwrap(), Some(b"Ada".to_vec()));
+    /// let columns = db.get_entity(b"user1").unwrap().unwrap();
+    /// assert_eq!(columns, vec![WideColumn::new("", "Ada"), WideColumn::new("city", "London")]);
+    /// ```
+    pub fn put_entity(&self, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        self.put_entity_opt(key, columns, &WriteOptions::default())
+    }
+
+    /// [`Db::put_entity`] with write options.
+    pub fn put_entity_opt(&self, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_entity(key, columns)?;
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// [`Db::put_entity`] in column family `cf`.
+    pub fn put_entity_cf(&self, cf: &ColumnFamilyHandle, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        self.put_entity_cf_opt(cf, key, columns, &WriteOptions::default())
+    }
+
+    /// [`Db::put_entity`] in column family `cf`, with write options.
+    pub fn put_entity_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        columns: &[(&[u8], &[u8])],
+        wo: &WriteOptions,
+    ) -> Result<()> {
+        self.inner.check_family(&cf.data)?;
+        let mut b = WriteBatch::new();
+        b.put_entity_cf(cf, key, columns)?;
+        b.validate()?;
+        self.inner.write(Some(b), wo, None)
+    }
+
+    /// The columns of `key` (RocksDB `GetEntity`), by name ascending: an
+    /// entity's, or for a plain value one column named `""` holding it;
+    /// `None` when the key has neither.
+    pub fn get_entity(&self, key: &[u8]) -> Result<Option<Vec<WideColumn>>> {
+        self.get_entity_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_entity`] with read options.
+    pub fn get_entity_opt(&self, key: &[u8], ro: &ReadOptions<'_>) -> Result<Option<Vec<WideColumn>>> {
+        self.inner.get_entity_in(&self.inner.default_cf, key, ro)
+    }
+
+    /// [`Db::get_entity`] in column family `cf`, with read options.
+    pub fn get_entity_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<WideColumn>>> {
+        self.inner.get_entity_in(&cf.data, key, ro)
+    }
+}
