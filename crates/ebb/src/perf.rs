@@ -77,6 +77,9 @@ pub struct PerfContext {
     pub block_cache_filter_hit_count: u64,
     /// Blocks of any kind looked up in the block cache and not found.
     pub block_cache_miss_count: u64,
+    /// Blocks missing from the block cache that its compressed secondary
+    /// cache held (not read from the file).
+    pub secondary_cache_hit_count: u64,
     /// Blocks read from table files.
     pub block_read_count: u64,
     /// Bytes of those blocks, as stored (trailers included).
@@ -212,6 +215,7 @@ impl PerfContext {
             block_cache_index_hit_count,
             block_cache_filter_hit_count,
             block_cache_miss_count,
+            secondary_cache_hit_count,
             block_read_count,
             block_read_byte,
             block_read_time,

@@ -740,6 +740,9 @@ mod tests {
         assert!(!o.block_cache_lru_promote_on_hit);
         let e = ebb_options(&flags(&["--cache_type=fifo"]), true).unwrap_err().to_string();
         assert!(e.contains("--cache_type") && e.contains("fifo"), "{e}");
+        let o = ebb_options(&flags(&["--compressed_secondary_cache_size=67108864"]), true).unwrap();
+        assert_eq!(o.compressed_secondary_cache_size, 64 << 20);
+        assert_eq!(ebb_options(&flags(&[]), true).unwrap().compressed_secondary_cache_size, 0);
     }
 
     #[test]

@@ -188,7 +188,8 @@ fn rocksdb_option_name(flag: &FlagSpec) -> Option<&'static str> {
         | "cache_type"
         | "cache_numshardbits"
         | "cache_high_pri_pool_ratio"
-        | "cache_lru_promote" => return None,
+        | "cache_lru_promote"
+        | "compressed_secondary_cache_size" => return None,
         _ => option,
     })
 }

@@ -551,6 +551,14 @@ pub const FLAGS: &[FlagSpec] = &[
         "Block cache: lru_cache, or hyper_clock_cache (clock_cache is the same for Ebb)",
     ),
     f(
+        "compressed_secondary_cache_size",
+        UInt,
+        "0",
+        Engine("compressed_secondary_cache_size"),
+        "Bytes of a compressed secondary cache under the LRU block cache (0 = none; Ebb only: the rocksdb crate \
+         cannot build one)",
+    ),
+    f(
         "cache_lru_promote",
         Bool,
         "true",

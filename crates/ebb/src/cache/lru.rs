@@ -188,6 +188,8 @@ struct ShardState {
     free: Vec<usize>,
     /// Newest entry of the low-priority pool; the sentinel when that pool is empty.
     low_pri_newest: usize,
+    /// The cache has a secondary tier: eviction hands it what it keeps.
+    spill: bool,
 }
 
 pub(super) struct LruShard {
@@ -281,8 +283,10 @@ impl ShardState {
         }
     }
 
-    /// Evicts from the old end until `charge` more bytes fit or nothing is evictable.
-    fn evict(&mut self, charge: usize, freed: &mut Vec<Arc<LruEntry>>) {
+    /// Evicts from the old end until `charge` more bytes fit or nothing is
+    /// evictable; with a secondary tier, the evicted values it may keep go
+    /// to `spilled`.
+    fn evict(&mut self, charge: usize, freed: &mut Vec<Arc<LruEntry>>, spilled: &mut Vec<(CacheKey, CacheValue)>) {
         while self.usage + charge > self.capacity {
             let i = self.newer(SENTINEL);
             if i == SENTINEL {
@@ -301,6 +305,11 @@ impl ShardState {
                 continue;
             }
             let key = self.slots[i].key;
+            if self.spill {
+                if let Some(v) = &self.slots[i].value {
+                    spilled.push((key, v.clone()));
+                }
+            }
             self.map.remove(&key);
             self.detach(i, freed);
         }
@@ -323,6 +332,7 @@ impl LruShard {
                 slots: vec![Slot::free()],
                 free: Vec::new(),
                 low_pri_newest: SENTINEL,
+                spill: o.compressed_secondary_cache_size > 0,
             }),
         }
     }
@@ -406,12 +416,15 @@ impl LruShard {
         drop(freed);
     }
 
+    /// Inserts as [`BlockCache::insert`] does; what eviction made room
+    /// with, that a secondary tier may keep, is added to `spilled`.
     fn insert(
         self: &Arc<Self>,
         key: CacheKey,
         value: CacheValue,
         charge: usize,
         high_pri: bool,
+        spilled: &mut Vec<(CacheKey, CacheValue)>,
     ) -> Result<CacheHandle> {
         let mut freed = Vec::new();
         let mut st = self.state.lock();
@@ -424,7 +437,7 @@ impl LruShard {
         if let Some(old) = st.map.remove(&key) {
             st.detach(old, &mut freed);
         }
-        st.evict(charge, &mut freed);
+        st.evict(charge, &mut freed, spilled);
         if st.usage + charge > st.capacity && st.strict {
             let capacity = st.capacity;
             drop(st);
@@ -472,6 +485,10 @@ pub struct LruCache {
     metadata_charge: bool,
     next_id: AtomicU64,
     stats: CacheStats,
+    /// The compressed tier under this one (`compressed_secondary_cache_size`).
+    secondary: Option<Arc<super::CompressedSecondaryCache>>,
+    /// What the tier keeps of an evicted value ([`BlockCache::set_spill`]).
+    spill: std::sync::OnceLock<super::SpillFn>,
 }
 
 impl LruCache {
@@ -499,6 +516,18 @@ impl LruCache {
             metadata_charge: o.metadata_charge,
             next_id: AtomicU64::new(1),
             stats: CacheStats::default(),
+            secondary: (o.compressed_secondary_cache_size > 0)
+                .then(|| {
+                    super::CompressedSecondaryCache::new(
+                        o.compressed_secondary_cache_size,
+                        crate::util::compression::CompressionType::Lz4,
+                        -1,
+                    )
+                    .ok()
+                    .map(Arc::new)
+                })
+                .flatten(),
+            spill: std::sync::OnceLock::new(),
         }
     }
 
@@ -613,7 +642,28 @@ impl BlockCache for LruCache {
             return Ok(CacheHandle::uncached(value));
         }
         let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
-        self.shard(&key).insert(key, value, charge, priority == Priority::High)
+        let Some(secondary) = &self.secondary else {
+            return self.shard(&key).insert(key, value, charge, priority == Priority::High, &mut Vec::new());
+        };
+        let mut spilled = Vec::new();
+        let inserted = self.shard(&key).insert(key, value, charge, priority == Priority::High, &mut spilled);
+        // Outside the shard's lock: the tier compresses.
+        if let Some(spill) = self.spill.get() {
+            for (k, v) in spilled {
+                if let Some(bytes) = spill(&*v.0) {
+                    secondary.insert_evicted(k, bytes);
+                }
+            }
+        }
+        inserted
+    }
+
+    fn secondary(&self) -> Option<&super::CompressedSecondaryCache> {
+        self.secondary.as_deref()
+    }
+
+    fn set_spill(&self, spill: super::SpillFn) {
+        let _ = self.spill.set(spill);
     }
 
     fn erase(&self, key: &CacheKey) {

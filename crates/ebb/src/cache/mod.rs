@@ -33,10 +33,12 @@
 
 mod clock;
 mod lru;
+mod secondary;
 mod stats;
 
 pub use clock::ClockCache;
 pub use lru::LruCache;
+pub use secondary::{CompressedSecondaryCache, SecondaryCacheCounters};
 pub use stats::{BlockKind, BlockKindCounters, CacheCounters, CacheStats};
 
 use std::any::Any;
@@ -84,6 +86,13 @@ impl Hash for CacheKey {
 /// below the table format in the layers and knows nothing of it.
 #[derive(Clone)]
 pub struct CacheValue(Arc<dyn Any + Send + Sync>);
+
+/// How a cache's user tells a [`CompressedSecondaryCache`] under it which
+/// bytes to keep of a value the cache evicts (RocksDB's
+/// `CacheItemHelper::saveto_cb`): `None` for a value it does not keep. The
+/// cache never looks inside its values; the table reader, which knows what
+/// it stored, gives the function ([`BlockCache::set_spill`]).
+pub type SpillFn = fn(&(dyn Any + Send + Sync)) -> Option<&[u8]>;
 
 impl CacheValue {
     /// A value owning `value`.
@@ -230,6 +239,16 @@ pub trait BlockCache: Send + Sync {
     /// The implementation's name as RocksDB's text form spells the cache type
     /// (`LRUCache`, `HyperClockCache`).
     fn name(&self) -> &'static str;
+    /// The compressed secondary cache under this one, if any: where a read
+    /// that misses looks before the file.
+    fn secondary(&self) -> Option<&CompressedSecondaryCache> {
+        None
+    }
+    /// How the secondary cache, if any, takes the bytes of an evicted value
+    /// (the first call sets it; later ones change nothing).
+    fn set_spill(&self, spill: SpillFn) {
+        let _ = spill;
+    }
     /// Lookups that found a block, and lookups that did not, over all kinds.
     fn hits_and_misses(&self) -> (u64, u64) {
         let total = self.stats().snapshot().total();
@@ -301,6 +320,9 @@ pub struct CacheOptions {
     /// `capacity / estimated_entry_charge / 0.7 * 0.84` entries, so a
     /// too-large estimate caps the entry count below the byte capacity.
     pub estimated_entry_charge: usize,
+    /// LRU only: bytes of a [`CompressedSecondaryCache`] under the cache,
+    /// LZ4, for the blocks it evicts; 0 (default) none.
+    pub compressed_secondary_cache_size: usize,
 }
 
 impl CacheOptions {
@@ -314,6 +336,7 @@ impl CacheOptions {
             lru_promote_on_hit: true,
             metadata_charge: true,
             estimated_entry_charge: 8 << 10,
+            compressed_secondary_cache_size: 0,
         }
     }
 
@@ -358,6 +381,12 @@ impl CacheOptions {
 pub fn new_cache(cache_type: CacheType, options: &CacheOptions) -> Result<Arc<dyn BlockCache>> {
     Ok(match cache_type {
         CacheType::Lru => Arc::new(LruCache::with_options(options)?),
+        CacheType::Clock if options.compressed_secondary_cache_size > 0 => {
+            return Err(Error::invalid(
+                "option compressed_secondary_cache_size needs block_cache_type kLRUCache \
+                 (the secondary cache sits under an LRU block cache)",
+            ))
+        }
         CacheType::Clock => Arc::new(ClockCache::with_options(options)?),
     })
 }

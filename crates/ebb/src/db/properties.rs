@@ -219,6 +219,23 @@ impl DbInner {
                 Some(self.tables.block_cache().map_or(0, |c| c.pinned_usage()).to_string())
             }
             "ebb.block-cache-capacity" => Some(self.tables.block_cache().map_or(0, |c| c.capacity()).to_string()),
+            "ebb.compressed-secondary-cache-usage" => {
+                Some(self.tables.block_cache().and_then(|c| c.secondary().map(|s| s.usage())).unwrap_or(0).to_string())
+            }
+            "ebb.compressed-secondary-cache-stats" => {
+                let n = self.tables.block_cache().and_then(|c| c.secondary().map(|s| s.counters()))?;
+                Some(format!(
+                    "hits={} dummy_hits={} misses={} inserts={} dummy_inserts={} uncompressed_bytes={} \
+                     compressed_bytes={}",
+                    n.hits,
+                    n.dummy_hits,
+                    n.misses,
+                    n.inserts,
+                    n.dummy_inserts,
+                    n.uncompressed_bytes,
+                    n.compressed_bytes
+                ))
+            }
             "ebb.is-write-stopped" => {
                 Some(u8::from(matches!(m.stall_condition, Some(StallCondition::Stopped(_)))).to_string())
             }

@@ -495,6 +495,13 @@ define_options! {
         /// behaviour). False only marks it, and eviction gives marked blocks a
         /// second chance, so a hit never touches the list. Ebb-specific; default true.
         block_cache_lru_promote_on_hit: bool = true,
+        /// Bytes of a compressed secondary cache under the block cache
+        /// (RocksDB's `CompressedSecondaryCache`; db_bench
+        /// `compressed_secondary_cache_size`): data blocks the block cache
+        /// evicts twice are kept there LZ4-compressed, and a read that misses
+        /// the block cache finds them there before the file (docs/cache.md).
+        /// Needs the LRU block cache. Default 0: none.
+        compressed_secondary_cache_size: usize = 0,
         /// Keep index and filter blocks in the block cache, charged to it, instead
         /// of in each open table. RocksDB; default false.
         cache_index_and_filter_blocks: bool = false,
@@ -955,6 +962,12 @@ impl Options {
             }
         }
         CacheOptions::from_options(self).validate()?;
+        if self.compressed_secondary_cache_size > 0 && self.block_cache_type != CacheType::Lru {
+            return bad(
+                "compressed_secondary_cache_size",
+                "needs block_cache_type kLRUCache (the secondary cache sits under an LRU block cache)",
+            );
+        }
         Ok(())
     }
 
@@ -1079,6 +1092,7 @@ impl CacheOptions {
             lru_promote_on_hit: o.block_cache_lru_promote_on_hit,
             metadata_charge: true,
             estimated_entry_charge: o.block_size.max(1),
+            compressed_secondary_cache_size: o.compressed_secondary_cache_size,
         }
     }
 }

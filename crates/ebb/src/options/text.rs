@@ -586,6 +586,7 @@ option_table! {
     block_cache_high_pri_pool_ratio: Table, false;
     block_cache_strict_capacity_limit: Table, false;
     block_cache_lru_promote_on_hit: Table, false;
+    compressed_secondary_cache_size: Table, false;
     cache_index_and_filter_blocks: Table, false;
     index_type: Table, false;
     metadata_block_size: Table, false;

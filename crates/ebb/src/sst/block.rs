@@ -274,8 +274,8 @@ impl Block {
         self
     }
 
-    /// True when the block carries key heads (in any order).
-    #[cfg(test)]
+    /// True when the block carries key heads (in any order): an index
+    /// block's.
     pub fn has_key_heads(&self) -> bool {
         self.heads.is_some()
     }

@@ -354,6 +354,9 @@ impl TableBlocks {
     /// capacity 0 is read as none.
     pub(super) fn new(reader: BlockReader, policy: &TableCachePolicy, index_order: KeyOrder) -> Self {
         let cache = policy.block_cache.clone().filter(|c| c.capacity() > 0);
+        if let Some(c) = cache.as_ref().filter(|c| c.secondary().is_some()) {
+            c.set_spill(spill_data_block);
+        }
         let cache_id = cache.as_ref().map_or(0, |c| policy.cache_id.unwrap_or_else(|| c.new_id()));
         let meta_priority =
             if policy.cache_index_and_filter_blocks_with_high_priority { Priority::High } else { Priority::Low };
@@ -529,6 +532,10 @@ impl TableBlocks {
             return Ok((Arc::new(self.reader.read_data(handle, rs.verify_checksums, prefetch)?.0), None));
         };
         cache.stats().record_miss(BlockKind::Data);
+        let key = CacheKey::new(self.cache_id, handle.offset);
+        if let Some(found) = self.load_from_secondary(cache.as_ref(), key, rs) {
+            return found;
+        }
         let (block, mapped) = self.reader.read_data(handle, rs.verify_checksums, prefetch)?;
         let block = Arc::new(block);
         // An unverified block is not shared: a later read that verifies
@@ -541,7 +548,6 @@ impl TableBlocks {
         if !rs.fill_cache || !rs.verify_checksums || mapped {
             return Ok((block, None));
         }
-        let key = CacheKey::new(self.cache_id, handle.offset);
         let h = insert_counted(
             cache.as_ref(),
             key,
@@ -551,6 +557,36 @@ impl TableBlocks {
         )?;
         Ok((block, Some(h)))
     }
+}
+
+impl TableBlocks {
+    /// The data block of `key` from the compressed secondary cache under
+    /// `cache`, if it has one and holds the block: moved up into `cache`
+    /// unless the read does not fill it (then left in the secondary). Its
+    /// bytes were verified when first read; bytes that do not parse as a
+    /// block are a miss, and the file is read.
+    fn load_from_secondary(
+        &self,
+        cache: &dyn BlockCache,
+        key: CacheKey,
+        rs: &ReadSettings,
+    ) -> Option<Result<(Arc<Block>, Option<CacheHandle>)>> {
+        let bytes = cache.secondary()?.lookup(&key, !rs.fill_cache)?;
+        let block = Arc::new(Block::new(BlockContents::Owned(bytes)).ok()?);
+        crate::perf::count(|c| c.secondary_cache_hit_count += 1);
+        if !rs.fill_cache {
+            return Some(Ok((block, None)));
+        }
+        let value = CacheValue::from_arc(Arc::clone(&block));
+        Some(insert_counted(cache, key, value, Priority::Low, BlockKind::Data).map(|h| (block, Some(h))))
+    }
+}
+
+/// What a compressed secondary cache keeps of a block the block cache
+/// evicts: a data block's bytes as stored ([`crate::cache::SpillFn`]);
+/// nothing of index blocks (read again with their key heads) and filters.
+fn spill_data_block(value: &(dyn std::any::Any + Send + Sync)) -> Option<&[u8]> {
+    value.downcast_ref::<Block>().filter(|b| !b.has_key_heads()).map(Block::contents)
 }
 
 /// Inserts `value` into `cache` under `key` with its charge, counting the
