@@ -324,6 +324,9 @@ fn model_on_memfs_many_seeds() {
                 o.set("block_cache_type", "kHyperClockCache").unwrap();
                 o.cache_index_and_filter_blocks = true;
                 o.pin_l0_filter_and_index_blocks_in_cache = seed % 4 == 1;
+                if seed % 4 == 3 {
+                    o.compressed_secondary_cache_size = 64 * 1024;
+                }
             } else if seed % 4 == 0 {
                 // A compressed secondary cache under the tiny LRU: blocks
                 // go down to it and come back up all the time.

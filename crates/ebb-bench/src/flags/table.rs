@@ -555,7 +555,7 @@ pub const FLAGS: &[FlagSpec] = &[
         UInt,
         "0",
         Engine("compressed_secondary_cache_size"),
-        "Bytes of a compressed secondary cache under the LRU block cache (0 = none; Ebb only: the rocksdb crate \
+        "Bytes of a compressed secondary cache under the block cache (0 = none; Ebb only: the rocksdb crate \
          cannot build one)",
     ),
     f(

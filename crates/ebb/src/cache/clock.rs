@@ -345,6 +345,8 @@ struct ClockShard {
     strict: bool,
     counters: Arc<ShardCounters>,
     writer: Mutex<WriterState>,
+    /// The cache has a secondary tier: eviction hands it what it keeps.
+    spill: bool,
 }
 
 impl ClockShard {
@@ -360,6 +362,7 @@ impl ClockShard {
             strict: o.strict_capacity_limit,
             counters: Arc::new(ShardCounters::default()),
             writer: Mutex::new(WriterState { hand: 0, occupancy: 0 }),
+            spill: o.compressed_secondary_cache_size > 0,
         }
     }
 
@@ -502,8 +505,15 @@ impl ClockShard {
     }
 
     /// Sweeps the hand until `charge` more bytes fit and a slot is free, or
-    /// every slot has had enough visits to count down from 3 and be evicted.
-    fn evict(&self, charge: usize, w: &mut WriterState, freed: &mut Vec<Arc<ClockEntry>>) {
+    /// every slot has had enough visits to count down from 3 and be evicted;
+    /// with a secondary tier, the evicted values go to `spilled`.
+    fn evict(
+        &self,
+        charge: usize,
+        w: &mut WriterState,
+        freed: &mut Vec<Arc<ClockEntry>>,
+        spilled: &mut Vec<(CacheKey, CacheValue)>,
+    ) {
         let max_steps = self.slots.len() * (MAX_COUNTDOWN as usize + 2);
         let mut steps = 0;
         while (self.counters.usage.load(Ordering::Relaxed) + charge > self.capacity
@@ -535,6 +545,11 @@ impl ClockShard {
                 // Referenced: dropping the guard puts it back as it was.
                 continue;
             }
+            if self.spill {
+                if let Some(e) = g.entry() {
+                    spilled.push((slot.key(), e.value.clone()));
+                }
+            }
             self.remove_locked(i, g, w, freed);
         }
     }
@@ -546,6 +561,7 @@ impl ClockShard {
         value: CacheValue,
         charge: usize,
         priority: Priority,
+        spilled: &mut Vec<(CacheKey, CacheValue)>,
     ) -> Result<CacheHandle> {
         if charge > self.capacity {
             // It could only be cached by flushing the whole shard.
@@ -558,7 +574,7 @@ impl ClockShard {
         let mut freed = Vec::new();
         let mut w = self.writer.lock();
         self.remove_key_locked(&key, hash, &mut w, &mut freed);
-        self.evict(charge, &mut w, &mut freed);
+        self.evict(charge, &mut w, &mut freed, spilled);
         let fits =
             self.counters.usage.load(Ordering::Relaxed) + charge <= self.capacity && w.occupancy < self.occupancy_limit;
         if !fits && self.strict {
@@ -692,6 +708,10 @@ pub struct ClockCache {
     metadata_charge: bool,
     next_id: AtomicU64,
     stats: CacheStats,
+    /// The compressed tier under this one (`compressed_secondary_cache_size`).
+    secondary: Option<Arc<super::CompressedSecondaryCache>>,
+    /// What the tier keeps of an evicted value ([`BlockCache::set_spill`]).
+    spill: std::sync::OnceLock<super::SpillFn>,
 }
 
 impl ClockCache {
@@ -710,6 +730,8 @@ impl ClockCache {
             metadata_charge: options.metadata_charge,
             next_id: AtomicU64::new(1),
             stats: CacheStats::default(),
+            secondary: super::secondary::for_options(options)?,
+            spill: std::sync::OnceLock::new(),
         })
     }
 
@@ -821,7 +843,28 @@ impl BlockCache for ClockCache {
         }
         let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
         let hash = key.hash64();
-        self.shard(hash).insert(key, hash, value, charge, priority)
+        let Some(secondary) = &self.secondary else {
+            return self.shard(hash).insert(key, hash, value, charge, priority, &mut Vec::new());
+        };
+        let mut spilled = Vec::new();
+        let inserted = self.shard(hash).insert(key, hash, value, charge, priority, &mut spilled);
+        // Outside the shard's writer lock: the tier compresses.
+        if let Some(spill) = self.spill.get() {
+            for (k, v) in spilled {
+                if let Some(bytes) = spill(&*v.0) {
+                    secondary.insert_evicted(k, bytes);
+                }
+            }
+        }
+        inserted
+    }
+
+    fn secondary(&self) -> Option<&super::CompressedSecondaryCache> {
+        self.secondary.as_deref()
+    }
+
+    fn set_spill(&self, spill: super::SpillFn) {
+        let _ = self.spill.set(spill);
     }
 
     fn erase(&self, key: &CacheKey) {

@@ -516,17 +516,8 @@ impl LruCache {
             metadata_charge: o.metadata_charge,
             next_id: AtomicU64::new(1),
             stats: CacheStats::default(),
-            secondary: (o.compressed_secondary_cache_size > 0)
-                .then(|| {
-                    super::CompressedSecondaryCache::new(
-                        o.compressed_secondary_cache_size,
-                        crate::util::compression::CompressionType::Lz4,
-                        -1,
-                    )
-                    .ok()
-                    .map(Arc::new)
-                })
-                .flatten(),
+            // With -1 shard bits the tier's options are always valid.
+            secondary: super::secondary::for_options(o).ok().flatten(),
             spill: std::sync::OnceLock::new(),
         }
     }

@@ -320,8 +320,8 @@ pub struct CacheOptions {
     /// `capacity / estimated_entry_charge / 0.7 * 0.84` entries, so a
     /// too-large estimate caps the entry count below the byte capacity.
     pub estimated_entry_charge: usize,
-    /// LRU only: bytes of a [`CompressedSecondaryCache`] under the cache,
-    /// LZ4, for the blocks it evicts; 0 (default) none.
+    /// Bytes of a [`CompressedSecondaryCache`] under the cache, LZ4, for
+    /// the blocks it evicts; 0 (default) none.
     pub compressed_secondary_cache_size: usize,
 }
 
@@ -381,12 +381,6 @@ impl CacheOptions {
 pub fn new_cache(cache_type: CacheType, options: &CacheOptions) -> Result<Arc<dyn BlockCache>> {
     Ok(match cache_type {
         CacheType::Lru => Arc::new(LruCache::with_options(options)?),
-        CacheType::Clock if options.compressed_secondary_cache_size > 0 => {
-            return Err(Error::invalid(
-                "option compressed_secondary_cache_size needs block_cache_type kLRUCache \
-                 (the secondary cache sits under an LRU block cache)",
-            ))
-        }
         CacheType::Clock => Arc::new(ClockCache::with_options(options)?),
     })
 }

@@ -1,5 +1,5 @@
 //! The compressed secondary cache (RocksDB's `CompressedSecondaryCache`): a
-//! second tier under an LRU block cache that keeps, compressed, blocks the
+//! second tier under a block cache (LRU or clock) that keeps, compressed, blocks the
 //! primary evicted, so a block read again soon is decompressed from memory
 //! instead of read from the file (docs/cache.md, "Compressed secondary
 //! cache").
@@ -169,6 +169,16 @@ impl CompressedSecondaryCache {
             compressed_bytes: get(&self.compressed_bytes),
         }
     }
+}
+
+/// The tier a block cache built with `options` has: none when
+/// `compressed_secondary_cache_size` is 0, else one of that size, LZ4.
+pub(super) fn for_options(options: &CacheOptions) -> Result<Option<std::sync::Arc<CompressedSecondaryCache>>> {
+    if options.compressed_secondary_cache_size == 0 {
+        return Ok(None);
+    }
+    CompressedSecondaryCache::new(options.compressed_secondary_cache_size, CompressionType::Lz4, -1)
+        .map(|c| Some(std::sync::Arc::new(c)))
 }
 
 impl std::fmt::Debug for CompressedSecondaryCache {

@@ -500,7 +500,7 @@ define_options! {
         /// `compressed_secondary_cache_size`): data blocks the block cache
         /// evicts twice are kept there LZ4-compressed, and a read that misses
         /// the block cache finds them there before the file (docs/cache.md).
-        /// Needs the LRU block cache. Default 0: none.
+        /// Default 0: none.
         compressed_secondary_cache_size: usize = 0,
         /// Keep index and filter blocks in the block cache, charged to it, instead
         /// of in each open table. RocksDB; default false.
@@ -962,12 +962,6 @@ impl Options {
             }
         }
         CacheOptions::from_options(self).validate()?;
-        if self.compressed_secondary_cache_size > 0 && self.block_cache_type != CacheType::Lru {
-            return bad(
-                "compressed_secondary_cache_size",
-                "needs block_cache_type kLRUCache (the secondary cache sits under an LRU block cache)",
-            );
-        }
         Ok(())
     }
 
