@@ -114,6 +114,9 @@ fn check(db: &Db, model: &Model, ro: &ReadOptions, rng: &mut StdRng, ctx: &str) 
     for (k, got) in keys.iter().zip(db.multi_get(&krefs, ro)) {
         assert_eq!(got.unwrap(), model.get(k).map(Entry::value), "{ctx}: multi_get {k:?}");
     }
+    for (k, got) in keys.iter().zip(db.multi_get_entity(&krefs, ro)) {
+        assert_eq!(got.unwrap(), model.get(k).map(Entry::columns), "{ctx}: multi_get_entity {k:?}");
+    }
     let flat: Vec<(Vec<u8>, Vec<u8>, Vec<WideColumn>)> =
         model.iter().map(|(k, e)| (k.clone(), e.value(), e.columns())).collect();
     let mut it = db.iter(ro.clone());
@@ -360,6 +363,37 @@ fn get_reads_the_default_column_and_get_entity_a_plain_value_as_one() {
         assert_eq!(&*pinned, b"dflt", "{round}: a pinned read gets the default column too");
         db.flush(true).unwrap();
     }
+}
+
+#[test]
+fn multi_get_entity_reads_every_key_at_one_point_in_its_family() {
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs));
+    o.create_missing_column_families = true;
+    let db = Db::open_cf("/db", o.clone(), &[("default", o.clone()), ("other", o)]).unwrap();
+    let other = db.cf_handle("other").unwrap();
+    db.put_entity(b"a", &[(b"", b"1"), (b"x", b"y")]).unwrap();
+    db.put_entity_cf(&other, b"a", &[(b"o", b"2")]).unwrap();
+    db.put(b"b", b"plain").unwrap();
+    let snap = db.snapshot();
+    db.put_entity(b"a", &[(b"new", b"3")]).unwrap();
+    db.delete(b"b").unwrap();
+    let at_snap = db.multi_get_entity(&[b"a", b"b", b"c"], &snap.read_options());
+    let got: Vec<_> = at_snap.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(
+        got,
+        vec![
+            Some(vec![WideColumn::new("", "1"), WideColumn::new("x", "y")]),
+            Some(vec![WideColumn::new("", "plain")]),
+            None
+        ]
+    );
+    let now: Vec<_> = db
+        .multi_get_entity_cf(&[(&other, b"a"), (&db.cf_handle("default").unwrap(), b"a")], &ReadOptions::default())
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(now, vec![Some(vec![WideColumn::new("o", "2")]), Some(vec![WideColumn::new("new", "3")])]);
 }
 
 #[test]

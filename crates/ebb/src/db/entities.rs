@@ -67,6 +67,41 @@ impl Db {
         self.inner.get_entity_in(&self.inner.default_cf, key, ro)
     }
 
+    /// The columns of each of `keys` (RocksDB `MultiGetEntity`), all read at
+    /// one point: `ro`'s snapshot, or one taken for the call. Answers are in
+    /// the order of `keys`; an error fails only the keys it concerns.
+    pub fn multi_get_entity(&self, keys: &[&[u8]], ro: &ReadOptions<'_>) -> Vec<Result<Option<Vec<WideColumn>>>> {
+        let reads: Vec<(Option<&ColumnFamilyHandle>, &[u8])> = keys.iter().map(|k| (None, *k)).collect();
+        self.multi_get_entity_in(&reads, ro)
+    }
+
+    /// [`Db::multi_get_entity`] across column families: each key read in
+    /// its family, all at one point.
+    pub fn multi_get_entity_cf(
+        &self,
+        reads: &[(&ColumnFamilyHandle, &[u8])],
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<WideColumn>>>> {
+        let reads: Vec<(Option<&ColumnFamilyHandle>, &[u8])> = reads.iter().map(|(cf, k)| (Some(*cf), *k)).collect();
+        self.multi_get_entity_in(&reads, ro)
+    }
+
+    fn multi_get_entity_in(
+        &self,
+        reads: &[(Option<&ColumnFamilyHandle>, &[u8])],
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<WideColumn>>>> {
+        let taken = ro.snapshot.is_none().then(|| self.snapshot());
+        let ro = ReadOptions { snapshot: ro.snapshot.or(taken.as_ref()), ..ro.clone() };
+        reads
+            .iter()
+            .map(|(cf, key)| match cf {
+                Some(cf) => self.inner.get_entity_in(&cf.data, key, &ro),
+                None => self.inner.get_entity_in(&self.inner.default_cf, key, &ro),
+            })
+            .collect()
+    }
+
     /// [`Db::get_entity`] in column family `cf`, with read options.
     pub fn get_entity_cf_opt(
         &self,
