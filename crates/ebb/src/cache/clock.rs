@@ -709,9 +709,7 @@ pub struct ClockCache {
     next_id: AtomicU64,
     stats: CacheStats,
     /// The compressed tier under this one (`compressed_secondary_cache_size`).
-    secondary: Option<Arc<super::CompressedSecondaryCache>>,
-    /// What the tier keeps of an evicted value ([`BlockCache::set_spill`]).
-    spill: std::sync::OnceLock<super::SpillFn>,
+    tier: Option<super::secondary::Tier>,
 }
 
 impl ClockCache {
@@ -730,8 +728,7 @@ impl ClockCache {
             metadata_charge: options.metadata_charge,
             next_id: AtomicU64::new(1),
             stats: CacheStats::default(),
-            secondary: super::secondary::for_options(options)?,
-            spill: std::sync::OnceLock::new(),
+            tier: super::secondary::Tier::for_options(options)?,
         })
     }
 
@@ -843,28 +840,23 @@ impl BlockCache for ClockCache {
         }
         let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
         let hash = key.hash64();
-        let Some(secondary) = &self.secondary else {
+        let Some(tier) = &self.tier else {
             return self.shard(hash).insert(key, hash, value, charge, priority, &mut Vec::new());
         };
         let mut spilled = Vec::new();
         let inserted = self.shard(hash).insert(key, hash, value, charge, priority, &mut spilled);
-        // Outside the shard's writer lock: the tier compresses.
-        if let Some(spill) = self.spill.get() {
-            for (k, v) in spilled {
-                if let Some(bytes) = spill(&*v.0) {
-                    secondary.insert_evicted(k, bytes);
-                }
-            }
-        }
+        tier.keep(spilled);
         inserted
     }
 
     fn secondary(&self) -> Option<&super::CompressedSecondaryCache> {
-        self.secondary.as_deref()
+        self.tier.as_ref().map(super::secondary::Tier::cache)
     }
 
     fn set_spill(&self, spill: super::SpillFn) {
-        let _ = self.spill.set(spill);
+        if let Some(tier) = &self.tier {
+            tier.set_spill(spill);
+        }
     }
 
     fn erase(&self, key: &CacheKey) {

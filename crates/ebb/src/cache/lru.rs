@@ -486,9 +486,7 @@ pub struct LruCache {
     next_id: AtomicU64,
     stats: CacheStats,
     /// The compressed tier under this one (`compressed_secondary_cache_size`).
-    secondary: Option<Arc<super::CompressedSecondaryCache>>,
-    /// What the tier keeps of an evicted value ([`BlockCache::set_spill`]).
-    spill: std::sync::OnceLock<super::SpillFn>,
+    tier: Option<super::secondary::Tier>,
 }
 
 impl LruCache {
@@ -517,8 +515,7 @@ impl LruCache {
             next_id: AtomicU64::new(1),
             stats: CacheStats::default(),
             // With -1 shard bits the tier's options are always valid.
-            secondary: super::secondary::for_options(o).ok().flatten(),
-            spill: std::sync::OnceLock::new(),
+            tier: super::secondary::Tier::for_options(o).ok().flatten(),
         }
     }
 
@@ -633,28 +630,23 @@ impl BlockCache for LruCache {
             return Ok(CacheHandle::uncached(value));
         }
         let charge = charge + if self.metadata_charge { METADATA_CHARGE } else { 0 };
-        let Some(secondary) = &self.secondary else {
+        let Some(tier) = &self.tier else {
             return self.shard(&key).insert(key, value, charge, priority == Priority::High, &mut Vec::new());
         };
         let mut spilled = Vec::new();
         let inserted = self.shard(&key).insert(key, value, charge, priority == Priority::High, &mut spilled);
-        // Outside the shard's lock: the tier compresses.
-        if let Some(spill) = self.spill.get() {
-            for (k, v) in spilled {
-                if let Some(bytes) = spill(&*v.0) {
-                    secondary.insert_evicted(k, bytes);
-                }
-            }
-        }
+        tier.keep(spilled);
         inserted
     }
 
     fn secondary(&self) -> Option<&super::CompressedSecondaryCache> {
-        self.secondary.as_deref()
+        self.tier.as_ref().map(super::secondary::Tier::cache)
     }
 
     fn set_spill(&self, spill: super::SpillFn) {
-        let _ = self.spill.set(spill);
+        if let Some(tier) = &self.tier {
+            tier.set_spill(spill);
+        }
     }
 
     fn erase(&self, key: &CacheKey) {

@@ -171,14 +171,44 @@ impl CompressedSecondaryCache {
     }
 }
 
-/// The tier a block cache built with `options` has: none when
-/// `compressed_secondary_cache_size` is 0, else one of that size, LZ4.
-pub(super) fn for_options(options: &CacheOptions) -> Result<Option<std::sync::Arc<CompressedSecondaryCache>>> {
-    if options.compressed_secondary_cache_size == 0 {
-        return Ok(None);
+/// A block cache's tier as the cache holds it: the tier, and how to take
+/// the bytes of the values the cache evicts ([`super::BlockCache::set_spill`]).
+pub(super) struct Tier {
+    /// Boxed: the tier is an LRU cache itself (with no tier under it).
+    cache: Box<CompressedSecondaryCache>,
+    spill: std::sync::OnceLock<super::SpillFn>,
+}
+
+impl Tier {
+    /// The tier a block cache built with `options` has: none when
+    /// `compressed_secondary_cache_size` is 0, else one of that size, LZ4.
+    pub(super) fn for_options(options: &CacheOptions) -> Result<Option<Tier>> {
+        if options.compressed_secondary_cache_size == 0 {
+            return Ok(None);
+        }
+        let cache = CompressedSecondaryCache::new(options.compressed_secondary_cache_size, CompressionType::Lz4, -1)?;
+        Ok(Some(Tier { cache: Box::new(cache), spill: std::sync::OnceLock::new() }))
     }
-    CompressedSecondaryCache::new(options.compressed_secondary_cache_size, CompressionType::Lz4, -1)
-        .map(|c| Some(std::sync::Arc::new(c)))
+
+    pub(super) fn cache(&self) -> &CompressedSecondaryCache {
+        &self.cache
+    }
+
+    /// Sets how evicted values give their bytes (the first call only).
+    pub(super) fn set_spill(&self, spill: super::SpillFn) {
+        let _ = self.spill.set(spill);
+    }
+
+    /// Hands the tier what an insert evicted (called outside the block
+    /// cache's locks: the tier compresses).
+    pub(super) fn keep(&self, evicted: Vec<(CacheKey, CacheValue)>) {
+        let Some(spill) = self.spill.get() else { return };
+        for (k, v) in evicted {
+            if let Some(bytes) = spill(&*v.0) {
+                self.cache.insert_evicted(k, bytes);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for CompressedSecondaryCache {
