@@ -3,6 +3,7 @@
 //! (docs/data_model.md, "Wide columns"; the format in
 //! [`crate::wide_columns`]).
 
+use super::column_family::ColumnFamilyData;
 use super::{ColumnFamilyHandle, Db, ReadOptions, WriteBatch, WriteOptions};
 use crate::error::Result;
 use crate::wide_columns::WideColumn;
@@ -29,10 +30,7 @@ impl Db {
 
     /// [`Db::put_entity`] with write options.
     pub fn put_entity_opt(&self, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put_entity(key, columns)?;
-        b.validate()?;
-        self.inner.write(Some(b), wo, None)
+        self.write_entity(0, key, columns, wo)
     }
 
     /// [`Db::put_entity`] in column family `cf`.
@@ -49,8 +47,13 @@ impl Db {
         wo: &WriteOptions,
     ) -> Result<()> {
         self.inner.check_family(&cf.data)?;
+        self.write_entity(cf.id(), key, columns, wo)
+    }
+
+    /// Writes one entity into the family with id `cf`.
+    fn write_entity(&self, cf: u32, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
         let mut b = WriteBatch::new();
-        b.put_entity_cf(cf, key, columns)?;
+        b.put_entity_in(cf, key, columns)?;
         b.validate()?;
         self.inner.write(Some(b), wo, None)
     }
@@ -71,7 +74,7 @@ impl Db {
     /// one point: `ro`'s snapshot, or one taken for the call. Answers are in
     /// the order of `keys`; an error fails only the keys it concerns.
     pub fn multi_get_entity(&self, keys: &[&[u8]], ro: &ReadOptions<'_>) -> Vec<Result<Option<Vec<WideColumn>>>> {
-        let reads: Vec<(Option<&ColumnFamilyHandle>, &[u8])> = keys.iter().map(|k| (None, *k)).collect();
+        let reads: Vec<(&ColumnFamilyData, &[u8])> = keys.iter().map(|k| (&*self.inner.default_cf, *k)).collect();
         self.multi_get_entity_in(&reads, ro)
     }
 
@@ -82,24 +85,18 @@ impl Db {
         reads: &[(&ColumnFamilyHandle, &[u8])],
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<WideColumn>>>> {
-        let reads: Vec<(Option<&ColumnFamilyHandle>, &[u8])> = reads.iter().map(|(cf, k)| (Some(*cf), *k)).collect();
+        let reads: Vec<(&ColumnFamilyData, &[u8])> = reads.iter().map(|(cf, k)| (&*cf.data, *k)).collect();
         self.multi_get_entity_in(&reads, ro)
     }
 
     fn multi_get_entity_in(
         &self,
-        reads: &[(Option<&ColumnFamilyHandle>, &[u8])],
+        reads: &[(&ColumnFamilyData, &[u8])],
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<WideColumn>>>> {
         let taken = ro.snapshot.is_none().then(|| self.snapshot());
         let ro = ReadOptions { snapshot: ro.snapshot.or(taken.as_ref()), ..ro.clone() };
-        reads
-            .iter()
-            .map(|(cf, key)| match cf {
-                Some(cf) => self.inner.get_entity_in(&cf.data, key, &ro),
-                None => self.inner.get_entity_in(&self.inner.default_cf, key, &ro),
-            })
-            .collect()
+        reads.iter().map(|(cf, key)| self.inner.get_entity_in(cf, key, &ro)).collect()
     }
 
     /// [`Db::get_entity`] in column family `cf`, with read options.
