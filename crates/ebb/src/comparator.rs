@@ -59,6 +59,67 @@ pub trait Comparator: Send + Sync {
 pub const BYTEWISE_NAME: &str = "leveldb.BytewiseComparator";
 /// The name of the reverse bytewise order (RocksDB's).
 pub const REVERSE_BYTEWISE_NAME: &str = "rocksdb.ReverseBytewiseComparator";
+/// The name of the bytewise order of keys with a u64 timestamp (RocksDB's
+/// `BytewiseComparatorWithU64Ts()`).
+pub const BYTEWISE_U64TS_NAME: &str = "leveldb.BytewiseComparator.u64ts";
+/// The size of a user-defined timestamp: a u64, fixed64 little-endian at
+/// the end of the user key (RocksDB's `EncodeU64Ts`).
+pub const TIMESTAMP_SIZE: usize = 8;
+
+/// Keys that end in a u64 timestamp (RocksDB's
+/// `BytewiseComparatorWithU64Ts()`, docs/timestamps.md): the key without
+/// its timestamp in bytewise order, then the newer timestamp first. Set
+/// with `ColumnFamilyOptions::comparator = Some(comparator::bytewise_with_u64_ts())`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BytewiseU64TsComparator;
+
+impl Comparator for BytewiseU64TsComparator {
+    fn name(&self) -> &str {
+        BYTEWISE_U64TS_NAME
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        compare_u64ts(a, b)
+    }
+}
+
+/// The bytewise order of keys with a u64 timestamp, shared.
+pub fn bytewise_with_u64_ts() -> Arc<dyn Comparator> {
+    Arc::new(BytewiseU64TsComparator)
+}
+
+/// A key and its timestamp: the key without its last
+/// [`TIMESTAMP_SIZE`] bytes, and those decoded (0 for a key shorter than
+/// a timestamp, which the write path refuses).
+#[inline]
+pub fn split_timestamp(key: &[u8]) -> (&[u8], u64) {
+    match key.len().checked_sub(TIMESTAMP_SIZE) {
+        Some(n) => {
+            let mut t = [0u8; TIMESTAMP_SIZE];
+            t.copy_from_slice(&key[n..]);
+            (&key[..n], u64::from_le_bytes(t))
+        }
+        None => (key, 0),
+    }
+}
+
+/// `key` with `ts` appended (RocksDB's `AppendKeyWithMaxTimestamp` and
+/// kin, for any timestamp).
+pub fn with_timestamp(key: &[u8], ts: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(key.len() + TIMESTAMP_SIZE);
+    v.extend_from_slice(key);
+    v.extend_from_slice(&ts.to_le_bytes());
+    v
+}
+
+#[inline]
+fn compare_u64ts(a: &[u8], b: &[u8]) -> Ordering {
+    let (ak, at) = split_timestamp(a);
+    let (bk, bt) = split_timestamp(b);
+    match bytewise_compare(ak, bk) {
+        Ordering::Equal => bt.cmp(&at),
+        o => o,
+    }
+}
 
 /// Keys in `memcmp` order, shorter first on a common prefix (RocksDB's
 /// `BytewiseComparator()`): the default.
@@ -113,8 +174,10 @@ pub fn from_name(name: &str) -> Result<Arc<dyn Comparator>> {
     match name {
         BYTEWISE_NAME => Ok(bytewise()),
         REVERSE_BYTEWISE_NAME => Ok(reverse_bytewise()),
+        BYTEWISE_U64TS_NAME => Ok(bytewise_with_u64_ts()),
         _ => Err(Error::invalid(format!(
-            "{name:?} is not a built-in comparator ({BYTEWISE_NAME}, {REVERSE_BYTEWISE_NAME}); \
+            "{name:?} is not a built-in comparator ({BYTEWISE_NAME}, {REVERSE_BYTEWISE_NAME}, \
+             {BYTEWISE_U64TS_NAME}); \
              set ColumnFamilyOptions::comparator in code"
         ))),
     }
@@ -207,6 +270,12 @@ enum Order {
     #[default]
     Bytewise,
     Reverse,
+    /// Keys ending in a u64 timestamp, newest first.
+    U64Ts,
+    /// Keys ending in a u64 timestamp compared without it: every version
+    /// of a key is equal. The order of key ranges (a version's files, the
+    /// compaction picker), never of entries.
+    U64TsIgnored,
     Custom(Arc<dyn Comparator>),
 }
 
@@ -220,6 +289,7 @@ impl UserComparator {
         match comparator.name() {
             BYTEWISE_NAME => UserComparator(Order::Bytewise),
             REVERSE_BYTEWISE_NAME => UserComparator(Order::Reverse),
+            BYTEWISE_U64TS_NAME => UserComparator(Order::U64Ts),
             _ => UserComparator(Order::Custom(Arc::clone(comparator))),
         }
     }
@@ -234,7 +304,56 @@ impl UserComparator {
         match &self.0 {
             Order::Bytewise => BYTEWISE_NAME,
             Order::Reverse => REVERSE_BYTEWISE_NAME,
+            Order::U64Ts | Order::U64TsIgnored => BYTEWISE_U64TS_NAME,
             Order::Custom(c) => c.name(),
+        }
+    }
+
+    /// The size of the timestamp at the end of every key: 8 for the u64
+    /// timestamp order, else 0 (RocksDB's `Comparator::timestamp_size`).
+    #[inline]
+    pub fn timestamp_size(&self) -> usize {
+        match self.0 {
+            Order::U64Ts | Order::U64TsIgnored => TIMESTAMP_SIZE,
+            _ => 0,
+        }
+    }
+
+    /// `key` without its timestamp (itself in an order without them).
+    #[inline]
+    pub fn strip_timestamp<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        match self.timestamp_size() {
+            0 => key,
+            _ => split_timestamp(key).0,
+        }
+    }
+
+    /// Whether `a` and `b` are versions of one key: the same bytes, or with
+    /// timestamps the same bytes but for them.
+    #[inline]
+    pub fn same_key(&self, a: &[u8], b: &[u8]) -> bool {
+        match self.0 {
+            Order::U64Ts | Order::U64TsIgnored => split_timestamp(a).0 == split_timestamp(b).0,
+            _ => a == b,
+        }
+    }
+
+    /// The order of key ranges: for keys with timestamps, every version of
+    /// a key compares equal, so a range never splits a key's versions (a
+    /// version's files and the compaction picker use it); else this order.
+    pub fn without_timestamp(&self) -> UserComparator {
+        match self.0 {
+            Order::U64Ts => UserComparator(Order::U64TsIgnored),
+            _ => self.clone(),
+        }
+    }
+
+    /// The order of keys with their timestamps taken off (an iterator's
+    /// keys and bounds): bytewise for the u64 timestamp order, else this one.
+    pub fn of_stripped_keys(&self) -> UserComparator {
+        match self.0 {
+            Order::U64Ts | Order::U64TsIgnored => UserComparator::BYTEWISE,
+            _ => self.clone(),
         }
     }
 
@@ -254,6 +373,8 @@ impl UserComparator {
         match &self.0 {
             Order::Bytewise => bytewise_compare(a, b),
             Order::Reverse => bytewise_compare(b, a),
+            Order::U64Ts => compare_u64ts(a, b),
+            Order::U64TsIgnored => bytewise_compare(split_timestamp(a).0, split_timestamp(b).0),
             Order::Custom(c) => c.compare(a, b),
         }
     }
@@ -308,6 +429,9 @@ impl UserComparator {
         match &self.0 {
             Order::Bytewise => bytewise_separator(&mut s, limit),
             Order::Reverse => reverse_separator(&mut s, limit),
+            // A key's timestamp must stay whole: index keys are not shortened
+            // (RocksDB's u64 timestamp comparator does the same).
+            Order::U64Ts | Order::U64TsIgnored => {}
             Order::Custom(c) => c.find_shortest_separator(&mut s, limit),
         }
         s
@@ -318,7 +442,7 @@ impl UserComparator {
         let mut s = key.to_vec();
         match &self.0 {
             Order::Bytewise => bytewise_successor(&mut s),
-            Order::Reverse => {}
+            Order::Reverse | Order::U64Ts | Order::U64TsIgnored => {}
             Order::Custom(c) => c.find_short_successor(&mut s),
         }
         s

@@ -134,6 +134,11 @@ fn crash_points_entities() {
 }
 
 #[test]
+fn crash_points_timestamps() {
+    explore_fault_points("timestamps", workload::timestamps, workload::as_is);
+}
+
+#[test]
 fn crash_points_range_deletions() {
     explore_fault_points("range deletions", workload::range_deletions, workload::as_is);
 }

@@ -52,8 +52,13 @@ fn reopen_and_check(fs: &MemFs, options: &Options, history: &History, ctx: &str)
     if let Err(e) = history.check_without_crash(&got) {
         panic!("{ctx}: {e}");
     }
-    db.put(b"~after", b"1").unwrap_or_else(|e| panic!("{ctx}: write after reopen: {e}"));
-    assert_eq!(db.get(b"~after").unwrap(), Some(b"1".to_vec()), "{ctx}");
+    common::put_late(&db, b"~after", b"1", &ebb::WriteOptions::default())
+        .unwrap_or_else(|e| panic!("{ctx}: write after reopen: {e}"));
+    assert_eq!(
+        db.get_opt(b"~after", &common::latest(&db, ReadOptions::default())).unwrap(),
+        Some(b"1".to_vec()),
+        "{ctx}"
+    );
     db.close().unwrap_or_else(|e| panic!("{ctx}: close after reopen: {e}"));
 }
 
@@ -141,6 +146,11 @@ fn io_errors_range_deletions() {
 #[test]
 fn io_errors_entities() {
     fail_every_operation("entities", workload::entities, workload::as_is);
+}
+
+#[test]
+fn io_errors_timestamps() {
+    fail_every_operation("timestamps", workload::timestamps, workload::as_is);
 }
 
 #[test]

@@ -77,6 +77,9 @@ pub struct EbbEngine {
     total_order_seek: bool,
     /// `--manifest_sync_delay_ms`: the MANIFEST syncs it slowed.
     slowed_syncs: Option<std::sync::Arc<SlowedSyncs>>,
+    /// `--user_timestamp_size=8`: the run's timestamps and the default
+    /// family, whose keys carry them.
+    ts: Option<(super::timestamps::Timestamps, ColumnFamilyHandle)>,
 }
 
 /// db_bench's `ColumnFamilyName(i)`.
@@ -269,6 +272,10 @@ impl EbbEngine {
         }
         let count = count as usize;
         let mut opts = ebb_options(flags, create)?;
+        let timestamps = super::timestamps::Timestamps::from_flags(flags)?;
+        if timestamps.is_some() {
+            opts.comparator = Some(ebb::comparator::bytewise_with_u64_ts());
+        }
         let event_log = flags.str("event_log");
         if !event_log.is_empty() {
             opts.listeners.push(std::sync::Arc::new(EventLog::create(Path::new(event_log))?));
@@ -323,6 +330,10 @@ impl EbbEngine {
             };
             families.push(handle);
         }
+        let ts = match timestamps {
+            Some(t) => Some((t, db.cf_handle("default").ok_or_else(|| BenchError::new("no default family"))?)),
+            None => None,
+        };
         Ok(EbbEngine {
             db,
             families,
@@ -330,6 +341,7 @@ impl EbbEngine {
             prefix_same_as_start: flags.bool("prefix_same_as_start"),
             total_order_seek: flags.bool("total_order_seek"),
             slowed_syncs,
+            ts,
         })
     }
 
@@ -365,6 +377,9 @@ impl Engine for EbbEngine {
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
         let wo = write_options(wo);
+        if let Some((t, cf)) = &self.ts {
+            return Ok(self.db.put_with_ts_opt(cf, key, t.write(), value, &wo)?);
+        }
         match (self.family(key), self.db.locking()) {
             (None, None) => Ok(self.db.put_opt(key, value, &wo)?),
             (Some(cf), None) => Ok(self.db.put_cf_opt(cf, key, value, &wo)?),
@@ -375,6 +390,9 @@ impl Engine for EbbEngine {
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
         let wo = write_options(wo);
+        if let Some((t, cf)) = &self.ts {
+            return Ok(self.db.delete_with_ts_opt(cf, key, t.write(), &wo)?);
+        }
         match (self.family(key), self.db.locking()) {
             (None, None) => Ok(self.db.delete_opt(key, &wo)?),
             (Some(cf), None) => Ok(self.db.delete_cf_opt(cf, key, &wo)?),
@@ -385,6 +403,11 @@ impl Engine for EbbEngine {
 
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
         let wo = write_options(wo);
+        if let Some((t, cf)) = &self.ts {
+            let mut batch = WriteBatch::new();
+            batch.merge_with_ts(cf, key, t.write(), value);
+            return Ok(self.db.write_opt(&batch, &wo)?);
+        }
         match (self.family(key), self.db.locking()) {
             (None, None) => Ok(self.db.merge_opt(key, value, &wo)?),
             (Some(cf), None) => Ok(self.db.merge_cf_opt(cf, key, value, &wo)?),
@@ -395,6 +418,9 @@ impl Engine for EbbEngine {
 
     /// In the family of `begin`, as a batch's range deletion goes.
     fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        if self.ts.is_some() {
+            bail!("range deletions with --user_timestamp_size=8 are not supported");
+        }
         match self.family(begin) {
             None => Ok(self.db.delete_range_opt(begin, end, &write_options(wo))?),
             Some(cf) => Ok(self.db.delete_range_cf_opt(cf, begin, end, &write_options(wo))?),
@@ -403,6 +429,16 @@ impl Engine for EbbEngine {
 
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
         let mut batch = WriteBatch::new();
+        if let Some((t, cf)) = &self.ts {
+            for op in ops {
+                match op {
+                    BatchOp::Put(k, v) => batch.put_with_ts(cf, k, t.write(), v),
+                    BatchOp::Delete(k) => batch.delete_with_ts(cf, k, t.write()),
+                    BatchOp::DeleteRange(..) => bail!("range deletions with --user_timestamp_size=8 are not supported"),
+                }
+            }
+            return Ok(self.db.write_opt(&batch, &write_options(wo))?);
+        }
         for op in ops {
             match (op, self.family(op.key())) {
                 (BatchOp::Put(k, v), None) => batch.put(k, v),
@@ -420,6 +456,13 @@ impl Engine for EbbEngine {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some((t, cf)) = &self.ts {
+            return Ok(self.db.get_cf_opt(
+                cf,
+                key,
+                &ReadOptions { timestamp: Some(t.read()), ..Default::default() },
+            )?);
+        }
         match self.family(key) {
             None => Ok(self.db.get(key)?),
             Some(cf) => Ok(self.db.get_cf(cf, key)?),
@@ -427,6 +470,10 @@ impl Engine for EbbEngine {
     }
 
     fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        if let Some((t, cf)) = &self.ts {
+            let ro = ReadOptions { timestamp: Some(t.read()), ..Default::default() };
+            return Ok(self.db.get_pinned_cf_opt(cf, key, &ro)?.map(|v| v.len()));
+        }
         let value = match self.family(key) {
             None => self.db.get_pinned(key)?,
             Some(cf) => self.db.get_pinned_cf_opt(cf, key, &ReadOptions::default())?,
@@ -438,7 +485,8 @@ impl Engine for EbbEngine {
         if !self.families.is_empty() {
             return keys.iter().map(|k| self.get(k)).collect();
         }
-        self.db.multi_get(keys, &ReadOptions::default()).into_iter().map(|r| r.map_err(BenchError::from)).collect()
+        let ro = ReadOptions { timestamp: self.ts.as_ref().map(|(t, _)| t.read()), ..Default::default() };
+        self.db.multi_get(keys, &ro).into_iter().map(|r| r.map_err(BenchError::from)).collect()
     }
 
     fn scan(
@@ -451,6 +499,7 @@ impl Engine for EbbEngine {
         let ro = ReadOptions {
             prefix_same_as_start: self.prefix_same_as_start,
             total_order_seek: self.total_order_seek,
+            timestamp: self.ts.as_ref().map(|(t, _)| t.read()),
             ..ReadOptions::default()
         };
         let mut it = self.db.iter(ro);

@@ -11,6 +11,7 @@ pub mod options_map;
 #[cfg(feature = "rocksdb-peer")]
 pub mod rocksdb;
 pub mod slow_fs;
+pub mod timestamps;
 pub mod transaction;
 
 use std::path::Path;

@@ -101,6 +101,46 @@ pub struct RocksDbEngine {
     /// by name, as Ebb's engine has them (a key's family is its hash modulo
     /// the count, 0 being the default; scans read the default family only).
     families: Vec<String>,
+    /// `--user_timestamp_size=8`: the run's timestamps, and the read
+    /// options of a point read at the latest.
+    ts: Option<(super::timestamps::Timestamps, ReadOptions)>,
+}
+
+/// The bytewise order of keys ending in a u64 timestamp (fixed64
+/// little-endian), newer first: RocksDB's `BytewiseComparatorWithU64Ts`
+/// given through the `rocksdb` crate's callbacks (its C API has no handle on
+/// the built-in one). docs/benchmarks.md measures what the callbacks cost.
+fn set_u64ts_comparator(opts: &mut Options) {
+    fn split(k: &[u8]) -> (&[u8], u64) {
+        let n = k.len().saturating_sub(8);
+        let mut t = [0u8; 8];
+        t[..k.len() - n].copy_from_slice(&k[n..]);
+        (&k[..n], u64::from_le_bytes(t))
+    }
+    fn ts(t: &[u8]) -> u64 {
+        let mut b = [0u8; 8];
+        let n = t.len().min(8);
+        b[..n].copy_from_slice(&t[..n]);
+        u64::from_le_bytes(b)
+    }
+    opts.set_comparator_with_ts(
+        "leveldb.BytewiseComparator.u64ts",
+        8,
+        Box::new(|a: &[u8], b: &[u8]| {
+            let ((ak, at), (bk, bt)) = (split(a), split(b));
+            ak.cmp(bk).then(bt.cmp(&at))
+        }),
+        Box::new(|a: &[u8], b: &[u8]| ts(a).cmp(&ts(b))),
+        Box::new(|a: &[u8], a_has_ts: bool, b: &[u8], b_has_ts: bool| {
+            let a = if a_has_ts { split(a).0 } else { a };
+            let b = if b_has_ts { split(b).0 } else { b };
+            a.cmp(b)
+        }),
+    );
+}
+
+fn no_ts_range_deletions() -> BenchError {
+    BenchError::new("range deletions with --user_timestamp_size=8 are not supported")
 }
 
 fn int(flag: &str, v: &Value) -> Result<i64> {
@@ -464,6 +504,12 @@ impl RocksDbEngine {
         }
         let cache = block_cache(&setup)?;
         let Setup { mut opts, mut table, universal, fifo, cache_size, num_levels, ttl, .. } = setup;
+        let timestamps = super::timestamps::Timestamps::from_flags(flags)?;
+        if timestamps.is_some() {
+            set_u64ts_comparator(&mut opts);
+        } else if flags.bool("peer_comparator_callbacks") {
+            opts.set_comparator("leveldb.BytewiseComparator", Box::new(|a: &[u8], b: &[u8]| a.cmp(b)));
+        }
         if cache_size == 0 {
             table.disable_cache();
         } else {
@@ -532,7 +578,21 @@ impl RocksDbEngine {
             prefix_same_as_start: flags.bool("prefix_same_as_start"),
             total_order_seek: flags.bool("total_order_seek"),
             families,
+            ts: timestamps.map(|t| {
+                let mut ro = ReadOptions::default();
+                ro.set_timestamp(t.read().to_le_bytes());
+                (t, ro)
+            }),
         })
+    }
+
+    /// With timestamps: the plain database (the timestamp benchmarks open
+    /// no transaction database).
+    fn stamped(&self) -> Option<(&super::timestamps::Timestamps, &ReadOptions, &DB)> {
+        match (&self.ts, &self.db) {
+            (Some((t, ro)), Handle::Plain(db)) => Some((t, ro, db)),
+            _ => None,
+        }
     }
 
     /// The plain database and the family `key` lives in, under
@@ -698,6 +758,9 @@ impl Engine for RocksDbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((t, _, db)) = self.stamped() {
+            return db.put_with_ts_opt(key, t.write().to_le_bytes(), value, &write_options(wo)).map_err(rocks_error);
+        }
         if let Some((db, cf)) = self.family(key) {
             return db.put_cf_opt(cf, key, value, &write_options(wo)).map_err(rocks_error);
         }
@@ -705,6 +768,9 @@ impl Engine for RocksDbEngine {
     }
 
     fn delete(&self, key: &[u8], wo: WriteOpts) -> Result<()> {
+        if let Some((t, _, db)) = self.stamped() {
+            return db.delete_with_ts_opt(key, t.write().to_le_bytes(), &write_options(wo)).map_err(rocks_error);
+        }
         if let Some((db, cf)) = self.family(key) {
             return db.delete_cf_opt(cf, key, &write_options(wo)).map_err(rocks_error);
         }
@@ -712,6 +778,9 @@ impl Engine for RocksDbEngine {
     }
 
     fn merge(&self, key: &[u8], value: &[u8], wo: WriteOpts) -> Result<()> {
+        if self.ts.is_some() {
+            return Err(BenchError::new("the rocksdb crate has no merge with a timestamp (--user_timestamp_size=8)"));
+        }
         if let Some((db, cf)) = self.family(key) {
             return db.merge_cf_opt(cf, key, value, &write_options(wo)).map_err(rocks_error);
         }
@@ -720,6 +789,9 @@ impl Engine for RocksDbEngine {
 
     /// In the family of `begin`, as a batch's range deletion goes.
     fn delete_range(&self, begin: &[u8], end: &[u8], wo: WriteOpts) -> Result<()> {
+        if self.ts.is_some() {
+            return Err(no_ts_range_deletions());
+        }
         if let Some((db, cf)) = self.family(begin) {
             return db.delete_range_cf_opt(cf, begin, end, &write_options(wo)).map_err(rocks_error);
         }
@@ -733,6 +805,20 @@ impl Engine for RocksDbEngine {
 
     fn write_batch(&self, ops: &[BatchOp<'_>], wo: WriteOpts) -> Result<()> {
         let wo = write_options(wo);
+        if let Some((t, _, db)) = self.stamped() {
+            let cf = db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+            let mut batch = WriteBatch::default();
+            for op in ops {
+                match op {
+                    BatchOp::Put(k, v) => batch.put_cf_with_ts(cf, k, t.write().to_le_bytes(), v),
+                    BatchOp::Delete(k) => batch.delete_cf_with_ts(cf, k, t.write().to_le_bytes()),
+                    BatchOp::DeleteRange(..) => return Err(no_ts_range_deletions()),
+                }
+            }
+            return db.write_opt(batch, &wo).map_err(rocks_error);
+        }
         match &self.db {
             Handle::Plain(db) => {
                 let mut batch = WriteBatch::default();
@@ -755,6 +841,9 @@ impl Engine for RocksDbEngine {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some((_, ro, db)) = self.stamped() {
+            return db.get_opt(key, ro).map_err(rocks_error);
+        }
         if let Some((db, cf)) = self.family(key) {
             return db.get_cf(cf, key).map_err(rocks_error);
         }
@@ -762,6 +851,9 @@ impl Engine for RocksDbEngine {
     }
 
     fn get_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        if let Some((_, ro, db)) = self.stamped() {
+            return db.get_pinned_opt(key, ro).map(|v| v.map(|v| v.len())).map_err(rocks_error);
+        }
         if let Some((db, cf)) = self.family(key) {
             return db.get_pinned_cf(cf, key).map(|v| v.map(|v| v.len())).map_err(rocks_error);
         }
@@ -772,6 +864,16 @@ impl Engine for RocksDbEngine {
         if !self.families.is_empty() {
             // Each key in its family, as Ebb's engine reads them.
             return keys.iter().map(|k| self.get(k)).collect();
+        }
+        if let Some((_, ro, db)) = self.stamped() {
+            let cf = db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .ok_or_else(|| BenchError::new("rocksdb: no default column family"))?;
+            return db
+                .batched_multi_get_cf_opt(cf, keys.iter(), false, ro)
+                .into_iter()
+                .map(|r| r.map(|v| v.map(|v| v.to_vec())).map_err(rocks_error))
+                .collect();
         }
         if let Handle::Pessimistic(db) = &self.db {
             // The crate's TransactionDB has only the vector API.
@@ -800,6 +902,9 @@ impl Engine for RocksDbEngine {
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(self.prefix_same_as_start);
         ro.set_total_order_seek(self.total_order_seek);
+        if let Some((t, _)) = &self.ts {
+            ro.set_timestamp(t.read().to_le_bytes());
+        }
         on_any!(&self.db, db => drive(db.raw_iterator_opt(ro), start, direction, limit, visit))
     }
 

@@ -731,6 +731,22 @@ pub const FLAGS: &[FlagSpec] = &[
         "Stacked BlobDB",
     ),
     f("num_column_families", Int, "1", Client, "Column families; each key goes to one, chosen by its hash"),
+    f(
+        "user_timestamp_size",
+        Int,
+        "0",
+        Client,
+        "Bytes of user-defined timestamp in every key: 0 (none) or 8 (a u64, the bytewise u64-timestamp \
+         comparator); writes take increasing timestamps and reads are at the latest (db_bench's)",
+    ),
+    f(
+        "peer_comparator_callbacks",
+        Bool,
+        "false",
+        Client,
+        "The rocksdb peer only: give RocksDB its bytewise order through the rocksdb crate's comparator \
+         callbacks (as --user_timestamp_size=8 must), to measure what the callbacks cost",
+    ),
     f("use_tailing_iterator", Bool, "false", Refused("tailing iterators are not implemented"), "Tailing iterator"),
     f(
         "readonly",
@@ -799,7 +815,6 @@ pub const FLAGS: &[FlagSpec] = &[
         Client,
         "transfertransaction: accounts that the transfers move money between (at least 2)",
     ),
-    f("user_timestamp_size", Int, "0", Refused("user-defined timestamps are not implemented"), "Timestamp size"),
     f("finish_after_writes", Bool, "false", Refused("not implemented"), "Writer thread finishes after --writes"),
 ];
 

@@ -79,6 +79,8 @@ pub(crate) struct JobStart<'s> {
     /// The tuner defers compaction: an L0 run merge writes its outputs
     /// behind ([`RUN_MERGE_BYTES_PER_SYNC`]).
     pub(crate) deferred: bool,
+    /// The family's full_history_ts_low (0: none; docs/timestamps.md).
+    pub(crate) full_history_ts_low: u64,
 }
 
 /// What a compaction's merge tells the database as it runs.
@@ -114,6 +116,7 @@ pub(crate) struct CompactionJob<'a> {
     /// Input bytes from the first input level and from the output level.
     bytes_level: u64,
     bytes_next: u64,
+    full_history_ts_low: u64,
 }
 
 impl<'a> CompactionJob<'a> {
@@ -183,6 +186,7 @@ impl<'a> CompactionJob<'a> {
             },
             bytes_level: c.input_bytes() - bytes_next,
             bytes_next,
+            full_history_ts_low: start.full_history_ts_low,
             partitioner: opts
                 .sst_partitioner_factory
                 .as_ref()
@@ -216,6 +220,7 @@ impl<'a> CompactionJob<'a> {
             bytes_per_sync: self.bytes_per_sync,
             on_panic: hooks.on_panic,
             partitioner: self.partitioner,
+            full_history_ts_low: self.full_history_ts_low,
         };
         merge.run(&self.ranges)
     }

@@ -134,6 +134,9 @@ pub struct JobContext<'a> {
     pub range_dels: Option<&'a FragmentedTombstones>,
     /// The live snapshots when the job started, ascending.
     pub snapshots: &'a [SequenceNumber],
+    /// The family's full_history_ts_low (0: none): with timestamps, of a
+    /// key's versions below it only the newest is kept (docs/timestamps.md).
+    pub full_history_ts_low: u64,
 }
 
 /// A compaction filter and what decides which versions it is asked about.
@@ -250,9 +253,18 @@ fn merge(
 ) -> std::result::Result<(), MergeError> {
     let fs = Arc::clone(ctx.fs);
     let fail = |e: Error| (e, dir.to_path_buf(), Arc::clone(&fs));
-    let mut pairs = SingleDeletePairs::new(input, ctx.drop_hidden.then_some(ctx.smallest_snapshot));
+    // With timestamps (docs/timestamps.md) each version of a key is kept
+    // under its own timestamp: a tombstone is never dropped (it hides the
+    // key's versions at older timestamps, which compare as other keys
+    // here), nor a single delete paired away, nor operands merged as if
+    // nothing were below them.
+    let timestamps = ctx.table_options.comparator.timestamp_size() > 0;
+    let drop_tombstones = ctx.drop_tombstones && !timestamps;
+    let history_low = if timestamps { ctx.full_history_ts_low } else { 0 };
+    let pairs_horizon = (ctx.drop_hidden && !timestamps).then_some(ctx.smallest_snapshot);
+    let mut pairs = SingleDeletePairs::new(input, pairs_horizon);
     let mut covered = Covered::new(&mut pairs, ctx.range_dels, ctx.snapshots);
-    let mut operands = Operands::new(&mut covered, ctx.merge, ctx.filter, ctx.snapshots, ctx.drop_tombstones);
+    let mut operands = Operands::new(&mut covered, ctx.merge, ctx.filter, ctx.snapshots, drop_tombstones);
     let input = &mut operands;
     // Range tombstones the outputs keep: at the bottom, those every reader
     // sees have deleted all they cover here (`Covered`) and go.
@@ -285,8 +297,29 @@ fn merge(
             return Err(fail(Error::corruption("compaction input", 0, "unparsable internal key")));
         };
         out.keys_in += 1;
-        let new_user_key = current_user_key.as_deref() != Some(parsed.user_key);
-        if new_user_key {
+        // With timestamps, every timestamp is a key of its own, except that
+        // below full_history_ts_low a key's versions are one run, of which
+        // only the newest is needed (no read is at a timestamp below it):
+        // the older ones are hidden by it (RocksDB's compaction iterator).
+        let below_low = |k: &[u8]| crate::comparator::split_timestamp(k).1 < history_low;
+        let new_user_key = match current_user_key.as_deref() {
+            None => true,
+            Some(c) if c == parsed.user_key => false,
+            Some(c) => {
+                !(history_low > 0
+                    && below_low(c)
+                    && below_low(parsed.user_key)
+                    && cmp.strip_timestamp(c) == cmp.strip_timestamp(parsed.user_key))
+            }
+        };
+        // Outputs are cut between keys, never between versions of one key
+        // at two timestamps (a level's files never split a key's versions).
+        let new_range_key = new_user_key
+            && (!timestamps
+                || current_user_key
+                    .as_deref()
+                    .is_none_or(|c| cmp.strip_timestamp(c) != cmp.strip_timestamp(parsed.user_key)));
+        if new_range_key {
             // Advance over grandparents that end before this key, counting overlap.
             while grandparent_index < ctx.grandparents.len()
                 && cmp.lt(ctx.grandparents[grandparent_index].largest_user_key(), parsed.user_key)
@@ -325,6 +358,8 @@ fn merge(
                 }
                 overlapped_bytes = 0;
             }
+        }
+        if new_user_key {
             current_user_key = Some(parsed.user_key.to_vec());
             last_seq_for_key = SequenceNumber::MAX;
             if skip_until.as_deref().is_some_and(|until| cmp.le(until, parsed.user_key)) {
@@ -381,8 +416,10 @@ fn merge(
         // single deletions before hidden entries for the same reason.
         let hidden =
             ctx.drop_hidden && last_seq_for_key <= ctx.smallest_snapshot && parsed.kind != ValueKind::SingleDeletion;
-        let dead_tombstone =
-            ctx.drop_tombstones && (parsed.kind.is_deletion() || removed) && parsed.seq <= ctx.smallest_snapshot;
+        // A tombstone below full_history_ts_low hides every older version of
+        // its key (its run's), so at the bottom it goes with them.
+        let droppable = drop_tombstones || (ctx.drop_tombstones && history_low > 0 && below_low(parsed.user_key));
+        let dead_tombstone = droppable && (parsed.kind.is_deletion() || removed) && parsed.seq <= ctx.smallest_snapshot;
         // A merge operand hides nothing: it applies to what is below it.
         if parsed.kind != ValueKind::Merge {
             last_seq_for_key = parsed.seq;
@@ -963,6 +1000,7 @@ mod tests {
                 merge: None,
                 range_dels: None,
                 snapshots: &[],
+                full_history_ts_low: 0,
             },
         )
         .unwrap();

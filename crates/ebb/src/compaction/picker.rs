@@ -93,10 +93,10 @@ fn finish(
 ) -> Compaction {
     let mut all = inputs.clone();
     all.extend(output_inputs.iter().cloned());
-    let (lo, hi) = range_of(&version.cmp, &all);
+    let (lo, hi) = range_of(version.ranges(), &all);
     let Output { grandparents, bottommost, target_file_size, compression } =
         output_of(version, opts, output_level, &lo, &hi);
-    let inputs_disjoint = level > 0 || files_disjoint(&version.cmp, inputs.iter());
+    let inputs_disjoint = level > 0 || files_disjoint(version.ranges(), inputs.iter());
     let source_compression = opts.compression_for_level(level, false);
     let trivial_move = level != output_level
         && output_inputs.is_empty()
@@ -292,7 +292,7 @@ fn pick_l0(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, t
         // (after a deferral) into max_compaction_bytes pieces would rewrite
         // the base once per piece.
         let inputs: Vec<Arc<FileMetaData>> = l0.iter().rev().map(Arc::clone).collect();
-        let (lo, hi) = range_of(&version.cmp, &inputs);
+        let (lo, hi) = range_of(version.ranges(), &inputs);
         let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
         if !any_busy(&output_inputs, busy) {
             return Some(finish(version, opts, 0, out, inputs, output_inputs, CompactionReason::L0FileCount));
@@ -471,7 +471,7 @@ pub fn range_compaction(
         // compacted beneath an older one left in L0, which would then shadow
         // it (RocksDB's `GetOverlappingInputs` expands L0 the same way).
         loop {
-            let (lo, hi) = range_of(&version.cmp, &inputs);
+            let (lo, hi) = range_of(version.ranges(), &inputs);
             let wider = version.overlapping_files(0, Some(&lo), Some(&hi));
             if wider.len() == inputs.len() {
                 break;
@@ -482,7 +482,7 @@ pub fn range_compaction(
     if any_busy(&inputs, busy) {
         return None;
     }
-    let (lo, hi) = range_of(&version.cmp, &inputs);
+    let (lo, hi) = range_of(version.ranges(), &inputs);
     let output_inputs =
         if output_level == level { Vec::new() } else { version.overlapping_files(output_level, Some(&lo), Some(&hi)) };
     if any_busy(&output_inputs, busy) {
@@ -544,7 +544,7 @@ pub fn files_compaction(
     let first = chosen.iter().position(|files| !files.is_empty()).unwrap_or(0);
     let (lo, hi) = loop {
         let all: Vec<_> = chosen.iter().flatten().cloned().collect();
-        let (lo, hi) = range_of(&version.cmp, &all);
+        let (lo, hi) = range_of(version.ranges(), &all);
         let mut changed = false;
         for (level, files) in chosen.iter_mut().enumerate().take(output_level + 1).skip(first) {
             // A superset of what the level gave so far, in the level's

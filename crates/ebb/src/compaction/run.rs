@@ -85,6 +85,8 @@ pub(crate) struct CompactionRun<'a> {
     /// The family's SST partitioner factory, with whether the compaction
     /// is full and manual (for the partitioners' context).
     pub(crate) partitioner: Option<(&'a Arc<dyn SstPartitionerFactory>, bool, bool)>,
+    /// The family's full_history_ts_low (0: none).
+    pub(crate) full_history_ts_low: u64,
 }
 
 impl CompactionRun<'_> {
@@ -205,6 +207,7 @@ impl CompactionRun<'_> {
                 merge: self.merge,
                 range_dels: range_dels.as_ref(),
                 snapshots: self.snapshots,
+                full_history_ts_low: self.full_history_ts_low,
             },
         )
     }
@@ -249,7 +252,10 @@ pub(crate) fn record_blob_output(edit: &mut VersionEdit, output: &JobOutput) {
 pub(crate) fn subcompaction_ranges(c: &Compaction, max: usize, cmp: &UserComparator) -> Vec<KeyRange> {
     // Range tombstones are handed out to outputs in key order by one job
     // (job.rs), so a compaction reading any is not split.
+    // Keys with timestamps are not split either: a cut point is one
+    // version of a key, and its versions must stay in one output.
     let splittable = c.level != c.output_level
+        && cmp.timestamp_size() == 0
         && (c.level == 0 || !c.output_inputs.is_empty())
         && c.all_inputs().all(|f| f.num_range_deletions == 0);
     let wanted = max.min((c.input_bytes() / c.target_file_size.max(1)).max(1) as usize);

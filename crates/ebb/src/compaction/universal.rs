@@ -175,10 +175,10 @@ fn build(
     // Moving files within L0 would change nothing and be picked again.
     c.trivial_move = opts.compaction_options_universal.allow_trivial_move
         && output_level > 0
-        && files_disjoint(&version.cmp, c.all_inputs());
+        && files_disjoint(version.ranges(), c.all_inputs());
     if c.trivial_move {
         let all: Vec<Arc<FileMetaData>> = c.all_inputs().cloned().collect();
-        let (lo, hi) = super::picker::range_of(&version.cmp, &all);
+        let (lo, hi) = super::picker::range_of(version.ranges(), &all);
         c.trivial_move = super::picker::partitioner_allows_move(opts, output_level, &all, (&lo, &hi));
     }
     c

@@ -84,7 +84,32 @@ pub struct WriteBatch {
     family_checks: bool,
     /// The batch carries two-phase commit markers ([`TwoPhase`]).
     markers: bool,
+    /// Whether its updates suit their families' timestamps.
+    timestamps: TimestampChecks,
 }
+
+/// What a batch built through its calls knows of timestamps
+/// (docs/timestamps.md), checked when it is written: an update of a family
+/// with timestamps must come with one (the `*_with_ts` calls), and an
+/// update of a family without them must not. A batch decoded from bytes
+/// carries its keys as they are. Not part of the batch's contents: two
+/// batches of the same records are equal whatever it says.
+#[derive(Clone, Default)]
+struct TimestampChecks {
+    /// The first update added against its family's timestamps.
+    refused: Option<String>,
+    /// Some update of the default family was added without a handle and
+    /// without a timestamp (checked against the family when written).
+    default_plain: bool,
+}
+
+impl PartialEq for TimestampChecks {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for TimestampChecks {}
 
 impl std::fmt::Debug for WriteBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -162,7 +187,13 @@ impl<'a> BatchOp<'a> {
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
-        WriteBatch { rep: vec![0; HEADER_LEN], other_families: false, family_checks: false, markers: false }
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            other_families: false,
+            family_checks: false,
+            markers: false,
+            timestamps: TimestampChecks::default(),
+        }
     }
 
     /// An empty batch with room for `bytes` of records, so filling it does
@@ -170,7 +201,13 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_LEN + bytes);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, other_families: false, family_checks: false, markers: false }
+        WriteBatch {
+            rep,
+            other_families: false,
+            family_checks: false,
+            markers: false,
+            timestamps: TimestampChecks::default(),
+        }
     }
 
     /// Room for one put or delete of `key` and `value` in family `cf`: tag,
@@ -186,11 +223,13 @@ impl WriteBatch {
     /// Adds a put to the default column family. Sizes are checked when the
     /// batch is written.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.timestamps.default_plain = true;
         self.put_in(0, key, value);
     }
 
     /// Adds a delete in the default column family.
     pub fn delete(&mut self, key: &[u8]) {
+        self.timestamps.default_plain = true;
         self.delete_in(0, key);
     }
 
@@ -200,11 +239,13 @@ impl WriteBatch {
     /// otherwise the result is undefined, as in RocksDB. When it meets that
     /// put in a flush or compaction, both are dropped (docs/data_model.md).
     pub fn single_delete(&mut self, key: &[u8]) {
+        self.timestamps.default_plain = true;
         self.single_delete_in(0, key);
     }
 
     /// Adds a single delete in the column family `cf`.
     pub fn single_delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) {
+        self.check_plain(cf);
         self.single_delete_in(cf.id(), key);
     }
 
@@ -213,11 +254,13 @@ impl WriteBatch {
     /// (included) to `end` (excluded). Writing the batch fails, writing
     /// nothing, if `begin` comes after `end`; an empty range removes nothing.
     pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) {
+        self.timestamps.default_plain = true;
         self.delete_range_in(0, begin, end);
     }
 
     /// Adds a range deletion to the column family `cf`.
     pub fn delete_range_cf(&mut self, cf: &ColumnFamilyHandle, begin: &[u8], end: &[u8]) {
+        self.check_plain(cf);
         self.delete_range_in(cf.id(), begin, end);
     }
 
@@ -234,22 +277,26 @@ impl WriteBatch {
     /// family's merge operator. Writing the batch fails if the family has
     /// no merge operator.
     pub fn merge(&mut self, key: &[u8], value: &[u8]) {
+        self.timestamps.default_plain = true;
         self.merge_in(0, key, value);
     }
 
     /// Adds a merge operand to the column family `cf`.
     pub fn merge_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
+        self.check_plain(cf);
         self.merge_in(cf.id(), key, value);
     }
 
     /// Adds a put to the column family `cf` (RocksDB `WriteBatch::Put(cf, ..)`).
     /// Writing the batch fails if the family was dropped by then.
     pub fn put_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) {
+        self.check_plain(cf);
         self.put_in(cf.id(), key, value);
     }
 
     /// Adds a delete in the column family `cf`.
     pub fn delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) {
+        self.check_plain(cf);
         self.delete_in(cf.id(), key);
     }
 
@@ -259,11 +306,13 @@ impl WriteBatch {
     /// "Wide columns"). A column named twice is refused here, adding
     /// nothing.
     pub fn put_entity(&mut self, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        self.timestamps.default_plain = true;
         self.put_entity_in(0, key, columns)
     }
 
     /// Adds a put of a wide-column entity to the column family `cf`.
     pub fn put_entity_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], columns: &[(&[u8], &[u8])]) -> Result<()> {
+        self.check_plain(cf);
         self.put_entity_in(cf.id(), key, columns)
     }
 
@@ -280,6 +329,77 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, entity);
         self.bump_count();
+    }
+
+    /// Adds a put of `key` at timestamp `ts` to column family `cf`, whose
+    /// comparator has timestamps (RocksDB `WriteBatch::Put(cf, key, ts,
+    /// value)`, docs/timestamps.md). Writing the batch fails if `cf` has
+    /// none.
+    pub fn put_with_ts(&mut self, cf: &ColumnFamilyHandle, key: &[u8], ts: u64, value: &[u8]) {
+        self.check_stamped(cf);
+        self.put_in(cf.id(), &crate::comparator::with_timestamp(key, ts), value);
+    }
+
+    /// Adds a delete of `key` at timestamp `ts` in column family `cf`
+    /// (RocksDB `WriteBatch::Delete(cf, key, ts)`): reads at `ts` or later
+    /// do not see the key's older versions.
+    pub fn delete_with_ts(&mut self, cf: &ColumnFamilyHandle, key: &[u8], ts: u64) {
+        self.check_stamped(cf);
+        self.delete_in(cf.id(), &crate::comparator::with_timestamp(key, ts));
+    }
+
+    /// Adds a single delete of `key` at timestamp `ts` in column family
+    /// `cf` (RocksDB `WriteBatch::SingleDelete(cf, key, ts)`).
+    pub fn single_delete_with_ts(&mut self, cf: &ColumnFamilyHandle, key: &[u8], ts: u64) {
+        self.check_stamped(cf);
+        self.single_delete_in(cf.id(), &crate::comparator::with_timestamp(key, ts));
+    }
+
+    /// Adds a merge operand for `key` at timestamp `ts` in column family
+    /// `cf` (RocksDB `WriteBatch::Merge(cf, key, ts, value)`).
+    pub fn merge_with_ts(&mut self, cf: &ColumnFamilyHandle, key: &[u8], ts: u64, value: &[u8]) {
+        self.check_stamped(cf);
+        self.merge_in(cf.id(), &crate::comparator::with_timestamp(key, ts), value);
+    }
+
+    /// Notes an update without a timestamp of `cf`: refused when written if
+    /// the family has timestamps.
+    fn check_plain(&mut self, cf: &ColumnFamilyHandle) {
+        if cf.data.cmp.timestamp_size() > 0 && self.timestamps.refused.is_none() {
+            self.timestamps.refused = Some(format!(
+                "column family '{}' has timestamps ({}): write it with the *_with_ts calls",
+                cf.name(),
+                cf.data.cmp.name()
+            ));
+        }
+    }
+
+    /// Notes an update with a timestamp of `cf`: refused when written if
+    /// the family has none.
+    fn check_stamped(&mut self, cf: &ColumnFamilyHandle) {
+        if cf.data.cmp.timestamp_size() == 0 && self.timestamps.refused.is_none() {
+            self.timestamps.refused = Some(format!(
+                "a write with a timestamp to column family '{}', which has no timestamps (its comparator is {})",
+                cf.name(),
+                cf.data.cmp.name()
+            ));
+        }
+    }
+
+    /// Whether the batch's updates suit their families' timestamps
+    /// (`default_cf`: the default family's); `InvalidArgument` naming the
+    /// first that does not.
+    pub(crate) fn check_timestamps(&self, default_cf: &super::column_family::ColumnFamilyData) -> Result<()> {
+        if let Some(why) = &self.timestamps.refused {
+            return Err(Error::invalid(why.clone()));
+        }
+        if self.timestamps.default_plain && default_cf.cmp.timestamp_size() > 0 {
+            return Err(Error::invalid(format!(
+                "the default column family has timestamps ({}): write it with the *_with_ts calls",
+                default_cf.cmp.name()
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn put_in(&mut self, cf: u32, key: &[u8], value: &[u8]) {
@@ -340,6 +460,7 @@ impl WriteBatch {
         self.other_families = false;
         self.family_checks = false;
         self.markers = false;
+        self.timestamps = TimestampChecks::default();
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
     }
@@ -549,6 +670,10 @@ impl WriteBatch {
         self.other_families |= other.other_families;
         self.family_checks |= other.family_checks;
         self.markers |= other.markers;
+        if self.timestamps.refused.is_none() {
+            self.timestamps.refused = other.timestamps.refused.clone();
+        }
+        self.timestamps.default_plain |= other.timestamps.default_plain;
         self.rep[8..12].copy_from_slice(&n.to_le_bytes());
     }
 
@@ -559,7 +684,7 @@ impl WriteBatch {
         if data.len() < HEADER_LEN {
             return Err(Error::corruption(file, offset, "write batch shorter than its header"));
         }
-        let mut b = WriteBatch { rep: data.to_vec(), other_families: false, family_checks: false, markers: false };
+        let mut b = WriteBatch { rep: data.to_vec(), ..WriteBatch::new() };
         let mut seen = 0;
         let (mut other_families, mut family_checks, mut markers) = (false, false, Vec::new());
         let mut it = b.records();

@@ -388,6 +388,7 @@ impl DbInner {
                 snapshots: st.snapshots.sequences(),
                 l0_filter_bits: self.l0_filter_bits(st, cf, &opts),
                 deferred,
+                full_history_ts_low: data.full_history_ts_low(),
             },
         );
         if job.subcompactions() > 1 {

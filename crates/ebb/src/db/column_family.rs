@@ -48,6 +48,9 @@ pub(crate) struct ColumnFamilyData {
     /// The order of the family's keys (its `comparator` option, which
     /// cannot change while it is open).
     pub(crate) cmp: UserComparator,
+    /// The family's full_history_ts_low (0: none; docs/timestamps.md),
+    /// as the MANIFEST last recorded it.
+    full_history_ts_low: std::sync::atomic::AtomicU64,
     /// The database instance it belongs to (`DbInner::instance`): a handle
     /// of another database names a family by an id that means another
     /// family here.
@@ -68,6 +71,7 @@ impl ColumnFamilyData {
             options: ArcSwap::new(options),
             super_version: ArcSwap::from_pointee(sv),
             dropped: AtomicBool::new(false),
+            full_history_ts_low: std::sync::atomic::AtomicU64::new(0),
             cmp,
             owner,
         })
@@ -111,6 +115,54 @@ impl ColumnFamilyData {
         Ok(())
     }
 
+    /// Whether a read's timestamp (`ReadOptions::timestamp`) suits the
+    /// family: required where keys carry timestamps, refused elsewhere
+    /// (docs/timestamps.md).
+    pub(crate) fn check_read_timestamp(&self, ts: Option<u64>) -> Result<()> {
+        match (self.cmp.timestamp_size() > 0, ts) {
+            (true, None) => Err(Error::invalid(format!(
+                "column family '{}' has timestamps ({}): set ReadOptions::timestamp",
+                self.name,
+                self.cmp.name()
+            ))),
+            (false, Some(_)) => Err(Error::invalid(format!(
+                "ReadOptions::timestamp is set, but column family '{}' has no timestamps (its comparator is {})",
+                self.name,
+                self.cmp.name()
+            ))),
+            (true, Some(ts)) if ts < self.full_history_ts_low() => Err(Error::invalid(format!(
+                "read timestamp {ts} is below the full_history_ts_low {} of column family '{}': the history \
+                 before it may be gone",
+                self.full_history_ts_low(),
+                self.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A range bound given without a timestamp (`begin`: the range's
+    /// start; else its end, `included` or not) as the stored keys compare
+    /// with it: in a family with timestamps, the bound with the timestamp
+    /// that takes in (or, for an excluded end, leaves out) all of its key's
+    /// versions (RocksDB pads range bounds the same way); elsewhere itself.
+    pub(crate) fn range_bound<'k>(&self, key: &'k [u8], begin: bool, included: bool) -> std::borrow::Cow<'k, [u8]> {
+        if self.cmp.timestamp_size() == 0 {
+            return std::borrow::Cow::Borrowed(key);
+        }
+        let ts = if begin || !included { u64::MAX } else { 0 };
+        std::borrow::Cow::Owned(crate::comparator::with_timestamp(key, ts))
+    }
+
+    /// The family's full_history_ts_low (0: none).
+    pub(crate) fn full_history_ts_low(&self) -> u64 {
+        self.full_history_ts_low.load(Ordering::Acquire)
+    }
+
+    /// Raises the family's full_history_ts_low to `ts` (once recorded).
+    pub(crate) fn raise_full_history_ts_low(&self, ts: u64) {
+        self.full_history_ts_low.fetch_max(ts, Ordering::AcqRel);
+    }
+
     /// The current super version, owned (for iterators and snapshots' reads
     /// that keep it).
     pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
@@ -137,6 +189,13 @@ impl ColumnFamilyHandle {
     /// The family's name.
     pub fn name(&self) -> &str {
         &self.data.name
+    }
+
+    /// The size of the timestamp its keys carry (RocksDB's
+    /// `GetComparator()->timestamp_size()`): 8 in a family whose comparator
+    /// has timestamps (docs/timestamps.md), else 0.
+    pub fn timestamp_size(&self) -> usize {
+        self.data.cmp.timestamp_size()
     }
 
     /// The family's id (0 for the default family), as stored in WAL and

@@ -62,6 +62,16 @@ impl Db {
         inner.check_writable("a deletion of files")?;
         inner.check_family(&cf.data)?;
         let cmp = &cf.data.cmp;
+        // Bounds are keys without timestamps in a family with them.
+        let padded: Vec<_> = ranges
+            .iter()
+            .map(|&(b, e)| {
+                (b.map(|b| cf.data.range_bound(b, true, true)), e.map(|e| cf.data.range_bound(e, false, include_end)))
+            })
+            .collect();
+        let ranges: Vec<(Option<&[u8]>, Option<&[u8]>)> =
+            padded.iter().map(|(b, e)| (b.as_deref(), e.as_deref())).collect();
+        let ranges = ranges.as_slice();
         for (i, &(begin, end)) in ranges.iter().enumerate() {
             if let (Some(b), Some(e)) = (begin, end) {
                 if cmp.lt(e, b) {

@@ -30,7 +30,7 @@ impl Db {
 
     /// [`Db::put_entity`] with write options.
     pub fn put_entity_opt(&self, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
-        self.write_entity(0, key, columns, wo)
+        self.write_entity(&self.inner.default_cf, key, columns, wo)
     }
 
     /// [`Db::put_entity`] in column family `cf`.
@@ -47,13 +47,24 @@ impl Db {
         wo: &WriteOptions,
     ) -> Result<()> {
         self.inner.check_family(&cf.data)?;
-        self.write_entity(cf.id(), key, columns, wo)
+        self.write_entity(&cf.data, key, columns, wo)
     }
 
-    /// Writes one entity into the family with id `cf`.
-    fn write_entity(&self, cf: u32, key: &[u8], columns: &[(&[u8], &[u8])], wo: &WriteOptions) -> Result<()> {
+    /// Writes one entity into family `cf`.
+    fn write_entity(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        columns: &[(&[u8], &[u8])],
+        wo: &WriteOptions,
+    ) -> Result<()> {
+        if cf.cmp.timestamp_size() > 0 {
+            return Err(crate::error::Error::NotSupported(
+                "wide-column entities in a column family with timestamps".into(),
+            ));
+        }
         let mut b = WriteBatch::new();
-        b.put_entity_in(cf, key, columns)?;
+        b.put_entity_in(cf.id, key, columns)?;
         b.validate()?;
         self.inner.write(Some(b), wo, None)
     }

@@ -63,7 +63,7 @@ impl RemovedTable {
             if level == 0 {
                 return files.iter().any(|f| f.number == self.number);
             }
-            let i = files.partition_point(|f| v.cmp.lt(f.largest_user_key(), &self.smallest));
+            let i = files.partition_point(|f| v.ranges().lt(f.largest_user_key(), &self.smallest));
             files.get(i).is_some_and(|f| f.number == self.number)
         })
     }

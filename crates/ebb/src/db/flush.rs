@@ -376,6 +376,7 @@ pub(crate) fn write_memtables(
             merge: target.merge,
             range_dels: range_dels.as_ref(),
             snapshots: target.snapshots,
+            full_history_ts_low: 0,
         },
     )
 }

@@ -433,6 +433,12 @@ impl DbInner {
         let mut work = Vec::new();
         for (cf, paths) in families {
             self.check_family(&cf.data)?;
+            if cf.data.cmp.timestamp_size() > 0 {
+                return Err(Error::NotSupported(format!(
+                    "ingestion into column family '{}', whose keys carry timestamps",
+                    cf.data.name
+                )));
+            }
             if paths.is_empty() {
                 continue;
             }

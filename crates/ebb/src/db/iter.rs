@@ -93,8 +93,35 @@ pub struct DbIterator<'a> {
     stats: Option<Arc<crate::stats::Stats>>,
     /// An unparsable internal key or an unreadable blob met since the last seek.
     error: Option<Error>,
+    /// In a family with timestamps (docs/timestamps.md), the read's
+    /// timestamp: versions newer than it are not seen, and keys are shown
+    /// (and compared, in `cmp`) without their timestamps.
+    read_ts: Option<u64>,
+    /// The timestamp of the current entry when it is not the inner
+    /// iterator's (a merge result, or going backwards).
+    saved_ts: u64,
     /// Keeps the memtables and version this view reads alive.
     _pin: Box<dyn std::any::Any + Send>,
+}
+
+/// An internal key parsed as an iterator of a family with timestamps sees
+/// it (`read_ts` set): the user key without its timestamp, and whether the
+/// timestamp is newer than the read's. Without `read_ts`, as it is. `None`
+/// when it does not parse (or is too short to hold a timestamp).
+#[inline]
+fn parse_at(ikey: &[u8], read_ts: Option<u64>) -> Option<(crate::key::ParsedKey<'_>, bool)> {
+    let mut p = parse_internal_key(ikey)?;
+    match read_ts {
+        None => Some((p, false)),
+        Some(read_ts) => {
+            if p.user_key.len() < crate::comparator::TIMESTAMP_SIZE {
+                return None;
+            }
+            let (key, ts) = crate::comparator::split_timestamp(p.user_key);
+            p.user_key = key;
+            Some((p, ts > read_ts))
+        }
+    }
 }
 
 impl<'a> DbIterator<'a> {
@@ -130,6 +157,8 @@ impl<'a> DbIterator<'a> {
             blobs: None,
             stats: None,
             error: None,
+            read_ts: None,
+            saved_ts: 0,
             _pin: pin,
         }
     }
@@ -161,8 +190,41 @@ impl<'a> DbIterator<'a> {
             return &[];
         }
         match self.direction {
-            Direction::Forward if !self.merged => user_key(self.iter.key()),
+            Direction::Forward if !self.merged => self.shown_key(self.iter.key()),
             _ => &self.saved_key,
+        }
+    }
+
+    /// The current entry's timestamp, in a family with timestamps (RocksDB
+    /// `Iterator::timestamp`); 0 elsewhere and when not `valid()`. For a
+    /// merge result, its newest operand's.
+    pub fn timestamp(&self) -> u64 {
+        if !self.valid || self.read_ts.is_none() {
+            return 0;
+        }
+        match self.direction {
+            Direction::Forward if !self.merged => crate::comparator::split_timestamp(user_key(self.iter.key())).1,
+            _ => self.saved_ts,
+        }
+    }
+
+    /// The user key of internal key `ikey` as the iterator shows it:
+    /// without its timestamp in a family with timestamps.
+    #[inline]
+    fn shown_key<'k>(&self, ikey: &'k [u8]) -> &'k [u8] {
+        let key = user_key(ikey);
+        match self.read_ts {
+            Some(_) => crate::comparator::split_timestamp(key).0,
+            None => key,
+        }
+    }
+
+    /// The internal key of `key` (shown: without a timestamp) at timestamp
+    /// `ts` (in a family with timestamps), `seq` and `kind`.
+    fn target(&self, key: &[u8], ts: u64, seq: SequenceNumber, kind: ValueKind) -> Vec<u8> {
+        match self.read_ts {
+            Some(_) => make_internal_key(&crate::comparator::with_timestamp(key, ts), seq, kind),
+            None => make_internal_key(key, seq, kind),
         }
     }
 
@@ -191,6 +253,11 @@ impl<'a> DbIterator<'a> {
             return crate::wide_columns::columns(self.key(), &self.entity, "(db iterator)").unwrap_or_default();
         }
         vec![crate::wide_columns::WideColumn::new(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value())]
+    }
+
+    /// The current entry's serialized entity, when it is one.
+    pub(crate) fn entity(&self) -> Option<&[u8]> {
+        (self.valid && self.is_entity).then_some(self.entity.as_slice())
     }
 
     /// The error that made the iterator invalid, if any.
@@ -287,7 +354,8 @@ impl<'a> DbIterator<'a> {
             Some(l) if self.cmp.lt(target, l) => l.as_slice(),
             _ => target,
         };
-        self.iter.seek(&make_internal_key(from, self.sequence, KIND_FOR_SEEK));
+        let target = self.target(from, self.read_ts.unwrap_or(0), self.sequence, KIND_FOR_SEEK);
+        self.iter.seek(&target);
         self.end_prefix_seek();
         self.find_next_user_entry(false);
     }
@@ -334,8 +402,8 @@ impl<'a> DbIterator<'a> {
     /// before the bound.
     fn seek_for_prev_in(&mut self, target: &[u8], prefix: Option<Vec<u8>>) {
         let from = match &self.upper {
-            Some(u) if !self.cmp.lt(target, u) => make_internal_key(u, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK),
-            _ => make_internal_key(target, 0, ValueKind::Deletion),
+            Some(u) if !self.cmp.lt(target, u) => self.target(u, u64::MAX, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK),
+            _ => self.target(target, 0, 0, ValueKind::Deletion),
         };
         self.count_seek();
         self.error = None;
@@ -429,7 +497,7 @@ impl<'a> DbIterator<'a> {
             // rest of the key's (older) versions are skipped below.
         } else {
             self.saved_key.clear();
-            self.saved_key.extend_from_slice(user_key(self.iter.key()));
+            self.saved_key.extend_from_slice(self.shown_key(self.iter.key()));
             self.iter.next();
         }
         self.find_next_user_entry(true);
@@ -452,7 +520,7 @@ impl<'a> DbIterator<'a> {
             // iterator then past some of its versions or at the end.
             if !self.merged {
                 self.saved_key.clear();
-                self.saved_key.extend_from_slice(user_key(self.iter.key()));
+                self.saved_key.extend_from_slice(self.shown_key(self.iter.key()));
             } else if !self.iter.valid() || self.bound_prefix.is_some() {
                 // Past the merged versions the inner iterator may have run
                 // out, or stand past the prefix with tables skipped: seek
@@ -460,7 +528,7 @@ impl<'a> DbIterator<'a> {
                 // `DBIter::ReverseToBackward`).
                 self.reseek_to_saved_key(Direction::Reverse);
             }
-            while self.iter.valid() && !self.cmp.lt(user_key(self.iter.key()), &self.saved_key) {
+            while self.iter.valid() && !self.cmp.lt(self.shown_key(self.iter.key()), &self.saved_key) {
                 self.iter.prev();
             }
             if !self.iter.valid() {
@@ -480,7 +548,7 @@ impl<'a> DbIterator<'a> {
     /// mode the tables lacking the prefix are skipped again (the key is of
     /// the prefix, and the iterator stops where the prefix ends).
     fn reseek_to_saved_key(&mut self, direction: Direction) {
-        let target = make_internal_key(&self.saved_key, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK);
+        let target = self.target(&self.saved_key, u64::MAX, crate::key::MAX_SEQUENCE, KIND_FOR_SEEK);
         if let (Some(prefix), Some((_, Some(shared)))) = (&self.bound_prefix, &self.prefix_mode) {
             shared.set(Some(prefix.clone()));
         }
@@ -497,14 +565,14 @@ impl<'a> DbIterator<'a> {
         self.merged = false;
         self.is_entity = false;
         while self.iter.valid() {
-            let Some(p) = parse_internal_key(self.iter.key()) else {
+            let Some((p, newer_ts)) = parse_at(self.iter.key(), self.read_ts) else {
                 self.fail_unparsable();
                 return;
             };
             if self.out_of_prefix(p.user_key) {
                 break;
             }
-            let recent = p.seq > self.sequence;
+            let recent = p.seq > self.sequence || newer_ts;
             if !recent {
                 match self.kind_seen(&p) {
                     ValueKind::Deletion | ValueKind::SingleDeletion | ValueKind::RangeDeletion => {
@@ -570,7 +638,7 @@ impl<'a> DbIterator<'a> {
         // and newer than it.
         let (mut stepped, mut recent_stepped) = (0u64, 0u64);
         while self.iter.valid() {
-            let Some(p) = parse_internal_key(self.iter.key()) else {
+            let Some((p, newer_ts)) = parse_at(self.iter.key(), self.read_ts) else {
                 // It may be a newer version of the key collected so far.
                 self.fail_unparsable();
                 return;
@@ -578,7 +646,7 @@ impl<'a> DbIterator<'a> {
             if self.out_of_prefix(p.user_key) {
                 break;
             }
-            let recent = p.seq > self.sequence;
+            let recent = p.seq > self.sequence || newer_ts;
             if !recent {
                 if !kind.is_deletion() && self.cmp.lt(p.user_key, &self.saved_key) {
                     break;
@@ -597,8 +665,10 @@ impl<'a> DbIterator<'a> {
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.iter.value());
                         self.operands.clear();
+                        self.saved_ts = self.entry_ts();
                     }
                     ValueKind::Merge => {
+                        self.saved_ts = self.entry_ts();
                         if kind.is_deletion() {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(p.user_key);
@@ -668,17 +738,24 @@ impl<'a> DbIterator<'a> {
     /// inner iterator past what it read.
     fn merge_forward(&mut self) {
         self.saved_key.clear();
-        self.saved_key.extend_from_slice(user_key(self.iter.key()));
+        self.saved_key.extend_from_slice(self.shown_key(self.iter.key()));
+        self.saved_ts = self.entry_ts();
         let mut operands = vec![self.iter.value().to_vec()];
         let mut existing = None;
         self.iter.next();
         while self.iter.valid() {
-            let Some(p) = parse_internal_key(self.iter.key()) else {
+            let Some((p, newer_ts)) = parse_at(self.iter.key(), self.read_ts) else {
                 self.fail_unparsable();
                 return;
             };
             if p.user_key != self.saved_key.as_slice() {
                 break;
+            }
+            if newer_ts || p.seq > self.sequence {
+                // Not seen by this read (only where timestamps and
+                // sequences disagree, which their contract rules out).
+                self.iter.next();
+                continue;
             }
             match self.kind_seen(&p) {
                 ValueKind::Merge => operands.push(self.iter.value().to_vec()),
@@ -717,6 +794,14 @@ impl<'a> DbIterator<'a> {
                 self.valid = true;
             }
             Err(e) => self.fail(e),
+        }
+    }
+
+    /// The timestamp of the inner iterator's entry (0 without timestamps).
+    fn entry_ts(&self) -> u64 {
+        match self.read_ts {
+            Some(_) => crate::comparator::split_timestamp(user_key(self.iter.key())).1,
+            None => 0,
         }
     }
 
@@ -1005,7 +1090,10 @@ impl DbInner {
         }
         let merged = MergingIterator::new(cf.cmp.clone(), children).with_newest(newest);
         let (lower, upper) = (ro.iterate_lower_bound, ro.iterate_upper_bound);
-        let mut it = DbIterator::new(merged, cf.cmp.clone(), seq, lower, upper, Box::new(sv));
+        let mut it = DbIterator::new(merged, cf.cmp.of_stripped_keys(), seq, lower, upper, Box::new(sv));
+        if cf.cmp.timestamp_size() > 0 {
+            it.read_ts = Some(ro.timestamp.unwrap_or(0));
+        }
         it.tombstones = tombstones;
         it.prefix_mode = prefix_mode;
         if ro.prefix_same_as_start && !ro.total_order_seek && opts.prefix_extractor.is_none() {
@@ -1021,7 +1109,12 @@ impl DbInner {
         it.blobs = Some((Arc::clone(&self.blobs) as Arc<dyn BlobFetcher>, ro.verify_checksums));
         it.merge_operator = opts.merge_operator.clone();
         it.stats = Some(Arc::clone(&self.stats));
-        if let Err(e) = self.check_open().and_then(|()| self.check_family(cf)).and(sequence.map(|_| ())) {
+        let checked = self
+            .check_open()
+            .and_then(|()| self.check_family(cf))
+            .and_then(|()| cf.check_read_timestamp(ro.timestamp))
+            .and(sequence.map(|_| ()));
+        if let Err(e) = checked {
             it.iter = MergingIterator::new(cf.cmp.clone(), vec![Box::new(crate::iter::EmptyIterator::with_error(e))]);
         }
         it

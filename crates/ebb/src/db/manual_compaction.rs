@@ -22,6 +22,19 @@ impl DbInner {
         self.check_writable("compact_range")?;
         self.flush_family(cf, true)?;
         let mut st = self.state.lock();
+        // With timestamps the bounds are keys without them (RocksDB's): the
+        // range takes every version of both.
+        let data = st.families.data(cf);
+        let begin = match (&data, begin) {
+            (Some(d), Some(b)) => Some(d.range_bound(b, true, true).into_owned()),
+            (_, b) => b.map(<[u8]>::to_vec),
+        };
+        let end = match (&data, end) {
+            (Some(d), Some(e)) => Some(d.range_bound(e, false, true).into_owned()),
+            (_, e) => e.map(<[u8]>::to_vec),
+        };
+        drop(data);
+        let (begin, end) = (begin.as_deref(), end.as_deref());
         self.catch_job(&mut st, "manual compaction", |st| {
             let mut st = JobGuard::new(self, st, Hold::ManualCompaction);
             self.compact_range_locked(&mut st, cf, begin, end)
@@ -57,8 +70,10 @@ impl DbInner {
         // With a compaction filter every file in the range is rewritten
         // through it: no trivial moves, and the deepest level compacted into
         // itself (RocksDB's `bottommost_level_compaction =
-        // kIfHaveCompactionFilter`, its default).
-        let filtered = opts.has_compaction_filter();
+        // kIfHaveCompactionFilter`, its default). So with timestamps and a
+        // full_history_ts_low, whose history below it compactions collect.
+        let collects_history = data.cmp.timestamp_size() > 0 && data.full_history_ts_low() > 0;
+        let filtered = opts.has_compaction_filter() || collects_history;
         let mut level = 0;
         while level < num_levels {
             st.bg_error.check()?;

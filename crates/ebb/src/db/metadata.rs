@@ -195,6 +195,11 @@ impl Db {
             ));
         }
         let data = &cf.data;
+        // Bounds are keys without timestamps in a family with them.
+        let padded: Vec<_> =
+            ranges.iter().map(|&(s, l)| (data.range_bound(s, true, true), data.range_bound(l, false, false))).collect();
+        let ranges: Vec<(&[u8], &[u8])> = padded.iter().map(|(s, l)| (s.as_ref(), l.as_ref())).collect();
+        let ranges = ranges.as_slice();
         check_ranges(data, ranges, "approximate sizes")?;
         let sv = data.super_version();
         let mut sizes = Vec::with_capacity(ranges.len());

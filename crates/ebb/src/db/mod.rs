@@ -28,7 +28,7 @@
 //! 4. The facade: `mod` (the handle) and the files that add to the
 //!    public API: `open`, `backup`, `checkpoint`, `debug`, `ingest`,
 //!    `repair`, `secondary`, `ttl`, `metadata`, `delete_files`,
-//!    `compact_files`, `wal_updates`, `entities`.
+//!    `compact_files`, `wal_updates`, `entities`, `timestamps`.
 
 mod backup;
 mod batch;
@@ -69,6 +69,7 @@ mod sequence;
 mod snapshots;
 mod stalls;
 mod super_version;
+mod timestamps;
 mod ttl;
 mod tuning;
 mod version_edits;
@@ -611,7 +612,7 @@ impl Db {
     /// `keys`; an error fails only the keys it concerns.
     pub fn multi_get(&self, keys: &[&[u8]], ro: &ReadOptions<'_>) -> Vec<Result<Option<Vec<u8>>>> {
         let reads: Vec<(&ColumnFamilyData, &[u8])> = keys.iter().map(|k| (&*self.inner.default_cf, *k)).collect();
-        self.inner.multi_get_in(&reads, ro)
+        self.multi_get_reads(&reads, ro)
     }
 
     /// [`Db::multi_get`] across column families: each key read in its
@@ -622,7 +623,22 @@ impl Db {
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
         let reads: Vec<(&ColumnFamilyData, &[u8])> = reads.iter().map(|(cf, k)| (&*cf.data, *k)).collect();
-        self.inner.multi_get_in(&reads, ro)
+        self.multi_get_reads(&reads, ro)
+    }
+
+    /// Reads every `(family, key)` at one point: batched, or where keys
+    /// carry timestamps (docs/timestamps.md) one by one at one snapshot.
+    fn multi_get_reads(
+        &self,
+        reads: &[(&ColumnFamilyData, &[u8])],
+        ro: &ReadOptions<'_>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        if ro.timestamp.is_none() && reads.iter().all(|(cf, _)| cf.cmp.timestamp_size() == 0) {
+            return self.inner.multi_get_in(reads, ro);
+        }
+        let taken = ro.snapshot.is_none().then(|| self.snapshot());
+        let ro = ReadOptions { snapshot: ro.snapshot.or(taken.as_ref()), ..ro.clone() };
+        reads.iter().map(|(cf, key)| self.inner.get_in(cf, key, &ro)).collect()
     }
 
     /// A cursor over the database (a consistent view taken now), unpositioned.

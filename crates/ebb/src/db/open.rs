@@ -288,7 +288,9 @@ pub(super) fn open_locked(
             }
             _ => Arc::new(options.cf_options()),
         };
-        opened.push(ColumnFamilyData::new(*id, &f.name, o, instance));
+        let data = ColumnFamilyData::new(*id, &f.name, o, instance);
+        data.raise_full_history_ts_low(f.full_history_ts_low);
+        opened.push(data);
     }
     let families = super::memtables::Memtables::new(opened);
     let default_cf = families.data(0).ok_or_else(|| Error::corruption("MANIFEST", 0, "no default column family"))?;

@@ -138,6 +138,9 @@ impl DbInner {
         key: &[u8],
         ro: &ReadOptions<'_>,
     ) -> Result<Option<Got<V>>> {
+        if cf.cmp.timestamp_size() > 0 || ro.timestamp.is_some() {
+            return self.get_stamped(cf, key, ro);
+        }
         self.check_open()?;
         self.check_family(cf)?;
         let snapshot_time = crate::perf::PerfTimer::start();
@@ -151,6 +154,126 @@ impl DbInner {
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
         let s = &self.stats;
         s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<Got<V>>| v.as_ref()).map(|v| match v {
+            Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
+        }));
+        s.time_since(|h| &h.get_micros, start);
+        r
+    }
+
+    /// A point read in a family with timestamps (docs/timestamps.md), as
+    /// found: through the point-read path ([`Self::get_stamped_fast`]), or
+    /// where that cannot answer, an iterator ([`Self::get_at_timestamp`]).
+    fn get_stamped<V: ReadValue>(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Got<V>>> {
+        self.check_open()?;
+        self.check_family(cf)?;
+        cf.check_read_timestamp(ro.timestamp)?;
+        let sv = cf.super_version_guard();
+        let seq = self.read_sequence(ro)?;
+        let start = self.stats.start_timer();
+        let stamped = crate::comparator::with_timestamp(key, ro.timestamp.unwrap_or(0));
+        let lookup = crate::key::make_internal_key(&stamped, seq, KIND_FOR_SEEK);
+        let fast = self.get_stamped_fast::<V>(cf, &sv, key, &lookup, ro);
+        drop(sv);
+        let r = match fast {
+            Ok(Some(got)) => Ok(got),
+            Ok(None) => return Ok(self.get_at_timestamp(cf, key, ro)?.map(|(got, _)| got)),
+            Err(e) => Err(e),
+        };
+        let s = &self.stats;
+        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<Got<V>>| v.as_ref()).map(|v| match v {
+            Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
+        }));
+        s.time_since(|h| &h.get_micros, start);
+        r
+    }
+
+    /// The point-read path with timestamps: `lookup` is the internal key of
+    /// `(key, read's timestamp)` at the read's sequence, so in each memtable
+    /// and table the first entry of the key at or after it is the newest
+    /// version at or below the timestamp (and the filters, which hold keys
+    /// without timestamps, are asked for `key`). Sources go newest first,
+    /// and by the timestamps' contract a newer source's version has the
+    /// larger timestamp. `None` where this path cannot answer and the
+    /// caller reads through an iterator: a merge operand (its versions at
+    /// older timestamps are other keys to the point-read path), a blob, or
+    /// an entry newer than the read's snapshot found first (an older
+    /// version may lie behind it).
+    fn get_stamped_fast<V: ReadValue>(
+        &self,
+        cf: &ColumnFamilyData,
+        sv: &SuperVersion,
+        key: &[u8],
+        lookup: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<Option<Got<V>>>> {
+        let seq = lookup_sequence(lookup);
+        for mem in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+            crate::perf::count(|c| c.get_from_memtable_count += 1);
+            if let Some((s, found)) = mem.get_entry(lookup) {
+                return Ok(match found {
+                    _ if s > seq => None,
+                    MemLookup::Value(v) => Some(Some(Got::Plain(V::owned(v)))),
+                    MemLookup::Entity(v) => Some(Some(Got::Entity(V::owned(v)))),
+                    MemLookup::Deleted => Some(None),
+                    MemLookup::BlobIndex(_) | MemLookup::Merge => None,
+                });
+            }
+        }
+        let read = PointLookup {
+            key,
+            lookup,
+            seq,
+            rs: ReadSettings::from_read_options(ro),
+            prefix_extractor: &|| cf.options().prefix_extractor.clone(),
+        };
+        match sv.version.get::<V>(&self.tables, &read, &self.stats.reads)? {
+            None => Ok(Some(None)),
+            Some(f) if f.seq > seq || matches!(f.kind, ValueKind::Merge | ValueKind::BlobIndex) => Ok(None),
+            Some(f) => self.finish(key, f, ro).map(Some),
+        }
+    }
+
+    /// A point read in a family with timestamps (docs/timestamps.md): the
+    /// newest version of `key` at or below `ro.timestamp` (and the read's
+    /// sequence), as found, with its timestamp. It seeks an iterator of
+    /// the family, which sees each key's versions through their
+    /// timestamps; the filters of the point-read path are not asked.
+    pub(super) fn get_at_timestamp<V: ReadValue>(
+        &self,
+        cf: &ColumnFamilyData,
+        key: &[u8],
+        ro: &ReadOptions<'_>,
+    ) -> Result<Option<(Got<V>, u64)>> {
+        self.check_open()?;
+        self.check_family(cf)?;
+        cf.check_read_timestamp(ro.timestamp)?;
+        let start = self.stats.start_timer();
+        let ro = ReadOptions {
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+            prefix_same_as_start: false,
+            ..ro.clone()
+        };
+        let mut it = self.new_iterator(cf, ro);
+        it.seek(key);
+        let r = if !it.valid() {
+            it.status().map(|()| None)
+        } else if it.key() != key {
+            Ok(None)
+        } else {
+            let got = match it.entity() {
+                Some(e) => Got::Entity(V::owned(e.to_vec())),
+                None => Got::Plain(V::owned(it.value().to_vec())),
+            };
+            Ok(Some((got, it.timestamp())))
+        };
+        let s = &self.stats;
+        s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(|(v, _)| match v {
             Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
         }));
         s.time_since(|h| &h.get_micros, start);
@@ -517,6 +640,11 @@ pub struct ReadOptions<'a> {
     /// Ignore the prefix extractor: seeks are in total order and no table is
     /// skipped by prefix (RocksDB `total_order_seek`). Default false.
     pub total_order_seek: bool,
+    /// In a column family with timestamps (docs/timestamps.md), read as of
+    /// this timestamp: the newest version of each key at or below it
+    /// (RocksDB `ReadOptions::timestamp`). Required there, and refused in a
+    /// family without timestamps. Default `None`.
+    pub timestamp: Option<u64>,
 }
 
 impl Default for ReadOptions<'_> {
@@ -530,6 +658,7 @@ impl Default for ReadOptions<'_> {
             readahead_size: 0,
             prefix_same_as_start: false,
             total_order_seek: false,
+            timestamp: None,
         }
     }
 }

@@ -302,8 +302,8 @@ fn repair_locked(
         .map(|(id, name)| {
             let l0 = placed.tables.remove(id).unwrap_or_default().into_iter().map(Arc::new).collect();
             let blob_files = listed_blobs.get(id).cloned().unwrap_or_default();
-            let current = Arc::new(Version { levels: vec![l0], blob_files, cmp: cmp.clone() });
-            (*id, FamilyVersions { name: name.clone(), current, log_number })
+            let current = Arc::new(Version::of(vec![l0], blob_files, cmp.clone()));
+            (*id, FamilyVersions { name: name.clone(), current, log_number, full_history_ts_low: 0 })
         })
         .collect();
     // The WAL the repaired state replays from exists, as in every database

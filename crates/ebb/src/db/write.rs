@@ -197,6 +197,7 @@ impl DbInner {
     pub(crate) fn write(&self, batch: Option<WriteBatch>, wo: &WriteOptions, force_switch: Option<u32>) -> Result<()> {
         self.check_writable(if force_switch.is_some() { "a flush" } else { "a write" })?;
         if let Some(b) = &batch {
+            b.check_timestamps(&self.default_cf)?;
             if b.has_other_families() {
                 let st = self.state.lock();
                 let ids = b.column_families();

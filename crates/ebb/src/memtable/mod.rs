@@ -351,7 +351,10 @@ impl MemTable {
         }
         let mut c = self.list.cursor();
         c.seek_versions(lookup);
-        let parsed = parse_internal_key(c.key()).filter(|p| c.valid() && p.user_key == user_key(lookup))?;
+        // With timestamps, the first entry at or after `(key, read's
+        // timestamp)` of the key is its newest version at or below it.
+        let cmp = self.list.comparator();
+        let parsed = parse_internal_key(c.key()).filter(|p| c.valid() && cmp.same_key(p.user_key, user_key(lookup)))?;
         Some((parsed.seq, found(parsed.kind, c.value())?))
     }
 

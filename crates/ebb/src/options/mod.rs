@@ -848,6 +848,19 @@ impl Options {
         if self.idle_quiet_ms > DAY_US / 1000 {
             return bad("idle_quiet_ms", "must be at most a day");
         }
+        let timestamps = crate::comparator::UserComparator::from_option(self.comparator.as_ref()).timestamp_size() > 0;
+        if timestamps && self.prefix_extractor.is_some() {
+            return bad(
+                "prefix_extractor",
+                "is not supported with a timestamped comparator (leveldb.BytewiseComparator.u64ts) yet",
+            );
+        }
+        if timestamps && self.enable_blob_files {
+            return bad(
+                "enable_blob_files",
+                "is not supported with a timestamped comparator (leveldb.BytewiseComparator.u64ts) yet",
+            );
+        }
         if self.write_buffer_size < 4096 || self.write_buffer_size > MAX_WRITE_BUFFER_SIZE {
             return bad("write_buffer_size", "must be between 4096 bytes and 64 GiB");
         }

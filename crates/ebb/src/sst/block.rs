@@ -41,6 +41,16 @@ pub enum KeyOrder {
 }
 
 impl KeyOrder {
+    /// Whether user keys `a` and `b` are versions of one key
+    /// ([`UserComparator::same_key`]).
+    #[inline]
+    pub fn same_key(&self, a: &[u8], b: &[u8]) -> bool {
+        match self {
+            KeyOrder::Internal(c) | KeyOrder::UserKeys(c) => c.same_key(a, b),
+            KeyOrder::Bytewise => a == b,
+        }
+    }
+
     /// Internal keys in the bytewise order.
     #[cfg(any(test, feature = "internals"))]
     pub const INTERNAL_BYTEWISE: KeyOrder = KeyOrder::Internal(UserComparator::BYTEWISE);

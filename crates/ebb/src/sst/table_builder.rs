@@ -327,14 +327,19 @@ impl TableBuilder {
             self.flush_data_block()?;
         }
         if let Some(handle) = self.pending_index.take() {
-            if user_key(&self.last_key) == user_key(internal_key) {
+            // A key spanning two blocks needs the sequence in the index;
+            // with timestamps so do two versions of one key: a read of an
+            // older version must not stop at the first block's end.
+            if self.opts.comparator.same_key(user_key(&self.last_key), user_key(internal_key)) {
                 self.index_needs_seq = true;
             }
             let separator = internal_separator(&self.opts.comparator, &self.last_key, internal_key);
             self.add_index_entry(separator, handle);
         }
         if let Some(f) = &mut self.filter {
-            let key = user_key(internal_key);
+            // Filters hold keys without their timestamps (RocksDB's): a read
+            // at any timestamp probes the key alone.
+            let key = self.opts.comparator.strip_timestamp(user_key(internal_key));
             if self.opts.whole_key_filtering {
                 f.add_key(key);
             }

@@ -708,7 +708,9 @@ impl Table {
         if let Some(r) = data.corruption() {
             return Err(self.corruption(handle.offset, r));
         }
-        if data.valid() && user_key(data.key()) == user_key(lookup) {
+        // With timestamps, the first entry at or after `(key, read's
+        // timestamp)` of the key is its newest version at or below it.
+        if data.valid() && self.data_order.same_key(user_key(data.key()), user_key(lookup)) {
             Ok(Some(found(data.key(), data.value_range())))
         } else {
             Ok(None)

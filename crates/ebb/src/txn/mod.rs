@@ -34,9 +34,21 @@ fn keep_history(max_write_buffer_size_to_maintain: &mut i64) {
     }
 }
 
+/// Transactions do not take keys with timestamps (docs/timestamps.md):
+/// `NotSupported` for a family whose comparator has them.
+fn refuse_timestamps(name: &str, options: &ColumnFamilyOptions) -> Result<()> {
+    if options.user_comparator().timestamp_size() > 0 {
+        return Err(crate::error::Error::NotSupported(format!(
+            "transactions in column family '{name}', whose keys carry timestamps"
+        )));
+    }
+    Ok(())
+}
+
 /// [`Db::open`] for a transaction database (memtable history kept).
 fn open_db(path: &Path, mut options: Options) -> Result<Db> {
     keep_history(&mut options.max_write_buffer_size_to_maintain);
+    refuse_timestamps("default", &options.cf_options())?;
     Db::open(path, options)
 }
 
@@ -47,6 +59,7 @@ where
     for<'a> &'a F: Into<ColumnFamilyOptions>,
 {
     keep_history(&mut options.max_write_buffer_size_to_maintain);
+    refuse_timestamps("default", &options.cf_options())?;
     let families: Vec<(&str, ColumnFamilyOptions)> = families
         .iter()
         .map(|(n, o)| {
@@ -55,6 +68,9 @@ where
             (*n, o)
         })
         .collect();
+    for (n, o) in &families {
+        refuse_timestamps(n, o)?;
+    }
     Db::open_cf::<ColumnFamilyOptions>(path, options, &families)
 }
 
@@ -63,5 +79,6 @@ where
 fn create_family(db: &Db, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamilyHandle> {
     let mut o = options;
     keep_history(&mut o.max_write_buffer_size_to_maintain);
+    refuse_timestamps(name, &o)?;
     db.create_column_family(name, o)
 }

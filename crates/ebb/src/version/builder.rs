@@ -171,7 +171,7 @@ impl<'a> VersionBuilder<'a> {
                 *number >= oldest_linked && (linked.contains(number) || meta.garbage_count < meta.total_count)
             });
         }
-        Version { levels, blob_files, cmp }
+        Version::of(levels, blob_files, cmp)
     }
 }
 
@@ -199,7 +199,7 @@ mod tests {
         for (level, files) in levels.iter_mut().enumerate() {
             files.sort_by(|a, b| level_order(&UserComparator::BYTEWISE, level, a, b));
         }
-        Version { levels, blob_files: BTreeMap::new(), cmp: UserComparator::BYTEWISE }
+        Version::of(levels, BTreeMap::new(), UserComparator::BYTEWISE)
     }
 
     fn numbers(v: &Version) -> Vec<Vec<u64>> {

@@ -42,6 +42,9 @@ const TAG_MAX_COLUMN_FAMILY: u32 = 203;
 // Blob files, RocksDB's tag numbers (kBlobFileAddition, kBlobFileGarbage).
 const TAG_BLOB_FILE_ADDITION: u32 = 400;
 const TAG_BLOB_FILE_GARBAGE: u32 = 401;
+/// The family's `full_history_ts_low` (RocksDB's tag and encoding: the
+/// timestamp's 8 bytes, length-prefixed).
+const TAG_FULL_HISTORY_TS_LOW: u32 = 404;
 
 /// What the version set knows about one SST.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +139,10 @@ pub struct VersionEdit {
     pub blob_file_additions: Vec<BlobFileAddition>,
     /// Garbage found in the family's blob files.
     pub blob_file_garbage: Vec<BlobFileGarbage>,
+    /// The family's full_history_ts_low: reads below it are refused, and
+    /// compactions may drop the versions they alone could see
+    /// (docs/timestamps.md).
+    pub full_history_ts_low: Option<u64>,
 }
 
 impl VersionEdit {
@@ -223,6 +230,10 @@ impl VersionEdit {
             put_varint64(&mut out, g.count);
             put_varint64(&mut out, g.bytes);
         }
+        if let Some(ts) = self.full_history_ts_low {
+            put_varint32(&mut out, TAG_FULL_HISTORY_TS_LOW);
+            put_length_prefixed(&mut out, &ts.to_le_bytes());
+        }
         out
     }
 
@@ -308,6 +319,12 @@ impl VersionEdit {
                     })()
                     .ok_or_else(|| bad("blob file garbage truncated"))?;
                     edit.blob_file_garbage.push(g);
+                }
+                TAG_FULL_HISTORY_TS_LOW => {
+                    let raw = d.length_prefixed().ok_or_else(|| bad("full_history_ts_low truncated"))?;
+                    let raw: [u8; 8] =
+                        raw.try_into().map_err(|_| bad(&format!("full_history_ts_low of {} bytes", raw.len())))?;
+                    edit.full_history_ts_low = Some(u64::from_le_bytes(raw));
                 }
                 other => return Err(bad(&format!("unknown field tag {other}"))),
             }

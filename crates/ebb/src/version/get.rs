@@ -103,7 +103,9 @@ impl Version {
         };
         let newer_found =
             |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|b| f.largest_seq < b.seq);
-        let mut files = self.files_for_key(key).peekable();
+        // With timestamps the files are found by the key with the read's
+        // (the lookup's user key); `key`, without it, asks the filters.
+        let mut files = self.files_for_key(crate::key::user_key(read.lookup)).peekable();
         // L0's files, when there are several, a batch at a time: every
         // filter probe of a batch is started (its filter line prefetched)
         // before the first is answered, so a read over many L0 runs waits

@@ -86,9 +86,10 @@ pub struct Version {
     pub levels: Vec<Vec<Arc<FileMetaData>>>,
     /// The blob files the tables may refer to, by number (oldest first).
     pub blob_files: BTreeMap<u64, BlobFileMetaData>,
-    /// The order of the family's keys: the levels are sorted, and their
-    /// ranges compared, in it.
+    /// The order of the family's keys: the levels are sorted in it.
     pub cmp: UserComparator,
+    /// The order their ranges are compared in ([`Version::ranges`]).
+    key_ranges: UserComparator,
 }
 
 impl Version {
@@ -100,7 +101,24 @@ impl Version {
 
     /// An empty version with `num_levels` levels, its keys in `cmp`'s order.
     pub fn with_comparator(num_levels: usize, cmp: UserComparator) -> Self {
-        Version { levels: vec![Vec::new(); num_levels], blob_files: BTreeMap::new(), cmp }
+        Version::of(vec![Vec::new(); num_levels], BTreeMap::new(), cmp)
+    }
+
+    /// A version of `levels` and `blob_files`, its keys in `cmp`'s order.
+    pub fn of(
+        levels: Vec<Vec<Arc<FileMetaData>>>,
+        blob_files: BTreeMap<u64, BlobFileMetaData>,
+        cmp: UserComparator,
+    ) -> Self {
+        Version { levels, blob_files, key_ranges: cmp.without_timestamp(), cmp }
+    }
+
+    /// The order of key ranges ([`UserComparator::without_timestamp`]):
+    /// with timestamps, every version of a key falls in one range, so a
+    /// level's files never split a key's versions and a range always takes
+    /// all of them.
+    pub fn ranges(&self) -> &UserComparator {
+        &self.key_ranges
     }
 
     /// Every live blob file number.
@@ -151,7 +169,7 @@ impl Version {
     /// bound open when `None`). For L0 the range is not widened.
     pub fn overlapping_files(&self, level: usize, begin: Option<&[u8]>, end: Option<&[u8]>) -> Vec<Arc<FileMetaData>> {
         let Some(files) = self.levels.get(level) else { return Vec::new() };
-        let cmp = &self.cmp;
+        let cmp = self.ranges();
         let overlaps = |f: &FileMetaData| {
             begin.is_none_or(|b| cmp.le(b, f.largest_user_key()))
                 && end.is_none_or(|e| cmp.le(f.smallest_user_key(), e))
@@ -171,8 +189,10 @@ impl Version {
     /// at most one file per deeper level.
     pub fn files_for_key<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = (usize, &'a FileMetaData)> + 'a {
         // Borrowed, not cloned: a point read bumps no reference count shared
-        // with readers on other cores, and allocates nothing.
-        let cmp = &self.cmp;
+        // with readers on other cores, and allocates nothing. Compared in
+        // the order of ranges: with timestamps, `key` (with one) is in the
+        // one file per level that holds the key's versions.
+        let cmp = self.ranges();
         self.levels.iter().enumerate().flat_map(move |(level, files)| {
             // L0: every file; deeper: the one file whose range may hold `key`.
             let candidates = if level == 0 {
@@ -192,7 +212,7 @@ impl Version {
     fn check(&self, manifest: &str) -> Result<()> {
         for (level, files) in self.levels.iter().enumerate().skip(1) {
             for pair in files.windows(2) {
-                if !self.cmp.lt(user_key(&pair[0].largest), user_key(&pair[1].smallest)) {
+                if !self.ranges().lt(user_key(&pair[0].largest), user_key(&pair[1].smallest)) {
                     return Err(Error::corruption(
                         manifest,
                         0,
@@ -217,8 +237,12 @@ impl Version {
 }
 
 /// A version with no levels: the base recovery builds families on.
-static EMPTY_VERSION: Version =
-    Version { levels: Vec::new(), blob_files: BTreeMap::new(), cmp: UserComparator::BYTEWISE };
+static EMPTY_VERSION: Version = Version {
+    levels: Vec::new(),
+    blob_files: BTreeMap::new(),
+    cmp: UserComparator::BYTEWISE,
+    key_ranges: UserComparator::BYTEWISE,
+};
 
 /// The name of the column family every database has, id 0 (RocksDB's
 /// `kDefaultColumnFamilyName`).
@@ -251,6 +275,8 @@ pub struct FamilyVersions {
     pub current: Arc<Version>,
     /// The family's data in WALs numbered below this is all in tables.
     pub log_number: u64,
+    /// Its full_history_ts_low (0: none; docs/timestamps.md).
+    pub full_history_ts_low: u64,
 }
 
 /// The live version of every column family, plus the counters persisted in
@@ -351,12 +377,14 @@ trait FamilyState {
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()>;
     /// The family's log number.
     fn log_number_mut(&mut self) -> &mut u64;
+    /// The family's full_history_ts_low.
+    fn full_history_ts_low_mut(&mut self) -> &mut u64;
 }
 
 impl FamilyState for FamilyVersions {
     fn new_family(name: &str, shape: FamilyShape) -> Self {
         let current = Arc::new(Version::with_comparator(shape.num_levels, shape.comparator));
-        FamilyVersions { name: name.to_string(), current, log_number: 0 }
+        FamilyVersions { name: name.to_string(), current, log_number: 0, full_history_ts_low: 0 }
     }
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
         self.current = Arc::new(self.current.apply(&[edit])?);
@@ -364,6 +392,9 @@ impl FamilyState for FamilyVersions {
     }
     fn log_number_mut(&mut self) -> &mut u64 {
         &mut self.log_number
+    }
+    fn full_history_ts_low_mut(&mut self) -> &mut u64 {
+        &mut self.full_history_ts_low
     }
 }
 
@@ -373,25 +404,29 @@ struct RecoveringFamily {
     name: String,
     builder: VersionBuilder<'static>,
     log_number: u64,
+    full_history_ts_low: u64,
 }
 
 impl RecoveringFamily {
     fn finish(self) -> FamilyVersions {
-        let RecoveringFamily { name, builder, log_number } = self;
-        FamilyVersions { name, current: Arc::new(builder.build()), log_number }
+        let RecoveringFamily { name, builder, log_number, full_history_ts_low } = self;
+        FamilyVersions { name, current: Arc::new(builder.build()), log_number, full_history_ts_low }
     }
 }
 
 impl FamilyState for RecoveringFamily {
     fn new_family(name: &str, shape: FamilyShape) -> Self {
         let builder = VersionBuilder::with_shape(&EMPTY_VERSION, shape.num_levels, shape.comparator);
-        RecoveringFamily { name: name.to_string(), builder, log_number: 0 }
+        RecoveringFamily { name: name.to_string(), builder, log_number: 0, full_history_ts_low: 0 }
     }
     fn apply_files(&mut self, edit: &VersionEdit) -> Result<()> {
         self.builder.apply(edit)
     }
     fn log_number_mut(&mut self) -> &mut u64 {
         &mut self.log_number
+    }
+    fn full_history_ts_low_mut(&mut self) -> &mut u64 {
+        &mut self.full_history_ts_low
     }
 }
 
@@ -427,6 +462,10 @@ fn apply_edit<F: FamilyState>(
     if let Some(n) = edit.log_number {
         let log_number = family.log_number_mut();
         *log_number = (*log_number).max(n);
+    }
+    if let Some(ts) = edit.full_history_ts_low {
+        let low = family.full_history_ts_low_mut();
+        *low = (*low).max(ts);
     }
     Ok(())
 }
@@ -1073,6 +1112,7 @@ struct ChangingFamily {
     current: Arc<Version>,
     file_edits: Vec<VersionEdit>,
     log_number: u64,
+    full_history_ts_low: u64,
 }
 
 impl ChangingFamily {
@@ -1082,17 +1122,18 @@ impl ChangingFamily {
             current: Arc::clone(&family.current),
             file_edits: Vec::new(),
             log_number: family.log_number,
+            full_history_ts_low: family.full_history_ts_low,
         }
     }
 
     fn finish(self) -> Result<FamilyVersions> {
-        let ChangingFamily { name, current, file_edits, log_number } = self;
+        let ChangingFamily { name, current, file_edits, log_number, full_history_ts_low } = self;
         let current = if file_edits.is_empty() {
             current
         } else {
             Arc::new(current.apply(&file_edits.iter().collect::<Vec<_>>())?)
         };
-        Ok(FamilyVersions { name, current, log_number })
+        Ok(FamilyVersions { name, current, log_number, full_history_ts_low })
     }
 }
 
@@ -1112,6 +1153,9 @@ impl FamilyState for ChangingFamily {
     }
     fn log_number_mut(&mut self) -> &mut u64 {
         &mut self.log_number
+    }
+    fn full_history_ts_low_mut(&mut self) -> &mut u64 {
+        &mut self.full_history_ts_low
     }
 }
 
@@ -1158,6 +1202,7 @@ fn snapshot_records(families: &BTreeMap<u32, FamilyVersions>, counters: Snapshot
             column_family_add: (*id != 0).then(|| family.name.clone()),
             comparator: (!cmp.is_bytewise()).then(|| cmp.name().to_string()),
             log_number: Some(family.log_number),
+            full_history_ts_low: (family.full_history_ts_low > 0).then_some(family.full_history_ts_low),
             ..Default::default()
         };
         if *id == 0 {

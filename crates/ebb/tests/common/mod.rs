@@ -265,7 +265,7 @@ pub fn fs_holding(dir: &str, files: &[(String, Vec<u8>)]) -> MemFs {
 /// Like [`scan`], but returns the iterator's error instead of panicking,
 /// and a key's wide columns as [`shown_columns`] writes them.
 pub fn try_scan(db: &Db, ro: ReadOptions) -> ebb::Result<Model> {
-    let mut it = db.iter(ro);
+    let mut it = db.iter(latest(db, ro));
     it.seek_to_first();
     let mut out = Model::new();
     while it.valid() {
@@ -274,6 +274,26 @@ pub fn try_scan(db: &Db, ro: ReadOptions) -> ebb::Result<Model> {
     }
     it.status()?;
     Ok(out)
+}
+
+/// `ro`, reading the latest version of every key where the default family
+/// has timestamps (the failure workloads write them in increasing order).
+pub fn latest<'a>(db: &Db, ro: ReadOptions<'a>) -> ReadOptions<'a> {
+    let stamped = db.cf_handle("default").is_some_and(|cf| cf.timestamp_size() > 0);
+    ReadOptions { timestamp: ro.timestamp.or(stamped.then_some(u64::MAX)), ..ro }
+}
+
+/// The timestamp of a write a failure test adds after its workload (newer
+/// than any the workloads write).
+pub const LATE_TS: u64 = 1 << 62;
+
+/// Puts `key` in the default family with `wo`: at [`LATE_TS`] where the
+/// family has timestamps.
+pub fn put_late(db: &Db, key: &[u8], value: &[u8], wo: &ebb::WriteOptions) -> ebb::Result<()> {
+    match db.cf_handle("default") {
+        Some(cf) if cf.timestamp_size() > 0 => db.put_with_ts_opt(&cf, key, LATE_TS, value, wo),
+        _ => db.put_opt(key, value, wo),
+    }
 }
 
 /// Marks a model value that stands for a wide-column entity.
