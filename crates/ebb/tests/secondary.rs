@@ -36,6 +36,9 @@ fn a_secondary_reads_the_primary_and_catches_up_on_request() {
     }
     primary.flush(true).unwrap();
     primary.put(&key(1000), b"in the WAL").unwrap();
+    // No compaction of the primary's may create files while the count
+    // below is taken.
+    primary.wait_for_compact().unwrap();
     let primary_files = fs.list_dir(Path::new(DB)).unwrap();
     let creates = fs.op_count_of(FaultOp::Create);
 

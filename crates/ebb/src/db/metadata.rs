@@ -235,6 +235,8 @@ impl Db {
     ) -> Result<(u64, u64)> {
         self.inner.check_open()?;
         self.inner.check_family(&cf.data)?;
+        let (start, limit) = (cf.data.range_bound(start, true, true), cf.data.range_bound(limit, false, false));
+        let (start, limit) = (start.as_ref(), limit.as_ref());
         check_ranges(&cf.data, &[(start, limit)], "approximate memtable stats")?;
         let sv = cf.data.super_version();
         let (mut count, mut bytes) = (0u64, 0u64);
@@ -259,6 +261,10 @@ impl Db {
         self.inner.check_open()?;
         self.inner.check_family(&cf.data)?;
         let data = &cf.data;
+        let padded: Vec<_> =
+            ranges.iter().map(|&(s, l)| (data.range_bound(s, true, true), data.range_bound(l, false, false))).collect();
+        let ranges: Vec<(&[u8], &[u8])> = padded.iter().map(|(s, l)| (s.as_ref(), l.as_ref())).collect();
+        let ranges = ranges.as_slice();
         check_ranges(data, ranges, "properties of tables in range")?;
         let sv = data.super_version();
         let mut out = BTreeMap::new();
