@@ -849,6 +849,17 @@ impl Iterator {
         with_cursor!(self, |it| mode.dec(py, it.value()))?
     }
 
+    /// The current entry's columns as a dict by name (RocksDB's
+    /// `Iterator::columns`): an entity's, or for a plain value one column
+    /// named `""`.
+    fn columns(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        if !self.valid()? {
+            return Err(InvalidArgumentError::new_err("columns of an iterator that is not valid"));
+        }
+        let mode = self.mode;
+        with_cursor!(self, |it| entity_dict(py, mode, &it.columns()))?
+    }
+
     /// Raises the error that stopped the iterator, if any.
     fn status(&mut self) -> PyResult<()> {
         self.check()

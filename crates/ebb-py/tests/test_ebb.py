@@ -35,6 +35,14 @@ def test_wide_column_entities(path):
         batch.put_entity(b"pairs", [(b"a", b"1"), (b"b", b"2")])
         db.write(batch)
         assert db.get(b"pairs") == b"" and db.get_entity(b"pairs") == {b"a": b"1", b"b": b"2"}
+        it = db.iter()
+        it.seek(b"pairs")
+        assert it.key() == b"pairs" and it.columns() == {b"a": b"1", b"b": b"2"}
+        it.seek(b"plain")
+        assert it.columns() == {b"": b"v"}
+        it.seek(b"zzz")
+        with pytest.raises(ebb.InvalidArgumentError, match="not valid"):
+            it.columns()
         with pytest.raises(ebb.InvalidArgumentError, match="given twice"):
             db.put_entity(b"bad", [(b"a", b"1"), ("a", b"2")])
         with pytest.raises(TypeError):

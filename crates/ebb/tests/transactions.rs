@@ -366,6 +366,25 @@ fn plain_writes_through_a_transaction_db_wait_for_transaction_locks() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"plain"[..]));
 }
 
+/// A transaction's iterator shows the database's entities with their
+/// columns, and its own writes as one default column.
+#[test]
+fn a_transaction_iterator_shows_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = pessimistic(dir.path());
+    db.put_entity(b"e", &[(b"", b"base"), (b"attr", b"x")]).unwrap();
+    let mut t = db.begin_transaction(&wo(), &TransactionOptions::default());
+    t.put(b"own", b"mine").unwrap();
+    let mut it = t.iter(ReadOptions::default());
+    it.seek(b"e");
+    assert_eq!(it.columns(), vec![ebb::WideColumn::new("", "base"), ebb::WideColumn::new("attr", "x")]);
+    it.seek(b"own");
+    assert_eq!(it.key(), b"own");
+    assert_eq!(it.columns(), vec![ebb::WideColumn::new("", "mine")]);
+    it.seek(b"zz");
+    assert!(it.columns().is_empty());
+}
+
 #[test]
 fn pessimistic_snapshot_validation_is_busy_for_a_key_written_after_it() {
     let dir = tempfile::tempdir().unwrap();

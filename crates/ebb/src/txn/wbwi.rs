@@ -860,6 +860,20 @@ impl<'a> BaseDeltaIterator<'a> {
         }
     }
 
+    /// The current entry's columns (RocksDB's `Iterator::columns`): the
+    /// database's entry as [`DbIterator::columns`] gives it; an entry of
+    /// the batch (which holds plain values) as one column named `""`.
+    /// Empty when not valid.
+    pub fn columns(&self) -> Vec<crate::wide_columns::WideColumn> {
+        match self.at {
+            At::Invalid => Vec::new(),
+            At::Base => self.base.columns(),
+            At::Delta | At::Both => {
+                vec![crate::wide_columns::WideColumn::new(crate::wide_columns::DEFAULT_COLUMN_NAME, self.value())]
+            }
+        }
+    }
+
     /// The error that made the iterator invalid, if any.
     pub fn status(&self) -> Result<()> {
         match (&self.fatal, &self.error) {
