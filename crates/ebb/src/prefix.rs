@@ -31,6 +31,27 @@ pub trait SliceTransform: Send + Sync {
     fn in_domain(&self, key: &[u8]) -> bool;
 }
 
+/// Keys ending in a u64 timestamp, without it: the memtable's key bloom
+/// filter in a family with timestamps (`db/write.rs`, `new_memtable`).
+struct WithoutTimestamp;
+
+impl SliceTransform for WithoutTimestamp {
+    fn name(&self) -> &str {
+        "ebb.WithoutTimestamp"
+    }
+    fn transform<'k>(&self, key: &'k [u8]) -> &'k [u8] {
+        crate::comparator::split_timestamp(key).0
+    }
+    fn in_domain(&self, key: &[u8]) -> bool {
+        key.len() >= crate::comparator::TIMESTAMP_SIZE
+    }
+}
+
+/// The transform taking a key's u64 timestamp off.
+pub(crate) fn without_timestamp() -> Arc<dyn SliceTransform> {
+    Arc::new(WithoutTimestamp)
+}
+
 struct Fixed {
     len: usize,
     name: String,
