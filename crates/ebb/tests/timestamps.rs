@@ -584,3 +584,25 @@ fn range_calls_take_keys_without_timestamps() {
     }
     assert!(gone > 0);
 }
+
+/// A secondary instance takes up a raised full_history_ts_low when it
+/// catches up: reads below it are refused there too.
+#[test]
+fn a_secondary_refuses_reads_below_the_primarys_low_after_catching_up() {
+    let fs = MemFs::new();
+    let primary = Db::open("/primary", options(&fs, false)).unwrap();
+    let cf = primary.cf_handle("default").unwrap();
+    for ts in 1..=10u64 {
+        primary.put_with_ts(&cf, b"k", ts * 10, format!("v{ts}").as_bytes()).unwrap();
+    }
+    primary.flush(true).unwrap();
+    let secondary = Db::open_as_secondary("/primary", "/secondary", options(&fs, false)).unwrap();
+    let scf = secondary.cf_handle("default").unwrap();
+    assert_eq!(secondary.get_cf_opt(&scf, b"k", &at(35)).unwrap(), Some(b"v3".to_vec()));
+    primary.increase_full_history_ts_low(&cf, 55).unwrap();
+    primary.compact_range(None, None).unwrap();
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(secondary.get_full_history_ts_low(&scf).unwrap(), 55);
+    assert!(matches!(secondary.get_cf_opt(&scf, b"k", &at(35)), Err(Error::InvalidArgument(_))));
+    assert_eq!(secondary.get_cf_opt(&scf, b"k", &at(55)).unwrap(), Some(b"v5".to_vec()));
+}

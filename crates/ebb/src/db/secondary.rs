@@ -169,6 +169,13 @@ impl Db {
             let st = &mut *st;
             let versions = &st.versions;
             st.families.take_memtables_of(&fresh_st.families, |id| versions.version(id).is_some());
+            // A raised full_history_ts_low comes with the view: reads below
+            // it would see the history the primary's compactions dropped.
+            for (id, f) in st.versions.families() {
+                if let Some(data) = st.families.data(*id) {
+                    data.raise_full_history_ts_low(f.full_history_ts_low);
+                }
+            }
             let seq = fresh.inner.last_sequence.get();
             inner.last_sequence.advance_to(seq);
             inner.install_super_version(st);
