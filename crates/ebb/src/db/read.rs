@@ -152,12 +152,19 @@ impl DbInner {
         // The lookup key on the stack (for keys up to 56 bytes): a copied
         // value is then the read's one allocation.
         let r = with_internal_key(key, seq, KIND_FOR_SEEK, |lookup| self.get_with_lookup(cf, &sv, key, lookup, ro));
+        self.record_get(r.as_ref().ok().and_then(Option::as_ref), start);
+        r
+    }
+
+    /// Counts a point read that found `got` (none: absent or failed) and
+    /// started at `start` (`rocksdb.number.keys.read`, its bytes, and
+    /// `rocksdb.db.get.micros`).
+    fn record_get<V: ReadValue>(&self, got: Option<&Got<V>>, start: Option<std::time::Instant>) {
         let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<Got<V>>| v.as_ref()).map(|v| match v {
+        s.reads.record_get(got.map(|v| match v {
             Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
         }));
         s.time_since(|h| &h.get_micros, start);
-        r
     }
 
     /// A point read in a family with timestamps (docs/timestamps.md), as
@@ -184,11 +191,7 @@ impl DbInner {
             Ok(None) => return Ok(self.get_at_timestamp(cf, key, ro)?.map(|(got, _)| got)),
             Err(e) => Err(e),
         };
-        let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v: &Option<Got<V>>| v.as_ref()).map(|v| match v {
-            Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
-        }));
-        s.time_since(|h| &h.get_micros, start);
+        self.record_get(r.as_ref().ok().and_then(Option::as_ref), start);
         r
     }
 
@@ -272,11 +275,7 @@ impl DbInner {
             };
             Ok(Some((got, it.timestamp())))
         };
-        let s = &self.stats;
-        s.reads.record_get(r.as_ref().ok().and_then(|v| v.as_ref()).map(|(v, _)| match v {
-            Got::Plain(v) | Got::Entity(v) => v.bytes().len(),
-        }));
-        s.time_since(|h| &h.get_micros, start);
+        self.record_get(r.as_ref().ok().and_then(Option::as_ref).map(|(got, _)| got), start);
         r
     }
 
