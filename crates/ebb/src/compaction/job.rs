@@ -302,23 +302,16 @@ fn merge(
         // only the newest is needed (no read is at a timestamp below it):
         // the older ones are hidden by it (RocksDB's compaction iterator).
         let below_low = |k: &[u8]| crate::comparator::split_timestamp(k).1 < history_low;
-        let new_user_key = match current_user_key.as_deref() {
-            None => true,
-            Some(c) if c == parsed.user_key => false,
-            Some(c) => {
-                !(history_low > 0
-                    && below_low(c)
-                    && below_low(parsed.user_key)
-                    && cmp.strip_timestamp(c) == cmp.strip_timestamp(parsed.user_key))
+        // Outputs are cut between keys (`new_range_key`), never between
+        // versions of one key at two timestamps (a level's files never
+        // split a key's versions).
+        let (new_user_key, new_range_key) = match current_user_key.as_deref() {
+            Some(c) if c == parsed.user_key => (false, false),
+            Some(c) if timestamps && cmp.same_key(c, parsed.user_key) => {
+                (!(below_low(c) && below_low(parsed.user_key)), false)
             }
+            _ => (true, true),
         };
-        // Outputs are cut between keys, never between versions of one key
-        // at two timestamps (a level's files never split a key's versions).
-        let new_range_key = new_user_key
-            && (!timestamps
-                || current_user_key
-                    .as_deref()
-                    .is_none_or(|c| cmp.strip_timestamp(c) != cmp.strip_timestamp(parsed.user_key)));
         if new_range_key {
             // Advance over grandparents that end before this key, counting overlap.
             while grandparent_index < ctx.grandparents.len()

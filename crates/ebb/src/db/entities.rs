@@ -105,9 +105,7 @@ impl Db {
         reads: &[(&ColumnFamilyData, &[u8])],
         ro: &ReadOptions<'_>,
     ) -> Vec<Result<Option<Vec<WideColumn>>>> {
-        let taken = ro.snapshot.is_none().then(|| self.snapshot());
-        let ro = ReadOptions { snapshot: ro.snapshot.or(taken.as_ref()), ..ro.clone() };
-        reads.iter().map(|(cf, key)| self.inner.get_entity_in(cf, key, &ro)).collect()
+        self.each_at_one_point(reads, ro, |cf, key, ro| self.inner.get_entity_in(cf, key, ro))
     }
 
     /// [`Db::get_entity`] in column family `cf`, with read options.

@@ -636,9 +636,20 @@ impl Db {
         if ro.timestamp.is_none() && reads.iter().all(|(cf, _)| cf.cmp.timestamp_size() == 0) {
             return self.inner.multi_get_in(reads, ro);
         }
+        self.each_at_one_point(reads, ro, |cf, key, ro| self.inner.get_in(cf, key, ro))
+    }
+
+    /// `read` of every `(family, key)` of `reads`, one by one, all at one
+    /// point: `ro`'s snapshot, or one taken for the call.
+    fn each_at_one_point<T>(
+        &self,
+        reads: &[(&ColumnFamilyData, &[u8])],
+        ro: &ReadOptions<'_>,
+        read: impl Fn(&ColumnFamilyData, &[u8], &ReadOptions<'_>) -> T,
+    ) -> Vec<T> {
         let taken = ro.snapshot.is_none().then(|| self.snapshot());
         let ro = ReadOptions { snapshot: ro.snapshot.or(taken.as_ref()), ..ro.clone() };
-        reads.iter().map(|(cf, key)| self.inner.get_in(cf, key, &ro)).collect()
+        reads.iter().map(|(cf, key)| read(cf, key, &ro)).collect()
     }
 
     /// A cursor over the database (a consistent view taken now), unpositioned.
