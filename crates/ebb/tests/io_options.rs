@@ -187,14 +187,19 @@ fn compaction_readahead_reads_inputs_in_few_large_reads() {
     let mut counts = Vec::new();
     for readahead in [0, 64 << 10] {
         let fs = MemFs::new();
-        let (db, model) = layered_db(&fs, |o| o.compaction_readahead_size = readahead);
+        // Outputs of up to 1 MiB: the few a compaction writes are opened
+        // (a handful of reads each) before they are installed.
+        let (db, model) = layered_db(&fs, |o| {
+            o.compaction_readahead_size = readahead;
+            o.target_file_size_base = 1 << 20;
+        });
         let reads = reads_during(&fs, || db.compact_range(None, None).unwrap());
         assert_eq!(scan(&db, ReadOptions::default()), model, "readahead {readahead}");
         counts.push(reads);
     }
     // Four inputs of about 85 KiB in 512-byte blocks: hundreds of block
-    // reads without readahead, a few per input with it (the rest open the
-    // outputs).
+    // reads without readahead, a few per input with it (and a few to open
+    // the outputs).
     assert!(counts[0] > 500, "block by block: {counts:?}");
     assert!(counts[1] * 5 < counts[0], "with readahead: {counts:?}");
 }

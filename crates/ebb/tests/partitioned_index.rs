@@ -421,10 +421,16 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
     // Universal: similar L0 runs above an older, larger run in L1 merge into
     // one L0 file, whatever its size (as the adaptive tuner's L0 run merges
     // do). Past four target files of input that file gets a partitioned
-    // index and filters; the flushes (one of them past the threshold too),
-    // the L1 files (cut at the target size) and a merge of less keep one
-    // index block.
-    for (value_len, partitioned) in [(40usize, true), (1, false)] {
+    // index and filters when its index or filter would pass 64 blocks of
+    // `metadata_block_size`: many small entries. A file of the same size
+    // holding few large values keeps one index block (a point read over
+    // many L0 runs would pay a block-cache lookup per probe for nothing);
+    // the flushes (one of them past the size too), the L1 files (cut at the
+    // target size) and a merge of less keep one index block.
+    // (value bytes, keys, merge past four target files, partitioned)
+    for (value_len, keys, large, partitioned) in
+        [(100usize, 8000usize, true, true), (4000, 200, true, false), (1, 1200, false, false)]
+    {
         let fs = MemFs::new();
         let options = || {
             let mut o = tiny_options(Some(fs.clone()));
@@ -441,9 +447,10 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
         let threshold = options().target_file_size_base * ebb::internals::compaction::PARTITION_ONE_FILE_PAST_TARGETS;
         let db = Db::open("/db", options()).unwrap();
         let mut model = BTreeMap::new();
-        let keys = if partitioned { 4000 } else { 1200 };
+        // The run below, larger than the three runs together, so that they
+        // merge into L0 without it.
         for i in 0..keys {
-            let (k, v) = (user_key(i), vec![b'o'; 100]);
+            let (k, v) = (user_key(i), vec![b'o'; 2 * value_len + 100]);
             db.put(&k, &v).unwrap();
             model.insert(k, v);
         }
@@ -457,9 +464,9 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
             db.flush(true).unwrap();
             if round == 0 {
                 // One flush, not yet merged: one index block whatever its
-                // size (past the threshold in the first case).
+                // size (past the threshold in the first two cases).
                 let flushed = db.metrics().bytes_per_level[0];
-                assert_eq!(flushed > threshold, partitioned, "a flush of {flushed} bytes against {threshold}");
+                assert_eq!(flushed > threshold, large, "a flush of {flushed} bytes against {threshold}");
                 assert!(tables(&db).iter().all(|t| t.0 == 0), "a flush keeps one index block: {:?}", tables(&db));
             }
         }
@@ -471,7 +478,7 @@ fn a_merge_into_one_file_past_four_target_files_partitions_its_index() {
         assert_eq!((m.files_per_level[0], merged.len()), (1, 1), "the three runs merged into one L0 file: {all:?}");
         assert_eq!(merged[0].1, 3 * per_round);
         let l0_bytes = m.bytes_per_level[0];
-        assert_eq!(l0_bytes > threshold, partitioned, "an L0 file of {l0_bytes} bytes against {threshold}");
+        assert_eq!(l0_bytes > threshold, large, "an L0 file of {l0_bytes} bytes against {threshold}");
         assert_eq!(merged[0].0 > 1, partitioned, "the merge's index partitions: {all:?}");
         assert!(
             all.iter().filter(|t| t.1 <= per_round).all(|t| t.0 == 0),

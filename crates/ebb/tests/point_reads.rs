@@ -397,13 +397,59 @@ fn point_reads_over_a_deep_l0_find_the_newest_version() {
     }
 }
 
+/// Over a deep L0 a point read asks each table's filter before its key
+/// range; a table with range tombstones is asked whatever its filter says,
+/// as its tombstones delete keys it does not hold. Also after a reopen and
+/// for a bound table cache, where the tables are found one by one.
+#[test]
+fn a_range_tombstone_in_a_deep_l0_deletes_keys_its_table_does_not_hold() {
+    for max_open_files in [-1, 30] {
+        let fs = MemFs::new();
+        let mut o = deep_l0_options(&fs);
+        o.max_open_files = max_open_files;
+        let db = Db::open("/db", o.clone()).unwrap();
+        for i in 0..100 {
+            db.put(&key(i), b"old").unwrap();
+        }
+        db.flush(true).unwrap();
+        // A table of one key and a tombstone over keys 10-19, which its
+        // filter does not hold.
+        db.delete_range(&key(10), &key(20)).unwrap();
+        db.put(&key(500), b"new").unwrap();
+        db.flush(true).unwrap();
+        // Newer runs above it, past a batch of filter probes.
+        for r in 0..10 {
+            db.put(&key(1000 + r), b"newer").unwrap();
+            db.flush(true).unwrap();
+        }
+        let check = |db: &Db, ctx: &str| {
+            let l0: u32 = db.get_property("ebb.num-files-at-level0").unwrap().parse().unwrap();
+            assert_eq!(l0, 12, "{ctx}: every run is its own L0 file");
+            for pass in 0..2 {
+                for i in 0..100 {
+                    let want = (!(10..20).contains(&i)).then(|| b"old".to_vec());
+                    assert_eq!(db.get(&key(i)).unwrap(), want, "{ctx}, pass {pass}: get of key{i:05}");
+                }
+                assert_eq!(db.get(&key(500)).unwrap(), Some(b"new".to_vec()), "{ctx}");
+            }
+        };
+        check(&db, &format!("max_open_files={max_open_files}"));
+        db.close().unwrap();
+        let db = Db::open("/db", o).unwrap();
+        check(&db, &format!("max_open_files={max_open_files}, reopened"));
+    }
+}
+
 /// A table that cannot be opened fails only the reads that reach it: a
 /// key whose newest version is in a newer file than the missing one (and
-/// newer than everything it holds) reads without it.
+/// newer than everything it holds) reads without it. A table missing at
+/// open fails the open, naming it; one that goes away after it is found by
+/// the reads, if the open left it closed: with a bound table cache the open
+/// opens a few tables (the newest here).
 #[test]
 fn a_missing_l0_file_fails_only_the_reads_that_reach_it() {
     let fs = MemFs::new();
-    let o = deep_l0_options(&fs);
+    let mut o = deep_l0_options(&fs);
     let db = Db::open("/db", o.clone()).unwrap();
     // Ten runs: run r puts key r (and key 100 + r, left for later).
     for r in 0..10u32 {
@@ -417,8 +463,16 @@ fn a_missing_l0_file_fails_only_the_reads_that_reach_it() {
         files_of(&fs, "/db").into_iter().map(|(n, _)| n).filter(|n| n.ends_with(".sst")).collect();
     tables.sort();
     assert_eq!(tables.len(), 10);
+    let oldest = Path::new("/db").join(&tables[0]);
+    let bytes = fs.file_bytes(&oldest).unwrap();
+    fs.remove_file(&oldest).unwrap();
+    let e = Db::open("/db", o.clone()).err().expect("an open with a table missing");
+    assert!(e.to_string().contains(&tables[0]), "the error names the missing table: {e}");
+    fs.set_file_bytes(&oldest, &bytes).unwrap();
+    // Twenty open files at most: ten tables, of which the open opens two.
+    o.max_open_files = 20;
     let db = Db::open("/db", o).unwrap();
-    fs.remove_file(&Path::new("/db").join(&tables[0])).unwrap();
+    fs.remove_file(&oldest).unwrap();
     // Keys of runs 1-9 are found in newer files than the missing one.
     for r in 1..10u32 {
         assert_eq!(db.get(&key(r)).unwrap(), Some(format!("run{r}").into_bytes()), "key of run {r}");

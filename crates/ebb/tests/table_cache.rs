@@ -236,3 +236,118 @@ fn max_open_files_below_minus_one_is_refused() {
     let e = e.to_string();
     assert!(e.contains("max_open_files"), "{e}");
 }
+
+/// Live tables of every family.
+fn live_tables_of_all_families(db: &Db) -> usize {
+    db.get_live_files_metadata().unwrap().len()
+}
+
+/// Three hundred writes of about 110 bytes to `cf` of round `round`, flushed.
+fn write_round(db: &Db, cf: &ebb::ColumnFamilyHandle, round: u32, model: &mut Model) {
+    for i in 0..300u32 {
+        let k = key((i * 7 + round * 311) % 4000);
+        let v = format!("{}.{round}.{i}.{}", cf.name(), "v".repeat(100)).into_bytes();
+        db.put_cf(cf, &k, &v).unwrap();
+        if cf.name() == "default" {
+            model.insert(k, v);
+        }
+    }
+    db.flush_cf(cf, true).unwrap();
+}
+
+#[test]
+fn tables_are_opened_when_the_database_opens_and_when_jobs_write_them() {
+    // RocksDB's LoadTableHandlers: with max_open_files = -1 every live table
+    // of every family is open when Db::open returns, and a table a flush or
+    // a compaction writes is opened before it is installed, so the reads
+    // that follow open none. With a bound the open opens at most 16 and a
+    // quarter of the tables the cache keeps.
+    let fs = MemFs::new();
+    let o = tiny_options(Some(fs.clone()));
+    let mut model = Model::new();
+    let db = Db::open("/db", o.clone()).unwrap();
+    let other = db.create_column_family("other", &o).unwrap();
+    let default = db.cf_handle("default").unwrap();
+    for round in 0..6 {
+        write_round(&db, &default, round, &mut model);
+        write_round(&db, &other, round, &mut model);
+    }
+    db.wait_for_compact().unwrap();
+    db.close().unwrap();
+
+    let db = Db::open_cf("/db", o.clone(), &[("other", o.clone())]).unwrap();
+    let live = live_tables_of_all_families(&db);
+    let levels = db
+        .get_live_files_metadata()
+        .unwrap()
+        .iter()
+        .map(|f| (f.column_family_name.clone(), f.level))
+        .collect::<std::collections::BTreeSet<_>>();
+    assert!(live >= 8 && levels.len() >= 3, "a tree of several levels in both families: {live} tables in {levels:?}");
+    assert_eq!(open_tables(&db), live, "every table of every family is open when the database opens");
+    // A flush and a compaction write new tables: the reads after them open
+    // none (their count may only fall, as the inputs' files are deleted).
+    let (default, other) = (db.cf_handle("default").unwrap(), db.cf_handle("other").unwrap());
+    write_round(&db, &default, 7, &mut model);
+    write_round(&db, &other, 7, &mut model);
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compact().unwrap();
+    let before = open_tables(&db);
+    assert!(before >= live_tables_of_all_families(&db), "the tables written are open");
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    }
+    assert!(db.get_cf(&other, &key(0)).unwrap().is_some(), "round 0 wrote key 0 in both families");
+    assert!(open_tables(&db) <= before, "reads opened tables: {} after {before}", open_tables(&db));
+    db.close().unwrap();
+
+    // Bounded to 50 tables (max_open_files 60 less RocksDB's 10): 12 opened.
+    let mut bounded = o.clone();
+    bounded.max_open_files = 60;
+    let db = Db::open_cf("/db", bounded, &[("other", o.clone())]).unwrap();
+    assert!(live_tables_of_all_families(&db) > 12);
+    assert_eq!(open_tables(&db), 12, "a quarter of the bound, at most 16");
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn a_table_that_cannot_be_opened_fails_the_open_or_the_reads_that_need_it() {
+    // With every table kept open, the open opens them all: a damaged one
+    // fails it, naming the table, as RocksDB's. With a bound the open
+    // opens a few (the newest), and a damaged table the open left fails
+    // only the reads that need it.
+    let fs = MemFs::new();
+    let mut o = tiny_options(Some(fs.clone()));
+    o.disable_auto_compactions = true;
+    let db = Db::open("/db", o.clone()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.flush(true).unwrap();
+    for i in 0..4 {
+        db.put(format!("b{i}").as_bytes(), b"2").unwrap();
+        db.flush(true).unwrap();
+    }
+    let files = db.get_live_files_metadata().unwrap();
+    let damaged = files.iter().find(|f| f.smallest_key == b"a").expect("a's table").name.clone();
+    db.close().unwrap();
+    let path = std::path::PathBuf::from(format!("/db{damaged}"));
+    let mut bytes = fs.file_bytes(&path).unwrap();
+    let n = bytes.len();
+    // The footer's magic number: the table cannot be opened.
+    for b in &mut bytes[n - 8..] {
+        *b ^= 0xff;
+    }
+    fs.set_file_bytes(&path, &bytes).unwrap();
+    let e = Db::open("/db", o.clone()).err().expect("an open of every table with one damaged");
+    assert!(e.to_string().contains(damaged.trim_start_matches('/')), "the error names the table: {e}");
+    // Ten tables kept open at most: the open opens two, the newest.
+    o.max_open_files = 20;
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(open_tables(&db), 2);
+    assert_eq!(db.get(b"b3").unwrap(), Some(b"2".to_vec()));
+    let e = db.get(b"a").expect_err("a read of the damaged table");
+    assert!(e.to_string().contains(damaged.trim_start_matches('/')), "the error names the table: {e}");
+    db.close().unwrap();
+}

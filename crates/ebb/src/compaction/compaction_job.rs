@@ -131,7 +131,14 @@ impl<'a> CompactionJob<'a> {
         if c.level == 0 && c.output_level == 0 {
             table_options.bloom_bits_per_key = start.l0_filter_bits;
         }
-        if table_options.index_partition_size.is_none() && c.writes_one_large_file(opts.target_file_size_base) {
+        if table_options.index_partition_size.is_none()
+            && c.partitions_its_metadata(
+                opts.target_file_size_base,
+                table_options.block_size,
+                opts.metadata_block_size,
+                table_options.bloom_bits_per_key,
+            )
+        {
             table_options.index_partition_size = Some(opts.metadata_block_size.max(1));
             table_options.partition_filters = true;
         }

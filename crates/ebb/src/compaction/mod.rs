@@ -93,6 +93,14 @@ pub fn readahead_per_input(size: usize, open: usize) -> usize {
 /// blocks each time it loads it (docs/cache.md, "Shards and large blocks").
 pub const PARTITION_ONE_FILE_PAST_TARGETS: u64 = 4;
 
+/// Such a file is partitioned only if its index or its filter would be
+/// more than this many times `metadata_block_size` (256 KiB at the default
+/// 4 KiB): below that its partitions are too few to be worth a block-cache
+/// lookup on every filter probe, the price a point read pays per file over
+/// a deep L0. Files of large values hold few keys: a 200 MB run merge of
+/// 100 KB values has a 5 KB filter and a 50 KB index.
+pub const PARTITIONS_WORTH_IT: u64 = 64;
+
 impl Compaction {
     /// True when the output is one file that may pass
     /// [`PARTITION_ONE_FILE_PAST_TARGETS`] times `target_file_size_base`: it
@@ -102,6 +110,31 @@ impl Compaction {
             && !self.trivial_move
             && !self.is_deletion()
             && self.input_bytes() > target_file_size_base.saturating_mul(PARTITION_ONE_FILE_PAST_TARGETS)
+    }
+
+    /// True when the output is one large file
+    /// ([`Compaction::writes_one_large_file`]) whose index or filter, as
+    /// estimated from its inputs (every entry kept, a data block of
+    /// `block_size` holding at least one, an index entry the length of the
+    /// longest smallest key and a handle, `bloom_bits_per_key` bits a key),
+    /// would pass [`PARTITIONS_WORTH_IT`] blocks of `metadata_block_size`:
+    /// it is then written with a partitioned index and filters.
+    pub fn partitions_its_metadata(
+        &self,
+        target_file_size_base: u64,
+        block_size: usize,
+        metadata_block_size: usize,
+        bloom_bits_per_key: u32,
+    ) -> bool {
+        if !self.writes_one_large_file(target_file_size_base) {
+            return false;
+        }
+        let entries: u64 = self.all_inputs().map(|f| f.num_entries).sum();
+        let key_len = self.all_inputs().map(|f| f.smallest.len() as u64).max().unwrap_or(0);
+        let blocks = entries.min(self.input_bytes() / block_size.max(1) as u64 + 1);
+        let index_bytes = blocks.saturating_mul(key_len + 8);
+        let filter_bytes = entries.saturating_mul(u64::from(bloom_bits_per_key)) / 8;
+        index_bytes.max(filter_bytes) > PARTITIONS_WORTH_IT.saturating_mul(metadata_block_size.max(1) as u64)
     }
 
     /// Input files one merge of this compaction reads at once: each L0 input

@@ -415,7 +415,12 @@ impl DbInner {
         let mut guard = JobGuard::new(self, st, Hold::PendingOutputs(floor));
         // A subcompaction thread that panics fails the compaction; its
         // outputs are in `new_tables` and deleted with the others'.
-        let mut out = match MutexGuard::unlocked(&mut guard, || job.run(&hooks)) {
+        let run = || {
+            let out = job.run(&hooks)?;
+            self.open_new_tables(&out.files, c.output_level, &data.cmp)?;
+            Ok(out)
+        };
+        let mut out = match MutexGuard::unlocked(&mut guard, run) {
             Ok(out) => out,
             Err(e) => {
                 if matches!(e, Error::Cancelled) {

@@ -77,6 +77,7 @@ impl DbInner {
                     (smallest_snapshot, &snapshots),
                     &new_blob_number,
                 )?;
+                self.open_new_tables(&output.files, 0, &data.cmp)?;
                 // No family's tables may hold writes logged after another
                 // family's unsynced WAL (db/wal_seal.rs, contract 4).
                 if several_families {

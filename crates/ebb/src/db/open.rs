@@ -21,12 +21,13 @@ use super::blob_cache::BlobFileCache;
 use super::column_family::ColumnFamilyData;
 use super::info_log::{InfoLog, Level};
 use super::{Db, DbInner, DbState};
+use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::stats::Stats;
 use crate::tuning::command::FamilyId;
-use crate::version::{filename, FamilyShape, VersionSet, DEFAULT_COLUMN_FAMILY};
+use crate::version::{filename, FamilyShape, FileMetaData, VersionSet, DEFAULT_COLUMN_FAMILY};
 use crate::version::{TableCache, TableCacheOptions};
 
 pub(super) fn open(dir: &Path, options: Options, families: &[(&str, ColumnFamilyOptions)]) -> Result<Db> {
@@ -346,6 +347,7 @@ pub(super) fn open_locked(
         inner.notify_event("on_recovery_damage", |l| l.on_recovery_damage(&report));
     }
     let _ = inner.recovery_report.set(report);
+    inner.open_tables_at_open(&options)?;
     if read_only {
         return Ok(Db { inner });
     }
@@ -382,6 +384,72 @@ fn start_threads(inner: &Arc<DbInner>, dir: &Path) -> Result<()> {
 }
 
 impl DbInner {
+    /// Opens the live tables of every family before the database is handed
+    /// out, as RocksDB's `LoadTableHandlers` does at open: all of them with
+    /// `max_open_files = -1`, else at most 16 and a quarter of the table
+    /// cache, `max_file_opening_threads` at a time. The first reads then
+    /// find their tables open instead of each opening the files it
+    /// touches. A table that cannot be opened fails the open, naming it, as
+    /// in RocksDB (`Db::repair` recovers what the others hold).
+    pub(crate) fn open_tables_at_open(&self, options: &Options) -> Result<()> {
+        let limit = match options.table_cache_capacity() {
+            None => usize::MAX,
+            Some(capacity) => (capacity / 4).min(16),
+        };
+        let mut files = Vec::new();
+        {
+            let st = self.state.lock();
+            'families: for (_, family) in st.families.iter() {
+                let data = family.data();
+                let sv = data.super_version();
+                for (level, level_files) in sv.version.levels.iter().enumerate() {
+                    for f in level_files {
+                        if files.len() == limit {
+                            break 'families;
+                        }
+                        files.push((Arc::clone(f), level, data.cmp.clone()));
+                    }
+                }
+            }
+        }
+        let threads = (options.max_file_opening_threads.max(1) as usize).min(files.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        let open = || {
+            while let Some((f, level, cmp)) = files.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                if let Err(e) = self.tables.get(f, *level, cmp) {
+                    // The first failure is the open's; the others stop.
+                    next.store(files.len(), std::sync::atomic::Ordering::Relaxed);
+                    failed.lock().get_or_insert(e);
+                }
+            }
+        };
+        // This thread opens tables too; a helper that cannot be started
+        // leaves its share to the others.
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                let _ = std::thread::Builder::new().name("ebb-open-tables".into()).spawn_scoped(scope, open);
+            }
+            open();
+        });
+        match failed.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens the tables a flush or compaction wrote (`files`, of `level` in
+    /// a family ordered by `cmp`) before they are installed, as RocksDB
+    /// opens its outputs to check them: the reads that follow the install
+    /// find them open, and an output that cannot be opened fails the job
+    /// instead of the reads.
+    pub(crate) fn open_new_tables(&self, files: &[FileMetaData], level: usize, cmp: &UserComparator) -> Result<()> {
+        for f in files {
+            self.tables.get(f, level, cmp)?;
+        }
+        Ok(())
+    }
+
     /// The OPTIONS-file text of the options in force: the database's and
     /// the default family's, then every other family's.
     pub(crate) fn options_file_text(&self) -> String {

@@ -220,7 +220,6 @@ const ROCKSDB_DEFAULTS: &[(&str, &str)] = &[
     ("max_log_file_size", "0"),
     ("is_fd_close_on_exec", "true"),
     ("avoid_unnecessary_blocking_io", "false"),
-    ("max_file_opening_threads", "16"),
     ("wal_filter", "nullptr"),
     ("wal_write_temperature", "kUnknown"),
     ("follower_catchup_retry_wait_ms", "100"),

@@ -163,13 +163,18 @@ define_options! {
         /// Start a new MANIFEST once it grows past this. RocksDB `max_manifest_file_size`; default 1 GiB.
         max_manifest_file_size: u64 = 1 << 30,
         /// Tables kept open (each its file descriptor, index and filter): -1
-        /// keeps every table open from its first read until it is deleted;
+        /// opens every table when the database opens and as flushes and
+        /// compactions write it, and keeps it open until it is deleted;
         /// otherwise at most this many less 10 (RocksDB's room for the WAL,
         /// MANIFEST and other files), the least recently used closed first
-        /// (a table being read stays open until its readers are done).
-        /// Values below 20 count as 20, as RocksDB sanitizes them. RocksDB
-        /// `max_open_files`; default -1.
+        /// (a table being read stays open until its readers are done), with
+        /// at most 16 (and a quarter of them) opened when the database
+        /// opens. Values below 20 count as 20, as RocksDB sanitizes them.
+        /// RocksDB `max_open_files`; default -1.
         max_open_files: i32 = -1,
+        /// Threads that open the tables when the database opens (see
+        /// `max_open_files`). RocksDB `max_file_opening_threads`; default 16.
+        max_file_opening_threads: i32 = 16,
         /// Read SSTs through a read-only memory map instead of `pread`. RocksDB
         /// `allow_mmap_reads`; default false. SSTs must not be truncated while
         /// open (a read of a lost page raises SIGBUS); see docs/io.md.
@@ -939,6 +944,9 @@ impl Options {
         }
         if self.max_manifest_file_size == 0 {
             return bad("max_manifest_file_size", "must be positive");
+        }
+        if self.max_file_opening_threads < 1 {
+            return bad("max_file_opening_threads", "must be at least 1");
         }
         if self.max_open_files < -1 {
             return bad("max_open_files", "must be -1 (keep every table open) or at least 0");

@@ -500,6 +500,7 @@ option_table! {
     bytes_per_sync: Db, true;
     max_manifest_file_size: Db, false;
     max_open_files: Db, false;
+    max_file_opening_threads: Db, false;
     allow_mmap_reads: Db, false;
     use_direct_reads: Db, false;
     use_direct_io_for_flush_and_compaction: Db, false;

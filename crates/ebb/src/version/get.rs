@@ -25,12 +25,14 @@
 //! Thread-safety: a version is immutable and read by any number of threads;
 //! the table cache does its own locking.
 
+use std::sync::{Arc, OnceLock};
+
 use super::{FileMetaData, TableCache, TableRef, Version};
 use crate::comparator::UserComparator;
 use crate::error::{Error, Result};
 use crate::key::{append_internal_key, SequenceNumber, ValueKind, KIND_FOR_SEEK};
 use crate::sst::filter::filter_hash;
-use crate::sst::{copied_entry, BatchEntry, FilterProbe, PointLookup, ReadSettings, ReadValue, TableEntry};
+use crate::sst::{copied_entry, BatchEntry, FilterProbe, PointLookup, ReadSettings, ReadValue, Table, TableEntry};
 use crate::stats::ReadCounters;
 
 /// L0 tables whose filter probes a point read starts together (see
@@ -40,6 +42,38 @@ const L0_PROBE_BATCH: usize = 8;
 /// The fewest L0 files a point read batches; below, the few probes cost
 /// less than setting up a batch.
 const L0_BATCH_FROM: usize = 4;
+
+/// A version's L0 tables, opened, each with its file number, in the order
+/// of its L0 files: kept by the version once a point read found them all
+/// open in a table cache that keeps every table open (so they stay open as
+/// long as the version lives). A point read over a deep L0 then walks them
+/// without finding each in the table cache, and asks a file's key range
+/// only when its filter lets the key through. A copy of the version starts
+/// without them.
+#[derive(Default)]
+pub(super) struct L0Tables(OnceLock<KeptTables>);
+
+/// L0's tables with their file numbers, in the order of the L0 files.
+type KeptTables = Box<[(u64, Arc<Table>)]>;
+
+impl L0Tables {
+    /// None kept yet.
+    pub(super) const fn empty() -> L0Tables {
+        L0Tables(OnceLock::new())
+    }
+}
+
+impl Clone for L0Tables {
+    fn clone(&self) -> Self {
+        L0Tables::default()
+    }
+}
+
+impl std::fmt::Debug for L0Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("L0Tables").field(&self.0.get().map(|t| t.len())).finish()
+    }
+}
 
 /// The newest entry of a key a read has found in the tables.
 pub struct Found<V> {
@@ -82,7 +116,7 @@ impl Version {
                    floor: &mut SequenceNumber,
                    level: usize,
                    f: &FileMetaData,
-                   table: &TableRef,
+                   table: &Table,
                    probe: Option<FilterProbe<'_>>|
          -> Result<bool> {
             let got = table.lookup::<V>(read, probe)?;
@@ -105,14 +139,47 @@ impl Version {
             |best: &Option<Found<V>>, f: &FileMetaData| best.as_ref().is_some_and(|b| f.largest_seq < b.seq);
         // With timestamps the files are found by the key with the read's
         // (the lookup's user key); `key`, without it, asks the filters.
-        let mut files = self.files_for_key(crate::key::user_key(read.lookup)).peekable();
+        let lookup_key = crate::key::user_key(read.lookup);
+        let l0 = if self.num_files(0) >= L0_BATCH_FROM { self.open_l0_tables(tables) } else { None };
+        let mut files = self.files_for_key_from(lookup_key, usize::from(l0.is_some())).peekable();
         // L0's files, when there are several, a batch at a time: every
         // filter probe of a batch is started (its filter line prefetched)
         // before the first is answered, so a read over many L0 runs waits
         // for memory once per batch instead of once per file (docs/cache.md,
         // "Point reads over many L0 files"). A shallow L0 is read as the
         // levels below it, one file after the other.
-        if self.num_files(0) >= L0_BATCH_FROM {
+        if let Some(l0) = l0 {
+            // L0's tables as the version keeps them, a batch at a time, the
+            // filters first: a file's range is compared only to count a
+            // filter's verdict or for a key its filter lets through
+            // (`files` starts below L0).
+            let hash = filter_hash(key);
+            let in_range = |f: &FileMetaData| {
+                self.ranges().le(f.smallest_user_key(), lookup_key)
+                    && self.ranges().le(lookup_key, f.largest_user_key())
+            };
+            for (files, tables) in self.levels[0].chunks(L0_PROBE_BATCH).zip(l0.chunks(L0_PROBE_BATCH)) {
+                let probes: [Option<FilterProbe<'_>>; L0_PROBE_BATCH] = std::array::from_fn(|i| {
+                    let f = files.get(i)?;
+                    (!newer_found(&best, f)).then(|| tables[i].1.start_filter_probe(key, hash))
+                });
+                for ((f, (_, table)), probe) in files.iter().zip(tables).zip(probes) {
+                    let Some(probe) = probe else { continue };
+                    if newer_found(&best, f) {
+                        continue;
+                    }
+                    // A table with range tombstones is asked whatever its
+                    // filter says: they may cover the key.
+                    if f.num_range_deletions == 0 && !probe.may_match() {
+                        if in_range(f) {
+                            stats.record_bloom_useful();
+                        }
+                    } else if in_range(f) {
+                        ask(&mut best, &mut floor, 0, f, table, Some(probe))?;
+                    }
+                }
+            }
+        } else if self.num_files(0) >= L0_BATCH_FROM {
             let mut hash = None;
             loop {
                 let mut batch: [Option<(&FileMetaData, TableRef)>; L0_PROBE_BATCH] = Default::default();
@@ -174,6 +241,27 @@ impl Version {
         // skipped for its sequences holds no tombstone newer than the entry
         // found (a file's newest sequence counts its tombstones').
         Ok(best.filter(|b| b.seq >= floor))
+    }
+
+    /// L0's tables when all are open in a table cache that keeps every
+    /// table open, kept by the version from the first read that finds
+    /// them so; `None` otherwise (the read then finds each in the cache).
+    /// A version is not changed once read: its kept tables are checked
+    /// against its L0 files when they are taken, and by count after that.
+    fn open_l0_tables(&self, tables: &TableCache) -> Option<&[(u64, Arc<Table>)]> {
+        let l0 = &self.levels[0];
+        if let Some(kept) = self.l0_tables.0.get() {
+            return (kept.len() == l0.len()).then_some(&kept[..]);
+        }
+        if tables.is_bounded() {
+            return None;
+        }
+        // Not kept while a table is not open: a later read may find it so.
+        let opened: KeptTables =
+            l0.iter().map(|f| tables.get_if_open(f).map(|t| (f.number, Arc::clone(&t)))).collect::<Option<_>>()?;
+        let kept = self.l0_tables.0.get_or_init(|| opened);
+        let matches = kept.len() == l0.len() && kept.iter().zip(l0).all(|((number, _), f)| *number == f.number);
+        matches.then_some(&kept[..])
     }
 
     /// The newest range tombstone covering `key` at or below `seq` in the

@@ -90,6 +90,10 @@ pub struct Version {
     pub cmp: UserComparator,
     /// The order their ranges are compared in ([`Version::ranges`]).
     key_ranges: UserComparator,
+    /// L0's tables, in the order of `levels[0]`, once a point read found
+    /// them all open in a table cache that keeps every table open
+    /// ([`Version::get`]).
+    l0_tables: get::L0Tables,
 }
 
 impl Version {
@@ -110,7 +114,7 @@ impl Version {
         blob_files: BTreeMap<u64, BlobFileMetaData>,
         cmp: UserComparator,
     ) -> Self {
-        Version { levels, blob_files, key_ranges: cmp.without_timestamp(), cmp }
+        Version { levels, blob_files, key_ranges: cmp.without_timestamp(), cmp, l0_tables: Default::default() }
     }
 
     /// The order of key ranges ([`UserComparator::without_timestamp`]):
@@ -188,12 +192,21 @@ impl Version {
     /// For a point lookup: the L0 files that may hold `key` (newest first), then
     /// at most one file per deeper level.
     pub fn files_for_key<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = (usize, &'a FileMetaData)> + 'a {
+        self.files_for_key_from(key, 0)
+    }
+
+    /// [`Version::files_for_key`] in the levels from `first` down.
+    pub fn files_for_key_from<'a>(
+        &'a self,
+        key: &'a [u8],
+        first: usize,
+    ) -> impl Iterator<Item = (usize, &'a FileMetaData)> + 'a {
         // Borrowed, not cloned: a point read bumps no reference count shared
         // with readers on other cores, and allocates nothing. Compared in
         // the order of ranges: with timestamps, `key` (with one) is in the
         // one file per level that holds the key's versions.
         let cmp = self.ranges();
-        self.levels.iter().enumerate().flat_map(move |(level, files)| {
+        self.levels.iter().enumerate().skip(first).flat_map(move |(level, files)| {
             // L0: every file; deeper: the one file whose range may hold `key`.
             let candidates = if level == 0 {
                 &files[..]
@@ -242,6 +255,7 @@ static EMPTY_VERSION: Version = Version {
     blob_files: BTreeMap::new(),
     cmp: UserComparator::BYTEWISE,
     key_ranges: UserComparator::BYTEWISE,
+    l0_tables: get::L0Tables::empty(),
 };
 
 /// The name of the column family every database has, id 0 (RocksDB's

@@ -212,6 +212,13 @@ impl TableCache {
         self.shared(f.number)
     }
 
+    /// True when at most `max_open_files` tables are kept open (the least
+    /// recently used closed first); false when every table opened stays
+    /// open until its file is deleted.
+    pub fn is_bounded(&self) -> bool {
+        self.capacity.is_some()
+    }
+
     /// Unbounded mode: the open table of file `number`, if any.
     fn shared(&self, number: u64) -> Option<TableRef> {
         let shard = self.shards[shard_of(number)].load();
