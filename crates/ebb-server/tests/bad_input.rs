@@ -9,7 +9,11 @@ use reqwest::StatusCode;
 
 /// Sends a request, returns the status and the error message.
 async fn send(request: reqwest::RequestBuilder) -> (StatusCode, String) {
-    let answer = request.send().await.unwrap();
+    error_of(request.send().await.unwrap()).await
+}
+
+/// The status of an answer and the message of its JSON error body.
+async fn error_of(answer: reqwest::Response) -> (StatusCode, String) {
     let status = answer.status();
     let body = answer.bytes().await.unwrap();
     let error: ErrorBody = serde_json::from_slice(&body)
@@ -70,11 +74,7 @@ async fn bad_input_is_a_400_with_a_message() {
             Err(e) => panic!("a body over the limit, attempt {attempts}: {e}"),
         }
     };
-    let status = answer.status();
-    let body = answer.bytes().await.unwrap();
-    let message = serde_json::from_slice::<ErrorBody>(&body)
-        .unwrap_or_else(|e| panic!("{status}: not a JSON error ({e}): {}", String::from_utf8_lossy(&body)))
-        .error;
+    let (status, message) = error_of(answer).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{message}");
     assert!(message.contains("request body over"), "{message}");
 

@@ -43,8 +43,7 @@ const L0_PROBE_BATCH: usize = 8;
 /// less than setting up a batch.
 const L0_BATCH_FROM: usize = 4;
 
-/// A version's L0 tables, opened, each with its file number, in the order
-/// of its L0 files: kept by the version once a point read found them all
+/// A version's L0 tables, opened, in the order of its L0 files: kept by the version once a point read found them all
 /// open in a table cache that keeps every table open (so they stay open as
 /// long as the version lives). A point read over a deep L0 then walks them
 /// without finding each in the table cache, and asks a file's key range
@@ -53,8 +52,8 @@ const L0_BATCH_FROM: usize = 4;
 #[derive(Default)]
 pub(super) struct L0Tables(OnceLock<KeptTables>);
 
-/// L0's tables with their file numbers, in the order of the L0 files.
-type KeptTables = Box<[(u64, Arc<Table>)]>;
+/// L0's tables, in the order of the L0 files.
+type KeptTables = Box<[Arc<Table>]>;
 
 impl L0Tables {
     /// None kept yet.
@@ -154,16 +153,12 @@ impl Version {
             // filter's verdict or for a key its filter lets through
             // (`files` starts below L0).
             let hash = filter_hash(key);
-            let in_range = |f: &FileMetaData| {
-                self.ranges().le(f.smallest_user_key(), lookup_key)
-                    && self.ranges().le(lookup_key, f.largest_user_key())
-            };
             for (files, tables) in self.levels[0].chunks(L0_PROBE_BATCH).zip(l0.chunks(L0_PROBE_BATCH)) {
                 let probes: [Option<FilterProbe<'_>>; L0_PROBE_BATCH] = std::array::from_fn(|i| {
                     let f = files.get(i)?;
-                    (!newer_found(&best, f)).then(|| tables[i].1.start_filter_probe(key, hash))
+                    (!newer_found(&best, f)).then(|| tables[i].start_filter_probe(key, hash))
                 });
-                for ((f, (_, table)), probe) in files.iter().zip(tables).zip(probes) {
+                for ((f, table), probe) in files.iter().zip(tables).zip(probes) {
                     let Some(probe) = probe else { continue };
                     if newer_found(&best, f) {
                         continue;
@@ -171,10 +166,10 @@ impl Version {
                     // A table with range tombstones is asked whatever its
                     // filter says: they may cover the key.
                     if f.num_range_deletions == 0 && !probe.may_match() {
-                        if in_range(f) {
+                        if self.range_holds(f, lookup_key) {
                             stats.record_bloom_useful();
                         }
-                    } else if in_range(f) {
+                    } else if self.range_holds(f, lookup_key) {
                         ask(&mut best, &mut floor, 0, f, table, Some(probe))?;
                     }
                 }
@@ -245,10 +240,9 @@ impl Version {
 
     /// L0's tables when all are open in a table cache that keeps every
     /// table open, kept by the version from the first read that finds
-    /// them so; `None` otherwise (the read then finds each in the cache).
-    /// A version is not changed once read: its kept tables are checked
-    /// against its L0 files when they are taken, and by count after that.
-    fn open_l0_tables(&self, tables: &TableCache) -> Option<&[(u64, Arc<Table>)]> {
+    /// them so, in the order of its L0 files; `None` otherwise (the read
+    /// then finds each in the cache). A version is not changed once read.
+    fn open_l0_tables(&self, tables: &TableCache) -> Option<&[Arc<Table>]> {
         let l0 = &self.levels[0];
         if let Some(kept) = self.l0_tables.0.get() {
             return (kept.len() == l0.len()).then_some(&kept[..]);
@@ -258,10 +252,8 @@ impl Version {
         }
         // Not kept while a table is not open: a later read may find it so.
         let opened: KeptTables =
-            l0.iter().map(|f| tables.get_if_open(f).map(|t| (f.number, Arc::clone(&t)))).collect::<Option<_>>()?;
-        let kept = self.l0_tables.0.get_or_init(|| opened);
-        let matches = kept.len() == l0.len() && kept.iter().zip(l0).all(|((number, _), f)| *number == f.number);
-        matches.then_some(&kept[..])
+            l0.iter().map(|f| tables.get_if_open(f).map(|t| Arc::clone(&t))).collect::<Option<_>>()?;
+        Some(&self.l0_tables.0.get_or_init(|| opened)[..])
     }
 
     /// The newest range tombstone covering `key` at or below `seq` in the
@@ -327,8 +319,7 @@ impl Version {
             batch.wanted.clear();
             for &i in &batch.order {
                 if !batch.settled[i]
-                    && cmp.le(f.smallest_user_key(), keys[i])
-                    && cmp.le(keys[i], f.largest_user_key())
+                    && self.range_holds(f, keys[i])
                     && batch.best[i].as_ref().is_none_or(|b| f.largest_seq >= b.seq)
                 {
                     batch.wanted.push(i);

@@ -214,11 +214,15 @@ impl Version {
                 let i = files.partition_point(|f| cmp.lt(f.largest_user_key(), key));
                 files.get(i..=i).unwrap_or_default()
             };
-            candidates
-                .iter()
-                .filter(move |f| cmp.le(f.smallest_user_key(), key) && cmp.le(key, f.largest_user_key()))
-                .map(move |f| (level, &**f))
+            candidates.iter().filter(move |f| self.range_holds(f, key)).map(move |f| (level, &**f))
         })
+    }
+
+    /// True when `f`'s key range holds `key`, compared in the order of
+    /// ranges ([`Version::ranges`]).
+    pub fn range_holds(&self, f: &FileMetaData, key: &[u8]) -> bool {
+        let cmp = self.ranges();
+        cmp.le(f.smallest_user_key(), key) && cmp.le(key, f.largest_user_key())
     }
 
     /// Checks invariant 2; corruption when violated.
