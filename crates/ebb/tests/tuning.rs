@@ -115,6 +115,44 @@ fn adaptive_mode_puts_a_stall_backstop_above_its_l0_bound() {
     assert_eq!(db.metrics().tuning.mode, "off");
 }
 
+/// Under an adaptive tuner, an L0 table written while L0 holds more files
+/// than its trigger gets a filter sized to the runs a read probes, deferral
+/// or not (the catch-up after one merges L0's fresh runs while L0 is
+/// deep); with tuning off every table gets the configured bits.
+#[test]
+fn l0_filters_grow_with_l0_under_adaptive_tuning_only() {
+    let filter_sizes = |mode: BackgroundTuning| {
+        // A clock that never moves: the tuner never looks, nothing defers.
+        let mut o = tiny_options(Some(MemFs::new())).with_clock(manual_clock());
+        o.background_tuning = mode;
+        o.disable_auto_compactions = true;
+        o.bloom_bits_per_key = 10;
+        o.write_buffer_size = 1 << 20;
+        let db = Db::open("/db", o).unwrap();
+        for flush in 0..9u32 {
+            for k in 0..1000u32 {
+                db.put(format!("key{flush:02}-{k:05}").as_bytes(), b"v").unwrap();
+            }
+            db.flush(true).unwrap();
+        }
+        assert!(!db.metrics().tuning.compaction_deferred);
+        let props = db.get_properties_of_all_tables(&db.cf_handle("default").unwrap()).unwrap();
+        // By path, which sorts by file number: oldest first.
+        let sizes: Vec<u64> = props.values().map(|p| p.filter_size).collect();
+        assert_eq!(sizes.len(), 9);
+        assert!(props.values().all(|p| p.num_entries == 1000));
+        sizes
+    };
+    let off = filter_sizes(BackgroundTuning::Off);
+    assert!(off.iter().all(|s| *s == off[0]), "off: the configured bits throughout: {off:?}");
+    let adaptive = filter_sizes(BackgroundTuning::Adaptive);
+    // L0 at or under its trigger (2): the configured bits; the last, written
+    // over 8 files: 10 + ceil(2.08 ln 4) = 13 bits per key.
+    assert_eq!(adaptive[..3], off[..3], "{adaptive:?}");
+    assert!(adaptive[8] * 10 >= off[8] * 12, "{adaptive:?} against {off:?}");
+    assert!(adaptive.windows(2).all(|w| w[0] <= w[1]), "{adaptive:?}");
+}
+
 /// While clients read, adaptive holds writes by the configured L0 triggers
 /// (RocksDB's controller), and by its backstop again once writes run alone.
 #[test]

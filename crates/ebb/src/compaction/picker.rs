@@ -16,7 +16,9 @@
 //!    compression matches the output level's, and they overlap at most
 //!    `10 x target_file_size` of grandparent bytes (seed 001, "trivial move").
 //! 5. L0→L0 when L0→base is blocked by a running compaction and at least 4 L0
-//!    files are free (RocksDB's `kMinFilesForIntraL0Compaction`).
+//!    files are free (RocksDB's `kMinFilesForIntraL0Compaction`). A large
+//!    L0→base leaves L0's fresh newest runs to L0 run merges when older,
+//!    larger runs lie below them (after a deferral; [`fresh_l0_runs`]).
 //! 6. When no level needs compaction: forced blob garbage collection
 //!    (RocksDB's `ComputeFilesMarkedForForcedBlobGC`), see [`pick_forced_blob_gc`].
 //!
@@ -284,19 +286,27 @@ fn pick_l0(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, t
         return None;
     }
     let out = t.base_level;
-    if !any_busy(l0, busy) {
+    let fresh = fresh_l0_runs(version, opts, out);
+    if !any_busy(&l0[fresh..], busy) {
         // Every L0 file, oldest first, as LevelDB and RocksDB pick L0→base
-        // (all L0 files overlapping the first; with random keys, all of them).
+        // (all L0 files overlapping the first; with random keys, all of them),
+        // except the fresh runs a large L0→base would leave waiting
+        // ([`fresh_l0_runs`]): L0 run merges take those meanwhile.
         // Not cut by max_compaction_bytes: the base level's overlapping files
         // are rewritten once per L0→base compaction, so cutting a deep L0
         // (after a deferral) into max_compaction_bytes pieces would rewrite
         // the base once per piece.
-        let inputs: Vec<Arc<FileMetaData>> = l0.iter().rev().map(Arc::clone).collect();
+        let inputs: Vec<Arc<FileMetaData>> = l0[fresh..].iter().rev().map(Arc::clone).collect();
         let (lo, hi) = range_of(version.ranges(), &inputs);
         let output_inputs = version.overlapping_files(out, Some(&lo), Some(&hi));
         if !any_busy(&output_inputs, busy) {
             return Some(finish(version, opts, 0, out, inputs, output_inputs, CompactionReason::L0FileCount));
         }
+    }
+    // Fresh runs left out of L0→base: merged among themselves, the series
+    // removing the most runs per byte first.
+    if fresh > 0 {
+        return pick_l0_run_merge(version, opts, busy);
     }
     // L0→base is blocked: merge the newest free run of L0 files into one
     // (RocksDB `PickIntraL0Compaction` / `FindIntraL0Compaction`): only with
@@ -311,6 +321,51 @@ fn pick_l0(version: &Version, opts: &ColumnFamilyOptions, busy: &HashSet<u64>, t
     intra_l0_span(l0, busy, MIN_FILES_FOR_INTRA_L0, u64::MAX, max_bytes)
         .map(|limit| intra_l0(version, opts, &l0[..limit]))
 }
+
+/// How many of L0's newest files an L0→base compaction leaves for L0 run
+/// merges: none, unless that compaction would be large (its L0 files and
+/// the base level's bytes they overlap past [`FRESH_RUNS_MIN_COMPACTION`]
+/// times `max_compaction_bytes`) and L0 begins with at least
+/// [`L0_RUN_MERGE_MIN_WIDTH`] fresh runs before an older, larger file:
+/// files of at most 1/[`FRESH_RUN_SIZE_RATIO`] of L0's largest, such as
+/// flush outputs above the merged runs a deferral leaves. The fresh runs
+/// are then the longest such series of newest files; the L0→base takes
+/// every file below them (a suffix of L0, as it must: no older L0 file may
+/// stay above the base with the same keys).
+///
+/// Why: a deferral leaves L0 deep, its older runs merged and its newest
+/// fresh from the wave's last rise, and the catch-up or a forced bound then
+/// compacts L0 into the base. Taken all at once, that one compaction runs
+/// for tens of seconds (W2's sine left 7.5 GB in 216 files), and every run
+/// in it, most of them fresh flush outputs, stays a place each point read
+/// probes until it ends. Left out, the fresh runs are merged 8 to 16 into
+/// one meanwhile (one rewrite each), and the older runs still reach the
+/// base in one compaction. A small L0→base, or an L0 of runs of one size,
+/// is not split: RocksDB's choice.
+fn fresh_l0_runs(version: &Version, opts: &ColumnFamilyOptions, base: usize) -> usize {
+    let l0 = &version.levels[0];
+    let Some(largest) = l0.iter().map(|f| f.file_size).max() else {
+        return 0;
+    };
+    let fresh = l0.iter().take_while(|f| f.file_size.saturating_mul(FRESH_RUN_SIZE_RATIO) <= largest).count();
+    if fresh < L0_RUN_MERGE_MIN_WIDTH || fresh == l0.len() {
+        return 0;
+    }
+    let (lo, hi) = range_of(version.ranges(), l0);
+    let bytes = total(l0) + total(&version.overlapping_files(base, Some(&lo), Some(&hi)));
+    let large = opts.effective_max_compaction_bytes().saturating_mul(FRESH_RUNS_MIN_COMPACTION);
+    if bytes <= large {
+        return 0;
+    }
+    fresh
+}
+
+/// A file is a fresh run beside L0's largest when it is at most this
+/// fraction of it: a run merge's output holds 8 to 16 flush outputs.
+const FRESH_RUN_SIZE_RATIO: u64 = 8;
+/// An L0→base compaction leaves fresh runs out only when it would write
+/// more than this many times `max_compaction_bytes`.
+const FRESH_RUNS_MIN_COMPACTION: u64 = 4;
 
 /// `inputs`, adjacent L0 files, merged into one L0 file: never the
 /// bottommost data, never a move.
@@ -892,6 +947,73 @@ mod tests {
         }
         let v = Version::new(4).apply(&[&e]).unwrap();
         assert!(pick_l0_run_merge(&v, &o, &HashSet::new()).is_none(), "7 small runs wait for an eighth");
+    }
+
+    /// A large L0→base leaves the fresh newest runs above older, larger
+    /// ones to L0 run merges, which take them while it runs.
+    #[test]
+    fn a_large_l0_to_base_leaves_fresh_runs_to_run_merges() {
+        let mut o = opts();
+        o.max_compaction_bytes = 1000; // large: past 4000 bytes
+                                       // Newest first: 10 fresh runs of 10 bytes (30..39), then 4 merged
+                                       // runs of 1000 (1..4); the base level L1 holds one file.
+        let l0 = |fresh: u64, fresh_size: u64| {
+            let mut e = VersionEdit::default();
+            for n in 1..=4 {
+                e.add_file(0, file(n, "a", "z", 1000, n));
+            }
+            for n in 30..30 + fresh {
+                e.add_file(0, file(n, "a", "z", fresh_size, n));
+            }
+            e.add_file(1, file(9, "a", "z", 100, 0));
+            Version::new(4).apply(&[&e]).unwrap()
+        };
+        let numbers = |c: &Compaction| c.inputs.iter().map(|f| f.number).collect::<Vec<_>>();
+        let v = l0(10, 10);
+        let c = pick(&v, &o, &HashSet::new()).unwrap();
+        assert_eq!((c.level, c.output_level, c.reason), (0, 1, CompactionReason::L0FileCount));
+        assert_eq!(numbers(&c), vec![1, 2, 3, 4], "the older runs, oldest first");
+        assert_eq!(c.output_inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![9]);
+        // While it runs, the fresh runs merge into one L0 file.
+        let busy: HashSet<u64> = [1, 2, 3, 4, 9].into_iter().collect();
+        let c = pick(&v, &o, &busy).unwrap();
+        assert_eq!((c.level, c.output_level, c.reason), (0, 0, CompactionReason::IntraL0));
+        assert_eq!(numbers(&c), (30..40).rev().collect::<Vec<_>>());
+        // A merge of some fresh runs under way does not hold the older ones back.
+        let busy: HashSet<u64> = (30..38).collect();
+        assert_eq!(numbers(&pick(&v, &o, &busy).unwrap()), vec![1, 2, 3, 4]);
+        // Every L0 file goes to the base, as RocksDB picks, when the
+        // compaction is small, when fewer than 8 runs are fresh, or when
+        // every run is of one size.
+        let all = |c: Compaction| numbers(&c).len();
+        let mut small = o.clone();
+        small.max_compaction_bytes = 2000;
+        assert_eq!(all(pick(&v, &small, &HashSet::new()).unwrap()), 14, "4200 bytes under 4 x 2000");
+        assert_eq!(all(pick(&l0(7, 10), &o, &HashSet::new()).unwrap()), 11, "7 fresh runs");
+        // Only the newest series counts: fresh runs under a merged one go to
+        // the base with it (leaving them out too, with everything down to
+        // the oldest series of 8, was measured and not kept: more L0→base
+        // rounds, more L0 files left at the end of a square wave).
+        let mut e = VersionEdit::default();
+        for n in 1..=4 {
+            e.add_file(0, file(n, "a", "z", 1000, n));
+        }
+        for n in 10..20 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        e.add_file(0, file(25, "a", "z", 160, 25));
+        for n in 30..33 {
+            e.add_file(0, file(n, "a", "z", 10, n));
+        }
+        let v = Version::new(4).apply(&[&e]).unwrap();
+        assert_eq!(all(pick(&v, &o, &HashSet::new()).unwrap()), 18);
+        assert_eq!(all(pick(&l0(10, 126), &o, &HashSet::new()).unwrap()), 14, "runs over 1/8 of the largest");
+        let mut same = VersionEdit::default();
+        for n in 1..=20 {
+            same.add_file(0, file(n, "a", "z", 1000, n));
+        }
+        let v = Version::new(4).apply(&[&same]).unwrap();
+        assert_eq!(all(pick(&v, &o, &HashSet::new()).unwrap()), 20, "runs of one size");
     }
 
     #[test]

@@ -214,11 +214,17 @@ impl DbInner {
     }
 
     /// Filter bits per key for an L0 table of family `cf` written now: the
-    /// configured bits, raised while the tuner defers compaction and L0
-    /// holds more files than its trigger ([`crate::tuning::l0_filter_bits`]).
-    /// Requires the db mutex.
+    /// configured bits, raised while an adaptive or idle tuner runs (or any
+    /// tuner defers compaction) and L0 holds more files than its trigger
+    /// ([`crate::tuning::l0_filter_bits`]): the catch-up after a deferral
+    /// merges L0's fresh runs while L0 is still deep. Requires the db mutex.
     pub(super) fn l0_filter_bits(&self, st: &DbState, cf: u32, opts: &ColumnFamilyOptions) -> u32 {
-        if !self.tuning.is_deferred() {
+        let sizing = self.tuning.is_deferred()
+            || matches!(
+                self.tuning.mode,
+                crate::options::BackgroundTuning::Adaptive | crate::options::BackgroundTuning::Idle
+            );
+        if !sizing {
             return opts.bloom_bits_per_key;
         }
         let l0 = st.versions.version(cf).map_or(0, |v| v.num_files(0));
