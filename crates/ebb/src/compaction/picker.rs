@@ -953,10 +953,11 @@ mod tests {
     /// ones to L0 run merges, which take them while it runs.
     #[test]
     fn a_large_l0_to_base_leaves_fresh_runs_to_run_merges() {
+        // A compaction is large past 4000 bytes. Newest first: 10 fresh runs
+        // of 10 bytes (30..39), then 4 merged runs of 1000 (1..4); the base
+        // level L1 holds one file.
         let mut o = opts();
-        o.max_compaction_bytes = 1000; // large: past 4000 bytes
-                                       // Newest first: 10 fresh runs of 10 bytes (30..39), then 4 merged
-                                       // runs of 1000 (1..4); the base level L1 holds one file.
+        o.max_compaction_bytes = 1000;
         let l0 = |fresh: u64, fresh_size: u64| {
             let mut e = VersionEdit::default();
             for n in 1..=4 {
