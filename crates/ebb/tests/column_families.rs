@@ -662,6 +662,33 @@ fn families_run_with_column_family_options_and_the_database_listeners() {
     assert_eq!(db.get_cf(&c, b"k").unwrap(), Some(b"v".to_vec()));
 }
 
+/// A `write_buffer_size` lowered by `set_options` is the one the next
+/// writes switch memtables at: a memtable already past the new size is made
+/// immutable by the next write.
+#[test]
+fn a_lowered_write_buffer_size_switches_memtables_at_the_new_size() {
+    let fs = MemFs::new();
+    let db = Db::open(DB, big_buffers(&fs)).unwrap();
+    let switched = |db: &Db| {
+        let imm: u64 = db.get_property("ebb.num-immutable-mem-table").unwrap().parse().unwrap();
+        let l0: u64 = db.get_property("ebb.num-files-at-level0").unwrap().parse().unwrap();
+        imm + l0
+    };
+    let value = vec![b'v'; 2048];
+    for i in 0..100u32 {
+        db.put(format!("a{i:04}").as_bytes(), &value).unwrap();
+    }
+    assert_eq!(switched(&db), 0, "200 KB switched a memtable of 4 MiB");
+    db.set_options(&[("write_buffer_size", "65536")]).unwrap();
+    db.put(b"b", &value).unwrap();
+    db.put(b"c", &value).unwrap();
+    assert!(switched(&db) >= 1, "a memtable of 200 KB kept past a write_buffer_size of 64 KiB");
+    for i in 0..100u32 {
+        assert_eq!(db.get(format!("a{i:04}").as_bytes()).unwrap().as_deref(), Some(&value[..]));
+    }
+    db.close().unwrap();
+}
+
 /// Every flush and compaction event names the family it is about, and a
 /// table a compaction made obsolete is reported deleted, by number.
 #[test]

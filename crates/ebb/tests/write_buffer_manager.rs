@@ -104,7 +104,7 @@ fn two_databases_share_one_budget() {
     let (fa, fb) = (families(&a, &cfa), families(&b, &cfb));
     // B's writes leave more than half the budget unflushed, below the 7/8
     // of it that would flush them; A's writes then find it spent and flush.
-    write(&b, &fb[..1], 60, || {});
+    write(&b, &fb[..1], 100, || {});
     b.wait_for_compact().unwrap();
     assert!(b.get_live_files_metadata().unwrap().is_empty(), "B stayed under the flush trigger");
     let b_bytes = memtable_bytes(&b, &fb);

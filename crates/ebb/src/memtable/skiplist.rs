@@ -35,9 +35,11 @@
 //!    node is linked, with `Release`, and before the writer publishes the
 //!    write's sequence number, so a reader at a snapshot that includes the
 //!    write finds the slot. Only byte-equal user keys are equal under the
-//!    built-in orders, which alone get an index. It has two tiers: a small
-//!    table made with the list, and a large one made when the small one
-//!    fills, for the keys after (a quiet list keeps a small index). It is
+//!    built-in orders, which alone get an index. It grows in tiers: a small
+//!    table made with the list, and each next one eight times larger (the
+//!    last the whole index), made when the one before fills and given
+//!    every key it holds before readers see it, so its memory follows the
+//!    keys the list holds and a lookup probes the newest tier alone. It is
 //!    reported with the memtable's memory
 //!    ([`crate::memtable::MemTable::allocated_bytes`]) but not charged
 //!    against `write_buffer_size`, so a memtable holds as many entries as
@@ -761,24 +763,39 @@ struct KeyIndex {
     saturated: AtomicBool,
 }
 
-/// A list's key index in two tiers (contract 5): a small table first, and a
-/// large one, made when the small one fills, for the keys that come after.
-/// A memtable that holds few keys (a quiet column family) then holds a small
-/// index, and a full one costs one more probe on a miss.
+/// A list's key index in tiers (contract 5): a small table first, and each
+/// next one, [`INDEX_TIER_GROWTH`] times larger up to the memtable's whole
+/// index, made when the one before fills: the writer copies every key the
+/// full tier holds into it before readers see it, so the newest tier holds
+/// every key indexed and a lookup probes it alone. The index's memory then
+/// follows the keys the memtable holds: a memtable flushed early (a quiet
+/// column family, a shared memtable budget that flushes a family at a
+/// fraction of its `write_buffer_size`) never makes, zeroes and charges the
+/// tiers it would not fill. The older tiers stay until the list goes (a
+/// reader may still be probing one): see [`KeyIndexes::new`] for what they
+/// add.
 struct KeyIndexes {
-    small: KeyIndex,
-    large: std::sync::OnceLock<KeyIndex>,
-    /// Slots of the large table; 0: none (the small one is all).
-    large_slots: usize,
+    /// The tiers, oldest first; the first made with the list.
+    tiers: [std::sync::OnceLock<KeyIndex>; MAX_INDEX_TIERS],
+    /// Slots and load percent of each tier; 0 slots: no such tier.
+    shapes: [(usize, usize); MAX_INDEX_TIERS],
+    /// Set when a key could not be indexed (a node address the slots cannot
+    /// hold): a key no tier holds may then be in the list.
+    lost: AtomicBool,
 }
 
 /// Slots of a key index's first tier (32 KiB).
 const SMALL_INDEX_SLOTS: usize = 4096;
-/// Percent of its slots the first tier fills: half, so that a lookup that
-/// misses in the second tier and must then probe it too meets short runs
-/// (about 2.5 slots where three quarters would give 8.5).
+/// Each tier's slots over the one's before it.
+const INDEX_TIER_GROWTH: usize = 8;
+/// Most tiers: 4,096 slots times 8 to the fourth is past
+/// [`KeyIndex::MAX_SLOTS`].
+const MAX_INDEX_TIERS: usize = 6;
+/// Percent of its slots a tier before the last fills before the next is
+/// made: half, so that its probes meet short runs (about 2.5 slots on a
+/// miss where three quarters would give 8.5).
 const SMALL_INDEX_LOAD: usize = 50;
-/// Percent of its slots the second tier fills.
+/// Percent of its slots the last tier (the memtable's whole index) fills.
 const LARGE_INDEX_LOAD: usize = 75;
 
 /// How an insert into one table went.
@@ -787,67 +804,101 @@ enum Inserted {
     Done,
     /// The key is new and the table is at its limit (now saturated).
     Full,
+    /// The node's address does not fit a slot: the key is not indexed.
+    Lost,
 }
 
 impl KeyIndexes {
+    /// Tiers for an index of `slots` slots in its last: the first of at
+    /// most [`SMALL_INDEX_SLOTS`], each next [`INDEX_TIER_GROWTH`] times
+    /// larger while that leaves the last at least twice its size, the last
+    /// of `slots`. The tiers before the last so add at most 4/7 of it, a
+    /// seventh where the last is 8 times the one before.
     fn new(slots: usize) -> Self {
-        let small = slots.min(SMALL_INDEX_SLOTS);
-        KeyIndexes {
-            small: KeyIndex::new(small, SMALL_INDEX_LOAD),
-            large: std::sync::OnceLock::new(),
-            large_slots: if slots > SMALL_INDEX_SLOTS { slots } else { 0 },
+        let slots = slots.min(KeyIndex::MAX_SLOTS);
+        let mut shapes = [(0, 0); MAX_INDEX_TIERS];
+        let mut size = slots.min(SMALL_INDEX_SLOTS);
+        for shape in shapes.iter_mut() {
+            let last = size >= slots;
+            *shape = (size, if last { LARGE_INDEX_LOAD } else { SMALL_INDEX_LOAD });
+            if last {
+                break;
+            }
+            // A tier that would leave the last under twice its size is
+            // skipped: the last is made instead.
+            size = match size.saturating_mul(INDEX_TIER_GROWTH) {
+                next if next.saturating_mul(2) > slots => slots,
+                next => next,
+            };
         }
+        debug_assert!(shapes.iter().any(|&(n, _)| n == slots), "tiers up to {slots} slots: {shapes:?}");
+        Self::with_shapes(shapes)
     }
 
     /// Tiers of given sizes (tests: a small first tier that fills).
     #[cfg(test)]
     fn with_tiers(small: usize, large: usize) -> Self {
-        KeyIndexes {
-            small: KeyIndex::new(small, SMALL_INDEX_LOAD),
-            large: std::sync::OnceLock::new(),
-            large_slots: large,
-        }
+        let mut shapes = [(0, 0); MAX_INDEX_TIERS];
+        shapes[0] = (small, SMALL_INDEX_LOAD);
+        shapes[1] = (large, LARGE_INDEX_LOAD);
+        Self::with_shapes(shapes)
+    }
+
+    fn with_shapes(shapes: [(usize, usize); MAX_INDEX_TIERS]) -> Self {
+        let tiers: [std::sync::OnceLock<KeyIndex>; MAX_INDEX_TIERS] = Default::default();
+        let _ = tiers[0].set(KeyIndex::new(shapes[0].0, shapes[0].1));
+        KeyIndexes { tiers, shapes, lost: AtomicBool::new(false) }
+    }
+
+    /// The tiers made so far, oldest first (they are made in order).
+    fn made(&self) -> &[std::sync::OnceLock<KeyIndex>] {
+        let n = self.tiers.iter().take_while(|t| t.get().is_some()).count();
+        &self.tiers[..n]
     }
 
     fn bytes(&self) -> usize {
-        self.small.bytes() + self.large.get().map_or(0, KeyIndex::bytes)
+        self.made().iter().filter_map(std::sync::OnceLock::get).map(KeyIndex::bytes).sum()
     }
 
-    /// The table new keys go to.
-    fn current(&self) -> &KeyIndex {
-        self.large.get().unwrap_or(&self.small)
+    /// The tier new keys go to, and its place.
+    fn current(&self) -> (usize, &KeyIndex) {
+        let made = self.made();
+        let at = made.len() - 1;
+        (at, made[at].get().expect("a made tier"))
     }
 
     fn prefetch(&self, user_key: &[u8]) -> u64 {
-        self.current().prefetch(user_key)
+        self.current().1.prefetch(user_key)
     }
 
     /// Writer only.
     fn insert(&self, node: *const Node, key: &[u8], hash: u64) {
-        if let Some(large) = self.large.get() {
-            // The large table's entry for a key must be its newest version:
-            // the small table may hold a newer one than `node` (inserts out
-            // of sequence order, as a WAL replayed over itself makes).
-            let user_key = crate::key::user_key(key);
-            if let Some((_, v)) = self.small.probe(user_key, hash).filter(|(_, v)| *v != 0) {
-                let newer = KeyIndex::node(v);
-                // SAFETY: a slot's pointer is to a published node of this
-                // list (contract 5).
-                let newer_key = unsafe { Node::key(newer) };
-                if trailer(newer_key) >> 8 > trailer(key) >> 8 {
-                    large.insert(newer, newer_key, hash);
+        let (mut at, mut tier) = self.current();
+        loop {
+            match tier.insert(node, key, hash) {
+                Inserted::Done => return,
+                Inserted::Lost => {
+                    self.lost.store(true, AtomicOrdering::Release);
                     return;
                 }
-            }
-            large.insert(node, key, hash);
-            return;
-        }
-        if let Inserted::Full = self.small.insert(node, key, hash) {
-            if self.large_slots > 0 {
-                // Every key indexed so far is in the small table; from now
-                // on new versions go to the large one, which a lookup reads
-                // first.
-                self.large.get_or_init(|| KeyIndex::new(self.large_slots, LARGE_INDEX_LOAD)).insert(node, key, hash);
+                Inserted::Full => {
+                    // The next tier takes every key the full one holds, each
+                    // at its newest version, before readers see it (the
+                    // `OnceLock` publishes it made), then this key and the
+                    // ones after. With none left, the key is not indexed
+                    // (this tier is saturated: lookups of keys it lacks
+                    // descend).
+                    let Some(&(slots, load)) = self.shapes.get(at + 1).filter(|s| s.0 > 0) else { return };
+                    let full = tier;
+                    at += 1;
+                    tier = self.tiers[at].get_or_init(|| {
+                        let next = KeyIndex::new(slots, load);
+                        if !next.take_all(full) {
+                            self.lost.store(true, AtomicOrdering::Release);
+                        }
+                        next
+                    });
+                }
             }
         }
     }
@@ -856,21 +907,13 @@ impl KeyIndexes {
         self.lookup_hashed(user_key, xxhash_rust::xxh3::xxh3_64(user_key))
     }
 
-    /// [`KeyIndexes::lookup`] with the key's hash known.
+    /// [`KeyIndexes::lookup`] with the key's hash known: one probe of the
+    /// newest tier, which holds every key indexed.
     fn lookup_hashed(&self, user_key: &[u8], hash: u64) -> Indexed {
-        let Some(large) = self.large.get() else { return self.small.lookup(user_key, hash) };
-        match large.lookup(user_key, hash) {
-            // Not in an unsaturated large table: every version written since
-            // it was made is in it, so the small table's entry, if any, is
-            // the newest (the small table's own saturation made the large
-            // one and does not matter here).
-            Indexed::Absent => match self.small.probe(user_key, hash) {
-                Some((_, 0)) => Indexed::Absent,
-                Some((_, v)) => Indexed::Newest(KeyIndex::node(v)),
-                None => Indexed::Unknown,
-            },
-            found => found,
+        if self.lost.load(AtomicOrdering::Acquire) {
+            return Indexed::Unknown;
         }
+        self.current().1.lookup(user_key, hash)
     }
 }
 
@@ -968,9 +1011,9 @@ impl KeyIndex {
         let addr = node as u64;
         if addr & !Self::PTR_MASK != 0 {
             // A pointer this index cannot hold: stop answering for absent
-            // keys rather than miss this one.
+            // keys rather than miss this one (the tiers stop too).
             self.saturated.store(true, AtomicOrdering::Release);
-            return Inserted::Done;
+            return Inserted::Lost;
         }
         let user_key = crate::key::user_key(key);
         let (_, tag) = self.start_and_tag(hash);
@@ -997,6 +1040,26 @@ impl KeyIndex {
             }
         }
         Inserted::Done
+    }
+
+    /// Indexes every key `from` holds, at the node it names (writer only,
+    /// into a table no reader sees yet); false when one could not be.
+    fn take_all(&self, from: &KeyIndex) -> bool {
+        for slot in from.slots.iter() {
+            let v = slot.load(AtomicOrdering::Acquire);
+            if v == 0 {
+                continue;
+            }
+            let node = Self::node(v);
+            // SAFETY: a slot's pointer is to a published node of this list
+            // (contract 5).
+            let key = unsafe { Node::key(node) };
+            let hash = xxhash_rust::xxh3::xxh3_64(crate::key::user_key(key));
+            if !matches!(self.insert(node, key, hash), Inserted::Done) {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -2137,8 +2200,9 @@ mod tests {
                 }
             }
             if let Some(ix) = &list.index {
-                let small_full = ix.small.saturated.load(AtomicOrdering::Relaxed);
-                let large = ix.large.get().map(|l| l.saturated.load(AtomicOrdering::Relaxed));
+                assert!(!ix.lost.load(AtomicOrdering::Relaxed));
+                let small_full = ix.tiers[0].get().unwrap().saturated.load(AtomicOrdering::Relaxed);
+                let large = ix.tiers[1].get().map(|l| l.saturated.load(AtomicOrdering::Relaxed));
                 let expected = match tiers {
                     Some((4096, _)) => (false, None),
                     Some((_, 0)) => (true, None),
@@ -2146,6 +2210,55 @@ mod tests {
                     _ => (true, Some(false)),
                 };
                 assert_eq!((small_full, large), expected, "{slots}: which tiers filled");
+            }
+        }
+    }
+
+    /// An index of 100,000 slots is made in three tiers (4,096, 32,768 and
+    /// 100,000 slots), each when the one before fills: with 25,000 keys in
+    /// versions out of order, every point lookup through the tiers lands
+    /// where a descent does, keys never inserted are reported absent
+    /// without one, and the index charges the tiers made, not the whole.
+    #[test]
+    fn point_lookups_across_index_tiers_match_descents() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(29);
+        let list = SkipList::with_key_index(UserComparator::BYTEWISE, 100_000);
+        let ix = list.index.as_ref().unwrap();
+        let shapes: Vec<usize> = ix.shapes.iter().map(|s| s.0).filter(|&n| n > 0).collect();
+        assert_eq!(shapes, [4096, 32_768, 100_000]);
+        assert_eq!(list.index_bytes(), 4096 * 8, "a new list charges its first tier only");
+        let keys = 25_000u32;
+        let mut order: Vec<u32> = (0..keys).collect();
+        use rand::seq::SliceRandom;
+        order.shuffle(&mut rng);
+        let mut made = Vec::new();
+        for (i, user) in order.iter().enumerate() {
+            // Each key's versions: a middle one first, then a newer and an
+            // older one for every fourth key (out of sequence order).
+            list.insert(&ikey(*user, 20), b"mid");
+            if user % 4 == 0 {
+                list.insert(&ikey(*user, 30), b"new");
+                list.insert(&ikey(*user, 10), b"old");
+            }
+            made.push((i, ix.made().len()));
+        }
+        let tiers_at = |n: usize| made.iter().find(|(_, t)| *t == n).map(|(i, _)| *i);
+        assert!(tiers_at(2).is_some() && tiers_at(3).is_some(), "the tiers were not all made");
+        assert_eq!(list.index_bytes(), (4096 + 32_768 + 100_000) * 8);
+        for user in 0..keys + 500 {
+            let target = ikey(user, 100);
+            let mut want = list.cursor();
+            want.seek_by_descent(&target);
+            let mut got = list.cursor();
+            got.seek_versions(&target);
+            let of_user = |c: &Cursor<&SkipList>| c.valid() && c.key()[..4] == user.to_be_bytes();
+            if user < keys {
+                assert!(of_user(&want));
+                assert_eq!(got.valid().then(|| got.key().to_vec()), Some(want.key().to_vec()), "key {user}");
+                assert_eq!(got.value(), if user % 4 == 0 { &b"new"[..] } else { &b"mid"[..] }, "key {user}");
+            } else {
+                assert!(!of_user(&got), "key {user} was never inserted");
+                assert!(matches!(ix.lookup(&user.to_be_bytes()), Indexed::Absent), "key {user}: not reported absent");
             }
         }
     }
@@ -2479,14 +2592,16 @@ mod tests {
         let list = SkipList::with_key_index(reverse, 64);
         assert_eq!(list.index_bytes(), 64 * 8);
         // Sizes are bounded both ways; a large index starts with its first
-        // tier and makes the second when that fills.
+        // tier and makes the next when that fills (at half its slots).
         assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, 3).index_bytes(), 16 * 8);
         let big = SkipList::with_key_index(UserComparator::BYTEWISE, usize::MAX / 64);
+        let tiers: Vec<usize> = big.index.as_ref().unwrap().shapes.iter().map(|s| s.0).collect();
+        assert_eq!(tiers, [4096, 32_768, 262_144, 2_097_152, 8 << 20, 0]);
         assert_eq!(big.index_bytes(), SMALL_INDEX_SLOTS * 8);
-        for i in 0..SMALL_INDEX_SLOTS as u32 {
+        for i in 0..=(SMALL_INDEX_SLOTS / 2) as u32 {
             big.insert(&ikey(i, 1), b"");
         }
-        assert_eq!(big.index_bytes(), SMALL_INDEX_SLOTS * 8 + (64 << 20));
+        assert_eq!(big.index_bytes(), (SMALL_INDEX_SLOTS + SMALL_INDEX_SLOTS * INDEX_TIER_GROWTH) * 8);
         list.insert(&ikey(3, 1), b"a");
         list.insert(&ikey(3, 9), b"b");
         let mut c = list.cursor();

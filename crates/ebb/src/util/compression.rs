@@ -116,4 +116,43 @@ mod tests {
         }
         assert!(CompressionType::parse("brotli").unwrap_err().to_string().contains("brotli"));
     }
+
+    /// A block's stored bytes damaged anywhere: the length prefix lowered
+    /// or raised, the stream cut, any byte flipped. Decompression returns
+    /// an error or some bytes, never a panic and never more than the prefix
+    /// claims (the decoder writes into a buffer of the claimed size, and
+    /// every write must stay inside it).
+    #[test]
+    fn damaged_lz4_blocks_error_or_stay_within_their_claim() {
+        let data: Vec<u8> =
+            (0..4096u32).map(|i| if i % 7 == 0 { (i / 7) as u8 } else { b'a' + (i % 5) as u8 }).collect();
+        let good = CompressionType::Lz4.compress(&data).unwrap();
+        let claimed = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let mut rejected = 0;
+        let mut check = |block: &[u8]| match CompressionType::Lz4.decompress(block) {
+            Ok(out) => assert!(out.len() <= claimed(block), "{} bytes out of a claim of {}", out.len(), claimed(block)),
+            Err(e) => {
+                assert!(e.starts_with("lz4"), "{e}");
+                rejected += 1;
+            }
+        };
+        for claim in [0usize, 1, 100, data.len() - 1, data.len() + 1, 1 << 20] {
+            let mut b = good.clone();
+            b[..4].copy_from_slice(&(claim as u32).to_le_bytes());
+            check(&b);
+        }
+        for cut in 4..good.len() {
+            check(&good[..cut]);
+        }
+        for at in 4..good.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut b = good.clone();
+                b[at] ^= bit;
+                check(&b);
+            }
+        }
+        // Shorter claims and cut streams cannot all decode.
+        assert!(rejected > good.len(), "only {rejected} damaged blocks rejected");
+        assert_eq!(CompressionType::Lz4.decompress(&good).unwrap(), data);
+    }
 }
