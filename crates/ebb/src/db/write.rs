@@ -676,9 +676,8 @@ impl DbInner {
             }
             let mut switch: Vec<u32> = Vec::new();
             for (id, family) in st.families.iter() {
-                // Every family, every write group: the limit is an atomic
-                // of the family's (a clone and a drop of its options' `Arc`
-                // per family were 4 % of a 20-family fill).
+                // Every family, every write group: the limit is read from
+                // the family's atomic, not its options.
                 let full = family.mem().approximate_memory_usage() >= family.data().write_buffer_size();
                 let forced = force == Some(id) && !family.mem().is_empty();
                 if full || forced {
@@ -730,9 +729,7 @@ impl DbInner {
                 continue;
             }
             let at_limit = switch.iter().any(|id| {
-                st.families
-                    .get(*id)
-                    .is_some_and(|f| f.imm().len() + 1 >= self.family_opts(f.data()).max_write_buffer_number)
+                st.families.get(*id).is_some_and(|f| f.imm().len() + 1 >= f.data().max_write_buffer_number())
             });
             if at_limit {
                 // Switching now would exceed the memtable limit: wait for a flush.

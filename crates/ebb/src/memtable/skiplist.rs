@@ -789,8 +789,8 @@ const SMALL_INDEX_SLOTS: usize = 4096;
 /// Each tier's slots over the one's before it.
 const INDEX_TIER_GROWTH: usize = 8;
 /// Most tiers: 4,096 slots times 8 to the fourth is past
-/// [`KeyIndex::MAX_SLOTS`].
-const MAX_INDEX_TIERS: usize = 6;
+/// [`KeyIndex::MAX_SLOTS`], so a fifth tier is the last.
+const MAX_INDEX_TIERS: usize = 5;
 /// Percent of its slots a tier before the last fills before the next is
 /// made: half, so that its probes meet short runs (about 2.5 slots on a
 /// miss where three quarters would give 8.5).
@@ -2596,7 +2596,7 @@ mod tests {
         assert_eq!(SkipList::with_key_index(UserComparator::BYTEWISE, 3).index_bytes(), 16 * 8);
         let big = SkipList::with_key_index(UserComparator::BYTEWISE, usize::MAX / 64);
         let tiers: Vec<usize> = big.index.as_ref().unwrap().shapes.iter().map(|s| s.0).collect();
-        assert_eq!(tiers, [4096, 32_768, 262_144, 2_097_152, 8 << 20, 0]);
+        assert_eq!(tiers, [4096, 32_768, 262_144, 2_097_152, 8 << 20]);
         assert_eq!(big.index_bytes(), SMALL_INDEX_SLOTS * 8);
         for i in 0..=(SMALL_INDEX_SLOTS / 2) as u32 {
             big.insert(&ikey(i, 1), b"");
